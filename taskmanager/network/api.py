@@ -1,0 +1,130 @@
+"""The data plane as tasks see it: result partitions to write, input gates to read.
+
+Tasks hand the network whole serialized buffers (``bytes``); partitioning records and
+serializing them is the task's business (``taskmanager.record_writer``). The network
+moves buffers and events in order per channel, with credit-based flow control, over
+TCP between TaskManagers and in memory inside one.
+
+Threading: a ``ResultPartitionWriter`` and an ``InputGate`` are used by exactly one task
+thread each; the network's own I/O thread is the only other party. Nothing here takes
+a lock per record; at most one per buffer.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol
+
+from weir.core.deployment import InputGateDescriptor, ResultPartitionDescriptor, ResultPartitionId
+
+
+class BufferKind(enum.IntEnum):
+    DATA = 0
+    """Serialized records; costs one credit."""
+    EVENT = 1
+    """A serialized task event (watermark, checkpoint barrier, ...), in order with the data."""
+    END_OF_PARTITION = 2
+    """The producer finished; nothing follows on this channel."""
+
+
+class PartitionClosedError(Exception):
+    """Raised in a task thread blocked on the network when its partition or gate is
+    released (the task is being cancelled or the job failed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkConfig:
+    segment_size: int = 32 * 1024
+    buffers_per_channel: int = 2
+    """Exclusive credits each input channel grants at start."""
+    floating_buffers_per_gate: int = 8
+    """Extra credits a gate lends to channels that announce a backlog."""
+    max_buffers_per_subpartition: int = 10
+    """Buffers a subpartition may hold before ``emit`` blocks the writer."""
+
+
+@dataclass(slots=True)
+class PartitionStats:
+    """Counters a test or a metric can read; updated under the partition's lock."""
+
+    buffers_emitted: int = 0
+    buffers_sent: int = 0
+    max_queued: int = 0
+    """The most buffers ever queued in one subpartition at once."""
+    blocked_emits: int = 0
+    """How often ``emit`` had to wait for room (back-pressure)."""
+
+
+class ResultPartitionWriter(Protocol):
+    partition_id: ResultPartitionId
+    num_subpartitions: int
+    stats: PartitionStats
+
+    def emit(self, subpartition: int, buffer: bytes) -> None:
+        """Queue a data buffer; blocks while the subpartition already holds
+        ``max_buffers_per_subpartition`` buffers. Raises PartitionClosedError if released."""
+        ...
+
+    def emit_event(self, subpartition: int, event: bytes) -> None:
+        """Queue an event behind the data already queued; never blocks for credit."""
+        ...
+
+    def broadcast_event(self, event: bytes) -> None: ...
+
+    def finish(self) -> None:
+        """Send END_OF_PARTITION on every subpartition. The partition stays until the
+        consumers have read everything, then the network releases it."""
+        ...
+
+    def release(self, cause: BaseException | None = None) -> None:
+        """Drop queued buffers and wake a blocked ``emit`` (it raises PartitionClosedError).
+        Idempotent."""
+        ...
+
+
+class InputGate(Protocol):
+    """All inputs of one task, over all its input edges."""
+
+    num_gates: int
+
+    def num_channels(self, gate_index: int) -> int: ...
+
+    def poll(self, timeout: float | None) -> tuple[int, int, BufferKind, bytes] | None:
+        """The next ``(gate_index, channel_index, kind, payload)`` in arrival order
+        (order is kept per channel), or ``None`` after ``timeout`` seconds or a
+        ``wakeup()``. Polling a DATA buffer returns its credit to the sender.
+        Raises PartitionClosedError once closed, or NetworkError if a producer's
+        connection was lost."""
+        ...
+
+    def wakeup(self) -> None:
+        """Make a blocked (or the next) ``poll`` return ``None`` at once. Thread-safe."""
+        ...
+
+    def is_finished(self) -> bool:
+        """Every channel delivered END_OF_PARTITION and it was polled."""
+        ...
+
+    def close(self) -> None:
+        """Release everything; idempotent; wakes a blocked ``poll`` (PartitionClosedError)."""
+        ...
+
+
+class NetworkEnvironment(Protocol):
+    """One per TaskExecutor."""
+
+    def start(self) -> int:
+        """Bind the data server on the configured host; return its port."""
+        ...
+
+    def create_result_partition(self, descriptor: ResultPartitionDescriptor) -> ResultPartitionWriter:
+        ...
+
+    def create_input_gate(self, descriptors: tuple[InputGateDescriptor, ...]) -> InputGate:
+        """One InputGate over all the task's input edges; gate ``i`` is ``descriptors[i]``."""
+        ...
+
+    def close(self) -> None:
+        """Stop the I/O thread and close every socket; leaves no thread behind."""
+        ...

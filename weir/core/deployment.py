@@ -1,0 +1,118 @@
+"""What a JobMaster tells a TaskExecutor to run: the TaskDeploymentDescriptor and its parts."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
+from weir.core.job_graph import JobEdge, JobVertex
+
+
+class ExecutionState(enum.Enum):
+    """Flink's ExecutionState."""
+
+    CREATED = "CREATED"
+    SCHEDULED = "SCHEDULED"
+    DEPLOYING = "DEPLOYING"
+    INITIALIZING = "INITIALIZING"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    CANCELING = "CANCELING"
+    CANCELED = "CANCELED"
+    FAILED = "FAILED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (ExecutionState.FINISHED, ExecutionState.CANCELED, ExecutionState.FAILED)
+
+
+class JobStatus(enum.Enum):
+    """Flink's JobStatus."""
+
+    INITIALIZING = "INITIALIZING"
+    CREATED = "CREATED"
+    RUNNING = "RUNNING"
+    FAILING = "FAILING"
+    FAILED = "FAILED"
+    CANCELLING = "CANCELLING"
+    CANCELED = "CANCELED"
+    FINISHED = "FINISHED"
+    RESTARTING = "RESTARTING"
+    SUSPENDED = "SUSPENDED"
+    RECONCILING = "RECONCILING"
+
+    @property
+    def is_globally_terminal(self) -> bool:
+        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskManagerLocation:
+    resource_id: ResourceId
+    host: str
+    data_port: int
+    """The TaskManager's data-plane TCP port (not its gRPC port)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPartitionId:
+    """One produced partition: edge ``edge_index`` of the producer attempt ``producer``."""
+
+    producer: ExecutionAttemptId
+    edge_index: int
+
+    def __str__(self) -> str:
+        return f"{self.producer}#{self.edge_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPartitionDescriptor:
+    partition_id: ResultPartitionId
+    edge: JobEdge
+    num_subpartitions: int
+    """= the target vertex's parallelism (1 per consumer subtask)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputChannelDescriptor:
+    partition_id: ResultPartitionId
+    subpartition_index: int
+    """= the consumer's subtask index."""
+    producer_location: TaskManagerLocation
+    is_local: bool
+    """Producer and consumer run in the same TaskManager: exchange in memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputGateDescriptor:
+    edge_index: int
+    edge: JobEdge
+    channels: tuple[InputChannelDescriptor, ...]
+    """One per producer subtask, in producer subtask order (only those that feed this consumer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDeploymentDescriptor:
+    job_id: JobId
+    job_name: str
+    vertex: JobVertex
+    subtask_index: int
+    attempt_number: int
+    execution_attempt_id: ExecutionAttemptId
+    allocation_id: AllocationId
+    input_gates: tuple[InputGateDescriptor, ...]
+    """Ordered by edge index; ``gate.edge.input_index`` says which input of the head."""
+    result_partitions: tuple[ResultPartitionDescriptor, ...]
+    job_config: Mapping[str, str] = field(default_factory=dict)
+    job_parameters: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def parallelism(self) -> int:
+        return self.vertex.parallelism
+
+    @property
+    def task_name(self) -> str:
+        """Flink's "name (i/p)" form."""
+        return f"{self.vertex.name} ({self.subtask_index + 1}/{self.vertex.parallelism})"

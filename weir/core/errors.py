@@ -1,0 +1,96 @@
+"""The exception tree every Weir component raises.
+
+    WeirError
+    ├── ConfigurationError (ValueError)        a key or value in the configuration is wrong
+    ├── JobGraphError (ValueError)             a program cannot become a valid JobGraph
+    ├── JobSubmissionError                     the cluster refused a job
+    ├── JobNotFoundError (KeyError)            no job with that id
+    ├── JobExecutionError                      a job ended FAILED or CANCELED; carries the cause
+    ├── SlotAllocationError                    not enough slots within slot.request.timeout
+    ├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
+    ├── RemoteError                            a gRPC call failed (mapped from grpc.StatusCode)
+    │   ├── ServiceUnavailableError (ConnectionError)
+    │   └── RemoteTimeoutError (TimeoutError)
+    ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
+    ├── UserCodeError                          user code raised inside a task; keeps the traceback
+    └── LeaderLostError                        a component lost leadership (fencing)
+"""
+
+from __future__ import annotations
+
+
+class WeirError(Exception):
+    """Root of every error Weir raises on purpose."""
+
+
+class ConfigurationError(WeirError, ValueError):
+    """A configuration key is unknown or its value cannot be used."""
+
+
+class JobGraphError(WeirError, ValueError):
+    """The program cannot be turned into a JobGraph (or a JobGraph cannot be decoded)."""
+
+
+class JobSubmissionError(WeirError):
+    """The Dispatcher refused a job."""
+
+
+class JobNotFoundError(WeirError, KeyError):
+    """No job with the given id is known."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "job not found"
+
+
+class JobExecutionError(WeirError):
+    """A job did not finish: it FAILED or was CANCELED.
+
+    ``cause`` holds the remote failure text, with the user's traceback when user code
+    raised.
+    """
+
+    def __init__(self, message: str, *, job_id: str = "", status: str = "", cause: str = ""):
+        super().__init__(message)
+        self.job_id = job_id
+        self.status = status
+        self.cause = cause
+
+
+class SlotAllocationError(WeirError):
+    """Slots could not be allocated within ``slot.request.timeout``."""
+
+
+class TaskManagerLostError(WeirError):
+    """A TaskManager stopped heart-beating or its process died."""
+
+
+class RemoteError(WeirError):
+    """A call to another Weir service failed."""
+
+    def __init__(self, message: str, *, code: str = ""):
+        super().__init__(message)
+        self.code = code
+
+
+class ServiceUnavailableError(RemoteError, ConnectionError):
+    """The service could not be reached."""
+
+
+class RemoteTimeoutError(RemoteError, TimeoutError):
+    """The service did not answer in time."""
+
+
+class NetworkError(WeirError, ConnectionError):
+    """The data plane lost a connection or could not find a partition."""
+
+
+class UserCodeError(WeirError):
+    """User code raised inside a task. ``remote_traceback`` is the formatted original."""
+
+    def __init__(self, message: str, remote_traceback: str = ""):
+        super().__init__(message)
+        self.remote_traceback = remote_traceback
+
+
+class LeaderLostError(WeirError):
+    """A component acted without (or after losing) leadership."""
