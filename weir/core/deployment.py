@@ -72,14 +72,21 @@ class ResultPartitionDescriptor:
     partition_id: ResultPartitionId
     edge: JobEdge
     num_subpartitions: int
-    """= the target vertex's parallelism (1 per consumer subtask)."""
+    consumer_subtasks: tuple[int, ...]
+    """Subpartition ``i`` feeds consumer subtask ``consumer_subtasks[i]``. All-to-all edges
+    (rebalance, shuffle, broadcast, global, key_group, custom) have one subpartition per
+    consumer subtask, in order; pointwise edges (forward, rescale) only the consumers this
+    producer feeds, as Flink's POINTWISE pattern connects them."""
+    consumer_parallelism: int
+    consumer_max_parallelism: int
+    """Key-group routing needs the consumer's parallelism and max parallelism."""
 
 
 @dataclass(frozen=True, slots=True)
 class InputChannelDescriptor:
     partition_id: ResultPartitionId
     subpartition_index: int
-    """= the consumer's subtask index."""
+    """The subpartition of the producer's partition that feeds this consumer."""
     producer_location: TaskManagerLocation
     is_local: bool
     """Producer and consumer run in the same TaskManager: exchange in memory."""
