@@ -1,0 +1,213 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Empty(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Ack(_message.Message):
+    __slots__ = ("ok", "message")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    message: str
+    def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
+class JobIdRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class OperatorDescriptorProto(_message.Message):
+    __slots__ = ("operator_id", "name", "kind", "payload", "chained_outputs", "uid", "has_uid", "input_count")
+    OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    CHAINED_OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    HAS_UID_FIELD_NUMBER: _ClassVar[int]
+    INPUT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    operator_id: str
+    name: str
+    kind: str
+    payload: bytes
+    chained_outputs: _containers.RepeatedScalarFieldContainer[str]
+    uid: str
+    has_uid: bool
+    input_count: int
+    def __init__(self, operator_id: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., chained_outputs: _Optional[_Iterable[str]] = ..., uid: _Optional[str] = ..., has_uid: _Optional[bool] = ..., input_count: _Optional[int] = ...) -> None: ...
+
+class JobVertexProto(_message.Message):
+    __slots__ = ("vertex_id", "name", "parallelism", "max_parallelism", "operators", "slot_sharing_group")
+    VERTEX_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    MAX_PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    SLOT_SHARING_GROUP_FIELD_NUMBER: _ClassVar[int]
+    vertex_id: str
+    name: str
+    parallelism: int
+    max_parallelism: int
+    operators: _containers.RepeatedCompositeFieldContainer[OperatorDescriptorProto]
+    slot_sharing_group: str
+    def __init__(self, vertex_id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., max_parallelism: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[OperatorDescriptorProto, _Mapping]]] = ..., slot_sharing_group: _Optional[str] = ...) -> None: ...
+
+class JobEdgeProto(_message.Message):
+    __slots__ = ("source_vertex", "source_operator", "target_vertex", "input_index", "partitioner", "partitioner_payload", "serializer")
+    SOURCE_VERTEX_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    TARGET_VERTEX_FIELD_NUMBER: _ClassVar[int]
+    INPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONER_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONER_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    SERIALIZER_FIELD_NUMBER: _ClassVar[int]
+    source_vertex: str
+    source_operator: str
+    target_vertex: str
+    input_index: int
+    partitioner: str
+    partitioner_payload: bytes
+    serializer: str
+    def __init__(self, source_vertex: _Optional[str] = ..., source_operator: _Optional[str] = ..., target_vertex: _Optional[str] = ..., input_index: _Optional[int] = ..., partitioner: _Optional[str] = ..., partitioner_payload: _Optional[bytes] = ..., serializer: _Optional[str] = ...) -> None: ...
+
+class JobGraphProto(_message.Message):
+    __slots__ = ("job_id", "job_name", "vertices", "edges", "config", "job_parameters")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class JobParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_NAME_FIELD_NUMBER: _ClassVar[int]
+    VERTICES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    JOB_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    job_name: str
+    vertices: _containers.RepeatedCompositeFieldContainer[JobVertexProto]
+    edges: _containers.RepeatedCompositeFieldContainer[JobEdgeProto]
+    config: _containers.ScalarMap[str, str]
+    job_parameters: _containers.ScalarMap[str, str]
+    def __init__(self, job_id: _Optional[str] = ..., job_name: _Optional[str] = ..., vertices: _Optional[_Iterable[_Union[JobVertexProto, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[JobEdgeProto, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., job_parameters: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class TaskStatus(_message.Message):
+    __slots__ = ("vertex_id", "task_name", "subtask_index", "attempt_number", "execution_attempt_id", "state", "resource_id", "failure_cause")
+    VERTEX_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_NAME_FIELD_NUMBER: _ClassVar[int]
+    SUBTASK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
+    vertex_id: str
+    task_name: str
+    subtask_index: int
+    attempt_number: int
+    execution_attempt_id: str
+    state: str
+    resource_id: str
+    failure_cause: str
+    def __init__(self, vertex_id: _Optional[str] = ..., task_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., attempt_number: _Optional[int] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., resource_id: _Optional[str] = ..., failure_cause: _Optional[str] = ...) -> None: ...
+
+class JobDetails(_message.Message):
+    __slots__ = ("job_id", "job_name", "status", "start_time_ms", "end_time_ms", "failure_cause", "tasks", "jobmaster_address")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    JOBMASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    job_name: str
+    status: str
+    start_time_ms: int
+    end_time_ms: int
+    failure_cause: str
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskStatus]
+    jobmaster_address: str
+    def __init__(self, job_id: _Optional[str] = ..., job_name: _Optional[str] = ..., status: _Optional[str] = ..., start_time_ms: _Optional[int] = ..., end_time_ms: _Optional[int] = ..., failure_cause: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., jobmaster_address: _Optional[str] = ...) -> None: ...
+
+class TaskManagerInfo(_message.Message):
+    __slots__ = ("resource_id", "rpc_address", "data_host", "data_port", "num_slots", "free_slots", "last_heartbeat_ms", "spark_executor_id", "pid")
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DATA_HOST_FIELD_NUMBER: _ClassVar[int]
+    DATA_PORT_FIELD_NUMBER: _ClassVar[int]
+    NUM_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    FREE_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_MS_FIELD_NUMBER: _ClassVar[int]
+    SPARK_EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    resource_id: str
+    rpc_address: str
+    data_host: str
+    data_port: int
+    num_slots: int
+    free_slots: int
+    last_heartbeat_ms: int
+    spark_executor_id: str
+    pid: int
+    def __init__(self, resource_id: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_host: _Optional[str] = ..., data_port: _Optional[int] = ..., num_slots: _Optional[int] = ..., free_slots: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., spark_executor_id: _Optional[str] = ..., pid: _Optional[int] = ...) -> None: ...
+
+class SlotAssignment(_message.Message):
+    __slots__ = ("allocation_id", "resource_id", "rpc_address", "data_host", "data_port")
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DATA_HOST_FIELD_NUMBER: _ClassVar[int]
+    DATA_PORT_FIELD_NUMBER: _ClassVar[int]
+    allocation_id: str
+    resource_id: str
+    rpc_address: str
+    data_host: str
+    data_port: int
+    def __init__(self, allocation_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_host: _Optional[str] = ..., data_port: _Optional[int] = ...) -> None: ...
+
+class FetchCollectRequest(_message.Message):
+    __slots__ = ("job_id", "operator_id", "max_batches", "timeout_ms")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    operator_id: str
+    max_batches: int
+    timeout_ms: int
+    def __init__(self, job_id: _Optional[str] = ..., operator_id: _Optional[str] = ..., max_batches: _Optional[int] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class FetchCollectResponse(_message.Message):
+    __slots__ = ("batches", "end_of_data", "job_status")
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    END_OF_DATA_FIELD_NUMBER: _ClassVar[int]
+    JOB_STATUS_FIELD_NUMBER: _ClassVar[int]
+    batches: _containers.RepeatedScalarFieldContainer[bytes]
+    end_of_data: bool
+    job_status: str
+    def __init__(self, batches: _Optional[_Iterable[bytes]] = ..., end_of_data: _Optional[bool] = ..., job_status: _Optional[str] = ...) -> None: ...
+
+class ListTaskManagersResponse(_message.Message):
+    __slots__ = ("task_managers",)
+    TASK_MANAGERS_FIELD_NUMBER: _ClassVar[int]
+    task_managers: _containers.RepeatedCompositeFieldContainer[TaskManagerInfo]
+    def __init__(self, task_managers: _Optional[_Iterable[_Union[TaskManagerInfo, _Mapping]]] = ...) -> None: ...

@@ -1,0 +1,80 @@
+from proto import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class RegisterTaskExecutorRequest(_message.Message):
+    __slots__ = ("resource_id", "rpc_address", "data_host", "data_port", "num_slots", "spark_executor_id", "pid", "lease_id")
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DATA_HOST_FIELD_NUMBER: _ClassVar[int]
+    DATA_PORT_FIELD_NUMBER: _ClassVar[int]
+    NUM_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    SPARK_EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    resource_id: str
+    rpc_address: str
+    data_host: str
+    data_port: int
+    num_slots: int
+    spark_executor_id: str
+    pid: int
+    lease_id: str
+    def __init__(self, resource_id: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_host: _Optional[str] = ..., data_port: _Optional[int] = ..., num_slots: _Optional[int] = ..., spark_executor_id: _Optional[str] = ..., pid: _Optional[int] = ..., lease_id: _Optional[str] = ...) -> None: ...
+
+class RegisterTaskExecutorResponse(_message.Message):
+    __slots__ = ("accepted", "message", "heartbeat_interval_ms", "heartbeat_timeout_ms")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    message: str
+    heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int
+    def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class TaskExecutorHeartbeat(_message.Message):
+    __slots__ = ("resource_id", "allocated_slots")
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    resource_id: str
+    allocated_slots: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, resource_id: _Optional[str] = ..., allocated_slots: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HeartbeatResponse(_message.Message):
+    __slots__ = ("known",)
+    KNOWN_FIELD_NUMBER: _ClassVar[int]
+    known: bool
+    def __init__(self, known: _Optional[bool] = ...) -> None: ...
+
+class RequestSlotsRequest(_message.Message):
+    __slots__ = ("job_id", "count", "jobmaster_address", "timeout_ms")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    JOBMASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    count: int
+    jobmaster_address: str
+    timeout_ms: int
+    def __init__(self, job_id: _Optional[str] = ..., count: _Optional[int] = ..., jobmaster_address: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class RequestSlotsResponse(_message.Message):
+    __slots__ = ("slots",)
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.SlotAssignment]
+    def __init__(self, slots: _Optional[_Iterable[_Union[_common_pb2.SlotAssignment, _Mapping]]] = ...) -> None: ...
+
+class ReleaseSlotsRequest(_message.Message):
+    __slots__ = ("job_id", "allocation_ids")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    allocation_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_id: _Optional[str] = ..., allocation_ids: _Optional[_Iterable[str]] = ...) -> None: ...

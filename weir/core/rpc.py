@@ -1,0 +1,155 @@
+"""gRPC plumbing every service shares: servers, channels, and the one place where
+``grpc.StatusCode`` becomes a Weir error (and back).
+
+Servicers raise Weir errors; ``translate_server_errors`` turns them into status codes
+with the message intact. Clients call through ``call()``, which maps every status code
+to one Weir error class (``raise ... from exc``), so no caller handles ``grpc.RpcError``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import traceback
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any, TypeVar
+
+import grpc
+
+from weir.core import errors
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# A JobGraph carries pickled user functions and collections; gRPC's 4 MiB default is
+# too small for a from_collection of a few hundred thousand elements.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+_CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    # Loopback and LAN peers: fail fast when a peer is gone instead of retrying for 20 s.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.enable_retries", 0),
+]
+
+# Weir error class -> status code on the server side.
+_ERROR_TO_CODE: list[tuple[type[BaseException], grpc.StatusCode]] = [
+    (errors.JobNotFoundError, grpc.StatusCode.NOT_FOUND),
+    (errors.ConfigurationError, grpc.StatusCode.INVALID_ARGUMENT),
+    (errors.JobGraphError, grpc.StatusCode.INVALID_ARGUMENT),
+    (errors.JobSubmissionError, grpc.StatusCode.FAILED_PRECONDITION),
+    (errors.SlotAllocationError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (errors.LeaderLostError, grpc.StatusCode.UNAVAILABLE),
+    (errors.RemoteTimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (errors.TaskManagerLostError, grpc.StatusCode.ABORTED),
+    (errors.WeirError, grpc.StatusCode.FAILED_PRECONDITION),
+]
+
+# Status code -> Weir error class on the client side. Every code has an entry
+# (tests/unit/core/test_rpc.py checks this).
+CODE_TO_ERROR: dict[grpc.StatusCode, type[errors.RemoteError] | type[errors.WeirError]] = {
+    grpc.StatusCode.OK: errors.RemoteError,
+    grpc.StatusCode.CANCELLED: errors.RemoteError,
+    grpc.StatusCode.UNKNOWN: errors.RemoteError,
+    grpc.StatusCode.INVALID_ARGUMENT: errors.JobGraphError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: errors.RemoteTimeoutError,
+    grpc.StatusCode.NOT_FOUND: errors.JobNotFoundError,
+    grpc.StatusCode.ALREADY_EXISTS: errors.JobSubmissionError,
+    grpc.StatusCode.PERMISSION_DENIED: errors.RemoteError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: errors.SlotAllocationError,
+    grpc.StatusCode.FAILED_PRECONDITION: errors.JobSubmissionError,
+    grpc.StatusCode.ABORTED: errors.TaskManagerLostError,
+    grpc.StatusCode.OUT_OF_RANGE: errors.RemoteError,
+    grpc.StatusCode.UNIMPLEMENTED: errors.RemoteError,
+    grpc.StatusCode.INTERNAL: errors.RemoteError,
+    grpc.StatusCode.UNAVAILABLE: errors.ServiceUnavailableError,
+    grpc.StatusCode.DATA_LOSS: errors.RemoteError,
+    grpc.StatusCode.UNAUTHENTICATED: errors.RemoteError,
+}
+
+# The client-side class for an error the server raised on purpose, by name (so a
+# ConfigurationError stays a ConfigurationError, not just "INVALID_ARGUMENT").
+_BY_NAME: dict[str, type[errors.WeirError]] = {
+    cls.__name__: cls
+    for cls in (
+        errors.ConfigurationError, errors.JobGraphError, errors.JobSubmissionError,
+        errors.JobNotFoundError, errors.SlotAllocationError, errors.TaskManagerLostError,
+        errors.LeaderLostError, errors.JobExecutionError,
+    )
+}
+_NAME_SEPARATOR = ": "
+
+
+def status_code_for(exc: BaseException) -> grpc.StatusCode:
+    for cls, code in _ERROR_TO_CODE:
+        if isinstance(exc, cls):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def translate_server_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """Decorator for servicer methods: a raised Weir error aborts the call with its status
+    code and ``"ErrorClass: message"``; anything else is INTERNAL with the traceback logged."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> T:
+        try:
+            return method(self, request, context)
+        except errors.WeirError as exc:
+            context.abort(status_code_for(exc), f"{type(exc).__name__}{_NAME_SEPARATOR}{exc}")
+        except Exception as exc:
+            logger.error("%s failed", method.__qualname__, exc_info=True)
+            context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"internal error in {method.__qualname__}: {exc!r}\n{traceback.format_exc()}",
+            )
+        raise AssertionError("unreachable: context.abort raises")
+
+    return wrapper
+
+
+def map_rpc_error(exc: grpc.RpcError, what: str) -> errors.WeirError:
+    """The Weir error for a failed call; ``what`` names the call for the message."""
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    details = (exc.details() if hasattr(exc, "details") else None) or str(exc)
+    name, sep, rest = details.partition(_NAME_SEPARATOR)
+    if sep and name in _BY_NAME:
+        return _BY_NAME[name](rest)
+    cls = CODE_TO_ERROR.get(code, errors.RemoteError)
+    message = f"{what} failed ({code.name}): {details}"
+    if code is grpc.StatusCode.UNAVAILABLE:
+        message += "; is the service running and its address right?"
+    if issubclass(cls, errors.RemoteError):
+        return cls(message, code=code.name)
+    return cls(message)
+
+
+def call(what: str, stub_method: Callable[..., T], request: Any, timeout: float | None = 30.0) -> T:
+    """Invoke a unary RPC, mapping failures to Weir errors."""
+    try:
+        return stub_method(request, timeout=timeout)
+    except grpc.RpcError as exc:
+        raise map_rpc_error(exc, what) from exc
+
+
+def create_channel(address: str) -> grpc.Channel:
+    return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+
+
+def create_server(max_workers: int = 16) -> grpc.Server:
+    return grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
+        options=_CHANNEL_OPTIONS,
+    )
+
+
+def bind(server: grpc.Server, host: str, port: int = 0) -> str:
+    """Bind ``server`` to ``host:port`` (0 picks a free port, race-free) and return the address."""
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        msg = f"cannot bind a gRPC server to {host}:{port}; is the port in use?"
+        raise errors.ServiceUnavailableError(msg)
+    return f"{host}:{bound}"
