@@ -1,0 +1,79 @@
+"""RuntimeContext: what a user function sees of its subtask (PyFlink's RuntimeContext)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from taskmanager.state.backend import KeyedStateBackend, StateAccessError, ValueState
+
+
+def _state_name(descriptor: Any) -> str:
+    name = getattr(descriptor, "name", None)
+    if name is None and hasattr(descriptor, "get_name"):
+        name = descriptor.get_name()
+    if not isinstance(name, str):
+        msg = f"a state descriptor with a name was expected; got {descriptor!r}"
+        raise TypeError(msg)
+    return name
+
+
+class StreamingRuntimeContext:
+    """One per operator and subtask; handed to ``open(runtime_context)``."""
+
+    def __init__(
+        self,
+        *,
+        task_name: str,
+        task_name_with_subtasks: str,
+        number_of_parallel_subtasks: int,
+        max_number_of_parallel_subtasks: int,
+        index_of_this_subtask: int,
+        attempt_number: int,
+        job_parameters: Mapping[str, str],
+        keyed_state_backend: KeyedStateBackend | None = None,
+    ) -> None:
+        self._task_name = task_name
+        self._task_name_with_subtasks = task_name_with_subtasks
+        self._number_of_parallel_subtasks = number_of_parallel_subtasks
+        self._max_number_of_parallel_subtasks = max_number_of_parallel_subtasks
+        self._index_of_this_subtask = index_of_this_subtask
+        self._attempt_number = attempt_number
+        self._job_parameters = dict(job_parameters)
+        self._keyed_state_backend = keyed_state_backend
+
+    def get_task_name(self) -> str:
+        """The name of the task in which the function runs, as assigned in the plan."""
+        return self._task_name
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._number_of_parallel_subtasks
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self._max_number_of_parallel_subtasks
+
+    def get_index_of_this_subtask(self) -> int:
+        """0 .. parallelism-1."""
+        return self._index_of_this_subtask
+
+    def get_attempt_number(self) -> int:
+        """The first attempt is numbered 0."""
+        return self._attempt_number
+
+    def get_task_name_with_subtasks(self) -> str:
+        """E.g. ``"MyTask (3/6)"``."""
+        return self._task_name_with_subtasks
+
+    def get_job_parameter(self, key: str, default_value: str) -> str:
+        return self._job_parameters.get(key, default_value)
+
+    def get_state(self, state_descriptor: Any) -> ValueState:
+        """The ValueState of ``state_descriptor`` for the current key."""
+        backend = self._keyed_state_backend
+        if backend is None:
+            msg = (
+                f"get_state({_state_name(state_descriptor)!r}): keyed state is only accessible "
+                "by functions executed on a KeyedStream; call key_by() first"
+            )
+            raise StateAccessError(msg)
+        return backend.get_value_state(_state_name(state_descriptor))

@@ -1,0 +1,18 @@
+"""Keyed state backends of a task: the abstraction and its implementations."""
+
+from taskmanager.state.backend import (
+    KeyedStateBackend,
+    KeyedStateSnapshot,
+    StateAccessError,
+    ValueState,
+)
+from taskmanager.state.hashmap import HashMapKeyedStateBackend, HeapValueState
+
+__all__ = [
+    "HashMapKeyedStateBackend",
+    "HeapValueState",
+    "KeyedStateBackend",
+    "KeyedStateSnapshot",
+    "StateAccessError",
+    "ValueState",
+]

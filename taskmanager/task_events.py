@@ -1,0 +1,76 @@
+"""In-band task events: what travels on a channel in order with the records.
+
+An event is sent with ``ResultPartitionWriter.emit_event``/``broadcast_event`` and
+arrives as a ``BufferKind.EVENT`` payload. The encoding is one tag byte followed by
+a marshalled tuple of the event's fields, so a new event type only needs a tag and
+a dataclass. Watermarks and checkpoint barriers are defined here so that the shape
+is fixed; the task handles them in later work (event time, checkpoints).
+"""
+
+from __future__ import annotations
+
+import enum
+import marshal
+from dataclasses import astuple, dataclass
+
+from weir.core.errors import WeirError
+
+_MARSHAL_VERSION = 4
+
+
+class TaskEventError(WeirError, ValueError):
+    """An event payload could not be decoded."""
+
+
+class CheckpointType(enum.Enum):
+    CHECKPOINT = "CHECKPOINT"
+    SAVEPOINT = "SAVEPOINT"
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    timestamp: int
+    """Event time in ms; records with a timestamp at or below it are late."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointBarrier:
+    checkpoint_id: int
+    timestamp: int
+    """When the coordinator triggered it (ms since the epoch)."""
+    checkpoint_type: str = CheckpointType.CHECKPOINT.value
+    unaligned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfData:
+    """The producer's input ended (sent before END_OF_PARTITION when draining)."""
+
+
+TaskEvent = Watermark | CheckpointBarrier | EndOfData
+
+_TAGS: dict[type, int] = {Watermark: 0x57, CheckpointBarrier: 0x42, EndOfData: 0x45}  # W B E
+_TYPES = {tag: cls for cls, tag in _TAGS.items()}
+
+
+def serialize_event(event: TaskEvent) -> bytes:
+    tag = _TAGS.get(type(event))
+    if tag is None:
+        msg = f"not a task event: {event!r}; expected one of {sorted(c.__name__ for c in _TAGS)}"
+        raise TaskEventError(msg)
+    return bytes((tag,)) + marshal.dumps(astuple(event), _MARSHAL_VERSION)
+
+
+def deserialize_event(payload: bytes | memoryview) -> TaskEvent:
+    if not payload:
+        msg = "empty task event payload"
+        raise TaskEventError(msg)
+    cls = _TYPES.get(payload[0])
+    if cls is None:
+        msg = (
+            f"unknown task event tag {payload[0]!r}: the sender and receiver run "
+            "different Weir versions?"
+        )
+        raise TaskEventError(msg)
+    fields = marshal.loads(bytes(payload[1:]))
+    return cls(*fields)  # type: ignore[no-any-return]

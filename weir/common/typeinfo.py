@@ -1,0 +1,364 @@
+"""``Types`` and ``TypeInformation``: PyFlink's type declarations, used here as serialization hints.
+
+A declared type chooses the serializer an edge tries first (``SerializerKind``): records
+made of Python primitives, and tuples, lists and maps of them, go through ``marshal``;
+Rows, pickled objects and undeclared types go through pickle. The choice is only a hint:
+``weir.core.serializers`` falls back to pickle for any record marshal refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from weir.core.job_graph import SerializerKind
+
+__all__ = [
+    "BasicArrayTypeInfo",
+    "BasicTypeInfo",
+    "ListTypeInfo",
+    "MapTypeInfo",
+    "ObjectArrayTypeInfo",
+    "PickledBytesTypeInfo",
+    "PrimitiveArrayTypeInfo",
+    "RowTypeInfo",
+    "SqlTimeTypeInfo",
+    "TupleTypeInfo",
+    "TypeInformation",
+    "Types",
+    "serializer_kind_of",
+]
+
+
+class TypeInformation:
+    """The type of the records of a stream."""
+
+    def _marshallable(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __repr__(self) -> str:
+        return type(self).__name__
+
+
+class BasicTypeInfo(TypeInformation):
+    """A primitive: STRING, BYTE, BOOLEAN, SHORT, INT, LONG, FLOAT, DOUBLE, CHAR, BIG_INT,
+    BIG_DEC or INSTANT."""
+
+    _MARSHALLABLE = frozenset(
+        {"String", "Byte", "Boolean", "Short", "Integer", "Long", "Float", "Double", "Char",
+         "BigInteger"})
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def _marshallable(self) -> bool:
+        return self._name in self._MARSHALLABLE
+
+    def __repr__(self) -> str:
+        return self._name
+
+    @staticmethod
+    def STRING_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("String")
+
+    @staticmethod
+    def BOOLEAN_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Boolean")
+
+    @staticmethod
+    def BYTE_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Byte")
+
+    @staticmethod
+    def SHORT_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Short")
+
+    @staticmethod
+    def INT_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Integer")
+
+    @staticmethod
+    def LONG_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Long")
+
+    @staticmethod
+    def FLOAT_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Float")
+
+    @staticmethod
+    def DOUBLE_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Double")
+
+    @staticmethod
+    def CHAR_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Char")
+
+    @staticmethod
+    def BIG_INT_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("BigInteger")
+
+    @staticmethod
+    def BIG_DEC_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("BigDecimal")
+
+    @staticmethod
+    def INSTANT_TYPE_INFO() -> BasicTypeInfo:
+        return BasicTypeInfo("Instant")
+
+
+class SqlTimeTypeInfo(TypeInformation):
+    """java.sql Date, Time and Timestamp: Python ``date``, ``time`` and ``datetime``."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    @staticmethod
+    def DATE() -> SqlTimeTypeInfo:
+        return SqlTimeTypeInfo("Date")
+
+    @staticmethod
+    def TIME() -> SqlTimeTypeInfo:
+        return SqlTimeTypeInfo("Time")
+
+    @staticmethod
+    def TIMESTAMP() -> SqlTimeTypeInfo:
+        return SqlTimeTypeInfo("Timestamp")
+
+
+class PickledBytesTypeInfo(TypeInformation):
+    """Any Python object, pickled (the default when no type is declared)."""
+
+    @staticmethod
+    def PICKLED_BYTE_ARRAY_TYPE_INFO() -> PickledBytesTypeInfo:
+        return PickledBytesTypeInfo()
+
+
+class PrimitiveArrayTypeInfo(TypeInformation):
+    def __init__(self, element_type: TypeInformation) -> None:
+        self._element_type = element_type
+
+    def get_component_type(self) -> TypeInformation:
+        return self._element_type
+
+    def _marshallable(self) -> bool:
+        return self._element_type._marshallable()
+
+    def __repr__(self) -> str:
+        return f"PrimitiveArrayTypeInfo<{self._element_type!r}>"
+
+
+class BasicArrayTypeInfo(PrimitiveArrayTypeInfo):
+    def __repr__(self) -> str:
+        return f"BasicArrayTypeInfo<{self._element_type!r}>"
+
+
+class ObjectArrayTypeInfo(PrimitiveArrayTypeInfo):
+    def __repr__(self) -> str:
+        return f"ObjectArrayTypeInfo<{self._element_type!r}>"
+
+
+class ListTypeInfo(TypeInformation):
+    def __init__(self, element_type: TypeInformation) -> None:
+        self.elem_type = element_type
+
+    def _marshallable(self) -> bool:
+        return self.elem_type._marshallable()
+
+    def __repr__(self) -> str:
+        return f"ListTypeInfo<{self.elem_type!r}>"
+
+
+class MapTypeInfo(TypeInformation):
+    def __init__(self, key_type_info: TypeInformation, value_type_info: TypeInformation) -> None:
+        self._key_type_info = key_type_info
+        self._value_type_info = value_type_info
+
+    def _marshallable(self) -> bool:
+        return self._key_type_info._marshallable() and self._value_type_info._marshallable()
+
+    def __repr__(self) -> str:
+        return f"MapTypeInfo<{self._key_type_info!r}, {self._value_type_info!r}>"
+
+
+class TupleTypeInfo(TypeInformation):
+    def __init__(self, field_types: list[TypeInformation]) -> None:
+        self._field_types = list(field_types)
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self._field_types)
+
+    def get_arity(self) -> int:
+        return len(self._field_types)
+
+    def _marshallable(self) -> bool:
+        return all(t._marshallable() for t in self._field_types)
+
+    def __repr__(self) -> str:
+        return "TupleTypeInfo({})".format(", ".join(repr(t) for t in self._field_types))
+
+
+class RowTypeInfo(TypeInformation):
+    """Records are ``Row`` objects with these field types (and names: ``f0``, ``f1``, ... unless
+    named)."""
+
+    def __init__(self, field_types: list[TypeInformation],
+                 field_names: list[str] | None = None) -> None:
+        self._field_types = list(field_types)
+        if field_names is None:
+            field_names = [f"f{i}" for i in range(len(self._field_types))]
+        elif len(field_names) != len(self._field_types):
+            msg = (f"a Row type needs one name per field type: got {len(field_names)} names "
+                   f"for {len(self._field_types)} types")
+            raise ValueError(msg)
+        self._field_names = list(field_names)
+
+    def get_field_names(self) -> list[str]:
+        return list(self._field_names)
+
+    def get_field_index(self, field_name: str) -> int:
+        return self._field_names.index(field_name)
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self._field_types)
+
+    def get_field_type(self, field_name: str) -> TypeInformation:
+        return self._field_types[self.get_field_index(field_name)]
+
+    def get_arity(self) -> int:
+        return len(self._field_types)
+
+    def to_row(self, value: Any) -> Any:
+        """``value`` (a tuple, list, dict or Row) as a Row named by this type."""
+        from weir.common.types import Row
+
+        if isinstance(value, Row):
+            return value
+        if isinstance(value, dict):
+            values = [value.get(name) for name in self._field_names]
+        elif isinstance(value, tuple | list):
+            values = list(value)
+        else:
+            return value
+        row = Row(*values)
+        row.set_field_names(self._field_names)
+        return row
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}: {t!r}" for n, t in zip(self._field_names, self._field_types,
+                                                        strict=True))
+        return f"RowTypeInfo({inner})"
+
+
+class Types:
+    """PyFlink's constructors of TypeInformation, e.g. ``Types.TUPLE([Types.STRING(), Types.INT()])``."""
+
+    @staticmethod
+    def STRING() -> TypeInformation:
+        return BasicTypeInfo.STRING_TYPE_INFO()
+
+    @staticmethod
+    def BYTE() -> TypeInformation:
+        return BasicTypeInfo.BYTE_TYPE_INFO()
+
+    @staticmethod
+    def BOOLEAN() -> TypeInformation:
+        return BasicTypeInfo.BOOLEAN_TYPE_INFO()
+
+    @staticmethod
+    def SHORT() -> TypeInformation:
+        return BasicTypeInfo.SHORT_TYPE_INFO()
+
+    @staticmethod
+    def INT() -> TypeInformation:
+        return BasicTypeInfo.INT_TYPE_INFO()
+
+    @staticmethod
+    def LONG() -> TypeInformation:
+        return BasicTypeInfo.LONG_TYPE_INFO()
+
+    @staticmethod
+    def FLOAT() -> TypeInformation:
+        return BasicTypeInfo.FLOAT_TYPE_INFO()
+
+    @staticmethod
+    def DOUBLE() -> TypeInformation:
+        return BasicTypeInfo.DOUBLE_TYPE_INFO()
+
+    @staticmethod
+    def CHAR() -> TypeInformation:
+        return BasicTypeInfo.CHAR_TYPE_INFO()
+
+    @staticmethod
+    def BIG_INT() -> TypeInformation:
+        return BasicTypeInfo.BIG_INT_TYPE_INFO()
+
+    @staticmethod
+    def BIG_DEC() -> TypeInformation:
+        return BasicTypeInfo.BIG_DEC_TYPE_INFO()
+
+    @staticmethod
+    def INSTANT() -> TypeInformation:
+        return BasicTypeInfo.INSTANT_TYPE_INFO()
+
+    @staticmethod
+    def SQL_DATE() -> TypeInformation:
+        return SqlTimeTypeInfo.DATE()
+
+    @staticmethod
+    def SQL_TIME() -> TypeInformation:
+        return SqlTimeTypeInfo.TIME()
+
+    @staticmethod
+    def SQL_TIMESTAMP() -> TypeInformation:
+        return SqlTimeTypeInfo.TIMESTAMP()
+
+    @staticmethod
+    def PICKLED_BYTE_ARRAY() -> TypeInformation:
+        return PickledBytesTypeInfo.PICKLED_BYTE_ARRAY_TYPE_INFO()
+
+    @staticmethod
+    def ROW(field_types: list[TypeInformation]) -> RowTypeInfo:
+        return RowTypeInfo(field_types)
+
+    @staticmethod
+    def ROW_NAMED(field_names: list[str], field_types: list[TypeInformation]) -> RowTypeInfo:
+        return RowTypeInfo(field_types, field_names)
+
+    @staticmethod
+    def TUPLE(field_types: list[TypeInformation]) -> TupleTypeInfo:
+        return TupleTypeInfo(field_types)
+
+    @staticmethod
+    def PRIMITIVE_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return PrimitiveArrayTypeInfo(element_type)
+
+    @staticmethod
+    def BASIC_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return BasicArrayTypeInfo(element_type)
+
+    @staticmethod
+    def OBJECT_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return ObjectArrayTypeInfo(element_type)
+
+    @staticmethod
+    def MAP(key_type_info: TypeInformation, value_type_info: TypeInformation) -> TypeInformation:
+        return MapTypeInfo(key_type_info, value_type_info)
+
+    @staticmethod
+    def LIST(element_type_info: TypeInformation) -> TypeInformation:
+        return ListTypeInfo(element_type_info)
+
+
+def serializer_kind_of(type_info: TypeInformation | None) -> SerializerKind:
+    """The serializer an edge carrying records of ``type_info`` tries first."""
+    if type_info is not None and type_info._marshallable():
+        return SerializerKind.MARSHAL
+    return SerializerKind.PICKLE

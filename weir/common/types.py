@@ -1,0 +1,173 @@
+"""``Row`` and ``RowKind``: PyFlink's record type for named and positional fields."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["Row", "RowKind"]
+
+
+class RowKind(enum.Enum):
+    INSERT = 0
+    UPDATE_BEFORE = 1
+    UPDATE_AFTER = 2
+    DELETE = 3
+
+
+def _create_row(fields: list[str] | None, values: Any, row_kind: RowKind | None = None) -> Row:
+    row = Row(*values)
+    if fields is not None:
+        row._fields = list(fields)
+    if row_kind is not None:
+        row.set_row_kind(row_kind)
+    return row
+
+
+class Row:
+    """A row whose fields are read by position (``row[0]``), by name (``row['name']``) or as
+    attributes (``row.name``), as PyFlink's ``Row``.
+
+    Named arguments are sorted by name, as in PyFlink::
+
+        >>> Row(name="Alice", age=11)
+        Row(age=11, name='Alice')
+        >>> Person = Row("name", "age")   # a Row "class"
+        >>> Person("Alice", 11)
+        Row(name='Alice', age=11)
+    """
+
+    _fields: list[str]
+    _values: list[Any]
+    _row_kind: RowKind
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args and kwargs:
+            msg = "Can not use both args and kwargs to create Row"
+            raise ValueError(msg)
+        if kwargs:
+            names = sorted(kwargs)
+            self._fields = names
+            self._values = [kwargs[n] for n in names]
+            self._from_dict = True
+        else:
+            self._values = list(args)
+        self._row_kind = RowKind.INSERT
+
+    def as_dict(self, recursive: bool = False) -> dict[str, Any]:
+        """The named fields as a dict; nested Rows too when ``recursive``."""
+        if not hasattr(self, "_fields"):
+            msg = "Cannot convert a Row class into dict"
+            raise TypeError(msg)
+        if not recursive:
+            return dict(zip(self._fields, self, strict=False))
+
+        def conv(obj: Any) -> Any:
+            if isinstance(obj, Row):
+                return obj.as_dict(True)
+            if isinstance(obj, list):
+                return [conv(o) for o in obj]
+            if isinstance(obj, dict):
+                return {k: conv(v) for k, v in obj.items()}
+            return obj
+
+        return dict(zip(self._fields, (conv(o) for o in self), strict=False))
+
+    def get_row_kind(self) -> RowKind:
+        return self._row_kind
+
+    def set_row_kind(self, row_kind: RowKind) -> None:
+        self._row_kind = row_kind
+
+    def set_field_names(self, field_names: list[str]) -> None:
+        self._fields = list(field_names)
+
+    def get_fields_by_names(self, names: list[str]) -> list[Any]:
+        return [self[name] for name in names]
+
+    def _is_retract_msg(self) -> bool:
+        return self._row_kind in (RowKind.UPDATE_BEFORE, RowKind.DELETE)
+
+    def _is_accumulate_msg(self) -> bool:
+        return self._row_kind in (RowKind.UPDATE_AFTER, RowKind.INSERT)
+
+    def __contains__(self, item: Any) -> bool:
+        # PyFlink searches the values, not the field names.
+        return item in self._values
+
+    def __call__(self, *args: Any) -> Row:
+        """A Row named by this one's values (``Row("a", "b")(1, 2)``)."""
+        if len(args) > len(self):
+            msg = f"Can not create Row with fields {self}, expected {len(self)} values but got {args}"
+            raise ValueError(msg)
+        return _create_row(self._values, args, self._row_kind)
+
+    def _index_of(self, name: str) -> int:
+        return self.__dict__["_fields"].index(name)
+
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, int | slice):
+            return self._values[item]
+        try:
+            return self._values[self._index_of(item)]
+        except (IndexError, KeyError):
+            raise KeyError(item) from None
+        except ValueError:
+            raise ValueError(item) from None
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, int | slice):
+            self._values[key] = value
+            return
+        try:
+            self._values[self._index_of(key)] = value
+        except (IndexError, KeyError):
+            raise KeyError(key) from None
+        except ValueError:
+            raise ValueError(value) from None
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("_"):
+            raise AttributeError(item)
+        try:
+            return self._values[self._index_of(item)]
+        except (IndexError, KeyError, ValueError):
+            raise AttributeError(item) from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key not in ("_fields", "_from_dict", "_row_kind", "_values"):
+            raise AttributeError(key)
+        self.__dict__[key] = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = self.__dict__.get("_fields")
+        return _create_row, (fields, tuple(self), self._row_kind)
+
+    def __repr__(self) -> str:
+        if hasattr(self, "_fields"):
+            inner = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=False))
+            return f"Row({inner})"
+        return "<Row({})>".format(", ".join(repr(v) for v in self))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Row):
+            return False
+        mine = self.__dict__.get("_fields")
+        theirs = other.__dict__.get("_fields")
+        if (mine is None) != (theirs is None) or (mine is not None and mine != theirs):
+            return False
+        return (
+            self.__class__ == other.__class__
+            and self._row_kind == other._row_kind
+            and self._values == other._values
+        )
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._values))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)

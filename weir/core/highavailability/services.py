@@ -1,0 +1,137 @@
+"""What high availability gives the services: leader election and retrieval, a store for
+job graphs, checkpoint id counters and completed-checkpoint pointers (Flink's
+HighAvailabilityServices). The standalone implementation serves a single master; the
+ZooKeeper one plugs in behind the same interfaces without touching the services."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from weir.core.ids import JobId
+
+
+class LeaderContender(abc.ABC):
+    """A component that wants to lead (Dispatcher, ResourceManager, a JobMaster)."""
+
+    @abc.abstractmethod
+    def grant_leadership(self, fencing_token: str) -> None:
+        """Called (from a service thread) when this contender becomes leader."""
+
+    @abc.abstractmethod
+    def revoke_leadership(self) -> None:
+        """Called when leadership is lost; the contender must stop acting as leader."""
+
+    @property
+    @abc.abstractmethod
+    def address(self) -> str:
+        """The address to publish to clients and peers while leading."""
+
+
+class LeaderElectionService(abc.ABC):
+    @abc.abstractmethod
+    def start(self, contender: LeaderContender) -> None: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None: ...
+
+    @abc.abstractmethod
+    def has_leadership(self, fencing_token: str) -> bool:
+        """True while the contender holding ``fencing_token`` is the leader."""
+
+
+LeaderListener = Callable[[str | None, str | None], None]
+"""Called with ``(address, fencing_token)`` when the leader changes; ``(None, None)`` when
+there is none."""
+
+
+class LeaderRetrievalService(abc.ABC):
+    @abc.abstractmethod
+    def start(self, listener: LeaderListener) -> None: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None: ...
+
+
+class JobGraphStore(abc.ABC):
+    """Submitted job graphs, so a new leader can recover running jobs."""
+
+    @abc.abstractmethod
+    def put_job_graph(self, job_id: JobId, job_graph: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def remove_job_graph(self, job_id: JobId) -> None: ...
+
+    @abc.abstractmethod
+    def recover_job_graph(self, job_id: JobId) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def get_job_ids(self) -> list[JobId]: ...
+
+
+class CheckpointIdCounter(abc.ABC):
+    """Checkpoint ids of one job: never repeat, also across restarts and failovers."""
+
+    @abc.abstractmethod
+    def get_and_increment(self) -> int: ...
+
+    @abc.abstractmethod
+    def get(self) -> int: ...
+
+    @abc.abstractmethod
+    def set_count(self, count: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedCheckpointPointer:
+    job_id: JobId
+    checkpoint_id: int
+    external_pointer: str
+    """Where the checkpoint's ``_metadata`` lives (an fsspec URL), or a storage-specific key."""
+    timestamp_ms: int
+
+
+class CompletedCheckpointStore(abc.ABC):
+    """Pointers to the retained completed checkpoints of one job, newest last."""
+
+    @abc.abstractmethod
+    def add_checkpoint(self, pointer: CompletedCheckpointPointer) -> list[CompletedCheckpointPointer]:
+        """Add ``pointer``; returns the pointers it subsumed (no longer retained)."""
+
+    @abc.abstractmethod
+    def get_latest(self) -> CompletedCheckpointPointer | None: ...
+
+    @abc.abstractmethod
+    def get_all(self) -> list[CompletedCheckpointPointer]: ...
+
+
+class HighAvailabilityServices(abc.ABC):
+    @abc.abstractmethod
+    def get_dispatcher_leader_election(self) -> LeaderElectionService: ...
+
+    @abc.abstractmethod
+    def get_resource_manager_leader_election(self) -> LeaderElectionService: ...
+
+    @abc.abstractmethod
+    def get_job_master_leader_election(self, job_id: JobId) -> LeaderElectionService: ...
+
+    @abc.abstractmethod
+    def get_dispatcher_leader_retriever(self) -> LeaderRetrievalService: ...
+
+    @abc.abstractmethod
+    def get_resource_manager_leader_retriever(self) -> LeaderRetrievalService: ...
+
+    @abc.abstractmethod
+    def get_job_graph_store(self) -> JobGraphStore: ...
+
+    @abc.abstractmethod
+    def create_checkpoint_id_counter(self, job_id: JobId) -> CheckpointIdCounter: ...
+
+    @abc.abstractmethod
+    def create_completed_checkpoint_store(
+        self, job_id: JobId, max_retained: int
+    ) -> CompletedCheckpointStore: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
