@@ -76,3 +76,18 @@ def get_executor() -> PipelineExecutor:
     from weir.client.mini_cluster import shared_mini_cluster_executor  # lazy: pulls in services
 
     return shared_mini_cluster_executor()
+
+
+# Configuration the entry point (``weir run``) sets for the program it runs, merged
+# under the program's own settings by ``StreamExecutionEnvironment``: Flink's
+# ContextEnvironment idea (e.g. ``-p 4`` becomes ``parallelism.default: 4``).
+_context_configuration: dict[str, str] = {}
+
+
+def set_context_configuration(entries: dict[str, str]) -> None:
+    global _context_configuration
+    _context_configuration = dict(entries)
+
+
+def get_context_configuration() -> dict[str, str]:
+    return dict(_context_configuration)

@@ -1,0 +1,138 @@
+"""The JobMaster of one job: its own gRPC endpoint, the scheduler, collect buffers."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+
+from weir.core import rpc
+from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.highavailability import HighAvailabilityServices, LeaderContender
+from weir.core.job_graph import JobGraph, OperatorKind
+from weir.core.job_info import JobDetailsInfo
+from jobmanager.collect_buffer import CollectBuffer, FetchResult
+from jobmanager.execution_graph import ExecutionGraph
+from jobmanager.scheduler import DefaultScheduler
+
+logger = logging.getLogger(__name__)
+
+
+class JobMaster(LeaderContender):
+    def __init__(
+        self,
+        job_graph: JobGraph,
+        config: Mapping[str, str],
+        ha_services: HighAvailabilityServices,
+        on_terminated: Callable[[JobDetailsInfo], None],
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.job_graph = job_graph
+        self._config = {**config, **job_graph.config}
+        self._ha = ha_services
+        self._on_terminated = on_terminated
+        self._host = host
+        self._address = ""
+        self._server = None
+        self._rm_address: str | None = None
+        self._rm_retriever = ha_services.get_resource_manager_leader_retriever()
+        self._election = ha_services.get_job_master_leader_election(job_graph.job_id)
+        self.scheduler = DefaultScheduler(
+            ExecutionGraph(job_graph), self._config, lambda: self._address,
+            lambda: self._rm_address, self._on_status)
+        self._collect: dict[str, CollectBuffer] = {
+            op.operator_id: CollectBuffer(vertex.parallelism)
+            for vertex in job_graph.vertices for op in vertex.operators
+            if op.kind is OperatorKind.COLLECT
+        }
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    @property
+    def job_id(self) -> str:
+        return self.job_graph.job_id
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    @property
+    def collect_operator_ids(self) -> list[str]:
+        return list(self._collect)
+
+    def start(self) -> str:
+        from jobmanager.service import JobMasterServicer  # the servicer imports this module
+
+        self._server = rpc.create_server(max_workers=16)
+        JobMasterServicer.register(self, self._server)
+        self._address = rpc.bind(self._server, self._host, 0)
+        self._server.start()
+        self._rm_retriever.start(self._on_resource_manager)
+        self._election.start(self)
+        return self._address
+
+    # -- leadership ------------------------------------------------------------------
+    def grant_leadership(self, fencing_token: str) -> None:
+        logger.info("JobMaster for job %s (%s) at %s is leader", self.job_graph.job_name,
+                    self.job_id, self._address)
+        self.scheduler.start()
+
+    def revoke_leadership(self) -> None:
+        logger.info("JobMaster for job %s lost leadership", self.job_id)
+
+    def _on_resource_manager(self, address: str | None, _token: str | None) -> None:
+        self._rm_address = address
+
+    # -- called by the servicer --------------------------------------------------------
+    def update_task_execution_state(self, attempt_id: str, state: str, cause: str) -> bool:
+        return self.scheduler.update_task_state(attempt_id, ExecutionState(state), cause or None)
+
+    def push_collect(self, operator_id: str, subtask: int, batch: bytes, end: bool) -> bool:
+        buffer = self._collect.get(operator_id)
+        if buffer is None:
+            return True  # not a collect sink of this job: nothing to keep
+        # Bounded wait: a server thread is not held for long; the sink retries.
+        return buffer.push(subtask, batch, end, timeout=2.0)
+
+    def fetch_collect(self, operator_id: str, max_batches: int, timeout: float) -> FetchResult:
+        buffer = self._collect.get(operator_id)
+        if buffer is None:
+            return FetchResult([], True)
+        return buffer.fetch(max(1, max_batches), timeout)
+
+    def details(self) -> JobDetailsInfo:
+        return self.scheduler.details(self._address)
+
+    def cancel(self) -> None:
+        self.scheduler.cancel()
+
+    def task_manager_lost(self, resource_id: str, reason: str) -> None:
+        self.scheduler.task_manager_lost(resource_id, reason)
+
+    def _on_status(self, status: JobStatus) -> None:
+        if status.is_globally_terminal:
+            for buffer in self._collect.values():
+                buffer.close()
+            details = self.scheduler.details(self._address)
+            threading.Thread(target=self._on_terminated, args=(details,), daemon=True,
+                             name=f"jm-terminated-{self.job_id[:8]}").start()
+
+    def close(self) -> None:
+        """Stop serving (after the job ended and its results were handed over)."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        if not self.scheduler.status.is_globally_terminal:
+            self.scheduler.cancel()
+            self.scheduler.wait_terminated(30.0)
+        self._election.stop()
+        self._rm_retriever.stop()
+        if self._server is not None:
+            self._server.stop(grace=1.0).wait()
+
+    def __enter__(self) -> JobMaster:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

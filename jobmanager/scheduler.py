@@ -1,0 +1,274 @@
+"""Schedules a job: slots from the ResourceManager, deployment to TaskExecutors, and the
+job status that follows from its tasks' states (Flink's DefaultScheduler, without
+restarts for now: a failed task fails the job)."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import threading
+import time
+from collections.abc import Callable
+
+from proto import resourcemanager_pb2, resourcemanager_pb2_grpc, taskexecutor_pb2
+from proto import taskexecutor_pb2_grpc
+from weir.core import config as cfg
+from weir.core import rpc
+from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.errors import WeirError
+from weir.core.ids import AllocationId, ResourceId
+from weir.core.job_info import JobDetailsInfo
+from jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
+
+logger = logging.getLogger(__name__)
+
+# Tasks that do not confirm a cancel within this time (their TaskManager is unreachable)
+# are taken as cancelled, so a job always reaches a terminal status.
+CANCEL_CONFIRM_TIMEOUT_S = 15.0
+# RPCs to TaskExecutors are short control messages; a peer that needs longer is gone.
+TASK_RPC_TIMEOUT_S = 10.0
+
+
+class DefaultScheduler:
+    def __init__(
+        self,
+        graph: ExecutionGraph,
+        config: dict[str, str],
+        jobmaster_address: Callable[[], str],
+        resource_manager_address: Callable[[], str | None],
+        on_status: Callable[[JobStatus], None],
+    ) -> None:
+        self.graph = graph
+        self._config = config
+        self._jobmaster_address = jobmaster_address
+        self._rm_address = resource_manager_address
+        self._on_status = on_status
+        self._lock = threading.RLock()
+        self.status = JobStatus.CREATED
+        self.failure_cause = ""
+        self.start_time_ms = int(time.time() * 1000)
+        self.end_time_ms = 0
+        self._slots: list[SlotInfo] = []
+        self._cancel_deadline: float | None = None
+        self._thread: threading.Thread | None = None
+        self._terminated = threading.Event()
+
+    @property
+    def job_id(self) -> str:
+        return self.graph.job_graph.job_id
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        self._transition(JobStatus.RUNNING)
+        self._thread = threading.Thread(
+            target=self._allocate_and_deploy, name=f"scheduler-{self.job_id[:8]}", daemon=True)
+        self._thread.start()
+
+    def _allocate_and_deploy(self) -> None:
+        try:
+            slots = self._request_slots()
+        except WeirError as exc:
+            self._fail_job(f"{type(exc).__name__}: {exc}")
+            return
+        with self._lock:
+            self._slots = slots
+            if self.status is not JobStatus.RUNNING:  # cancelled or failed meanwhile
+                for ev in self.graph.all_executions():
+                    if not ev.current.state.is_terminal:
+                        ev.current.transition(ExecutionState.CANCELED)
+                self._check_terminal()
+                return
+            self.graph.assign_slots(slots)
+            for ev in self.graph.all_executions():
+                ev.current.transition(ExecutionState.SCHEDULED)
+        for ev in self.graph.all_executions():
+            if not self._deploy(ev):
+                return
+
+    def _request_slots(self) -> list[SlotInfo]:
+        needed = self.graph.required_slots()
+        timeout_ms = cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
+        address = self._rm_address()
+        if not address:
+            msg = "no ResourceManager is known; is the cluster running?"
+            raise WeirError(msg)
+        logger.info("job %s: requesting %d slots", self.job_id, needed)
+        with rpc.create_channel(address) as channel:
+            stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+            response = rpc.call(
+                "RequestSlots", stub.RequestSlots,
+                resourcemanager_pb2.RequestSlotsRequest(
+                    job_id=self.job_id, count=needed,
+                    jobmaster_address=self._jobmaster_address(), timeout_ms=timeout_ms),
+                timeout=timeout_ms / 1000 + 30,
+            )
+        return [
+            SlotInfo(AllocationId(s.allocation_id), ResourceId(s.resource_id), s.rpc_address,
+                     s.data_host, s.data_port)
+            for s in response.slots
+        ]
+
+    def _deploy(self, ev: ExecutionVertex) -> bool:
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                ev.current.transition(ExecutionState.CANCELED)
+                self._check_terminal()
+                return False
+            ev.current.transition(ExecutionState.DEPLOYING)
+            tdd = self.graph.deployment_descriptor(ev)
+        slot = ev.current.slot
+        assert slot is not None
+        try:
+            with rpc.create_channel(slot.rpc_address) as channel:
+                stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
+                rpc.call("SubmitTask", stub.SubmitTask, taskexecutor_pb2.SubmitTaskRequest(
+                    task_deployment_descriptor=pickle.dumps(tdd, protocol=5),
+                    jobmaster_address=self._jobmaster_address(),
+                ), timeout=TASK_RPC_TIMEOUT_S)
+        except WeirError as exc:
+            self.update_task_state(
+                ev.current.attempt_id, ExecutionState.FAILED,
+                f"deploying {ev.task_name} to TaskManager {slot.resource_id} failed: {exc}")
+            return False
+        return True
+
+    # -- task state ------------------------------------------------------------------
+    def update_task_state(self, attempt_id: str, state: ExecutionState, cause: str | None) -> bool:
+        with self._lock:
+            ev = self.graph.find(attempt_id)
+            if ev is None or ev.current.state.is_terminal:
+                return False
+            ev.current.transition(state)
+            if state is ExecutionState.FAILED:
+                ev.current.failure_cause = cause or "unknown failure"
+                logger.info("job %s: %s failed", self.job_id, ev.task_name)
+                if self.status is JobStatus.RUNNING:
+                    self.failure_cause = f"{ev.task_name} failed:\n{ev.current.failure_cause}"
+                    self._transition(JobStatus.FAILING)
+                    self._cancel_all_tasks()
+            self._check_terminal()
+            return True
+
+    def task_manager_lost(self, resource_id: str, reason: str) -> None:
+        cause = f"TaskManagerLostError: TaskManager {resource_id} was lost: {reason}"
+        with self._lock:
+            lost = [ev for ev in self.graph.all_executions()
+                    if ev.current.slot is not None and ev.current.slot.resource_id == resource_id
+                    and not ev.current.state.is_terminal]
+        for ev in lost:
+            self.update_task_state(ev.current.attempt_id, ExecutionState.FAILED, cause)
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.status.is_globally_terminal or self.status is JobStatus.CANCELLING:
+                return
+            self._transition(JobStatus.CANCELLING)
+            for ev in self.graph.all_executions():
+                if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                    ev.current.transition(ExecutionState.CANCELED)
+            self._cancel_all_tasks()
+            self._check_terminal()
+
+    def _fail_job(self, cause: str) -> None:
+        with self._lock:
+            if self.status.is_globally_terminal:
+                return
+            self.failure_cause = cause
+            self._transition(JobStatus.FAILING)
+            for ev in self.graph.all_executions():
+                if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                    ev.current.transition(ExecutionState.CANCELED)
+            self._cancel_all_tasks()
+            self._check_terminal()
+
+    def _cancel_all_tasks(self) -> None:
+        """Ask every running task to cancel (from a helper thread: RPCs off the lock)."""
+        targets = [
+            (ev.current.attempt_id, ev.current.slot.rpc_address)
+            for ev in self.graph.all_executions()
+            if ev.current.slot is not None and not ev.current.state.is_terminal
+            and ev.current.state is not ExecutionState.CREATED
+        ]
+        self._cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
+        threading.Thread(target=self._send_cancels, args=(targets,), daemon=True,
+                         name=f"cancel-{self.job_id[:8]}").start()
+
+    def _send_cancels(self, targets: list[tuple[str, str]]) -> None:
+        for attempt_id, address in targets:
+            try:
+                with rpc.create_channel(address) as channel:
+                    stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
+                    rpc.call("CancelTask", stub.CancelTask, taskexecutor_pb2.CancelTaskRequest(
+                        execution_attempt_id=attempt_id), timeout=TASK_RPC_TIMEOUT_S)
+            except WeirError as exc:  # its TaskManager is gone: the task is gone with it
+                logger.info("cancel of %s not delivered (%s); taking it as cancelled", attempt_id, exc)
+                self.update_task_state(attempt_id, ExecutionState.CANCELED, None)
+        deadline = self._cancel_deadline or time.monotonic()
+        while not self._terminated.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                with self._lock:
+                    for ev in self.graph.all_executions():
+                        if not ev.current.state.is_terminal:
+                            logger.warning("job %s: %s did not confirm its cancellation; "
+                                           "taking it as cancelled", self.job_id, ev.task_name)
+                            ev.current.transition(ExecutionState.CANCELED)
+                    self._check_terminal()
+                return
+
+    def _check_terminal(self) -> None:
+        executions = self.graph.all_executions()
+        if not all(ev.current.state.is_terminal for ev in executions):
+            return
+        if self.status is JobStatus.RUNNING and all(
+            ev.current.state is ExecutionState.FINISHED for ev in executions
+        ):
+            self._transition(JobStatus.FINISHED)
+        elif self.status is JobStatus.FAILING:
+            self._transition(JobStatus.FAILED)
+        elif self.status is JobStatus.CANCELLING:
+            self._transition(JobStatus.CANCELED)
+        elif self.status is JobStatus.RUNNING:  # every task ended but not all finished
+            self.failure_cause = self.failure_cause or "tasks ended without finishing"
+            self._transition(JobStatus.FAILED)
+
+    def _transition(self, status: JobStatus) -> None:
+        if status is self.status:
+            return
+        logger.info("job %s (%s) switched from %s to %s", self.graph.job_graph.job_name,
+                    self.job_id, self.status.value, status.value)
+        self.status = status
+        if status.is_globally_terminal:
+            self.end_time_ms = int(time.time() * 1000)
+            self._terminated.set()
+            threading.Thread(target=self._release_slots, daemon=True,
+                             name=f"release-{self.job_id[:8]}").start()
+        self._on_status(status)
+
+    def _release_slots(self) -> None:
+        address = self._rm_address()
+        if not address:
+            return
+        try:
+            with rpc.create_channel(address) as channel:
+                stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+                rpc.call("ReleaseSlots", stub.ReleaseSlots,
+                         resourcemanager_pb2.ReleaseSlotsRequest(job_id=self.job_id),
+                         timeout=TASK_RPC_TIMEOUT_S)
+        except WeirError:
+            # The ResourceManager frees the slots of a finished job itself when its
+            # TaskManagers report them idle; a lost release costs only time.
+            logger.warning("job %s: releasing slots failed", self.job_id, exc_info=True)
+
+    def details(self, jobmaster_address: str) -> JobDetailsInfo:
+        with self._lock:
+            return JobDetailsInfo(
+                job_id=self.job_id, job_name=self.graph.job_graph.job_name,
+                status=self.status.value, start_time_ms=self.start_time_ms,
+                end_time_ms=self.end_time_ms, failure_cause=self.failure_cause,
+                tasks=self.graph.task_statuses(), jobmaster_address=jobmaster_address,
+            )
+
+    def wait_terminated(self, timeout: float | None) -> bool:
+        return self._terminated.wait(timeout)
+
+

@@ -1,0 +1,65 @@
+"""The JobMaster's gRPC face: decodes requests, calls the JobMaster, encodes answers."""
+
+from __future__ import annotations
+
+import grpc
+
+from proto import common_pb2, jobmaster_pb2_grpc
+from weir.core.errors import JobNotFoundError
+from weir.core.rpc import translate_server_errors
+from jobmanager.job_master import JobMaster
+
+
+class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
+    def __init__(self, job_master: JobMaster) -> None:
+        self._jm = job_master
+
+    @classmethod
+    def register(cls, job_master: JobMaster, server: grpc.Server) -> None:
+        jobmaster_pb2_grpc.add_JobMasterServicer_to_server(cls(job_master), server)
+
+    def _check_job(self, job_id: str) -> None:
+        if job_id and job_id != self._jm.job_id:
+            msg = f"this JobMaster runs job {self._jm.job_id}, not {job_id}"
+            raise JobNotFoundError(msg)
+
+    @translate_server_errors
+    def UpdateTaskExecutionState(self, request, context):  # noqa: N802 (gRPC's names)
+        self._check_job(request.job_id)
+        accepted = self._jm.update_task_execution_state(
+            request.execution_attempt_id, request.state, request.failure_cause)
+        return common_pb2.Ack(ok=accepted)
+
+    @translate_server_errors
+    def PushCollectBatch(self, request, context):  # noqa: N802
+        self._check_job(request.job_id)
+        accepted = self._jm.push_collect(
+            request.operator_id, request.subtask_index, request.batch, request.end_of_data)
+        return common_pb2.Ack(ok=accepted, message="" if accepted else "buffer full; retry")
+
+    @translate_server_errors
+    def FetchCollectBatches(self, request, context):  # noqa: N802
+        self._check_job(request.job_id)
+        result = self._jm.fetch_collect(
+            request.operator_id, request.max_batches, request.timeout_ms / 1000)
+        return common_pb2.FetchCollectResponse(
+            batches=result.batches, end_of_data=result.end_of_data,
+            job_status=self._jm.details().status)
+
+    @translate_server_errors
+    def GetJobDetails(self, request, context):  # noqa: N802
+        self._check_job(request.job_id)
+        return self._jm.details().to_proto()
+
+    @translate_server_errors
+    def CancelJob(self, request, context):  # noqa: N802
+        self._check_job(request.job_id)
+        self._jm.cancel()
+        return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
+    def NotifyTaskManagerLost(self, request, context):  # noqa: N802
+        self._jm.task_manager_lost(request.resource_id, request.reason)
+        return common_pb2.Ack(ok=True)
+
+

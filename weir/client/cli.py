@@ -1,0 +1,215 @@
+"""The ``weir`` command line: run, list, cancel and info, as Flink's ``flink`` CLI.
+
+    weir run [-d] [-p N] [-m host:port] job.py [args...]
+    weir list [-a] [-m host:port]
+    weir cancel [-m host:port] JOB_ID
+    weir info [-p N] job.py [args...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import runpy
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.executor import RemoteExecutor
+from weir.client.job_client import ClusterJobClient
+from weir.client.plan import job_graph_plan_json
+from weir.core import config as cfg
+from weir.core.errors import JobExecutionError, WeirError
+from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
+from weir.core.job_graph import JobGraph
+
+CONF_FILE = "weir-conf.yaml"
+
+
+def _default_conf_dir() -> Path:
+    env = os.environ.get("WEIR_CONF_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "deploy" / "conf"
+
+
+def load_cli_config() -> dict[str, str]:
+    path = _default_conf_dir() / CONF_FILE
+    return cfg.load_config_file(path) if path.exists() else {}
+
+
+def default_address(conf: dict[str, str]) -> str:
+    host = cfg.get(conf, cfg.JOBMANAGER_ADDRESS)
+    port = cfg.get(conf, cfg.JOBMANAGER_PORT)
+    return f"{host}:{port}"
+
+
+class _CliExecutor(RemoteExecutor):
+    """Submits, tells the user the job id, and in detached mode returns at once."""
+
+    def __init__(self, address: str, detached: bool) -> None:
+        super().__init__(address)
+        self.detached = detached
+        self.submitted: list[str] = []
+
+    def submit(self, job_graph: JobGraph) -> ClusterJobClient:
+        client = super().submit(job_graph)
+        self.submitted.append(client.get_job_id())
+        print(f"Job has been submitted with JobID {client.get_job_id()}", flush=True)
+        if self.detached:
+            return _DetachedJobClient(self.gateway, client.get_job_id())
+        return client
+
+
+class _DetachedJobClient(ClusterJobClient):
+    def get_job_execution_result(self) -> JobExecutionResult:
+        return JobExecutionResult(self.get_job_id(), 0)
+
+
+class _PlanCaptured(Exception):  # noqa: N818 (a control-flow signal, not an error)
+    def __init__(self, graph: JobGraph) -> None:
+        super().__init__("plan captured")
+        self.graph = graph
+
+
+class _PlanExecutor:
+    def submit(self, job_graph: JobGraph) -> ClusterJobClient:
+        raise _PlanCaptured(job_graph)
+
+
+def _run_script(script: str, args: Sequence[str]) -> None:
+    if not os.path.isfile(script):
+        msg = f"no job file {script!r}; give the path of a Python program"
+        raise WeirError(msg)
+    saved_argv = sys.argv
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+
+
+def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    address = ns.jobmanager or default_address(conf)
+    context = {}
+    if ns.parallelism:
+        context[cfg.PARALLELISM_DEFAULT.key] = str(ns.parallelism)
+    set_context_configuration(context)
+    executor = _CliExecutor(address, ns.detached)
+    register_executor(executor)
+    started = time.monotonic()
+    try:
+        _run_script(ns.script, ns.args)
+    finally:
+        register_executor(None)
+    if not executor.submitted:
+        print("The program did not submit a job (it never called execute()).", file=sys.stderr)
+        return 1
+    if not ns.detached:
+        print("Program execution finished")
+        for job_id in executor.submitted:
+            print(f"Job with JobID {job_id} has finished.")
+        print(f"Job Runtime: {int((time.monotonic() - started) * 1000)} ms")
+    return 0
+
+
+def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+        jobs = gateway.list_jobs(include_terminated=ns.all)
+    running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
+    ended = [j for j in jobs if j not in running]
+    print("------------------ Running/Restarting Jobs -------------------")
+    for job in running or []:
+        print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
+    if not running:
+        print("No running jobs.")
+    if ns.all:
+        print("---------------------- Terminated Jobs -----------------------")
+        for job in ended:
+            print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
+            if job.status == "FAILED" and ns.verbose:
+                print(job.failure_cause)
+        if not ended:
+            print("No terminated jobs.")
+    return 0
+
+
+def _when(ms: int) -> str:
+    return time.strftime("%d.%m.%Y %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
+
+
+def cmd_cancel(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+        gateway.cancel_job(ns.job_id)
+    print(f"Cancelled job {ns.job_id}.")
+    return 0
+
+
+def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    if ns.parallelism:
+        set_context_configuration({cfg.PARALLELISM_DEFAULT.key: str(ns.parallelism)})
+    register_executor(_PlanExecutor())
+    try:
+        _run_script(ns.script, ns.args)
+    except _PlanCaptured as captured:
+        print(job_graph_plan_json(captured.graph))
+        return 0
+    finally:
+        register_executor(None)
+    print("The program did not call execute(); there is no plan to show.", file=sys.stderr)
+    return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="weir", description="Run and manage Weir jobs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a job program against a cluster")
+    run.add_argument("-d", "--detached", action="store_true", help="return after submission")
+    run.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
+    run.add_argument("-m", "--jobmanager", help="Dispatcher address host:port")
+    run.add_argument("script")
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    run.set_defaults(func=cmd_run)
+
+    lst = sub.add_parser("list", help="list jobs")
+    lst.add_argument("-a", "--all", action="store_true", help="also finished jobs")
+    lst.add_argument("-v", "--verbose", action="store_true", help="show failure causes")
+    lst.add_argument("-m", "--jobmanager")
+    lst.set_defaults(func=cmd_list)
+
+    cancel = sub.add_parser("cancel", help="cancel a job")
+    cancel.add_argument("-m", "--jobmanager")
+    cancel.add_argument("job_id")
+    cancel.set_defaults(func=cmd_cancel)
+
+    info = sub.add_parser("info", help="print a program's plan as JSON")
+    info.add_argument("-p", "--parallelism", type=int)
+    info.add_argument("script")
+    info.add_argument("args", nargs=argparse.REMAINDER)
+    info.set_defaults(func=cmd_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("WEIR_LOG_LEVEL", "WARNING"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ns = build_parser().parse_args(argv)
+    try:
+        conf = load_cli_config()
+        return int(ns.func(ns, conf))
+    except JobExecutionError as exc:
+        print(f"\n------------------------------------------------------------\n"
+              f"The program finished with the following exception:\n\n{exc}", file=sys.stderr)
+        return 1
+    except WeirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

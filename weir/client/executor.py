@@ -1,0 +1,49 @@
+"""PipelineExecutors: submit a JobGraph to a Dispatcher (a remote cluster or the MiniCluster)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.job_client import ClusterJobClient
+from weir.core.job_graph import JobGraph
+from weir.core.job_graph_codec import encode_job_graph
+
+PRINT_TARGET_KEY = "weir.internal.print-target"
+
+
+def client_stdout_path() -> str | None:
+    """A path through which TaskManagers on this machine append to the client's stdout,
+    so ``print()`` output of an embedded run shows where the user ran the job."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = 1
+    path = f"/proc/{os.getpid()}/fd/{fd}"
+    return path if os.path.exists(path) else None
+
+
+class RemoteExecutor:
+    """Submits to the Dispatcher at ``address`` (``weir run -m host:port``)."""
+
+    def __init__(self, address: str, attach_stdout: bool = False) -> None:
+        self.address = address
+        self._attach_stdout = attach_stdout
+        self._gateway: DispatcherGateway | None = None
+
+    @property
+    def gateway(self) -> DispatcherGateway:
+        if self._gateway is None:
+            self._gateway = DispatcherGateway(self.address)
+        return self._gateway
+
+    def submit(self, job_graph: JobGraph) -> ClusterJobClient:
+        if self._attach_stdout:
+            target = client_stdout_path()
+            if target is not None:
+                job_graph = dataclasses.replace(
+                    job_graph, config={**job_graph.config, PRINT_TARGET_KEY: target})
+        job_id = self.gateway.submit_job(encode_job_graph(job_graph))
+        return ClusterJobClient(self.gateway, job_id)

@@ -1,0 +1,120 @@
+"""A handle on a job running in a cluster (Flink's JobClient) and the iterator that
+streams a collect sink's results to the client in batches."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from weir.client.dispatcher_client import DispatcherGateway
+from weir.core.deployment import JobStatus
+from weir.core.errors import JobExecutionError
+from weir.core.executor import JobExecutionResult
+from weir.core.job_info import JobDetailsInfo
+from weir.core.serializers import deserialize_batch
+
+logger = logging.getLogger(__name__)
+
+# How long one result query waits on the server before the client asks again.
+_WAIT_SLICE_MS = 10_000
+# Batches per fetch: enough to amortise the round trip, few enough to bound memory.
+_FETCH_BATCHES = 16
+_GOING_DOWN = frozenset(s.value for s in (
+    JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING))
+
+
+def raise_for_status(details: JobDetailsInfo) -> None:
+    if details.status == JobStatus.FAILED.value:
+        msg = f"Job {details.job_name!r} ({details.job_id}) failed: {details.failure_cause}"
+        raise JobExecutionError(msg, job_id=details.job_id, status=details.status,
+                                cause=details.failure_cause)
+    if details.status == JobStatus.CANCELED.value:
+        msg = f"Job {details.job_name!r} ({details.job_id}) was cancelled"
+        raise JobExecutionError(msg, job_id=details.job_id, status=details.status)
+
+
+class ClusterJobClient:
+    def __init__(self, gateway: DispatcherGateway, job_id: str) -> None:
+        self._gateway = gateway
+        self._job_id = job_id
+
+    def get_job_id(self) -> str:
+        return self._job_id
+
+    def get_job_status(self) -> str:
+        return self._gateway.job_details(self._job_id).status
+
+    def get_job_details(self) -> JobDetailsInfo:
+        return self._gateway.job_details(self._job_id)
+
+    def cancel(self) -> None:
+        self._gateway.cancel_job(self._job_id)
+
+    def wait_for_terminal(self) -> JobDetailsInfo:
+        while True:
+            details = self._gateway.wait_for_result(self._job_id, _WAIT_SLICE_MS)
+            if JobStatus(details.status).is_globally_terminal:
+                return details
+
+    def get_job_execution_result(self) -> JobExecutionResult:
+        """Blocks until the job ends; raises JobExecutionError unless it FINISHED."""
+        details = self.wait_for_terminal()
+        raise_for_status(details)
+        return JobExecutionResult(details.job_id, max(0, details.end_time_ms - details.start_time_ms))
+
+    def collect(self, operator_id: str) -> CollectResultIterator:
+        return CollectResultIterator(self, self._gateway, operator_id)
+
+
+class CollectResultIterator:
+    """Iterates a collect sink's records; pulls batches, so memory stays bounded.
+
+    Closing it before the end cancels the job, as Flink's CloseableIterator does.
+    """
+
+    def __init__(self, client: ClusterJobClient, gateway: DispatcherGateway, operator_id: str):
+        self._client = client
+        self._gateway = gateway
+        self._operator_id = operator_id
+        self._records: deque[Any] = deque()
+        self._ended = False
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        while not self._records:
+            if self._ended or self._closed:
+                raise StopIteration
+            self._fetch()
+        return self._records.popleft()
+
+    def _fetch(self) -> None:
+        reply = self._gateway.fetch_collect(
+            self._client.get_job_id(), self._operator_id, _FETCH_BATCHES, _WAIT_SLICE_MS)
+        for batch in reply.batches:
+            self._records.extend(deserialize_batch(batch))
+        if reply.end_of_data:
+            self._ended = True
+            if reply.job_status in _GOING_DOWN:
+                raise_for_status(self._client.wait_for_terminal())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not self._ended:
+            try:
+                if not JobStatus(self._client.get_job_status()).is_globally_terminal:
+                    self._client.cancel()
+            except JobExecutionError:
+                logger.debug("job already gone while closing its result iterator", exc_info=True)
+
+    def __enter__(self) -> CollectResultIterator:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
