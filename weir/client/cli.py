@@ -96,6 +96,8 @@ def _run_script(script: str, args: Sequence[str]) -> None:
 def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     address = ns.jobmanager or default_address(conf)
     context = {}
+    if cfg.PARALLELISM_DEFAULT.key in conf:  # the cluster's default, as flink run reads it
+        context[cfg.PARALLELISM_DEFAULT.key] = conf[cfg.PARALLELISM_DEFAULT.key]
     if ns.parallelism:
         context[cfg.PARALLELISM_DEFAULT.key] = str(ns.parallelism)
     set_context_configuration(context)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from weir.common.types import Row
 from weir.core.job_graph import SerializerKind
 
 __all__ = [
@@ -237,8 +238,6 @@ class RowTypeInfo(TypeInformation):
 
     def to_row(self, value: Any) -> Any:
         """``value`` (a tuple, list, dict or Row) as a Row named by this type."""
-        from weir.common.types import Row
-
         if isinstance(value, Row):
             return value
         if isinstance(value, dict):
@@ -258,7 +257,10 @@ class RowTypeInfo(TypeInformation):
 
 
 class Types:
-    """PyFlink's constructors of TypeInformation, e.g. ``Types.TUPLE([Types.STRING(), Types.INT()])``."""
+    """PyFlink's constructors of TypeInformation::
+
+        Types.TUPLE([Types.STRING(), Types.INT()])
+    """
 
     @staticmethod
     def STRING() -> TypeInformation:

@@ -69,6 +69,10 @@ def register_executor(executor: PipelineExecutor | None) -> None:
     _registered = executor
 
 
+def is_executor_registered() -> bool:
+    return _registered is not None
+
+
 def get_executor() -> PipelineExecutor:
     """The registered executor, or the embedded MiniCluster's."""
     if _registered is not None:

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from weir.common import Configuration, Duration, Row, RowKind, Time, Types, WatermarkStrategy
+from weir.common.typeinfo import serializer_kind_of
+from weir.core.job_graph import SerializerKind
+
+
+class TestRow:
+    def test_named_fields_are_sorted_and_reachable(self):
+        row = Row(name="Alice", age=11)
+        assert repr(row) == "Row(age=11, name='Alice')"
+        assert row["name"] == row.name == row[1] == "Alice"
+        assert row.as_dict() == {"name": "Alice", "age": 11}
+
+    def test_positional_repr_and_equality(self):
+        assert repr(Row(1, "a")) == "<Row(1, 'a')>"
+        assert Row(1, 2) == Row(1, 2)
+        assert Row(1, 2) != Row(a=1, b=2)
+        assert Row(1, 2) != (1, 2)
+        assert hash(Row(1, 2)) == hash((1, 2))
+
+    def test_row_class(self):
+        person = Row("name", "age")
+        alice = person("Alice", 11)
+        assert repr(alice) == "Row(name='Alice', age=11)"
+
+    def test_contains_searches_values(self):
+        assert "Alice" in Row(name="Alice")
+        assert "name" not in Row(name="Alice")
+
+    def test_setitem_kind_and_pickle(self):
+        row = Row(a=1, b=2)
+        row["b"] = 5
+        row[0] = 4
+        row.set_row_kind(RowKind.DELETE)
+        copy = pickle.loads(pickle.dumps(row))
+        assert copy == row and copy.get_row_kind() is RowKind.DELETE
+        with pytest.raises(AttributeError):
+            row.c = 3
+
+    def test_recursive_as_dict_and_unnamed_fails(self):
+        row = Row(key=1, value=Row(name="a", age=2))
+        assert row.as_dict(True) == {"key": 1, "value": {"name": "a", "age": 2}}
+        with pytest.raises(TypeError):
+            Row(1).as_dict()
+
+
+class TestTypes:
+    @pytest.mark.parametrize("t", [
+        Types.STRING(), Types.INT(), Types.LONG(), Types.DOUBLE(), Types.BOOLEAN(),
+        Types.TUPLE([Types.STRING(), Types.INT()]), Types.LIST(Types.INT()),
+        Types.MAP(Types.STRING(), Types.LONG()), Types.PRIMITIVE_ARRAY(Types.INT())])
+    def test_primitive_shapes_marshal(self, t):
+        assert serializer_kind_of(t) is SerializerKind.MARSHAL
+
+    @pytest.mark.parametrize("t", [
+        None, Types.PICKLED_BYTE_ARRAY(), Types.ROW([Types.INT()]), Types.BIG_DEC(),
+        Types.SQL_DATE(), Types.TUPLE([Types.INT(), Types.ROW([Types.INT()])])])
+    def test_others_pickle(self, t):
+        assert serializer_kind_of(t) is SerializerKind.PICKLE
+
+    def test_row_named(self):
+        t = Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.INT()])
+        assert t.get_field_names() == ["k", "v"]
+        assert t.to_row(("a", 1)).v == 1
+        assert Types.INT() == Types.INT()
+        with pytest.raises(ValueError):
+            Types.ROW_NAMED(["k"], [Types.STRING(), Types.INT()])
+
+
+class TestConfiguration:
+    def test_typed_getters_and_setters(self):
+        config = Configuration()
+        config.set_integer("a", 3).set_boolean("b", True).set_float("c", 1.5)
+        config.set_string("d", "x")
+        assert config.get_integer("a", 0) == 3
+        assert config.get_string("a", "") == "3"
+        assert config.get_boolean("b", False) is True
+        assert config.get_float("c", 0.0) == 1.5
+        assert config.get_integer("missing", 7) == 7
+        assert config.contains_key("d") and not config.contains_key("e")
+        assert config.key_set() == {"a", "b", "c", "d"} == config.keys()
+        assert config.to_dict()["b"] == "true"
+        assert config.remove_config("d") and not config.contains_key("d")
+        assert Configuration(config) == config
+
+    def test_bad_integer_is_named(self):
+        config = Configuration().set_string("k", "abc")
+        with pytest.raises(ValueError, match="'k'"):
+            config.get_integer("k", 0)
+
+
+class TestTime:
+    def test_duration_and_time(self):
+        assert Duration.of_seconds(2).to_milliseconds() == 2000
+        assert Duration.of_minutes(1).to_milliseconds() == 60_000
+        assert Duration.of_hours(1).to_milliseconds() == 3_600_000
+        assert Duration.of_days(1).to_milliseconds() == 86_400_000
+        assert Duration.of_millis(5) == Duration.of_millis(5)
+        assert Time.seconds(3).to_milliseconds() == 3000
+        assert Time.minutes(1).to_milliseconds() == 60_000
+        assert Time.hours(2).to_milliseconds() == 7_200_000
+        assert Time.days(1).to_milliseconds() == 86_400_000
+        assert Time.milliseconds(9).to_milliseconds() == 9
+
+    def test_watermark_strategy_keeps_settings(self):
+        ws = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)) \
+            .with_idleness(Duration.of_seconds(1))
+        assert ws.max_out_of_orderness_ms == 5000 and ws.idle_timeout_ms == 1000
+        assert WatermarkStrategy.for_monotonous_timestamps().kind == "monotonous"
+        assert WatermarkStrategy.no_watermarks().timestamp_assigner is None

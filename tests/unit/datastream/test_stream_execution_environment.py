@@ -1,0 +1,314 @@
+from __future__ import annotations
+
+import json
+import threading
+
+import cloudpickle
+import pytest
+
+from weir.common import Configuration, Row, Types, WatermarkStrategy
+from weir.core.errors import JobGraphError
+from weir.core.job_graph import OperatorKind, PartitionerKind, SerializerKind
+from weir.datastream import (
+    CoMapFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    Partitioner,
+    StreamExecutionEnvironment,
+)
+from weir.datastream.connectors import NumberSequenceSource
+
+
+def payload(op):
+    return cloudpickle.loads(op.payload)
+
+
+def ops(graph):
+    return [op for v in graph.vertices for op in v.operators]
+
+
+def op_named(graph, name):
+    return next(op for op in ops(graph) if op.name == name)
+
+
+class TestExecute:
+    def test_submits_a_valid_graph_and_returns_the_result(self, executor):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1, 2, 3]).map(lambda x: x + 1).print()
+        result = env.execute("my job")
+        (graph,) = executor.job_graphs
+        assert graph.job_name == "my job"
+        assert result.get_job_id() == graph.job_id
+        assert graph.config["pipeline.name"] == "my job"
+        graph.validate()
+
+    def test_default_job_name_is_flinks(self, executor):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).print()
+        env.execute()
+        assert executor.job_graphs[0].job_name == "Flink Streaming Job"
+
+    def test_execute_clears_the_transformations(self, executor):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).print()
+        env.execute()
+        with pytest.raises(JobGraphError, match="No operators"):
+            env.execute()
+
+    def test_execute_async_returns_the_client(self, executor):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).print()
+        client = env.execute_async("j")
+        assert client is executor.clients[0]
+
+    def test_config_and_job_parameters(self, executor):
+        config = Configuration().set_string("python.fn-execution.bundle.size", "10")
+        env = StreamExecutionEnvironment.get_execution_environment(config)
+        env.set_buffer_timeout(5).set_parallelism(3).set_max_parallelism(64)
+        env.get_config().set_global_job_parameters({"threshold": "7"})
+        env.from_collection([1]).print()
+        env.execute()
+        graph = executor.job_graphs[0]
+        assert graph.config["execution.buffer-timeout.interval"] == "5"
+        assert graph.config["parallelism.default"] == "3"
+        assert graph.config["pipeline.max-parallelism"] == "64"
+        assert "python.fn-execution.bundle.size" not in graph.config
+        assert graph.job_parameters == {"threshold": "7"}
+
+    def test_configuration_sets_the_defaults(self):
+        config = Configuration().set_integer("parallelism.default", 4)
+        env = StreamExecutionEnvironment.get_execution_environment(config)
+        assert env.get_parallelism() == 4
+        assert env.get_max_parallelism() == -1
+        assert env.get_buffer_timeout() == 100
+        assert env.is_chaining_enabled()
+
+    def test_unpicklable_function_names_the_operator(self, executor):
+        lock = threading.Lock()
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).map(lambda x: (lock, x)).name("locky").print()
+        with pytest.raises(JobGraphError, match=r"'locky'.*open\(\)"):
+            env.execute()
+
+    def test_execution_plan_has_flinks_shape(self):
+        env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(2)
+        env.from_collection([1]).map(lambda x: x).key_by(lambda x: x).reduce(
+            lambda a, b: a + b).print()
+        plan = json.loads(env.get_execution_plan())
+        nodes = plan["nodes"]
+        assert nodes[0]["pact"] == "Data Source" and nodes[0]["parallelism"] == 1
+        assert nodes[1]["predecessors"][0]["ship_strategy"] == "REBALANCE"
+        assert nodes[2]["predecessors"][0]["ship_strategy"] == "HASH"
+        assert nodes[-1]["pact"] == "Data Sink"
+        assert set(nodes[1]) >= {"id", "type", "pact", "contents", "parallelism"}
+        # the plan does not consume the program
+        assert json.loads(env.get_execution_plan()) == plan
+
+
+class TestExecuteAndCollect:
+    def test_returns_an_iterator_over_the_collect_operator(self, executor):
+        executor.collected = [1, 2, 3]
+        env = StreamExecutionEnvironment.get_execution_environment()
+        with env.from_collection([1, 2, 3]).execute_and_collect() as results:
+            assert list(results) == [1, 2, 3]
+        client = executor.clients[0]
+        collect = op_named(client.job_graph, "Data stream collect sink")
+        assert collect.kind is OperatorKind.COLLECT
+        assert client.collect_operator_id == collect.operator_id
+        assert client.iterators[0].closed
+
+    def test_limit_returns_a_list_and_closes(self, executor):
+        executor.collected = [5, 6, 7, 8]
+        env = StreamExecutionEnvironment.get_execution_environment()
+        result = env.from_collection([5, 6, 7, 8]).execute_and_collect(limit=2)
+        assert result == [5, 6]
+        assert executor.clients[0].iterators[0].closed
+
+
+class _Double(MapFunction):
+    def map(self, value):
+        return value * 2
+
+
+class _ByFirst(KeySelector):
+    def get_key(self, value):
+        return value[0]
+
+
+class _ModPartitioner(Partitioner):
+    def partition(self, key, num_partitions):
+        return key % num_partitions
+
+
+class _Co(CoMapFunction):
+    def map1(self, value):
+        return value
+
+    def map2(self, value):
+        return -value
+
+
+class _Counter(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+
+def build(env):
+    return env._job_graph(clear=False).job_graph
+
+
+class TestOperators:
+    def test_sources(self):
+        env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(4)
+        env.from_source(NumberSequenceSource(1, 10), WatermarkStrategy.no_watermarks(),
+                        "seq").print()
+        env.from_collection([(1, "a")], type_info=Types.ROW([Types.INT(), Types.STRING()])) \
+            .print()
+        graph = build(env)
+        seq = next(v for v in graph.vertices if v.name.startswith("Source: seq"))
+        coll = next(v for v in graph.vertices if v.name.startswith("Source: Collection"))
+        assert seq.parallelism == 4 and coll.parallelism == 1
+        source = payload(coll.head)["source"]
+        reader = source.create_reader(_Ctx(0, 1))
+        (row,) = reader.poll_batch(10)
+        assert row.as_dict() == {"f0": 1, "f1": "a"}
+        assert reader.poll_batch(10) is None
+        assert isinstance(payload(seq.head)["source"], NumberSequenceSource)
+
+    def test_non_parallel_source_refuses_parallelism(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        with pytest.raises(ValueError, match="non parallel"):
+            env.from_collection([1]).set_parallelism(2)
+
+    def test_key_by_payloads(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        selector = _ByFirst()
+        env.from_collection([(1, 2)]).key_by(selector).map(_Double()).print()
+        graph = build(env)
+        edge = next(e for e in graph.edges if e.partitioner is PartitionerKind.KEY_GROUP)
+        ks = cloudpickle.loads(edge.partitioner_payload)["key_selector"]
+        assert ks((7, 8)) == 7
+        target = graph.vertex(edge.target_vertex).head
+        assert target.kind is OperatorKind.MAP
+        assert payload(target)["key_selectors"][0]((3, 4)) == 3
+
+    def test_keyed_aggregations_are_reduce_operators(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        keyed = env.from_collection([("a", 1)]).key_by(lambda x: x[0])
+        keyed.sum(1).print()
+        keyed.min_by(1).print()
+        keyed.process(_Counter()).print()
+        graph = build(env)
+        kinds = [op.kind for op in ops(graph)]
+        assert kinds.count(OperatorKind.REDUCE) == 2
+        assert OperatorKind.KEYED_PROCESS in kinds
+        reduce = next(op for op in ops(graph) if op.kind is OperatorKind.REDUCE)
+        assert payload(reduce)["function"].reduce(("a", 1), ("a", 2)) == ("a", 3)
+
+    def test_keyed_stream_refuses_partitioning_and_settings(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        keyed = env.from_collection([1]).key_by(lambda x: x)
+        with pytest.raises(Exception, match="Cannot override partitioning"):
+            keyed.rebalance()
+        with pytest.raises(Exception, match="not supported"):
+            keyed.set_parallelism(2)
+        with pytest.raises(TypeError):
+            keyed.process(lambda x: x)
+
+    def test_union_is_several_edges_into_one_input(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        a = env.from_collection([1])
+        b = env.from_collection([2])
+        c = env.from_collection([3])
+        a.union(b, c).map(lambda x: x).name("m").print()
+        graph = build(env)
+        m = next(v for v in graph.vertices if v.head.name == "m")
+        inputs = graph.inputs_of(m.vertex_id)
+        assert len(inputs) == 3
+        assert {e.input_index for _, e in inputs} == {0}
+
+    def test_connect_makes_a_two_input_operator(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        a = env.from_collection([1])
+        b = env.from_collection([2])
+        a.connect(b).key_by(lambda x: x, lambda y: y).map(_Co()).print()
+        graph = build(env)
+        co = op_named(graph, "Co-Map")
+        assert co.kind is OperatorKind.CO_MAP and co.input_count == 2
+        vertex = next(v for v in graph.vertices if v.head is co)
+        edges = graph.inputs_of(vertex.vertex_id)
+        assert sorted(e.input_index for _, e in edges) == [0, 1]
+        assert all(e.partitioner is PartitionerKind.KEY_GROUP for _, e in edges)
+        assert len(payload(co)["key_selectors"]) == 2
+
+    def test_partition_custom_edge(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).partition_custom(_ModPartitioner(), lambda x: x).print()
+        edge = build(env).edges[0]
+        assert edge.partitioner is PartitionerKind.CUSTOM
+        content = cloudpickle.loads(edge.partitioner_payload)
+        assert content["partitioner"](7, 4) == 3 and content["key_selector"](2) == 2
+
+    @pytest.mark.parametrize(("method", "kind"), [
+        ("rebalance", PartitionerKind.REBALANCE), ("rescale", PartitionerKind.RESCALE),
+        ("shuffle", PartitionerKind.SHUFFLE), ("broadcast", PartitionerKind.BROADCAST),
+        ("global_", PartitionerKind.GLOBAL)])
+    def test_partitioner_edges(self, method, kind):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        getattr(env.from_collection([1]), method)().print()
+        (edge,) = build(env).edges
+        assert edge.partitioner is kind
+
+    def test_edge_serializer_follows_the_upstream_type(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(1)
+        env.from_collection([1]).map(lambda x: (x, "a"), output_type=Types.TUPLE(
+            [Types.INT(), Types.STRING()])).rebalance().print()
+        env.from_collection([1]).map(lambda x: x).rebalance().print()
+        env.from_collection([1]).map(lambda x: Row(x), output_type=Types.ROW(
+            [Types.INT()])).rebalance().print()
+        kinds = [e.serializer for e in build(env).edges
+                 if e.partitioner is PartitionerKind.REBALANCE]
+        assert kinds == [SerializerKind.MARSHAL, SerializerKind.PICKLE, SerializerKind.PICKLE]
+
+    def test_map_type_checks(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        with pytest.raises(TypeError, match="MapFunction"):
+            env.from_collection([1]).map(3)
+
+
+class _Ctx:
+    def __init__(self, index, parallelism):
+        self._index, self._parallelism = index, parallelism
+
+    def get_index_of_this_subtask(self):
+        return self._index
+
+    def get_number_of_parallel_subtasks(self):
+        return self._parallelism
+
+
+class TestDefaultParallelism:
+    def test_embedded_runs_default_to_one_subtask_per_core(self):
+        import os
+
+        assert StreamExecutionEnvironment.get_execution_environment().get_parallelism() == (
+            os.cpu_count() or 1)
+
+    def test_a_cluster_defaults_to_parallelism_default(self, executor):
+        assert StreamExecutionEnvironment.get_execution_environment().get_parallelism() == 1
+
+    def test_the_entry_point_context_sits_under_the_program(self, executor):
+        from weir.common import Configuration
+        from weir.core.executor import set_context_configuration
+
+        set_context_configuration({"parallelism.default": "3"})
+        try:
+            assert StreamExecutionEnvironment.get_execution_environment().get_parallelism() == 3
+            conf = Configuration()
+            conf.set_integer("parallelism.default", 5)
+            env = StreamExecutionEnvironment.get_execution_environment(conf)
+            assert env.get_parallelism() == 5
+        finally:
+            set_context_configuration({})

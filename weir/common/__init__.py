@@ -1,0 +1,47 @@
+"""Types, Row, Configuration, Duration/Time and WatermarkStrategy (mirrors ``pyflink.common``)."""
+
+from weir.common.configuration import Configuration
+from weir.common.execution_config import ExecutionConfig
+from weir.common.job_execution_result import JobExecutionResult
+from weir.common.time import Duration, Instant, Time
+from weir.common.typeinfo import (
+    BasicArrayTypeInfo,
+    BasicTypeInfo,
+    ListTypeInfo,
+    MapTypeInfo,
+    ObjectArrayTypeInfo,
+    PickledBytesTypeInfo,
+    PrimitiveArrayTypeInfo,
+    RowTypeInfo,
+    SqlTimeTypeInfo,
+    TupleTypeInfo,
+    TypeInformation,
+    Types,
+)
+from weir.common.types import Row, RowKind
+from weir.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+
+__all__ = [
+    "BasicArrayTypeInfo",
+    "BasicTypeInfo",
+    "Configuration",
+    "Duration",
+    "ExecutionConfig",
+    "Instant",
+    "JobExecutionResult",
+    "ListTypeInfo",
+    "MapTypeInfo",
+    "ObjectArrayTypeInfo",
+    "PickledBytesTypeInfo",
+    "PrimitiveArrayTypeInfo",
+    "Row",
+    "RowKind",
+    "RowTypeInfo",
+    "SqlTimeTypeInfo",
+    "Time",
+    "TimestampAssigner",
+    "TupleTypeInfo",
+    "TypeInformation",
+    "Types",
+    "WatermarkStrategy",
+]

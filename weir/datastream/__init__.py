@@ -1,0 +1,66 @@
+"""The DataStream API (mirrors ``pyflink.datastream``)."""
+
+from weir.datastream.connected_streams import ConnectedStreams
+from weir.datastream.data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream
+from weir.datastream.functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    FilterFunction,
+    FlatMapFunction,
+    Function,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    Partitioner,
+    ProcessFunction,
+    ReduceFunction,
+    RuntimeContext,
+    SinkFunction,
+    SourceFunction,
+)
+from weir.datastream.state import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    ValueState,
+    ValueStateDescriptor,
+)
+from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
+from weir.datastream.timerservice import TimerService
+
+__all__ = [
+    "AggregatingStateDescriptor",
+    "CloseableIterator",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
+    "ConnectedStreams",
+    "DataStream",
+    "DataStreamSink",
+    "FilterFunction",
+    "FlatMapFunction",
+    "Function",
+    "KeySelector",
+    "KeyedCoProcessFunction",
+    "KeyedProcessFunction",
+    "KeyedStream",
+    "ListStateDescriptor",
+    "MapFunction",
+    "MapStateDescriptor",
+    "Partitioner",
+    "ProcessFunction",
+    "ReduceFunction",
+    "ReducingStateDescriptor",
+    "RuntimeContext",
+    "SinkFunction",
+    "SourceFunction",
+    "StateDescriptor",
+    "StreamExecutionEnvironment",
+    "TimerService",
+    "ValueState",
+    "ValueStateDescriptor",
+]

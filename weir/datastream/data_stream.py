@@ -1,0 +1,505 @@
+"""``DataStream``, ``KeyedStream``, ``DataStreamSink`` and ``CloseableIterator`` (mirrors
+``pyflink.datastream.data_stream``). Each call records a transformation; nothing runs until
+the environment executes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from weir.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, Types
+from weir.core.job_graph import OperatorKind, PartitionerKind
+from weir.datastream._aggregation import AccumulateReduceFunction, AccumulateType
+from weir.datastream.functions import (
+    FilterFunction,
+    FlatMapFunction,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    Partitioner,
+    ProcessFunction,
+    ReduceFunction,
+    SinkFunction,
+)
+from weir.graph.transformations import (
+    ChainingStrategy,
+    PartitionTransformation,
+    PhysicalTransformation,
+    Transformation,
+    UnionTransformation,
+)
+
+if TYPE_CHECKING:
+    from weir.datastream.connected_streams import ConnectedStreams
+    from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+__all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream"]
+
+
+def _output_type(output_type: TypeInformation | list[TypeInformation] | None) -> TypeInformation:
+    if output_type is None:
+        return Types.PICKLED_BYTE_ARRAY()
+    if isinstance(output_type, list):
+        return RowTypeInfo(output_type)
+    return output_type
+
+
+def _key_selector_callable(
+        key_selector: Callable[[Any], Any] | KeySelector) -> Callable[[Any], Any]:
+    if isinstance(key_selector, KeySelector):
+        return key_selector.get_key
+    if callable(key_selector):
+        return key_selector
+    msg = "Parameter key_selector should be type of KeySelector or a callable function."
+    raise TypeError(msg)
+
+
+class _OperatorSettings:
+    """The per-operator settings shared by DataStream and DataStreamSink."""
+
+    _transformation: Transformation
+
+    def _set(self, **settings: Any) -> Any:
+        for key, value in settings.items():
+            setattr(self._transformation, key, value)
+        return self
+
+    def name(self, name: str) -> Any:
+        """Sets the name shown in logs, the plan and the web UI."""
+        return self._set(name=name)
+
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def uid(self, uid: str) -> Any:
+        """A stable id for this operator's state across job versions (must be unique)."""
+        return self._set(uid=uid)
+
+    def set_uid_hash(self, uid_hash: str) -> Any:
+        """Sets the operator id directly (32 hex characters), e.g. one read from old logs."""
+        return self._set(uid_hash=uid_hash)
+
+    def set_parallelism(self, parallelism: int) -> Any:
+        t = self._transformation
+        if isinstance(t, PhysicalTransformation) and t.non_parallel and parallelism != 1:
+            msg = f"The parallelism of non parallel operator {t.name!r} must be 1."
+            raise ValueError(msg)
+        if parallelism < 1:
+            msg = f"The parallelism of an operator must be at least 1, got {parallelism}"
+            raise ValueError(msg)
+        return self._set(parallelism=parallelism)
+
+    def set_description(self, description: str) -> Any:
+        return self._set(description=description)
+
+    def disable_chaining(self) -> Any:
+        """This operator chains neither to its input nor to its outputs."""
+        return self._set(chaining=ChainingStrategy.NEVER)
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
+        group = slot_sharing_group if isinstance(slot_sharing_group, str) else getattr(
+            slot_sharing_group, "get_name", lambda: str(slot_sharing_group))()
+        return self._set(slot_sharing_group=group)
+
+
+class DataStream(_OperatorSettings):
+    """A stream of elements; transform it with ``map``, ``filter``, ``key_by`` and so on::
+
+        >>> ds = env.from_collection([1, 2, 3])
+        >>> ds.map(lambda x: x * 2).filter(lambda x: x > 2).print()
+    """
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
+        self._env = env
+        self._transformation = transformation
+
+    # -- settings ---------------------------------------------------------------------
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        if not 0 < max_parallelism <= 1 << 15:
+            msg = f"max parallelism must be in [1, 32768], got {max_parallelism}"
+            raise ValueError(msg)
+        return self._set(max_parallelism=max_parallelism)  # type: ignore[no-any-return]
+
+    def force_non_parallel(self) -> DataStream:
+        """Parallelism and max parallelism 1, for good."""
+        t = self._transformation
+        t.parallelism = 1
+        t.max_parallelism = 1
+        if isinstance(t, PhysicalTransformation):
+            t.non_parallel = True
+        return self
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        return self._set(buffer_timeout_ms=timeout_millis)  # type: ignore[no-any-return]
+
+    def start_new_chain(self) -> DataStream:
+        """This operator starts a new chain: it does not chain to its input."""
+        return self._set(chaining=ChainingStrategy.HEAD)  # type: ignore[no-any-return]
+
+    def get_type(self) -> TypeInformation:
+        return self._transformation.output_type or Types.PICKLED_BYTE_ARRAY()
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    def get_execution_config(self) -> Any:
+        return self._env.get_config()
+
+    # -- operators --------------------------------------------------------------------
+    def _one_input(self, kind: OperatorKind, name: str, payload: dict[str, Any],
+                   output_type: TypeInformation | None) -> DataStream:
+        t = PhysicalTransformation(
+            id=self._env._next_id(), name=name, output_type=output_type, kind=kind,
+            input_streams=[self._transformation], payload=payload)
+        self._env._add_operator(t)
+        return DataStream(self._env, t)
+
+    def map(self, func: Callable[[Any], Any] | MapFunction,
+            output_type: TypeInformation | None = None) -> DataStream:
+        """One output per element. Without ``output_type`` outputs are pickled."""
+        if not isinstance(func, MapFunction) and not callable(func):
+            msg = "The input must be a MapFunction or a callable function"
+            raise TypeError(msg)
+        return self._one_input(OperatorKind.MAP, "Map", {"function": func},
+                               _output_type(output_type))
+
+    def flat_map(self, func: Callable[[Any], Any] | FlatMapFunction,
+                 output_type: TypeInformation | None = None) -> DataStream:
+        """Any number of outputs per element: the function yields or returns an iterable."""
+        if not isinstance(func, FlatMapFunction) and not callable(func):
+            msg = "The input must be a FlatMapFunction or a callable function"
+            raise TypeError(msg)
+        return self._one_input(OperatorKind.FLAT_MAP, "FlatMap", {"function": func},
+                               _output_type(output_type))
+
+    def filter(self, func: Callable[[Any], bool] | FilterFunction) -> DataStream:
+        """Keeps the elements for which ``func`` is true; the type is unchanged."""
+        if not isinstance(func, FilterFunction) and not callable(func):
+            msg = "The input must be a FilterFunction or a callable function"
+            raise TypeError(msg)
+        return self._one_input(OperatorKind.FILTER, "Filter", {"function": func},
+                               self._transformation.output_type)
+
+    def process(self, func: ProcessFunction,
+                output_type: TypeInformation | None = None) -> DataStream:
+        if not isinstance(func, ProcessFunction):
+            msg = "The input must be a ProcessFunction!"
+            raise TypeError(msg)
+        return self._one_input(OperatorKind.PROCESS, "PROCESS", {"function": func},
+                               _output_type(output_type))
+
+    def key_by(self, key_selector: Callable[[Any], Any] | KeySelector,
+               key_type: TypeInformation | None = None) -> KeyedStream:
+        """Partitions by key: elements with equal keys go to the same subtask and share state."""
+        selector = _key_selector_callable(key_selector)
+        t = PartitionTransformation(
+            id=self._env._next_id(), name="Partition", output_type=self._transformation.output_type,
+            input=self._transformation, partitioner=PartitionerKind.KEY_GROUP,
+            partitioner_payload={"key_selector": selector})
+        return KeyedStream(self._env, t, selector, self, key_type)
+
+    def union(self, *streams: DataStream) -> DataStream:
+        """One stream of the elements of this and the given streams (same type)."""
+        inputs = [self._transformation]
+        for stream in streams:
+            plain = stream._values() if isinstance(stream, KeyedStream) else stream
+            inputs.append(plain._transformation)
+        t = UnionTransformation(id=self._env._next_id(), name="Union",
+                                output_type=self._transformation.output_type, union_inputs=inputs)
+        return DataStream(self._env, t)
+
+    def connect(self, ds: DataStream) -> ConnectedStreams:
+        """Two streams, possibly of different types, processed by one co-function."""
+        # connected_streams builds on this module, so it can only be imported here.
+        from weir.datastream.connected_streams import ConnectedStreams  # noqa: PLC0415
+
+        return ConnectedStreams(self, ds)
+
+    # -- partitioning -----------------------------------------------------------------
+    def _partition(self, kind: PartitionerKind,
+                   payload: dict[str, Any] | None = None) -> DataStream:
+        t = PartitionTransformation(
+            id=self._env._next_id(), name="Partition", output_type=self._transformation.output_type,
+            input=self._transformation, partitioner=kind, partitioner_payload=payload or {})
+        return DataStream(self._env, t)
+
+    def shuffle(self) -> DataStream:
+        return self._partition(PartitionerKind.SHUFFLE)
+
+    def rebalance(self) -> DataStream:
+        return self._partition(PartitionerKind.REBALANCE)
+
+    def rescale(self) -> DataStream:
+        return self._partition(PartitionerKind.RESCALE)
+
+    def forward(self) -> DataStream:
+        """Each subtask sends to the same-index subtask; parallelism must not change."""
+        return self._partition(PartitionerKind.FORWARD)
+
+    def broadcast(self) -> DataStream:
+        """Every element goes to every downstream subtask."""
+        return self._partition(PartitionerKind.BROADCAST)
+
+    def global_(self) -> DataStream:
+        """Every element goes to the first downstream subtask (Flink's ``global()``)."""
+        return self._partition(PartitionerKind.GLOBAL)
+
+    def partition_custom(self, partitioner: Callable[[Any, int], int] | Partitioner,
+                         key_selector: Callable[[Any], Any] | KeySelector) -> DataStream:
+        """``partitioner.partition(key, num_partitions)`` picks each element's subtask."""
+        if isinstance(partitioner, Partitioner):
+            partition: Callable[[Any, int], int] = partitioner.partition
+        elif callable(partitioner):
+            partition = partitioner
+        else:
+            msg = "Parameter partitioner should be type of Partitioner or a callable function."
+            raise TypeError(msg)
+        return self._partition(PartitionerKind.CUSTOM, {
+            "partitioner": partition, "key_selector": _key_selector_callable(key_selector)})
+
+    # -- sinks ------------------------------------------------------------------------
+    def _sink(self, kind: OperatorKind, name: str, payload: dict[str, Any]) -> DataStreamSink:
+        t = PhysicalTransformation(
+            id=self._env._next_id(), name=name, kind=kind,
+            input_streams=[self._transformation], payload=payload)
+        self._env._add_operator(t)
+        return DataStreamSink(t)
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        """Writes each element to standard output (prefixed by ``sink_identifier`` and the
+        subtask index when the parallelism is above 1)."""
+        return self._sink(OperatorKind.PRINT, "Print to Std. Out",
+                          {"sink_identifier": sink_identifier})
+
+    def add_sink(self, sink_func: SinkFunction | Callable[..., Any]) -> DataStreamSink:
+        if not isinstance(sink_func, SinkFunction) and not callable(sink_func):
+            msg = f"add_sink() needs a SinkFunction or a callable; got {type(sink_func)!r}"
+            raise TypeError(msg)
+        return self._sink(OperatorKind.SINK, "Sink: Unnamed", {"function": sink_func})
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        if not isinstance(sink, SinkFunction) and not callable(sink):
+            msg = (f"sink_to() needs a SinkFunction (or a callable); got {type(sink)!r}: "
+                   "connector sinks are not available yet")
+            raise TypeError(msg)
+        return self._sink(OperatorKind.SINK, "Sink", {"function": sink})
+
+    def execute_and_collect(self, job_execution_name: str | None = None,
+                            limit: int | None = None) -> CloseableIterator | list[Any]:
+        """Runs the job and returns its elements: an iterator to use in ``with``, or, with
+        ``limit``, a list of the first ``limit`` elements (the job is then cancelled)::
+
+            with ds.execute_and_collect() as results:
+                for value in results: ...
+        """
+        collect = self._sink(OperatorKind.COLLECT, "Data stream collect sink", {})
+        collect._transformation.parallelism = 1
+        iterator = CloseableIterator(self._env._execute_and_collect(
+            collect._transformation, job_execution_name))
+        if limit is None:
+            return iterator
+        results: list[Any] = []
+        with iterator:
+            for value in iterator:
+                if len(results) >= limit:
+                    break
+                results.append(value)
+        return results
+
+
+class DataStreamSink(_OperatorSettings):
+    """The end of a stream: name, uid and parallelism of the sink."""
+
+    def __init__(self, transformation: PhysicalTransformation) -> None:
+        self._transformation = transformation
+
+
+class CloseableIterator:
+    """The results of ``execute_and_collect``; closing it cancels the job if still running."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._iterator: Iterator[Any] = iter(inner)
+
+    def __iter__(self) -> CloseableIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._iterator)
+
+    def next(self) -> Any:
+        return next(self._iterator)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key; state and ``reduce``/``sum``/... are per key."""
+
+    def __init__(self, env: StreamExecutionEnvironment, transformation: PartitionTransformation,
+                 key_selector: Callable[[Any], Any], origin_stream: DataStream,
+                 key_type: TypeInformation | None = None) -> None:
+        super().__init__(env, transformation)
+        self._key_selector = key_selector
+        self._origin_stream = origin_stream
+        self._key_type = key_type
+        self._original_type = origin_stream._transformation.output_type
+
+    def _keyed(self, kind: OperatorKind, name: str, function: Any,
+               output_type: TypeInformation | None) -> DataStream:
+        return self._one_input(kind, name, {"function": function,
+                                            "key_selectors": [self._key_selector]}, output_type)
+
+    def map(self, func: Callable[[Any], Any] | MapFunction,
+            output_type: TypeInformation | None = None) -> DataStream:
+        if not isinstance(func, MapFunction) and not callable(func):
+            msg = "The input must be a MapFunction or a callable function"
+            raise TypeError(msg)
+        return self._keyed(OperatorKind.MAP, "Map", func, _output_type(output_type))
+
+    def flat_map(self, func: Callable[[Any], Any] | FlatMapFunction,
+                 output_type: TypeInformation | None = None) -> DataStream:
+        if not isinstance(func, FlatMapFunction) and not callable(func):
+            msg = "The input must be a FlatMapFunction or a callable function"
+            raise TypeError(msg)
+        return self._keyed(OperatorKind.FLAT_MAP, "FlatMap", func, _output_type(output_type))
+
+    def filter(self, func: Callable[[Any], bool] | FilterFunction) -> DataStream:
+        if not isinstance(func, FilterFunction) and not callable(func):
+            msg = "The input must be a FilterFunction or a callable function"
+            raise TypeError(msg)
+        return self._keyed(OperatorKind.FILTER, "Filter", func, self._original_type)
+
+    def reduce(self, func: Callable[[Any, Any], Any] | ReduceFunction) -> DataStream:
+        """A running reduce per key: emits the reduced value after every element."""
+        if not isinstance(func, ReduceFunction) and not callable(func):
+            msg = "The input must be a ReduceFunction or a callable function"
+            raise TypeError(msg)
+        return self._keyed(OperatorKind.REDUCE, "Reduce", func, self._original_type)
+
+    def process(self, func: KeyedProcessFunction,  # type: ignore[override]
+                output_type: TypeInformation | None = None) -> DataStream:
+        if not isinstance(func, KeyedProcessFunction):
+            msg = "KeyedProcessFunction is required for KeyedStream."
+            raise TypeError(msg)
+        return self._keyed(OperatorKind.KEYED_PROCESS, "KEYED PROCESS", func,
+                           _output_type(output_type))
+
+    def _accumulate(self, position: int | str, kind: AccumulateType) -> DataStream:
+        return self.reduce(AccumulateReduceFunction(position, kind))
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        """A running sum of the field per key; the other fields are the key's first record's."""
+        return self._accumulate(position_to_sum, AccumulateType.SUM)
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        """The running minimum of the field; the other fields are the key's first record's."""
+        return self._accumulate(position_to_min, AccumulateType.MIN)
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        return self._accumulate(position_to_max, AccumulateType.MAX)
+
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        """The whole record with the smallest value in the field (the first one on ties)."""
+        return self._accumulate(position_to_min_by, AccumulateType.MIN_BY)
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        return self._accumulate(position_to_max_by, AccumulateType.MAX_BY)
+
+    def key_by(self, key_selector: Callable[[Any], Any] | KeySelector,
+               key_type: TypeInformation | None = None) -> KeyedStream:
+        return self._origin_stream.key_by(key_selector, key_type)
+
+    def _values(self) -> DataStream:
+        """The elements again as a plain DataStream (keyed partitioning kept), as PyFlink."""
+        out = self.map(lambda x: x, output_type=self._original_type)
+        out._transformation.name = "_keyed_stream_values_operator"
+        return out
+
+    def union(self, *streams: DataStream) -> DataStream:
+        return self._values().union(*streams)
+
+    def add_sink(self, sink_func: SinkFunction | Callable[..., Any]) -> DataStreamSink:
+        return self._values().add_sink(sink_func)
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        return self._values().sink_to(sink)
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        return self._values().print(sink_identifier)
+
+    def execute_and_collect(self, job_execution_name: str | None = None,
+                            limit: int | None = None) -> CloseableIterator | list[Any]:
+        return self._values().execute_and_collect(job_execution_name, limit)
+
+    def get_type(self) -> TypeInformation:
+        return self._original_type or PickledBytesTypeInfo()
+
+    def _unsupported(self, what: str) -> Any:
+        msg = f"{what} for KeyedStream is not supported."
+        raise Exception(msg)  # PyFlink raises a bare Exception here
+
+    def shuffle(self) -> DataStream:
+        return self._unsupported_partitioning()
+
+    def rebalance(self) -> DataStream:
+        return self._unsupported_partitioning()
+
+    def rescale(self) -> DataStream:
+        return self._unsupported_partitioning()
+
+    def forward(self) -> DataStream:
+        return self._unsupported_partitioning()
+
+    def broadcast(self) -> DataStream:
+        return self._unsupported_partitioning()
+
+    def global_(self) -> DataStream:
+        return self._unsupported_partitioning()
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        return self._unsupported_partitioning()
+
+    def _unsupported_partitioning(self) -> DataStream:
+        msg = "Cannot override partitioning for KeyedStream."
+        raise Exception(msg)  # PyFlink raises a bare Exception here
+
+    def set_parallelism(self, parallelism: int) -> Any:
+        return self._unsupported("Set parallelism")
+
+    def name(self, name: str) -> Any:
+        return self._unsupported("Set name")
+
+    def get_name(self) -> str:
+        return self._unsupported("Get name")  # type: ignore[no-any-return]
+
+    def uid(self, uid: str) -> Any:
+        return self._unsupported("Set uid")
+
+    def set_uid_hash(self, uid_hash: str) -> Any:
+        return self._unsupported("Set uid hash")
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        return self._unsupported("Set max parallelism")  # type: ignore[no-any-return]
+
+    def force_non_parallel(self) -> DataStream:
+        return self._unsupported("Set force non-parallel")  # type: ignore[no-any-return]
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        return self._unsupported("Set buffer timeout")  # type: ignore[no-any-return]
+
+    def start_new_chain(self) -> DataStream:
+        return self._unsupported("Start new chain")  # type: ignore[no-any-return]
+
+    def disable_chaining(self) -> Any:
+        return self._unsupported("Disable chaining")
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
+        return self._unsupported("Setting slot sharing group")

@@ -1,0 +1,180 @@
+"""State descriptors and state interfaces (mirrors ``pyflink.datastream.state``).
+
+A descriptor names a state and declares its type; ``RuntimeContext.get_state(descriptor)``
+returns the state of the current key. The state backends implement the interfaces.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from weir.common.typeinfo import TypeInformation
+
+__all__ = [
+    "AggregatingState",
+    "AggregatingStateDescriptor",
+    "ListState",
+    "ListStateDescriptor",
+    "MapState",
+    "MapStateDescriptor",
+    "ReducingState",
+    "ReducingStateDescriptor",
+    "State",
+    "StateDescriptor",
+    "ValueState",
+    "ValueStateDescriptor",
+]
+
+
+class State(abc.ABC):
+    @abc.abstractmethod
+    def clear(self) -> None:
+        """Removes the value of the current key."""
+
+
+class ValueState(State):
+    @abc.abstractmethod
+    def value(self) -> Any:
+        """The value of the current key, or None if it has none."""
+
+    @abc.abstractmethod
+    def update(self, value: Any) -> None:
+        pass
+
+
+class ListState(State):
+    @abc.abstractmethod
+    def get(self) -> Iterable[Any]:
+        pass
+
+    @abc.abstractmethod
+    def add(self, value: Any) -> None:
+        pass
+
+    @abc.abstractmethod
+    def add_all(self, values: list[Any]) -> None:
+        pass
+
+    @abc.abstractmethod
+    def update(self, values: list[Any]) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.get())
+
+
+class MapState(State):
+    @abc.abstractmethod
+    def get(self, key: Any) -> Any:
+        pass
+
+    @abc.abstractmethod
+    def put(self, key: Any, value: Any) -> None:
+        pass
+
+    @abc.abstractmethod
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        pass
+
+    @abc.abstractmethod
+    def remove(self, key: Any) -> None:
+        pass
+
+    @abc.abstractmethod
+    def contains(self, key: Any) -> bool:
+        pass
+
+    @abc.abstractmethod
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        pass
+
+    @abc.abstractmethod
+    def keys(self) -> Iterable[Any]:
+        pass
+
+    @abc.abstractmethod
+    def values(self) -> Iterable[Any]:
+        pass
+
+    @abc.abstractmethod
+    def is_empty(self) -> bool:
+        pass
+
+
+class ReducingState(State):
+    @abc.abstractmethod
+    def get(self) -> Any:
+        pass
+
+    @abc.abstractmethod
+    def add(self, value: Any) -> None:
+        pass
+
+
+class AggregatingState(State):
+    @abc.abstractmethod
+    def get(self) -> Any:
+        pass
+
+    @abc.abstractmethod
+    def add(self, value: Any) -> None:
+        pass
+
+
+class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates directly
+    """Names a state and declares the type of what it holds."""
+
+    def __init__(self, name: str, type_info: TypeInformation | None) -> None:
+        self.name = name
+        self.type_info = type_info
+        self._ttl_config: Any = None
+
+    def get_name(self) -> str:
+        return self.name
+
+    def enable_time_to_live(self, ttl_config: Any) -> None:
+        self._ttl_config = ttl_config
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, {self.type_info!r})"
+
+
+class ValueStateDescriptor(StateDescriptor):
+    def __init__(self, name: str, value_type_info: TypeInformation | None) -> None:
+        super().__init__(name, value_type_info)
+
+
+class ListStateDescriptor(StateDescriptor):
+    def __init__(self, name: str, elem_type_info: TypeInformation | None) -> None:
+        super().__init__(name, elem_type_info)
+        self.elem_type_info = elem_type_info
+
+
+class MapStateDescriptor(StateDescriptor):
+    def __init__(self, name: str, key_type_info: TypeInformation | None,
+                 value_type_info: TypeInformation | None) -> None:
+        super().__init__(name, None)
+        self.key_type_info = key_type_info
+        self.value_type_info = value_type_info
+
+
+class ReducingStateDescriptor(StateDescriptor):
+    def __init__(self, name: str, reduce_function: Any,
+                 type_info: TypeInformation | None) -> None:
+        super().__init__(name, type_info)
+        self._reduce_function = reduce_function
+
+    def get_reduce_function(self) -> Any:
+        return self._reduce_function
+
+
+class AggregatingStateDescriptor(StateDescriptor):
+    def __init__(self, name: str, agg_function: Any,
+                 state_type_info: TypeInformation | None) -> None:
+        super().__init__(name, state_type_info)
+        self._agg_function = agg_function
+
+    def get_agg_function(self) -> Any:
+        return self._agg_function

@@ -1,0 +1,215 @@
+"""``StreamExecutionEnvironment``: where a job's sources are declared and the job is run."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from weir.common.configuration import Configuration
+from weir.common.execution_config import ExecutionConfig
+from weir.common.typeinfo import TypeInformation
+from weir.common.watermark_strategy import WatermarkStrategy
+from weir.core import config as config_keys
+from weir.core.executor import (
+    CloseableIterator,
+    JobClient,
+    JobExecutionResult,
+    get_context_configuration,
+    get_executor,
+    is_executor_registered,
+)
+from weir.core.job_graph import OperatorKind
+from weir.datastream.connectors.collection import CollectionSource
+from weir.datastream.data_stream import DataStream
+from weir.datastream.functions import SourceFunction
+from weir.graph.execution_plan import execution_plan_json
+from weir.graph.job_graph_generator import JobGraphResult, create_job_graph
+from weir.graph.stream_graph import StreamGraph, build_stream_graph
+from weir.graph.transformations import PhysicalTransformation, Transformation
+
+__all__ = ["StreamExecutionEnvironment"]
+
+DEFAULT_JOB_NAME = "Flink Streaming Job"
+_MAX_MAX_PARALLELISM = 1 << 15
+
+
+class StreamExecutionEnvironment:
+    """The context a streaming program runs in, as PyFlink's::
+
+        >>> env = StreamExecutionEnvironment.get_execution_environment()
+        >>> env.set_parallelism(2)
+        >>> env.from_collection([1, 2, 3]).map(lambda x: x + 1).print()
+        >>> env.execute("my job")
+    """
+
+    def __init__(self, configuration: Configuration | None = None) -> None:
+        self._configuration = Configuration(configuration) if configuration else Configuration()
+        # The entry point's settings (``weir run -p``, the cluster's defaults) sit under
+        # the program's own, as Flink's ContextEnvironment does.
+        entries = {**get_context_configuration(), **self._configuration.to_dict()}
+        if config_keys.PARALLELISM_DEFAULT.key in entries:
+            self._parallelism = config_keys.get(entries, config_keys.PARALLELISM_DEFAULT)
+        elif is_executor_registered():
+            self._parallelism = config_keys.PARALLELISM_DEFAULT.default
+        else:
+            # Run locally (the embedded MiniCluster), Flink's LocalStreamEnvironment
+            # defaults to one subtask per CPU core.
+            self._parallelism = os.cpu_count() or 1
+        self._max_parallelism = config_keys.get(entries, config_keys.MAX_PARALLELISM)
+        self._chaining = config_keys.get(entries, config_keys.OPERATOR_CHAINING)
+        self._buffer_timeout_ms = config_keys.get(entries, config_keys.BUFFER_TIMEOUT)
+        self._config = ExecutionConfig()
+        self._transformations: list[Transformation] = []
+        self._ids = itertools.count(1)
+
+    @staticmethod
+    def get_execution_environment(
+            configuration: Configuration | None = None) -> StreamExecutionEnvironment:
+        """A new environment; ``configuration`` holds Flink keys such as
+        ``parallelism.default``."""
+        return StreamExecutionEnvironment(configuration)
+
+    # -- settings -----------------------------------------------------------------------
+    def get_config(self) -> ExecutionConfig:
+        return self._config
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        if parallelism < 1:
+            msg = f"parallelism must be at least 1, got {parallelism}"
+            raise ValueError(msg)
+        self._parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._parallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        if not 0 < max_parallelism <= _MAX_MAX_PARALLELISM:
+            msg = (f"maximum parallelism must be in [1, {_MAX_MAX_PARALLELISM}], "
+                   f"got {max_parallelism}")
+            raise ValueError(msg)
+        self._max_parallelism = max_parallelism
+        return self
+
+    def get_max_parallelism(self) -> int:
+        """The max parallelism set, or -1 if none was (then each operator derives its own)."""
+        return self._max_parallelism
+
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
+        """How long a partly filled network buffer may wait (ms); 0 flushes after every
+        record, -1 only when full."""
+        if timeout_millis < -1:
+            msg = f"buffer timeout must be -1, 0 or positive, got {timeout_millis}"
+            raise ValueError(msg)
+        self._buffer_timeout_ms = timeout_millis
+        return self
+
+    def get_buffer_timeout(self) -> int:
+        return self._buffer_timeout_ms
+
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
+        self._chaining = False
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        return self._chaining
+
+    def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
+        self._configuration.add_all(configuration)
+        return self
+
+    # -- sources ------------------------------------------------------------------------
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    def _add_operator(self, transformation: Transformation) -> None:
+        self._transformations.append(transformation)
+
+    def _source(self, name: str, payload: dict[str, Any], output_type: TypeInformation | None,
+                non_parallel: bool) -> DataStream:
+        t = PhysicalTransformation(
+            id=self._next_id(), name=f"Source: {name}", output_type=output_type,
+            kind=OperatorKind.SOURCE, payload=payload, non_parallel=non_parallel,
+            parallelism=1 if non_parallel else None)
+        return DataStream(self, t)
+
+    def from_collection(self, collection: Iterable[Any],
+                        type_info: TypeInformation | None = None) -> DataStream:
+        """A non-parallel source of the collection's elements, in order."""
+        source = CollectionSource(collection, type_info)
+        return self._source("Collection Source", {"source": source}, type_info, True)
+
+    def add_source(self, source_func: SourceFunction, source_name: str = "Custom Source",
+                   type_info: TypeInformation | None = None) -> DataStream:
+        """A non-parallel source running ``source_func.run(ctx)``."""
+        if not isinstance(source_func, SourceFunction):
+            msg = f"add_source() needs a SourceFunction; got {type(source_func)!r}"
+            raise TypeError(msg)
+        return self._source(source_name, {"source_function": source_func}, type_info, True)
+
+    def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str,
+                    type_info: TypeInformation | None = None) -> DataStream:
+        """A parallel source (``weir.core.source.Source``), e.g. NumberSequenceSource."""
+        if not callable(getattr(source, "create_reader", None)):
+            msg = (f"from_source() needs a Source with create_reader(context); got "
+                   f"{type(source)!r}")
+            raise TypeError(msg)
+        if type_info is None:
+            produced = getattr(source, "get_produced_type", None)
+            type_info = produced() if callable(produced) else None
+        payload = {"source": source, "watermark_strategy": watermark_strategy}
+        return self._source(source_name, payload, type_info, False)
+
+    # -- execution ----------------------------------------------------------------------
+    def _job_config(self, job_name: str) -> dict[str, str]:
+        entries = self._configuration.to_dict()
+        entries[config_keys.PARALLELISM_DEFAULT.key] = str(self._parallelism)
+        entries[config_keys.MAX_PARALLELISM.key] = str(self._max_parallelism)
+        entries[config_keys.OPERATOR_CHAINING.key] = "true" if self._chaining else "false"
+        entries[config_keys.BUFFER_TIMEOUT.key] = str(self._buffer_timeout_ms)
+        entries[config_keys.JOB_NAME.key] = job_name
+        return entries
+
+    def _job_name(self, job_name: str | None) -> str:
+        if job_name:
+            return job_name
+        return self._configuration.get_string(config_keys.JOB_NAME.key, "") or DEFAULT_JOB_NAME
+
+    def _stream_graph(self, job_name: str | None = None, clear: bool = True) -> StreamGraph:
+        name = self._job_name(job_name)
+        graph = build_stream_graph(
+            self._transformations, job_name=name, default_parallelism=self._parallelism,
+            default_max_parallelism_setting=self._max_parallelism,
+            chaining_enabled=self._chaining)
+        graph.config = self._job_config(name)
+        graph.job_parameters = self._config.get_global_job_parameters()
+        if clear:
+            self._transformations = []
+        return graph
+
+    def _job_graph(self, job_name: str | None = None, clear: bool = True) -> JobGraphResult:
+        graph = self._stream_graph(job_name, clear=False)
+        result = create_job_graph(graph)
+        if clear:
+            self._transformations = []
+        return result
+
+    def get_execution_plan(self) -> str:
+        """The plan as JSON in Flink's shape; the program is not changed or run."""
+        return execution_plan_json(self._stream_graph(clear=False))
+
+    def execute_async(self, job_name: str | None = None) -> JobClient:
+        """Submits the job and returns at once with a JobClient."""
+        return get_executor().submit(self._job_graph(job_name).job_graph)
+
+    def execute(self, job_name: str | None = None) -> JobExecutionResult:
+        """Runs the job and waits for it; raises JobExecutionError if it fails."""
+        return self.execute_async(job_name).get_job_execution_result()
+
+    def _execute_and_collect(self, collect: Transformation,
+                             job_name: str | None) -> CloseableIterator:
+        result = self._job_graph(job_name)
+        client = get_executor().submit(result.job_graph)
+        return client.collect(result.operator_ids[collect.id])
