@@ -1,0 +1,130 @@
+"""OperatorChain: the operators of one JobVertex, wired to call each other directly.
+
+``OperatorDescriptor.chained_outputs`` forms a tree inside the vertex; an operator's
+output is the ``process`` of each chained operator it feeds plus the ``emit`` of each
+RecordWriter whose edge leaves from it. With several outputs the same list goes to
+each (operators never mutate their input). Operators are opened from the tail of the
+chain to its head, so each output exists before the operator that feeds it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, discard
+from taskmanager.operators.one_input import (
+    FilterOperator,
+    FlatMapOperator,
+    KeyedProcessOperator,
+    MapOperator,
+    ProcessOperator,
+    ReduceOperator,
+)
+from taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
+from taskmanager.operators.source import SourceOperator
+from taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator
+from taskmanager.record_writer import RecordWriter
+from weir.core.job_graph import OperatorKind
+
+logger = logging.getLogger(__name__)
+
+OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
+    OperatorKind.SOURCE: SourceOperator,
+    OperatorKind.MAP: MapOperator,
+    OperatorKind.FILTER: FilterOperator,
+    OperatorKind.FLAT_MAP: FlatMapOperator,
+    OperatorKind.PROCESS: ProcessOperator,
+    OperatorKind.KEYED_PROCESS: KeyedProcessOperator,
+    OperatorKind.REDUCE: ReduceOperator,
+    OperatorKind.CO_MAP: CoMapOperator,
+    OperatorKind.CO_FLAT_MAP: CoFlatMapOperator,
+    OperatorKind.SINK: SinkOperator,
+    OperatorKind.PRINT: PrintOperator,
+    OperatorKind.COLLECT: CollectOperator,
+}
+
+
+def fan_out(outputs: Sequence[Output]) -> Output:
+    if not outputs:
+        return discard
+    if len(outputs) == 1:
+        return outputs[0]
+    targets = tuple(outputs)
+
+    def output(batch: list[Any]) -> None:
+        for target in targets:
+            target(batch)
+
+    return output
+
+
+class OperatorChain:
+    """The operators of a task in topological order (head first) and its writers."""
+
+    def __init__(self, setups: Sequence[OperatorSetup], writers: Sequence[RecordWriter]) -> None:
+        self.operators: list[StreamOperator] = [
+            OPERATORS[s.descriptor.kind](s) for s in setups
+        ]
+        self.writers = list(writers)
+        self._opened: list[StreamOperator] = []
+
+    @property
+    def head(self) -> StreamOperator:
+        return self.operators[0]
+
+    def open(self) -> None:
+        by_id = {op.setup.descriptor.operator_id: op for op in self.operators}
+        for op in reversed(self.operators):
+            descriptor = op.setup.descriptor
+            outputs: list[Output] = []
+            for target_id in descriptor.chained_outputs:
+                target = by_id[target_id]
+                if target not in self._opened:
+                    msg = f"chained output {target_id} of {descriptor.name!r} is not after it"
+                    raise ValueError(msg)
+                outputs.append(target.process)
+            outputs += [w.emit for w in self.writers if w.source_operator == descriptor.operator_id]
+            self._opened.append(op)
+            op.open(fan_out(outputs))
+
+    def input(self, index: int) -> Output:
+        """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
+        return self.head.process if index == 0 else self.head.process2
+
+    def flush(self) -> None:
+        for op in self.operators:
+            op.flush()
+        for writer in self.writers:
+            writer.flush()
+
+    def finish(self) -> None:
+        """End of input: finish operators head to tail, then flush and end the partitions."""
+        for op in self.operators:
+            op.finish()
+        for writer in self.writers:
+            writer.finish()
+
+    def close(self) -> BaseException | None:
+        """Close every opened operator (head first), even when one fails; returns the
+        first failure."""
+        first: BaseException | None = None
+        for op in reversed(self._opened):
+            try:
+                op.close()
+            except Exception as exc:  # closing must reach every operator
+                if first is None:
+                    first = exc
+                else:
+                    logger.warning("closing %s failed as well", op.name, exc_info=True)
+        self._opened.clear()
+        return first
+
+    def release_writers(self, cause: BaseException | None) -> None:
+        for writer in self.writers:
+            writer.release(cause)
+
+    def record_writer_stats(self) -> list[tuple[int, int]]:
+        return [(w.buffers_written, w.records_written) for w in self.writers]
+

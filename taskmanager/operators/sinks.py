@@ -1,0 +1,149 @@
+"""Sinks: user SinkFunctions, ``print()`` and the ``collect`` sink of execute_and_collect."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any
+
+from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
+from taskmanager.operators.contexts import SinkContext, TimerService
+from taskmanager.operators.functions import close_function, open_function
+from weir.core.job_graph import SerializerKind
+from weir.core.serializers import serialize_batch
+
+# The first collect buffer is cut after this many records, before its size is known.
+_INITIAL_COLLECT_RECORDS = 256
+
+
+class SinkOperator(StreamOperator):
+    """Calls ``invoke(value, context)`` of a SinkFunction, or a plain ``callable(value)``."""
+
+    def __init__(self, setup: OperatorSetup) -> None:
+        super().__init__(setup)
+        self.function = setup.payload["function"]
+
+    def open(self, output: Output) -> None:
+        open_function(self.function, self.setup.runtime_context)
+        invoke = getattr(self.function, "invoke", None)
+        if invoke is not None and callable(invoke):
+            ctx = SinkContext(TimerService(self.setup.clock_ms, keyed=False))
+
+            def process(batch: list[Any]) -> None:
+                for x in batch:
+                    invoke(x, ctx)
+
+        else:
+            call = self.function
+
+            def process(batch: list[Any]) -> None:
+                for x in batch:
+                    call(x)
+
+        self.process = process
+
+    def close(self) -> None:
+        close_function(self.function)
+
+
+def print_prefix(sink_identifier: str | None, subtask_index: int, parallelism: int) -> str:
+    """Flink's PrintSinkOutputWriter prefix: ``"id:3> "``, ``"3> "``, ``"id> "`` or ``""``."""
+    prefix = sink_identifier or ""
+    if parallelism > 1:
+        if prefix:
+            prefix += ":"
+        prefix += str(subtask_index + 1)
+    if prefix:
+        prefix += "> "
+    return prefix
+
+
+def render(value: Any) -> str:
+    """The text PyFlink prints for a record of an untyped (pickled) stream.
+
+    PyFlink maps such a stream through ``str(value)`` (strings pass as they are) before
+    Java prints it, so Python's own rendering is what appears: ``(1, 'a')``, ``None``,
+    ``0.5``, ``True``. Bytes are decoded as UTF-8, as the Java string they become.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+class PrintOperator(StreamOperator):
+    """``DataStream.print(sink_identifier)``: one line per record on stdout (or the
+    TaskManager's print target)."""
+
+    def __init__(self, setup: OperatorSetup) -> None:
+        super().__init__(setup)
+        self.prefix = print_prefix(
+            setup.payload.get("sink_identifier"), setup.subtask_index, setup.parallelism
+        )
+        self._file: IO[str] | None = None
+        self._owns_file = False
+
+    def open(self, output: Output) -> None:
+        target = self.setup.print_target
+        if target is None:
+            self._file = sys.stdout
+        else:
+            self._file = open(target, "a", buffering=1, encoding="utf-8")
+            self._owns_file = True
+        write = self._file.write
+        prefix = self.prefix
+
+        def process(batch: list[Any]) -> None:
+            write("".join([f"{prefix}{render(x)}\n" for x in batch]))
+
+        self.process = process
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def finish(self) -> None:
+        self.flush()
+
+    def close(self) -> None:
+        if self._file is not None and self._owns_file:
+            self._file.close()
+        self._file = None
+
+
+class CollectOperator(StreamOperator):
+    """Ships records to the client through ``TaskServices.collect`` in serialized
+    batches of about one segment, flushed at the buffer timeout, then end=True."""
+
+    def __init__(self, setup: OperatorSetup) -> None:
+        super().__init__(setup)
+        self._pending: list[Any] = []
+        self._limit = _INITIAL_COLLECT_RECORDS
+        self._operator_id = str(setup.descriptor.operator_id)
+
+    def open(self, output: Output) -> None:
+        pending = self._pending
+
+        def process(batch: list[Any]) -> None:
+            pending.extend(batch)
+            if len(pending) >= self._limit:
+                self.flush()
+
+        self.process = process
+
+    def _send(self, records: list[Any], end: bool) -> None:
+        buffer = serialize_batch(records, SerializerKind.MARSHAL)
+        if records:
+            size = self.setup.segment_size
+            self._limit = max(1, len(records) * size // len(buffer))
+        self.setup.collect(self._operator_id, self.setup.subtask_index, buffer, end)
+
+    def flush(self) -> None:
+        if self._pending:
+            records = self._pending[:]
+            self._pending.clear()
+            self._send(records, False)
+
+    def finish(self) -> None:
+        self.flush()
+        self._send([], True)

@@ -1,0 +1,272 @@
+"""RecordWriter: partitions a task's output batches, fills buffers and writes them.
+
+Records are routed a whole batch at a time into per-subpartition pending lists; a
+pending list is serialized with ONE ``serialize_batch`` call once it holds about a
+segment's worth of records. How many records fit is estimated from the size of the
+buffers serialized before, so no record is ever serialized on its own. Partial lists
+go out when the task's buffer timeout fires (``BufferTimeout``, served by the
+task's mailbox loop: there is no flusher thread), and when the task finishes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from taskmanager.network.api import ResultPartitionWriter
+from weir.core.deployment import ResultPartitionDescriptor
+from weir.core.errors import WeirError
+from weir.core.job_graph import PartitionerKind
+from weir.core.key_groups import compute_operator_index_for_key_group, stable_hash
+from weir.core.serializers import serialize_batch
+
+# A first buffer is cut after this many records, before any size is known; small
+# enough that even large records give a buffer of a few segments at most.
+_INITIAL_RECORDS_PER_BUFFER = 128
+_MAX_RECORDS_PER_BUFFER = 1 << 16
+# Key -> subpartition memo for KEY_GROUP edges: a dict hit costs less than the stable
+# hash. Cleared when it grows past this, so a high-cardinality key space costs memory
+# in proportion to this bound only.
+_ROUTE_CACHE_LIMIT = 1 << 16
+
+
+class PartitionerError(WeirError, ValueError):
+    """A custom partitioner returned a channel out of range."""
+
+
+def _key_selector(obj: Any) -> Callable[[Any], Any]:
+    return obj.get_key if hasattr(obj, "get_key") else obj  # type: ignore[no-any-return]
+
+
+class RecordWriter:
+    """Writes one output edge of a task (one ResultPartition)."""
+
+    def __init__(
+        self,
+        writer: ResultPartitionWriter,
+        descriptor: ResultPartitionDescriptor,
+        *,
+        segment_size: int,
+        compress: bool = False,
+        rng: random.Random | None = None,
+    ) -> None:
+        edge = descriptor.edge
+        self._writer = writer
+        self._emit_buffer = writer.emit
+        self.descriptor = descriptor
+        self.source_operator = edge.source_operator
+        self._serializer = edge.serializer
+        self._compress = compress
+        self._segment_size = segment_size
+        self._rng = rng or random.Random()  # noqa: S311 - spreading load, not security
+        n = descriptor.num_subpartitions
+        self._n = n
+        self._pending: list[list[Any]] = [[] for _ in range(n)]
+        self._records_per_buffer = _INITIAL_RECORDS_PER_BUFFER
+        self.buffers_written = 0
+        self.records_written = 0
+        kind = edge.partitioner
+        payload = cloudpickle.loads(edge.partitioner_payload) if edge.partitioner_payload else {}
+        self._partitioner_kind = kind
+        self._next = 0
+        if kind is PartitionerKind.BROADCAST:
+            # one pending list, serialized once and written to every subpartition
+            self._pending = [[]]
+            self.emit = self._emit_broadcast
+        elif kind is PartitionerKind.CUSTOM:
+            partitioner = payload["partitioner"]
+            self._partition = (
+                partitioner.partition if hasattr(partitioner, "partition") else partitioner
+            )
+            self._key = _key_selector(payload["key_selector"])
+            self.emit = self._emit_custom
+        elif n == 1:
+            self.emit = self._emit_single
+        elif kind is PartitionerKind.KEY_GROUP:
+            self._key = _key_selector(payload["key_selector"])
+            m = descriptor.consumer_max_parallelism
+            p = descriptor.consumer_parallelism
+            self._max_parallelism = m
+            # subpartition i feeds consumer subtask consumer_subtasks[i]; route a key group
+            # to the subpartition of the consumer that owns it
+            sub_of_consumer = {c: i for i, c in enumerate(descriptor.consumer_subtasks)}
+            self._route_of_group = [
+                sub_of_consumer[compute_operator_index_for_key_group(m, p, g)] for g in range(m)
+            ]
+            self._route_cache: dict[Any, int] = {}
+            self.emit = self._emit_key_group
+        elif kind is PartitionerKind.REBALANCE:
+            # Flink starts each writer at a random channel so that many producers do not
+            # all hit consumer 0 first.
+            self._next = self._rng.randrange(n)
+            self.emit = self._emit_round_robin
+        elif kind is PartitionerKind.RESCALE:
+            self.emit = self._emit_round_robin
+        elif kind is PartitionerKind.SHUFFLE:
+            self.emit = self._emit_shuffle
+        else:  # FORWARD and GLOBAL have exactly one target
+            self.emit = self._emit_single
+
+    # --- routing ---------------------------------------------------------------------
+
+    def _emit_single(self, batch: list[Any]) -> None:
+        pending = self._pending[0]
+        pending.extend(batch)
+        if len(pending) >= self._records_per_buffer:
+            self._drain_full(0)
+
+    def _emit_broadcast(self, batch: list[Any]) -> None:
+        self._emit_single(batch)
+
+    def _emit_round_robin(self, batch: list[Any]) -> None:
+        n = self._n
+        start = self._next
+        pending = self._pending
+        # record j goes to (start + j) % n, so subpartition s takes every n-th record
+        # beginning at (s - start) % n
+        for s in range(n):
+            first = (s - start) % n
+            if first < len(batch):
+                pending[s].extend(batch[first::n])
+        self._next = (start + len(batch)) % n
+        self._drain_all_full()
+
+    def _emit_shuffle(self, batch: list[Any]) -> None:
+        n = self._n
+        rand = self._rng.randrange
+        self._distribute(batch, [rand(n) for _ in batch])
+
+    def _emit_key_group(self, batch: list[Any]) -> None:
+        key = self._key
+        cache = self._route_cache
+        get = cache.get
+        routes: list[int] = []
+        append = routes.append
+        for record in batch:
+            k = key(record)
+            try:
+                r = get(k)
+            except TypeError:  # an unhashable key (a list): route it without the memo
+                r = self._route(k, cacheable=False)
+            if r is None:
+                r = self._route(k, cacheable=True)
+            append(r)
+        self._distribute(batch, routes)
+
+    def _route(self, key: Any, *, cacheable: bool) -> int:
+        r = self._route_of_group[stable_hash(key) % self._max_parallelism]
+        if cacheable:
+            if len(self._route_cache) >= _ROUTE_CACHE_LIMIT:
+                self._route_cache.clear()
+            self._route_cache[key] = r
+        return r
+
+    def _emit_custom(self, batch: list[Any]) -> None:
+        n = self._n
+        key = self._key
+        partition = self._partition
+        routes = [partition(key(x), n) for x in batch]
+        for r in routes:
+            if not isinstance(r, int) or not 0 <= r < n:
+                msg = (
+                    f"the custom partitioner returned {r!r} for {n} partitions; it must "
+                    f"return an int in [0, {n})"
+                )
+                raise PartitionerError(msg)
+        self._distribute(batch, routes)
+
+    def _distribute(self, batch: list[Any], routes: list[int]) -> None:
+        appends = [p.append for p in self._pending]
+        for record, r in zip(batch, routes, strict=True):
+            appends[r](record)
+        self._drain_all_full()
+
+    # --- buffers -----------------------------------------------------------------------
+
+    def _drain_all_full(self) -> None:
+        limit = self._records_per_buffer
+        for s, pending in enumerate(self._pending):
+            if len(pending) >= limit:
+                self._drain_full(s)
+
+    def _drain_full(self, s: int) -> None:
+        pending = self._pending[s]
+        while len(pending) >= self._records_per_buffer:
+            limit = self._records_per_buffer
+            if len(pending) == limit:
+                self._pending[s] = []
+                self._write(s, pending)
+                return
+            chunk = pending[:limit]
+            del pending[:limit]
+            self._write(s, chunk)
+
+    def _write(self, s: int, records: list[Any]) -> None:
+        buffer = serialize_batch(records, self._serializer, self._compress)
+        size = len(buffer)
+        count = len(records)
+        # Aim the next buffer at one segment, from the bytes per record just measured.
+        estimate = max(1, min(_MAX_RECORDS_PER_BUFFER, count * self._segment_size // size))
+        self._records_per_buffer = estimate
+        self.buffers_written += 1
+        self.records_written += count
+        if self._partitioner_kind is PartitionerKind.BROADCAST:
+            for sub in range(self._n):
+                self._emit_buffer(sub, buffer)
+        else:
+            self._emit_buffer(s, buffer)
+
+    def has_pending(self) -> bool:
+        return any(self._pending)
+
+    def flush(self) -> None:
+        """Write every partly filled buffer now (buffer timeout, end of input)."""
+        for s, pending in enumerate(self._pending):
+            if pending:
+                self._pending[s] = []
+                self._write(s, pending)
+
+    def finish(self) -> None:
+        """Flush, then end every subpartition (END_OF_PARTITION)."""
+        self.flush()
+        self._writer.finish()
+
+    def release(self, cause: BaseException | None = None) -> None:
+        for pending in self._pending:
+            pending.clear()
+        self._writer.release(cause)
+
+
+class BufferTimeout:
+    """When the task flushes partly filled buffers (``execution.buffer-timeout.interval``).
+
+    ``timeout_ms > 0``: flush every ``timeout_ms`` (Flink's output flusher period);
+    ``0``: after each processed batch; ``-1``: never, only full buffers go out.
+    """
+
+    def __init__(self, timeout_ms: int, clock: Callable[[], float]) -> None:
+        self.timeout_ms = timeout_ms
+        self._clock = clock
+        self._interval = timeout_ms / 1000.0
+        self.flush_after_batch = timeout_ms == 0
+        self.periodic = timeout_ms > 0
+        self._deadline = clock() + self._interval if self.periodic else float("inf")
+
+    def poll_timeout(self) -> float | None:
+        """How long the task may block waiting for input (``None``: until woken)."""
+        if not self.periodic:
+            return None
+        return max(0.0, self._deadline - self._clock())
+
+    def due(self) -> bool:
+        """True when a periodic flush is due; re-arms the deadline."""
+        if not self.periodic:
+            return False
+        now = self._clock()
+        if now < self._deadline:
+            return False
+        self._deadline = now + self._interval
+        return True

@@ -1,0 +1,409 @@
+"""Task: one parallel subtask of a JobVertex, run by one thread in a mailbox loop.
+
+The task thread does everything that touches operator state: it reads input (a
+source's reader or the input gate), pushes each batch through the operator chain,
+runs the mailbox's control actions between batches, and flushes partly filled
+buffers when the buffer timeout is due. Other threads talk to it only through
+``cancel()`` and the mailbox.
+
+Lifecycle (reported through ``TaskServices.report_state`` from the task thread)::
+
+    DEPLOYING -> INITIALIZING -> RUNNING -> FINISHED
+                      |             |----> FAILED    (any exception; traceback kept)
+                      +-------------+----> CANCELED  (cancel(), even while blocked)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import cloudpickle
+
+from taskmanager.mailbox import Mailbox
+from taskmanager.network.api import (
+    BufferKind,
+    InputGate,
+    NetworkEnvironment,
+    PartitionClosedError,
+    ResultPartitionWriter,
+)
+from taskmanager.operators.base import OperatorSetup
+from taskmanager.operators.chain import OperatorChain
+from taskmanager.operators.source import (
+    SourceCanceledError,
+    SourceFunctionContext,
+    SourceOperator,
+)
+from taskmanager.record_writer import BufferTimeout, RecordWriter
+from taskmanager.runtime_context import StreamingRuntimeContext
+from taskmanager.state.backend import KeyedStateBackend
+from taskmanager.state.hashmap import HashMapKeyedStateBackend
+from taskmanager.task_events import deserialize_event
+from weir.core import config
+from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
+from weir.core.errors import UserCodeError
+from weir.core.ids import ExecutionAttemptId
+from weir.core.job_graph import OperatorDescriptor
+from weir.core.key_groups import key_group_range_for_operator
+from weir.core.serializers import deserialize_batch
+
+logger = logging.getLogger(__name__)
+
+# Records a source is asked for per poll: about one network buffer of small records,
+# so a batch amortises the per-batch costs while a mailbox action waits at most one
+# batch.
+SOURCE_BATCH_SIZE = 1024
+# How long an idle source (``poll_batch`` returned []) waits before polling again; a
+# mailbox action or cancel ends the wait early. Short, since readers must not block.
+_IDLE_SOURCE_WAIT_S = 0.005
+
+_DATA = BufferKind.DATA
+_END = BufferKind.END_OF_PARTITION
+
+
+@dataclass(frozen=True)
+class TaskServices:
+    network: NetworkEnvironment
+    report_state: Callable[[ExecutionAttemptId, ExecutionState, str | None], None]
+    """Called from the task thread on every transition; the string is the formatted
+    failure (with the user's original traceback)."""
+    collect: Callable[[str, int, bytes, bool], None]
+    """``(operator_id, subtask_index, serialized batch, end_of_data)``; may block."""
+    print_target: str | None = None
+    """Path ``print()`` appends to (line-buffered); ``None`` = ``sys.stdout``."""
+
+
+class TaskCanceledError(Exception):
+    """Unwinds the task thread after ``cancel()``."""
+
+
+class PayloadUnpicklingError(UserCodeError):
+    """An operator's payload could not be unpickled in the TaskManager."""
+
+
+def _unpickle_payload(descriptor: OperatorDescriptor) -> dict[str, Any]:
+    try:
+        payload = cloudpickle.loads(descriptor.payload)
+    except Exception as exc:
+        msg = (
+            f"operator {descriptor.name!r} ({descriptor.operator_id}): its user code could not "
+            f"be loaded in the TaskManager: {type(exc).__name__}: {exc}. Make the modules it "
+            "uses importable on the workers (install them in the TaskManagers' Python "
+            "environment, or ship them with the job)"
+        )
+        raise PayloadUnpicklingError(msg) from exc
+    if not isinstance(payload, dict):
+        msg = f"operator {descriptor.name!r}: its payload is a {type(payload).__name__}, not a dict"
+        raise PayloadUnpicklingError(msg)
+    return payload
+
+
+class Task:
+    def __init__(
+        self,
+        tdd: TaskDeploymentDescriptor,
+        services: TaskServices,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        """``clock`` drives the buffer timeout (seconds, monotonic) and ``clock_ms`` is the
+        processing time user code sees; both are injectable for tests."""
+        self.tdd = tdd
+        self._services = services
+        self._clock = clock
+        self._clock_ms = clock_ms
+        self._state = ExecutionState.DEPLOYING
+        self._failure_cause: str | None = None
+        self._lock = threading.Lock()
+        self._cancel_requested = False
+        self.mailbox = Mailbox()
+        self._gate: InputGate | None = None
+        self._partitions: list[ResultPartitionWriter] = []
+        self._chain: OperatorChain | None = None
+        self._source: SourceOperator | None = None
+        self._thread = threading.Thread(target=self._run, name=tdd.task_name, daemon=True)
+        cfg = tdd.job_config
+        self._segment_size = config.get(cfg, config.SEGMENT_SIZE)
+        self._compress = config.get(cfg, config.NETWORK_COMPRESSION) == "lz4"
+        timeout_ms = config.get(cfg, config.BUFFER_TIMEOUT)
+        if not config.get(cfg, config.BUFFER_TIMEOUT_ENABLED):
+            timeout_ms = -1
+        self._timeout_ms = timeout_ms
+
+    # --- the API of the TaskExecutor ------------------------------------------------------
+
+    @property
+    def execution_state(self) -> ExecutionState:
+        return self._state
+
+    @property
+    def failure_cause(self) -> str | None:
+        return self._failure_cause
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """Thread-safe and idempotent: the task ends CANCELED promptly, also when it is
+        blocked writing (its partitions are released) or reading (its gate is woken)."""
+        with self._lock:
+            if self._cancel_requested or self._state.is_terminal:
+                return
+            self._cancel_requested = True
+            gate, partitions, source = self._gate, list(self._partitions), self._source
+        logger.info("cancelling task %s", self.tdd.task_name)
+        self.mailbox.wake()
+        if source is not None:
+            try:
+                source.cancel_function()
+            except Exception:  # the task ends CANCELED anyway; the user's cancel() is advisory
+                logger.warning("cancel() of the source function of %s failed",
+                               self.tdd.task_name, exc_info=True)
+        if gate is not None:
+            gate.wakeup()
+        for partition in partitions:
+            partition.release(None)
+
+    # --- the task thread -------------------------------------------------------------------
+
+    def _transition(self, state: ExecutionState, cause: str | None = None) -> None:
+        with self._lock:
+            self._state = state
+            self._failure_cause = cause
+        logger.info("task %s (attempt %s) switched to %s", self.tdd.task_name,
+                    self.tdd.execution_attempt_id, state.value)
+        try:
+            self._services.report_state(self.tdd.execution_attempt_id, state, cause)
+        except Exception:  # the state is kept locally; the TaskExecutor reconciles later
+            logger.warning("reporting %s of %s failed", state.value, self.tdd.task_name,
+                           exc_info=True)
+
+    def _check_canceled(self) -> None:
+        if self._cancel_requested:
+            raise TaskCanceledError
+
+    def _run(self) -> None:
+        try:
+            self._check_canceled()
+            self._transition(ExecutionState.INITIALIZING)
+            self._initialize()
+            self._check_canceled()
+            self._transition(ExecutionState.RUNNING)
+            if self._source is not None:
+                self._run_source()
+            else:
+                self._run_inputs()
+            self._check_canceled()
+            chain = self._chain
+            assert chain is not None
+            chain.finish()
+            error = chain.close()
+            if error is not None:
+                raise error
+            if self._gate is not None:
+                self._gate.close()
+            self.mailbox.close()
+            self._transition(ExecutionState.FINISHED)
+        except BaseException as exc:  # every way out must end in a terminal state
+            self._fail_or_cancel(exc)
+
+    def _fail_or_cancel(self, exc: BaseException) -> None:
+        canceled = self._cancel_requested
+        cleanup_error = self._cleanup(None if canceled else exc)
+        self.mailbox.close()
+        if canceled:
+            self._transition(ExecutionState.CANCELED)
+            return
+        if isinstance(exc, PartitionClosedError):
+            logger.warning("a partition of %s was released under it", self.tdd.task_name)
+        text = "".join(traceback.format_exception(exc))
+        if cleanup_error is not None:
+            text += "\nWhile cleaning up, another error occurred:\n" + "".join(
+                traceback.format_exception(cleanup_error)
+            )
+        self._transition(ExecutionState.FAILED, text)
+
+    def _cleanup(self, cause: BaseException | None) -> BaseException | None:
+        """Close user functions, release partitions, close the gate. Returns the first
+        error of a user ``close()``."""
+        error = None
+        if self._chain is not None:
+            error = self._chain.close()
+        for partition in self._partitions:
+            partition.release(cause)
+        if self._gate is not None:
+            self._gate.close()
+        return error
+
+    def _initialize(self) -> None:
+        tdd = self.tdd
+        vertex = tdd.vertex
+        payloads = [_unpickle_payload(op) for op in vertex.operators]
+        network = self._services.network
+        writers = []
+        for descriptor in tdd.result_partitions:
+            partition = network.create_result_partition(descriptor)
+            with self._lock:
+                self._partitions.append(partition)
+            writers.append(RecordWriter(
+                partition, descriptor, segment_size=self._segment_size, compress=self._compress
+            ))
+        if tdd.input_gates:
+            gate = network.create_input_gate(tdd.input_gates)
+            with self._lock:
+                self._gate = gate
+            self.mailbox.set_waker(gate.wakeup)
+        setups = [self._setup(op, payload) for op, payload in zip(
+            vertex.operators, payloads, strict=True)]
+        chain = OperatorChain(setups, writers)
+        self._chain = chain
+        self._buffer_timeout = BufferTimeout(self._timeout_ms, self._clock)
+        chain.open()
+        if isinstance(chain.head, SourceOperator):
+            with self._lock:
+                self._source = chain.head
+            if self._cancel_requested:  # cancel() ran before the source was known
+                chain.head.cancel_function()
+
+    def _setup(self, descriptor: OperatorDescriptor, payload: dict[str, Any]) -> OperatorSetup:
+        tdd = self.tdd
+        vertex = tdd.vertex
+        backend: KeyedStateBackend | None = None
+        if any(s is not None for s in payload.get("key_selectors") or ()):
+            backend = HashMapKeyedStateBackend(
+                vertex.max_parallelism,
+                key_group_range_for_operator(
+                    vertex.max_parallelism, vertex.parallelism, tdd.subtask_index
+                ),
+            )
+        context = StreamingRuntimeContext(
+            task_name=vertex.name,
+            task_name_with_subtasks=tdd.task_name,
+            number_of_parallel_subtasks=vertex.parallelism,
+            max_number_of_parallel_subtasks=vertex.max_parallelism,
+            index_of_this_subtask=tdd.subtask_index,
+            attempt_number=tdd.attempt_number,
+            job_parameters=tdd.job_parameters,
+            keyed_state_backend=backend,
+        )
+        return OperatorSetup(
+            descriptor=descriptor,
+            payload=payload,
+            runtime_context=context,
+            keyed_state_backend=backend,
+            subtask_index=tdd.subtask_index,
+            parallelism=vertex.parallelism,
+            segment_size=self._segment_size,
+            collect=self._services.collect,
+            print_target=self._services.print_target,
+            clock_ms=self._clock_ms,
+        )
+
+    # --- mailbox loops ----------------------------------------------------------------------
+
+    def _serve_mailbox(self) -> None:
+        """Between two batches: control actions, cancellation, a due buffer flush."""
+        mailbox = self.mailbox
+        if mailbox.has_actions():
+            mailbox.run_pending()
+        if self._cancel_requested:
+            raise TaskCanceledError
+        if self._buffer_timeout.due():
+            self._chain.flush()  # type: ignore[union-attr]
+
+    def _run_inputs(self) -> None:
+        chain = self._chain
+        gate = self._gate
+        assert chain is not None
+        tdd = self.tdd
+        inputs = [chain.input(g.edge.input_index) for g in tdd.input_gates]
+        open_channels = sum(len(g.channels) for g in tdd.input_gates)
+        if gate is None or open_channels == 0:
+            return
+        timeout = self._buffer_timeout
+        flush_after_batch = timeout.flush_after_batch
+        serve = self._serve_mailbox
+        poll = gate.poll
+        while True:
+            serve()
+            item = poll(timeout.poll_timeout())
+            if item is None:
+                continue
+            gate_index, channel, kind, payload = item
+            if kind == _DATA:
+                inputs[gate_index](deserialize_batch(payload))
+                if flush_after_batch:
+                    chain.flush()
+            elif kind == _END:
+                open_channels -= 1
+                if open_channels == 0:
+                    return
+            else:
+                self._on_event(gate_index, channel, payload)
+
+    def _on_event(self, gate_index: int, channel: int, payload: bytes) -> None:
+        # Watermarks and barriers are decoded so a malformed event fails loudly; acting on
+        # them comes with event time and checkpoints.
+        event = deserialize_event(payload)
+        logger.debug("task %s: %r on gate %d channel %d not handled yet",
+                     self.tdd.task_name, event, gate_index, channel)
+
+    def _run_source(self) -> None:
+        source = self._source
+        assert source is not None
+        if source.source_function is not None:
+            self._run_source_function(source)
+            return
+        reader = source.reader
+        assert reader is not None
+        output = source.output
+        chain = self._chain
+        assert chain is not None
+        timeout = self._buffer_timeout
+        flush_after_batch = timeout.flush_after_batch
+        serve = self._serve_mailbox
+        poll_batch = reader.poll_batch
+        n = SOURCE_BATCH_SIZE
+        while True:
+            serve()
+            batch = poll_batch(n)
+            if batch is None:
+                return
+            if batch:
+                output(batch)
+                if flush_after_batch:
+                    chain.flush()
+            else:
+                wait = timeout.poll_timeout()
+                self.mailbox.wait(_IDLE_SOURCE_WAIT_S if wait is None
+                                  else min(wait, _IDLE_SOURCE_WAIT_S))
+
+    def _run_source_function(self, source: SourceOperator) -> None:
+        chain = self._chain
+        assert chain is not None
+        flush_after_batch = self._buffer_timeout.flush_after_batch
+
+        def between_batches() -> None:
+            if self._cancel_requested:
+                raise SourceCanceledError
+            if flush_after_batch:
+                chain.flush()
+            self._serve_mailbox()
+
+        ctx = SourceFunctionContext(source.output, SOURCE_BATCH_SIZE, between_batches)
+        try:
+            source.source_function.run(ctx)  # type: ignore[union-attr]
+            ctx.close()
+        except SourceCanceledError:
+            raise TaskCanceledError from None

@@ -1,0 +1,183 @@
+"""RecordWriter: routing per partitioner, buffer sizing, and the buffer-timeout policy."""
+
+from __future__ import annotations
+
+import random
+
+import cloudpickle
+import pytest
+
+from taskmanager.record_writer import BufferTimeout, PartitionerError, RecordWriter
+from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
+from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
+from weir.core.job_graph import JobEdge, PartitionerKind
+from weir.core.key_groups import assign_to_key_group, key_group_range_for_operator
+from weir.core.serializers import deserialize_batch
+
+P = PartitionerKind
+
+
+class CapturingWriter:
+    def __init__(self) -> None:
+        self.buffers: list[tuple[int, bytes]] = []
+        self.finished = False
+
+    def emit(self, sub: int, buffer: bytes) -> None:
+        self.buffers.append((sub, buffer))
+
+    def finish(self) -> None:
+        self.finished = True
+
+    def release(self, cause=None) -> None:
+        pass
+
+    def records(self, sub: int) -> list:
+        return [r for s, b in self.buffers if s == sub for r in deserialize_batch(b)]
+
+
+def writer(kind: PartitionerKind, n: int = 4, payload=None, *, segment: int = 32 * 1024,
+           max_parallelism: int = 128, consumers=None) -> tuple[RecordWriter, CapturingWriter]:
+    edge = JobEdge(JobVertexId("a"), OperatorId("op"), JobVertexId("b"), 0, kind,
+                   cloudpickle.dumps(payload) if payload else b"")
+    desc = ResultPartitionDescriptor(ResultPartitionId(ExecutionAttemptId("x"), 0), edge, n,
+                                     tuple(consumers or range(n)), n, max_parallelism)
+    cap = CapturingWriter()
+    return RecordWriter(cap, desc, segment_size=segment, rng=random.Random(7)), cap
+
+
+class TestRouting:
+    def test_forward_keeps_order_on_subpartition_zero(self):
+        rw, cap = writer(P.FORWARD, 1)
+        rw.emit([1, 2])
+        rw.emit([3])
+        rw.finish()
+        assert cap.records(0) == [1, 2, 3] and cap.finished
+
+    def test_rebalance_is_round_robin_across_batches(self):
+        rw, cap = writer(P.REBALANCE, 3)
+        rw.emit(list(range(5)))
+        rw.emit(list(range(5, 9)))
+        rw.flush()
+        per_sub = [cap.records(s) for s in range(3)]
+        assert sorted(len(p) for p in per_sub) == [3, 3, 3]
+        start = next(s for s in range(3) if per_sub[s] and per_sub[s][0] == 0)
+        for j in range(9):
+            assert j in per_sub[(start + j) % 3]
+
+    def test_rescale_starts_at_the_first_subpartition(self):
+        rw, cap = writer(P.RESCALE, 2)
+        rw.emit([0, 1, 2])
+        rw.flush()
+        assert cap.records(0) == [0, 2] and cap.records(1) == [1]
+
+    def test_shuffle_and_global_and_broadcast(self):
+        rw, cap = writer(P.SHUFFLE, 3)
+        rw.emit(list(range(300)))
+        rw.flush()
+        assert sorted(r for s in range(3) for r in cap.records(s)) == list(range(300))
+        assert all(cap.records(s) for s in range(3))
+        rw, cap = writer(P.GLOBAL, 1)
+        rw.emit([1, 2])
+        rw.flush()
+        assert cap.records(0) == [1, 2]
+        rw, cap = writer(P.BROADCAST, 3)
+        rw.emit([1, 2])
+        rw.flush()
+        assert [cap.records(s) for s in range(3)] == [[1, 2]] * 3
+        assert len({b for _, b in cap.buffers}) == 1  # serialized once
+
+    @pytest.mark.parametrize("parallelism", [2, 3, 5])
+    def test_key_group_routing_matches_the_key_group_ranges(self, parallelism):
+        keys = [f"k{i}" for i in range(500)] + list(range(200)) + [(1, "a"), 2.5]
+        rw, cap = writer(P.KEY_GROUP, parallelism, {"key_selector": lambda r: r},
+                         max_parallelism=128)
+        rw.emit(keys)
+        rw.emit(keys[:50])  # memoised routes give the same answer
+        rw.flush()
+        for sub in range(parallelism):
+            owned = key_group_range_for_operator(128, parallelism, sub)
+            got = cap.records(sub)
+            assert got
+            assert all(assign_to_key_group(k, 128) in owned for k in got)
+        assert sum(len(cap.records(s)) for s in range(parallelism)) == len(keys) + 50
+
+    def test_key_group_with_unhashable_keys(self):
+        rw, cap = writer(P.KEY_GROUP, 2, {"key_selector": lambda r: [r]})
+        rw.emit([1, 2, 3])
+        rw.flush()
+        assert sorted(cap.records(0) + cap.records(1)) == [1, 2, 3]
+
+    def test_custom_partitioner_and_its_range_check(self):
+        class ByParity:
+            def partition(self, key, n):
+                return key % n
+
+        rw, cap = writer(P.CUSTOM, 2, {"partitioner": ByParity(), "key_selector": lambda r: r})
+        rw.emit([1, 2, 3, 4])
+        rw.flush()
+        assert cap.records(0) == [2, 4] and cap.records(1) == [1, 3]
+        rw, _ = writer(P.CUSTOM, 2, {"partitioner": lambda k, n: -1, "key_selector": lambda r: r})
+        with pytest.raises(PartitionerError, match="must return an int in"):
+            rw.emit([1])
+
+
+class TestBuffers:
+    def test_buffers_are_cut_at_about_one_segment(self):
+        rw, cap = writer(P.FORWARD, 1, segment=4096)
+        for i in range(200):
+            rw.emit([(j, "x" * 20) for j in range(i * 100, i * 100 + 100)])
+        rw.flush()
+        sizes = [len(b) for _, b in cap.buffers]
+        assert len(cap.records(0)) == 20000
+        # the estimate converges in a few buffers; none overshoots by more than 10%
+        assert all(s <= 4096 * 1.1 for s in sizes)
+        assert all(3900 <= s <= 4096 + 64 for s in sizes[3:-1])
+
+    def test_nothing_leaves_before_a_buffer_is_full_or_flushed(self):
+        rw, cap = writer(P.FORWARD, 1)
+        rw.emit([1, 2, 3])
+        assert cap.buffers == [] and rw.has_pending()
+        rw.flush()
+        assert len(cap.buffers) == 1 and not rw.has_pending()
+
+    def test_compressed_buffers_round_trip(self):
+        edge = JobEdge(JobVertexId("a"), OperatorId("op"), JobVertexId("b"), 0, P.FORWARD)
+        desc = ResultPartitionDescriptor(ResultPartitionId(ExecutionAttemptId("x"), 0), edge, 1,
+                                         (0,), 1, 128)
+        cap = CapturingWriter()
+        rw = RecordWriter(cap, desc, segment_size=32 * 1024, compress=True)
+        rw.emit([f"abc{i}" * 100 for i in range(50)])
+        rw.flush()
+        assert cap.buffers[0][1][:1] in (b"m", b"p")
+        assert cap.records(0) == [f"abc{i}" * 100 for i in range(50)]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TestBufferTimeout:
+    def test_periodic_flush_is_due_after_the_interval(self):
+        clock = FakeClock()
+        t = BufferTimeout(100, clock)
+        assert not t.flush_after_batch and not t.due()
+        assert t.poll_timeout() == pytest.approx(0.1)
+        clock.now += 0.099
+        assert not t.due()
+        clock.now += 0.002
+        assert t.due() and not t.due()  # re-armed
+        assert t.poll_timeout() == pytest.approx(0.1)
+
+    def test_zero_flushes_after_every_batch(self):
+        t = BufferTimeout(0, FakeClock())
+        assert t.flush_after_batch and not t.due() and t.poll_timeout() is None
+
+    def test_minus_one_never_flushes_on_time(self):
+        clock = FakeClock()
+        t = BufferTimeout(-1, clock)
+        clock.now += 1e6
+        assert not t.flush_after_batch and not t.due() and t.poll_timeout() is None

@@ -1,0 +1,260 @@
+"""Whole Tasks on the in-memory network: chains, keyed state, co-operators, fan-out."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from task_testing import (
+    Deployment,
+    ListSource,
+    Recorder,
+    TestingNetworkEnvironment,
+    chain,
+    collect_op,
+    op,
+    run_tasks,
+    source_op,
+    vertex,
+)
+
+from weir.core.deployment import ExecutionState
+from weir.core.job_graph import OperatorDescriptor, OperatorKind, PartitionerKind
+
+K = OperatorKind
+
+
+class MapFunction:
+    def __init__(self) -> None:
+        self.opened = 0
+        self.closed = 0
+
+    def open(self, runtime_context):
+        self.ctx = runtime_context
+
+    def map(self, value):
+        return value * 10
+
+
+class CountPerKey:
+    """KeyedProcessFunction counting records per key with a ValueState."""
+
+    def open(self, runtime_context):
+        class Descriptor:
+            name = "count"
+
+        self.count = runtime_context.get_state(Descriptor())
+
+    def process_element(self, value, ctx):
+        c = (self.count.value() or 0) + 1
+        self.count.update(c)
+        yield ctx.get_current_key(), c
+
+
+class GeneratorProcess:
+    def process_element(self, value, ctx):
+        assert ctx.timestamp() is None
+        if value % 2:
+            yield value
+            yield -value
+
+
+class ReturningProcess:
+    def process_element(self, value, ctx):
+        if value == 3:
+            return None
+        return [value, value]
+
+
+def _single(*ops: OperatorDescriptor, **kwargs) -> tuple[Deployment, OperatorDescriptor]:
+    linked = chain(*ops)
+    return Deployment([vertex(linked, **kwargs)]), linked[-1]
+
+
+class TestOneInputChains:
+    def test_map_filter_flat_map_chain_delivers_in_order(self):
+        d, sink = _single(
+            source_op(list(range(10)), batch=3),
+            op(K.MAP, {"function": MapFunction()}),
+            op(K.FILTER, {"function": lambda x: x % 20}),  # truthy ints pass, 0 does not
+            op(K.FLAT_MAP, {"function": lambda x: (x, x + 1)}),
+            collect_op(),
+        )
+        tasks, rec = run_tasks(d)
+        assert tasks[0].execution_state is ExecutionState.FINISHED
+        expected = [y for x in range(10) if (x * 10) % 20 for y in (x * 10, x * 10 + 1)]
+        assert rec.records(sink) == expected
+        assert rec.states[tasks[0].tdd.execution_attempt_id] == [
+            ExecutionState.INITIALIZING, ExecutionState.RUNNING, ExecutionState.FINISHED]
+
+    def test_flat_map_accepts_generator_functions(self):
+        def gen(x):
+            yield from range(x)
+
+        d, sink = _single(source_op([1, 2, 3]), op(K.FLAT_MAP, {"function": gen}), collect_op())
+        _, rec = run_tasks(d)
+        assert rec.records(sink) == [0, 0, 1, 0, 1, 2]
+
+    def test_process_function_may_yield_return_a_list_or_return_none(self):
+        d, sink = _single(source_op([1, 2, 3, 4]), op(K.PROCESS, {"function": GeneratorProcess()}),
+                          op(K.PROCESS, {"function": ReturningProcess()}), collect_op())
+        _, rec = run_tasks(d)
+        assert rec.records(sink) == [1, 1, -1, -1, -3, -3]
+
+    def test_collect_ends_with_an_end_of_data_call(self):
+        d, sink = _single(source_op(list(range(5))), collect_op())
+        _, rec = run_tasks(d)
+        assert rec.collect_calls[-1] == (sink.operator_id, 0, 0, True)
+        assert [c[3] for c in rec.collect_calls[:-1]] == [False] * (len(rec.collect_calls) - 1)
+
+    def test_fan_out_hands_each_output_the_same_records(self):
+        a, b = collect_op(), collect_op()
+        mapper = op(K.MAP, {"function": lambda x: x + 1}, outputs=[a.operator_id, b.operator_id])
+        src = op(K.SOURCE, {"source": ListSource([1, 2, 3])}, outputs=[mapper.operator_id])
+        d = Deployment([vertex([src, mapper, a, b])])
+        _, rec = run_tasks(d)
+        assert rec.records(a) == [2, 3, 4]
+        assert rec.records(b) == [2, 3, 4]
+
+    def test_sink_function_invoke_and_open_close_once(self, tmp_path):
+        out = tmp_path / "sink.txt"
+
+        class FileSink:
+            def open(self, runtime_context):
+                self.f = open(out, "w")
+                self.opens = getattr(self, "opens", 0) + 1
+
+            def invoke(self, value, context):
+                assert context.timestamp() is None
+                self.f.write(f"{value}\n")
+
+            def close(self):
+                self.f.write("closed\n")
+                self.f.close()
+
+        d, _ = _single(source_op([1, 2], batch=1), op(K.SINK, {"function": FileSink()}))
+        run_tasks(d)
+        assert out.read_text() == "1\n2\nclosed\n"
+
+    def test_runtime_context_describes_the_subtask(self):
+        class Probe:
+            def open(self, ctx):
+                self.info = (ctx.get_index_of_this_subtask(), ctx.get_number_of_parallel_subtasks(),
+                             ctx.get_max_number_of_parallel_subtasks(), ctx.get_task_name(),
+                             ctx.get_task_name_with_subtasks(), ctx.get_attempt_number(),
+                             ctx.get_job_parameter("k", "d"), ctx.get_job_parameter("x", "d"))
+
+            def map(self, v):
+                return self.info
+
+        d, sink = _single(source_op([1, 2]), op(K.MAP, {"function": Probe()}), collect_op(),
+                       parallelism=2, max_parallelism=64, name="Map")
+        d.parameters["k"] = "v"
+        _, rec = run_tasks(d)
+        assert sorted(rec.records(sink)) == [
+            (0, 2, 64, "Map", "Map (1/2)", 0, "v", "d"),
+            (1, 2, 64, "Map", "Map (2/2)", 0, "v", "d"),
+        ]
+
+
+class TestKeyedOperators:
+    def test_reduce_emits_the_running_value_per_key(self):
+        records = [("a", 1), ("b", 10), ("a", 2), ("a", 3), ("b", 20)]
+        d, sink = _single(
+            source_op(records, batch=2),
+            op(K.REDUCE, {"function": lambda x, y: (x[0], x[1] + y[1]),
+                          "key_selectors": [lambda r: r[0]]}),
+            collect_op(),
+        )
+        _, rec = run_tasks(d)
+        assert rec.records(sink) == [("a", 1), ("b", 10), ("a", 3), ("a", 6), ("b", 30)]
+
+    def test_value_state_counts_across_a_key_group_edge(self):
+        words = [f"w{i % 7}" for i in range(200)]
+        src = vertex([source_op(words, batch=16)], parallelism=2, name="src")
+        counter = chain(op(K.KEYED_PROCESS, {"function": CountPerKey(),
+                                             "key_selectors": [lambda w: w]}), collect_op())
+        keyed = vertex(counter, parallelism=2, name="count")
+        d = Deployment([src, keyed])
+        d.connect(src, keyed, PartitionerKind.KEY_GROUP, {"key_selector": lambda w: w})
+        tasks, rec = run_tasks(d)
+        assert all(t.execution_state is ExecutionState.FINISHED for t in tasks)
+        finals: dict[str, int] = {}
+        owners: dict[str, set[int]] = {}
+        for (oid, sub), recs in rec.collected.items():
+            assert oid == counter[-1].operator_id
+            for key, count in recs:
+                finals[key] = max(finals.get(key, 0), count)
+                owners.setdefault(key, set()).add(sub)
+        assert finals == dict(Counter(words))
+        assert all(len(s) == 1 for s in owners.values())
+
+    def test_keyed_map_sees_state_of_its_key(self):
+        class Seen:
+            def open(self, ctx):
+                class D:
+                    name = "seen"
+
+                self.seen = ctx.get_state(D())
+
+            def map(self, v):
+                first = self.seen.value() is None
+                self.seen.update(True)
+                return v, first
+
+        d, sink = _single(source_op([1, 2, 1, 3, 2]),
+                          op(K.MAP, {"function": Seen(), "key_selectors": [lambda v: v]}),
+                          collect_op())
+        _, rec = run_tasks(d)
+        assert rec.records(sink) == [(1, True), (2, True), (1, False), (3, True), (2, False)]
+
+
+class TestTwoInputOperators:
+    def test_co_map_takes_each_input_through_its_own_method(self):
+        class CoMap:
+            def map1(self, v):
+                return f"L{v}"
+
+            def map2(self, v):
+                return f"R{v}"
+
+        left = vertex([source_op([1, 2, 3])], name="left")
+        right = vertex([source_op([4, 5])], name="right")
+        sink = collect_op()
+        co = vertex(chain(op(K.CO_MAP, {"function": CoMap()}, input_count=2), sink), name="co")
+        d = Deployment([left, right, co])
+        d.connect(left, co, PartitionerKind.FORWARD, input_index=0)
+        d.connect(right, co, PartitionerKind.FORWARD, input_index=1)
+        _, rec = run_tasks(d)
+        got = rec.records(sink)
+        assert [x for x in got if x[0] == "L"] == ["L1", "L2", "L3"]
+        assert sorted(x for x in got if x[0] == "R") == ["R4", "R5"]
+
+    def test_keyed_co_flat_map_uses_each_inputs_key_selector(self):
+        class Join:
+            def open(self, ctx):
+                class D:
+                    name = "left"
+
+                self.left = ctx.get_state(D())
+
+            def flat_map1(self, v):
+                self.left.update(v)
+                return []
+
+            def flat_map2(self, v):
+                seen = self.left.value()
+                yield (v[0], seen, v[1])
+
+        left = vertex([source_op([("a", 1), ("b", 2)])], name="left")
+        sink = collect_op()
+        co = vertex(chain(op(K.CO_FLAT_MAP, {"function": Join(), "key_selectors": [
+            lambda r: r[0], lambda r: r[0]]}, input_count=2), sink), name="co")
+        right = vertex([source_op([("a", "x"), ("c", "y")])], name="right")
+        d = Deployment([left, right, co])
+        d.connect(left, co, PartitionerKind.FORWARD, input_index=0)
+        d.connect(right, co, PartitionerKind.FORWARD, input_index=1)
+        # feed the right side only after the left one ended: run the left first
+        env, rec = TestingNetworkEnvironment(), Recorder()
+        run_tasks(d, env, rec, only=[left])
+        run_tasks(d, env, rec, only=[right, co])
+        assert sorted(rec.records(sink), key=str) == [("a", ("a", 1), "x"), ("c", None, "y")]
