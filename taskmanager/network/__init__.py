@@ -1,0 +1,28 @@
+"""The TaskManager data plane: result partitions, input gates, credit-based TCP transport."""
+
+from taskmanager.network.api import (
+    BufferKind,
+    InputGate,
+    NetworkConfig,
+    NetworkEnvironment,
+    PartitionClosedError,
+    PartitionStats,
+    ResultPartitionWriter,
+)
+from taskmanager.network.input_gate import DefaultInputGate, InputGateStats
+from taskmanager.network.network_environment import DefaultNetworkEnvironment
+from taskmanager.network.result_partition import ResultPartition
+
+__all__ = [
+    "BufferKind",
+    "DefaultInputGate",
+    "DefaultNetworkEnvironment",
+    "InputGate",
+    "InputGateStats",
+    "NetworkConfig",
+    "NetworkEnvironment",
+    "PartitionClosedError",
+    "PartitionStats",
+    "ResultPartition",
+    "ResultPartitionWriter",
+]
