@@ -1,0 +1,36 @@
+"""A MiniCluster shared by the cluster tests: real Dispatcher, ResourceManager and
+JobMasters over gRPC, TaskManagers leased from the session's Spark ``local[2]``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from weir.client.mini_cluster import MiniCluster
+from weir.core.executor import register_executor
+
+# Short heartbeats so a killed TaskManager is noticed within seconds; a long idle timeout
+# so TaskManagers stay leased between tests (leasing takes seconds).
+CLUSTER_CONFIG = {
+    "spark.master": "local[2]",
+    "heartbeat.interval": "500 ms",
+    "heartbeat.timeout": "6 s",
+    "slot.request.timeout": "60 s",
+    "resourcemanager.taskmanager-timeout": "10 min",
+}
+
+
+@pytest.fixture(scope="session")
+def mini_cluster(spark_session) -> Iterator[MiniCluster]:
+    cluster = MiniCluster(CLUSTER_CONFIG, spark_session=spark_session).start()
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def cluster(mini_cluster) -> Iterator[MiniCluster]:
+    """The shared MiniCluster, registered as the executor of ``env.execute()``."""
+    register_executor(mini_cluster.executor())
+    yield mini_cluster
+    register_executor(None)

@@ -1,0 +1,91 @@
+"""Bad input gets a clear error, loses nothing, and leaves the cluster serving."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.mini_cluster import MiniCluster
+from weir.common import Configuration
+from weir.core.errors import (
+    ConfigurationError,
+    JobExecutionError,
+    JobGraphError,
+    JobNotFoundError,
+)
+from weir.datastream import StreamExecutionEnvironment
+
+pytestmark = pytest.mark.spark
+
+
+def _cluster_still_serves() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    assert sorted(env.from_collection([3, 1, 2]).map(lambda x: x * 10).execute_and_collect()) == [
+        10, 20, 30]
+
+
+def test_unpicklable_function_is_refused_before_submission(cluster):
+    lock = threading.Lock()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1]).map(lambda x: (x, lock)).name("holds a lock").print()
+    with pytest.raises(JobGraphError, match="holds a lock") as info:
+        env.execute()
+    assert "open()" in str(info.value)  # says what to do
+    _cluster_still_serves()
+
+
+def test_garbage_bytes_as_a_job_graph(cluster):
+    with DispatcherGateway(cluster.address) as gateway:
+        with pytest.raises(JobGraphError, match="cannot be decoded"):
+            gateway.submit_job(b"\x08\x96\x01garbage\xff\xfe\x00")
+        assert gateway.list_jobs(include_terminated=True) is not None
+    _cluster_still_serves()
+
+
+def test_unknown_job_id(cluster):
+    with DispatcherGateway(cluster.address) as gateway:
+        with pytest.raises(JobNotFoundError, match="no job with id 'not-a-job'"):
+            gateway.job_details("not-a-job")
+        with pytest.raises(JobNotFoundError):
+            gateway.cancel_job("not-a-job")
+    _cluster_still_serves()
+
+
+def test_a_job_needing_more_slots_than_the_cluster_can_give_fails_clearly(cluster):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(5)  # local[2]: at most two TaskManagers of one slot
+    env.from_collection(list(range(10))).rebalance().map(lambda x: x).print()
+    with pytest.raises(JobExecutionError, match="slot") as info:
+        env.execute("too wide")
+    assert "SlotAllocationError" in info.value.cause
+    _cluster_still_serves()
+
+
+def test_invalid_configuration_key_and_value_are_named():
+    with pytest.raises(ConfigurationError, match="'taskmanager.numberOfSlots'"):
+        MiniCluster({"taskmanager.numberOfSlots": "2"})
+    conf = Configuration()
+    conf.set_string("parallelism.default", "many")
+    with pytest.raises(ConfigurationError, match="parallelism.default"):
+        StreamExecutionEnvironment.get_execution_environment(conf)
+
+
+def test_user_function_raising_fails_the_job_with_the_remote_traceback(cluster):
+    def explode(x):
+        if x == 7:
+            msg = f"bad record {x}"
+            raise ValueError(msg)
+        return x
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.from_collection(list(range(20))).rebalance().map(explode).print()
+    with pytest.raises(JobExecutionError) as info:
+        env.execute("explodes")
+    assert info.value.status == "FAILED"
+    assert "ValueError: bad record 7" in info.value.cause
+    assert "in explode" in info.value.cause  # the user's own frame
+    _cluster_still_serves()

@@ -1,0 +1,116 @@
+"""Whole jobs on the MiniCluster: real services, TaskManagers in Spark executors."""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import pytest
+
+from weir.common import Types
+from weir.datastream import StreamExecutionEnvironment
+
+pytestmark = pytest.mark.spark
+
+LINES = [f"the quick brown fox {i % 7} jumps over the lazy dog {i % 13}" for i in range(300)]
+
+
+def _word_count(parallelism: int) -> dict[str, int]:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(parallelism)
+    counts = (
+        env.from_collection(LINES, type_info=Types.STRING())
+        .flat_map(lambda line: line.split(), output_type=Types.STRING())
+        .map(lambda w: (w, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+        .key_by(lambda pair: pair[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
+    final: dict[str, int] = {}
+    with counts.execute_and_collect() as results:
+        for word, count in results:
+            assert count == final.get(word, 0) + 1  # running counts arrive in order per key
+            final[word] = count
+    return final
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_word_count_equals_a_plain_python_count(cluster, parallelism):
+    expected = collections.Counter(word for line in LINES for word in line.split())
+    assert _word_count(parallelism) == dict(expected)
+
+
+def test_user_functions_run_inside_spark_tasks(cluster):
+    def where(x):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        return (x, context is not None, os.getpid(), context.partitionId() if context else -1)
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    rows = list(env.from_collection(list(range(100))).rebalance().map(where).execute_and_collect())
+    assert sorted(r[0] for r in rows) == list(range(100))
+    assert all(r[1] for r in rows), "a user function ran outside a Spark task"
+    assert os.getpid() not in {r[2] for r in rows}
+    assert len({r[2] for r in rows}) == 2  # two TaskManagers, two Spark Python workers
+
+
+def test_keyed_state_is_per_key_across_subtasks(cluster):
+    from weir.datastream.functions import KeyedProcessFunction
+    from weir.datastream.state import ValueStateDescriptor
+
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.state = runtime_context.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            n = (self.state.value() or 0) + 1
+            self.state.update(n)
+            yield ctx.get_current_key(), n
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    data = [i % 10 for i in range(1000)]
+    out = list(env.from_collection(data).key_by(lambda x: x).process(Count()).execute_and_collect())
+    finals: dict[int, int] = {}
+    for key, n in out:
+        finals[key] = max(finals.get(key, 0), n)
+    assert finals == {k: 100 for k in range(10)}
+    assert len(out) == 1000
+
+
+def test_execute_runs_a_job_with_a_sink_and_returns_its_result(cluster, tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+
+    def write(value):
+        with open(target / f"{os.getpid()}.txt", "a") as out:
+            out.write(f"{value}\n")
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.from_collection(list(range(50))).map(lambda x: x * 2).add_sink(write)
+    result = env.execute("sink job")
+    assert result.get_job_id()
+    written = sorted(int(line) for f in target.iterdir() for line in f.read_text().split())
+    assert written == [x * 2 for x in range(50)]
+
+
+def test_print_reaches_the_client_stdout(cluster, capfd):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    env.from_collection(["alpha", "beta"]).map(lambda s: s.upper()).print()
+    env.execute("print job")
+    out = capfd.readouterr().out
+    assert "ALPHA\n" in out and "BETA\n" in out
+
+
+def test_execute_and_collect_with_limit_returns_a_list(cluster):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    from weir.datastream.connectors.number_seq import NumberSequenceSource
+    from weir.common import WatermarkStrategy
+
+    ds = env.from_source(NumberSequenceSource(1, 10_000_000), WatermarkStrategy.no_watermarks(), "seq")
+    first = ds.execute_and_collect(limit=5)
+    assert first == [1, 2, 3, 4, 5]
