@@ -8,6 +8,7 @@ from typing import IO, Any
 from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
 from taskmanager.operators.contexts import SinkContext, TimerService
 from taskmanager.operators.functions import close_function, open_function
+from taskmanager.operators.print_format import build_renderer
 from weir.core.job_graph import SerializerKind
 from weir.core.serializers import serialize_batch
 
@@ -92,6 +93,7 @@ class PrintOperator(StreamOperator):
             self._owns_file = True
         write = self._file.write
         prefix = self.prefix
+        render = build_renderer(self.setup.payload.get("format"))
 
         def process(batch: list[Any]) -> None:
             write("".join([f"{prefix}{render(x)}\n" for x in batch]))

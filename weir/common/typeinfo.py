@@ -364,3 +364,35 @@ def serializer_kind_of(type_info: TypeInformation | None) -> SerializerKind:
     if type_info is not None and type_info._marshallable():
         return SerializerKind.MARSHAL
     return SerializerKind.PICKLE
+
+
+def print_format_spec(type_info: TypeInformation | None) -> tuple[Any, ...]:
+    """How ``print()`` renders a record of this type, as plain nested tuples the
+    TaskManager understands without importing this module.
+
+    PyFlink turns an untyped (pickled) stream into ``str(value)`` before printing, while a
+    typed stream becomes Java objects that print themselves: a Tuple as ``(a,1)``, a Row as
+    ``+I[a, 1]``, a boolean as ``true``, a double as ``1.0E7``.
+    """
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+        return ("pickled",)
+    if isinstance(type_info, BasicTypeInfo):
+        name = repr(type_info)
+        if name in ("String", "Char"):
+            return ("string",)
+        if name == "Boolean":
+            return ("boolean",)
+        if name in ("Float", "Double"):
+            return ("double",)
+        return ("plain",)
+    if isinstance(type_info, TupleTypeInfo):
+        return ("tuple", tuple(print_format_spec(t) for t in type_info.get_field_types()))
+    if isinstance(type_info, RowTypeInfo):
+        return ("row", tuple(print_format_spec(t) for t in type_info.get_field_types()))
+    if isinstance(type_info, (ListTypeInfo, PrimitiveArrayTypeInfo)):
+        element = getattr(type_info, "elem_type", None) or getattr(type_info, "_element_type", None)
+        return ("list", print_format_spec(element))
+    if isinstance(type_info, MapTypeInfo):
+        return ("map", print_format_spec(type_info._key_type_info),
+                print_format_spec(type_info._value_type_info))
+    return ("plain",)

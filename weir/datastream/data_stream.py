@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from weir.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, Types
+from weir.common.typeinfo import (
+    PickledBytesTypeInfo,
+    RowTypeInfo,
+    TypeInformation,
+    Types,
+    print_format_spec,
+)
 from weir.core.job_graph import OperatorKind, PartitionerKind
 from weir.datastream._aggregation import AccumulateReduceFunction, AccumulateType
 from weir.datastream.functions import (
@@ -269,7 +275,8 @@ class DataStream(_OperatorSettings):
         """Writes each element to standard output (prefixed by ``sink_identifier`` and the
         subtask index when the parallelism is above 1)."""
         return self._sink(OperatorKind.PRINT, "Print to Std. Out",
-                          {"sink_identifier": sink_identifier})
+                          {"sink_identifier": sink_identifier,
+                           "format": print_format_spec(self.get_type())})
 
     def add_sink(self, sink_func: SinkFunction | Callable[..., Any]) -> DataStreamSink:
         if not isinstance(sink_func, SinkFunction) and not callable(sink_func):

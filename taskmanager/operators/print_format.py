@@ -1,0 +1,83 @@
+"""Rendering records for ``print()`` exactly as PyFlink prints them.
+
+The API hands a format spec (``weir.common.typeinfo.print_format_spec``): ``("pickled",)``
+for untyped streams, which PyFlink prints as ``str(value)``, or the shape of a typed
+stream, whose records PyFlink converts to Java objects that print Java's way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+Renderer = Callable[[Any], str]
+
+_INF = float("inf")
+_ROW_KIND_SHORT = {0: "+I", 1: "-U", 2: "+U", 3: "-D"}
+
+
+def java_double(value: float) -> str:
+    """Java's Double.toString: positional between 1e-3 and 1e7, else ``d.dddE±n``, with
+    the shortest digits that read back as the same double."""
+    if value != value:  # NaN
+        return "NaN"
+    if value in (_INF, -_INF):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(float(value))  # Python is positional in this range too
+    shortest = Decimal(repr(float(value)))
+    digits = "".join(map(str, shortest.as_tuple().digits)).rstrip("0") or "0"
+    sign = "-" if value < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{shortest.adjusted()}"
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return java_double(value)
+    return str(value)
+
+
+def _pickled(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def build_renderer(spec: tuple[Any, ...] | None) -> Renderer:
+    if not spec or spec[0] == "pickled":
+        return _pickled
+    kind = spec[0]
+    if kind == "string":
+        return lambda v: "null" if v is None else str(v)
+    if kind in ("boolean", "double", "plain"):
+        return _plain
+    if kind == "tuple":
+        fields = [build_renderer(s) for s in spec[1]]
+        return lambda v: "null" if v is None else (
+            "(" + ",".join(f(x) for f, x in zip(fields, v, strict=False)) + ")")
+    if kind == "row":
+        fields = [build_renderer(s) for s in spec[1]]
+
+        def row(v: Any) -> str:
+            if v is None:
+                return "null"
+            kind_value = getattr(v, "get_row_kind", None)
+            short = _ROW_KIND_SHORT.get(kind_value().value, "+I") if kind_value else "+I"
+            return short + "[" + ", ".join(f(x) for f, x in zip(fields, v, strict=False)) + "]"
+
+        return row
+    if kind == "list":
+        element = build_renderer(spec[1])
+        return lambda v: "null" if v is None else "[" + ", ".join(element(x) for x in v) + "]"
+    if kind == "map":
+        key, value = build_renderer(spec[1]), build_renderer(spec[2])
+        return lambda v: "null" if v is None else (
+            "{" + ", ".join(f"{key(k)}={value(x)}" for k, x in v.items()) + "}")
+    return _plain

@@ -1,0 +1,37 @@
+"""print() renders records as PyFlink prints them: str() for untyped streams, Java's
+toString for typed ones."""
+
+import pytest
+
+from taskmanager.operators.print_format import build_renderer, java_double
+from weir.common import Row, Types
+from weir.common.typeinfo import print_format_spec
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(1.0, "1.0"), (0.5, "0.5"), (1e7, "1.0E7"), (1.5e10, "1.5E10"), (-2.5e-5, "-2.5E-5"),
+     (0.001, "0.001"), (1e-4, "1.0E-4"), (123456.789, "123456.789"), (float("nan"), "NaN")],
+)
+def test_doubles_print_as_java_does(value, text):
+    assert java_double(value) == text
+
+
+@pytest.mark.parametrize(
+    ("type_info", "value", "text"),
+    [
+        (None, ("a", 1), "('a', 1)"),
+        (Types.PICKLED_BYTE_ARRAY(), [1, "x"], "[1, 'x']"),
+        (Types.STRING(), "hello", "hello"),
+        (Types.TUPLE([Types.STRING(), Types.INT()]), ("a", 1), "(a,1)"),
+        (Types.TUPLE([Types.STRING(), Types.BOOLEAN()]), ("a", False), "(a,false)"),
+        (Types.ROW([Types.STRING(), Types.DOUBLE()]), Row("a", 2.0), "+I[a, 2.0]"),
+        (Types.ROW_NAMED(["n", "v"], [Types.STRING(), Types.LONG()]), Row("a", None), "+I[a, null]"),
+        (Types.LIST(Types.INT()), [1, 2], "[1, 2]"),
+        (Types.MAP(Types.STRING(), Types.INT()), {"a": 1}, "{a=1}"),
+        (Types.TUPLE([Types.INT(), Types.TUPLE([Types.STRING(), Types.INT()])]), (1, ("b", 2)),
+         "(1,(b,2))"),
+    ],
+)
+def test_records_render_as_pyflink_prints_them(type_info, value, text):
+    assert build_renderer(print_format_spec(type_info))(value) == text
