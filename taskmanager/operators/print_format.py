@@ -8,6 +8,7 @@ stream, whose records PyFlink converts to Java objects that print Java's way.
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +21,7 @@ _ROW_KIND_SHORT = {0: "+I", 1: "-U", 2: "+U", 3: "-D"}
 def java_double(value: float) -> str:
     """Java's Double.toString: positional between 1e-3 and 1e7, else ``d.dddE±n``, with
     the shortest digits that read back as the same double."""
-    if value != value:  # NaN
+    if math.isnan(value):
         return "NaN"
     if value in (_INF, -_INF):
         return "Infinity" if value > 0 else "-Infinity"
