@@ -7,8 +7,8 @@ stream, whose records PyFlink converts to Java objects that print Java's way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
