@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Stop the Weir master started by start-cluster.sh: SIGTERM (the master stops its jobs,
+# its TaskManagers and its SparkSession), then, past WEIR_STOP_TIMEOUT seconds, SIGKILL.
+# Leaves no process of the master's behind: the Spark driver JVM that pyspark started
+# and the JVM's Python workers go too.
+#
+# Environment: WEIR_CONF_DIR, WEIR_PID_DIR (see config.sh); WEIR_STOP_TIMEOUT (default
+# 90 s: the ResourceManager gives TaskManagers 10 s to stop and cancelled leases 30 s to
+# end, and stopping Spark takes a few seconds more).
+set -euo pipefail
+
+# shellcheck source=SCRIPTDIR/config.sh
+source "$(dirname "${BASH_SOURCE[0]}")/config.sh"
+
+stop_timeout_s=${WEIR_STOP_TIMEOUT:-90}
+# How long the master's remaining processes (Spark driver JVM, its Python workers) get
+# to exit after the master before they are killed (see stop_leftovers in config.sh).
+leftover_timeout_s=${WEIR_LEFTOVER_TIMEOUT:-15}
+
+if [[ ! -f $WEIR_MASTER_PID_FILE ]]; then
+    echo "No Weir master to stop (no pid file $WEIR_MASTER_PID_FILE)."
+    exit 0
+fi
+pid=$(<"$WEIR_MASTER_PID_FILE")
+if [[ ! $pid =~ ^[0-9]+$ ]]; then
+    echo "warning: $WEIR_MASTER_PID_FILE holds no pid ('$pid'); removing it." >&2
+    rm -f "$WEIR_MASTER_PID_FILE"
+    exit 0
+fi
+if ! is_running "$pid"; then
+    echo "No Weir master running (pid $pid is gone); removing $WEIR_MASTER_PID_FILE."
+    stop_leftovers "$pid" "$leftover_timeout_s"
+    rm -f "$WEIR_MASTER_PID_FILE"
+    exit 0
+fi
+if ! is_weir_master "$pid"; then
+    echo "warning: pid $pid is not a Weir master (a reused pid?); not stopping it," \
+        "removing $WEIR_MASTER_PID_FILE." >&2
+    rm -f "$WEIR_MASTER_PID_FILE"
+    exit 0
+fi
+
+# Recorded before the signal: once the master exits its children are re-parented and
+# no longer found below it.
+mapfile -t family < <(descendants "$pid")
+
+echo "Stopping the Weir master (pid $pid)."
+kill -TERM "$pid" 2>/dev/null || true
+deadline=$((SECONDS + stop_timeout_s))
+while is_running "$pid"; do
+    if ((SECONDS >= deadline)); then
+        echo "warning: the Weir master (pid $pid) did not stop within ${stop_timeout_s} s" \
+            "(WEIR_STOP_TIMEOUT); killing it." >&2
+        kill -KILL "$pid" 2>/dev/null || true
+        break
+    fi
+    sleep 0.2  # polling interval
+done
+
+stop_leftovers "$pid" "$leftover_timeout_s" "${family[@]}"
+
+rm -f "$WEIR_MASTER_PID_FILE"
+echo "Weir master stopped."

@@ -1,0 +1,148 @@
+"""Driving a Weir cluster through deploy/bin from tests: a conf, log and pid dir per
+cluster, the scripts as subprocesses, and process checks with pgrep and /proc.
+
+Everything is a real process on loopback; readiness is polled with deadlines."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = REPO / "deploy" / "bin"
+PYTHON = sys.executable
+
+# Starting a master is a SparkSession (~5 s locally) plus leases; against a standalone
+# cluster the executors start first. 120 s is the scripts' own default.
+START_TIMEOUT_S = 120
+# A job of a few hundred records, including its TaskManager leases.
+JOB_TIMEOUT_S = 120
+# The ResourceManager's stop budget (10 s stop + 30 s cancel) plus Spark's stop.
+STOP_TIMEOUT_S = 120
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str,
+               interval_s: float = 0.2) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` past the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(interval_s)  # polling interval, the condition decides
+
+
+def is_alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an exited child nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def process_family(pid: int) -> set[int]:
+    """``pid``, its descendants and the members of its session, found with pgrep."""
+    found = {pid}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        out = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True)
+        for child in map(int, out.stdout.split()):
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    out = subprocess.run(["pgrep", "-s", str(pid)], capture_output=True, text=True)
+    found.update(map(int, out.stdout.split()))
+    return found
+
+
+@dataclass
+class WeirCluster:
+    """A conf dir, log dir and pid dir of its own, and the deploy/bin scripts to drive it."""
+
+    root: Path
+    spark_master: str
+    port: int = field(default_factory=free_port)
+    extra_conf: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.conf_dir = self.root / "conf"
+        self.log_dir = self.root / "log"
+        self.pid_dir = self.root / "pid"
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        self.write_conf()
+
+    def write_conf(self, **overrides: str) -> None:
+        conf = {
+            "jobmanager.rpc.address": "127.0.0.1",
+            "jobmanager.rpc.port": str(self.port),
+            "jobmanager.bind-host": "127.0.0.1",
+            "taskmanager.host": "127.0.0.1",
+            "spark.master": self.spark_master,
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "env.log.dir": str(self.log_dir),
+            "env.pid.dir": str(self.pid_dir),
+            **self.extra_conf,
+            **overrides,
+        }
+        (self.conf_dir / "weir-conf.yaml").write_text(yaml.safe_dump(conf, sort_keys=False))
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.pid_dir / "weir-master.pid"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("WEIR_", "PYSPARK_", "SPARK_"))}
+        env.update(WEIR_CONF_DIR=str(self.conf_dir), WEIR_PYTHON=PYTHON,
+                   WEIR_START_TIMEOUT=str(START_TIMEOUT_S))
+        return env
+
+    def script(self, name: str, *args: str, timeout_s: float = START_TIMEOUT_S + 30
+               ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BIN / name), *args], env=self.env(), cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout_s)
+
+    def start(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.script("start-cluster.sh", *args)
+
+    def stop(self) -> subprocess.CompletedProcess[str]:
+        return self.script("stop-cluster.sh", timeout_s=STOP_TIMEOUT_S + 30)
+
+    def weir(self, *args: str, timeout_s: float = JOB_TIMEOUT_S
+             ) -> subprocess.CompletedProcess[str]:
+        return self.script("weir", *args, timeout_s=timeout_s)
+
+    def master_pid(self) -> int:
+        return int(self.pid_file.read_text().strip())
+
+    def log_text(self) -> str:
+        logs = sorted(self.log_dir.glob("weir-master-*.log"))
+        return "\n".join(p.read_text(errors="replace") for p in logs if p.suffix == ".log")
+
+    def explain(self, result: subprocess.CompletedProcess[str]) -> str:
+        """What to show when a command failed: its output and the master's log tail."""
+        tail = "\n".join(self.log_text().splitlines()[-60:])
+        return (f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n"
+                f"{result.stderr}\n--- master log (tail)\n{tail}")

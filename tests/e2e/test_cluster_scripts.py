@@ -1,0 +1,219 @@
+"""The cluster scripts end to end: start-cluster.sh, the ``weir`` CLI against the
+running master, stop-cluster.sh; on Spark ``local[2]`` (in the master's own Spark driver)
+and on a Spark standalone cluster on loopback."""
+
+from __future__ import annotations
+
+import re
+import runpy
+import signal
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from cluster_harness import (
+    PYTHON,
+    REPO,
+    WeirCluster,
+    free_port,
+    is_alive,
+    process_family,
+    wait_until,
+)
+
+WORD_COUNT = REPO / "examples" / "word_count.py"
+SLOW_JOB = Path(__file__).parent / "jobs" / "slow_unbounded.py"
+JOB_ID = re.compile(r"Job has been submitted with JobID ([0-9a-f]{32})")
+
+
+def expected_word_counts() -> dict[str, int]:
+    """The example's text counted in plain Python, as the example splits it."""
+    text = runpy.run_path(str(WORD_COUNT), run_name="word_count_text")["TEXT"]
+    return dict(Counter(word for line in text for word in line.lower().split()))
+
+
+def read_counts(path: Path) -> dict[str, int]:
+    counts = {}
+    for line in path.read_text().splitlines():
+        word, count = line.rsplit(",", 1)
+        counts[word] = int(count)
+    return counts
+
+
+def start(cluster: WeirCluster, *args: str) -> int:
+    """start-cluster.sh must succeed and leave a pid file; returns the master's pid."""
+    result = cluster.start(*args)
+    assert result.returncode == 0, cluster.explain(result)
+    assert f"Dispatcher at {cluster.address}" in result.stdout
+    assert str(cluster.log_dir) in result.stdout  # it says where the logs are
+    return cluster.master_pid()
+
+
+def run_word_count(cluster: WeirCluster, tmp_path: Path) -> None:
+    out = tmp_path / "counts.csv"
+    result = cluster.weir("run", str(WORD_COUNT), "--output", str(out))
+    assert result.returncode == 0, cluster.explain(result)
+    assert JOB_ID.search(result.stdout), result.stdout
+    assert read_counts(out) == expected_word_counts()
+
+
+def job_status(cluster: WeirCluster, job_id: str) -> str | None:
+    """The job's status as ``weir list -a`` shows it, or None if it is not listed."""
+    result = cluster.weir("list", "-a")
+    assert result.returncode == 0, cluster.explain(result)
+    match = re.search(rf" : {job_id} : .* \((\w+)\)$", result.stdout, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def stop_and_check_nothing_left(cluster: WeirCluster, pid: int) -> None:
+    family = process_family(pid)
+    # The master's session holds at least the Spark driver JVM that pyspark started.
+    assert len(family) > 1, f"no Spark driver found under the master {pid}: {family}"
+    result = cluster.stop()
+    assert result.returncode == 0, cluster.explain(result)
+    assert "warning" not in result.stderr.lower(), cluster.explain(result)
+    assert not cluster.pid_file.exists()
+    assert not [p for p in family if is_alive(p)], "processes of the master left behind"
+    assert not [p for p in process_family(pid) if is_alive(p)]
+    assert "master stopped" in cluster.log_text()
+
+
+# --- local[2]: the fastest path, first --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """One master on Spark local[2] with two TaskManagers leased at start, shared by the
+    tests of TestOnLocalSpark (the last of which stops it)."""
+    cluster = WeirCluster(tmp_path_factory.mktemp("weir-local"), "local[2]")
+    pid = start(cluster, "-n", "2")
+    yield cluster, pid
+    if cluster.pid_file.exists():
+        cluster.stop()
+
+
+class TestOnLocalSpark:
+    @pytest.fixture
+    def cluster(self, local_cluster):
+        return local_cluster
+
+    def test_weir_list_answers(self, cluster) -> None:
+        weir_cluster, _ = cluster
+        result = weir_cluster.weir("list")
+        assert result.returncode == 0, weir_cluster.explain(result)
+        assert "No running jobs." in result.stdout
+
+    def test_second_start_is_refused(self, cluster) -> None:
+        weir_cluster, pid = cluster
+        result = weir_cluster.start()
+        assert result.returncode == 1
+        assert "already running" in result.stderr and str(pid) in result.stderr
+        assert weir_cluster.master_pid() == pid and is_alive(pid)
+
+    def test_word_count_matches_a_plain_python_count(self, cluster, tmp_path: Path) -> None:
+        run_word_count(cluster[0], tmp_path)
+
+    def test_detached_run_prints_the_job_id_and_list_shows_it(self, cluster) -> None:
+        weir_cluster, _ = cluster
+        result = weir_cluster.weir("run", "-d", str(WORD_COUNT))  # prints on the TaskManagers
+        assert result.returncode == 0, weir_cluster.explain(result)
+        match = JOB_ID.search(result.stdout)
+        assert match, result.stdout
+        job_id = match.group(1)
+        assert job_status(weir_cluster, job_id) is not None
+        wait_until(lambda: job_status(weir_cluster, job_id) == "FINISHED", 120,
+                   f"job {job_id} to finish")
+
+    def test_cancel_makes_a_running_job_canceled(self, cluster) -> None:
+        weir_cluster, _ = cluster
+        result = weir_cluster.weir("run", "-d", str(SLOW_JOB))
+        assert result.returncode == 0, weir_cluster.explain(result)
+        job_id = JOB_ID.search(result.stdout).group(1)
+        wait_until(lambda: job_status(weir_cluster, job_id) == "RUNNING", 120,
+                   f"job {job_id} to run")
+        cancel = weir_cluster.weir("cancel", job_id)
+        assert cancel.returncode == 0, weir_cluster.explain(cancel)
+        assert job_id in cancel.stdout
+        wait_until(lambda: job_status(weir_cluster, job_id) == "CANCELED", 120,
+                   f"job {job_id} to be CANCELED")
+
+    def test_stop_leaves_no_process_and_no_pid_file(self, cluster) -> None:
+        weir_cluster, pid = cluster
+        stop_and_check_nothing_left(weir_cluster, pid)
+        again = weir_cluster.stop()  # nothing to stop is not an error
+        assert again.returncode == 0 and "No Weir master" in again.stdout
+
+
+# --- failures that need no running master -----------------------------------------------
+
+def test_list_against_a_wrong_address_fails_clearly(tmp_path: Path) -> None:
+    cluster = WeirCluster(tmp_path, "local[2]")
+    wrong = f"127.0.0.1:{free_port()}"
+    result = cluster.weir("list", "-m", wrong, timeout_s=60)
+    assert result.returncode == 1
+    assert wrong in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_list_without_a_cluster_names_the_configured_address(tmp_path: Path) -> None:
+    cluster = WeirCluster(tmp_path, "local[2]")  # its port has no master
+    result = cluster.weir("list", timeout_s=60)
+    assert result.returncode == 1
+    assert cluster.address in result.stderr, result.stderr
+
+
+def test_start_fails_naming_a_bad_key(tmp_path: Path) -> None:
+    cluster = WeirCluster(tmp_path, "local[2]", extra_conf={"jobmanager.rpc.prot": "1"})
+    result = cluster.start()
+    assert result.returncode == 1
+    assert "jobmanager.rpc.prot" in result.stderr, cluster.explain(result)
+    assert not cluster.pid_file.exists()
+
+
+def test_start_fails_naming_a_bad_value(tmp_path: Path) -> None:
+    cluster = WeirCluster(tmp_path, "local[2]", extra_conf={"parallelism.default": "zero"})
+    result = cluster.start()
+    assert result.returncode == 1
+    assert "parallelism.default" in result.stderr, cluster.explain(result)
+    assert not cluster.pid_file.exists()
+
+
+# --- Spark standalone on loopback -------------------------------------------------------
+
+@pytest.mark.spark
+def test_word_count_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -> None:
+    cluster = WeirCluster(tmp_path / "weir", spark_standalone.master_url)
+    pid = start(cluster, "--taskmanagers", "2")
+    try:
+        run_word_count(cluster, tmp_path)
+        listed = cluster.weir("list", "-a")
+        assert re.search(r" : [0-9a-f]{32} : word_count \(FINISHED\)", listed.stdout), listed.stdout
+    finally:
+        stop_and_check_nothing_left(cluster, pid)
+
+
+# --- the master process itself ----------------------------------------------------------
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int) -> None:
+    # SparkContext installs a SIGINT handler of its own; the master's must win over it.
+    cluster = WeirCluster(tmp_path, "local[1]")
+    out = tmp_path / "master.out"
+    with out.open("w") as stdout, (tmp_path / "master.err").open("w") as stderr:
+        master = subprocess.Popen(
+            [PYTHON, "-m", "weir.client.master_process", "--config-dir", str(cluster.conf_dir),
+             "--port", "0"],
+            stdout=stdout, stderr=stderr, env=cluster.env(), cwd=REPO)
+    try:
+        wait_until(lambda: "Weir master ready" in out.read_text() or master.poll() is not None,
+                   120, "the master's ready line")
+        assert master.poll() is None, (tmp_path / "master.err").read_text()
+        family = process_family(master.pid)
+        master.send_signal(signum)
+        assert master.wait(timeout=120) == 0, (tmp_path / "master.err").read_text()
+        wait_until(lambda: not [p for p in family if is_alive(p)], 30,
+                   "the Spark driver to exit after the master")
+    finally:
+        if master.poll() is None:
+            master.kill()
+            master.wait()

@@ -1,0 +1,116 @@
+"""The master's services wired together: a ResourceManager (the Spark driver), a
+Dispatcher behind its gRPC server, and the factory that starts a JobMaster per job.
+
+Both composition roots build on it: the embedded ``MiniCluster`` (Dispatcher on any free
+port) and the master process of ``start-cluster.sh`` (Dispatcher on
+``jobmanager.rpc.port``). It is the one place that knows the start order and the stop
+order, as Flink's ``DispatcherResourceManagerComponent`` is.
+
+Example::
+
+    with ClusterComponents({"spark.master": "local[2]"}) as components:
+        address = components.start(dispatcher_port=0)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from dispatcher.dispatcher import Dispatcher
+from dispatcher.service import DispatcherServicer
+from jobmanager.job_master import JobMaster
+from resourcemanager.resource_manager import ResourceManager
+from weir.core import config as cfg
+from weir.core import rpc
+from weir.core.highavailability import StandaloneHaServices
+from weir.core.job_graph import JobGraph
+from weir.core.job_info import JobDetailsInfo
+
+if TYPE_CHECKING:
+    import grpc
+    from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
+
+# The Dispatcher serves every client call and every JobMaster's result fetches; a job
+# waiting for its result holds a worker for the whole run, so leave room for many.
+_DISPATCHER_WORKERS = 32
+# In-flight calls (list, cancel, a result wait being answered) get this long to finish
+# when the master stops; waits for job results are ended by Dispatcher.close() first.
+_SERVER_STOP_GRACE_S = 1.0
+
+
+class ClusterComponents:
+    """ResourceManager + Dispatcher + JobMaster factory; see the module docstring.
+
+    ``config`` must already be validated (``weir.core.config.validate``).
+    ``spark_session``: None lets the ResourceManager create one from the ``spark.*``
+    keys and stop it on close; a given session is reused and never stopped.
+    """
+
+    def __init__(self, config: Mapping[str, str], spark_session: SparkSession | None = None
+                 ) -> None:
+        self.config = dict(config)
+        self._spark_session = spark_session
+        self.host = cfg.get(self.config, cfg.BIND_HOST)
+        self._ha = StandaloneHaServices()
+        self.resource_manager: ResourceManager | None = None
+        self.dispatcher: Dispatcher | None = None
+        self._server: grpc.Server | None = None
+        self.address = ""
+
+    def start(self, dispatcher_port: int = 0) -> str:
+        """Start the ResourceManager, then the Dispatcher on ``bind-host:dispatcher_port``
+        (0 = any free port); returns the Dispatcher's ``host:port``. On failure, whatever
+        was started is closed again before the error propagates."""
+        # Executors' Python workers must run this interpreter (it has Weir installed).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        try:
+            # The ResourceManager creates the SparkSession: that must happen before any
+            # gRPC server exists in this process (gRPC's fork handlers).
+            self.resource_manager = ResourceManager(self.config, self._spark_session)
+            self._ha.resource_manager_address = self.resource_manager.start(self.host, 0)
+            self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
+            self._server = rpc.create_server(max_workers=_DISPATCHER_WORKERS)
+            DispatcherServicer.register(self.dispatcher, self._server)
+            self.address = rpc.bind(self._server, self.host, dispatcher_port)
+            self._ha.dispatcher_address = self.address
+            self._server.start()
+            self.dispatcher.start(self.address)
+        except BaseException:
+            self.close()
+            raise
+        return self.address
+
+    def _start_job_master(
+        self, graph: JobGraph, on_terminated: Callable[[JobDetailsInfo], None]
+    ) -> JobMaster:
+        job_master = JobMaster(graph, self.config, self._ha, on_terminated, self.host)
+        job_master.start()
+        return job_master
+
+    def close(self) -> None:
+        """Stop the Dispatcher (and with it every JobMaster), its server, then the
+        ResourceManager, which stops its TaskManagers and the SparkSession it created.
+        Idempotent."""
+        if self.dispatcher is not None:
+            self.dispatcher.close()
+            self.dispatcher = None
+        if self._server is not None:
+            self._server.stop(grace=_SERVER_STOP_GRACE_S).wait()
+            self._server = None
+        if self.resource_manager is not None:
+            self.resource_manager.close()
+            self.resource_manager = None
+
+    def __enter__(self) -> ClusterComponents:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
