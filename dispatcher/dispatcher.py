@@ -103,8 +103,12 @@ class Dispatcher(LeaderContender):
             if graph.job_id in self._jobs:
                 msg = f"a job with id {graph.job_id} was already submitted; use a new job id"
                 raise JobSubmissionError(msg)
-            collect_ids = tuple(op.operator_id for v in graph.vertices for op in v.operators
-                                if op.kind is OperatorKind.COLLECT)
+            collect_ids = tuple(
+                op.operator_id
+                for v in graph.vertices
+                for op in v.operators
+                if op.kind is OperatorKind.COLLECT
+            )
             entry = _Job(graph, None, int(time.time() * 1000), collect_ids)
             self._jobs[graph.job_id] = entry
         self._job_graph_store.put_job_graph(graph.job_id, job_graph_bytes)
@@ -156,7 +160,9 @@ class Dispatcher(LeaderContender):
         with self._cond:
             entry = self._jobs.get(job_id)
         if entry is None:
-            msg = f"no job with id {job_id!r} is known to this cluster; `weir list -a` shows the jobs"
+            msg = (
+                f"no job with id {job_id!r} is known to this cluster; `weir list -a` shows the jobs"
+            )
             raise JobNotFoundError(msg)
         return entry
 
@@ -166,12 +172,17 @@ class Dispatcher(LeaderContender):
             return entry.final
         runner = entry.runner
         if runner is None:
-            return JobDetailsInfo(job_id, entry.graph.job_name, JobStatus.INITIALIZING.value,
-                                  entry.submitted_ms)
+            return JobDetailsInfo(
+                job_id, entry.graph.job_name, JobStatus.INITIALIZING.value, entry.submitted_ms
+            )
         with rpc.create_channel(runner.address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
-            reply = rpc.call("GetJobDetails", stub.GetJobDetails,
-                             common_pb2.JobIdRequest(job_id=job_id), timeout=10)
+            reply = rpc.call(
+                "GetJobDetails",
+                stub.GetJobDetails,
+                common_pb2.JobIdRequest(job_id=job_id),
+                timeout=10,
+            )
         return JobDetailsInfo.from_proto(reply)
 
     def list_jobs(self, include_terminated: bool) -> list[JobDetailsInfo]:
@@ -194,7 +205,9 @@ class Dispatcher(LeaderContender):
             return
         with rpc.create_channel(entry.runner.address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
-            rpc.call("CancelJob", stub.CancelJob, common_pb2.JobIdRequest(job_id=job_id), timeout=10)
+            rpc.call(
+                "CancelJob", stub.CancelJob, common_pb2.JobIdRequest(job_id=job_id), timeout=10
+            )
 
     def wait_for_result(self, job_id: str, timeout: float) -> JobDetailsInfo:
         entry = self._entry(job_id)
@@ -209,15 +222,22 @@ class Dispatcher(LeaderContender):
         runner = entry.runner
         if runner is None:  # the JobMaster is gone: everything it had was handed over
             status = entry.final.status if entry.final else JobStatus.INITIALIZING.value
-            return common_pb2.FetchCollectResponse(end_of_data=entry.final is not None,
-                                                   job_status=status)
+            return common_pb2.FetchCollectResponse(
+                end_of_data=entry.final is not None, job_status=status
+            )
         with rpc.create_channel(runner.address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
-            reply = rpc.call("FetchCollectBatches", stub.FetchCollectBatches,
-                             common_pb2.FetchCollectRequest(
-                                 job_id=job_id, operator_id=operator_id,
-                                 max_batches=max_batches, timeout_ms=timeout_ms),
-                             timeout=timeout_ms / 1000 + 10)
+            reply = rpc.call(
+                "FetchCollectBatches",
+                stub.FetchCollectBatches,
+                common_pb2.FetchCollectRequest(
+                    job_id=job_id,
+                    operator_id=operator_id,
+                    max_batches=max_batches,
+                    timeout_ms=timeout_ms,
+                ),
+                timeout=timeout_ms / 1000 + 10,
+            )
         if reply.end_of_data:
             with self._cond:
                 entry.drained.add(operator_id)
@@ -231,7 +251,9 @@ class Dispatcher(LeaderContender):
             return common_pb2.ListTaskManagersResponse()
         with rpc.create_channel(self._rm_address) as channel:
             stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
-            return rpc.call("ListTaskManagers", stub.ListTaskManagers, common_pb2.Empty(), timeout=10)
+            return rpc.call(
+                "ListTaskManagers", stub.ListTaskManagers, common_pb2.Empty(), timeout=10
+            )
 
     def close(self) -> None:
         with self._cond:

@@ -70,8 +70,11 @@ def pointwise_consumers(producer: int, producers: int, consumers: int) -> tuple[
     equal parallelism 1:1; more producers than consumers: each producer feeds one
     consumer; fewer: each producer feeds a contiguous range."""
     if producers >= consumers:
-        return tuple(j for j in range(consumers)
-                     if j * producers // consumers <= producer < (j + 1) * producers // consumers)
+        return tuple(
+            j
+            for j in range(consumers)
+            if j * producers // consumers <= producer < (j + 1) * producers // consumers
+        )
     return tuple(j for j in range(consumers) if j * producers // consumers == producer)
 
 
@@ -84,14 +87,19 @@ class ExecutionGraph:
         for vertex in job_graph.vertices:
             subtasks = []
             for index in range(vertex.parallelism):
-                ev = ExecutionVertex(vertex, index, Execution(new_execution_attempt_id(), attempt_number))
+                ev = ExecutionVertex(
+                    vertex, index, Execution(new_execution_attempt_id(), attempt_number)
+                )
                 subtasks.append(ev)
                 self._by_attempt[ev.current.attempt_id] = ev
             self.vertices[vertex.vertex_id] = subtasks
         for _, edge in enumerate(job_graph.edges):
             source = job_graph.vertex(edge.source_vertex)
             target = job_graph.vertex(edge.target_vertex)
-            if edge.partitioner is PartitionerKind.FORWARD and source.parallelism != target.parallelism:
+            if (
+                edge.partitioner is PartitionerKind.FORWARD
+                and source.parallelism != target.parallelism
+            ):
                 msg = (
                     f"forward partitioning does not allow a change of parallelism: "
                     f"{source.name!r} ({source.parallelism}) -> {target.name!r} "
@@ -131,7 +139,8 @@ class ExecutionGraph:
         target = self.job_graph.vertex(edge.target_vertex)
         if edge.partitioner in _POINTWISE:
             consumers = pointwise_consumers(
-                producer.subtask_index, producer.job_vertex.parallelism, target.parallelism)
+                producer.subtask_index, producer.job_vertex.parallelism, target.parallelism
+            )
         else:
             consumers = tuple(range(target.parallelism))
         return ResultPartitionDescriptor(
@@ -154,12 +163,14 @@ class ExecutionGraph:
                 continue
             slot = producer.current.slot
             assert slot is not None
-            channels.append(InputChannelDescriptor(
-                partition_id=partition.partition_id,
-                subpartition_index=partition.consumer_subtasks.index(consumer.subtask_index),
-                producer_location=slot.location,
-                is_local=slot.resource_id == consumer.current.slot.resource_id,
-            ))
+            channels.append(
+                InputChannelDescriptor(
+                    partition_id=partition.partition_id,
+                    subpartition_index=partition.consumer_subtasks.index(consumer.subtask_index),
+                    producer_location=slot.location,
+                    is_local=slot.resource_id == consumer.current.slot.resource_id,
+                )
+            )
         return InputGateDescriptor(edge_index=edge_index, edge=edge, channels=tuple(channels))
 
     def deployment_descriptor(self, ev: ExecutionVertex) -> TaskDeploymentDescriptor:
@@ -175,9 +186,12 @@ class ExecutionGraph:
             attempt_number=ev.current.attempt_number,
             execution_attempt_id=ev.current.attempt_id,
             allocation_id=slot.allocation_id,
-            input_gates=tuple(self._gate_descriptor(ev, i, e) for i, e in graph.inputs_of(vertex_id)),
+            input_gates=tuple(
+                self._gate_descriptor(ev, i, e) for i, e in graph.inputs_of(vertex_id)
+            ),
             result_partitions=tuple(
-                self._partition_descriptor(ev, i, e) for i, e in graph.outputs_of(vertex_id)),
+                self._partition_descriptor(ev, i, e) for i, e in graph.outputs_of(vertex_id)
+            ),
             job_config=graph.config,
             job_parameters=graph.job_parameters,
         )
@@ -192,9 +206,12 @@ class ExecutionGraph:
     def task_statuses(self) -> tuple[TaskStatusInfo, ...]:
         return tuple(
             TaskStatusInfo(
-                vertex_id=ev.job_vertex.vertex_id, task_name=ev.task_name,
-                subtask_index=ev.subtask_index, attempt_number=ev.current.attempt_number,
-                execution_attempt_id=ev.current.attempt_id, state=ev.current.state.value,
+                vertex_id=ev.job_vertex.vertex_id,
+                task_name=ev.task_name,
+                subtask_index=ev.subtask_index,
+                attempt_number=ev.current.attempt_number,
+                execution_attempt_id=ev.current.attempt_id,
+                state=ev.current.state.value,
                 resource_id=ev.current.slot.resource_id if ev.current.slot else "",
                 failure_cause=ev.current.failure_cause,
             )

@@ -6,14 +6,14 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
+from jobmanager.collect_buffer import CollectBuffer, FetchResult
+from jobmanager.execution_graph import ExecutionGraph
+from jobmanager.scheduler import DefaultScheduler
 from weir.core import rpc
 from weir.core.deployment import ExecutionState, JobStatus
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_info import JobDetailsInfo
-from jobmanager.collect_buffer import CollectBuffer, FetchResult
-from jobmanager.execution_graph import ExecutionGraph
-from jobmanager.scheduler import DefaultScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +38,16 @@ class JobMaster(LeaderContender):
         self._rm_retriever = ha_services.get_resource_manager_leader_retriever()
         self._election = ha_services.get_job_master_leader_election(job_graph.job_id)
         self.scheduler = DefaultScheduler(
-            ExecutionGraph(job_graph), self._config, lambda: self._address,
-            lambda: self._rm_address, self._on_status)
+            ExecutionGraph(job_graph),
+            self._config,
+            lambda: self._address,
+            lambda: self._rm_address,
+            self._on_status,
+        )
         self._collect: dict[str, CollectBuffer] = {
             op.operator_id: CollectBuffer(vertex.parallelism)
-            for vertex in job_graph.vertices for op in vertex.operators
+            for vertex in job_graph.vertices
+            for op in vertex.operators
             if op.kind is OperatorKind.COLLECT
         }
         self._closed = False
@@ -61,7 +66,7 @@ class JobMaster(LeaderContender):
         return list(self._collect)
 
     def start(self) -> str:
-        from jobmanager.service import JobMasterServicer  # the servicer imports this module
+        from jobmanager.service import JobMasterServicer  # noqa: PLC0415 (import cycle)
 
         self._server = rpc.create_server(max_workers=16)
         JobMasterServicer.register(self, self._server)
@@ -73,8 +78,12 @@ class JobMaster(LeaderContender):
 
     # -- leadership ------------------------------------------------------------------
     def grant_leadership(self, fencing_token: str) -> None:
-        logger.info("JobMaster for job %s (%s) at %s is leader", self.job_graph.job_name,
-                    self.job_id, self._address)
+        logger.info(
+            "JobMaster for job %s (%s) at %s is leader",
+            self.job_graph.job_name,
+            self.job_id,
+            self._address,
+        )
         self.scheduler.start()
 
     def revoke_leadership(self) -> None:
@@ -114,8 +123,12 @@ class JobMaster(LeaderContender):
             for buffer in self._collect.values():
                 buffer.close()
             details = self.scheduler.details(self._address)
-            threading.Thread(target=self._on_terminated, args=(details,), daemon=True,
-                             name=f"jm-terminated-{self.job_id[:8]}").start()
+            threading.Thread(
+                target=self._on_terminated,
+                args=(details,),
+                daemon=True,
+                name=f"jm-terminated-{self.job_id[:8]}",
+            ).start()
 
     def close(self) -> None:
         """Stop serving (after the job ended and its results were handed over)."""

@@ -10,15 +10,19 @@ import threading
 import time
 from collections.abc import Callable
 
-from proto import resourcemanager_pb2, resourcemanager_pb2_grpc, taskexecutor_pb2
-from proto import taskexecutor_pb2_grpc
+from jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
+from proto import (
+    resourcemanager_pb2,
+    resourcemanager_pb2_grpc,
+    taskexecutor_pb2,
+    taskexecutor_pb2_grpc,
+)
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.deployment import ExecutionState, JobStatus
 from weir.core.errors import WeirError
 from weir.core.ids import AllocationId, ResourceId
 from weir.core.job_info import JobDetailsInfo
-from jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +65,8 @@ class DefaultScheduler:
     def start(self) -> None:
         self._transition(JobStatus.RUNNING)
         self._thread = threading.Thread(
-            target=self._allocate_and_deploy, name=f"scheduler-{self.job_id[:8]}", daemon=True)
+            target=self._allocate_and_deploy, name=f"scheduler-{self.job_id[:8]}", daemon=True
+        )
         self._thread.start()
 
     def _allocate_and_deploy(self) -> None:
@@ -96,15 +101,24 @@ class DefaultScheduler:
         with rpc.create_channel(address) as channel:
             stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
             response = rpc.call(
-                "RequestSlots", stub.RequestSlots,
+                "RequestSlots",
+                stub.RequestSlots,
                 resourcemanager_pb2.RequestSlotsRequest(
-                    job_id=self.job_id, count=needed,
-                    jobmaster_address=self._jobmaster_address(), timeout_ms=timeout_ms),
+                    job_id=self.job_id,
+                    count=needed,
+                    jobmaster_address=self._jobmaster_address(),
+                    timeout_ms=timeout_ms,
+                ),
                 timeout=timeout_ms / 1000 + 30,
             )
         return [
-            SlotInfo(AllocationId(s.allocation_id), ResourceId(s.resource_id), s.rpc_address,
-                     s.data_host, s.data_port)
+            SlotInfo(
+                AllocationId(s.allocation_id),
+                ResourceId(s.resource_id),
+                s.rpc_address,
+                s.data_host,
+                s.data_port,
+            )
             for s in response.slots
         ]
 
@@ -121,14 +135,21 @@ class DefaultScheduler:
         try:
             with rpc.create_channel(slot.rpc_address) as channel:
                 stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
-                rpc.call("SubmitTask", stub.SubmitTask, taskexecutor_pb2.SubmitTaskRequest(
-                    task_deployment_descriptor=pickle.dumps(tdd, protocol=5),
-                    jobmaster_address=self._jobmaster_address(),
-                ), timeout=TASK_RPC_TIMEOUT_S)
+                rpc.call(
+                    "SubmitTask",
+                    stub.SubmitTask,
+                    taskexecutor_pb2.SubmitTaskRequest(
+                        task_deployment_descriptor=pickle.dumps(tdd, protocol=5),
+                        jobmaster_address=self._jobmaster_address(),
+                    ),
+                    timeout=TASK_RPC_TIMEOUT_S,
+                )
         except WeirError as exc:
             self.update_task_state(
-                ev.current.attempt_id, ExecutionState.FAILED,
-                f"deploying {ev.task_name} to TaskManager {slot.resource_id} failed: {exc}")
+                ev.current.attempt_id,
+                ExecutionState.FAILED,
+                f"deploying {ev.task_name} to TaskManager {slot.resource_id} failed: {exc}",
+            )
             return False
         return True
 
@@ -152,9 +173,13 @@ class DefaultScheduler:
     def task_manager_lost(self, resource_id: str, reason: str) -> None:
         cause = f"TaskManagerLostError: TaskManager {resource_id} was lost: {reason}"
         with self._lock:
-            lost = [ev for ev in self.graph.all_executions()
-                    if ev.current.slot is not None and ev.current.slot.resource_id == resource_id
-                    and not ev.current.state.is_terminal]
+            lost = [
+                ev
+                for ev in self.graph.all_executions()
+                if ev.current.slot is not None
+                and ev.current.slot.resource_id == resource_id
+                and not ev.current.state.is_terminal
+            ]
         for ev in lost:
             self.update_task_state(ev.current.attempt_id, ExecutionState.FAILED, cause)
 
@@ -186,22 +211,33 @@ class DefaultScheduler:
         targets = [
             (ev.current.attempt_id, ev.current.slot.rpc_address)
             for ev in self.graph.all_executions()
-            if ev.current.slot is not None and not ev.current.state.is_terminal
+            if ev.current.slot is not None
+            and not ev.current.state.is_terminal
             and ev.current.state is not ExecutionState.CREATED
         ]
         self._cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
-        threading.Thread(target=self._send_cancels, args=(targets,), daemon=True,
-                         name=f"cancel-{self.job_id[:8]}").start()
+        threading.Thread(
+            target=self._send_cancels,
+            args=(targets,),
+            daemon=True,
+            name=f"cancel-{self.job_id[:8]}",
+        ).start()
 
     def _send_cancels(self, targets: list[tuple[str, str]]) -> None:
         for attempt_id, address in targets:
             try:
                 with rpc.create_channel(address) as channel:
                     stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
-                    rpc.call("CancelTask", stub.CancelTask, taskexecutor_pb2.CancelTaskRequest(
-                        execution_attempt_id=attempt_id), timeout=TASK_RPC_TIMEOUT_S)
+                    rpc.call(
+                        "CancelTask",
+                        stub.CancelTask,
+                        taskexecutor_pb2.CancelTaskRequest(execution_attempt_id=attempt_id),
+                        timeout=TASK_RPC_TIMEOUT_S,
+                    )
             except WeirError as exc:  # its TaskManager is gone: the task is gone with it
-                logger.info("cancel of %s not delivered (%s); taking it as cancelled", attempt_id, exc)
+                logger.info(
+                    "cancel of %s not delivered (%s); taking it as cancelled", attempt_id, exc
+                )
                 self.update_task_state(attempt_id, ExecutionState.CANCELED, None)
         deadline = self._cancel_deadline or time.monotonic()
         while not self._terminated.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
@@ -209,8 +245,12 @@ class DefaultScheduler:
                 with self._lock:
                     for ev in self.graph.all_executions():
                         if not ev.current.state.is_terminal:
-                            logger.warning("job %s: %s did not confirm its cancellation; "
-                                           "taking it as cancelled", self.job_id, ev.task_name)
+                            logger.warning(
+                                "job %s: %s did not confirm its cancellation; "
+                                "taking it as cancelled",
+                                self.job_id,
+                                ev.task_name,
+                            )
                             ev.current.transition(ExecutionState.CANCELED)
                     self._check_terminal()
                 return
@@ -234,14 +274,20 @@ class DefaultScheduler:
     def _transition(self, status: JobStatus) -> None:
         if status is self.status:
             return
-        logger.info("job %s (%s) switched from %s to %s", self.graph.job_graph.job_name,
-                    self.job_id, self.status.value, status.value)
+        logger.info(
+            "job %s (%s) switched from %s to %s",
+            self.graph.job_graph.job_name,
+            self.job_id,
+            self.status.value,
+            status.value,
+        )
         self.status = status
         if status.is_globally_terminal:
             self.end_time_ms = int(time.time() * 1000)
             self._terminated.set()
-            threading.Thread(target=self._release_slots, daemon=True,
-                             name=f"release-{self.job_id[:8]}").start()
+            threading.Thread(
+                target=self._release_slots, daemon=True, name=f"release-{self.job_id[:8]}"
+            ).start()
         self._on_status(status)
 
     def _release_slots(self) -> None:
@@ -251,9 +297,12 @@ class DefaultScheduler:
         try:
             with rpc.create_channel(address) as channel:
                 stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
-                rpc.call("ReleaseSlots", stub.ReleaseSlots,
-                         resourcemanager_pb2.ReleaseSlotsRequest(job_id=self.job_id),
-                         timeout=TASK_RPC_TIMEOUT_S)
+                rpc.call(
+                    "ReleaseSlots",
+                    stub.ReleaseSlots,
+                    resourcemanager_pb2.ReleaseSlotsRequest(job_id=self.job_id),
+                    timeout=TASK_RPC_TIMEOUT_S,
+                )
         except WeirError:
             # The ResourceManager frees the slots of a finished job itself when its
             # TaskManagers report them idle; a lost release costs only time.
@@ -262,13 +311,15 @@ class DefaultScheduler:
     def details(self, jobmaster_address: str) -> JobDetailsInfo:
         with self._lock:
             return JobDetailsInfo(
-                job_id=self.job_id, job_name=self.graph.job_graph.job_name,
-                status=self.status.value, start_time_ms=self.start_time_ms,
-                end_time_ms=self.end_time_ms, failure_cause=self.failure_cause,
-                tasks=self.graph.task_statuses(), jobmaster_address=jobmaster_address,
+                job_id=self.job_id,
+                job_name=self.graph.job_graph.job_name,
+                status=self.status.value,
+                start_time_ms=self.start_time_ms,
+                end_time_ms=self.end_time_ms,
+                failure_cause=self.failure_cause,
+                tasks=self.graph.task_statuses(),
+                jobmaster_address=jobmaster_address,
             )
 
     def wait_terminated(self, timeout: float | None) -> bool:
         return self._terminated.wait(timeout)
-
-

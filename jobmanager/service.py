@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import grpc
 
+from jobmanager.job_master import JobMaster
 from proto import common_pb2, jobmaster_pb2_grpc
 from weir.core.errors import JobNotFoundError
 from weir.core.rpc import translate_server_errors
-from jobmanager.job_master import JobMaster
 
 
 class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
@@ -24,42 +24,45 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
             raise JobNotFoundError(msg)
 
     @translate_server_errors
-    def UpdateTaskExecutionState(self, request, context):  # noqa: N802 (gRPC's names)
+    def UpdateTaskExecutionState(self, request, context):
         self._check_job(request.job_id)
         accepted = self._jm.update_task_execution_state(
-            request.execution_attempt_id, request.state, request.failure_cause)
+            request.execution_attempt_id, request.state, request.failure_cause
+        )
         return common_pb2.Ack(ok=accepted)
 
     @translate_server_errors
-    def PushCollectBatch(self, request, context):  # noqa: N802
+    def PushCollectBatch(self, request, context):
         self._check_job(request.job_id)
         accepted = self._jm.push_collect(
-            request.operator_id, request.subtask_index, request.batch, request.end_of_data)
+            request.operator_id, request.subtask_index, request.batch, request.end_of_data
+        )
         return common_pb2.Ack(ok=accepted, message="" if accepted else "buffer full; retry")
 
     @translate_server_errors
-    def FetchCollectBatches(self, request, context):  # noqa: N802
+    def FetchCollectBatches(self, request, context):
         self._check_job(request.job_id)
         result = self._jm.fetch_collect(
-            request.operator_id, request.max_batches, request.timeout_ms / 1000)
+            request.operator_id, request.max_batches, request.timeout_ms / 1000
+        )
         return common_pb2.FetchCollectResponse(
-            batches=result.batches, end_of_data=result.end_of_data,
-            job_status=self._jm.details().status)
+            batches=result.batches,
+            end_of_data=result.end_of_data,
+            job_status=self._jm.details().status,
+        )
 
     @translate_server_errors
-    def GetJobDetails(self, request, context):  # noqa: N802
+    def GetJobDetails(self, request, context):
         self._check_job(request.job_id)
         return self._jm.details().to_proto()
 
     @translate_server_errors
-    def CancelJob(self, request, context):  # noqa: N802
+    def CancelJob(self, request, context):
         self._check_job(request.job_id)
         self._jm.cancel()
         return common_pb2.Ack(ok=True)
 
     @translate_server_errors
-    def NotifyTaskManagerLost(self, request, context):  # noqa: N802
+    def NotifyTaskManagerLost(self, request, context):
         self._jm.task_manager_lost(request.resource_id, request.reason)
         return common_pb2.Ack(ok=True)
-
-

@@ -1,9 +1,9 @@
 """The ``weir`` command line: run, list, cancel and info, as Flink's ``flink`` CLI.
 
-    weir run [-d] [-p N] [-m host:port] job.py [args...]
-    weir list [-a] [-m host:port]
-    weir cancel [-m host:port] JOB_ID
-    weir info [-p N] job.py [args...]
+weir run [-d] [-p N] [-m host:port] job.py [args...]
+weir list [-a] [-m host:port]
+weir cancel [-m host:port] JOB_ID
+weir info [-p N] job.py [args...]
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class _DetachedJobClient(ClusterJobClient):
         return JobExecutionResult(self.get_job_id(), 0)
 
 
-class _PlanCaptured(Exception):  # noqa: N818 (a control-flow signal, not an error)
+class _PlanCaptured(Exception):
     def __init__(self, graph: JobGraph) -> None:
         super().__init__("plan captured")
         self.graph = graph
@@ -198,15 +198,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("WEIR_LOG_LEVEL", "WARNING"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("WEIR_LOG_LEVEL", "WARNING"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     ns = build_parser().parse_args(argv)
     try:
         conf = load_cli_config()
         return int(ns.func(ns, conf))
     except JobExecutionError as exc:
-        print(f"\n------------------------------------------------------------\n"
-              f"The program finished with the following exception:\n\n{exc}", file=sys.stderr)
+        print(
+            f"\n------------------------------------------------------------\n"
+            f"The program finished with the following exception:\n\n{exc}",
+            file=sys.stderr,
+        )
         return 1
     except WeirError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -53,8 +53,9 @@ class ClusterComponents:
     keys and stop it on close; a given session is reused and never stopped.
     """
 
-    def __init__(self, config: Mapping[str, str], spark_session: SparkSession | None = None
-                 ) -> None:
+    def __init__(
+        self, config: Mapping[str, str], spark_session: SparkSession | None = None
+    ) -> None:
         self.config = dict(config)
         self._spark_session = spark_session
         self.host = cfg.get(self.config, cfg.BIND_HOST)
@@ -111,6 +112,10 @@ class ClusterComponents:
     def __enter__(self) -> ClusterComponents:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

@@ -14,45 +14,76 @@ class DispatcherGateway:
         self._stub = dispatcher_pb2_grpc.DispatcherStub(self._channel)
 
     def submit_job(self, job_graph: bytes) -> str:
-        reply = rpc.call(f"SubmitJob to the Dispatcher at {self.address}", self._stub.SubmitJob,
-                         dispatcher_pb2.SubmitJobRequest(job_graph=job_graph), timeout=60)
+        reply = rpc.call(
+            f"SubmitJob to the Dispatcher at {self.address}",
+            self._stub.SubmitJob,
+            dispatcher_pb2.SubmitJobRequest(job_graph=job_graph),
+            timeout=60,
+        )
         return reply.job_id
 
     def list_jobs(self, include_terminated: bool = False) -> list[JobDetailsInfo]:
-        reply = rpc.call("ListJobs", self._stub.ListJobs,
-                         dispatcher_pb2.ListJobsRequest(include_terminated=include_terminated))
+        reply = rpc.call(
+            f"ListJobs on the Dispatcher at {self.address}",
+            self._stub.ListJobs,
+            dispatcher_pb2.ListJobsRequest(include_terminated=include_terminated),
+        )
         return [JobDetailsInfo.from_proto(j) for j in reply.jobs]
 
     def job_details(self, job_id: str) -> JobDetailsInfo:
-        reply = rpc.call("GetJobDetails", self._stub.GetJobDetails,
-                         common_pb2.JobIdRequest(job_id=job_id))
+        reply = rpc.call(
+            f"GetJobDetails on the Dispatcher at {self.address}",
+            self._stub.GetJobDetails,
+            common_pb2.JobIdRequest(job_id=job_id),
+        )
         return JobDetailsInfo.from_proto(reply)
 
     def cancel_job(self, job_id: str) -> None:
-        rpc.call("CancelJob", self._stub.CancelJob, common_pb2.JobIdRequest(job_id=job_id))
+        rpc.call(
+            f"CancelJob on the Dispatcher at {self.address}",
+            self._stub.CancelJob,
+            common_pb2.JobIdRequest(job_id=job_id),
+        )
 
     def wait_for_result(self, job_id: str, timeout_ms: int) -> JobDetailsInfo:
         reply = rpc.call(
-            "WaitForJobResult", self._stub.WaitForJobResult,
+            f"WaitForJobResult on the Dispatcher at {self.address}",
+            self._stub.WaitForJobResult,
             dispatcher_pb2.WaitForJobResultRequest(job_id=job_id, timeout_ms=timeout_ms),
-            timeout=timeout_ms / 1000 + 30)
+            timeout=timeout_ms / 1000 + 30,
+        )
         return JobDetailsInfo.from_proto(reply)
 
     def fetch_collect(
         self, job_id: str, operator_id: str, max_batches: int, timeout_ms: int
     ) -> common_pb2.FetchCollectResponse:
         return rpc.call(
-            "FetchCollectBatches", self._stub.FetchCollectBatches,
-            common_pb2.FetchCollectRequest(job_id=job_id, operator_id=operator_id,
-                                           max_batches=max_batches, timeout_ms=timeout_ms),
-            timeout=timeout_ms / 1000 + 30)
+            f"FetchCollectBatches on the Dispatcher at {self.address}",
+            self._stub.FetchCollectBatches,
+            common_pb2.FetchCollectRequest(
+                job_id=job_id,
+                operator_id=operator_id,
+                max_batches=max_batches,
+                timeout_ms=timeout_ms,
+            ),
+            timeout=timeout_ms / 1000 + 30,
+        )
 
     def list_task_managers(self) -> list[common_pb2.TaskManagerInfo]:
-        return list(rpc.call("ListTaskManagers", self._stub.ListTaskManagers,
-                             common_pb2.Empty()).task_managers)
+        return list(
+            rpc.call(
+                f"ListTaskManagers on the Dispatcher at {self.address}",
+                self._stub.ListTaskManagers,
+                common_pb2.Empty(),
+            ).task_managers
+        )
 
     def overview(self) -> dispatcher_pb2.ClusterOverviewResponse:
-        return rpc.call("ClusterOverview", self._stub.ClusterOverview, common_pb2.Empty())
+        return rpc.call(
+            f"ClusterOverview on the Dispatcher at {self.address}",
+            self._stub.ClusterOverview,
+            common_pb2.Empty(),
+        )
 
     def close(self) -> None:
         self._channel.close()

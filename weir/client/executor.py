@@ -44,6 +44,7 @@ class RemoteExecutor:
             target = client_stdout_path()
             if target is not None:
                 job_graph = dataclasses.replace(
-                    job_graph, config={**job_graph.config, PRINT_TARGET_KEY: target})
+                    job_graph, config={**job_graph.config, PRINT_TARGET_KEY: target}
+                )
         job_id = self.gateway.submit_job(encode_job_graph(job_graph))
         return ClusterJobClient(self.gateway, job_id)

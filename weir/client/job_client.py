@@ -21,15 +21,17 @@ logger = logging.getLogger(__name__)
 _WAIT_SLICE_MS = 10_000
 # Batches per fetch: enough to amortise the round trip, few enough to bound memory.
 _FETCH_BATCHES = 16
-_GOING_DOWN = frozenset(s.value for s in (
-    JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING))
+_GOING_DOWN = frozenset(
+    s.value for s in (JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING)
+)
 
 
 def raise_for_status(details: JobDetailsInfo) -> None:
     if details.status == JobStatus.FAILED.value:
         msg = f"Job {details.job_name!r} ({details.job_id}) failed: {details.failure_cause}"
-        raise JobExecutionError(msg, job_id=details.job_id, status=details.status,
-                                cause=details.failure_cause)
+        raise JobExecutionError(
+            msg, job_id=details.job_id, status=details.status, cause=details.failure_cause
+        )
     if details.status == JobStatus.CANCELED.value:
         msg = f"Job {details.job_name!r} ({details.job_id}) was cancelled"
         raise JobExecutionError(msg, job_id=details.job_id, status=details.status)
@@ -62,7 +64,9 @@ class ClusterJobClient:
         """Blocks until the job ends; raises JobExecutionError unless it FINISHED."""
         details = self.wait_for_terminal()
         raise_for_status(details)
-        return JobExecutionResult(details.job_id, max(0, details.end_time_ms - details.start_time_ms))
+        return JobExecutionResult(
+            details.job_id, max(0, details.end_time_ms - details.start_time_ms)
+        )
 
     def collect(self, operator_id: str) -> CollectResultIterator:
         return CollectResultIterator(self, self._gateway, operator_id)
@@ -94,7 +98,8 @@ class CollectResultIterator:
 
     def _fetch(self) -> None:
         reply = self._gateway.fetch_collect(
-            self._client.get_job_id(), self._operator_id, _FETCH_BATCHES, _WAIT_SLICE_MS)
+            self._client.get_job_id(), self._operator_id, _FETCH_BATCHES, _WAIT_SLICE_MS
+        )
         for batch in reply.batches:
             self._records.extend(deserialize_batch(batch))
         if reply.end_of_data:

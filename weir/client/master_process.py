@@ -48,15 +48,24 @@ def _parse_setting(text: str) -> tuple[str, str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m weir.client.master_process",
-        description="Run a Weir master: Dispatcher, ResourceManager and JobMasters.")
-    parser.add_argument("--config-dir", required=True, type=Path,
-                        help=f"directory holding {CONF_FILE}")
+        description="Run a Weir master: Dispatcher, ResourceManager and JobMasters.",
+    )
+    parser.add_argument(
+        "--config-dir", required=True, type=Path, help=f"directory holding {CONF_FILE}"
+    )
     parser.add_argument("--host", help="interface to bind (overrides jobmanager.bind-host)")
-    parser.add_argument("--port", type=int,
-                        help="Dispatcher port (overrides jobmanager.rpc.port; 0 = any free)")
-    parser.add_argument("--set", dest="settings", action="append", default=[],
-                        type=_parse_setting, metavar="KEY=VALUE",
-                        help="override a configuration key (repeatable)")
+    parser.add_argument(
+        "--port", type=int, help="Dispatcher port (overrides jobmanager.rpc.port; 0 = any free)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        type=_parse_setting,
+        metavar="KEY=VALUE",
+        help="override a configuration key (repeatable)",
+    )
     return parser
 
 
@@ -89,8 +98,9 @@ class _ShutdownSignals:
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.requested.is_set():
             # Already stopping; a stuck stop is ended by the scripts' SIGKILL, not here.
-            logger.warning("%s received while stopping; still stopping",
-                           signal.Signals(signum).name)
+            logger.warning(
+                "%s received while stopping; still stopping", signal.Signals(signum).name
+            )
             return
         logger.info("%s received: stopping the master", signal.Signals(signum).name)
         self.requested.set()
@@ -108,9 +118,11 @@ def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
     # KeyboardInterrupt); ours must be the one in force while the master runs.
     signals.install()
     try:
-        logger.info("master started: Dispatcher at %s, ResourceManager at %s",
-                    address, components.resource_manager.address
-                    if components.resource_manager else "-")
+        logger.info(
+            "master started: Dispatcher at %s, ResourceManager at %s",
+            address,
+            components.resource_manager.address if components.resource_manager else "-",
+        )
         print(READY_LINE.format(address=address), flush=True)
         signals.requested.wait()
     finally:
@@ -120,8 +132,11 @@ def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     ns = build_parser().parse_args(argv)
     try:
         config = load_master_config(ns)

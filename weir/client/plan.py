@@ -23,15 +23,19 @@ def job_graph_plan(graph: JobGraph) -> dict[str, object]:
     index = {v.vertex_id: n for n, v in enumerate(graph.vertices, start=1)}
     for vertex in graph.vertices:
         predecessors = [
-            {"id": index[e.source_vertex], "ship_strategy": _SHIP_STRATEGY[e.partitioner],
-             "side": "second" if e.input_index else "first"}
+            {
+                "id": index[e.source_vertex],
+                "ship_strategy": _SHIP_STRATEGY[e.partitioner],
+                "side": "second" if e.input_index else "first",
+            }
             for _, e in graph.inputs_of(vertex.vertex_id)
         ]
         node: dict[str, object] = {
             "id": index[vertex.vertex_id],
             "type": vertex.head.kind.value,
-            "pact": "Data Source" if vertex.is_source else (
-                "Data Sink" if not graph.outputs_of(vertex.vertex_id) else "Operator"),
+            "pact": "Data Source"
+            if vertex.is_source
+            else ("Data Sink" if not graph.outputs_of(vertex.vertex_id) else "Operator"),
             "contents": vertex.name,
             "parallelism": vertex.parallelism,
             "max_parallelism": vertex.max_parallelism,

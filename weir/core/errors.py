@@ -1,19 +1,19 @@
 """The exception tree every Weir component raises.
 
-    WeirError
-    ├── ConfigurationError (ValueError)        a key or value in the configuration is wrong
-    ├── JobGraphError (ValueError)             a program cannot become a valid JobGraph
-    ├── JobSubmissionError                     the cluster refused a job
-    ├── JobNotFoundError (KeyError)            no job with that id
-    ├── JobExecutionError                      a job ended FAILED or CANCELED; carries the cause
-    ├── SlotAllocationError                    not enough slots within slot.request.timeout
-    ├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
-    ├── RemoteError                            a gRPC call failed (mapped from grpc.StatusCode)
-    │   ├── ServiceUnavailableError (ConnectionError)
-    │   └── RemoteTimeoutError (TimeoutError)
-    ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
-    ├── UserCodeError                          user code raised inside a task; keeps the traceback
-    └── LeaderLostError                        a component lost leadership (fencing)
+WeirError
+├── ConfigurationError (ValueError)        a key or value in the configuration is wrong
+├── JobGraphError (ValueError)             a program cannot become a valid JobGraph
+├── JobSubmissionError                     the cluster refused a job
+├── JobNotFoundError (KeyError)            no job with that id
+├── JobExecutionError                      a job ended FAILED or CANCELED; carries the cause
+├── SlotAllocationError                    not enough slots within slot.request.timeout
+├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
+├── RemoteError                            a gRPC call failed (mapped from grpc.StatusCode)
+│   ├── ServiceUnavailableError (ConnectionError)
+│   └── RemoteTimeoutError (TimeoutError)
+├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
+├── UserCodeError                          user code raised inside a task; keeps the traceback
+└── LeaderLostError                        a component lost leadership (fencing)
 """
 
 from __future__ import annotations

@@ -31,7 +31,9 @@ class CloseableIterator(Protocol):
 class JobExecutionResult:
     """What ``execute()`` returns (PyFlink's JobExecutionResult)."""
 
-    def __init__(self, job_id: str, net_runtime_ms: int, accumulators: dict[str, Any] | None = None):
+    def __init__(
+        self, job_id: str, net_runtime_ms: int, accumulators: dict[str, Any] | None = None
+    ):
         self._job_id = job_id
         self._net_runtime_ms = net_runtime_ms
         self._accumulators = accumulators or {}
@@ -77,7 +79,8 @@ def get_executor() -> PipelineExecutor:
     """The registered executor, or the embedded MiniCluster's."""
     if _registered is not None:
         return _registered
-    from weir.client.mini_cluster import shared_mini_cluster_executor  # lazy: pulls in services
+    # Imported lazily: building a job must not import the services.
+    from weir.client.mini_cluster import shared_mini_cluster_executor  # noqa: PLC0415
 
     return shared_mini_cluster_executor()
 

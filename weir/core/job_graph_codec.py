@@ -20,25 +20,38 @@ from weir.core.job_graph import (
 
 def encode_job_graph(graph: JobGraph) -> bytes:
     message = common_pb2.JobGraphProto(
-        job_id=graph.job_id, job_name=graph.job_name,
-        config=dict(graph.config), job_parameters=dict(graph.job_parameters),
+        job_id=graph.job_id,
+        job_name=graph.job_name,
+        config=dict(graph.config),
+        job_parameters=dict(graph.job_parameters),
     )
     for vertex in graph.vertices:
         v = message.vertices.add(
-            vertex_id=vertex.vertex_id, name=vertex.name, parallelism=vertex.parallelism,
-            max_parallelism=vertex.max_parallelism, slot_sharing_group=vertex.slot_sharing_group,
+            vertex_id=vertex.vertex_id,
+            name=vertex.name,
+            parallelism=vertex.parallelism,
+            max_parallelism=vertex.max_parallelism,
+            slot_sharing_group=vertex.slot_sharing_group,
         )
         for op in vertex.operators:
             v.operators.add(
-                operator_id=op.operator_id, name=op.name, kind=op.kind.value, payload=op.payload,
-                chained_outputs=list(op.chained_outputs), uid=op.uid or "",
-                has_uid=op.uid is not None, input_count=op.input_count,
+                operator_id=op.operator_id,
+                name=op.name,
+                kind=op.kind.value,
+                payload=op.payload,
+                chained_outputs=list(op.chained_outputs),
+                uid=op.uid or "",
+                has_uid=op.uid is not None,
+                input_count=op.input_count,
             )
     for edge in graph.edges:
         message.edges.add(
-            source_vertex=edge.source_vertex, source_operator=edge.source_operator,
-            target_vertex=edge.target_vertex, input_index=edge.input_index,
-            partitioner=edge.partitioner.value, partitioner_payload=edge.partitioner_payload,
+            source_vertex=edge.source_vertex,
+            source_operator=edge.source_operator,
+            target_vertex=edge.target_vertex,
+            input_index=edge.input_index,
+            partitioner=edge.partitioner.value,
+            partitioner_payload=edge.partitioner_payload,
             serializer=edge.serializer.value,
         )
     return message.SerializeToString()
@@ -61,14 +74,20 @@ def decode_job_graph(data: bytes) -> JobGraph:
             job_name=message.job_name,
             vertices=tuple(
                 JobVertex(
-                    vertex_id=JobVertexId(v.vertex_id), name=v.name, parallelism=v.parallelism,
-                    max_parallelism=v.max_parallelism, slot_sharing_group=v.slot_sharing_group,
+                    vertex_id=JobVertexId(v.vertex_id),
+                    name=v.name,
+                    parallelism=v.parallelism,
+                    max_parallelism=v.max_parallelism,
+                    slot_sharing_group=v.slot_sharing_group,
                     operators=tuple(
                         OperatorDescriptor(
-                            operator_id=OperatorId(op.operator_id), name=op.name,
-                            kind=OperatorKind(op.kind), payload=op.payload,
+                            operator_id=OperatorId(op.operator_id),
+                            name=op.name,
+                            kind=OperatorKind(op.kind),
+                            payload=op.payload,
                             chained_outputs=tuple(OperatorId(o) for o in op.chained_outputs),
-                            uid=op.uid if op.has_uid else None, input_count=op.input_count,
+                            uid=op.uid if op.has_uid else None,
+                            input_count=op.input_count,
                         )
                         for op in v.operators
                     ),
@@ -79,7 +98,8 @@ def decode_job_graph(data: bytes) -> JobGraph:
                 JobEdge(
                     source_vertex=JobVertexId(e.source_vertex),
                     source_operator=OperatorId(e.source_operator),
-                    target_vertex=JobVertexId(e.target_vertex), input_index=e.input_index,
+                    target_vertex=JobVertexId(e.target_vertex),
+                    input_index=e.input_index,
                     partitioner=PartitionerKind(e.partitioner),
                     partitioner_payload=e.partitioner_payload,
                     serializer=SerializerKind(e.serializer),

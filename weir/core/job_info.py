@@ -32,29 +32,47 @@ class JobDetailsInfo:
 
     def to_proto(self) -> common_pb2.JobDetails:
         message = common_pb2.JobDetails(
-            job_id=self.job_id, job_name=self.job_name, status=self.status,
-            start_time_ms=self.start_time_ms, end_time_ms=self.end_time_ms,
-            failure_cause=self.failure_cause, jobmaster_address=self.jobmaster_address,
+            job_id=self.job_id,
+            job_name=self.job_name,
+            status=self.status,
+            start_time_ms=self.start_time_ms,
+            end_time_ms=self.end_time_ms,
+            failure_cause=self.failure_cause,
+            jobmaster_address=self.jobmaster_address,
         )
         for t in self.tasks:
             message.tasks.add(
-                vertex_id=t.vertex_id, task_name=t.task_name, subtask_index=t.subtask_index,
-                attempt_number=t.attempt_number, execution_attempt_id=t.execution_attempt_id,
-                state=t.state, resource_id=t.resource_id, failure_cause=t.failure_cause,
+                vertex_id=t.vertex_id,
+                task_name=t.task_name,
+                subtask_index=t.subtask_index,
+                attempt_number=t.attempt_number,
+                execution_attempt_id=t.execution_attempt_id,
+                state=t.state,
+                resource_id=t.resource_id,
+                failure_cause=t.failure_cause,
             )
         return message
 
     @staticmethod
     def from_proto(message: common_pb2.JobDetails) -> JobDetailsInfo:
         return JobDetailsInfo(
-            job_id=message.job_id, job_name=message.job_name, status=message.status,
-            start_time_ms=message.start_time_ms, end_time_ms=message.end_time_ms,
-            failure_cause=message.failure_cause, jobmaster_address=message.jobmaster_address,
+            job_id=message.job_id,
+            job_name=message.job_name,
+            status=message.status,
+            start_time_ms=message.start_time_ms,
+            end_time_ms=message.end_time_ms,
+            failure_cause=message.failure_cause,
+            jobmaster_address=message.jobmaster_address,
             tasks=tuple(
                 TaskStatusInfo(
-                    vertex_id=t.vertex_id, task_name=t.task_name, subtask_index=t.subtask_index,
-                    attempt_number=t.attempt_number, execution_attempt_id=t.execution_attempt_id,
-                    state=t.state, resource_id=t.resource_id, failure_cause=t.failure_cause,
+                    vertex_id=t.vertex_id,
+                    task_name=t.task_name,
+                    subtask_index=t.subtask_index,
+                    attempt_number=t.attempt_number,
+                    execution_attempt_id=t.execution_attempt_id,
+                    state=t.state,
+                    resource_id=t.resource_id,
+                    failure_cause=t.failure_cause,
                 )
                 for t in message.tasks
             ),

@@ -95,7 +95,8 @@ def assign_key_to_parallel_operator(key: Any, max_parallelism: int, parallelism:
 def key_group_range_for_operator(
     max_parallelism: int, parallelism: int, operator_index: int
 ) -> range:
-    """The key groups subtask ``operator_index`` owns (Flink's computeKeyGroupRangeForOperatorIndex)."""
+    """The key groups subtask ``operator_index`` owns (Flink's
+    computeKeyGroupRangeForOperatorIndex)."""
     start = (operator_index * max_parallelism + parallelism - 1) // parallelism
     end = ((operator_index + 1) * max_parallelism - 1) // parallelism
     return range(start, end + 1)

@@ -75,9 +75,14 @@ CODE_TO_ERROR: dict[grpc.StatusCode, type[errors.RemoteError] | type[errors.Weir
 _BY_NAME: dict[str, type[errors.WeirError]] = {
     cls.__name__: cls
     for cls in (
-        errors.ConfigurationError, errors.JobGraphError, errors.JobSubmissionError,
-        errors.JobNotFoundError, errors.SlotAllocationError, errors.TaskManagerLostError,
-        errors.LeaderLostError, errors.JobExecutionError,
+        errors.ConfigurationError,
+        errors.JobGraphError,
+        errors.JobSubmissionError,
+        errors.JobNotFoundError,
+        errors.SlotAllocationError,
+        errors.TaskManagerLostError,
+        errors.LeaderLostError,
+        errors.JobExecutionError,
     )
 }
 _NAME_SEPARATOR = ": "
@@ -101,12 +106,13 @@ def translate_server_errors(method: Callable[..., T]) -> Callable[..., T]:
         except errors.WeirError as exc:
             context.abort(status_code_for(exc), f"{type(exc).__name__}{_NAME_SEPARATOR}{exc}")
         except Exception as exc:
-            logger.error("%s failed", method.__qualname__, exc_info=True)
+            logger.exception("%s failed", method.__qualname__)
             context.abort(
                 grpc.StatusCode.INTERNAL,
                 f"internal error in {method.__qualname__}: {exc!r}\n{traceback.format_exc()}",
             )
-        raise AssertionError("unreachable: context.abort raises")
+        unreachable = "context.abort raises"
+        raise AssertionError(unreachable)
 
     return wrapper
 
@@ -148,7 +154,10 @@ def create_server(max_workers: int = 16) -> grpc.Server:
 
 def bind(server: grpc.Server, host: str, port: int = 0) -> str:
     """Bind ``server`` to ``host:port`` (0 picks a free port, race-free) and return the address."""
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:  # grpcio raises where older versions returned 0
+        bound = 0
     if bound == 0:
         msg = f"cannot bind a gRPC server to {host}:{port}; is the port in use?"
         raise errors.ServiceUnavailableError(msg)

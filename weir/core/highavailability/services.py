@@ -96,7 +96,9 @@ class CompletedCheckpointStore(abc.ABC):
     """Pointers to the retained completed checkpoints of one job, newest last."""
 
     @abc.abstractmethod
-    def add_checkpoint(self, pointer: CompletedCheckpointPointer) -> list[CompletedCheckpointPointer]:
+    def add_checkpoint(
+        self, pointer: CompletedCheckpointPointer
+    ) -> list[CompletedCheckpointPointer]:
         """Add ``pointer``; returns the pointers it subsumed (no longer retained)."""
 
     @abc.abstractmethod

@@ -24,7 +24,7 @@ from weir.core.highavailability.services import (
 )
 from weir.core.ids import JobId
 
-DEFAULT_FENCING_TOKEN = "00000000000000000000000000000000"
+DEFAULT_FENCING_TOKEN = "00000000000000000000000000000000"  # noqa: S105 (not a secret)
 
 
 class StandaloneLeaderElectionService(LeaderElectionService):
@@ -97,11 +97,13 @@ class StandaloneCompletedCheckpointStore(CompletedCheckpointStore):
         self._pointers: list[CompletedCheckpointPointer] = []
         self._lock = threading.Lock()
 
-    def add_checkpoint(self, pointer: CompletedCheckpointPointer) -> list[CompletedCheckpointPointer]:
+    def add_checkpoint(
+        self, pointer: CompletedCheckpointPointer
+    ) -> list[CompletedCheckpointPointer]:
         with self._lock:
             self._pointers.append(pointer)
             subsumed = self._pointers[: -self._max_retained]
-            self._pointers = self._pointers[-self._max_retained:]
+            self._pointers = self._pointers[-self._max_retained :]
             return subsumed
 
     def get_latest(self) -> CompletedCheckpointPointer | None:
