@@ -7,9 +7,9 @@ import json
 import os
 import time
 
+from weir.common import Types
 from weir.datastream.functions import MapFunction, SinkFunction
 from weir.datastream.state import ValueStateDescriptor
-from weir.common import Types
 
 BATCH = 2048
 
@@ -27,7 +27,9 @@ class BidSource:
     def create_reader(self, context):
         index = context.get_index_of_this_subtask()
         parallelism = context.get_number_of_parallel_subtasks()
-        return _BidReader(self.count * index // parallelism, self.count * (index + 1) // parallelism)
+        return _BidReader(
+            self.count * index // parallelism, self.count * (index + 1) // parallelism
+        )
 
 
 class _BidReader:
@@ -81,7 +83,11 @@ class CountingSink(SinkFunction):
         self.n += 1
 
     def close(self):
-        stats = {"count": self.n, "first_ns": self.first, "last_ns": time.perf_counter_ns(),
-                 "pid": os.getpid()}
+        stats = {
+            "count": self.n,
+            "first_ns": self.first,
+            "last_ns": time.perf_counter_ns(),
+            "pid": os.getpid(),
+        }
         with open(os.path.join(self.stats_dir, f"sink-{self.index}.json"), "w") as out:
             json.dump(stats, out)

@@ -17,10 +17,10 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from nexmark import BidSource, CountingSink, CountPerAuction, bids, q1_map  # noqa: E402
+from nexmark import BidSource, CountingSink, CountPerAuction, bids, q1_map
 
-from weir.common import WatermarkStrategy  # noqa: E402
-from weir.datastream import StreamExecutionEnvironment  # noqa: E402
+from weir.common import WatermarkStrategy
+from weir.datastream import StreamExecutionEnvironment
 
 
 def bare_q1(n: int) -> float:
@@ -72,13 +72,19 @@ def main() -> None:
     parser.add_argument("--keyed-events", type=int, default=4_000_000)
     args = parser.parse_args()
     rows = []
-    bare = {"q1": bare_q1(args.events // 4), "keyed count": bare_keyed_count(args.keyed_events // 4)}
+    bare = {
+        "q1": bare_q1(args.events // 4),
+        "keyed count": bare_keyed_count(args.keyed_events // 4),
+    }
     for name, kind, n in (("q1", "q1", args.events), ("keyed count", "keyed", args.keyed_events)):
         for p in (1, 2):
             rate = run_job(kind, n, p)
             rows.append((name, p, rate, bare[name]))
-            print(f"{name:12s} p={p}: {rate:>12,.0f} events/s   bare loop {bare[name]:>12,.0f}"
-                  f"   ratio {rate / bare[name]:.2f}", flush=True)
+            print(
+                f"{name:12s} p={p}: {rate:>12,.0f} events/s   bare loop {bare[name]:>12,.0f}"
+                f"   ratio {rate / bare[name]:.2f}",
+                flush=True,
+            )
     print(f"\n(cores: {os.cpu_count()}; events: q1 {args.events:,}, keyed {args.keyed_events:,})")
 
 

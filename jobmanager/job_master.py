@@ -142,7 +142,7 @@ class JobMaster(LeaderContender):
         self._election.stop()
         self._rm_retriever.stop()
         if self._server is not None:
-            self._server.stop(grace=1.0).wait()
+            rpc.stop_server(self._server, 1.0)
 
     def __enter__(self) -> JobMaster:
         return self

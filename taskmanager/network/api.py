@@ -118,8 +118,9 @@ class NetworkEnvironment(Protocol):
         """Bind the data server on the configured host; return its port."""
         ...
 
-    def create_result_partition(self, descriptor: ResultPartitionDescriptor) -> ResultPartitionWriter:
-        ...
+    def create_result_partition(
+        self, descriptor: ResultPartitionDescriptor
+    ) -> ResultPartitionWriter: ...
 
     def create_input_gate(self, descriptors: tuple[InputGateDescriptor, ...]) -> InputGate:
         """One InputGate over all the task's input edges; gate ``i`` is ``descriptors[i]``."""

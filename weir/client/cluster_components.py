@@ -103,7 +103,7 @@ class ClusterComponents:
             self.dispatcher.close()
             self.dispatcher = None
         if self._server is not None:
-            self._server.stop(grace=_SERVER_STOP_GRACE_S).wait()
+            rpc.stop_server(self._server, _SERVER_STOP_GRACE_S)
             self._server = None
         if self.resource_manager is not None:
             self.resource_manager.close()

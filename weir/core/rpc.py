@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import traceback
+import weakref
 from collections.abc import Callable
 from concurrent import futures
 from typing import Any, TypeVar
@@ -145,11 +146,27 @@ def create_channel(address: str) -> grpc.Channel:
     return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
 
 
+# gRPC never shuts down the thread pool a server was built with, so its idle workers
+# would outlive the server (and pile up in a reused Spark Python worker). We keep each
+# server's pool to shut it down in stop_server().
+_server_pools: weakref.WeakKeyDictionary[grpc.Server, futures.ThreadPoolExecutor] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def create_server(max_workers: int = 16) -> grpc.Server:
-    return grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-        options=_CHANNEL_OPTIONS,
-    )
+    pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
+    server = grpc.server(pool, options=_CHANNEL_OPTIONS)
+    _server_pools[server] = pool
+    return server
+
+
+def stop_server(server: grpc.Server, grace_s: float) -> None:
+    """Stop ``server`` (in-flight calls get ``grace_s``) and end its worker threads."""
+    server.stop(grace=grace_s).wait()
+    pool = _server_pools.pop(server, None)
+    if pool is not None:
+        pool.shutdown(wait=True)
 
 
 def bind(server: grpc.Server, host: str, port: int = 0) -> str:

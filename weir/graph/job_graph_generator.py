@@ -22,6 +22,7 @@ from weir.core.job_graph import (
 )
 from weir.graph.operator_ids import operator_ids
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
+from weir.graph.user_code import ship_user_modules
 
 __all__ = ["JobGraphResult", "create_job_graph"]
 
@@ -61,6 +62,7 @@ def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
 
 def create_job_graph(graph: StreamGraph, job_id: JobId | None = None) -> JobGraphResult:
     """Chain the stream graph into vertices and build the JobGraph (validated)."""
+    ship_user_modules()
     order = graph.topological_order()
     position = {node.id: i for i, node in enumerate(order)}
     ids = operator_ids(graph)

@@ -24,7 +24,10 @@ def _cluster_still_serves() -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     assert sorted(env.from_collection([3, 1, 2]).map(lambda x: x * 10).execute_and_collect()) == [
-        10, 20, 30]
+        10,
+        20,
+        30,
+    ]
 
 
 def test_unpicklable_function_is_refused_before_submission(cluster):

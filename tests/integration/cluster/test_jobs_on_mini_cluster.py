@@ -108,9 +108,11 @@ def test_print_reaches_the_client_stdout(cluster, capfd):
 def test_execute_and_collect_with_limit_returns_a_list(cluster):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
-    from weir.datastream.connectors.number_seq import NumberSequenceSource
     from weir.common import WatermarkStrategy
+    from weir.datastream.connectors.number_seq import NumberSequenceSource
 
-    ds = env.from_source(NumberSequenceSource(1, 10_000_000), WatermarkStrategy.no_watermarks(), "seq")
+    ds = env.from_source(
+        NumberSequenceSource(1, 10_000_000), WatermarkStrategy.no_watermarks(), "seq"
+    )
     first = ds.execute_and_collect(limit=5)
     assert first == [1, 2, 3, 4, 5]

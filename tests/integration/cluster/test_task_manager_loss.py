@@ -31,11 +31,17 @@ def _await(condition, what, timeout=60.0):
 def test_killed_task_manager_fails_the_job_and_the_cluster_serves_on(cluster):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
-    (env.from_source(NumberSequenceSource(0, 10**12), WatermarkStrategy.no_watermarks(), "endless")
-        .map(lambda x: x + 1).add_sink(lambda x: None))
+    (
+        env.from_source(
+            NumberSequenceSource(0, 10**12), WatermarkStrategy.no_watermarks(), "endless"
+        )
+        .map(lambda x: x + 1)
+        .add_sink(lambda x: None)
+    )
     client = env.execute_async("endless")
 
     with DispatcherGateway(cluster.address) as gateway:
+
         def running_on():
             details = gateway.job_details(client.get_job_id())
             tasks = [t for t in details.tasks if t.state == "RUNNING"]
@@ -49,10 +55,13 @@ def test_killed_task_manager_fails_the_job_and_the_cluster_serves_on(cluster):
             client.get_job_execution_result()
         assert "TaskManager" in info.value.cause and "lost" in info.value.cause
         assert resource_id in info.value.cause
-        _await(lambda: resource_id not in {tm.resource_id for tm in gateway.list_task_managers()},
-               "the ResourceManager to drop the lost TaskManager")
+        _await(
+            lambda: resource_id not in {tm.resource_id for tm in gateway.list_task_managers()},
+            "the ResourceManager to drop the lost TaskManager",
+        )
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    assert sorted(env.from_collection([1, 2, 3]).rebalance().map(lambda x: -x)
-                  .execute_and_collect()) == [-3, -2, -1]
+    assert sorted(
+        env.from_collection([1, 2, 3]).rebalance().map(lambda x: -x).execute_and_collect()
+    ) == [-3, -2, -1]

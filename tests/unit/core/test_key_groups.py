@@ -14,7 +14,12 @@ from weir.core.key_groups import (
 )
 
 keys = st.one_of(
-    st.integers(), st.text(), st.binary(), st.floats(allow_nan=False), st.none(), st.booleans(),
+    st.integers(),
+    st.text(),
+    st.binary(),
+    st.floats(allow_nan=False),
+    st.none(),
+    st.booleans(),
     st.tuples(st.integers(), st.text()),
 )
 
@@ -38,7 +43,8 @@ class TestKeyGroupRanges:
     def test_matches_flink_for_known_values(self):
         # Flink's KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(128, 3, i)
         assert [
-            (r.start, r.stop - 1) for r in (key_group_range_for_operator(128, 3, i) for i in range(3))
+            (r.start, r.stop - 1)
+            for r in (key_group_range_for_operator(128, 3, i) for i in range(3))
         ] == [(0, 42), (43, 85), (86, 127)]
 
     def test_default_max_parallelism_follows_flink(self):
@@ -62,8 +68,13 @@ class TestStableHash:
             "from weir.core.key_groups import stable_hash;"
             f"print([stable_hash(k) for k in {sample!r}])"
         )
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True, env={"PYTHONHASHSEED": "12345"}).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": "12345"},
+        ).stdout
         assert out.strip() == repr(here)
 
     def test_spreads_nexmark_auctions_over_subtasks(self):

@@ -39,6 +39,8 @@ def test_server_errors_come_back_as_the_same_class(raised, expected):
 
 
 def test_unavailable_says_what_to_check():
-    mapped = rpc.map_rpc_error(_FakeRpcError(grpc.StatusCode.UNAVAILABLE, "connect failed"), "Submit")
+    mapped = rpc.map_rpc_error(
+        _FakeRpcError(grpc.StatusCode.UNAVAILABLE, "connect failed"), "Submit"
+    )
     assert isinstance(mapped, errors.ServiceUnavailableError)
     assert "running" in str(mapped)

@@ -6,8 +6,9 @@ from hypothesis import strategies as st
 from weir.core.job_graph import SerializerKind
 from weir.core.serializers import deserialize_batch, serialize_batch
 
-primitive = st.one_of(st.integers(), st.text(), st.floats(allow_nan=False), st.none(),
-                      st.booleans(), st.binary())
+primitive = st.one_of(
+    st.integers(), st.text(), st.floats(allow_nan=False), st.none(), st.booleans(), st.binary()
+)
 records = st.lists(st.one_of(primitive, st.tuples(primitive, primitive), st.lists(primitive)))
 
 Point = collections.namedtuple("Point", "x y")

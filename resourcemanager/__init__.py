@@ -1,0 +1,27 @@
+"""The ResourceManager service: TaskManager registry, heartbeats, slots, Spark leases."""
+
+from resourcemanager.heartbeat_monitor import HeartbeatMonitor
+from resourcemanager.resource_manager import RegistrationResult, ResourceManager
+from resourcemanager.slot_manager import (
+    DefaultSlotManager,
+    SlotAssignment,
+    SlotRequest,
+    TaskManagerLauncher,
+    TaskManagerRegistration,
+    TaskManagerStatus,
+)
+from resourcemanager.spark_launcher import SparkTaskManagerLauncher, create_spark_session
+
+__all__ = [
+    "DefaultSlotManager",
+    "HeartbeatMonitor",
+    "RegistrationResult",
+    "ResourceManager",
+    "SlotAssignment",
+    "SlotRequest",
+    "SparkTaskManagerLauncher",
+    "TaskManagerLauncher",
+    "TaskManagerRegistration",
+    "TaskManagerStatus",
+    "create_spark_session",
+]

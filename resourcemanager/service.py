@@ -1,0 +1,162 @@
+"""The ResourceManager's gRPC face: its servicer, and its clients of the TaskExecutor and
+JobMaster services. The only module of the package that touches protobuf types."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import grpc
+
+from proto import (
+    common_pb2,
+    jobmaster_pb2,
+    jobmaster_pb2_grpc,
+    resourcemanager_pb2,
+    resourcemanager_pb2_grpc,
+    taskexecutor_pb2,
+    taskexecutor_pb2_grpc,
+)
+from resourcemanager.slot_manager import SlotRequest, TaskManagerRegistration
+from weir.core import rpc
+from weir.core.ids import AllocationId, JobId, ResourceId
+
+if TYPE_CHECKING:
+    from resourcemanager.resource_manager import ResourceManager
+
+
+class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
+    """Decodes each request, calls the ResourceManager, encodes its answer."""
+
+    def __init__(self, resource_manager: ResourceManager) -> None:
+        self._rm = resource_manager
+
+    @rpc.translate_server_errors
+    def RegisterTaskExecutor(self, request: resourcemanager_pb2.RegisterTaskExecutorRequest,
+                             context: grpc.ServicerContext,
+                             ) -> resourcemanager_pb2.RegisterTaskExecutorResponse:
+        result = self._rm.register_task_executor(TaskManagerRegistration(
+            resource_id=ResourceId(request.resource_id),
+            rpc_address=request.rpc_address,
+            data_host=request.data_host,
+            data_port=request.data_port,
+            num_slots=request.num_slots,
+            spark_executor_id=request.spark_executor_id,
+            pid=request.pid,
+            lease_id=request.lease_id,
+        ))
+        return resourcemanager_pb2.RegisterTaskExecutorResponse(
+            accepted=result.accepted, message=result.message,
+            heartbeat_interval_ms=result.heartbeat_interval_ms,
+            heartbeat_timeout_ms=result.heartbeat_timeout_ms,
+        )
+
+    @rpc.translate_server_errors
+    def Heartbeat(self, request: resourcemanager_pb2.TaskExecutorHeartbeat,
+                  context: grpc.ServicerContext) -> resourcemanager_pb2.HeartbeatResponse:
+        known = self._rm.heartbeat(
+            ResourceId(request.resource_id),
+            [AllocationId(a) for a in request.allocated_slots])
+        return resourcemanager_pb2.HeartbeatResponse(known=known)
+
+    @rpc.translate_server_errors
+    def RequestSlots(self, request: resourcemanager_pb2.RequestSlotsRequest,
+                     context: grpc.ServicerContext) -> resourcemanager_pb2.RequestSlotsResponse:
+        assignments = self._rm.request_slots(SlotRequest(
+            job_id=JobId(request.job_id),
+            count=request.count,
+            jobmaster_address=request.jobmaster_address,
+            timeout_ms=request.timeout_ms,
+        ))
+        return resourcemanager_pb2.RequestSlotsResponse(slots=[
+            common_pb2.SlotAssignment(
+                allocation_id=a.allocation_id, resource_id=a.resource_id,
+                rpc_address=a.rpc_address, data_host=a.data_host, data_port=a.data_port)
+            for a in assignments
+        ])
+
+    @rpc.translate_server_errors
+    def ReleaseSlots(self, request: resourcemanager_pb2.ReleaseSlotsRequest,
+                     context: grpc.ServicerContext) -> common_pb2.Ack:
+        self._rm.release_slots(
+            JobId(request.job_id), [AllocationId(a) for a in request.allocation_ids])
+        return common_pb2.Ack(ok=True)
+
+    @rpc.translate_server_errors
+    def ListTaskManagers(self, request: common_pb2.Empty, context: grpc.ServicerContext,
+                         ) -> common_pb2.ListTaskManagersResponse:
+        return common_pb2.ListTaskManagersResponse(task_managers=[
+            common_pb2.TaskManagerInfo(
+                resource_id=s.registration.resource_id,
+                rpc_address=s.registration.rpc_address,
+                data_host=s.registration.data_host,
+                data_port=s.registration.data_port,
+                num_slots=s.registration.num_slots,
+                free_slots=s.free_slots,
+                last_heartbeat_ms=s.last_heartbeat_ms,
+                spark_executor_id=s.registration.spark_executor_id,
+                pid=s.registration.pid,
+            )
+            for s in self._rm.task_managers()
+        ])
+
+
+
+def add_to_server(resource_manager: ResourceManager, server: grpc.Server) -> None:
+    resourcemanager_pb2_grpc.add_ResourceManagerServicer_to_server(
+        ResourceManagerServicer(resource_manager), server)
+
+
+class Gateways:
+    """Clients of the TaskExecutors and JobMasters the ResourceManager talks to, one
+    channel per address. Thread-safe; ``close()`` closes every channel."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def _channel(self, address: str) -> grpc.Channel:
+        with self._lock:
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = rpc.create_channel(address)
+                self._channels[address] = channel
+            return channel
+
+    def forget(self, address: str) -> None:
+        with self._lock:
+            channel = self._channels.pop(address, None)
+        if channel is not None:
+            channel.close()
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            channel.close()
+
+    # --- TaskExecutor ------------------------------------------------------------------
+    def allocate_slot(self, address: str, allocation_id: AllocationId, job_id: JobId,
+                      jobmaster_address: str, timeout_s: float) -> None:
+        stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
+        request = taskexecutor_pb2.AllocateSlotRequest(
+            allocation_id=allocation_id, job_id=job_id, jobmaster_address=jobmaster_address)
+        rpc.call("TaskExecutor.AllocateSlot", stub.AllocateSlot, request, timeout=timeout_s)
+
+    def free_slot(self, address: str, allocation_id: AllocationId, timeout_s: float) -> None:
+        stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
+        rpc.call("TaskExecutor.FreeSlot", stub.FreeSlot,
+                 taskexecutor_pb2.FreeSlotRequest(allocation_id=allocation_id), timeout=timeout_s)
+
+    def stop_task_executor(self, address: str, reason: str, timeout_s: float) -> None:
+        stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
+        rpc.call("TaskExecutor.Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason=reason),
+                 timeout=timeout_s)
+
+    # --- JobMaster -----------------------------------------------------------------------
+    def notify_task_manager_lost(self, address: str, resource_id: ResourceId, reason: str,
+                                 timeout_s: float) -> None:
+        stub = jobmaster_pb2_grpc.JobMasterStub(self._channel(address))
+        rpc.call("JobMaster.NotifyTaskManagerLost", stub.NotifyTaskManagerLost,
+                 jobmaster_pb2.TaskManagerLostNotice(resource_id=resource_id, reason=reason),
+                 timeout=timeout_s)

@@ -1,0 +1,202 @@
+"""The SparkTaskManagerLauncher: leases TaskManagers as long-running Spark tasks.
+
+Each lease is a one-partition Spark job of its own, submitted from a background thread
+in its own job group (``weir-tm-<lease id>``, interrupt on cancel). Its partition
+function starts a TaskExecutor inside the executor's Python worker and returns only when
+that TaskExecutor stops. One job per TaskManager, not one barrier job for all: losing
+one executor must not abort the others (ray-project/ray PR #47493).
+
+The partition function is named by a ``module:function`` string and imported on the
+executor, so this package never imports the TaskManager's.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import InheritableThread
+from pyspark.sql import SparkSession
+
+from weir.core import config as cfg
+from weir.core.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ENTRY_POINT = "taskmanager.spark_entry:run_task_manager"
+JOB_GROUP_PREFIX = "weir-tm-"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseEnded:
+    """A lease's Spark job is over: ``error`` is None when it returned normally."""
+
+    lease_id: str
+    result: str
+    error: str | None
+    duration_ms: int
+
+
+def run_lease(entry_point: str, config: dict[str, str], rm_address: str, lease_id: str,
+              _rows: Iterable[Any]) -> Iterator[str]:
+    """The partition function of a lease job; runs on the executor."""
+    module_name, _, function_name = entry_point.partition(":")
+    function = getattr(importlib.import_module(module_name), function_name)
+    yield from function(config, rm_address, lease_id)
+
+
+def create_spark_session(config: Mapping[str, str]) -> SparkSession:
+    """A SparkSession for leasing TaskManagers, from the ``spark.*`` keys."""
+    builder = SparkSession.builder.master(cfg.get(config, cfg.SPARK_MASTER))
+    settings = {
+        "spark.app.name": "weir",
+        "spark.ui.enabled": "false",
+        # The executors' Python workers must run this interpreter (it has Weir installed).
+        "spark.pyspark.python": sys.executable,
+        # A lease is one attempt: the ResourceManager decides whether to replace a lost
+        # TaskManager. local[N] never retries; on a cluster this makes it so.
+        "spark.task.maxFailures": "1",
+        # A TaskManager never ends on its own, so a speculative copy would be a second
+        # TaskManager; executors come and go only as the ResourceManager leases.
+        "spark.speculation": "false",
+        "spark.dynamicAllocation.enabled": "false",
+    }
+    settings.update({k: v for k, v in config.items() if k.startswith("spark.")})
+    for key, value in settings.items():
+        if key != "spark.master":
+            builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def derive_max_task_managers(config: Mapping[str, str], spark: SparkSession) -> int:
+    """``resourcemanager.taskmanager.max``, or derived from ``spark.master`` when 0."""
+    configured = cfg.get(config, cfg.TASKMANAGERS_MAX)
+    if configured > 0:
+        return configured
+    master = spark.sparkContext.master or ""
+    local = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", master)
+    if local:
+        cores = local.group(1)
+        if cores is None:
+            return 1
+        if cores == "*":
+            return os.cpu_count() or 1
+        return int(cores)
+    parallelism = spark.sparkContext.defaultParallelism
+    if parallelism < 1:
+        msg = (
+            f"cannot derive resourcemanager.taskmanager.max from spark.master={master!r}: "
+            "Spark reports no executor cores; set resourcemanager.taskmanager.max"
+        )
+        raise ConfigurationError(msg)
+    return parallelism
+
+
+class SparkTaskManagerLauncher:
+    """Leases TaskManagers on a SparkSession's executors; see the module docstring.
+
+    ``on_lease_ended`` is called on the lease's thread when its Spark job ends.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: Mapping[str, str],
+        rm_address: Callable[[], str],
+        on_lease_ended: Callable[[LeaseEnded], None],
+        *,
+        entry_point: str = DEFAULT_ENTRY_POINT,
+    ) -> None:
+        self._spark = spark
+        self._config = dict(config)
+        self._rm_address = rm_address
+        self._on_lease_ended = on_lease_ended
+        self._entry_point = entry_point
+        self._max = derive_max_task_managers(config, spark)
+        self._lock = threading.Lock()
+        self._threads: dict[str, threading.Thread] = {}
+        self._started_at: dict[str, float] = {}
+
+    @property
+    def max_task_managers(self) -> int:
+        return self._max
+
+    def launch(self, lease_id: str) -> None:
+        # InheritableThread pins a JVM thread, so the job group set on it is this
+        # lease's alone.
+        thread = InheritableThread(
+            target=self._run, args=(lease_id,), name=f"weir-lease-{lease_id}", daemon=True)
+        with self._lock:
+            self._threads[lease_id] = thread
+            self._started_at[lease_id] = time.monotonic()
+        logger.info("leasing a TaskManager: lease %s", lease_id)
+        thread.start()
+
+    def submitted_at(self, lease_id: str) -> float | None:
+        """When the lease was submitted (monotonic seconds), for lease-to-registration time."""
+        with self._lock:
+            return self._started_at.get(lease_id)
+
+    def _run(self, lease_id: str) -> None:
+        sc = self._spark.sparkContext
+        started = time.monotonic()
+        result, error = "", None
+        try:
+            sc.setJobGroup(job_group(lease_id), f"Weir TaskManager lease {lease_id}",
+                           interruptOnCancel=True)
+            function = functools.partial(
+                run_lease, self._entry_point, self._config, self._rm_address(), lease_id)
+            rows = sc.parallelize([0], 1).mapPartitions(function).collect()
+            result = "; ".join(str(row) for row in rows)
+        except Exception as exc:  # the job failed or was cancelled: reported below
+            error = _first_line(exc)
+        finally:
+            with self._lock:
+                self._threads.pop(lease_id, None)
+        ended = LeaseEnded(lease_id, result, error, int((time.monotonic() - started) * 1000))
+        try:
+            self._on_lease_ended(ended)
+        except Exception:
+            # The thread is ending anyway; the callback's failure must not vanish.
+            logger.warning("lease %s: handling its end failed", lease_id, exc_info=True)
+
+    def cancel(self, lease_id: str) -> None:
+        """Kill the lease's Spark job (the fallback when a Stop RPC did not end it)."""
+        logger.info("cancelling the Spark job of lease %s", lease_id)
+        self._spark.sparkContext.cancelJobGroup(job_group(lease_id))
+
+    def is_running(self, lease_id: str) -> bool:
+        with self._lock:
+            return lease_id in self._threads
+
+    def running_leases(self) -> list[str]:
+        with self._lock:
+            return list(self._threads)
+
+    def join(self, lease_id: str, timeout: float | None) -> bool:
+        """Wait for a lease's job to end; True if it has."""
+        with self._lock:
+            thread = self._threads.get(lease_id)
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+
+def job_group(lease_id: str) -> str:
+    return f"{JOB_GROUP_PREFIX}{lease_id}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    # Py4J errors carry the whole JVM stack; the first lines name the cause.
+    return " ".join(text.splitlines()[:3])[:500]

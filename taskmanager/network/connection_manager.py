@@ -1,0 +1,612 @@
+"""TCP transport of one environment: a data server, client connections and the I/O thread.
+
+One thread per environment does every socket operation (a ``selectors`` loop), as
+Flink's Netty event loop does, so task threads never block on a socket. Task threads
+talk to it through a lock-free command deque plus a self-pipe wakeup; producers signal
+"this subpartition became readable" the same way, once per transition rather than per
+buffer. One connection is opened per (consumer environment, producer environment) pair
+and every channel between them is multiplexed on it by the consumer's channel id.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import selectors
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from taskmanager.network.api import BufferKind
+from taskmanager.network.frames import (
+    HEADER,
+    Frame,
+    FrameDecoder,
+    FrameType,
+    decode_partition_request,
+    encode_frame,
+    encode_partition_request,
+)
+from taskmanager.network.input_channel import RemoteInputChannel
+from taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
+from taskmanager.network.result_partition_manager import ResultPartitionManager
+from taskmanager.network.subpartition import SubpartitionView
+from weir.core.deployment import ResultPartitionId
+from weir.core.errors import NetworkError
+
+logger = logging.getLogger(__name__)
+
+_HIGH_WATER = 1024 * 1024
+"""Stop filling a connection's output buffer past this many bytes until the socket
+drains: enough to keep the kernel's send buffer full at 32 KiB frames, small enough that
+one busy connection cannot starve the others served by the same loop."""
+
+_PUMP_ROUNDS = 8
+"""Fill-and-send rounds per loop iteration before reads get their turn again."""
+
+_JOIN_TIMEOUT_S = 10.0
+"""How long ``close`` waits for the I/O thread; it only has sockets to close, so this is
+far more than it needs and only protects the caller against a bug."""
+
+_ACCEPT_BACKLOG = 128
+
+
+class _Connection:
+    """Socket plus decoder plus output buffer; touched by the I/O thread only."""
+
+    def __init__(self, sock: socket.socket, peer: str) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.decoder = FrameDecoder()
+        # A bytearray rather than a list of buffers: CPython deletes a bytearray's prefix
+        # in O(1), and sending one contiguous buffer makes a single syscall per flush.
+        self.out = bytearray()
+        self.want_write = False
+        self.closed = False
+
+
+class _ClientConnection(_Connection):
+    """Consumer side: receives buffers for the channels this environment requested."""
+
+    def __init__(self, sock: socket.socket, address: tuple[str, int]) -> None:
+        super().__init__(sock, f"{address[0]}:{address[1]}")
+        self.address = address
+        self.connected = False
+        self.channels: dict[int, RemoteInputChannel] = {}
+
+
+class _ServerConnection(_Connection):
+    """Producer side: sends subpartitions to one consumer environment."""
+
+    def __init__(self, sock: socket.socket, peer: str) -> None:
+        super().__init__(sock, peer)
+        self.readers: dict[int, _Reader] = {}
+        self.available: deque[_Reader] = deque()
+
+
+class _Reader:
+    """A requested subpartition on a server connection (Flink's
+    ``CreditBasedSequenceNumberingViewReader``)."""
+
+    __slots__ = ("channel_id", "closed", "conn", "on_ready", "partition_id", "view")
+
+    def __init__(
+        self,
+        channel_id: int,
+        conn: _ServerConnection,
+        partition_id: ResultPartitionId,
+        view: SubpartitionView,
+    ) -> None:
+        self.channel_id = channel_id
+        self.conn = conn
+        self.partition_id = partition_id
+        self.view = view
+        self.closed = False
+        self.on_ready: Callable[[ResultPartition], None] | None = None
+
+
+class ConnectionManager:
+    """Owns the I/O thread. Implements the gates' ``RemoteTransport``."""
+
+    def __init__(self, resource_id: str, host: str, partitions: ResultPartitionManager) -> None:
+        self._resource_id = resource_id
+        self._host = host
+        self._partitions = partitions
+        self._selector = selectors.DefaultSelector()
+        self._commands: deque[tuple[Any, ...]] = deque()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._wake_pending = False
+        self._server: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
+        self._stopping = False
+        self._clients: dict[tuple[str, int], _ClientConnection] = {}
+        self._servers: set[_ServerConnection] = set()
+        self._pumping: set[_ServerConnection] = set()
+        self._close_lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def is_running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> int:
+        if self._thread is not None:
+            msg = "the network environment was already started"
+            raise NetworkError(msg)
+        server = socket.socket(socket.AF_INET6 if ":" in self._host else socket.AF_INET)
+        try:
+            server.bind((self._host, 0))
+            server.listen(_ACCEPT_BACKLOG)
+            server.setblocking(False)
+        except OSError as exc:
+            server.close()
+            msg = (
+                f"cannot bind the data server on {self._host!r}: {exc}; check the TaskManager host"
+            )
+            raise NetworkError(msg) from exc
+        self._server = server
+        self._selector.register(self._wake_r, selectors.EVENT_READ, self._on_wake)
+        self._selector.register(server, selectors.EVENT_READ, self._on_accept)
+        port = int(server.getsockname()[1])
+        self._thread = threading.Thread(
+            target=self._run, name=f"weir-network-io-{self._resource_id[:8]}", daemon=True
+        )
+        self._thread.start()
+        logger.info("data server of %s listening on %s:%d", self._resource_id, self._host, port)
+        return port
+
+    def close(self) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        thread = self._thread
+        if thread is None:
+            self._teardown()  # never started: no thread owns the sockets
+            return
+        self._stopping = True
+        self._wake()
+        if thread is not threading.current_thread():
+            # The thread closes its own sockets on the way out (see ``_run``).
+            thread.join(_JOIN_TIMEOUT_S)
+            if thread.is_alive():
+                logger.warning("network I/O thread of %s did not stop", self._resource_id)
+
+    # -- thread-safe API (task threads, producers) --------------------------------
+
+    def request_partition(self, channel: RemoteInputChannel) -> None:
+        self._post(("request", channel))
+
+    def announce_credit(self, channel: RemoteInputChannel, credit: int) -> None:
+        self._post(("credit", channel, credit))
+
+    def cancel_request(self, channel: RemoteInputChannel) -> None:
+        self._post(("cancel", channel))
+
+    def _post(self, command: tuple[Any, ...]) -> None:
+        self._commands.append(command)
+        if threading.get_ident() != self._thread_id:
+            self._wake()
+
+    def _wake(self) -> None:
+        # One wakeup byte per batch of commands: the I/O thread clears the flag before
+        # draining, so a command posted after the drain always writes a new byte.
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                self._wake_w.send(b"\0")
+            except (BlockingIOError, OSError):
+                # Full pipe: the loop is already due to wake. Closed: we are shutting down.
+                pass
+
+    # -- the I/O thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        self._thread_id = threading.get_ident()
+        try:
+            while not self._stopping:
+                # Readers left in a queue by a full round must not wait for an event.
+                timeout = 0 if self._pumping else None
+                for key, mask in self._selector.select(timeout):
+                    if self._stopping:
+                        break
+                    key.data(key.fileobj, mask)
+                self._drain_commands()
+                self._pump()
+        except Exception as exc:  # the loop must never die silently: fail every consumer
+            logger.exception("network I/O thread of %s failed", self._resource_id)
+            self._fail_all(f"the network I/O thread failed: {exc!r}")
+        finally:
+            self._teardown()
+
+    def _teardown(self) -> None:
+        for client in list(self._clients.values()):
+            self._close_client(client, "the consumer's network environment was closed")
+        for server_conn in list(self._servers):
+            self._close_server_conn(server_conn)
+        for sock in (self._server, self._wake_r, self._wake_w):
+            if sock is not None:
+                try:
+                    self._selector.unregister(sock)
+                except (KeyError, ValueError):
+                    pass  # never registered (not started) or already unregistered
+                sock.close()
+        self._selector.close()
+
+    def _fail_all(self, reason: str) -> None:
+        for client in list(self._clients.values()):
+            self._close_client(client, reason)
+
+    def _on_wake(self, sock: Any, _mask: int) -> None:
+        # Drain first, clear the flag second: a byte sent after the drain must stay in the
+        # pipe, or a poster that finds the flag set would never wake us again.
+        try:
+            while sock.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+        self._wake_pending = False
+
+    def _on_accept(self, sock: Any, _mask: int) -> None:
+        try:
+            conn_sock, address = sock.accept()
+        except BlockingIOError:
+            return
+        conn_sock.setblocking(False)
+        conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = _ServerConnection(conn_sock, f"{address[0]}:{address[1]}")
+        self._servers.add(conn)
+        self._selector.register(conn_sock, selectors.EVENT_READ, self._on_server_event(conn))
+        logger.debug("accepted a data connection from %s", conn.peer)
+
+    def _on_server_event(self, conn: _ServerConnection) -> Callable[[Any, int], None]:
+        def handle(_sock: Any, mask: int) -> None:
+            if mask & selectors.EVENT_READ and not self._read(conn, self._on_server_frame):
+                self._close_server_conn(conn)
+                return
+            if mask & selectors.EVENT_WRITE:
+                self._flush(conn)
+
+        return handle
+
+    def _on_client_event(self, conn: _ClientConnection) -> Callable[[Any, int], None]:
+        def handle(sock: Any, mask: int) -> None:
+            if not conn.connected and mask & selectors.EVENT_WRITE:
+                err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    self._close_client(conn, f"cannot connect: {errno.errorcode.get(err, err)}")
+                    return
+                conn.connected = True
+            if mask & selectors.EVENT_READ and not self._read(conn, self._on_client_frame):
+                self._close_client(conn, "the producer closed the connection")
+                return
+            if mask & selectors.EVENT_WRITE and not conn.closed:
+                self._flush(conn)
+
+        return handle
+
+    def _read(self, conn: _Connection, dispatch: Callable[[Any, Frame], None]) -> bool:
+        """Receive once and dispatch whole frames; False once the peer is gone."""
+        try:
+            count = conn.sock.recv_into(conn.decoder.writable())
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError as exc:
+            logger.debug("receive from %s failed: %r", conn.peer, exc)
+            return False
+        if count == 0:
+            return False
+        try:
+            frames = conn.decoder.commit(count)
+        except NetworkError:
+            logger.warning("dropping the data connection to %s", conn.peer, exc_info=True)
+            return False
+        for frame in frames:
+            if conn.closed:
+                return False
+            dispatch(conn, frame)
+        return not conn.closed
+
+    # -- writing ---------------------------------------------------------------------
+
+    def _flush(self, conn: _Connection) -> None:
+        if conn.closed:
+            return
+        if conn.out and (not isinstance(conn, _ClientConnection) or conn.connected):
+            try:
+                sent = conn.sock.send(conn.out)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                logger.debug("send to %s failed: %r", conn.peer, exc)
+                self._close_any(conn, f"sending failed: {exc}")
+                return
+            del conn.out[:sent]
+        want = bool(conn.out) or (isinstance(conn, _ClientConnection) and not conn.connected)
+        if want != conn.want_write:
+            conn.want_write = want
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
+            self._selector.modify(conn.sock, events, self._selector.get_key(conn.sock).data)
+
+    def _pump(self) -> None:
+        """Move readable subpartitions into their connections' output buffers."""
+        for conn in list(self._pumping):
+            header = HEADER.pack
+            out = conn.out
+            available = conn.available
+            for _ in range(_PUMP_ROUNDS):
+                while available and len(out) < _HIGH_WATER:
+                    reader = available.popleft()
+                    if reader.closed:
+                        continue
+                    partition = reader.view.partition
+                    assert isinstance(partition, ResultPartition)
+                    try:
+                        polled = partition.poll(reader.view)
+                    except PartitionReleasedError as exc:
+                        self._send_error(conn, reader, str(exc))
+                        continue
+                    if polled is None:
+                        continue
+                    payload = polled.payload
+                    out += header(
+                        len(payload),
+                        FrameType.BUFFER_RESPONSE,
+                        polled.kind,
+                        reader.channel_id,
+                        polled.backlog,
+                    )
+                    out += payload
+                    if polled.kind == BufferKind.END_OF_PARTITION:
+                        self._drop_reader(reader)
+                    elif polled.more:
+                        available.append(reader)
+                self._flush(conn)
+                if conn.closed or not available or len(out) >= _HIGH_WATER:
+                    break
+            if conn.closed or not available:
+                self._pumping.discard(conn)
+
+    def _queue_reader(self, reader: _Reader) -> None:
+        if not reader.closed:
+            reader.conn.available.append(reader)
+            self._pumping.add(reader.conn)
+
+    # -- commands from other threads ---------------------------------------------------
+
+    def _drain_commands(self) -> None:
+        credits: dict[RemoteInputChannel, int] = {}
+        commands = self._commands
+        while commands:
+            command = commands.popleft()
+            op = command[0]
+            if op == "available":
+                self._queue_reader(command[1])
+            elif op == "credit":
+                channel = command[1]
+                credits[channel] = credits.get(channel, 0) + command[2]
+            elif op == "ready":
+                self._attach_reader(command[1], command[2])
+            elif op == "request":
+                self._send_request(command[1])
+            elif op == "cancel":
+                self._cancel_channel(command[1])
+        # AddCredits coalesce per channel: a fast consumer returns credits one buffer at a
+        # time, the producer only needs the sum.
+        touched: set[_ClientConnection] = set()
+        for channel, credit in credits.items():
+            conn = self._client_of(channel)
+            if conn is not None:
+                conn.out += encode_frame(FrameType.ADD_CREDIT, channel.channel_id, credit)
+                touched.add(conn)
+        for conn in touched:
+            self._flush(conn)
+
+    def _client_of(self, channel: RemoteInputChannel) -> _ClientConnection | None:
+        location = channel.descriptor.producer_location
+        conn = self._clients.get((location.host, location.data_port))
+        if conn is None or conn.channels.get(channel.channel_id) is not channel:
+            return None
+        return conn
+
+    def _send_request(self, channel: RemoteInputChannel) -> None:
+        location = channel.descriptor.producer_location
+        address = (location.host, location.data_port)
+        conn = self._clients.get(address)
+        if conn is None:
+            conn = self._connect(address, channel)
+            if conn is None:
+                return
+        conn.channels[channel.channel_id] = channel
+        conn.out += encode_partition_request(
+            channel.channel_id,
+            channel.descriptor.partition_id,
+            channel.descriptor.subpartition_index,
+            channel.credit.exclusive,
+        )
+        self._flush(conn)
+
+    def _connect(
+        self, address: tuple[str, int], channel: RemoteInputChannel
+    ) -> _ClientConnection | None:
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        err = sock.connect_ex(address)
+        if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+            sock.close()
+            self._fail_channel(
+                channel,
+                f"cannot connect to {address[0]}:{address[1]}: {errno.errorcode.get(err, err)}",
+            )
+            return None
+        conn = _ClientConnection(sock, address)
+        conn.connected = err == 0
+        conn.want_write = not conn.connected
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.want_write else 0)
+        self._selector.register(sock, events, self._on_client_event(conn))
+        self._clients[address] = conn
+        logger.debug("opened a data connection to %s", conn.peer)
+        return conn
+
+    def _cancel_channel(self, channel: RemoteInputChannel) -> None:
+        conn = self._client_of(channel)
+        if conn is None:
+            return
+        del conn.channels[channel.channel_id]
+        conn.out += encode_frame(FrameType.CANCEL_PARTITION_REQUEST, channel.channel_id)
+        self._flush(conn)
+
+    # -- consumer side -------------------------------------------------------------------
+
+    def _on_client_frame(self, conn: _ClientConnection, frame: Frame) -> None:
+        frame_type = frame.frame_type
+        if frame_type == FrameType.BUFFER_RESPONSE:
+            channel = conn.channels.get(frame.channel_id)
+            if channel is None:
+                return  # cancelled while the buffer was on its way
+            if frame.kind == BufferKind.END_OF_PARTITION:
+                del conn.channels[frame.channel_id]
+            gate = channel.gate
+            if gate is not None:
+                gate.on_remote_buffer(channel, frame.kind, frame.value, frame.payload)
+        elif frame_type == FrameType.ERROR_RESPONSE:
+            channel = conn.channels.pop(frame.channel_id, None)
+            if channel is not None:
+                self._fail_channel(channel, frame.payload.decode(errors="replace"))
+        elif frame_type == FrameType.CLOSE:
+            self._close_client(conn, "the producer closed the connection")
+        else:
+            logger.warning("ignoring unexpected %s frame from %s", frame_type.name, conn.peer)
+
+    def _fail_channel(self, channel: RemoteInputChannel, reason: str) -> None:
+        gate = channel.gate
+        if gate is None:
+            return
+        msg = (
+            f"cannot read {channel.describe()}: {reason}; the producer failed or its "
+            "TaskManager was lost, so the consuming task must fail over"
+        )
+        gate.on_remote_error(channel, NetworkError(msg))
+
+    def _close_client(self, conn: _ClientConnection, reason: str) -> None:
+        if conn.closed:
+            return
+        conn.closed = True
+        if self._clients.get(conn.address) is conn:
+            del self._clients[conn.address]
+        self._unregister_and_close(conn)
+        channels = list(conn.channels.values())
+        conn.channels.clear()
+        if channels:
+            logger.warning(
+                "lost the data connection to %s with %d channel(s) open: %s",
+                conn.peer,
+                len(channels),
+                reason,
+            )
+        for channel in channels:
+            self._fail_channel(channel, f"lost the connection to {conn.peer} ({reason})")
+
+    # -- producer side ------------------------------------------------------------------
+
+    def _on_server_frame(self, conn: _ServerConnection, frame: Frame) -> None:
+        frame_type = frame.frame_type
+        if frame_type == FrameType.ADD_CREDIT:
+            reader = conn.readers.get(frame.channel_id)
+            if reader is None:
+                return
+            partition = reader.view.partition
+            if isinstance(partition, ResultPartition):
+                if partition.add_credit(reader.view, frame.value):
+                    self._queue_reader(reader)
+            else:
+                reader.view.credit += frame.value  # still parked: only this thread sees it
+        elif frame_type == FrameType.PARTITION_REQUEST:
+            self._on_partition_request(conn, frame)
+        elif frame_type == FrameType.CANCEL_PARTITION_REQUEST:
+            reader = conn.readers.get(frame.channel_id)
+            if reader is not None:
+                self._drop_reader(reader)
+        elif frame_type == FrameType.CLOSE:
+            self._close_server_conn(conn)
+        else:
+            logger.warning("ignoring unexpected %s frame from %s", frame_type.name, conn.peer)
+
+    def _on_partition_request(self, conn: _ServerConnection, frame: Frame) -> None:
+        partition_id, index = decode_partition_request(frame.payload)
+        reader = _Reader(frame.channel_id, conn, partition_id, None)  # type: ignore[arg-type]
+
+        def on_view_available(_view: SubpartitionView) -> None:
+            self._post(("available", reader))
+
+        def on_ready(partition: ResultPartition) -> None:
+            self._post(("ready", reader, partition))
+
+        reader.view = SubpartitionView(index, frame.value, on_view_available)
+        reader.on_ready = on_ready
+        conn.readers[frame.channel_id] = reader
+        self._partitions.request(partition_id, on_ready)
+
+    def _attach_reader(self, reader: _Reader, partition: ResultPartition) -> None:
+        if reader.closed:
+            return
+        if reader.view.index >= partition.num_subpartitions:
+            self._send_error(
+                reader.conn,
+                reader,
+                f"partition {partition.partition_id} has {partition.num_subpartitions} "
+                f"subpartitions; subpartition {reader.view.index} does not exist",
+            )
+            return
+        if partition.attach(reader.view):
+            self._queue_reader(reader)
+
+    def _send_error(self, conn: _ServerConnection, reader: _Reader, message: str) -> None:
+        conn.out += encode_frame(FrameType.ERROR_RESPONSE, reader.channel_id, 0, message.encode())
+        self._drop_reader(reader)
+        self._flush(conn)
+
+    def _drop_reader(self, reader: _Reader) -> None:
+        reader.closed = True
+        conn = reader.conn
+        if conn.readers.get(reader.channel_id) is reader:
+            del conn.readers[reader.channel_id]
+        partition = reader.view.partition
+        if isinstance(partition, ResultPartition):
+            partition.detach(reader.view)
+        elif reader.on_ready is not None:
+            self._partitions.cancel_request(reader.partition_id, reader.on_ready)
+
+    def _close_server_conn(self, conn: _ServerConnection) -> None:
+        if conn.closed:
+            return
+        conn.closed = True
+        self._servers.discard(conn)
+        self._pumping.discard(conn)
+        for reader in list(conn.readers.values()):
+            self._drop_reader(reader)
+        conn.available.clear()
+        self._unregister_and_close(conn)
+        logger.debug("closed the data connection from %s", conn.peer)
+
+    def _close_any(self, conn: _Connection, reason: str) -> None:
+        if isinstance(conn, _ClientConnection):
+            self._close_client(conn, reason)
+        elif isinstance(conn, _ServerConnection):
+            self._close_server_conn(conn)
+
+    def _unregister_and_close(self, conn: _Connection) -> None:
+        conn.closed = True
+        try:
+            self._selector.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass  # already unregistered by an earlier failure path
+        conn.sock.close()
+        conn.decoder.close()

@@ -1,0 +1,229 @@
+"""The consumer side of a task: one gate over all its input edges (``InputGate``).
+
+Channels with something to read wait in one FIFO (Flink's ``inputChannelsWithData``),
+so ``poll`` is fair across channels and costs one lock acquisition per buffer. Remote
+buffers are appended by the I/O thread (``on_remote_buffer``); local channels are
+queued by their producer's ``emit`` and read in memory when polled.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
+
+from taskmanager.network.api import BufferKind, PartitionClosedError
+from taskmanager.network.credit_based_channel import FloatingBufferPool, Grant
+from taskmanager.network.input_channel import InputChannel, RemoteInputChannel
+from weir.core.errors import NetworkError
+
+logger = logging.getLogger(__name__)
+
+
+class RemoteTransport(Protocol):
+    """What a gate needs of the connection manager; every method is thread-safe and
+    never blocks on a socket."""
+
+    def request_partition(self, channel: RemoteInputChannel) -> None: ...
+
+    def announce_credit(self, channel: RemoteInputChannel, credit: int) -> None: ...
+
+    def cancel_request(self, channel: RemoteInputChannel) -> None: ...
+
+
+@dataclass(slots=True)
+class InputGateStats:
+    """Counters a test or a metric can read; updated under the gate's lock."""
+
+    buffers_received: int = 0
+    """DATA buffers that arrived over TCP (local channels are read in place)."""
+    buffers_polled: int = 0
+    events_polled: int = 0
+    max_buffered_per_channel: int = 0
+    """The most DATA buffers ever held at once by one remote channel (<= its credits)."""
+    credits_announced: int = 0
+
+
+class DefaultInputGate:
+    """Implements ``InputGate``. ``poll`` belongs to one task thread; ``wakeup`` and
+    ``close`` may come from any thread; ``on_remote_*`` come from the I/O thread."""
+
+    def __init__(self, floating_buffers: int, on_close: object = None) -> None:
+        self._cond = threading.Condition()
+        self._available: deque[InputChannel] = deque()
+        self._channels: list[list[InputChannel]] = []
+        self._remote: list[RemoteInputChannel] = []
+        self._transport: RemoteTransport | None = None
+        self.pool = FloatingBufferPool(floating_buffers)
+        self.stats = InputGateStats()
+        self._unfinished = 0
+        self._wakeup = False
+        self._closed = False
+        self._on_close = on_close
+
+    # -- assembly (by the environment, before the gate is handed to the task) ---------
+
+    def set_channels(
+        self, channels: list[list[InputChannel]], transport: RemoteTransport | None
+    ) -> None:
+        self._channels = channels
+        self._transport = transport
+        self._remote = [
+            ch for gate in channels for ch in gate if isinstance(ch, RemoteInputChannel)
+        ]
+        self._unfinished = sum(len(gate) for gate in channels)
+        for ch in self._remote:
+            ch.gate = self
+
+    @property
+    def num_gates(self) -> int:
+        return len(self._channels)
+
+    def num_channels(self, gate_index: int) -> int:
+        return len(self._channels[gate_index])
+
+    def channel(self, gate_index: int, channel_index: int) -> InputChannel:
+        return self._channels[gate_index][channel_index]
+
+    def buffered(self, gate_index: int, channel_index: int) -> int:
+        """DATA buffers received on a channel and not yet polled."""
+        return self._channels[gate_index][channel_index].buffered
+
+    # -- task thread ---------------------------------------------------------------
+
+    def poll(self, timeout: float | None) -> tuple[int, int, BufferKind, bytes] | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        grants: list[Grant] = []
+        with self._cond:
+            while True:
+                if self._closed:
+                    msg = "the input gate was closed (the task is being cancelled)"
+                    raise PartitionClosedError(msg)
+                if self._wakeup:
+                    self._wakeup = False
+                    return None
+                if self._available:
+                    channel = self._available.popleft()
+                    try:
+                        taken = channel.take()
+                    except NetworkError:
+                        # Leave the failed channel first in line: every later poll fails too.
+                        self._available.appendleft(channel)
+                        raise
+                    if taken is None:
+                        self._mark_idle(channel)
+                        continue
+                    kind, payload, more = taken
+                    if more:
+                        self._available.append(channel)
+                    else:
+                        self._mark_idle(channel)
+                    if kind == BufferKind.DATA:
+                        self.stats.buffers_polled += 1
+                        if isinstance(channel, RemoteInputChannel):
+                            grants = channel.credit.on_data_consumed()
+                    elif kind == BufferKind.EVENT:
+                        self.stats.events_polled += 1
+                    else:
+                        channel.finished = True
+                        self._unfinished -= 1
+                        if isinstance(channel, RemoteInputChannel):
+                            grants = channel.credit.release()
+                    if grants:
+                        self._announce(grants)
+                    return channel.gate_index, channel.channel_index, kind, payload
+                if deadline is None:
+                    self._cond.wait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return None
+                    self._cond.wait(remaining)
+
+    def wakeup(self) -> None:
+        with self._cond:
+            self._wakeup = True
+            self._cond.notify_all()
+
+    def is_finished(self) -> bool:
+        return self._unfinished == 0
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._available.clear()
+            self._cond.notify_all()
+        for gate in self._channels:
+            for channel in gate:
+                if isinstance(channel, RemoteInputChannel):
+                    if not channel.finished and self._transport is not None:
+                        self._transport.cancel_request(channel)
+                else:
+                    channel.close()
+        if callable(self._on_close):
+            self._on_close(self)
+
+    def __enter__(self) -> DefaultInputGate:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- producers and the I/O thread ---------------------------------------------------
+
+    def enqueue(self, channel: InputChannel) -> None:
+        """A local channel has something to read (called by its producer's thread)."""
+        with self._cond:
+            if self._closed:
+                return
+            self._available.append(channel)
+            self._cond.notify()
+
+    def on_remote_buffer(
+        self, channel: RemoteInputChannel, kind: BufferKind, backlog: int, payload: bytes
+    ) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            channel.queue.append((kind, payload))
+            if kind == BufferKind.DATA:
+                self.stats.buffers_received += 1
+                channel.buffered += 1
+                self.stats.max_buffered_per_channel = max(
+                    self.stats.max_buffered_per_channel, channel.buffered
+                )
+            grants = channel.credit.on_buffer_received(backlog)
+            if not channel.queued:
+                channel.queued = True
+                self._available.append(channel)
+                self._cond.notify()
+            if grants:
+                self._announce(grants)
+
+    def on_remote_error(self, channel: RemoteInputChannel, error: NetworkError) -> None:
+        with self._cond:
+            if self._closed or channel.finished:
+                return
+            channel.queue.append(error)
+            if not channel.queued:
+                channel.queued = True
+                self._available.append(channel)
+            self._cond.notify_all()
+
+    def _mark_idle(self, channel: InputChannel) -> None:
+        if isinstance(channel, RemoteInputChannel):
+            channel.queued = False
+
+    def _announce(self, grants: list[Grant]) -> None:
+        if self._transport is None:
+            return
+        for credit, count in grants:
+            owner = credit.owner
+            if isinstance(owner, RemoteInputChannel) and not owner.finished:
+                self.stats.credits_announced += count
+                self._transport.announce_credit(owner, count)

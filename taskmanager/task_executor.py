@@ -1,0 +1,418 @@
+"""The TaskExecutor: the slots and tasks of one TaskManager, its heartbeats to the
+ResourceManager and its state reports to JobMasters.
+
+Lifecycle: ``start()`` opens the network environment and the gRPC server and registers
+with the ResourceManager; ``wait()`` blocks until a Stop RPC, a lost ResourceManager
+(no successful heartbeat for ``heartbeat.timeout``) or ``stop()``; ``close()`` cancels the
+tasks and leaves no thread, socket, server or working directory behind (a Spark Python
+worker is reused for later tasks). Anything may call ``stop()``; ``close()`` belongs to
+the thread that started it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from taskmanager import service
+from taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
+from taskmanager.task import Task, TaskServices
+from weir.core import config as cfg
+from weir.core import rpc
+from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
+from weir.core.errors import SlotAllocationError, TaskManagerLostError, WeirError
+from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
+
+if TYPE_CHECKING:
+    import grpc
+
+logger = logging.getLogger(__name__)
+
+PRINT_TARGET_KEY = "weir.internal.print-target"
+# Control RPCs to the ResourceManager answer at once; a heartbeat that takes longer than
+# this is as good as missed (the next one is due anyway).
+_RPC_TIMEOUT_S = 10.0
+# A cancelled task releases its partitions and wakes its gate, so it ends promptly;
+# user code stuck outside Weir may not, and close() must not hang on it forever.
+_TASK_CANCEL_WAIT_S = 5.0
+# A collect sink blocks while the JobMaster's buffer is full (back-pressure); this bounds
+# how long a reader that stopped fetching can stall the task before it fails.
+_COLLECT_TIMEOUT_S = 300.0
+# The last state updates (CANCELED, FAILED) matter to the JobMaster; close() gives the
+# sender this long to deliver what is queued.
+_REPORT_DRAIN_S = 10.0
+_GRPC_STOP_GRACE_S = 1.0
+
+NetworkFactory = Callable[[ResourceId, str, NetworkConfig], NetworkEnvironment]
+
+
+def default_network(resource_id: ResourceId, host: str,
+                    config: NetworkConfig) -> NetworkEnvironment:
+    """One DefaultNetworkEnvironment per TaskExecutor."""
+    return DefaultNetworkEnvironment(resource_id, host, config)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskExecutorConfig:
+    host: str
+    num_slots: int
+    heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int
+    tmp_dir: str
+    network: NetworkConfig
+
+    @classmethod
+    def from_config(cls, entries: Mapping[str, str]) -> TaskExecutorConfig:
+        return cls(
+            host=cfg.get(entries, cfg.TASKMANAGER_HOST),
+            num_slots=cfg.get(entries, cfg.NUM_TASK_SLOTS),
+            heartbeat_interval_ms=cfg.get(entries, cfg.HEARTBEAT_INTERVAL),
+            heartbeat_timeout_ms=cfg.get(entries, cfg.HEARTBEAT_TIMEOUT),
+            tmp_dir=cfg.get(entries, cfg.TASKMANAGER_TMP_DIR).split(",")[0].strip(),
+            network=NetworkConfig(
+                segment_size=cfg.get(entries, cfg.SEGMENT_SIZE),
+                buffers_per_channel=cfg.get(entries, cfg.BUFFERS_PER_CHANNEL),
+                floating_buffers_per_gate=cfg.get(entries, cfg.FLOATING_BUFFERS_PER_GATE),
+                max_buffers_per_subpartition=cfg.get(entries, cfg.MAX_BUFFERS_PER_SUBPARTITION),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _StateUpdate:
+    jobmaster_address: str
+    job_id: JobId
+    attempt_id: ExecutionAttemptId
+    state: ExecutionState
+    failure_cause: str | None
+
+
+@dataclass(slots=True)
+class _Slot:
+    job_id: JobId
+    jobmaster_address: str
+    tasks: set[ExecutionAttemptId] = field(default_factory=set)
+
+
+class TaskExecutor:
+    """One TaskManager; see the module docstring.
+
+    ``spark_task_info`` describes the Spark task hosting it (sent as the registration's
+    executor field). ``network_factory`` builds the NetworkEnvironment (the default one
+    unless a test injects another).
+    """
+
+    def __init__(self, config: Mapping[str, str], rm_address: str, lease_id: str = "", *,
+                 spark_task_info: str = "",
+                 network_factory: NetworkFactory = default_network,
+                 resource_id: ResourceId | None = None) -> None:
+        self.config = TaskExecutorConfig.from_config(config)
+        self.resource_id = resource_id or new_resource_id()
+        self.lease_id = lease_id
+        self._spark_task_info = spark_task_info
+        self._network_factory = network_factory
+        self._rm = service.ResourceManagerGateway(rm_address)
+        self._jobmasters = service.JobMasterGateways()
+        self._heartbeat_interval_s = self.config.heartbeat_interval_ms / 1000
+        self._heartbeat_timeout_s = self.config.heartbeat_timeout_ms / 1000
+        self._lock = threading.Lock()
+        self._slots: dict[AllocationId, _Slot] = {}
+        self._tasks: dict[ExecutionAttemptId, tuple[Task, AllocationId]] = {}
+        self._stop_requested = threading.Event()
+        self._stop_reason = ""
+        self._closed = False
+        self._registered = False
+        self._network: NetworkEnvironment | None = None
+        self._server: grpc.Server | None = None
+        self._heartbeat_thread: threading.Thread | None = None
+        self._reports: queue.Queue[_StateUpdate | None] = queue.Queue()
+        self._reporter: threading.Thread | None = None
+        self.rpc_address = ""
+        self.data_port = 0
+        self.working_dir = ""
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Open the network and the gRPC server and register with the ResourceManager.
+        Raises TaskManagerLostError if the ResourceManager cannot be reached within
+        ``heartbeat.timeout`` (everything opened is closed again)."""
+        try:
+            self.working_dir = tempfile.mkdtemp(
+                prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None)
+            network = self._network_factory(self.resource_id, self.config.host,
+                                            self.config.network)
+            self._network = network
+            self.data_port = network.start()
+            server = rpc.create_server()
+            service.add_to_server(self, server)
+            self.rpc_address = rpc.bind(server, self.config.host, 0)
+            server.start()
+            self._server = server
+            self._reporter = threading.Thread(
+                target=self._send_reports, name="weir-tm-state-reports", daemon=True)
+            self._reporter.start()
+            self._register_until_deadline()
+            self._heartbeat_thread = threading.Thread(
+                target=self._heartbeat_loop, name="weir-tm-heartbeat", daemon=True)
+            self._heartbeat_thread.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _register_until_deadline(self) -> None:
+        deadline = time.monotonic() + self._heartbeat_timeout_s
+        while True:
+            try:
+                self._register()
+                return
+            except WeirError as exc:
+                if time.monotonic() >= deadline or self._stop_requested.is_set():
+                    msg = (
+                        f"TaskManager {self.resource_id} could not register with the "
+                        f"ResourceManager at {self._rm.address} within "
+                        f"{self.config.heartbeat_timeout_ms} ms: {exc}; is it running?"
+                    )
+                    raise TaskManagerLostError(msg) from exc
+            self._stop_requested.wait(min(self._heartbeat_interval_s, 0.5))
+
+    def _register(self) -> None:
+        assert self._network is not None
+        answer = self._rm.register(
+            resource_id=self.resource_id, rpc_address=self.rpc_address,
+            data_host=self.config.host, data_port=self.data_port,
+            num_slots=self.config.num_slots, spark_executor_id=self._spark_task_info,
+            pid=os.getpid(), lease_id=self.lease_id, timeout_s=_RPC_TIMEOUT_S)
+        if not answer.accepted:
+            msg = f"the ResourceManager refused TaskManager {self.resource_id}: {answer.message}"
+            raise TaskManagerLostError(msg)
+        # The ResourceManager's heartbeat settings win: it judges the timeout.
+        if answer.heartbeat_interval_ms > 0:
+            self._heartbeat_interval_s = answer.heartbeat_interval_ms / 1000
+        if answer.heartbeat_timeout_ms > 0:
+            self._heartbeat_timeout_s = answer.heartbeat_timeout_ms / 1000
+        self._registered = True
+        logger.info("TaskManager %s registered with the ResourceManager at %s (rpc %s, data %d)",
+                    self.resource_id, self._rm.address, self.rpc_address, self.data_port)
+
+    def stop(self, reason: str) -> None:
+        """Ask the TaskExecutor to stop; ``wait()`` returns. Thread-safe, idempotent."""
+        with self._lock:
+            if self._stop_requested.is_set():
+                return
+            self._stop_reason = reason
+        logger.info("TaskManager %s stopping: %s", self.resource_id, reason)
+        self._stop_requested.set()
+
+    def wait(self, timeout: float | None = None) -> str | None:
+        """Block until a stop is requested; returns its reason (None on timeout)."""
+        if not self._stop_requested.wait(timeout):
+            return None
+        return self._stop_reason
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop_requested.is_set()
+
+    def close(self) -> None:
+        """Cancel every task and close the server, the network, the channels and the
+        working directory. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if not self._stop_requested.is_set():
+                self._stop_reason = "closed"
+            tasks = [task for task, _ in self._tasks.values()]
+        self._stop_requested.set()
+        if self._heartbeat_thread is not None:
+            self._heartbeat_thread.join()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            if not task.join(_TASK_CANCEL_WAIT_S):
+                logger.warning("task %s did not end %.0f s after cancel",
+                               task.tdd.task_name, _TASK_CANCEL_WAIT_S)
+        if self._server is not None:
+            rpc.stop_server(self._server, _GRPC_STOP_GRACE_S)
+        if self._network is not None:
+            self._network.close()
+        if self._reporter is not None:
+            self._reports.put(None)
+            self._reporter.join(_REPORT_DRAIN_S)
+        self._jobmasters.close()
+        self._rm.close()
+        if self.working_dir:
+            shutil.rmtree(self.working_dir, ignore_errors=True)
+        logger.info("TaskManager %s closed (%s)", self.resource_id, self._stop_reason)
+
+    def __enter__(self) -> TaskExecutor:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- heartbeats --------------------------------------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        last_ok = time.monotonic()
+        while not self._stop_requested.wait(self._heartbeat_interval_s):
+            try:
+                if self._registered:
+                    known = self._rm.heartbeat(self.resource_id, self.allocated_slots(),
+                                               min(_RPC_TIMEOUT_S, self._heartbeat_timeout_s))
+                    if not known:
+                        self._forget_everything("the ResourceManager no longer knows it")
+                        self._register()
+                else:
+                    self._register()
+                last_ok = time.monotonic()
+            except WeirError as exc:
+                silent_s = time.monotonic() - last_ok
+                if silent_s > self._heartbeat_timeout_s:
+                    self.stop(f"lost the ResourceManager at {self._rm.address}: no successful "
+                              f"heartbeat for {silent_s:.1f} s ({exc})")
+                    return
+                # The first miss is worth a warning; the ones after it only repeat it.
+                first_miss = silent_s < 2 * self._heartbeat_interval_s
+                logger.log(logging.WARNING if first_miss else logging.DEBUG,
+                           "heartbeat to the ResourceManager failed (%.1f s without one): %s",
+                           silent_s, exc)
+
+    def _forget_everything(self, reason: str) -> None:
+        """The ResourceManager freed our slots (it declared us lost): drop them and their
+        tasks before registering again."""
+        logger.warning("TaskManager %s: %s; cancelling its tasks and registering again",
+                       self.resource_id, reason)
+        with self._lock:
+            self._registered = False
+            tasks = [task for task, _ in self._tasks.values()]
+            self._slots.clear()
+        for task in tasks:
+            task.cancel()
+
+    def allocated_slots(self) -> list[AllocationId]:
+        with self._lock:
+            return list(self._slots)
+
+    # --- slots and tasks (the RPC side) --------------------------------------------------------
+    def allocate_slot(self, allocation_id: AllocationId, job_id: JobId,
+                      jobmaster_address: str) -> None:
+        with self._lock:
+            existing = self._slots.get(allocation_id)
+            if existing is not None and existing.job_id == job_id:
+                return
+            if existing is not None or len(self._slots) >= self.config.num_slots:
+                msg = (
+                    f"TaskManager {self.resource_id} cannot allocate slot {allocation_id} to "
+                    f"job {job_id}: {len(self._slots)} of its {self.config.num_slots} slots "
+                    "are taken; the ResourceManager's view is stale, ask it again"
+                )
+                raise SlotAllocationError(msg)
+            self._slots[allocation_id] = _Slot(job_id, jobmaster_address)
+        logger.info("slot %s allocated to job %s", allocation_id, job_id)
+
+    def free_slot(self, allocation_id: AllocationId) -> None:
+        """Free a slot, cancelling any task still in it; unknown slots are ignored."""
+        with self._lock:
+            slot = self._slots.pop(allocation_id, None)
+            tasks = [self._tasks[a][0] for a in slot.tasks if a in self._tasks] if slot else []
+        for task in tasks:
+            task.cancel()
+        if slot is not None:
+            logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
+
+    def submit_task(self, tdd_bytes: bytes, jobmaster_address: str) -> None:
+        tdd = pickle.loads(tdd_bytes)
+        if not isinstance(tdd, TaskDeploymentDescriptor):
+            msg = f"SubmitTask carried a {type(tdd).__name__}, not a TaskDeploymentDescriptor"
+            raise WeirError(msg)
+        attempt = tdd.execution_attempt_id
+        with self._lock:
+            if self._stop_requested.is_set():
+                msg = (f"TaskManager {self.resource_id} is stopping; deploy {tdd.task_name} "
+                       "elsewhere")
+                raise TaskManagerLostError(msg)
+            slot = self._slots.get(tdd.allocation_id)
+            if slot is None or slot.job_id != tdd.job_id:
+                msg = (
+                    f"cannot deploy {tdd.task_name} of job {tdd.job_id} to TaskManager "
+                    f"{self.resource_id}: slot {tdd.allocation_id} is not allocated to that "
+                    "job here (freed, or the TaskManager re-registered); request slots again"
+                )
+                raise SlotAllocationError(msg)
+            if attempt in self._tasks:
+                msg = f"task attempt {attempt} ({tdd.task_name}) is already deployed here"
+                raise WeirError(msg)
+            task = Task(tdd, self._services_for(tdd, jobmaster_address))
+            self._tasks[attempt] = (task, tdd.allocation_id)
+            slot.tasks.add(attempt)
+        logger.info("deploying %s (job %s, attempt %s) in slot %s", tdd.task_name, tdd.job_id,
+                    attempt, tdd.allocation_id)
+        task.start()
+
+    def cancel_task(self, attempt_id: ExecutionAttemptId) -> bool:
+        with self._lock:
+            entry = self._tasks.get(attempt_id)
+        if entry is None:
+            return False
+        entry[0].cancel()
+        return True
+
+    def running_tasks(self) -> list[ExecutionAttemptId]:
+        with self._lock:
+            return list(self._tasks)
+
+    def _services_for(self, tdd: TaskDeploymentDescriptor,
+                      jobmaster_address: str) -> TaskServices:
+        assert self._network is not None
+        job_id, attempt = tdd.job_id, tdd.execution_attempt_id
+
+        def report_state(attempt_id: ExecutionAttemptId, state: ExecutionState,
+                         cause: str | None) -> None:
+            # On the task thread: queue it, never block on an RPC; one sender keeps order.
+            self._reports.put(_StateUpdate(jobmaster_address, job_id, attempt_id, state, cause))
+            if state.is_terminal:
+                self._task_ended(attempt_id)
+
+        def collect(operator_id: str, subtask_index: int, batch: bytes, end: bool) -> None:
+            self._jobmasters.push_collect_batch(
+                jobmaster_address, job_id=job_id, attempt_id=attempt, operator_id=operator_id,
+                subtask_index=subtask_index, batch=batch, end=end, timeout_s=_COLLECT_TIMEOUT_S)
+
+        return TaskServices(
+            network=self._network, report_state=report_state, collect=collect,
+            print_target=tdd.job_config.get(PRINT_TARGET_KEY))
+
+    def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
+        with self._lock:
+            entry = self._tasks.pop(attempt_id, None)
+            if entry is not None:
+                slot = self._slots.get(entry[1])
+                if slot is not None:
+                    slot.tasks.discard(attempt_id)
+
+    def _send_reports(self) -> None:
+        while True:
+            update = self._reports.get()
+            if update is None:
+                return
+            try:
+                self._jobmasters.update_task_execution_state(
+                    update.jobmaster_address, job_id=update.job_id, attempt_id=update.attempt_id,
+                    state=update.state.value, failure_cause=update.failure_cause,
+                    timeout_s=_RPC_TIMEOUT_S)
+            except WeirError:
+                # The JobMaster is gone or unreachable; it will see the task as lost
+                # through its own failover. Nothing else can be done with the update.
+                logger.warning("reporting %s of %s to JobMaster %s failed", update.state.value,
+                               update.attempt_id, update.jobmaster_address, exc_info=True)

@@ -1,0 +1,90 @@
+"""Test doubles and helpers for the ResourceManager suites."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2, resourcemanager_pb2_grpc
+from weir.core import rpc
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+class TestingJobMaster(jobmaster_pb2_grpc.JobMasterServicer):
+    __test__ = False
+    """Records what a JobMaster is told: lost TaskManagers, state updates, collected batches."""
+
+    def __init__(self) -> None:
+        self.lost: list[tuple[str, str]] = []
+        self.updates: list[tuple[str, str, str]] = []
+        self.batches: list[bytes] = []
+        self._server = rpc.create_server(4)
+        jobmaster_pb2_grpc.add_JobMasterServicer_to_server(self, self._server)
+        self.address = rpc.bind(self._server, "127.0.0.1", 0)
+        self._server.start()
+
+    def NotifyTaskManagerLost(self, request: Any, context: Any) -> common_pb2.Ack:
+        self.lost.append((request.resource_id, request.reason))
+        return common_pb2.Ack(ok=True)
+
+    def UpdateTaskExecutionState(self, request: Any, context: Any) -> common_pb2.Ack:
+        self.updates.append((request.execution_attempt_id, request.state, request.failure_cause))
+        return common_pb2.Ack(ok=True)
+
+    def PushCollectBatch(self, request: Any, context: Any) -> common_pb2.Ack:
+        self.batches.append(request.batch)
+        return common_pb2.Ack(ok=True)
+
+    def close(self) -> None:
+        self._server.stop(grace=0.5).wait()
+
+
+class TestingResourceManager(resourcemanager_pb2_grpc.ResourceManagerServicer):
+    __test__ = False
+    """Accepts registrations and heartbeats; ``known`` decides the heartbeat answer."""
+
+    def __init__(self, interval_ms: int = 100, timeout_ms: int = 2000) -> None:
+        self.registrations: list[Any] = []
+        self.heartbeats = 0
+        self.known = True
+        self._interval_ms = interval_ms
+        self._timeout_ms = timeout_ms
+        self._lock = threading.Lock()
+        # Its own thread names, so tests can tell its threads from the TaskExecutor's.
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(4, thread_name_prefix="testing-rm"))
+        resourcemanager_pb2_grpc.add_ResourceManagerServicer_to_server(self, self._server)
+        self.address = rpc.bind(self._server, "127.0.0.1", 0)
+        self._server.start()
+
+    def RegisterTaskExecutor(self, request: Any, context: Any) -> Any:
+        with self._lock:
+            self.registrations.append(request)
+            self.known = True
+        return resourcemanager_pb2.RegisterTaskExecutorResponse(
+            accepted=True, heartbeat_interval_ms=self._interval_ms,
+            heartbeat_timeout_ms=self._timeout_ms)
+
+    def Heartbeat(self, request: Any, context: Any) -> Any:
+        with self._lock:
+            self.heartbeats += 1
+            return resourcemanager_pb2.HeartbeatResponse(known=self.known)
+
+    def close(self) -> None:
+        self._server.stop(grace=0.5).wait()

@@ -1,0 +1,141 @@
+"""The TaskExecutor in this process against a TestingResourceManager: registration,
+heartbeats, slots, Stop, and that a stopped TaskExecutor leaves no thread behind."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Iterator
+
+import pytest
+from _rm_testing import TestingResourceManager, wait_until
+
+from proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
+from taskmanager.process_watchdog import ProcessWatchdog
+from taskmanager.task_executor import TaskExecutor
+from weir.core import rpc
+from weir.core.deployment import TaskDeploymentDescriptor
+from weir.core.errors import ServiceUnavailableError, SlotAllocationError, TaskManagerLostError
+from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId
+from weir.core.job_graph import JobVertex
+
+CONFIG = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "2 s"}
+
+
+@pytest.fixture
+def resource_manager() -> Iterator[TestingResourceManager]:
+    rm = TestingResourceManager(interval_ms=100, timeout_ms=2000)
+    yield rm
+    rm.close()
+
+
+def _stub(address: str) -> tuple[object, taskexecutor_pb2_grpc.TaskExecutorStub]:
+    channel = rpc.create_channel(address)
+    return channel, taskexecutor_pb2_grpc.TaskExecutorStub(channel)
+
+
+class TestTaskExecutor:
+    def test_registers_heartbeats_and_stops_leaving_no_thread_behind(
+            self, resource_manager: TestingResourceManager) -> None:
+        before = set(threading.enumerate())
+        executor = TaskExecutor(CONFIG, resource_manager.address, "lease-1")
+        executor.start()
+        registration = resource_manager.registrations[0]
+        assert registration.resource_id == executor.resource_id
+        assert registration.lease_id == "lease-1"
+        assert registration.data_port == executor.data_port > 0
+        assert registration.rpc_address == executor.rpc_address
+        wait_until(lambda: resource_manager.heartbeats >= 3, "three heartbeats")
+
+        channel, stub = _stub(executor.rpc_address)
+        rpc.call("Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason="test"))
+        channel.close()
+        assert executor.wait(30) == "test"
+        working_dir = executor.working_dir
+        executor.close()
+        executor.close()  # idempotent
+
+        assert not os.path.exists(working_dir)
+        wait_until(lambda: not _new_threads(before), "the TaskExecutor's threads to end")
+        channel, stub = _stub(executor.rpc_address)
+        with pytest.raises(ServiceUnavailableError):
+            rpc.call("Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason="again"), timeout=5)
+        channel.close()
+
+    def test_stops_when_the_resource_manager_is_gone(
+            self, resource_manager: TestingResourceManager) -> None:
+        executor = TaskExecutor(CONFIG, resource_manager.address)
+        executor.start()
+        resource_manager.close()
+        reason = executor.wait(60)
+        executor.close()
+        assert reason is not None
+        assert "lost the ResourceManager" in reason
+
+    def test_registers_again_when_the_resource_manager_forgot_it(
+            self, resource_manager: TestingResourceManager) -> None:
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            resource_manager.known = False
+            wait_until(lambda: len(resource_manager.registrations) >= 2, "a re-registration")
+            assert resource_manager.registrations[1].resource_id == executor.resource_id
+
+    def test_start_fails_clearly_without_a_resource_manager(self) -> None:
+        before = set(threading.enumerate())
+        executor = TaskExecutor({**CONFIG, "heartbeat.timeout": "300 ms"}, "127.0.0.1:1")
+        with pytest.raises(TaskManagerLostError, match="could not register"):
+            executor.start()
+        wait_until(lambda: not _new_threads(before), "threads to end")
+
+    def test_slots_are_bounded_and_tasks_need_an_allocated_slot(
+            self, resource_manager: TestingResourceManager) -> None:
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            allocate = taskexecutor_pb2.AllocateSlotRequest(
+                allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1")
+            rpc.call("AllocateSlot", stub.AllocateSlot, allocate)
+            rpc.call("AllocateSlot", stub.AllocateSlot, allocate)  # idempotent
+            with pytest.raises(SlotAllocationError, match="1 of its 1 slots"):
+                rpc.call("AllocateSlot", stub.AllocateSlot, taskexecutor_pb2.AllocateSlotRequest(
+                    allocation_id="a2", job_id="job", jobmaster_address="127.0.0.1:1"))
+            assert executor.allocated_slots() == ["a1"]
+            wait_until(lambda: resource_manager.heartbeats >= 1, "a heartbeat")
+
+            tdd = _descriptor(allocation_id="nope")
+            with pytest.raises(SlotAllocationError, match="not allocated to that job"):
+                rpc.call("SubmitTask", stub.SubmitTask, taskexecutor_pb2.SubmitTaskRequest(
+                    task_deployment_descriptor=pickle.dumps(tdd), jobmaster_address="x"))
+            rpc.call("FreeSlot", stub.FreeSlot,
+                     taskexecutor_pb2.FreeSlotRequest(allocation_id="a1"))
+            assert executor.allocated_slots() == []
+            ack = rpc.call("CancelTask", stub.CancelTask,
+                           taskexecutor_pb2.CancelTaskRequest(execution_attempt_id="none"))
+            assert isinstance(ack, common_pb2.Ack)
+            channel.close()
+
+
+class TestProcessWatchdog:
+    def test_sigterm_asks_for_a_graceful_stop_and_the_handler_is_restored(self) -> None:
+        previous = signal.getsignal(signal.SIGTERM)
+        reasons: list[str] = []
+        with ProcessWatchdog(reasons.append, poll_interval_s=0.05):
+            os.kill(os.getpid(), signal.SIGTERM)
+            wait_until(lambda: reasons, "the SIGTERM stop")
+        assert reasons == ["SIGTERM received"]
+        assert signal.getsignal(signal.SIGTERM) is previous
+
+
+def _descriptor(allocation_id: str) -> TaskDeploymentDescriptor:
+    vertex = JobVertex(JobVertexId("v"), "map", 1, 128, ())
+    return TaskDeploymentDescriptor(
+        job_id=JobId("job"), job_name="j", vertex=vertex, subtask_index=0, attempt_number=0,
+        execution_attempt_id=ExecutionAttemptId("e1"), allocation_id=AllocationId(allocation_id),
+        input_gates=(), result_partitions=())
+
+
+def _new_threads(before: set[threading.Thread]) -> list[str]:
+    return [t.name for t in set(threading.enumerate()) - before
+            if not t.name.startswith("testing-rm")]

@@ -1,0 +1,45 @@
+"""Shipping the user's own modules with the job.
+
+cloudpickle pickles a function or class *by reference* when its module can be imported,
+and TaskManagers then import that module. A job's helper modules (next to the script,
+or a test module) are not installed where the TaskManagers run, so they are pickled *by
+value*, as the script itself (``__main__``) always is. Installed packages (stdlib,
+site-packages) and Weir's own are still pickled by reference.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+import sysconfig
+
+import cloudpickle
+
+_OURS = frozenset({"weir", "dispatcher", "resourcemanager", "jobmanager", "taskmanager", "proto"})
+
+
+def _installed_roots() -> tuple[str, ...]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    roots.update(p for p in sysconfig.get_paths().values() if p)
+    roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    roots.add(site.getusersitepackages() if hasattr(site, "getusersitepackages") else "")
+    return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
+
+
+def ship_user_modules() -> None:
+    """Register every loaded user module to be pickled by value."""
+    installed = _installed_roots()
+    for name, module in list(sys.modules.items()):
+        if name == "__main__" or name.split(".")[0] in _OURS or "." in name:
+            continue
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if real.startswith(installed):
+            continue
+        try:
+            cloudpickle.register_pickle_by_value(module)
+        except ValueError:  # not importable under that name: pickled by value already
+            continue
