@@ -30,6 +30,7 @@ from taskmanager.network.frames import (
     encode_partition_request,
 )
 from taskmanager.network.input_channel import RemoteInputChannel
+from taskmanager.network.input_gate import DefaultInputGate, RemoteBuffer
 from taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
 from taskmanager.network.result_partition_manager import ResultPartitionManager
 from taskmanager.network.subpartition import SubpartitionView
@@ -266,7 +267,7 @@ class ConnectionManager:
 
     def _on_server_event(self, conn: _ServerConnection) -> Callable[[Any, int], None]:
         def handle(_sock: Any, mask: int) -> None:
-            if mask & selectors.EVENT_READ and not self._read(conn, self._on_server_frame):
+            if mask & selectors.EVENT_READ and not self._read(conn, self._on_server_frames):
                 self._close_server_conn(conn)
                 return
             if mask & selectors.EVENT_WRITE:
@@ -282,7 +283,7 @@ class ConnectionManager:
                     self._close_client(conn, f"cannot connect: {errno.errorcode.get(err, err)}")
                     return
                 conn.connected = True
-            if mask & selectors.EVENT_READ and not self._read(conn, self._on_client_frame):
+            if mask & selectors.EVENT_READ and not self._read(conn, self._on_client_frames):
                 self._close_client(conn, "the producer closed the connection")
                 return
             if mask & selectors.EVENT_WRITE and not conn.closed:
@@ -290,7 +291,7 @@ class ConnectionManager:
 
         return handle
 
-    def _read(self, conn: _Connection, dispatch: Callable[[Any, Frame], None]) -> bool:
+    def _read(self, conn: _Connection, dispatch: Callable[[Any, list[Frame]], None]) -> bool:
         """Receive once and dispatch whole frames; False once the peer is gone."""
         try:
             count = conn.sock.recv_into(conn.decoder.writable())
@@ -306,10 +307,7 @@ class ConnectionManager:
         except NetworkError:
             logger.warning("dropping the data connection to %s", conn.peer, exc_info=True)
             return False
-        for frame in frames:
-            if conn.closed:
-                return False
-            dispatch(conn, frame)
+        dispatch(conn, frames)
         return not conn.closed
 
     # -- writing ---------------------------------------------------------------------
@@ -465,18 +463,40 @@ class ConnectionManager:
 
     # -- consumer side -------------------------------------------------------------------
 
-    def _on_client_frame(self, conn: _ClientConnection, frame: Frame) -> None:
-        frame_type = frame.frame_type
-        if frame_type == FrameType.BUFFER_RESPONSE:
-            channel = conn.channels.get(frame.channel_id)
+    def _on_client_frames(self, conn: _ClientConnection, frames: list[Frame]) -> None:
+        # Buffers of one receive are handed to each gate in one batch: one lock
+        # acquisition and at most one wakeup of the task per gate, not per buffer.
+        batches: dict[DefaultInputGate, list[RemoteBuffer]] = {}
+        channels = conn.channels
+        for frame in frames:
+            if conn.closed:
+                return
+            if frame.frame_type != FrameType.BUFFER_RESPONSE:
+                self._deliver(batches)  # keep buffers ahead of a later error in order
+                self._on_client_frame(conn, frame)
+                continue
+            channel = channels.get(frame.channel_id)
             if channel is None:
-                return  # cancelled while the buffer was on its way
+                continue  # cancelled while the buffer was on its way
             if frame.kind == BufferKind.END_OF_PARTITION:
-                del conn.channels[frame.channel_id]
+                del channels[frame.channel_id]
             gate = channel.gate
             if gate is not None:
-                gate.on_remote_buffer(channel, frame.kind, frame.value, frame.payload)
-        elif frame_type == FrameType.ERROR_RESPONSE:
+                batch = batches.get(gate)
+                if batch is None:
+                    batch = batches[gate] = []
+                batch.append((channel, frame.kind, frame.value, frame.payload))
+        self._deliver(batches)
+
+    @staticmethod
+    def _deliver(batches: dict[DefaultInputGate, list[RemoteBuffer]]) -> None:
+        for gate, batch in batches.items():
+            gate.on_remote_buffers(batch)
+        batches.clear()
+
+    def _on_client_frame(self, conn: _ClientConnection, frame: Frame) -> None:
+        frame_type = frame.frame_type
+        if frame_type == FrameType.ERROR_RESPONSE:
             channel = conn.channels.pop(frame.channel_id, None)
             if channel is not None:
                 self._fail_channel(channel, frame.payload.decode(errors="replace"))
@@ -515,6 +535,12 @@ class ConnectionManager:
             self._fail_channel(channel, f"lost the connection to {conn.peer} ({reason})")
 
     # -- producer side ------------------------------------------------------------------
+
+    def _on_server_frames(self, conn: _ServerConnection, frames: list[Frame]) -> None:
+        for frame in frames:
+            if conn.closed:
+                return
+            self._on_server_frame(conn, frame)
 
     def _on_server_frame(self, conn: _ServerConnection, frame: Frame) -> None:
         frame_type = frame.frame_type

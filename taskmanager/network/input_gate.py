@@ -23,6 +23,10 @@ from weir.core.errors import NetworkError
 logger = logging.getLogger(__name__)
 
 
+RemoteBuffer = tuple[RemoteInputChannel, BufferKind, int, bytes]
+"""``(channel, kind, backlog, payload)`` as received from the channel's producer."""
+
+
 class RemoteTransport(Protocol):
     """What a gate needs of the connection manager; every method is thread-safe and
     never blocks on a socket."""
@@ -184,26 +188,29 @@ class DefaultInputGate:
             self._available.append(channel)
             self._cond.notify()
 
-    def on_remote_buffer(
-        self, channel: RemoteInputChannel, kind: BufferKind, backlog: int, payload: bytes
-    ) -> None:
+    def on_remote_buffers(self, batch: list[RemoteBuffer]) -> None:
+        """Buffers the I/O thread received, in arrival order (I/O thread only)."""
         with self._cond:
             if self._closed:
                 return
-            channel.queue.append((kind, payload))
-            if kind == BufferKind.DATA:
-                self.stats.buffers_received += 1
-                channel.buffered += 1
-                self.stats.max_buffered_per_channel = max(
-                    self.stats.max_buffered_per_channel, channel.buffered
-                )
-            grants = channel.credit.on_buffer_received(backlog)
-            if not channel.queued:
-                channel.queued = True
-                self._available.append(channel)
+            stats = self.stats
+            was_empty = not self._available
+            for channel, kind, backlog, payload in batch:
+                channel.queue.append((kind, payload))
+                if kind == BufferKind.DATA:
+                    stats.buffers_received += 1
+                    channel.buffered += 1
+                    stats.max_buffered_per_channel = max(
+                        stats.max_buffered_per_channel, channel.buffered
+                    )
+                grants = channel.credit.on_buffer_received(backlog)
+                if not channel.queued:
+                    channel.queued = True
+                    self._available.append(channel)
+                if grants:
+                    self._announce(grants)
+            if was_empty and self._available:
                 self._cond.notify()
-            if grants:
-                self._announce(grants)
 
     def on_remote_error(self, channel: RemoteInputChannel, error: NetworkError) -> None:
         with self._cond:

@@ -58,6 +58,11 @@ class ResultPartition:
         self.num_subpartitions = descriptor.num_subpartitions
         self.stats = PartitionStats()
         self._max_buffers = max(1, config.max_buffers_per_subpartition)
+        # A blocked writer is woken once its subpartition has drained to half the bound,
+        # not at the first free slot: it then refills several buffers per wakeup instead
+        # of ping-ponging with the reader thread (and the GIL) for every buffer.
+        self._resume_at = self._max_buffers // 2
+        self._writer_waiting = False
         self._cond = threading.Condition()
         self._subpartitions = [PipelinedSubpartition() for _ in range(self.num_subpartitions)]
         self._on_consumed = on_consumed
@@ -81,18 +86,21 @@ class ResultPartition:
             if sub.data_count >= self._max_buffers and not self._released:
                 self.stats.blocked_emits += 1
                 while sub.data_count >= self._max_buffers and not self._released:
+                    self._writer_waiting = True
                     self._cond.wait()
+                self._writer_waiting = False
             self._check_writable()
             sub.queue.append((BufferKind.DATA, buffer))
             sub.data_count += 1
             self.stats.buffers_emitted += 1
             self.stats.max_queued = max(self.stats.max_queued, sub.data_count)
             view = sub.view
-            notify = view is not None and not view.available and view.credit > 0
-            if notify:
-                view.available = True  # type: ignore[union-attr]
-        if notify:
-            view.listener(view)  # type: ignore[union-attr]
+            if view is not None and not view.available and view.credit > 0:
+                view.available = True
+            else:
+                view = None
+        if view is not None:
+            view.listener(view)
 
     def emit_event(self, subpartition: int, event: bytes) -> None:
         self._enqueue_event(subpartition, BufferKind.EVENT, event)
@@ -153,11 +161,12 @@ class ResultPartition:
                 return
             sub.queue.append((kind, payload))
             view = sub.view
-            notify = view is not None and not view.available
-            if notify:
-                view.available = True  # type: ignore[union-attr]
-        if notify:
-            view.listener(view)  # type: ignore[union-attr]
+            if view is not None and not view.available:
+                view.available = True
+            else:
+                view = None
+        if view is not None:
+            view.listener(view)
 
     # -- reader side (I/O thread or consuming input gate) ------------------------------
 
@@ -213,9 +222,10 @@ class ResultPartition:
             kind, payload = sub.queue.popleft()
             if kind == BufferKind.DATA:
                 view.credit -= 1
-                if sub.data_count == self._max_buffers:
-                    self._cond.notify_all()
                 sub.data_count -= 1
+                if self._writer_waiting and sub.data_count <= self._resume_at:
+                    self._writer_waiting = False
+                    self._cond.notify_all()
                 self.stats.buffers_sent += 1
             elif kind == BufferKind.END_OF_PARTITION:
                 sub.consumed = True

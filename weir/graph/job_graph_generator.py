@@ -22,7 +22,7 @@ from weir.core.job_graph import (
 )
 from weir.graph.operator_ids import operator_ids
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
-from weir.graph.user_code import ship_user_modules
+from weir.graph.user_code import shipping_user_modules
 
 __all__ = ["JobGraphResult", "create_job_graph"]
 
@@ -62,7 +62,11 @@ def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
 
 def create_job_graph(graph: StreamGraph, job_id: JobId | None = None) -> JobGraphResult:
     """Chain the stream graph into vertices and build the JobGraph (validated)."""
-    ship_user_modules()
+    with shipping_user_modules():
+        return _create_job_graph(graph, job_id)
+
+
+def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResult:
     order = graph.topological_order()
     position = {node.id: i for i, node in enumerate(order)}
     ids = operator_ids(graph)

@@ -9,10 +9,12 @@ site-packages) and Weir's own are still pickled by reference.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import site
 import sys
 import sysconfig
+from collections.abc import Iterator
 
 import cloudpickle
 
@@ -27,8 +29,22 @@ def _installed_roots() -> tuple[str, ...]:
     return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
 
 
-def ship_user_modules() -> None:
-    """Register every loaded user module to be pickled by value."""
+@contextlib.contextmanager
+def shipping_user_modules() -> Iterator[None]:
+    """While open, every loaded user module is pickled by value. Scoped, because the
+    registration is global to cloudpickle and other pickling in this process (Spark's,
+    for one) must not change."""
+    registered = _register_user_modules()
+    try:
+        yield
+    finally:
+        for module_name in registered:
+            cloudpickle.unregister_pickle_by_value(sys.modules[module_name])
+
+
+def _register_user_modules() -> list[str]:
+    registered: list[str] = []
+    already = cloudpickle.list_registry_pickle_by_value()
     installed = _installed_roots()
     for name, module in list(sys.modules.items()):
         if name == "__main__" or name.split(".")[0] in _OURS or "." in name:
@@ -39,7 +55,11 @@ def ship_user_modules() -> None:
         real = os.path.realpath(path)
         if real.startswith(installed):
             continue
+        if name in already:
+            continue
         try:
             cloudpickle.register_pickle_by_value(module)
         except ValueError:  # not importable under that name: pickled by value already
             continue
+        registered.append(name)
+    return registered

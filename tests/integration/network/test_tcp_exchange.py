@@ -194,30 +194,26 @@ class TestTcpExchange:
             (gate_of(channel(pid, 0, producer_env, local=False)),)
         )
         writer = producer_env.create_result_partition(partition_descriptor(pid, 1))
-        expected = []
-        for i in range(300):
-            writer.emit(0, f"d{i}".encode()) if i % 10 else writer.emit_event(0, f"e{i}".encode())
-            expected.append(
-                (
-                    BufferKind.DATA if i % 10 else BufferKind.EVENT,
-                    f"{'d' if i % 10 else 'e'}{i}".encode(),
-                )
-            )
-            if len(expected) % 5 == 0:
-                # Read as we go: the subpartition holds at most 10 data buffers.
-                pass
-        thread = threading.Thread(target=writer.finish)
-        polled = []
-        while len(polled) < len(expected):
-            item = gate.poll(5)
-            assert item is not None
-            polled.append((item[2], item[3]))
+        expected = [
+            (BufferKind.EVENT, b"e%d" % i) if i % 10 == 0 else (BufferKind.DATA, b"d%d" % i)
+            for i in range(300)
+        ]
+
+        def run() -> None:
+            for kind, payload in expected:
+                if kind == BufferKind.EVENT:
+                    writer.emit_event(0, payload)
+                else:
+                    writer.emit(0, payload)
+            writer.finish()
+
+        thread = threading.Thread(target=run)
         thread.start()
+        polled = read_all(gate)
         thread.join()
-        assert polled == expected
-        last = gate.poll(5)
-        assert last is not None and last[2] == BufferKind.END_OF_PARTITION
-        assert gate.is_finished()
+        assert [(k, p) for _, _, k, p in polled[:-1]] == expected
+        assert polled[-1][2] == BufferKind.END_OF_PARTITION
+        assert gate.stats.events_polled == 30
 
     def test_request_before_the_producer_registers_is_parked(self, make_env) -> None:
         producer_env, consumer_env = make_env("a"), make_env("b")

@@ -9,6 +9,7 @@ import cloudpickle
 
 from weir.common.typeinfo import RowTypeInfo, TypeInformation
 from weir.core.source import SourceReaderContext
+from weir.graph.user_code import shipping_user_modules
 
 __all__ = ["CollectionSource"]
 
@@ -42,7 +43,8 @@ class CollectionSource:
         if isinstance(type_info, RowTypeInfo):
             values = [type_info.to_row(v) for v in values]
         self._count = len(values)
-        self._blob = cloudpickle.dumps(values)
+        with shipping_user_modules():
+            self._blob = cloudpickle.dumps(values)
 
     def create_reader(self, context: SourceReaderContext) -> CollectionReader:
         if context.get_index_of_this_subtask() != 0:
