@@ -16,11 +16,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,ha]'
 	touch $(STAMP)
 
-# Spark needs a JVM; install one on a fresh Debian machine if none is there.
+# Spark needs a JVM, and the cluster scripts pgrep/setsid: install them on a fresh Debian
+# machine if they are missing.
 java:
-	@command -v java >/dev/null 2>&1 || { \
-	  echo "installing a Java runtime for Spark"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) >/dev/null; }
+	@command -v java >/dev/null 2>&1 && command -v pgrep >/dev/null 2>&1 || { \
+	  echo "installing a Java runtime and procps"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq openjdk-17-jre-headless procps) >/dev/null; }
 
 run: setup
 	$(PY) examples/word_count.py
@@ -37,6 +39,7 @@ typecheck: setup
 
 test: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy weir dispatcher resourcemanager jobmanager taskmanager
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 test-long: setup

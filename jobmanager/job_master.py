@@ -6,6 +6,8 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
+import grpc
+
 from jobmanager.collect_buffer import CollectBuffer, FetchResult
 from jobmanager.execution_graph import ExecutionGraph
 from jobmanager.scheduler import DefaultScheduler
@@ -33,7 +35,7 @@ class JobMaster(LeaderContender):
         self._on_terminated = on_terminated
         self._host = host
         self._address = ""
-        self._server = None
+        self._server: grpc.Server | None = None
         self._rm_address: str | None = None
         self._rm_retriever = ha_services.get_resource_manager_leader_retriever()
         self._election = ha_services.get_job_master_leader_election(job_graph.job_id)
@@ -68,10 +70,11 @@ class JobMaster(LeaderContender):
     def start(self) -> str:
         from jobmanager.service import JobMasterServicer  # noqa: PLC0415 (import cycle)
 
-        self._server = rpc.create_server(max_workers=16)
-        JobMasterServicer.register(self, self._server)
-        self._address = rpc.bind(self._server, self._host, 0)
-        self._server.start()
+        server = rpc.create_server(max_workers=16)
+        JobMasterServicer.register(self, server)
+        self._address = rpc.bind(server, self._host, 0)
+        server.start()
+        self._server = server
         self._rm_retriever.start(self._on_resource_manager)
         self._election.start(self)
         return self._address

@@ -86,7 +86,8 @@ class ResultPartitionWriter(Protocol):
 class InputGate(Protocol):
     """All inputs of one task, over all its input edges."""
 
-    num_gates: int
+    @property
+    def num_gates(self) -> int: ...
 
     def num_channels(self, gate_index: int) -> int: ...
 

@@ -19,15 +19,17 @@ if _REPO_ROOT not in sys.path:
 
 @pytest.fixture(scope="session")
 def spark_session() -> Iterator[object]:
-    """A ``local[2]`` SparkSession shared by the whole test session (starting one takes
-    seconds). Tests must leave no Spark job running behind them."""
+    """A ``local[4]`` SparkSession shared by the whole test session (starting one takes
+    seconds). Suites that lease TaskManagers cap themselves at two each
+    (``resourcemanager.taskmanager.max``), so a session-scoped cluster holding its leases
+    does not starve a later suite. Tests must leave no Spark job running behind them."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     # Spark's Python workers import Weir's packages from the checkout, installed or not.
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if _REPO_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([_REPO_ROOT, *paths])
     spark = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[4]")
         .appName("weir-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.pyspark.python", sys.executable)

@@ -14,6 +14,9 @@ from weir.core.executor import register_executor
 # so TaskManagers stay leased between tests (leasing takes seconds).
 CLUSTER_CONFIG = {
     "spark.master": "local[2]",
+    # Two TaskManagers of the shared session's four cores: the other two stay free for
+    # the ResourceManager suite, which runs while this cluster keeps its leases.
+    "resourcemanager.taskmanager.max": "2",
     "heartbeat.interval": "500 ms",
     "heartbeat.timeout": "6 s",
     "slot.request.timeout": "60 s",

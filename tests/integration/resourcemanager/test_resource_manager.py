@@ -1,5 +1,5 @@
-"""The ResourceManager on a real local[2] Spark session: leases, registration, slots,
-a killed TaskManager, and a clean close."""
+"""The ResourceManager on a real Spark session (two TaskManagers at most): leases,
+registration, slots, a killed TaskManager, and a clean close."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ pytestmark = pytest.mark.spark
 # Short heartbeats so a lost TaskManager is noticed within seconds in either way.
 CONFIG = {
     "spark.master": "local[2]",
+    # The shared session has more cores than this suite may use (other suites keep
+    # TaskManagers leased on it): two is this ResourceManager's share.
+    "resourcemanager.taskmanager.max": "2",
     "resourcemanager.taskmanager.min": "2",
     "heartbeat.interval": "200 ms",
     "heartbeat.timeout": "3 s",
