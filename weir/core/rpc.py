@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import traceback
 import weakref
 from collections.abc import Callable
@@ -162,11 +163,16 @@ def create_server(max_workers: int = 16) -> grpc.Server:
 
 
 def stop_server(server: grpc.Server, grace_s: float) -> None:
-    """Stop ``server`` (in-flight calls get ``grace_s``) and end its worker threads."""
-    server.stop(grace=grace_s).wait()
+    """Stop ``server`` (in-flight calls get ``grace_s``) and end its worker threads.
+
+    Waits are bounded: at interpreter exit gRPC's own threads may already be gone, and a
+    process that is going down must not hang on them.
+    """
+    if not server.stop(grace=grace_s).wait(timeout=grace_s + 5.0):
+        logger.warning("a gRPC server did not stop within %.0f s", grace_s + 5.0)
     pool = _server_pools.pop(server, None)
     if pool is not None:
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=not sys.is_finalizing())
 
 
 def bind(server: grpc.Server, host: str, port: int = 0) -> str:
