@@ -24,6 +24,9 @@ class BidSource:
     def __init__(self, count: int) -> None:
         self.count = count
 
+    def is_bounded(self) -> bool:
+        return True
+
     def create_reader(self, context):
         index = context.get_index_of_this_subtask()
         parallelism = context.get_number_of_parallel_subtasks()

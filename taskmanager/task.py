@@ -308,6 +308,7 @@ class Task:
             collect=self._services.collect,
             print_target=self._services.print_target,
             clock_ms=self._clock_ms,
+            batch_mode=config.get(tdd.job_config, config.RUNTIME_MODE) == "BATCH",
         )
 
     # --- mailbox loops ----------------------------------------------------------------------

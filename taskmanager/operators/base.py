@@ -39,6 +39,8 @@ class OperatorSetup:
     print_target: str | None
     clock_ms: Callable[[], int]
     """Processing time in ms since the epoch (timer services)."""
+    batch_mode: bool = False
+    """The job runs in BATCH execution mode (``execution.runtime-mode``)."""
 
 
 class StreamOperator:

@@ -24,7 +24,7 @@ from taskmanager.operators.one_input import (
 )
 from taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
 from taskmanager.operators.source import SourceOperator
-from taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator
+from taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator, CoProcessOperator
 from taskmanager.record_writer import RecordWriter
 from weir.core.job_graph import OperatorKind
 
@@ -40,6 +40,7 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.REDUCE: ReduceOperator,
     OperatorKind.CO_MAP: CoMapOperator,
     OperatorKind.CO_FLAT_MAP: CoFlatMapOperator,
+    OperatorKind.CO_PROCESS: CoProcessOperator,
     OperatorKind.SINK: SinkOperator,
     OperatorKind.PRINT: PrintOperator,
     OperatorKind.COLLECT: CollectOperator,

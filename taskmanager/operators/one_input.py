@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
+from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, discard
 from taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
 from taskmanager.operators.functions import (
     close_function,
@@ -145,7 +145,6 @@ class ProcessOperator(_UserFunctionOperator):
 
         return process
 
-
 class KeyedProcessOperator(_UserFunctionOperator):
     def _bind(self, output: Output) -> Output:
         pe = required_method(self.function, "process_element", self.name)
@@ -174,9 +173,12 @@ class KeyedProcessOperator(_UserFunctionOperator):
 
 class ReduceOperator(_UserFunctionOperator):
     """Running reduce per key: emits the new accumulated value for every record, the
-    first record of a key as is (PyFlink's KeyedStream.reduce)."""
+    first record of a key as is (PyFlink's KeyedStream.reduce). In BATCH execution mode
+    it emits only the final value of each key, when the input ends, as Flink does."""
 
     STATE_NAME = "_weir_reduce"
+    _final: dict[Any, Any] | None = None
+    _output: Output = discard
 
     def _bind(self, output: Output) -> Output:
         f = user_method(self.function, "reduce", self.name)
@@ -184,6 +186,19 @@ class ReduceOperator(_UserFunctionOperator):
         if key is None or backend is None:
             msg = f"operator {self.name!r}: reduce runs on a KeyedStream; call key_by() first"
             raise ValueError(msg)
+        if self.setup.batch_mode:
+            # Flink's batch execution keeps one accumulator per key and no state backend.
+            final: dict[Any, Any] = {}
+            self._final, self._output = final, output
+            missing = object()
+
+            def accumulate(batch: list[Any]) -> None:
+                for x in batch:
+                    k = key(x)
+                    acc = final.get(k, missing)
+                    final[k] = x if acc is missing else f(acc, x)
+
+            return accumulate
         state = backend.get_value_state(self.STATE_NAME)
         value, update = state.value, state.update
 
@@ -199,3 +214,7 @@ class ReduceOperator(_UserFunctionOperator):
             output(out)
 
         return process
+
+    def finish(self) -> None:
+        if self._final:
+            self._output(list(self._final.values()))

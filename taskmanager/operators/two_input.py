@@ -1,4 +1,5 @@
-"""Two-input operators: co_map (map1/map2) and co_flat_map (flat_map1/flat_map2).
+"""Two-input operators: co_map (map1/map2), co_flat_map (flat_map1/flat_map2) and
+co_process (process_element1/process_element2 of a (Keyed)CoProcessFunction).
 
 Records of input 0 go through ``process``, those of input 1 through ``process2``, as
 they come. When an input is keyed, its own key selector sets the current key.
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
+from taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
 from taskmanager.operators.functions import (
     close_function,
     key_selector,
@@ -85,7 +87,7 @@ class _CoOperator(StreamOperator):
         self.process2 = self._wrap(f2, self.keys[1], output)
 
     def _wrap(
-        self, f: Callable[[Any], Any], key: Callable[[Any], Any] | None, output: Output
+        self, f: Callable[..., Any], key: Callable[[Any], Any] | None, output: Output
     ) -> Output:
         raise NotImplementedError
 
@@ -109,3 +111,46 @@ class CoFlatMapOperator(_CoOperator):
         self, f: Callable[[Any], Any], key: Callable[[Any], Any] | None, output: Output
     ) -> Output:
         return _flat_map_input(f, key, self.backend, output)
+
+
+class CoProcessOperator(_CoOperator):
+    """``process_element1/2(value, ctx)`` may yield, return an iterable or return None, as
+    PyFlink's process functions do; ``ctx.get_current_key()`` works when both inputs are
+    keyed (KeyedCoProcessFunction)."""
+
+    methods = ("process_element1", "process_element2")
+
+    def _wrap(
+        self, f: Callable[..., Any], key: Callable[[Any], Any] | None, output: Output
+    ) -> Output:
+        backend = self.backend
+        timers = TimerService(self.setup.clock_ms, keyed=key is not None)
+        if key is None or backend is None:
+            plain = ProcessContext(timers)
+
+            def process(batch: list[Any]) -> None:
+                out: list[Any] = []
+                extend = out.extend
+                for x in batch:
+                    r = f(x, plain)
+                    if r is not None:
+                        extend(r)
+                if out:
+                    output(out)
+
+            return process
+
+        ctx = KeyedProcessContext(timers)
+
+        def process_keyed(batch: list[Any]) -> None:
+            out: list[Any] = []
+            extend = out.extend
+            for x in batch:
+                backend.current_key = ctx.current_key = key(x)
+                r = f(x, ctx)
+                if r is not None:
+                    extend(r)
+            if out:
+                output(out)
+
+        return process_keyed

@@ -158,6 +158,11 @@ BUFFER_TIMEOUT_ENABLED = _option(
     "If false, buffers are sent only when full (the same as a timeout of -1).",
 )
 JOB_NAME = _option("pipeline.name", "", str, "The job name.")
+RUNTIME_MODE = _option(
+    "execution.runtime-mode", "STREAMING", str.upper,
+    "STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded). In BATCH mode "
+    "keyed aggregations emit only their final value per key, at the end of the input.",
+    ("streaming", "batch", "automatic"))
 
 # --- TaskManager and network ------------------------------------------------------
 NUM_TASK_SLOTS = _option(

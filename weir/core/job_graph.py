@@ -18,6 +18,7 @@ Operator payloads (what ``cloudpickle.loads(payload)`` gives, a ``dict``), by ki
 ``reduce``         ``{"function": ReduceFunction | callable}`` (keyed, running reduce)
 ``co_map``         ``{"function": CoMapFunction}`` (two inputs)
 ``co_flat_map``    ``{"function": CoFlatMapFunction}`` (two inputs)
+``co_process``     ``{"function": CoProcessFunction | KeyedCoProcessFunction}`` (two inputs)
 ``sink``           ``{"function": SinkFunction | callable}``
 ``print``          ``{"sink_identifier": str | None}``
 ``collect``        ``{}`` (records go to the client through the JobMaster)
@@ -48,6 +49,7 @@ class OperatorKind(enum.Enum):
     REDUCE = "reduce"
     CO_MAP = "co_map"
     CO_FLAT_MAP = "co_flat_map"
+    CO_PROCESS = "co_process"
     SINK = "sink"
     PRINT = "print"
     COLLECT = "collect"

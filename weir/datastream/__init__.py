@@ -2,6 +2,7 @@
 
 from weir.datastream.connected_streams import ConnectedStreams
 from weir.datastream.data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream
+from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -56,6 +57,7 @@ __all__ = [
     "ReduceFunction",
     "ReducingStateDescriptor",
     "RuntimeContext",
+    "RuntimeExecutionMode",
     "SinkFunction",
     "SourceFunction",
     "StateDescriptor",

@@ -8,7 +8,13 @@ from typing import Any
 from weir.common.typeinfo import RowTypeInfo, TypeInformation, Types
 from weir.core.job_graph import OperatorKind
 from weir.datastream.data_stream import DataStream, KeyedStream
-from weir.datastream.functions import CoFlatMapFunction, CoMapFunction, KeySelector
+from weir.datastream.functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+    KeySelector,
+)
 from weir.graph.transformations import PhysicalTransformation
 
 __all__ = ["ConnectedStreams"]
@@ -68,3 +74,21 @@ class ConnectedStreams:
             msg = "The input must be a CoFlatMapFunction!"
             raise TypeError(msg)
         return self._co_operator(OperatorKind.CO_FLAT_MAP, "Co-Flat Map", func, output_type)
+
+    def process(self, func: CoProcessFunction | KeyedCoProcessFunction,
+                output_type: TypeInformation | None = None) -> DataStream:
+        """Applies a CoProcessFunction (or, on two keyed streams, a KeyedCoProcessFunction):
+        ``process_element1`` for records of the first stream, ``process_element2`` for the
+        second; each may yield results, return an iterable, or return None."""
+        if self._is_keyed_stream():
+            if not isinstance(func, KeyedCoProcessFunction):
+                msg = ("The input function of two connected keyed streams must be a "
+                       "KeyedCoProcessFunction!")
+                raise TypeError(msg)
+            name = "Keyed Co-Process"
+        else:
+            if not isinstance(func, CoProcessFunction):
+                msg = "The input function of connected streams must be a CoProcessFunction!"
+                raise TypeError(msg)
+            name = "Co-Process"
+        return self._co_operator(OperatorKind.CO_PROCESS, name, func, output_type)

@@ -9,7 +9,7 @@ from typing import Any
 
 from weir.common.configuration import Configuration
 from weir.common.execution_config import ExecutionConfig
-from weir.common.typeinfo import TypeInformation
+from weir.common.typeinfo import TypeInformation, Types
 from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core import config as config_keys
 from weir.core.executor import (
@@ -22,7 +22,9 @@ from weir.core.executor import (
 )
 from weir.core.job_graph import OperatorKind
 from weir.datastream.connectors.collection import CollectionSource
+from weir.datastream.connectors.text_file import TextFileSource
 from weir.datastream.data_stream import DataStream
+from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import SourceFunction
 from weir.graph.execution_plan import execution_plan_json
 from weir.graph.job_graph_generator import JobGraphResult, create_job_graph
@@ -141,6 +143,20 @@ class StreamExecutionEnvironment:
         source = CollectionSource(collection, type_info)
         return self._source("Collection Source", {"source": source}, type_info, True)
 
+    def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
+        """The lines of the text file at ``file_path`` (a path or any fsspec URL), in order,
+        as strings."""
+        source = TextFileSource(file_path, charset_name)
+        return self._source(file_path, {"source": source}, Types.STRING(), True)
+
+    def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
+        """STREAMING (default), BATCH or AUTOMATIC; see ``RuntimeExecutionMode``."""
+        if not isinstance(execution_mode, RuntimeExecutionMode):
+            msg = f"set_runtime_mode() needs a RuntimeExecutionMode; got {execution_mode!r}"
+            raise TypeError(msg)
+        self._configuration.set_string(config_keys.RUNTIME_MODE.key, execution_mode.name)
+        return self
+
     def add_source(self, source_func: SourceFunction, source_name: str = "Custom Source",
                    type_info: TypeInformation | None = None) -> DataStream:
         """A non-parallel source running ``source_func.run(ctx)``."""
@@ -170,7 +186,23 @@ class StreamExecutionEnvironment:
         entries[config_keys.OPERATOR_CHAINING.key] = "true" if self._chaining else "false"
         entries[config_keys.BUFFER_TIMEOUT.key] = str(self._buffer_timeout_ms)
         entries[config_keys.JOB_NAME.key] = job_name
+        entries[config_keys.RUNTIME_MODE.key] = self._resolved_runtime_mode()
         return entries
+
+    def _resolved_runtime_mode(self) -> str:
+        mode = config_keys.get(self._configuration.to_dict(), config_keys.RUNTIME_MODE)
+        if mode == "STREAMING":
+            return mode
+        unbounded = [t.name for t in _all_transformations(self._transformations)
+                     if _is_unbounded_source(t)]
+        if mode == "AUTOMATIC":
+            return "STREAMING" if unbounded else "BATCH"
+        if unbounded:
+            msg = (f"detected an unbounded source ({', '.join(unbounded)}) with "
+                   f"'execution.runtime-mode' set to 'BATCH'; this combination is not "
+                   f"allowed: use STREAMING or AUTOMATIC, or a bounded source")
+            raise ValueError(msg)
+        return mode
 
     def _job_name(self, job_name: str | None) -> str:
         if job_name:
@@ -213,3 +245,28 @@ class StreamExecutionEnvironment:
         result = self._job_graph(job_name)
         client = get_executor().submit(result.job_graph)
         return client.collect(result.operator_ids[collect.id])
+
+
+def _all_transformations(roots: list[Transformation]) -> list[Transformation]:
+    """``roots`` and everything upstream of them, each once."""
+    seen: dict[int, Transformation] = {}
+    stack = list(roots)
+    while stack:
+        t = stack.pop()
+        if id(t) not in seen:
+            seen[id(t)] = t
+            stack.extend(t.inputs)
+    return list(seen.values())
+
+
+def _is_unbounded_source(transformation: Transformation) -> bool:
+    """Sources are bounded when they say so (``is_bounded()``); legacy SourceFunctions
+    are unbounded, as in Flink."""
+    payload = getattr(transformation, "payload", None) or {}
+    if getattr(transformation, "kind", None) is not OperatorKind.SOURCE:
+        return False
+    source = payload.get("source")
+    if source is None:
+        return True
+    is_bounded = getattr(source, "is_bounded", None)
+    return not (callable(is_bounded) and is_bounded())

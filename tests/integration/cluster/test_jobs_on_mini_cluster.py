@@ -116,3 +116,63 @@ def test_execute_and_collect_with_limit_returns_a_list(cluster):
     )
     first = ds.execute_and_collect(limit=5)
     assert first == [1, 2, 3, 4, 5]
+
+
+def test_batch_mode_emits_only_the_final_value_per_key(cluster):
+    from weir.datastream import RuntimeExecutionMode
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(2)
+    words = [w for line in LINES for w in line.split()]
+    out = list(
+        env.from_collection(words)
+        .map(lambda w: (w, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+        .key_by(lambda pair: pair[0])
+        .sum(1)
+        .execute_and_collect()
+    )
+    assert sorted(out) == sorted(collections.Counter(words).items())
+
+
+def test_read_text_file_reads_every_line_in_order(cluster, tmp_path):
+    path = tmp_path / "input.txt"
+    path.write_text("".join(f"{line}\n" for line in LINES[:50]), encoding="utf-8")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    assert list(env.read_text_file(str(path)).execute_and_collect()) == LINES[:50]
+
+
+def test_connected_keyed_streams_process_with_shared_state(cluster):
+    from weir.datastream.functions import KeyedCoProcessFunction
+    from weir.datastream.state import ValueStateDescriptor
+
+    class Enrich(KeyedCoProcessFunction):
+        """Tags each click (input 2) with its user's name (input 1); clicks that arrive
+        before the name wait in keyed state, so the result does not depend on arrival."""
+
+        def open(self, runtime_context):
+            self.name = runtime_context.get_state(ValueStateDescriptor("name", Types.STRING()))
+            self.waiting = runtime_context.get_state(
+                ValueStateDescriptor("waiting", Types.PICKLED_BYTE_ARRAY()))
+
+        def process_element1(self, user, ctx):
+            self.name.update(user[1])
+            for page in self.waiting.value() or []:
+                yield ctx.get_current_key(), page, user[1]
+            self.waiting.clear()
+
+        def process_element2(self, click, ctx):
+            name = self.name.value()
+            if name is None:
+                self.waiting.update([*(self.waiting.value() or []), click[1]])
+                return None
+            return [(ctx.get_current_key(), click[1], name)]
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    users = env.from_collection([(i, f"user-{i}") for i in range(10)])
+    clicks = env.from_collection([(i % 10, f"page-{i}") for i in range(40)])
+    out = list(users.connect(clicks).key_by(lambda u: u[0], lambda c: c[0])
+               .process(Enrich()).execute_and_collect())
+    assert sorted(out) == sorted((i % 10, f"page-{i}", f"user-{i % 10}") for i in range(40))

@@ -312,3 +312,51 @@ class TestDefaultParallelism:
             assert env.get_parallelism() == 5
         finally:
             set_context_configuration({})
+
+
+class TestRuntimeMode:
+    def _mode(self, env):
+        return build(env).config["execution.runtime-mode"]
+
+    def test_streaming_by_default(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).print()
+        assert self._mode(env) == "STREAMING"
+
+    def test_automatic_is_batch_when_every_source_is_bounded(self):
+        from weir.datastream import RuntimeExecutionMode
+        from weir.datastream.functions import SourceFunction
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_runtime_mode(RuntimeExecutionMode.AUTOMATIC)
+        env.from_collection([1]).print()
+        assert self._mode(env) == "BATCH"
+
+        class Endless(SourceFunction):
+            def run(self, ctx):
+                while True:
+                    ctx.collect(1)
+
+            def cancel(self):
+                pass
+
+        env.set_runtime_mode(RuntimeExecutionMode.AUTOMATIC)
+        env.from_collection([1]).union(env.add_source(Endless())).print()
+        assert self._mode(env) == "STREAMING"
+
+    def test_batch_with_an_unbounded_source_is_refused(self):
+        from weir.datastream import RuntimeExecutionMode
+        from weir.datastream.functions import SourceFunction
+
+        class Endless(SourceFunction):
+            def run(self, ctx):
+                ctx.collect(1)
+
+            def cancel(self):
+                pass
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+        env.add_source(Endless(), "endless").print()
+        with pytest.raises(ValueError, match="unbounded source"):
+            build(env)

@@ -46,6 +46,9 @@ class CollectionSource:
         with shipping_user_modules():
             self._blob = cloudpickle.dumps(values)
 
+    def is_bounded(self) -> bool:
+        return True
+
     def create_reader(self, context: SourceReaderContext) -> CollectionReader:
         if context.get_index_of_this_subtask() != 0:
             return CollectionReader([])

@@ -54,6 +54,9 @@ class NumberSequenceSource:
         self._start = int(start)
         self._end = int(end)
 
+    def is_bounded(self) -> bool:
+        return True
+
     def create_reader(self, context: SourceReaderContext) -> NumberSequenceReader:
         splits = split_range(self._start, self._end, context.get_number_of_parallel_subtasks())
         return NumberSequenceReader(splits[context.get_index_of_this_subtask()])
