@@ -20,16 +20,17 @@ from taskmanager.network.api import ResultPartitionWriter
 from weir.core.deployment import ResultPartitionDescriptor
 from weir.core.errors import WeirError
 from weir.core.job_graph import PartitionerKind
-from weir.core.key_groups import compute_operator_index_for_key_group, stable_hash
+from weir.core.key_groups import PyFlinkKeyHasher, compute_operator_index_for_key_group
 from weir.core.serializers import serialize_batch
 
 # A first buffer is cut after this many records, before any size is known; small
 # enough that even large records give a buffer of a few segments at most.
 _INITIAL_RECORDS_PER_BUFFER = 128
 _MAX_RECORDS_PER_BUFFER = 1 << 16
-# Key -> subpartition memo for KEY_GROUP edges: a dict hit costs less than the stable
-# hash. Cleared when it grows past this, so a high-cardinality key space costs memory
-# in proportion to this bound only.
+# Key -> subpartition memo for KEY_GROUP edges: a dict hit costs far less than hashing
+# the key as PyFlink does (pickle, Java hashCode, murmur: microseconds). Cleared when it
+# grows past this, so a high-cardinality key space costs memory in proportion to this
+# bound only.
 _ROUTE_CACHE_LIMIT = 1 << 16
 
 
@@ -87,6 +88,7 @@ class RecordWriter:
             self.emit = self._emit_single
         elif kind is PartitionerKind.KEY_GROUP:
             self._key = _key_selector(payload["key_selector"])
+            self._key_group = PyFlinkKeyHasher(payload.get("key_type", "pickled")).key_group
             m = descriptor.consumer_max_parallelism
             p = descriptor.consumer_parallelism
             self._max_parallelism = m
@@ -157,7 +159,7 @@ class RecordWriter:
         self._distribute(batch, routes)
 
     def _route(self, key: Any, *, cacheable: bool) -> int:
-        r = self._route_of_group[stable_hash(key) % self._max_parallelism]
+        r = self._route_of_group[self._key_group(key, self._max_parallelism)]
         if cacheable:
             if len(self._route_cache) >= _ROUTE_CACHE_LIMIT:
                 self._route_cache.clear()

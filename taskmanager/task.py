@@ -49,8 +49,8 @@ from weir.core import config
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import UserCodeError
 from weir.core.ids import ExecutionAttemptId
-from weir.core.job_graph import OperatorDescriptor
-from weir.core.key_groups import key_group_range_for_operator
+from weir.core.job_graph import OperatorDescriptor, PartitionerKind
+from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
 from weir.core.serializers import deserialize_batch
 
 logger = logging.getLogger(__name__)
@@ -276,6 +276,14 @@ class Task:
             if self._cancel_requested:  # cancel() ran before the source was known
                 chain.head.cancel_function()
 
+    def _input_key_type(self) -> str:
+        """The declared key type of the keyed input edges (their senders route by it)."""
+        for gate in self.tdd.input_gates:
+            if gate.edge.partitioner is PartitionerKind.KEY_GROUP and gate.edge.partitioner_payload:
+                payload = cloudpickle.loads(gate.edge.partitioner_payload)
+                return str(payload.get("key_type", "pickled"))
+        return "pickled"
+
     def _setup(self, descriptor: OperatorDescriptor, payload: dict[str, Any]) -> OperatorSetup:
         tdd = self.tdd
         vertex = tdd.vertex
@@ -286,6 +294,7 @@ class Task:
                 key_group_range_for_operator(
                     vertex.max_parallelism, vertex.parallelism, tdd.subtask_index
                 ),
+                PyFlinkKeyHasher(self._input_key_type()),
             )
         context = StreamingRuntimeContext(
             task_name=vertex.name,

@@ -26,6 +26,10 @@ class BufferKind(enum.IntEnum):
     """A serialized task event (watermark, checkpoint barrier, ...), in order with the data."""
     END_OF_PARTITION = 2
     """The producer finished; nothing follows on this channel."""
+    PRIORITY_EVENT = 3
+    """A task event that overtook the data queued ahead of it (an unaligned checkpoint
+    barrier, sent with ``emit_priority_event``). Priority events keep their order among
+    themselves; the task treats one like any EVENT."""
 
 
 class PartitionClosedError(Exception):
@@ -72,6 +76,20 @@ class ResultPartitionWriter(Protocol):
 
     def broadcast_event(self, event: bytes) -> None: ...
 
+    def emit_priority_event(self, event: bytes) -> list[list[bytes]]:
+        """Put ``event`` at the head of every subpartition's queue (behind earlier priority
+        events only), ahead of the data queued there; never blocks for credit.
+
+        Returns, per subpartition, the DATA buffers it overtook, in queue order: they
+        are still sent (after the event), and an unaligned checkpoint persists them as
+        output channel state. Buffers a reader already took from the queue are not
+        overtaken: for a remote consumer that is what the I/O thread moved into the
+        connection's output buffer or the socket (at most the consumer's credit for the
+        channel); they reach the consumer's input channel before the event, where the
+        gate lets the event overtake them again (``InputGate.priority_event_overtaken``).
+        Raises PartitionClosedError if released or finished."""
+        ...
+
     def finish(self) -> None:
         """Send END_OF_PARTITION on every subpartition. The partition stays until the
         consumers have read everything, then the network releases it."""
@@ -97,6 +115,24 @@ class InputGate(Protocol):
         ``wakeup()``. Polling a DATA buffer returns its credit to the sender.
         Raises PartitionClosedError once closed, or NetworkError if a producer's
         connection was lost."""
+        ...
+
+    def block_channel(self, gate_index: int, channel_index: int) -> None:
+        """Stop returning the channel's buffers and events from ``poll`` (checkpoint
+        alignment). They stay queued in the gate, so their credits are not returned and
+        the producer stops sending once its credit runs out; a local producer blocks
+        when its subpartition is full. Idempotent."""
+        ...
+
+    def unblock_all(self) -> None:
+        """Deliver every blocked channel again, in the order they were blocked."""
+        ...
+
+    def priority_event_overtaken(self, gate_index: int, channel_index: int) -> list[bytes]:
+        """The DATA buffers that the PRIORITY_EVENT last polled from this channel jumped
+        inside the gate (received before it, not yet polled; they are still polled
+        afterwards, in order). Returns them once; ``[]`` for a local channel, whose
+        producer reports what it overtook instead."""
         ...
 
     def wakeup(self) -> None:

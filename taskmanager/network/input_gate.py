@@ -4,6 +4,12 @@ Channels with something to read wait in one FIFO (Flink's ``inputChannelsWithDat
 so ``poll`` is fair across channels and costs one lock acquisition per buffer. Remote
 buffers are appended by the I/O thread (``on_remote_buffer``); local channels are
 queued by their producer's ``emit`` and read in memory when polled.
+
+Checkpoints add two exceptions to arrival order. A blocked channel (alignment) is parked
+when it comes up and rejoins the FIFO on ``unblock_all``; its buffers stay queued, so
+credit-based flow control stops its producer. A PRIORITY_EVENT received over TCP jumps
+ahead of the buffers queued in its channel, and its channel jumps to the head of the
+FIFO; the DATA buffers it overtook are remembered for ``priority_event_overtaken``.
 """
 
 from __future__ import annotations
@@ -67,6 +73,12 @@ class DefaultInputGate:
         self._wakeup = False
         self._closed = False
         self._on_close = on_close
+        self._blocked: set[InputChannel] = set()
+        self._parked: list[InputChannel] = []
+        """Blocked channels that came up in the FIFO with something to read."""
+        self._overtaken: dict[InputChannel, deque[list[bytes]]] = {}
+        """Per remote channel, per queued priority event, the DATA buffers it jumped."""
+        self._last_overtaken: dict[InputChannel, list[bytes]] = {}
 
     # -- assembly (by the environment, before the gate is handed to the task) ---------
 
@@ -111,6 +123,14 @@ class DefaultInputGate:
                     return None
                 if self._available:
                     channel = self._available.popleft()
+                    if self._blocked and channel in self._blocked:
+                        error = _failure_of(channel)
+                        if error is None:
+                            self._parked.append(channel)
+                            continue
+                        # A lost producer fails the task now, not after the alignment.
+                        self._available.appendleft(channel)
+                        raise error
                     try:
                         taken = channel.take()
                     except NetworkError:
@@ -131,6 +151,11 @@ class DefaultInputGate:
                             grants = channel.credit.on_data_consumed()
                     elif kind == BufferKind.EVENT:
                         self.stats.events_polled += 1
+                    elif kind == BufferKind.PRIORITY_EVENT:
+                        self.stats.events_polled += 1
+                        pending = self._overtaken.get(channel)
+                        if pending:
+                            self._last_overtaken[channel] = pending.popleft()
                     else:
                         channel.finished = True
                         self._unfinished -= 1
@@ -147,6 +172,26 @@ class DefaultInputGate:
                         return None
                     self._cond.wait(remaining)
 
+    def block_channel(self, gate_index: int, channel_index: int) -> None:
+        with self._cond:
+            self._blocked.add(self._channels[gate_index][channel_index])
+
+    def unblock_all(self) -> None:
+        with self._cond:
+            self._blocked.clear()
+            if not self._parked:
+                return
+            self._available.extend(self._parked)
+            self._parked.clear()
+            self._cond.notify()
+
+    def is_blocked(self, gate_index: int, channel_index: int) -> bool:
+        return self._channels[gate_index][channel_index] in self._blocked
+
+    def priority_event_overtaken(self, gate_index: int, channel_index: int) -> list[bytes]:
+        with self._cond:
+            return self._last_overtaken.pop(self._channels[gate_index][channel_index], [])
+
     def wakeup(self) -> None:
         with self._cond:
             self._wakeup = True
@@ -161,6 +206,10 @@ class DefaultInputGate:
                 return
             self._closed = True
             self._available.clear()
+            self._parked.clear()
+            self._blocked.clear()
+            self._overtaken.clear()
+            self._last_overtaken.clear()
             self._cond.notify_all()
         for gate in self._channels:
             for channel in gate:
@@ -196,6 +245,12 @@ class DefaultInputGate:
             stats = self.stats
             was_empty = not self._available
             for channel, kind, backlog, payload in batch:
+                if kind == BufferKind.PRIORITY_EVENT:
+                    self._add_priority_event(channel, payload)
+                    grants = channel.credit.on_buffer_received(backlog)
+                    if grants:
+                        self._announce(grants)
+                    continue
                 channel.queue.append((kind, payload))
                 if kind == BufferKind.DATA:
                     stats.buffers_received += 1
@@ -212,12 +267,43 @@ class DefaultInputGate:
             if was_empty and self._available:
                 self._cond.notify()
 
+    def _add_priority_event(self, channel: RemoteInputChannel, payload: bytes) -> None:
+        """Under the lock: queue the event behind earlier priority events and ahead of
+        everything else in the channel, and the channel ahead of the other channels
+        (unless it is blocked: then it waits for ``unblock_all`` like its data)."""
+        queue = channel.queue
+        position = 0
+        for item in queue:
+            if isinstance(item, NetworkError) or item[0] != BufferKind.PRIORITY_EVENT:
+                break
+            position += 1
+        jumped = [
+            item[1] for i, item in enumerate(queue)
+            if i >= position and not isinstance(item, NetworkError)
+            and item[0] == BufferKind.DATA
+        ]
+        queue.insert(position, (BufferKind.PRIORITY_EVENT, payload))
+        self._overtaken.setdefault(channel, deque()).append(jumped)
+        if channel in self._blocked:
+            if not channel.queued:
+                channel.queued = True
+                self._available.append(channel)
+            return
+        if channel.queued and channel in self._available:
+            self._available.remove(channel)  # O(channels), once per checkpoint
+        channel.queued = True
+        self._available.appendleft(channel)
+        self._cond.notify()
+
     def on_remote_error(self, channel: RemoteInputChannel, error: NetworkError) -> None:
         with self._cond:
             if self._closed or channel.finished:
                 return
             channel.queue.append(error)
-            if not channel.queued:
+            if channel in self._parked:
+                self._parked.remove(channel)
+                self._available.append(channel)
+            elif not channel.queued:
                 channel.queued = True
                 self._available.append(channel)
             self._cond.notify_all()
@@ -234,3 +320,12 @@ class DefaultInputGate:
             if isinstance(owner, RemoteInputChannel) and not owner.finished:
                 self.stats.credits_announced += count
                 self._transport.announce_credit(owner, count)
+
+
+def _failure_of(channel: InputChannel) -> NetworkError | None:
+    """The error a remote channel holds behind its buffers, if its producer was lost."""
+    if isinstance(channel, RemoteInputChannel) and channel.queue:
+        last = channel.queue[-1]
+        if isinstance(last, NetworkError):
+            return last
+    return None

@@ -109,6 +109,24 @@ class ResultPartition:
         for index in range(self.num_subpartitions):
             self._enqueue_event(index, BufferKind.EVENT, event)
 
+    def emit_priority_event(self, event: bytes) -> list[list[bytes]]:
+        """See ``ResultPartitionWriter.emit_priority_event``. One lock acquisition for all
+        subpartitions, so no reader sees the event on one subpartition and a buffer
+        emitted after it on another ahead of it."""
+        overtaken: list[list[bytes]] = []
+        to_notify: list[SubpartitionView] = []
+        with self._cond:
+            self._check_writable()
+            for sub in self._subpartitions:
+                overtaken.append(sub.add_priority_event(event))
+                view = sub.view
+                if view is not None and not view.available:
+                    view.available = True
+                    to_notify.append(view)
+        for view in to_notify:
+            view.listener(view)
+        return overtaken
+
     def finish(self) -> None:
         with self._cond:
             self._check_writable()

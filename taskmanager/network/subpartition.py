@@ -57,6 +57,20 @@ class PipelinedSubpartition:
         """The head may go to the view now: events need no credit, data needs one."""
         return bool(self.queue) and (self.queue[0][0] != BufferKind.DATA or view.credit > 0)
 
+    def add_priority_event(self, payload: bytes) -> list[bytes]:
+        """Insert a PRIORITY_EVENT behind the priority events already at the head (they
+        keep their order) and ahead of everything else; return the DATA buffers it
+        overtook, in queue order. They stay queued: they are sent after the event."""
+        queue = self.queue
+        position = 0
+        for kind, _ in queue:
+            if kind != BufferKind.PRIORITY_EVENT:
+                break
+            position += 1
+        overtaken = [p for i, (k, p) in enumerate(queue) if i >= position and k == BufferKind.DATA]
+        queue.insert(position, (BufferKind.PRIORITY_EVENT, payload))
+        return overtaken
+
     def clear(self) -> None:
         self.queue.clear()
         self.data_count = 0

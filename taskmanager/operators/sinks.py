@@ -42,6 +42,13 @@ class SinkOperator(StreamOperator):
 
         self.process = process
 
+    def finish(self) -> None:
+        """End of bounded input: a sink with a ``finish()`` hook (FileSink, two-phase-commit
+        sinks) completes what it holds."""
+        finish = getattr(self.function, "finish", None)
+        if callable(finish):
+            finish()
+
     def close(self) -> None:
         close_function(self.function)
 

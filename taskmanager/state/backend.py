@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from weir.core.errors import WeirError
+from weir.core.key_groups import PyFlinkKeyHasher
 
 
 class StateAccessError(WeirError, RuntimeError):
@@ -55,10 +56,20 @@ class KeyedStateBackend(abc.ABC):
 
     current_key: Any
 
-    def __init__(self, max_parallelism: int, key_group_range: range) -> None:
+    def __init__(
+        self,
+        max_parallelism: int,
+        key_group_range: range,
+        key_hasher: PyFlinkKeyHasher | None = None,
+    ) -> None:
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
+        # The same key -> key group function the senders route with.
+        self.key_hasher = key_hasher or PyFlinkKeyHasher()
         self.current_key = None
+
+    def key_group_of(self, key: Any) -> int:
+        return self.key_hasher.key_group(key, self.max_parallelism)
 
     def set_current_key(self, key: Any) -> None:
         self.current_key = key

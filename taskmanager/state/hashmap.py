@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot
-from weir.core.key_groups import assign_to_key_group
+from weir.core.key_groups import PyFlinkKeyHasher
 
 
 class HeapValueState:
@@ -39,8 +39,13 @@ class HeapValueState:
 class HashMapKeyedStateBackend(KeyedStateBackend):
     """Heap keyed state (Flink's HashMapStateBackend)."""
 
-    def __init__(self, max_parallelism: int, key_group_range: range) -> None:
-        super().__init__(max_parallelism, key_group_range)
+    def __init__(
+        self,
+        max_parallelism: int,
+        key_group_range: range,
+        key_hasher: PyFlinkKeyHasher | None = None,
+    ) -> None:
+        super().__init__(max_parallelism, key_group_range, key_hasher)
         self._tables: dict[str, dict[Any, Any]] = {}
         self._states: dict[str, HeapValueState] = {}
 
@@ -52,14 +57,13 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         return state
 
     def snapshot(self) -> KeyedStateSnapshot:
-        m = self.max_parallelism
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         for name, table in self._tables.items():
             by_group: dict[int, dict[Any, Any]] = {}
             for key, value in table.items():
-                by_group.setdefault(assign_to_key_group(key, m), {})[key] = value
+                by_group.setdefault(self.key_group_of(key), {})[key] = value
             states[name] = by_group
-        return KeyedStateSnapshot(max_parallelism=m, states=states)
+        return KeyedStateSnapshot(max_parallelism=self.max_parallelism, states=states)
 
     def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
         owned = self.key_group_range

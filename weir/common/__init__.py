@@ -3,6 +3,7 @@
 from weir.common.configuration import Configuration
 from weir.common.execution_config import ExecutionConfig
 from weir.common.job_execution_result import JobExecutionResult
+from weir.common.serialization import Encoder
 from weir.common.time import Duration, Instant, Time
 from weir.common.typeinfo import (
     BasicArrayTypeInfo,
@@ -26,6 +27,7 @@ __all__ = [
     "BasicTypeInfo",
     "Configuration",
     "Duration",
+    "Encoder",
     "ExecutionConfig",
     "Instant",
     "JobExecutionResult",

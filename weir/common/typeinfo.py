@@ -366,6 +366,15 @@ def serializer_kind_of(type_info: TypeInformation | None) -> SerializerKind:
     return SerializerKind.PICKLE
 
 
+def key_type_name(type_info: TypeInformation | None) -> str:
+    """How a key of this declared type is hashed to its key group (see
+    ``weir.core.key_groups.PyFlinkKeyHasher``): a basic type by its Java hashCode, anything
+    else (or no declared type) by its pickled bytes, as PyFlink does."""
+    if isinstance(type_info, BasicTypeInfo):
+        return repr(type_info)
+    return "pickled"
+
+
 def print_format_spec(type_info: TypeInformation | None) -> tuple[Any, ...]:
     """How ``print()`` renders a record of this type, as plain nested tuples the
     TaskManager understands without importing this module.

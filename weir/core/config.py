@@ -274,6 +274,209 @@ HA_STORAGE_DIR = _option(
     "high-availability.storageDir", "", str, "Where job graphs are stored (any fsspec URL)."
 )
 
+
+# --- checkpointing (Flink 2.x CheckpointingOptions) ---------------------------------
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        msg = f"expected an integer >= 0, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+CHECKPOINTING_INTERVAL = _option(
+    "execution.checkpointing.interval",
+    0,
+    parse_duration_ms,
+    "Time between the starts of two periodic checkpoints (ms). Checkpointing is off unless "
+    "this is set to a positive duration, as in Flink.",
+)
+CHECKPOINTING_MODE = _option(
+    "execution.checkpointing.mode",
+    "EXACTLY_ONCE",
+    str.upper,
+    "EXACTLY_ONCE aligns barriers on tasks with several inputs; AT_LEAST_ONCE does not hold "
+    "channels back.",
+    ("exactly_once", "at_least_once"),
+)
+CHECKPOINTING_TIMEOUT = _option(
+    "execution.checkpointing.timeout",
+    600_000,
+    parse_duration_ms,
+    "A checkpoint not acknowledged by every task within this time is aborted (ms). Ten "
+    "minutes, Flink's default: long enough for large asynchronous uploads, and it only "
+    "bounds how long a stuck checkpoint blocks the next one under max-concurrent 1.",
+)
+CHECKPOINTING_MIN_PAUSE = _option(
+    "execution.checkpointing.min-pause",
+    0,
+    parse_duration_ms,
+    "Least time between the end of one checkpoint and the start of the next (ms).",
+)
+CHECKPOINTING_MAX_CONCURRENT = _option(
+    "execution.checkpointing.max-concurrent-checkpoints",
+    1,
+    _positive_int,
+    "Most checkpoints in progress at once; a due trigger waits until one finishes.",
+)
+CHECKPOINTING_TOLERABLE_FAILURES = _option(
+    "execution.checkpointing.tolerable-failed-checkpoints",
+    0,
+    _non_negative_int,
+    "Consecutive checkpoint failures (declines, timeouts, storage errors) tolerated before "
+    "the job fails; 0 fails the job on the first.",
+)
+CHECKPOINTING_UNALIGNED = _option(
+    "execution.checkpointing.unaligned.enabled",
+    False,
+    _parse_bool,
+    "Let barriers overtake in-flight buffers, which are persisted as channel state.",
+)
+# Flink 2.x defaults to NO_EXTERNALIZED_CHECKPOINTS; we keep the checkpoints of a failed
+# job by default, so that it can always be resumed with `weir run -s` (DESIGN §6).
+CHECKPOINTING_RETENTION = _option(
+    "execution.checkpointing.externalized-checkpoint-retention",
+    "DELETE_ON_CANCELLATION",
+    str.upper,
+    "What happens to retained checkpoints when the job ends: NO_EXTERNALIZED_CHECKPOINTS "
+    "deletes them when the job finishes, fails or is cancelled; DELETE_ON_CANCELLATION "
+    "keeps them only when the job fails; RETAIN_ON_CANCELLATION always keeps them.",
+    ("no_externalized_checkpoints", "delete_on_cancellation", "retain_on_cancellation"),
+)
+CHECKPOINTING_SNAPSHOT_COMPRESSION = _option(
+    "execution.checkpointing.snapshot-compression",
+    False,
+    _parse_bool,
+    "Compress state snapshot files with lz4.",
+)
+CHECKPOINTING_DIR = _option(
+    "execution.checkpointing.dir",
+    "",
+    str,
+    "Where checkpoints are written (any fsspec URL); each job gets {dir}/{job-id}/chk-{n}/, "
+    "shared/ and taskowned/. Deprecated key: state.checkpoints.dir.",
+)
+CHECKPOINTING_DIR_DEPRECATED = _option(
+    "state.checkpoints.dir", "", str, "Deprecated: use execution.checkpointing.dir."
+)
+CHECKPOINTING_NUM_RETAINED = _option(
+    "execution.checkpointing.num-retained",
+    1,
+    _positive_int,
+    "Completed checkpoints kept; older ones are deleted when a new one completes. "
+    "Deprecated key: state.checkpoints.num-retained.",
+)
+CHECKPOINTING_NUM_RETAINED_DEPRECATED = _option(
+    "state.checkpoints.num-retained",
+    1,
+    _positive_int,
+    "Deprecated: use execution.checkpointing.num-retained.",
+)
+CHECKPOINTING_STORAGE = _option(
+    "execution.checkpointing.storage",
+    "",
+    str.lower,
+    "jobmanager keeps small snapshots in the JobMaster's memory (metadata also in "
+    "execution.checkpointing.dir when set); filesystem writes them to "
+    "execution.checkpointing.dir. Unset: filesystem when a directory is set, else jobmanager.",
+    ("", "jobmanager", "filesystem"),
+)
+
+# --- restart strategies (Flink 2.x RestartStrategyOptions) ----------------------------
+RESTART_STRATEGY_TYPE = _option(
+    "restart-strategy.type",
+    "",
+    str.lower,
+    "none (also off, disable), fixed-delay, failure-rate or exponential-delay. Unset: "
+    "exponential-delay when checkpointing is on, none when it is off.",
+    (
+        "",
+        "none",
+        "off",
+        "disable",
+        "fixed-delay",
+        "fixeddelay",
+        "failure-rate",
+        "failurerate",
+        "exponential-delay",
+        "exponentialdelay",
+    ),
+)
+RESTART_FIXED_DELAY_ATTEMPTS = _option(
+    "restart-strategy.fixed-delay.attempts",
+    1,
+    _non_negative_int,
+    "Restarts tried before the job fails (fixed-delay).",
+)
+RESTART_FIXED_DELAY_DELAY = _option(
+    "restart-strategy.fixed-delay.delay",
+    1_000,
+    parse_duration_ms,
+    "Wait before each restart (fixed-delay; ms).",
+)
+RESTART_FAILURE_RATE_MAX_FAILURES = _option(
+    "restart-strategy.failure-rate.max-failures-per-interval",
+    1,
+    _positive_int,
+    "Most failures within failure-rate-interval before the job fails (failure-rate).",
+)
+RESTART_FAILURE_RATE_INTERVAL = _option(
+    "restart-strategy.failure-rate.failure-rate-interval",
+    60_000,
+    parse_duration_ms,
+    "Window in which failures are counted (failure-rate; ms).",
+)
+RESTART_FAILURE_RATE_DELAY = _option(
+    "restart-strategy.failure-rate.delay",
+    1_000,
+    parse_duration_ms,
+    "Wait before each restart (failure-rate; ms).",
+)
+RESTART_EXPONENTIAL_INITIAL_BACKOFF = _option(
+    "restart-strategy.exponential-delay.initial-backoff",
+    1_000,
+    parse_duration_ms,
+    "Wait before the first restart (exponential-delay; ms).",
+)
+RESTART_EXPONENTIAL_MAX_BACKOFF = _option(
+    "restart-strategy.exponential-delay.max-backoff",
+    60_000,
+    parse_duration_ms,
+    "Longest wait between restarts (exponential-delay; ms).",
+)
+RESTART_EXPONENTIAL_MULTIPLIER = _option(
+    "restart-strategy.exponential-delay.backoff-multiplier",
+    1.5,
+    float,
+    "The wait is multiplied by this after every failure, up to max-backoff.",
+)
+RESTART_EXPONENTIAL_RESET_THRESHOLD = _option(
+    "restart-strategy.exponential-delay.reset-backoff-threshold",
+    3_600_000,
+    parse_duration_ms,
+    "After this long without a failure the wait and the attempt count start over (ms).",
+)
+RESTART_EXPONENTIAL_JITTER = _option(
+    "restart-strategy.exponential-delay.jitter-factor",
+    0.1,
+    float,
+    "Each wait is moved by a random amount up to this fraction of it, so that jobs hit by "
+    "the same outage do not restart in lockstep.",
+)
+RESTART_EXPONENTIAL_ATTEMPTS = _option(
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+    2**31 - 1,
+    _non_negative_int,
+    "Restarts tried before the job fails; counted from the last reset (exponential-delay). "
+    "Unbounded by default, as in Flink.",
+)
+
+DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
+    CHECKPOINTING_DIR.key: (CHECKPOINTING_DIR_DEPRECATED.key,),
+    CHECKPOINTING_NUM_RETAINED.key: (CHECKPOINTING_NUM_RETAINED_DEPRECATED.key,),
+}
+"""Current key -> older names still accepted for it (Flink's ``withDeprecatedKeys``)."""
+
 # --- Spark --------------------------------------------------------------------------
 SPARK_MASTER = _option(
     "spark.master",
@@ -357,3 +560,12 @@ def docs_table() -> str:
     rows = ["| key | default | description |", "|---|---|---|"]
     rows += [f"| `{o.key}` | `{o.default}` | {o.description} |" for o in OPTIONS.values()]
     return "\n".join(rows)
+
+
+def get_with_deprecated_keys(entries: Mapping[str, str], opt: ConfigOption[T]) -> T:
+    """As :func:`get`, but falls back to the option's deprecated keys when it is unset."""
+    if opt.key not in entries:
+        for old_key in DEPRECATED_KEYS.get(opt.key, ()):
+            if old_key in entries:
+                return opt.from_string(entries[old_key])
+    return get(entries, opt)

@@ -13,7 +13,9 @@ WeirError
 │   └── RemoteTimeoutError (TimeoutError)
 ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
-└── LeaderLostError                        a component lost leadership (fencing)
+├── LeaderLostError                        a component lost leadership (fencing)
+└── CheckpointError                        a checkpoint could not be taken, stored or restored
+    └── CorruptCheckpointError             a checkpoint file is missing, cut short or corrupt
 """
 
 from __future__ import annotations
@@ -94,3 +96,18 @@ class UserCodeError(WeirError):
 
 class LeaderLostError(WeirError):
     """A component acted without (or after losing) leadership."""
+
+
+class CheckpointError(WeirError):
+    """A checkpoint could not be triggered, completed, stored or restored."""
+
+
+class CorruptCheckpointError(CheckpointError):
+    """A checkpoint file is missing, truncated, or its checksum does not match.
+
+    ``path`` names the file (or the in-memory location) that failed.
+    """
+
+    def __init__(self, message: str, *, path: str = ""):
+        super().__init__(message)
+        self.path = path

@@ -1,83 +1,32 @@
 """Key groups: a stable hash of each key, and Flink's assignment of key groups to subtasks.
 
-``key_group = stable_hash(key) % max_parallelism``; subtask ``i`` of ``p`` owns the
-key groups ``[ceil(i*M/p), ceil((i+1)*M/p))``, as Flink's KeyGroupRangeAssignment.
-The hash never uses Python's ``hash()``, which is salted per process for ``str``.
+``key_group = hash(key) % max_parallelism``; subtask ``i`` of ``p`` owns the key groups
+``[ceil(i*M/p), ceil((i+1)*M/p))``, as Flink's KeyGroupRangeAssignment. The hash never
+uses Python's ``hash()``, which is salted per process for ``str``.
+
+The hash reproduces exactly where PyFlink puts a key, so ``print()`` prefixes and
+per-subtask results match PyFlink's: PyFlink wraps the key in a Java ``Row`` (as pickled
+bytes when ``key_by`` got no ``key_type``) and Flink takes ``murmurHash(row.hashCode())``.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import pickle
 import struct
-import zlib
 from collections.abc import Callable
 from typing import Any
 
+import cloudpickle
+
 UPPER_BOUND_MAX_PARALLELISM = 1 << 15
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 1 << 7
-_MASK64 = (1 << 64) - 1
-_pack_double = struct.Struct(">d").pack
 
 
-def _fmix64(h: int) -> int:
-    """Fibonacci hashing: one multiply, keep the high bits (the low bits of a product
-    depend only on the low bits of the key, so they would spread keys badly)."""
-    return ((h * 0x9E3779B97F4A7C15) & _MASK64) >> 24
-
-
-def _hash_str(key: str) -> int:
-    return zlib.crc32(key.encode("utf-8", "surrogatepass"))
-
-
-def _hash_int(key: int) -> int:
-    return ((key * 0x9E3779B97F4A7C15) & _MASK64) >> 24
-
-
-def _hash_bytes(key: bytes) -> int:
-    return zlib.crc32(key)
-
-
-def _hash_float(key: float) -> int:
-    if key.is_integer():  # 1.0 and 1 are equal keys in Python, so they must hash alike
-        return _fmix64(int(key))
-    return _hash_bytes(_pack_double(key))
-
-
-def _hash_sequence(key: tuple[Any, ...] | list[Any]) -> int:
-    h = 17
-    for item in key:
-        h = (h * 31 + stable_hash(item)) & _MASK64
-    return _fmix64(h)
-
-
-def _hash_other(key: Any) -> int:
-    # Rows and other tuple-likes hash by their fields; anything else by its pickle, which
-    # is stable across processes for the value types keys are made of.
-    if isinstance(key, tuple):
-        return _hash_sequence(key)
-    return _hash_bytes(pickle.dumps(key, protocol=5))
-
-
-_BY_TYPE: dict[type, Callable[[Any], int]] = {
-    int: _hash_int,
-    bool: _hash_int,
-    str: _hash_str,
-    bytes: _hash_bytes,
-    float: _hash_float,
-    tuple: _hash_sequence,
-    list: _hash_sequence,
-    type(None): lambda _key: 0,
-}
-
-
-def stable_hash(key: Any) -> int:
-    """A 64-bit hash of ``key`` that is the same in every process and run."""
-    return _BY_TYPE.get(type(key), _hash_other)(key)
-
-
-def assign_to_key_group(key: Any, max_parallelism: int) -> int:
-    return stable_hash(key) % max_parallelism
+def assign_to_key_group(key: Any, max_parallelism: int, key_type: str = "pickled") -> int:
+    """The key group of ``key``, exactly as PyFlink assigns it (see PyFlinkKeyHasher)."""
+    return PyFlinkKeyHasher(key_type).key_group(key, max_parallelism)
 
 
 def compute_operator_index_for_key_group(
@@ -86,9 +35,11 @@ def compute_operator_index_for_key_group(
     return key_group * parallelism // max_parallelism
 
 
-def assign_key_to_parallel_operator(key: Any, max_parallelism: int, parallelism: int) -> int:
+def assign_key_to_parallel_operator(
+    key: Any, max_parallelism: int, parallelism: int, key_type: str = "pickled"
+) -> int:
     return compute_operator_index_for_key_group(
-        max_parallelism, parallelism, assign_to_key_group(key, max_parallelism)
+        max_parallelism, parallelism, assign_to_key_group(key, max_parallelism, key_type)
     )
 
 
@@ -107,3 +58,120 @@ def default_max_parallelism(parallelism: int) -> int:
     wanted = parallelism + parallelism // 2
     rounded = 1 << max(0, math.ceil(math.log2(max(wanted, 1))))
     return min(max(rounded, DEFAULT_LOWER_BOUND_MAX_PARALLELISM), UPPER_BOUND_MAX_PARALLELISM)
+
+
+# --- PyFlink's placement of keys -----------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+# Arrays.deepHashCode(new Object[]{new Object[]{key}}) of Row.of(key) adds 31 + 31.
+_ROW_OF_ONE_FIELD = 62
+_POWERS_OF_31: list[int] = [1]
+
+
+def _powers(n: int) -> list[int]:
+    while len(_POWERS_OF_31) < n:
+        _POWERS_OF_31.append((_POWERS_OF_31[-1] * 31) & _M32)
+    return _POWERS_OF_31
+
+
+def _signed32(value: int) -> int:
+    value &= _M32
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def java_bytes_hash(data: bytes) -> int:
+    """``java.util.Arrays.hashCode(byte[])`` (bytes are signed in Java)."""
+    n = len(data)
+    powers = _powers(n + 1)
+    signed = memoryview(data).cast("b")
+    total = powers[n] + sum(map(operator.mul, signed, reversed(powers[:n])))
+    return _signed32(total)
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode()``: over UTF-16 code units."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    codes = memoryview(units).cast("H")
+    n = len(codes)
+    powers = _powers(n)
+    return _signed32(sum(map(operator.mul, codes, reversed(powers[:n]))))
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def murmur_hash(code: int) -> int:
+    """Flink's ``MathUtils.murmurHash(int)``: non-negative."""
+    code = (code * 0xCC9E2D51) & _M32
+    code = _rotl32(code, 15)
+    code = (code * 0x1B873593) & _M32
+    code = _rotl32(code, 13)
+    code = (code * 5 + 0xE6546B64) & _M32
+    code ^= 4
+    code ^= code >> 16
+    code = (code * 0x85EBCA6B) & _M32
+    code ^= code >> 13
+    code = (code * 0xC2B2AE35) & _M32
+    code ^= code >> 16
+    signed = _signed32(code)
+    if signed >= 0:
+        return signed
+    return -signed if signed != -(1 << 31) else 0
+
+
+def _pickled_key_hash(key: Any) -> int:
+    try:
+        data = pickle.dumps(key, protocol=5)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        data = cloudpickle.dumps(key, protocol=5)
+    return java_bytes_hash(data)
+
+
+def _java_long_hash(value: int) -> int:
+    value &= (1 << 64) - 1
+    return _signed32(value ^ (value >> 32))
+
+
+def _java_double_hash(value: float) -> int:
+    if value != value:  # noqa: PLR0124 (NaN: Java's canonical NaN bits)
+        bits = 0x7FF8000000000000
+    else:
+        bits = struct.unpack(">q", struct.pack(">d", value))[0]
+    return _java_long_hash(bits)
+
+
+def _java_float_hash(value: float) -> int:
+    return _signed32(struct.unpack(">i", struct.pack(">f", value))[0])
+
+
+# The hashCode of the Java object PyFlink makes of a key of each declared type.
+_JAVA_HASH_BY_TYPE: dict[str, Callable[[Any], int]] = {
+    "pickled": _pickled_key_hash,
+    "String": lambda k: java_string_hash(str(k)),
+    "Char": lambda k: java_string_hash(str(k)),
+    "Integer": _signed32,
+    "Short": _signed32,
+    "Byte": _signed32,
+    "Long": _java_long_hash,
+    "Boolean": lambda k: 1231 if k else 1237,
+    "Double": _java_double_hash,
+    "Float": _java_float_hash,
+}
+
+
+class PyFlinkKeyHasher:
+    """``key -> key group`` exactly as PyFlink assigns it, for a key type name
+    (``"pickled"`` when ``key_by`` had no ``key_type``; a basic type's name otherwise).
+    Unknown key types fall back to the pickled form."""
+
+    def __init__(self, key_type: str = "pickled") -> None:
+        self.key_type = key_type if key_type in _JAVA_HASH_BY_TYPE else "pickled"
+        self._java_hash = _JAVA_HASH_BY_TYPE[self.key_type]
+
+    def key_group(self, key: Any, max_parallelism: int) -> int:
+        code = 0 if key is None else self._java_hash(key)
+        return murmur_hash(_signed32(code + _ROW_OF_ONE_FIELD)) % max_parallelism
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PyFlinkKeyHasher, (self.key_type,))

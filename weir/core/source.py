@@ -2,11 +2,22 @@
 
 A ``Source`` is created on the client, pickled into the JobGraph, and unpickled in
 each source subtask, which calls ``create_reader`` once and then polls it.
+
+A reader that can be replayed also implements ``CheckpointedSourceReader``: the task
+asks it for its position between two batches (``snapshot_state``) and, on recovery,
+hands the position back to a new reader before its first poll (``restore_state``).
+Readers without these methods keep working; their sources are simply not replayable.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
+
+from weir.core.errors import WeirError
+
+
+class SourceStateError(WeirError, ValueError):
+    """A source position could not be taken or restored."""
 
 
 class SourceReaderContext(Protocol):
@@ -31,3 +42,44 @@ class SourceReader(Protocol):
 @runtime_checkable
 class Source(Protocol):
     def create_reader(self, context: SourceReaderContext) -> SourceReader: ...
+
+
+@runtime_checkable
+class CheckpointedSourceReader(SourceReader, Protocol):
+    """A reader whose position can be checkpointed (Flink's ``SourceReader.snapshotState``
+    and ``addSplits`` on restore, reduced to one opaque position per reader)."""
+
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        """The position after the last record returned by ``poll_batch``: a small value
+        that pickles (tuples, ints, strs, bytes). Called on the task thread between two
+        polls, so it is exact; the reader keeps reading afterwards and must not share
+        mutable parts of the value with itself."""
+        ...
+
+    def restore_state(self, state: Any) -> None:
+        """Continue from ``state`` (a value ``snapshot_state`` returned, possibly in
+        another process): the next ``poll_batch`` returns the record after the last one
+        read before that snapshot. Called once, before the first ``poll_batch``."""
+        ...
+
+
+def create_reader(
+    source: Source, context: SourceReaderContext, restored_state: Any = None
+) -> SourceReader:
+    """``source.create_reader(context)``, restored to ``restored_state`` when given.
+
+    >>> reader = create_reader(source, ctx, restored_state=state_from_checkpoint)
+    """
+    reader = source.create_reader(context)
+    if restored_state is None:
+        return reader
+    if not isinstance(reader, CheckpointedSourceReader):
+        msg = (
+            f"cannot restore a position into the reader of {source!r}: "
+            f"{type(reader).__name__} has no snapshot_state/restore_state; the checkpoint "
+            "was taken with a different source, or drop its state with "
+            "--allowNonRestoredState"
+        )
+        raise SourceStateError(msg)
+    reader.restore_state(restored_state)
+    return reader

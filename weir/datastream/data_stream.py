@@ -12,6 +12,7 @@ from weir.common.typeinfo import (
     RowTypeInfo,
     TypeInformation,
     Types,
+    key_type_name,
     print_format_spec,
 )
 from weir.core.job_graph import OperatorKind, PartitionerKind
@@ -201,7 +202,7 @@ class DataStream(_OperatorSettings):
         t = PartitionTransformation(
             id=self._env._next_id(), name="Partition", output_type=self._transformation.output_type,
             input=self._transformation, partitioner=PartitionerKind.KEY_GROUP,
-            partitioner_payload={"key_selector": selector})
+            partitioner_payload={"key_selector": selector, "key_type": key_type_name(key_type)})
         return KeyedStream(self._env, t, selector, self, key_type)
 
     def union(self, *streams: DataStream) -> DataStream:

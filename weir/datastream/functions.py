@@ -14,6 +14,8 @@ last one (it is not called if the task fails before ``open()`` completes).
 from __future__ import annotations
 
 import abc
+import logging
+import pickle
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,7 +33,10 @@ from weir.datastream.state import (
 )
 from weir.datastream.timerservice import TimerService
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
+    "CheckpointListener",
     "CoFlatMapFunction",
     "CoMapFunction",
     "CoProcessFunction",
@@ -48,6 +53,7 @@ __all__ = [
     "RuntimeContext",
     "SinkFunction",
     "SourceFunction",
+    "TwoPhaseCommitSinkFunction",
 ]
 
 
@@ -292,3 +298,195 @@ class SourceFunction(Function):
     @abc.abstractmethod
     def cancel(self) -> None:
         pass
+
+
+class CheckpointListener(abc.ABC):
+    """Mixin for functions that act when a checkpoint completes or is aborted.
+
+    Both hooks are called on the task thread, between records, after the checkpoint's
+    ``snapshot_state``. A notification may be skipped (a later one subsumes it), so a
+    listener acts on every checkpoint id *up to* the one notified, never only on that one.
+    Notifications are not called after ``close()``.
+    """
+
+    @abc.abstractmethod
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` (and every earlier one) is complete and durable."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:  # noqa: B027 - optional
+        """Checkpoint ``checkpoint_id`` was aborted; what it covered joins the next one."""
+
+
+class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
+    """Base of exactly-once sinks over transactions, as Flink's TwoPhaseCommitSinkFunction.
+
+    Records go into the *current* transaction. At a checkpoint the current transaction is
+    pre-committed (flushed, ready to commit, nothing visible yet), kept as pending under
+    the checkpoint id, and a new one begins. When the checkpoint completes, every pending
+    transaction up to its id is committed. On recovery from a checkpoint, its pending
+    transactions are committed (again: ``recover_and_commit`` must be idempotent) and the
+    transaction that was open at that checkpoint is aborted, so output written after the
+    checkpoint never shows. At the end of bounded input (``finish()``) the current
+    transaction is pre-committed and everything pending is committed.
+
+    Subclasses implement ``begin_transaction``, ``invoke(transaction, value, context)``,
+    ``pre_commit``, ``commit`` and ``abort``; ``recover_and_commit`` and
+    ``recover_and_abort`` default to ``commit`` and ``abort``. Transactions are stored in
+    the checkpoint with ``pickle``, so they must be picklable handles (a file name, a
+    transaction id), not open connections::
+
+        class StagedFileSink(TwoPhaseCommitSinkFunction):
+            def begin_transaction(self):
+                return {"tmp": f"/out/.{uuid.uuid4()}", "lines": []}
+
+            def invoke(self, transaction, value, context):
+                transaction["lines"].append(str(value))
+
+            def pre_commit(self, transaction):
+                with open(transaction["tmp"], "w") as f:
+                    f.write("".join(line + "\\n" for line in transaction["lines"]))
+
+            def commit(self, transaction):
+                if os.path.exists(transaction["tmp"]):
+                    os.rename(transaction["tmp"], transaction["tmp"].replace("/.", "/", 1))
+
+            def abort(self, transaction):
+                if os.path.exists(transaction["tmp"]):
+                    os.remove(transaction["tmp"])
+
+    Contract with the task (all calls on the task thread, in this order):
+    ``open`` → ``initialize_state(state or None)`` → ``invoke``\\* interleaved with
+    ``snapshot_state(n)`` and ``notify_checkpoint_complete(n)`` /
+    ``notify_checkpoint_aborted(n)`` → ``finish()`` at the end of bounded input →
+    ``close()`` (also after a failure; it aborts the open transaction and never commits).
+    If ``initialize_state`` has not been called before the first record, the base
+    initialises itself as for a fresh start.
+    """
+
+    def __init__(self) -> None:
+        self._current_transaction: Any = None
+        self._has_transaction = False
+        # checkpoint id -> pre-committed transaction, in checkpoint order
+        self._pending_commit_transactions: dict[int, Any] = {}
+        self._initialized = False
+
+    # -- the transaction API subclasses implement --------------------------------------
+    @abc.abstractmethod
+    def begin_transaction(self) -> Any:
+        """Starts a new transaction and returns its (picklable) handle."""
+
+    @abc.abstractmethod
+    def invoke(self, transaction: Any, value: Any, context: Any) -> None:  # type: ignore[override]
+        """Writes ``value`` into ``transaction``."""
+
+    @abc.abstractmethod
+    def pre_commit(self, transaction: Any) -> None:
+        """Makes ``transaction`` ready to commit (flush, stage); it takes no more records."""
+
+    @abc.abstractmethod
+    def commit(self, transaction: Any) -> None:
+        """Makes a pre-committed transaction visible. Must be idempotent."""
+
+    @abc.abstractmethod
+    def abort(self, transaction: Any) -> None:
+        """Discards a transaction."""
+
+    def recover_and_commit(self, transaction: Any) -> None:
+        """Commits a transaction restored from a checkpoint (it may be committed already)."""
+        self.commit(transaction)
+
+    def recover_and_abort(self, transaction: Any) -> None:
+        """Aborts a transaction restored from a checkpoint (it may be gone already)."""
+        self.abort(transaction)
+
+    # -- the hooks the task calls -------------------------------------------------------
+    def initialize_state(self, state: bytes | None) -> None:
+        """Fresh start (``None``) or recovery from the bytes ``snapshot_state`` returned."""
+        if state is not None:
+            restored = pickle.loads(state)
+            for checkpoint_id, transaction in sorted(restored["pending"].items()):
+                logger.info("committing the transaction of checkpoint %d on recovery",
+                            checkpoint_id)
+                self.recover_and_commit(transaction)
+            if restored["has_current"]:
+                self.recover_and_abort(restored["current"])
+        self._pending_commit_transactions = {}
+        self._begin()
+        self._initialized = True
+
+    def snapshot_state(self, checkpoint_id: int) -> bytes:
+        """Pre-commits the current transaction as checkpoint ``checkpoint_id``'s, begins a
+        new one, and returns the state to store with the checkpoint."""
+        self._ensure_initialized()
+        if checkpoint_id in self._pending_commit_transactions or any(
+                c > checkpoint_id for c in self._pending_commit_transactions):
+            msg = (f"snapshot_state({checkpoint_id}): checkpoint ids must increase; pending "
+                   f"ones are {sorted(self._pending_commit_transactions)}")
+            raise ValueError(msg)
+        self.pre_commit(self._current_transaction)
+        self._pending_commit_transactions[checkpoint_id] = self._current_transaction
+        self._begin()
+        return pickle.dumps({
+            "pending": dict(self._pending_commit_transactions),
+            "has_current": True,
+            "current": self._current_transaction,
+        })
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Commits every pending transaction of a checkpoint up to ``checkpoint_id``."""
+        for pending_id in sorted(self._pending_commit_transactions):
+            if pending_id > checkpoint_id:
+                break
+            self.commit(self._pending_commit_transactions.pop(pending_id))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Keeps the pre-committed transaction pending: its records were consumed, so the
+        next completed checkpoint commits it (as Flink does)."""
+
+    def finish(self) -> None:
+        """End of bounded input: pre-commit the current transaction and commit everything."""
+        self._ensure_initialized()
+        if self._has_transaction:
+            transaction = self._current_transaction
+            self._has_transaction = False
+            self._current_transaction = None
+            self.pre_commit(transaction)
+            last = max(self._pending_commit_transactions, default=0) + 1
+            self._pending_commit_transactions[last] = transaction
+        self.notify_checkpoint_complete(max(self._pending_commit_transactions, default=0))
+
+    def close(self) -> None:
+        """Aborts the open transaction (pending ones stay for recovery)."""
+        if self._has_transaction:
+            transaction = self._current_transaction
+            self._has_transaction = False
+            self._current_transaction = None
+            self.abort(transaction)
+
+    # -- internals ------------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._current_transaction = self.begin_transaction()
+        self._has_transaction = True
+
+    def _ensure_initialized(self) -> None:
+        if not self._initialized:
+            self.initialize_state(None)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # The task calls ``invoke(value, context)`` on every SinkFunction; a subclass
+        # defines Flink's ``invoke(transaction, value, context)``. Keep the subclass's
+        # method aside and put a dispatcher in its place that accepts both calls.
+        super().__init_subclass__(**kwargs)
+        user_invoke = cls.__dict__.get("invoke")
+        if user_invoke is not None and not getattr(user_invoke, "_dispatches", False):
+            cls._invoke_in_transaction = user_invoke  # type: ignore[attr-defined]
+            cls.invoke = TwoPhaseCommitSinkFunction._dispatch_invoke  # type: ignore[method-assign,assignment]
+
+    def _dispatch_invoke(self, *args: Any) -> None:
+        if len(args) == 2:  # from the task: (value, context)
+            self._ensure_initialized()
+            self._invoke_in_transaction(self._current_transaction, *args)  # type: ignore[attr-defined]
+        else:  # a direct call with the transaction
+            self._invoke_in_transaction(*args)  # type: ignore[attr-defined]
+
+    _dispatch_invoke._dispatches = True  # type: ignore[attr-defined]

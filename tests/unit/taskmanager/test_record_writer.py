@@ -89,6 +89,7 @@ class TestRouting:
     @pytest.mark.parametrize("parallelism", [2, 3, 5])
     def test_key_group_routing_matches_the_key_group_ranges(self, parallelism):
         keys = [f"k{i}" for i in range(500)] + list(range(200)) + [(1, "a"), 2.5]
+        # The writer is built without a key_type: keys are placed by their pickled form.
         rw, cap = writer(P.KEY_GROUP, parallelism, {"key_selector": lambda r: r},
                          max_parallelism=128)
         rw.emit(keys)

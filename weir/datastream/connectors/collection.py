@@ -8,13 +8,15 @@ from typing import Any
 import cloudpickle
 
 from weir.common.typeinfo import RowTypeInfo, TypeInformation
-from weir.core.source import SourceReaderContext
+from weir.core.source import SourceReaderContext, SourceStateError
 from weir.graph.user_code import shipping_user_modules
 
 __all__ = ["CollectionSource"]
 
 
 class CollectionReader:
+    """Its position is the index of the next element to emit."""
+
     def __init__(self, elements: list[Any]) -> None:
         self._elements = elements
         self._position = 0
@@ -25,6 +27,19 @@ class CollectionReader:
         batch = self._elements[self._position:self._position + max_records]
         self._position += len(batch)
         return batch
+
+    def snapshot_state(self, checkpoint_id: int) -> int:
+        return self._position
+
+    def restore_state(self, state: int) -> None:
+        if not isinstance(state, int) or not 0 <= state <= len(self._elements):
+            msg = (
+                f"CollectionSource: cannot restore position {state!r}: this reader has "
+                f"{len(self._elements)} elements; the checkpoint belongs to another "
+                "collection"
+            )
+            raise SourceStateError(msg)
+        self._position = state
 
     def close(self) -> None:
         self._elements = []

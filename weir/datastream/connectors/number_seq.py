@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from weir.common.typeinfo import TypeInformation, Types
-from weir.core.source import SourceReaderContext
+from weir.core.source import SourceReaderContext, SourceStateError
 
 __all__ = ["NumberSequenceSource"]
 
@@ -23,7 +23,11 @@ def split_range(start: int, end: int, num_splits: int) -> list[range]:
 
 
 class NumberSequenceReader:
-    """Reads one split; each poll is one ``list(range(...))``."""
+    """Reads one split; each poll is one ``list(range(...))``.
+
+    Its position is ``(next, stop)``: the next number it returns and the end of its
+    split (exclusive), so a restored reader needs nothing from the source.
+    """
 
     def __init__(self, numbers: range) -> None:
         self._next = numbers.start
@@ -36,6 +40,20 @@ class NumberSequenceReader:
         batch = list(range(self._next, upper))
         self._next = upper
         return batch
+
+    def snapshot_state(self, checkpoint_id: int) -> tuple[int, int]:
+        return (self._next, self._stop)
+
+    def restore_state(self, state: tuple[int, int]) -> None:
+        try:
+            next_, stop = (int(v) for v in state)
+        except (TypeError, ValueError) as exc:
+            msg = (
+                f"NumberSequenceSource: cannot restore from {state!r}; expected the "
+                "(next, stop) pair its reader's snapshot_state returned"
+            )
+            raise SourceStateError(msg) from exc
+        self._next, self._stop = next_, stop
 
     def close(self) -> None:
         self._next = self._stop

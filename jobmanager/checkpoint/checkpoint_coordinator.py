@@ -1,0 +1,606 @@
+"""The JobMaster's CheckpointCoordinator: triggers checkpoints at the sources, collects the
+tasks' acknowledgements, completes (``_metadata``, store, notify) or aborts them, and gives
+the state to restore after a failure (Flink's CheckpointCoordinator).
+
+Threading: every public method may be called from any thread (gRPC handlers for acks and
+declines, the scheduler's thread for failures, the executor's thread for timers). State
+changes happen under one lock; RPCs to tasks are made after it is released, so a slow
+TaskExecutor never blocks acknowledgements. Storage I/O (creating ``chk-N``, writing
+``_metadata``, deleting subsumed checkpoints) happens under the lock, which keeps the order
+"``_metadata`` written, then registered, then tasks notified" without extra bookkeeping.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from jobmanager.checkpoint.checkpoint_stats import CheckpointStatsSnapshot, CheckpointStatsTracker
+from jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
+from jobmanager.checkpoint.pending_checkpoint import AckResult, CheckpointPlan, PendingCheckpoint
+from jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
+from weir.core.checkpoint import (
+    CheckpointingConfig,
+    CheckpointingMode,
+    CheckpointMetadata,
+    CheckpointMetrics,
+    CheckpointStorage,
+    CheckpointType,
+    OperatorState,
+    TaskStateSnapshot,
+    decode_metadata,
+    encode_metadata,
+)
+from weir.core.deployment import JobStatus
+from weir.core.errors import CheckpointError, CorruptCheckpointError, WeirError
+from weir.core.highavailability import (
+    CheckpointIdCounter,
+    CompletedCheckpointPointer,
+    CompletedCheckpointStore,
+)
+from weir.core.ids import ExecutionAttemptId, JobId
+from weir.core.key_groups import default_max_parallelism
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointOptions:
+    """Sent with a trigger: how the tasks take this checkpoint (Flink's CheckpointOptions)."""
+
+    checkpoint_type: CheckpointType
+    mode: CheckpointingMode
+    unaligned: bool
+    snapshot_compression: bool
+
+
+class CheckpointTriggerGateway(Protocol):
+    """How the coordinator reaches tasks (implemented over the TaskExecutor gRPC service).
+
+    Calls are made without the coordinator's lock held, possibly from several threads.
+    A call that cannot reach the task raises a WeirError (RemoteError and subclasses).
+    """
+
+    def trigger_checkpoint(
+        self,
+        attempt_id: ExecutionAttemptId,
+        checkpoint_id: int,
+        timestamp_ms: int,
+        options: CheckpointOptions,
+    ) -> None: ...
+
+    def notify_checkpoint_complete(
+        self, attempt_id: ExecutionAttemptId, checkpoint_id: int
+    ) -> None: ...
+
+    def notify_checkpoint_aborted(
+        self, attempt_id: ExecutionAttemptId, checkpoint_id: int
+    ) -> None: ...
+
+
+CheckpointPlanProvider = Callable[[], CheckpointPlan | None]
+"""The running tasks of the job now, or None when not every task is RUNNING (then no
+checkpoint is triggered: Flink's NOT_ALL_REQUIRED_TASKS_RUNNING)."""
+
+FailureListener = Callable[[CheckpointError], None]
+"""Called (without the lock) when more consecutive checkpoints failed than tolerated; the
+scheduler then fails the job over as for a task failure."""
+
+_Effect = Callable[[], None]
+
+
+class CheckpointCoordinator:
+    def __init__(
+        self,
+        *,
+        job_id: JobId,
+        config: CheckpointingConfig,
+        storage: CheckpointStorage,
+        id_counter: CheckpointIdCounter,
+        store: CompletedCheckpointStore,
+        gateway: CheckpointTriggerGateway,
+        plan_provider: CheckpointPlanProvider,
+        clock: Clock,
+        executor: ScheduledExecutor,
+        on_failure: FailureListener,
+        stats: CheckpointStatsTracker | None = None,
+    ) -> None:
+        self.job_id = job_id
+        self.config = config
+        self._storage = storage
+        self._counter = id_counter
+        self._store = store
+        self._gateway = gateway
+        self._plan_provider = plan_provider
+        self._clock = clock
+        self._executor = executor
+        self._on_failure = on_failure
+        self._stats = stats or CheckpointStatsTracker()
+        self._lock = threading.RLock()
+        self._pending: dict[int, PendingCheckpoint] = {}
+        self._periodic = False
+        self._periodic_task: ScheduledTask | None = None
+        self._trigger_requested = False
+        self._last_end_ms: int | None = None
+        self._consecutive_failures = 0
+        self._restored_external: set[int] = set()
+        self._shut_down = False
+
+    # -- inspection ----------------------------------------------------------------------
+    @property
+    def pending_checkpoint_ids(self) -> list[int]:
+        with self._lock:
+            return sorted(self._pending)
+
+    @property
+    def is_periodic_checkpointing_started(self) -> bool:
+        with self._lock:
+            return self._periodic
+
+    def statistics(self) -> CheckpointStatsSnapshot:
+        return self._stats.snapshot()
+
+    # -- periodic triggering -------------------------------------------------------------
+    def start_periodic_scheduler(self) -> None:
+        """Start triggering every ``interval``, the first one interval from now. Called when
+        the job switches to RUNNING; no effect when checkpointing is off."""
+        with self._lock:
+            if self._shut_down or self._periodic or not self.config.enabled:
+                return
+            self._periodic = True
+            self._trigger_requested = False
+            self._periodic_task = self._executor.schedule(
+                self.config.interval_ms, self._on_periodic_timer
+            )
+
+    def stop_periodic_scheduler(self) -> None:
+        """Stop periodic triggers (the job left RUNNING); pending checkpoints are untouched."""
+        with self._lock:
+            self._periodic = False
+            self._trigger_requested = False
+            if self._periodic_task is not None:
+                self._periodic_task.cancel()
+                self._periodic_task = None
+
+    def _on_periodic_timer(self) -> None:
+        with self._lock:
+            self._periodic_task = None
+            if not self._periodic or self._shut_down:
+                return
+            self._trigger_requested = True
+        self._try_trigger_requested()
+
+    def _try_trigger_requested(self) -> None:
+        effects: list[_Effect] = []
+        with self._lock:
+            if not (self._trigger_requested and self._periodic) or self._shut_down:
+                return
+            if len(self._pending) >= self.config.max_concurrent:
+                return  # retried when a pending checkpoint completes or aborts
+            now = self._clock()
+            earliest = (
+                now if self._last_end_ms is None else self._last_end_ms + self.config.min_pause_ms
+            )
+            if now < earliest:
+                if self._periodic_task is None:
+                    self._periodic_task = self._executor.schedule(
+                        earliest - now, self._on_periodic_timer
+                    )
+                return
+            self._trigger_requested = False
+            if self._periodic_task is not None:
+                self._periodic_task.cancel()
+            self._periodic_task = self._executor.schedule(
+                self.config.interval_ms, self._on_periodic_timer
+            )
+            effects = self._trigger_locked(now, CheckpointType.CHECKPOINT)
+        self._run(effects)
+
+    # -- triggering ----------------------------------------------------------------------
+    def trigger_checkpoint(
+        self, checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT
+    ) -> int | None:
+        """Trigger a checkpoint now, regardless of min pause and max concurrent (as Flink
+        does for savepoints and forced checkpoints). Returns its id, or None when not every
+        task is running."""
+        with self._lock:
+            if self._shut_down:
+                msg = f"job {self.job_id}: the checkpoint coordinator is shut down"
+                raise CheckpointError(msg)
+            ids_before = set(self._pending)
+            effects = self._trigger_locked(self._clock(), checkpoint_type)
+            new_ids = set(self._pending) - ids_before
+        self._run(effects)
+        return new_ids.pop() if new_ids else None
+
+    def _trigger_locked(self, now: int, checkpoint_type: CheckpointType) -> list[_Effect]:
+        plan = self._plan_provider()
+        if plan is None or not plan.tasks_to_trigger:
+            logger.info(
+                "job %s: not triggering a checkpoint: not every task is running", self.job_id
+            )
+            return []
+        checkpoint_id = self._counter.get_and_increment()
+        try:
+            location = self._storage.init_checkpoint(checkpoint_id)
+        except (OSError, CheckpointError) as exc:
+            logger.warning(
+                "job %s: checkpoint %d: cannot create its storage location",
+                self.job_id,
+                checkpoint_id,
+                exc_info=True,
+            )
+            self._stats.report_pending(checkpoint_id, now, checkpoint_type, len(plan.tasks))
+            self._stats.report_failed(checkpoint_id, now, f"storage: {exc}")
+            self._last_end_ms = now
+            return self._count_failure(checkpoint_id, f"its storage location failed: {exc}")
+        pending = PendingCheckpoint(checkpoint_id, now, plan, location, checkpoint_type)
+        self._pending[checkpoint_id] = pending
+        pending.timeout_task = self._executor.schedule(
+            self.config.timeout_ms, lambda: self._on_timeout(checkpoint_id)
+        )
+        self._stats.report_pending(checkpoint_id, now, checkpoint_type, len(plan.tasks))
+        logger.info("job %s: triggering checkpoint %d", self.job_id, checkpoint_id)
+        options = CheckpointOptions(
+            checkpoint_type,
+            self.config.mode,
+            self.config.unaligned,
+            self.config.snapshot_compression,
+        )
+        return [
+            self._trigger_effect(task.attempt_id, checkpoint_id, now, options)
+            for task in plan.tasks_to_trigger
+        ]
+
+    def _trigger_effect(
+        self,
+        attempt_id: ExecutionAttemptId,
+        checkpoint_id: int,
+        now: int,
+        options: CheckpointOptions,
+    ) -> _Effect:
+        def effect() -> None:
+            try:
+                self._gateway.trigger_checkpoint(attempt_id, checkpoint_id, now, options)
+            except WeirError as exc:
+                self.receive_decline(attempt_id, checkpoint_id, f"triggering it failed: {exc}")
+
+        return effect
+
+    # -- acknowledgements and declines ---------------------------------------------------
+    def receive_acknowledge(
+        self,
+        attempt_id: ExecutionAttemptId,
+        checkpoint_id: int,
+        snapshot: TaskStateSnapshot,
+        metrics: CheckpointMetrics | None = None,
+    ) -> bool:
+        """A task took its part of the checkpoint. Returns whether the ack was used; acks
+        for unknown, aborted or completed checkpoints and duplicates are logged and
+        ignored (state of an aborted checkpoint is deleted)."""
+        effects: list[_Effect] = []
+        with self._lock:
+            pending = self._pending.get(checkpoint_id)
+            if pending is None or self._shut_down:
+                self._late_message_locked(attempt_id, checkpoint_id)
+                return False
+            now = self._clock()
+            result = pending.acknowledge(attempt_id, snapshot, metrics or CheckpointMetrics(), now)
+            if result is not AckResult.SUCCESS:
+                logger.warning(
+                    "job %s: checkpoint %d: ignoring acknowledgement from %s (%s)",
+                    self.job_id,
+                    checkpoint_id,
+                    attempt_id,
+                    result.value,
+                )
+                return False
+            self._stats.report_acknowledged(checkpoint_id, now, pending.metrics.values())
+            if pending.is_fully_acknowledged:
+                effects = self._complete_locked(pending)
+        self._run(effects)
+        self._try_trigger_requested()
+        return True
+
+    def receive_decline(
+        self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str
+    ) -> None:
+        """A task could not take the checkpoint: abort it (counts as a failure)."""
+        effects: list[_Effect] = []
+        with self._lock:
+            pending = self._pending.get(checkpoint_id)
+            if pending is None:
+                logger.info(
+                    "job %s: checkpoint %d: ignoring decline from %s: not in progress",
+                    self.job_id,
+                    checkpoint_id,
+                    attempt_id,
+                )
+                return
+            if attempt_id not in {task.attempt_id for task in pending.plan.tasks}:
+                logger.warning(
+                    "job %s: checkpoint %d: ignoring decline from %s: not one of its tasks",
+                    self.job_id,
+                    checkpoint_id,
+                    attempt_id,
+                )
+                return
+            effects = self._abort_locked(
+                pending, f"declined by task {attempt_id}: {reason}", counted=True
+            )
+        self._run(effects)
+        self._try_trigger_requested()
+
+    def _on_timeout(self, checkpoint_id: int) -> None:
+        effects: list[_Effect] = []
+        with self._lock:
+            pending = self._pending.get(checkpoint_id)
+            if pending is None or pending.disposed:
+                return
+            pending.timeout_task = None
+            effects = self._abort_locked(
+                pending,
+                f"expired after {self.config.timeout_ms} ms with {pending.num_acknowledged} of "
+                f"{pending.num_tasks} acknowledgements (execution.checkpointing.timeout)",
+                counted=True,
+            )
+        self._run(effects)
+        self._try_trigger_requested()
+
+    def abort_pending(self, reason: str) -> None:
+        """Abort every checkpoint in progress: a task failed or the job is restarting.
+        Not counted against tolerable failures: the failover handles the cause."""
+        effects: list[_Effect] = []
+        with self._lock:
+            for pending in sorted(self._pending.values(), key=lambda p: p.checkpoint_id):
+                effects += self._abort_locked(pending, reason, counted=False)
+        self._run(effects)
+
+    def _late_message_locked(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
+        retained = {p.checkpoint_id for p in self._store.get_all()}
+        if checkpoint_id in retained or checkpoint_id >= self._counter.get():
+            logger.info(
+                "job %s: ignoring acknowledgement of checkpoint %d from %s: %s",
+                self.job_id,
+                checkpoint_id,
+                attempt_id,
+                "already completed" if checkpoint_id in retained else "never triggered",
+            )
+            return
+        # Aborted or subsumed: the task may have written files after the directory was
+        # deleted, so delete it again (ids never repeat, so nothing live is there).
+        logger.info(
+            "job %s: discarding late acknowledgement of checkpoint %d from %s",
+            self.job_id,
+            checkpoint_id,
+            attempt_id,
+        )
+        if checkpoint_id not in self._restored_external:
+            self._storage.discard_checkpoint(checkpoint_id)
+
+    # -- completion and abort ------------------------------------------------------------
+    def _complete_locked(self, pending: PendingCheckpoint) -> list[_Effect]:
+        now = self._clock()
+        checkpoint_id = pending.checkpoint_id
+        operator_states = {
+            operator_id: OperatorState(
+                operator_id=operator_id,
+                parallelism=next(iter(subtasks.values()))[0],
+                max_parallelism=pending.plan.max_parallelism.get(
+                    operator_id, default_max_parallelism(next(iter(subtasks.values()))[0])
+                ),
+                subtask_states={index: state for index, (_, state) in subtasks.items()},
+            )
+            for operator_id, subtasks in pending.operator_states().items()
+        }
+        metadata = CheckpointMetadata(
+            job_id=self.job_id,
+            checkpoint_id=checkpoint_id,
+            trigger_timestamp_ms=pending.trigger_timestamp_ms,
+            completion_timestamp_ms=now,
+            checkpoint_type=pending.checkpoint_type,
+            operator_states=operator_states,
+        )
+        try:
+            pointer = self._storage.write_metadata(checkpoint_id, encode_metadata(metadata))
+            subsumed = self._store.add_checkpoint(
+                CompletedCheckpointPointer(self.job_id, checkpoint_id, pointer, now)
+            )
+        except (OSError, WeirError) as exc:
+            logger.warning(
+                "job %s: checkpoint %d: finalizing failed",
+                self.job_id,
+                checkpoint_id,
+                exc_info=True,
+            )
+            return self._abort_locked(pending, f"finalizing it failed: {exc}", counted=True)
+        del self._pending[checkpoint_id]
+        pending.dispose()
+        for old in subsumed:
+            if old.checkpoint_id not in self._restored_external:
+                self._storage.discard_checkpoint(old.checkpoint_id)
+        self._last_end_ms = now
+        self._consecutive_failures = 0
+        self._stats.report_completed(
+            checkpoint_id, now, pending.metrics.values(), metadata.state_size, pointer
+        )
+        logger.info(
+            "job %s: checkpoint %d completed in %d ms (%d bytes of state)",
+            self.job_id,
+            checkpoint_id,
+            now - pending.trigger_timestamp_ms,
+            metadata.state_size,
+        )
+        effects = [
+            self._notify_effect(task.attempt_id, checkpoint_id, complete=True)
+            for task in pending.plan.tasks
+        ]
+        for older in sorted(p for p in self._pending if p < checkpoint_id):
+            effects += self._abort_locked(
+                self._pending[older], f"subsumed by checkpoint {checkpoint_id}", counted=False
+            )
+        return effects
+
+    def _abort_locked(
+        self, pending: PendingCheckpoint, reason: str, counted: bool
+    ) -> list[_Effect]:
+        checkpoint_id = pending.checkpoint_id
+        now = self._clock()
+        self._pending.pop(checkpoint_id, None)
+        pending.dispose()
+        self._storage.discard_checkpoint(checkpoint_id)
+        self._stats.report_failed(checkpoint_id, now, reason)
+        self._last_end_ms = now
+        logger.info("job %s: checkpoint %d aborted: %s", self.job_id, checkpoint_id, reason)
+        effects: list[_Effect] = []
+        if not self._shut_down:
+            effects = [
+                self._notify_effect(task.attempt_id, checkpoint_id, complete=False)
+                for task in pending.plan.tasks
+            ]
+        if counted:
+            effects += self._count_failure(checkpoint_id, reason)
+        return effects
+
+    def _count_failure(self, checkpoint_id: int, reason: str) -> list[_Effect]:
+        self._consecutive_failures += 1
+        if self._consecutive_failures <= self.config.tolerable_failures:
+            return []
+        failures = self._consecutive_failures
+        self._consecutive_failures = 0
+        error = CheckpointError(
+            f"job {self.job_id}: {failures} consecutive checkpoints failed, more than "
+            "execution.checkpointing.tolerable-failed-checkpoints "
+            f"({self.config.tolerable_failures}); "
+            f"the last, checkpoint {checkpoint_id}: {reason}"
+        )
+        return [lambda: self._on_failure(error)]
+
+    def _notify_effect(
+        self, attempt_id: ExecutionAttemptId, checkpoint_id: int, complete: bool
+    ) -> _Effect:
+        def effect() -> None:
+            try:
+                if complete:
+                    self._gateway.notify_checkpoint_complete(attempt_id, checkpoint_id)
+                else:
+                    self._gateway.notify_checkpoint_aborted(attempt_id, checkpoint_id)
+            except WeirError:
+                # A task that cannot be told has failed or will: its failover restores
+                # from the latest completed checkpoint either way.
+                logger.warning(
+                    "job %s: could not notify %s of checkpoint %d",
+                    self.job_id,
+                    attempt_id,
+                    checkpoint_id,
+                    exc_info=True,
+                )
+
+        return effect
+
+    @staticmethod
+    def _run(effects: list[_Effect]) -> None:
+        for effect in effects:
+            effect()
+
+    # -- restore -------------------------------------------------------------------------
+    def restore_latest(self, verify_state: bool = True) -> CompletedCheckpoint | None:
+        """The latest retained checkpoint that can be read, for redeploying the job; None
+        when no checkpoint completed yet. A missing or corrupt file makes it fall back to
+        the previous retained checkpoint (logged at WARNING); CheckpointError when none
+        is usable. ``verify_state`` reads every state file and checks its checksum
+        (otherwise only that the files exist). Call after ``abort_pending``."""
+        pointers = self._store.get_all()
+        if not pointers:
+            return None
+        problems: list[str] = []
+        for pointer in reversed(pointers):
+            try:
+                metadata = self._load(pointer.external_pointer, verify_state)
+                if metadata.checkpoint_id != pointer.checkpoint_id:
+                    msg = (
+                        f"{pointer.external_pointer} holds checkpoint {metadata.checkpoint_id}, "
+                        f"not {pointer.checkpoint_id}"
+                    )
+                    raise CorruptCheckpointError(msg, path=pointer.external_pointer)
+            except (CorruptCheckpointError, OSError) as exc:
+                problems.append(f"checkpoint {pointer.checkpoint_id}: {exc}")
+                logger.warning(
+                    "job %s: checkpoint %d cannot be restored (%s); trying an older one",
+                    self.job_id,
+                    pointer.checkpoint_id,
+                    exc,
+                )
+                continue
+            self._bump_counter(metadata.checkpoint_id)
+            logger.info("job %s: restoring from checkpoint %d", self.job_id, metadata.checkpoint_id)
+            return CompletedCheckpoint(metadata, pointer.external_pointer)
+        msg = (
+            f"job {self.job_id}: none of its {len(pointers)} retained checkpoints can be "
+            f"restored: {'; '.join(problems)}. Raise execution.checkpointing.num-retained to "
+            "keep more, or resubmit the job from a savepoint (weir run -s PATH)"
+        )
+        raise CheckpointError(msg)
+
+    def restore_from(self, pointer: str, verify_state: bool = True) -> CompletedCheckpoint:
+        """Restore from a retained checkpoint or savepoint (``weir run -s PATH``): a
+        ``chk-N`` directory or its ``_metadata``. It is registered as the latest completed
+        checkpoint, so a failure before the next one restores it again, and it is never
+        deleted by this job."""
+        metadata = self._load(pointer, verify_state)
+        with self._lock:
+            self._bump_counter(metadata.checkpoint_id)
+            self._restored_external.add(metadata.checkpoint_id)
+            subsumed = self._store.add_checkpoint(
+                CompletedCheckpointPointer(
+                    self.job_id, metadata.checkpoint_id, pointer, metadata.completion_timestamp_ms
+                )
+            )
+            for old in subsumed:
+                if old.checkpoint_id not in self._restored_external:
+                    self._storage.discard_checkpoint(old.checkpoint_id)
+        logger.info(
+            "job %s: restoring from checkpoint %d at %s",
+            self.job_id,
+            metadata.checkpoint_id,
+            pointer,
+        )
+        return CompletedCheckpoint(metadata, pointer)
+
+    def _load(self, pointer: str, verify_state: bool) -> CheckpointMetadata:
+        metadata = decode_metadata(self._storage.read_metadata(pointer), source=pointer)
+        for handle in metadata.stream_handles():
+            if verify_state or handle.inline is not None:
+                self._storage.read_state(handle)
+            else:
+                self._storage.check_exists(handle)
+        return metadata
+
+    def _bump_counter(self, restored_id: int) -> None:
+        # Ids never repeat: after restoring checkpoint n the next one is at least n + 1.
+        if self._counter.get() <= restored_id:
+            self._counter.set_count(restored_id + 1)
+
+    # -- shutdown ------------------------------------------------------------------------
+    def shutdown(self, job_status: JobStatus) -> None:
+        """The job reached ``job_status``: stop triggering, abort what is in progress, and
+        keep or delete the retained checkpoints as the retention setting says."""
+        with self._lock:
+            if self._shut_down:
+                return
+            self.stop_periodic_scheduler()
+            self._shut_down = True
+            for pending in list(self._pending.values()):
+                self._abort_locked(pending, f"the job is {job_status.value}", counted=False)
+            retain = self.config.retention.retains_on(job_status)
+            logger.info(
+                "job %s: %s its checkpoints (job %s, %s)",
+                self.job_id,
+                "keeping" if retain else "deleting",
+                job_status.value,
+                self.config.retention.value,
+            )
+            self._storage.discard_job(retain=retain)

@@ -1,0 +1,51 @@
+"""Task-side checkpointing: barrier handling on the inputs and snapshot capture."""
+
+from taskmanager.checkpointing.barrier_handler import (
+    AbortCheckpoint,
+    AbortReason,
+    Action,
+    AlignedBarrierHandler,
+    AtLeastOnceBarrierHandler,
+    BlockChannel,
+    ChannelId,
+    ChannelStateComplete,
+    CheckpointBarrierHandler,
+    TriggerSnapshot,
+    UnalignedBarrierHandler,
+    UnblockAll,
+)
+from taskmanager.checkpointing.snapshot import (
+    KeyGroupsSnapshot,
+    OperatorSnapshot,
+    OperatorStateRefs,
+    SnapshotRestoreError,
+    TaskSnapshot,
+    capture_task_snapshot,
+    operators_of_chain,
+    restore_task_snapshot,
+    restored_channel_state,
+)
+
+__all__ = [
+    "AbortCheckpoint",
+    "AbortReason",
+    "Action",
+    "AlignedBarrierHandler",
+    "AtLeastOnceBarrierHandler",
+    "BlockChannel",
+    "ChannelId",
+    "ChannelStateComplete",
+    "CheckpointBarrierHandler",
+    "KeyGroupsSnapshot",
+    "OperatorSnapshot",
+    "OperatorStateRefs",
+    "SnapshotRestoreError",
+    "TaskSnapshot",
+    "TriggerSnapshot",
+    "UnalignedBarrierHandler",
+    "UnblockAll",
+    "capture_task_snapshot",
+    "operators_of_chain",
+    "restore_task_snapshot",
+    "restored_channel_state",
+]

@@ -1,0 +1,389 @@
+"""Checkpoint barrier handling on a task's inputs: aligned, at-least-once and unaligned.
+
+These are Flink's ``CheckpointBarrierHandler`` family reduced to decisions: the task's
+mailbox loop reports what it polled from its input gate (a barrier, a data buffer, an
+END_OF_PARTITION) and carries out the returned actions itself. A handler does no I/O,
+takes no lock and keeps no clock, so every ordering of inputs is a plain unit test.
+
+A channel is ``(gate_index, channel_index)``: gate ``i`` is input edge ``i`` of the task
+(two for ``connect``, one per upstream for ``union``), so one handler covers every input.
+
+Actions, in the order the task must carry them out:
+
+- ``TriggerSnapshot``: capture the task's state for the barrier's checkpoint and send
+  the barrier downstream. Aligned and at-least-once: capture first, then
+  ``broadcast_event`` the barrier behind the data. Unaligned: ``emit_priority_event`` the
+  barrier (it overtakes queued output; the overtaken buffers are output channel state)
+  and capture the operator state before processing another record.
+- ``BlockChannel``: stop delivering the channel's buffers (``InputGate.block_channel``).
+- ``UnblockAll``: deliver the blocked channels again (``InputGate.unblock_all``).
+- ``AbortCheckpoint``: the checkpoint cannot complete here; decline it to the
+  coordinator (and drop whatever was captured for it).
+- ``ChannelStateComplete``: unaligned only; every input delivered the barrier, so the
+  in-flight input buffers of the checkpoint are all known and can be written.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from taskmanager.task_events import CheckpointBarrier
+
+logger = logging.getLogger(__name__)
+
+ChannelId = tuple[int, int]
+"""``(gate_index, channel_index)``, as ``InputGate.poll`` reports it."""
+
+
+class AbortReason(enum.Enum):
+    """Why a task declines a checkpoint (named after Flink's ``CheckpointFailureReason``)."""
+
+    CHECKPOINT_DECLINED_SUBSUMED = "CHECKPOINT_DECLINED_SUBSUMED"
+    """A barrier of a newer checkpoint arrived before this one was complete."""
+    CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER = "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER"
+    """The coordinator (or an upstream task) aborted the checkpoint."""
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerSnapshot:
+    barrier: CheckpointBarrier
+    unaligned: bool
+    """Forward the barrier with ``emit_priority_event`` rather than in order."""
+
+    @property
+    def checkpoint_id(self) -> int:
+        return self.barrier.checkpoint_id
+
+
+@dataclass(frozen=True, slots=True)
+class BlockChannel:
+    gate_index: int
+    channel_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class UnblockAll:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class AbortCheckpoint:
+    checkpoint_id: int
+    reason: AbortReason
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelStateComplete:
+    checkpoint_id: int
+    channel_state: dict[ChannelId, list[bytes]] = field(default_factory=dict)
+    """Per input channel, the serialized DATA buffers that were in flight (sent before
+    the barrier, processed after the snapshot), in arrival order. Channels that had
+    none are absent."""
+
+
+Action = TriggerSnapshot | BlockChannel | UnblockAll | AbortCheckpoint | ChannelStateComplete
+
+
+class CheckpointBarrierHandler(Protocol):
+    """What the task loop calls; every method runs on the task thread."""
+
+    def on_barrier(
+        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        overtaken: Sequence[bytes] = (),
+    ) -> list[Action]:
+        """A barrier was polled from the channel. ``overtaken`` are DATA buffers still
+        queued in the gate that a priority barrier jumped
+        (``InputGate.priority_event_overtaken``); only unaligned checkpoints have any."""
+        ...
+
+    def on_buffer(self, gate_index: int, channel_index: int, buffer: bytes) -> bool:
+        """A DATA buffer was polled (before the task processes it). True if it was
+        captured as in-flight channel state; the task processes it either way."""
+        ...
+
+    def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
+        """The channel delivered END_OF_PARTITION; nothing follows on it."""
+        ...
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
+        """The coordinator aborted the checkpoint (timeout, a decline elsewhere)."""
+        ...
+
+
+class _Inputs:
+    """The channels of a task and which of them have ended."""
+
+    def __init__(self, channels_per_gate: Sequence[int]) -> None:
+        self.all: frozenset[ChannelId] = frozenset(
+            (g, c) for g, n in enumerate(channels_per_gate) for c in range(n)
+        )
+        self.ended: set[ChannelId] = set()
+
+    def check(self, channel: ChannelId) -> None:
+        if channel not in self.all:
+            msg = (
+                f"barrier handling got channel {channel}, which is not an input of this "
+                f"task ({len(self.all)} channels); the handler was built for another gate"
+            )
+            raise ValueError(msg)
+
+    def all_in(self, delivered: Iterable[ChannelId]) -> bool:
+        """Every channel delivered the barrier or has ended."""
+        return self.all <= self.ended.union(delivered)
+
+
+class AlignedBarrierHandler:
+    """EXACTLY_ONCE with aligned barriers (Flink's ``SingleCheckpointBarrierHandler`` in
+    aligned mode).
+
+    A channel that delivered barrier *n* is blocked until every channel has delivered it
+    (or ended); then the snapshot is triggered and the channels are unblocked. A barrier
+    of a newer checkpoint during an alignment aborts the older one (subsumed), unblocks
+    everything and starts the new alignment. Barriers of checkpoints older than the
+    latest one seen are late (their checkpoint was aborted) and are dropped.
+    """
+
+    def __init__(self, channels_per_gate: Sequence[int]) -> None:
+        self._inputs = _Inputs(channels_per_gate)
+        self._current = -1
+        """The newest checkpoint a barrier was seen for."""
+        self._aligning: set[ChannelId] | None = None
+        """Channels that delivered the current barrier, while aligning."""
+        self._barrier: CheckpointBarrier | None = None
+        self._blocked: set[ChannelId] = set()
+
+    @property
+    def pending_checkpoint_id(self) -> int | None:
+        return self._current if self._aligning is not None else None
+
+    @property
+    def blocked_channels(self) -> frozenset[ChannelId]:
+        return frozenset(self._blocked)
+
+    def on_barrier(
+        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        overtaken: Sequence[bytes] = (),
+    ) -> list[Action]:
+        channel = (gate_index, channel_index)
+        self._inputs.check(channel)
+        n = barrier.checkpoint_id
+        actions: list[Action] = []
+        if n < self._current or (n == self._current and self._aligning is None):
+            logger.debug("dropping late barrier %d on %s (current %d)", n, channel, self._current)
+            return actions
+        if n > self._current:
+            if self._aligning is not None:
+                actions += self._abort(AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
+            self._current = n
+            self._aligning = set()
+            self._barrier = barrier
+        assert self._aligning is not None
+        if channel in self._aligning:
+            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat",
+                           channel, n)
+            return actions
+        self._aligning.add(channel)
+        if self._inputs.all_in(self._aligning):
+            return actions + self._complete()
+        self._blocked.add(channel)
+        actions.append(BlockChannel(gate_index, channel_index))
+        return actions
+
+    def on_buffer(self, gate_index: int, channel_index: int, buffer: bytes) -> bool:
+        return False
+
+    def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
+        channel = (gate_index, channel_index)
+        self._inputs.check(channel)
+        self._inputs.ended.add(channel)
+        if self._aligning is not None and self._inputs.all_in(self._aligning):
+            return self._complete()
+        return []
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
+        if self._aligning is None or checkpoint_id != self._current:
+            self._current = max(self._current, checkpoint_id)
+            return []
+        return self._abort(AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+
+    def _complete(self) -> list[Action]:
+        barrier = self._barrier
+        assert barrier is not None
+        self._aligning = None
+        self._barrier = None
+        actions: list[Action] = [TriggerSnapshot(barrier, unaligned=False)]
+        if self._blocked:
+            self._blocked.clear()
+            actions.append(UnblockAll())
+        return actions
+
+    def _abort(self, reason: AbortReason) -> list[Action]:
+        aborted = self._current
+        self._aligning = None
+        self._barrier = None
+        logger.info("checkpoint %d aborted during alignment: %s", aborted, reason.value)
+        actions: list[Action] = [AbortCheckpoint(aborted, reason)]
+        if self._blocked:
+            self._blocked.clear()
+            actions.append(UnblockAll())
+        return actions
+
+
+class AtLeastOnceBarrierHandler:
+    """AT_LEAST_ONCE (Flink's ``CheckpointBarrierTracker``): never blocks a channel.
+
+    Barriers are counted per checkpoint; the snapshot is triggered when the last channel
+    delivers its barrier (or ends). Several checkpoints may be pending at once; when one
+    triggers, older pending ones can never complete (their barriers are behind on some
+    channel that already moved on) and are aborted as subsumed.
+    """
+
+    def __init__(self, channels_per_gate: Sequence[int]) -> None:
+        self._inputs = _Inputs(channels_per_gate)
+        self._pending: dict[int, tuple[CheckpointBarrier, set[ChannelId]]] = {}
+        self._latest_triggered = -1
+
+    @property
+    def pending_checkpoint_ids(self) -> list[int]:
+        return sorted(self._pending)
+
+    def on_barrier(
+        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        overtaken: Sequence[bytes] = (),
+    ) -> list[Action]:
+        channel = (gate_index, channel_index)
+        self._inputs.check(channel)
+        n = barrier.checkpoint_id
+        if n <= self._latest_triggered:
+            logger.debug("dropping late barrier %d on %s", n, channel)
+            return []
+        _, seen = self._pending.setdefault(n, (barrier, set()))
+        if channel in seen:
+            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat",
+                           channel, n)
+            return []
+        seen.add(channel)
+        return self._trigger_complete()
+
+    def on_buffer(self, gate_index: int, channel_index: int, buffer: bytes) -> bool:
+        return False
+
+    def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
+        channel = (gate_index, channel_index)
+        self._inputs.check(channel)
+        self._inputs.ended.add(channel)
+        return self._trigger_complete()
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
+        if self._pending.pop(checkpoint_id, None) is None:
+            return []
+        return [AbortCheckpoint(checkpoint_id,
+                                AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)]
+
+    def _trigger_complete(self) -> list[Action]:
+        complete = [n for n, (_, seen) in self._pending.items() if self._inputs.all_in(seen)]
+        if not complete:
+            return []
+        newest = max(complete)
+        actions: list[Action] = []
+        for n in sorted(self._pending):
+            if n < newest:
+                actions.append(AbortCheckpoint(n, AbortReason.CHECKPOINT_DECLINED_SUBSUMED))
+                del self._pending[n]
+        barrier, _ = self._pending.pop(newest)
+        self._latest_triggered = newest
+        actions.append(TriggerSnapshot(barrier, unaligned=False))
+        return actions
+
+
+class UnalignedBarrierHandler:
+    """Unaligned EXACTLY_ONCE (Flink's ``SingleCheckpointBarrierHandler`` in unaligned
+    mode with its ``ChannelStatePersister`` per channel).
+
+    The first barrier *n* on any channel triggers the snapshot at once (the task forwards
+    the barrier with priority). From then until barrier *n* arrives on a channel, every
+    DATA buffer polled from that channel was sent before the barrier but is processed
+    after the snapshot: it is captured as input channel state (and still processed).
+    DATA buffers a priority barrier overtook inside the gate are captured too. When every
+    channel delivered *n* (or ended) the channel state of *n* is complete. A newer
+    barrier before that aborts *n* as subsumed. No channel is ever blocked.
+    """
+
+    def __init__(self, channels_per_gate: Sequence[int]) -> None:
+        self._inputs = _Inputs(channels_per_gate)
+        self._current = -1
+        self._delivered: set[ChannelId] | None = None
+        """Channels that delivered the current barrier, while its capture runs."""
+        self._captured: dict[ChannelId, list[bytes]] = {}
+
+    @property
+    def pending_checkpoint_id(self) -> int | None:
+        return self._current if self._delivered is not None else None
+
+    def on_barrier(
+        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        overtaken: Sequence[bytes] = (),
+    ) -> list[Action]:
+        channel = (gate_index, channel_index)
+        self._inputs.check(channel)
+        n = barrier.checkpoint_id
+        actions: list[Action] = []
+        if n < self._current or (n == self._current and self._delivered is None):
+            logger.debug("dropping late barrier %d on %s (current %d)", n, channel, self._current)
+            return actions
+        if n > self._current:
+            if self._delivered is not None:
+                logger.info("checkpoint %d subsumed by %d before its channel state was "
+                            "complete", self._current, n)
+                actions.append(AbortCheckpoint(self._current,
+                                               AbortReason.CHECKPOINT_DECLINED_SUBSUMED))
+            self._current = n
+            self._delivered = set()
+            self._captured = {}
+            actions.append(TriggerSnapshot(barrier, unaligned=True))
+        assert self._delivered is not None
+        if channel in self._delivered:
+            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat",
+                           channel, n)
+            return actions
+        if overtaken:
+            self._captured.setdefault(channel, []).extend(overtaken)
+        self._delivered.add(channel)
+        actions += self._complete_if_done()
+        return actions
+
+    def on_buffer(self, gate_index: int, channel_index: int, buffer: bytes) -> bool:
+        delivered = self._delivered
+        if delivered is None:
+            return False
+        channel = (gate_index, channel_index)
+        if channel in delivered or channel in self._inputs.ended:
+            return False
+        self._captured.setdefault(channel, []).append(buffer)
+        return True
+
+    def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
+        channel = (gate_index, channel_index)
+        self._inputs.check(channel)
+        self._inputs.ended.add(channel)
+        return self._complete_if_done()
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
+        if self._delivered is None or checkpoint_id != self._current:
+            self._current = max(self._current, checkpoint_id)
+            return []
+        self._delivered = None
+        self._captured = {}
+        return [AbortCheckpoint(checkpoint_id,
+                                AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)]
+
+    def _complete_if_done(self) -> list[Action]:
+        if self._delivered is None or not self._inputs.all_in(self._delivered):
+            return []
+        state, self._captured = self._captured, {}
+        self._delivered = None
+        return [ChannelStateComplete(self._current, state)]

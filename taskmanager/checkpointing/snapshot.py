@@ -1,0 +1,321 @@
+"""The synchronous part of a task's checkpoint: capture its state as bytes, and restore it.
+
+``capture_task_snapshot`` runs on the task thread between two batches, after the
+barrier handler said ``TriggerSnapshot``. Everything it returns is already serialized,
+so the task may mutate its state the moment it returns (copy-on-snapshot) and the
+asynchronous part only writes bytes. Per operator of the chain it captures:
+
+- keyed state, one block per key group (``KeyGroupsSnapshot``): a restore at another
+  parallelism reads only the key groups it owns, via ``offsets``;
+- the source reader's position (``CheckpointedSourceReader.snapshot_state``).
+
+Per task it carries the in-flight data of an unaligned checkpoint: the input buffers
+the barrier handler captured and the output buffers ``emit_priority_event`` overtook.
+
+Formats: a key-group block is ``serialize_batch`` of ``(state_name, key, value)``
+triples (marshal when the values allow, else pickle protocol 5); a source position is
+pickle protocol 5; a list of channel buffers is each buffer prefixed by its u32 length.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot
+from weir.core.errors import WeirError
+from weir.core.serializers import deserialize_batch, serialize_batch
+from weir.core.source import CheckpointedSourceReader
+
+logger = logging.getLogger(__name__)
+
+_PICKLE_PROTOCOL = 5
+_LENGTH = struct.Struct(">I")
+
+ChannelId = tuple[int, int]
+"""``(gate_index, channel_index)`` for input channels; ``(partition_index,
+subpartition_index)`` for output subpartitions."""
+
+
+class SnapshotRestoreError(WeirError, ValueError):
+    """A task snapshot does not fit the task it is restored into."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyGroupsSnapshot:
+    """The keyed state of one operator in one subtask, as bytes per key group.
+
+    Key group ``key_group_start + i`` is ``data[offsets[i]:offsets[i + 1]]`` (the last
+    one runs to the end); an empty slice means the group held no state.
+    """
+
+    max_parallelism: int
+    key_group_start: int
+    data: bytes
+    offsets: tuple[int, ...]
+
+    @property
+    def key_groups(self) -> range:
+        return range(self.key_group_start, self.key_group_start + len(self.offsets))
+
+    def key_group_bytes(self, key_group: int) -> bytes:
+        i = key_group - self.key_group_start
+        if not 0 <= i < len(self.offsets):
+            return b""
+        end = self.offsets[i + 1] if i + 1 < len(self.offsets) else len(self.data)
+        return self.data[self.offsets[i]:end]
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSnapshot:
+    operator_id: str
+    keyed_state: KeyGroupsSnapshot | None = None
+    source_state: bytes | None = None
+    """The reader's pickled position; None if the operator is no checkpointed source."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSnapshot:
+    checkpoint_id: int
+    operators: tuple[OperatorSnapshot, ...]
+    """In chain order (head first)."""
+    input_channel_state: Mapping[ChannelId, bytes] = field(default_factory=dict)
+    result_subpartition_state: Mapping[ChannelId, bytes] = field(default_factory=dict)
+
+    def operator(self, operator_id: str) -> OperatorSnapshot | None:
+        for op in self.operators:
+            if op.operator_id == operator_id:
+                return op
+        return None
+
+    @property
+    def state_size(self) -> int:
+        size = sum(
+            (len(op.keyed_state.data) if op.keyed_state else 0) + len(op.source_state or b"")
+            for op in self.operators
+        )
+        size += sum(len(b) for b in self.input_channel_state.values())
+        return size + sum(len(b) for b in self.result_subpartition_state.values())
+
+    @property
+    def in_flight_size(self) -> int:
+        """Bytes of persisted in-flight data (Flink's "persisted in-flight data")."""
+        return sum(len(b) for b in self.input_channel_state.values()) + sum(
+            len(b) for b in self.result_subpartition_state.values()
+        )
+
+
+class SnapshotableOperator(Protocol):
+    """What capture and restore need of a chained operator (``StreamOperator``)."""
+
+    @property
+    def operator_id(self) -> str: ...
+
+    @property
+    def keyed_state_backend(self) -> KeyedStateBackend | None: ...
+
+    @property
+    def source_reader(self) -> Any:
+        """The operator's ``SourceReader``, or None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStateRefs:
+    """Implements ``SnapshotableOperator`` over plain references."""
+
+    operator_id: str
+    keyed_state_backend: KeyedStateBackend | None = None
+    source_reader: Any = None
+
+
+def operators_of_chain(chain: Any) -> list[OperatorStateRefs]:
+    """The chain's operators as ``OperatorStateRefs``, head first. Call after
+    ``chain.open()`` (a source operator creates its reader there)."""
+    refs = []
+    for op in chain.operators:
+        setup = op.setup
+        refs.append(OperatorStateRefs(
+            operator_id=str(setup.descriptor.operator_id),
+            keyed_state_backend=setup.keyed_state_backend,
+            source_reader=getattr(op, "reader", None),
+        ))
+    return refs
+
+
+# --- capture -----------------------------------------------------------------------------
+
+
+def capture_task_snapshot(
+    checkpoint_id: int,
+    operators: Sequence[SnapshotableOperator],
+    input_channel_state: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    result_subpartition_state: Mapping[ChannelId, Sequence[bytes]] | None = None,
+) -> TaskSnapshot:
+    """Capture every operator's state as bytes (task thread, between two batches).
+
+    ``input_channel_state`` is ``ChannelStateComplete.channel_state``;
+    ``result_subpartition_state`` maps ``(partition_index, subpartition_index)`` to what
+    ``emit_priority_event`` returned for it. Empty buffer lists are left out.
+    """
+    snapshots = tuple(_capture_operator(checkpoint_id, op) for op in operators)
+    return TaskSnapshot(
+        checkpoint_id=checkpoint_id,
+        operators=snapshots,
+        input_channel_state=_encode_channel_state(input_channel_state),
+        result_subpartition_state=_encode_channel_state(result_subpartition_state),
+    )
+
+
+def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorSnapshot:
+    keyed = None
+    backend = op.keyed_state_backend
+    if backend is not None:
+        keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
+    source_state = None
+    reader = op.source_reader
+    if isinstance(reader, CheckpointedSourceReader):
+        source_state = pickle.dumps(reader.snapshot_state(checkpoint_id), _PICKLE_PROTOCOL)
+    return OperatorSnapshot(op.operator_id, keyed, source_state)
+
+
+def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:
+    """Serialize a backend snapshot, one block per key group of ``key_groups``.
+
+    The values are copied into bytes here, so later mutations of the live state (also
+    in place, on a mutable value) do not reach the snapshot.
+    """
+    by_group: dict[int, list[tuple[str, Any, Any]]] = {}
+    for name, groups in snapshot.states.items():
+        for group, entries in groups.items():
+            if group not in key_groups:
+                msg = (
+                    f"state {name!r} holds key group {group}, outside this subtask's "
+                    f"{key_groups}; keys reached the wrong subtask"
+                )
+                raise WeirError(msg)
+            bucket = by_group.setdefault(group, [])
+            bucket.extend((name, key, value) for key, value in entries.items())
+    parts: list[bytes] = []
+    offsets: list[int] = []
+    position = 0
+    for group in key_groups:
+        offsets.append(position)
+        triples = by_group.get(group)
+        if triples:
+            block = serialize_batch(triples)
+            parts.append(block)
+            position += len(block)
+    return KeyGroupsSnapshot(
+        snapshot.max_parallelism, key_groups.start, b"".join(parts), tuple(offsets)
+    )
+
+
+def decode_keyed_state(
+    snapshot: KeyGroupsSnapshot, key_groups: range | None = None
+) -> KeyedStateSnapshot:
+    """The inverse of ``encode_keyed_state``, reading only the blocks of ``key_groups``
+    (default: all of them)."""
+    wanted = snapshot.key_groups if key_groups is None else key_groups
+    states: dict[str, dict[int, dict[Any, Any]]] = {}
+    for group in snapshot.key_groups:
+        if group not in wanted:
+            continue
+        block = snapshot.key_group_bytes(group)
+        if not block:
+            continue
+        for name, key, value in deserialize_batch(block):
+            states.setdefault(name, {}).setdefault(group, {})[key] = value
+    return KeyedStateSnapshot(max_parallelism=snapshot.max_parallelism, states=states)
+
+
+def encode_buffers(buffers: Sequence[bytes]) -> bytes:
+    """Channel buffers as one blob: each prefixed by its u32 length."""
+    pack = _LENGTH.pack
+    return b"".join(pack(len(b)) + bytes(b) for b in buffers)
+
+
+def decode_buffers(blob: bytes) -> list[bytes]:
+    out = []
+    view = memoryview(blob)
+    position = 0
+    size = _LENGTH.size
+    while position < len(view):
+        if position + size > len(view):
+            msg = f"channel state cut short at byte {position} of {len(view)}"
+            raise SnapshotRestoreError(msg)
+        (length,) = _LENGTH.unpack_from(view, position)
+        position += size
+        if position + length > len(view):
+            msg = f"channel state cut short: a {length}-byte buffer at byte {position}"
+            raise SnapshotRestoreError(msg)
+        out.append(bytes(view[position:position + length]))
+        position += length
+    return out
+
+
+def _encode_channel_state(
+    state: Mapping[ChannelId, Sequence[bytes]] | None,
+) -> dict[ChannelId, bytes]:
+    if not state:
+        return {}
+    return {channel: encode_buffers(buffers) for channel, buffers in state.items() if buffers}
+
+
+# --- restore -----------------------------------------------------------------------------
+
+
+def restore_task_snapshot(
+    snapshots: Sequence[TaskSnapshot], operators: Sequence[SnapshotableOperator]
+) -> None:
+    """Load operator state into a freshly opened chain, before its first record.
+
+    ``snapshots`` are the subtask snapshots to restore from: one at the same parallelism,
+    or every old subtask's when rescaling (each backend takes the key groups it owns).
+    Source positions are restored only from a single snapshot: splitting a reader's
+    position across another parallelism is the source's own business (later work).
+    Channel state is not touched here; see ``restored_channel_state``.
+    """
+    for op in operators:
+        own = [s for snap in snapshots if (s := snap.operator(op.operator_id)) is not None]
+        backend = op.keyed_state_backend
+        if backend is not None:
+            keyed = [
+                decode_keyed_state(s.keyed_state, backend.key_group_range)
+                for s in own if s.keyed_state is not None
+            ]
+            if keyed:
+                backend.restore(keyed)
+        positions = [s.source_state for s in own if s.source_state is not None]
+        if not positions:
+            continue
+        if len(positions) > 1:
+            msg = (
+                f"operator {op.operator_id}: {len(positions)} source positions for one "
+                "reader; restoring a source at another parallelism is not supported yet"
+            )
+            raise SnapshotRestoreError(msg)
+        reader = op.source_reader
+        if not isinstance(reader, CheckpointedSourceReader):
+            msg = (
+                f"operator {op.operator_id}: the checkpoint holds a source position but "
+                f"its reader ({type(reader).__name__}) cannot restore one"
+            )
+            raise SnapshotRestoreError(msg)
+        # Our own checkpoint files, checksummed before they get here.
+        reader.restore_state(pickle.loads(positions[0]))
+
+
+def restored_channel_state(
+    snapshot: TaskSnapshot,
+) -> tuple[dict[ChannelId, list[bytes]], dict[ChannelId, list[bytes]]]:
+    """``(input buffers per input channel, output buffers per subpartition)`` to replay on
+    recovery from an unaligned checkpoint: the inputs through the chain before the first
+    polled buffer, the outputs re-emitted before any new output."""
+    inputs = {ch: decode_buffers(b) for ch, b in snapshot.input_channel_state.items()}
+    outputs = {ch: decode_buffers(b) for ch, b in snapshot.result_subpartition_state.items()}
+    return inputs, outputs

@@ -1,0 +1,187 @@
+"""The _metadata format: exact round trips, and damage detected by name."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from weir.core.checkpoint import (
+    CheckpointMetadata,
+    CheckpointType,
+    InputChannelStateHandle,
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    OperatorState,
+    OperatorStateDistributionMode,
+    OperatorStateHandle,
+    OperatorStatePartition,
+    OperatorSubtaskState,
+    ResultSubpartitionStateHandle,
+    StreamStateHandle,
+    decode_metadata,
+    encode_metadata,
+)
+from weir.core.errors import CorruptCheckpointError
+from weir.core.ids import JobId, OperatorId
+
+_u32 = st.integers(min_value=0, max_value=2**32 - 1)
+_small = st.integers(min_value=0, max_value=1000)
+_offsets = st.lists(st.integers(min_value=0, max_value=2**40), max_size=4).map(tuple)
+
+
+@st.composite
+def stream_handles(draw):
+    if draw(st.booleans()):
+        data = draw(st.binary(max_size=64))
+        return StreamStateHandle(None, len(data), draw(_u32), draw(st.booleans()), data)
+    path = "file:///ckpt/" + draw(st.text("abc-_.0123456789", min_size=1, max_size=20))
+    return StreamStateHandle(path, draw(_small), draw(_u32), draw(st.booleans()))
+
+
+@st.composite
+def subtask_states(draw):
+    start = draw(st.integers(min_value=0, max_value=100))
+    end = draw(st.integers(min_value=start, max_value=128))
+    return OperatorSubtaskState(
+        managed_keyed_state=tuple(
+            draw(
+                st.lists(
+                    st.builds(
+                        KeyGroupsStateHandle,
+                        st.just(KeyGroupRange(start, end)),
+                        stream_handles(),
+                        _offsets,
+                    ),
+                    max_size=2,
+                )
+            )
+        ),
+        managed_operator_state=tuple(
+            draw(
+                st.lists(
+                    st.builds(
+                        OperatorStateHandle,
+                        stream_handles(),
+                        st.lists(
+                            st.builds(
+                                OperatorStatePartition,
+                                st.text(max_size=10),
+                                st.sampled_from(OperatorStateDistributionMode),
+                                _offsets,
+                            ),
+                            max_size=2,
+                        ).map(tuple),
+                    ),
+                    max_size=2,
+                )
+            )
+        ),
+        input_channel_state=tuple(
+            draw(
+                st.lists(
+                    st.builds(InputChannelStateHandle, _small, _small, stream_handles(), _offsets),
+                    max_size=2,
+                )
+            )
+        ),
+        result_subpartition_state=tuple(
+            draw(
+                st.lists(
+                    st.builds(
+                        ResultSubpartitionStateHandle, _small, _small, stream_handles(), _offsets
+                    ),
+                    max_size=2,
+                )
+            )
+        ),
+        source_reader_state=tuple(draw(st.lists(stream_handles(), max_size=2))),
+    )
+
+
+@st.composite
+def metadata(draw):
+    operators = {}
+    for op in draw(
+        st.lists(st.text("0123456789abcdef", min_size=1, max_size=32), max_size=3, unique=True)
+    ):
+        parallelism = draw(st.integers(min_value=1, max_value=4))
+        subtasks = {i: draw(subtask_states()) for i in range(parallelism)}
+        operators[OperatorId(op)] = OperatorState(OperatorId(op), parallelism, 128, subtasks)
+    return CheckpointMetadata(
+        job_id=JobId(draw(st.text("0123456789abcdef", min_size=32, max_size=32))),
+        checkpoint_id=draw(st.integers(min_value=1, max_value=2**62)),
+        trigger_timestamp_ms=draw(st.integers(min_value=0, max_value=2**50)),
+        completion_timestamp_ms=draw(st.integers(min_value=0, max_value=2**50)),
+        checkpoint_type=draw(st.sampled_from(CheckpointType)),
+        operator_states=operators,
+    )
+
+
+@given(metadata())
+def test_metadata_round_trips_exactly(meta):
+    assert decode_metadata(encode_metadata(meta)) == meta
+
+
+def _sample() -> CheckpointMetadata:
+    handle = StreamStateHandle("file:///x/chk-1/s", 3, 42, True)
+    state = OperatorSubtaskState(
+        managed_keyed_state=(KeyGroupsStateHandle(KeyGroupRange(0, 64), handle, (0, 10)),),
+        source_reader_state=(StreamStateHandle(None, 2, 7, False, b"\x00\x01"),),
+    )
+    op = OperatorId("op")
+    return CheckpointMetadata(
+        JobId("j" * 32),
+        1,
+        100,
+        200,
+        CheckpointType.CHECKPOINT,
+        {op: OperatorState(op, 1, 128, {0: state})},
+    )
+
+
+def test_the_body_is_self_describing_json():
+    data = encode_metadata(_sample())
+    assert data.startswith(b"WEIRCKPT")
+    body = json.loads(data[18:])
+    assert body["format"] == "weir-checkpoint-metadata"
+    assert body["version"] == 1
+    assert body["operators"][0]["subtasks"][0]["state"]["source_reader"][0]["inline"] == "AAE="
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: d[:10], "cut short"),
+        (lambda d: b"NOTWEIR!" + d[8:], "not a Weir checkpoint"),
+        (lambda d: d[:8] + struct.pack(">H", 99) + d[10:], "format version 99"),
+        (lambda d: d[:-1], "checksum"),
+        (lambda d: d[:-3] + bytes([d[-3] ^ 0x20]) + d[-2:], "checksum"),
+    ],
+)
+def test_damage_is_reported_with_the_source(damage, message):
+    data = damage(encode_metadata(_sample()))
+    with pytest.raises(CorruptCheckpointError, match=message) as err:
+        decode_metadata(data, source="file:///x/chk-1/_metadata")
+    assert err.value.path == "file:///x/chk-1/_metadata"
+
+
+def test_a_valid_frame_with_a_foreign_body_is_corrupt():
+    import zlib
+
+    body = b'{"format": "something-else"}'
+    data = struct.pack(">8sHII", b"WEIRCKPT", 1, len(body), zlib.crc32(body)) + body
+    with pytest.raises(CorruptCheckpointError, match="cannot be decoded"):
+        decode_metadata(data)
+
+
+def test_handles_hold_a_path_or_inline_bytes():
+    with pytest.raises(ValueError, match="either a path or inline"):
+        StreamStateHandle(None, 0, 0)
+    with pytest.raises(ValueError, match="either a path or inline"):
+        StreamStateHandle("file:///x", 1, 0, inline=b"x")
+    with pytest.raises(ValueError, match="key-group range"):
+        KeyGroupRange(5, 3)

@@ -1,0 +1,313 @@
+"""FileSink: in-progress → pending → finished, driven through the checkpoint hooks."""
+
+from __future__ import annotations
+
+import pickle
+import re
+from collections.abc import Iterator
+
+import fsspec
+import pytest
+
+from weir.core.errors import CheckpointError
+from weir.datastream.connectors.file_system import (
+    BucketAssigner,
+    Encoder,
+    FileSink,
+    OutputFileConfig,
+    RollingPolicy,
+    java_pattern_to_strftime,
+)
+from weir.datastream.functions import SinkFunction
+
+
+class FakeClock:
+    def __init__(self, now_ms: int = 1_700_000_000_000) -> None:
+        self.now = now_ms
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def make_sink(base: str, clock: FakeClock | None = None, *,
+              rolling: RollingPolicy | None = None,
+              config: OutputFileConfig | None = None,
+              assigner: BucketAssigner | None = None,
+              check_interval: int = 60_000) -> FileSink:
+    return FileSink(
+        base, Encoder.simple_string_encoder(),
+        bucket_assigner=assigner or BucketAssigner.base_path_bucket_assigner(),
+        rolling_policy=rolling or RollingPolicy.default_rolling_policy(),
+        output_file_config=config or OutputFileConfig.builder().build(),
+        bucket_check_interval=check_interval,
+        clock=clock or FakeClock(),
+    )
+
+
+def visible(base: str) -> list[str]:
+    fs, root = fsspec.core.url_to_fs(base)
+    if not fs.exists(root):
+        return []
+    return sorted(p[len(root.rstrip("/")) + 1:] for p in fs.find(root)
+                  if not p.rpartition("/")[2].startswith("."))
+
+
+def hidden(base: str) -> list[str]:
+    fs, root = fsspec.core.url_to_fs(base)
+    if not fs.exists(root):
+        return []
+    return sorted(p.rpartition("/")[2] for p in fs.find(root)
+                  if p.rpartition("/")[2].startswith("."))
+
+
+def committed_lines(base: str) -> list[str]:
+    fs, root = fsspec.core.url_to_fs(base)
+    lines: list[str] = []
+    for name in visible(base):
+        lines.extend(fs.cat_file(f"{root.rstrip('/')}/{name}").decode().splitlines())
+    return lines
+
+
+def write(sink: FileSink, values) -> None:
+    for v in values:
+        sink.invoke(v, None)
+
+
+@pytest.fixture(params=["file", "memory"])
+def base(request, tmp_path) -> Iterator[str]:
+    if request.param == "file":
+        yield f"file://{tmp_path}/out"
+        return
+    url = f"memory://{tmp_path.name}/out"
+    yield url
+    fs, root = fsspec.core.url_to_fs(url)
+    if fs.exists(root):
+        fs.rm(root, recursive=True)
+
+
+class TestFileLifecycle:
+    def test_is_a_sink_function_with_checkpoint_hooks(self, base):
+        sink = make_sink(base)
+        assert isinstance(sink, SinkFunction)
+        for hook in ("snapshot_state", "notify_checkpoint_complete",
+                     "notify_checkpoint_aborted", "initialize_state", "finish"):
+            assert callable(getattr(sink, hook))
+
+    def test_nothing_is_visible_before_the_checkpoint_completes(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        sink.initialize_state(None)
+        write(sink, ["a", "b"])
+        assert visible(base) == []
+        assert len(hidden(base)) == 1 and ".inprogress." in hidden(base)[0]
+        sink.snapshot_state(1)  # pre-commit: the file is pending, still hidden
+        assert visible(base) == []
+        assert len(hidden(base)) == 1
+        sink.notify_checkpoint_complete(1)
+        assert committed_lines(base) == ["a", "b"]
+        assert hidden(base) == []
+
+    def test_pending_files_wait_for_their_own_checkpoint(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        sink.snapshot_state(1)
+        write(sink, ["b"])
+        sink.snapshot_state(2)
+        sink.notify_checkpoint_complete(1)
+        assert committed_lines(base) == ["a"]
+        sink.notify_checkpoint_complete(2)
+        assert sorted(committed_lines(base)) == ["a", "b"]
+
+    def test_an_aborted_checkpoint_is_committed_with_the_next_one(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        sink.snapshot_state(1)
+        sink.notify_checkpoint_aborted(1)
+        write(sink, ["b"])
+        sink.snapshot_state(2)
+        assert visible(base) == []
+        sink.notify_checkpoint_complete(2)
+        assert sorted(committed_lines(base)) == ["a", "b"]
+
+    def test_default_policy_keeps_a_small_file_in_progress_across_checkpoints(self, base):
+        sink = make_sink(base)
+        write(sink, ["a"])
+        sink.snapshot_state(1)
+        sink.notify_checkpoint_complete(1)
+        assert visible(base) == []  # still in progress: not rolled yet
+        write(sink, ["b"])
+        sink.finish()
+        assert committed_lines(base) == ["a", "b"]
+        assert hidden(base) == []
+
+    def test_finish_commits_everything_and_close_commits_nothing(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        sink.snapshot_state(1)
+        write(sink, ["b"])
+        sink.finish()
+        sink.close()
+        assert sorted(committed_lines(base)) == ["a", "b"]
+
+        other = f"{base}-failed"
+        failed = make_sink(other)
+        write(failed, ["x"])
+        failed.close()  # a failure: nothing shows
+        assert visible(other) == []
+
+    def test_snapshot_ids_must_increase(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        sink.snapshot_state(2)
+        write(sink, ["b"])
+        with pytest.raises(CheckpointError, match="must increase"):
+            sink.snapshot_state(1)
+
+
+class TestRecovery:
+    def test_crash_after_a_checkpoint_shows_exactly_the_records_before_it(self, base):
+        clock = FakeClock()
+        sink = make_sink(base, clock, rolling=RollingPolicy.default_rolling_policy(part_size=10))
+        before = [f"before-{i}" for i in range(7)]
+        write(sink, before)  # rolls several files by size; the last stays in progress
+        state = sink.snapshot_state(1)
+        write(sink, [f"after-{i}" for i in range(5)])  # the uncommitted tail
+        sink.snapshot_state(2)  # checkpoint 2 never completes
+        write(sink, ["tail"])
+        # crash: no notify, no close. A new instance restores checkpoint 1.
+        restored = make_sink(base, clock,
+                             rolling=RollingPolicy.default_rolling_policy(part_size=10))
+        restored.initialize_state(state)
+        assert sorted(committed_lines(base)) == sorted(before[:-1])  # pending ones only
+        restored.snapshot_state(2)
+        restored.notify_checkpoint_complete(2)
+        restored.finish()
+        lines = committed_lines(base)
+        assert sorted(lines) == sorted(before)  # exactly once: no tail, no duplicate
+        assert hidden(base) == []
+
+    def test_restoring_twice_from_the_same_checkpoint(self, base):
+        sink = make_sink(base)
+        write(sink, ["a", "b"])
+        state = sink.snapshot_state(1)
+        write(sink, ["lost"])
+        first = make_sink(base)
+        first.initialize_state(state)
+        write(first, ["lost again"])
+        first.snapshot_state(2)  # never completes
+        second = make_sink(base)
+        second.initialize_state(state)
+        write(second, ["c"])
+        second.finish()
+        assert committed_lines(base) == ["a", "b", "c"]
+
+    def test_restore_commits_pending_files_idempotently(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        state = sink.snapshot_state(1)
+        sink.notify_checkpoint_complete(1)  # committed before the crash
+        restored = make_sink(base)
+        restored.initialize_state(state)  # commits again: a no-op
+        restored.finish()
+        assert committed_lines(base) == ["a"]
+
+    def test_restore_with_a_pending_file_gone_and_never_committed_fails(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        state = sink.snapshot_state(1)
+        fs, root = fsspec.core.url_to_fs(base)
+        for path in fs.find(root):
+            fs.rm(path)
+        with pytest.raises(CheckpointError, match="lost data"):
+            make_sink(base).initialize_state(state)
+
+    def test_the_sink_pickles_without_open_files(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        copy = pickle.loads(pickle.dumps(sink))
+        assert copy._writer is None
+
+
+class TestRollingAndNames:
+    def test_rolls_by_size(self, base):
+        sink = make_sink(base, rolling=RollingPolicy.default_rolling_policy(part_size=8))
+        write(sink, ["0123456789", "x", "y"])  # 11 bytes > 8: the next record rolls
+        sink.finish()
+        fs, root = fsspec.core.url_to_fs(base)
+        contents = sorted(fs.cat_file(f"{root}/{n}").decode() for n in visible(base))
+        assert contents == ["0123456789\n", "x\ny\n"]
+
+    def test_rolls_on_rollover_and_inactivity_with_a_fake_clock(self, base):
+        clock = FakeClock()
+        sink = make_sink(base, clock, check_interval=10,
+                         rolling=RollingPolicy.default_rolling_policy(
+                             rollover_interval=1000, inactivity_interval=300))
+        write(sink, ["a"])
+        clock.now += 299
+        write(sink, ["b"])  # still active: same file
+        clock.now += 300
+        write(sink, ["c"])  # inactive for 300 ms: rolled first, "c" opens a new file
+        clock.now += 100
+        sink.snapshot_state(1)
+        sink.notify_checkpoint_complete(1)
+        assert committed_lines(base) == ["a", "b"]
+        clock.now += 1000  # older than the rollover interval: rolled at the checkpoint
+        sink.snapshot_state(2)
+        sink.notify_checkpoint_complete(2)
+        assert sorted(committed_lines(base)) == ["a", "b", "c"]
+
+    def test_output_file_config_names(self, base):
+        config = (OutputFileConfig.builder().with_part_prefix("pre")
+                  .with_part_suffix(".txt").build())
+        sink = make_sink(base, config=config,
+                         rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        write(sink, ["a"])
+        sink.snapshot_state(1)
+        in_flight = hidden(base)
+        write(sink, ["b"])
+        sink.snapshot_state(2)
+        sink.notify_checkpoint_complete(2)
+        uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+        assert re.fullmatch(rf"\.pre-{uuid}-0\.txt\.inprogress\.{uuid}", in_flight[0])
+        names = visible(base)
+        assert [re.fullmatch(rf"pre-({uuid})-(\d+)\.txt", n) is not None for n in names] == [
+            True, True]
+        assert sorted(n.rsplit("-", 1)[1] for n in names) == ["0.txt", "1.txt"]
+        assert config.get_part_prefix() == "pre" and config.get_part_suffix() == ".txt"
+
+    def test_default_bucket_assigner_is_hourly_date_time(self, base):
+        clock = FakeClock(1_700_000_000_000)  # 2023-11-14 22:13:20 UTC
+        sink = FileSink.for_row_format(base, Encoder.simple_string_encoder()).build()
+        sink._clock = clock
+        assert BucketAssigner.date_time_bucket_assigner(timezone_id="UTC").get_bucket_id(
+            "x", BucketAssigner.Context(clock.now)) == "2023-11-14--22"
+        utc = (FileSink.for_row_format(base, Encoder.simple_string_encoder())
+               .with_bucket_assigner(BucketAssigner.date_time_bucket_assigner(
+                   "yyyy/MM/dd", "UTC"))
+               .build())
+        utc._clock = clock
+        write(utc, ["a"])
+        utc.finish()
+        assert [n.rpartition("/")[0] for n in visible(base)] == ["2023/11/14"]
+
+    def test_java_patterns(self):
+        assert java_pattern_to_strftime("yyyy-MM-dd--HH") == "%Y-%m-%d--%H"
+        assert java_pattern_to_strftime("'day='yyyyMMdd") == "day=%Y%m%d"
+        with pytest.raises(ValueError, match="not supported"):
+            java_pattern_to_strftime("yyyy-QQ")
+
+    def test_custom_bucket_assigner(self, base):
+        class ByParity(BucketAssigner):
+            def get_bucket_id(self, element, context):
+                return "even" if element % 2 == 0 else "odd"
+
+        sink = make_sink(base, assigner=ByParity())
+        write(sink, range(5))
+        sink.finish()
+        fs, root = fsspec.core.url_to_fs(base)
+        by_bucket = {n.split("/")[0]: fs.cat_file(f"{root}/{n}").decode().split()
+                     for n in visible(base)}
+        assert by_bucket == {"even": ["0", "2", "4"], "odd": ["1", "3"]}
+
+    def test_bad_policy_arguments(self):
+        with pytest.raises(ValueError, match="part_size must be positive"):
+            RollingPolicy.default_rolling_policy(part_size=0)

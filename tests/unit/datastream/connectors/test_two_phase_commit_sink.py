@@ -1,0 +1,118 @@
+"""TwoPhaseCommitSinkFunction: pre-commit on snapshot, commit on notify, abort on restore."""
+
+from __future__ import annotations
+
+import pytest
+
+from weir.datastream.functions import (
+    CheckpointListener,
+    SinkFunction,
+    TwoPhaseCommitSinkFunction,
+)
+
+
+class RecordingSink(TwoPhaseCommitSinkFunction):
+    """Transactions are ids; ``store`` is the outside world (shared across 'restarts')."""
+
+    def __init__(self, store: dict) -> None:
+        super().__init__()
+        self.store = store
+
+    def begin_transaction(self):
+        self.store["next"] = self.store.get("next", 0) + 1
+        txn = f"t{self.store['next']}"
+        self.store.setdefault("staged", {})[txn] = []
+        return txn
+
+    def invoke(self, transaction, value, context):
+        self.store["staged"][transaction].append(value)
+
+    def pre_commit(self, transaction):
+        self.store.setdefault("pre_committed", []).append(transaction)
+
+    def commit(self, transaction):
+        committed = self.store.setdefault("committed", {})
+        if transaction not in committed:  # idempotent
+            committed[transaction] = self.store["staged"][transaction]
+
+    def abort(self, transaction):
+        self.store.setdefault("aborted", []).append(transaction)
+        self.store["staged"].pop(transaction, None)
+
+
+def output(store: dict) -> list:
+    return [v for txn in sorted(store.get("committed", {}), key=lambda t: int(t[1:]))
+            for v in store["committed"][txn]]
+
+
+def test_is_a_sink_function_and_a_checkpoint_listener():
+    sink = RecordingSink({})
+    assert isinstance(sink, SinkFunction) and isinstance(sink, CheckpointListener)
+
+
+def test_commit_happens_only_on_notify():
+    store: dict = {}
+    sink = RecordingSink(store)
+    sink.initialize_state(None)
+    sink.invoke(1, None)  # the task's call: (value, context)
+    sink.invoke(2, None)
+    sink.snapshot_state(1)
+    assert store["pre_committed"] == ["t1"] and output(store) == []
+    sink.invoke(3, None)
+    sink.snapshot_state(2)
+    sink.notify_checkpoint_complete(1)
+    assert output(store) == [1, 2]
+    sink.notify_checkpoint_complete(2)
+    assert output(store) == [1, 2, 3]
+
+
+def test_aborted_checkpoint_is_committed_by_the_next():
+    store: dict = {}
+    sink = RecordingSink(store)
+    sink.invoke("a", None)  # initialises itself
+    sink.snapshot_state(1)
+    sink.notify_checkpoint_aborted(1)
+    sink.invoke("b", None)
+    sink.snapshot_state(2)
+    sink.notify_checkpoint_complete(2)
+    assert output(store) == ["a", "b"]
+
+
+def test_recovery_commits_pending_and_aborts_the_open_transaction():
+    store: dict = {}
+    sink = RecordingSink(store)
+    sink.invoke("a", None)
+    state = sink.snapshot_state(1)  # t1 pending, t2 open
+    sink.invoke("lost", None)
+    # crash before notify; restore from checkpoint 1
+    restored = RecordingSink(store)
+    restored.initialize_state(state)
+    assert output(store) == ["a"]
+    assert "t2" in store["aborted"]
+    restored.invoke("b", None)
+    restored.finish()
+    restored.close()
+    assert output(store) == ["a", "b"]
+
+
+def test_finish_commits_and_close_aborts():
+    store: dict = {}
+    sink = RecordingSink(store)
+    sink.invoke("a", None)
+    sink.snapshot_state(1)
+    sink.invoke("b", None)
+    sink.finish()
+    assert output(store) == ["a", "b"]
+
+    failed_store: dict = {}
+    failed = RecordingSink(failed_store)
+    failed.invoke("x", None)
+    failed.close()
+    assert output(failed_store) == [] and failed_store["aborted"] == ["t1"]
+
+
+def test_checkpoint_ids_must_increase():
+    sink = RecordingSink({})
+    sink.snapshot_state(3)
+    with pytest.raises(ValueError, match="must increase"):
+        sink.snapshot_state(2)

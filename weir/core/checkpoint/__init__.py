@@ -1,0 +1,66 @@
+"""Checkpoint data shared by the JobMaster and the TaskExecutors: state handles, the
+``_metadata`` format, checkpoint storage and the checkpointing settings."""
+
+from weir.core.checkpoint.checkpoint_config import (
+    CheckpointingConfig,
+    CheckpointingMode,
+    ExternalizedCheckpointRetention,
+)
+from weir.core.checkpoint.metadata import (
+    CheckpointMetadata,
+    CheckpointType,
+    OperatorState,
+    decode_metadata,
+    encode_metadata,
+)
+from weir.core.checkpoint.state_handles import (
+    CheckpointMetrics,
+    InputChannelStateHandle,
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    OperatorStateDistributionMode,
+    OperatorStateHandle,
+    OperatorStatePartition,
+    OperatorSubtaskState,
+    ResultSubpartitionStateHandle,
+    StreamStateHandle,
+    TaskStateSnapshot,
+)
+from weir.core.checkpoint.storage import (
+    CheckpointStorage,
+    CheckpointStorageLocation,
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+    create_checkpoint_storage,
+    read_metadata_at,
+    read_state,
+)
+
+__all__ = [
+    "CheckpointMetadata",
+    "CheckpointMetrics",
+    "CheckpointStorage",
+    "CheckpointStorageLocation",
+    "CheckpointType",
+    "CheckpointingConfig",
+    "CheckpointingMode",
+    "ExternalizedCheckpointRetention",
+    "FileSystemCheckpointStorage",
+    "InputChannelStateHandle",
+    "JobManagerCheckpointStorage",
+    "KeyGroupRange",
+    "KeyGroupsStateHandle",
+    "OperatorState",
+    "OperatorStateDistributionMode",
+    "OperatorStateHandle",
+    "OperatorStatePartition",
+    "OperatorSubtaskState",
+    "ResultSubpartitionStateHandle",
+    "StreamStateHandle",
+    "TaskStateSnapshot",
+    "create_checkpoint_storage",
+    "decode_metadata",
+    "encode_metadata",
+    "read_metadata_at",
+    "read_state",
+]

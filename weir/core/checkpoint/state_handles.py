@@ -1,0 +1,178 @@
+"""Handles to checkpointed state: where a snapshot's bytes are and how to check them.
+
+Tasks write their snapshots through a :class:`~weir.core.checkpoint.storage.CheckpointStorage`
+and acknowledge the checkpoint with a :class:`TaskStateSnapshot` of these handles; the
+CheckpointCoordinator collects them into the checkpoint's ``_metadata`` and hands them back
+to the tasks on restore (Flink's ``StreamStateHandle``, ``KeyGroupsStateHandle``,
+``OperatorSubtaskState`` and ``TaskStateSnapshot``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from weir.core.ids import OperatorId
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStateHandle:
+    """One blob of state: a file (``path``, an fsspec URL) or bytes held inline.
+
+    ``size`` and ``checksum`` (zlib.crc32) describe the bytes as stored, that is after lz4
+    compression when ``compressed`` is set, so corruption is caught before decompressing.
+    Inline handles are what the ``jobmanager`` checkpoint storage produces.
+    """
+
+    path: str | None
+    size: int
+    checksum: int
+    compressed: bool = False
+    inline: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.inline is None):
+            msg = "a StreamStateHandle holds either a path or inline bytes, not both or neither"
+            raise ValueError(msg)
+
+    @property
+    def description(self) -> str:
+        """Where the bytes are, for error messages."""
+        return self.path if self.path is not None else f"<inline state of {self.size} bytes>"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyGroupRange:
+    """Key groups ``[start, end)`` owned by one subtask (see ``weir.core.key_groups``)."""
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            msg = f"bad key-group range [{self.start}, {self.end})"
+            raise ValueError(msg)
+
+    def __contains__(self, key_group: object) -> bool:
+        return isinstance(key_group, int) and self.start <= key_group < self.end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.start, self.end))
+
+
+@dataclass(frozen=True, slots=True)
+class KeyGroupsStateHandle:
+    """Keyed state of a key-group range. ``offsets[i]`` is where key group ``start + i``
+    begins in the (uncompressed) stream, so a rescaled subtask can read only its groups;
+    empty when the writer does not index the stream."""
+
+    key_groups: KeyGroupRange
+    handle: StreamStateHandle
+    offsets: tuple[int, ...] = ()
+
+
+class OperatorStateDistributionMode(enum.Enum):
+    """How operator list state is split on restore at another parallelism (Flink's names)."""
+
+    SPLIT_DISTRIBUTE = "SPLIT_DISTRIBUTE"
+    UNION = "UNION"
+    BROADCAST = "BROADCAST"
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStatePartition:
+    """One named operator state inside an :class:`OperatorStateHandle`: the offsets of its
+    elements in the stream and how they are redistributed."""
+
+    name: str
+    mode: OperatorStateDistributionMode
+    offsets: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStateHandle:
+    """Operator (non-keyed) state of one subtask: ListState, UnionListState, BroadcastState."""
+
+    handle: StreamStateHandle
+    partitions: tuple[OperatorStatePartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InputChannelStateHandle:
+    """In-flight buffers of one input channel, persisted by an unaligned checkpoint."""
+
+    gate_index: int
+    channel_index: int
+    handle: StreamStateHandle
+    offsets: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResultSubpartitionStateHandle:
+    """Buffered output of one result subpartition, persisted by an unaligned checkpoint."""
+
+    partition_index: int
+    subpartition_index: int
+    handle: StreamStateHandle
+    offsets: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSubtaskState:
+    """Everything one operator of one subtask snapshotted for a checkpoint."""
+
+    managed_keyed_state: tuple[KeyGroupsStateHandle, ...] = ()
+    managed_operator_state: tuple[OperatorStateHandle, ...] = ()
+    input_channel_state: tuple[InputChannelStateHandle, ...] = ()
+    result_subpartition_state: tuple[ResultSubpartitionStateHandle, ...] = ()
+    source_reader_state: tuple[StreamStateHandle, ...] = ()
+    """Serialized positions (splits and offsets) of a source reader."""
+
+    def stream_handles(self) -> Iterator[StreamStateHandle]:
+        """Every blob this state refers to."""
+        for keyed in self.managed_keyed_state:
+            yield keyed.handle
+        for operator in self.managed_operator_state:
+            yield operator.handle
+        for channel in self.input_channel_state:
+            yield channel.handle
+        for subpartition in self.result_subpartition_state:
+            yield subpartition.handle
+        yield from self.source_reader_state
+
+    @property
+    def state_size(self) -> int:
+        return sum(handle.size for handle in self.stream_handles())
+
+    @property
+    def in_flight_data_size(self) -> int:
+        inputs = sum(channel.handle.size for channel in self.input_channel_state)
+        outputs = sum(part.handle.size for part in self.result_subpartition_state)
+        return inputs + outputs
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStateSnapshot:
+    """What one task (a chain of operators) acknowledges: operator id -> its state."""
+
+    subtask_states: Mapping[OperatorId, OperatorSubtaskState] = field(default_factory=dict)
+
+    @property
+    def state_size(self) -> int:
+        return sum(state.state_size for state in self.subtask_states.values())
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointMetrics:
+    """What a task measured while taking its part of a checkpoint (reported, not used)."""
+
+    sync_duration_ms: int = 0
+    async_duration_ms: int = 0
+    alignment_duration_ms: int = 0
+    persisted_in_flight_bytes: int = 0
+    """Bytes of in-flight data persisted as channel state (unaligned checkpoints)."""
+    state_size_bytes: int = 0

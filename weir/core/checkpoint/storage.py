@@ -1,0 +1,379 @@
+"""Checkpoint storage: where tasks write snapshot bytes and the JobMaster writes ``_metadata``.
+
+Layout of :class:`FileSystemCheckpointStorage` (any fsspec URL)::
+
+    {checkpoints_dir}/{job-id}/chk-{n}/_metadata      written last, atomically
+                              /chk-{n}/<state files> exclusive to checkpoint n
+                              /shared/               files several checkpoints refer to
+                              /taskowned/            files owned by the TaskManagers
+
+:class:`JobManagerCheckpointStorage` keeps each snapshot inline in its handle, so state
+travels with the acknowledgement to the JobMaster and lives in its memory (the seeds'
+MemoryStateBackend); meant for local runs with small state.
+
+Both are built the same way in the JobMaster and in every TaskExecutor from the job's
+configuration (:func:`create_checkpoint_storage`); ``init_checkpoint`` is idempotent, so
+either side may call it. Methods do blocking I/O: call them off the RPC threads.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import re
+import threading
+import uuid
+import zlib
+from collections.abc import Mapping
+
+import fsspec
+import lz4.frame
+from fsspec import AbstractFileSystem
+
+from weir.core import config as cfg
+from weir.core.checkpoint.state_handles import StreamStateHandle
+from weir.core.errors import CheckpointError, ConfigurationError, CorruptCheckpointError
+from weir.core.ids import JobId
+
+logger = logging.getLogger(__name__)
+
+METADATA_FILE_NAME = "_metadata"
+SHARED_DIR = "shared"
+TASK_OWNED_DIR = "taskowned"
+CHECKPOINT_DIR_PREFIX = "chk-"
+JOBMANAGER_POINTER_SCHEME = "jobmanager://"
+
+# Flink's MemoryStateBackend/JobManagerCheckpointStorage default: every snapshot travels
+# inside an RPC and sits in the JobMaster's memory until it is subsumed, so it must stay
+# small next to the gRPC message limit and the JobMaster's heap.
+DEFAULT_MAX_INLINE_STATE_SIZE = 5 * 1024 * 1024
+
+_STATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def checksum(data: bytes) -> int:
+    return zlib.crc32(data)
+
+
+def _validate_state_name(name: str) -> None:
+    if not _STATE_NAME.match(name) or name == METADATA_FILE_NAME:
+        msg = (
+            f"bad state file name {name!r}: use letters, digits, '.', '_' and '-', not "
+            "starting with '.' or '_' (those are reserved for metadata and temporary files)"
+        )
+        raise CheckpointError(msg)
+
+
+def _encode(data: bytes, compress: bool) -> bytes:
+    return lz4.frame.compress(data) if compress else data
+
+
+def _decode(stored: bytes, handle: StreamStateHandle) -> bytes:
+    if len(stored) != handle.size or checksum(stored) != handle.checksum:
+        msg = (
+            f"checkpoint state {handle.description} is corrupt: expected {handle.size} bytes "
+            f"with crc32 {handle.checksum:#010x}, got {len(stored)} bytes with crc32 "
+            f"{checksum(stored):#010x}"
+        )
+        raise CorruptCheckpointError(msg, path=handle.description)
+    if not handle.compressed:
+        return stored
+    try:
+        return bytes(lz4.frame.decompress(stored))
+    except RuntimeError as exc:  # lz4 reports a bad frame as RuntimeError
+        msg = f"checkpoint state {handle.description} cannot be decompressed: {exc}"
+        raise CorruptCheckpointError(msg, path=handle.description) from exc
+
+
+def _read_file(url: str) -> bytes:
+    fs, path = fsspec.core.url_to_fs(url)
+    try:
+        with fs.open(path, "rb") as f:
+            data: bytes = f.read()
+    except FileNotFoundError as exc:
+        msg = f"checkpoint file {url} is missing"
+        raise CorruptCheckpointError(msg, path=url) from exc
+    return data
+
+
+def read_state(handle: StreamStateHandle) -> bytes:
+    """The bytes of ``handle``, decompressed, after checking size and checksum.
+
+    Raises CorruptCheckpointError naming the file when it is missing or does not match.
+    """
+    stored = handle.inline if handle.inline is not None else _read_file(str(handle.path))
+    return _decode(stored, handle)
+
+
+class CheckpointStorageLocation(abc.ABC):
+    """Where the state of one checkpoint goes (Flink's CheckpointStorageLocation)."""
+
+    def __init__(self, checkpoint_id: int) -> None:
+        self.checkpoint_id = checkpoint_id
+
+    @abc.abstractmethod
+    def write_state(self, name: str, data: bytes, compress: bool = False) -> StreamStateHandle:
+        """Store ``data`` as state ``name`` of this checkpoint; lz4-compressed when
+        ``compress``; the handle carries the checksum of the stored bytes. ``name`` must
+        be unique within the checkpoint (e.g. ``{operator}-{subtask}-keyed``)."""
+
+
+class CheckpointStorage(abc.ABC):
+    """Storage of one job's checkpoints."""
+
+    def __init__(self, job_id: JobId) -> None:
+        self.job_id = job_id
+
+    @abc.abstractmethod
+    def init_checkpoint(self, checkpoint_id: int) -> CheckpointStorageLocation:
+        """The location of checkpoint ``checkpoint_id``, created if needed (idempotent)."""
+
+    def read_state(self, handle: StreamStateHandle) -> bytes:
+        return read_state(handle)
+
+    def check_exists(self, handle: StreamStateHandle) -> None:
+        """Raise CorruptCheckpointError when the file of ``handle`` is gone or resized
+        (cheaper than ``read_state``, which also checks every byte)."""
+        if handle.inline is not None:
+            return
+        fs, path = fsspec.core.url_to_fs(str(handle.path))
+        if not fs.exists(path) or fs.size(path) != handle.size:
+            msg = f"checkpoint file {handle.path} is missing or not {handle.size} bytes"
+            raise CorruptCheckpointError(msg, path=str(handle.path))
+
+    @abc.abstractmethod
+    def write_metadata(self, checkpoint_id: int, metadata: bytes) -> str:
+        """Store the ``_metadata`` of a completed checkpoint, atomically: a reader sees the
+        whole file or none. Returns the external pointer to pass to ``read_metadata``."""
+
+    @abc.abstractmethod
+    def read_metadata(self, pointer: str) -> bytes:
+        """The ``_metadata`` bytes at ``pointer`` (a ``chk-N`` directory or its ``_metadata``
+        file). Raises CorruptCheckpointError when it is missing."""
+
+    @abc.abstractmethod
+    def discard_checkpoint(self, checkpoint_id: int) -> None:
+        """Delete checkpoint ``checkpoint_id`` and its exclusive state; no error if gone."""
+
+    @abc.abstractmethod
+    def discard_job(self, retain: bool) -> None:
+        """The job ended. ``retain=False`` deletes all its checkpoint data;
+        ``retain=True`` keeps completed checkpoints and drops only unfinished ones."""
+
+
+# -- file systems -----------------------------------------------------------------------
+
+
+class FileSystemLocation(CheckpointStorageLocation):
+    def __init__(self, fs: AbstractFileSystem, directory: str, checkpoint_id: int) -> None:
+        super().__init__(checkpoint_id)
+        self._fs = fs
+        self.directory = directory
+
+    @property
+    def url(self) -> str:
+        return str(self._fs.unstrip_protocol(self.directory))
+
+    def write_state(self, name: str, data: bytes, compress: bool = False) -> StreamStateHandle:
+        _validate_state_name(name)
+        stored = _encode(data, compress)
+        path = f"{self.directory}/{name}"
+        with self._fs.open(path, "wb") as f:
+            f.write(stored)
+        return StreamStateHandle(
+            path=str(self._fs.unstrip_protocol(path)),
+            size=len(stored),
+            checksum=checksum(stored),
+            compressed=compress,
+        )
+
+
+class FileSystemCheckpointStorage(CheckpointStorage):
+    """Checkpoints under ``{checkpoints_dir}/{job_id}/`` on any fsspec file system."""
+
+    def __init__(self, checkpoints_dir: str, job_id: JobId) -> None:
+        super().__init__(job_id)
+        if not checkpoints_dir:
+            msg = (
+                "filesystem checkpoint storage needs a directory: set "
+                "execution.checkpointing.dir (e.g. file:///var/weir/checkpoints)"
+            )
+            raise ConfigurationError(msg)
+        fs, root = fsspec.core.url_to_fs(checkpoints_dir)
+        self._fs: AbstractFileSystem = fs
+        self.job_dir = f"{root.rstrip('/')}/{job_id}"
+        self.shared_dir = f"{self.job_dir}/{SHARED_DIR}"
+        self.task_owned_dir = f"{self.job_dir}/{TASK_OWNED_DIR}"
+        self._fs.makedirs(self.shared_dir, exist_ok=True)
+        self._fs.makedirs(self.task_owned_dir, exist_ok=True)
+
+    @property
+    def job_url(self) -> str:
+        return str(self._fs.unstrip_protocol(self.job_dir))
+
+    def checkpoint_dir(self, checkpoint_id: int) -> str:
+        return f"{self.job_dir}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
+
+    def init_checkpoint(self, checkpoint_id: int) -> FileSystemLocation:
+        directory = self.checkpoint_dir(checkpoint_id)
+        self._fs.makedirs(directory, exist_ok=True)
+        return FileSystemLocation(self._fs, directory, checkpoint_id)
+
+    def write_metadata(self, checkpoint_id: int, metadata: bytes) -> str:
+        directory = self.checkpoint_dir(checkpoint_id)
+        self._fs.makedirs(directory, exist_ok=True)
+        final = f"{directory}/{METADATA_FILE_NAME}"
+        # Write beside the target, then rename: a reader (a restarting JobMaster, `weir run
+        # -s`) sees the whole file or none. Object stores have no rename, but there the
+        # write itself is all-or-nothing and `mv` is copy-then-delete of a complete object.
+        temp = f"{directory}/.{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}"
+        try:
+            with self._fs.open(temp, "wb") as f:
+                f.write(metadata)
+            self._fs.mv(temp, final)
+        except BaseException:
+            self._remove_quietly(temp)
+            raise
+        return str(self._fs.unstrip_protocol(final))
+
+    def read_metadata(self, pointer: str) -> bytes:
+        return read_metadata_at(pointer)
+
+    def discard_checkpoint(self, checkpoint_id: int) -> None:
+        self._remove_quietly(self.checkpoint_dir(checkpoint_id), recursive=True)
+
+    def discard_job(self, retain: bool) -> None:
+        if not retain:
+            self._remove_quietly(self.job_dir, recursive=True)
+            return
+        for directory in self._checkpoint_dirs():
+            if not self._fs.exists(f"{directory}/{METADATA_FILE_NAME}"):
+                self._remove_quietly(directory, recursive=True)
+
+    def _checkpoint_dirs(self) -> list[str]:
+        try:
+            entries = self._fs.ls(self.job_dir, detail=False)
+        except FileNotFoundError:
+            return []
+        return [
+            str(e).rstrip("/")
+            for e in entries
+            if str(e).rstrip("/").rsplit("/", 1)[-1].startswith(CHECKPOINT_DIR_PREFIX)
+        ]
+
+    def _remove_quietly(self, path: str, recursive: bool = False) -> None:
+        try:
+            self._fs.rm(path, recursive=recursive)
+        except FileNotFoundError:
+            pass  # already gone: discarding is idempotent
+        except OSError:
+            # Leftover files cost space but never correctness: no later checkpoint reuses
+            # the id. Say so and go on, as Flink's checkpoint cleaner does.
+            logger.warning("could not delete checkpoint data at %s", path, exc_info=True)
+
+
+# -- the JobMaster's memory ----------------------------------------------------------------
+
+
+class InlineLocation(CheckpointStorageLocation):
+    def __init__(self, checkpoint_id: int, max_state_size: int) -> None:
+        super().__init__(checkpoint_id)
+        self._max_state_size = max_state_size
+
+    def write_state(self, name: str, data: bytes, compress: bool = False) -> StreamStateHandle:
+        _validate_state_name(name)
+        stored = _encode(data, compress)
+        if len(stored) > self._max_state_size:
+            msg = (
+                f"state {name!r} of checkpoint {self.checkpoint_id} is {len(stored)} bytes, "
+                f"over the jobmanager checkpoint storage's limit of {self._max_state_size} "
+                "bytes; set execution.checkpointing.storage: filesystem and "
+                "execution.checkpointing.dir to a directory every process can reach"
+            )
+            raise CheckpointError(msg)
+        return StreamStateHandle(
+            path=None,
+            size=len(stored),
+            checksum=checksum(stored),
+            compressed=compress,
+            inline=stored,
+        )
+
+
+class JobManagerCheckpointStorage(CheckpointStorage):
+    """State inline in the handles; ``_metadata`` in the JobMaster's memory, or, when
+    ``checkpoints_dir`` is given, in files there (Flink's JobManagerCheckpointStorage)."""
+
+    def __init__(
+        self,
+        job_id: JobId,
+        checkpoints_dir: str | None = None,
+        max_state_size: int = DEFAULT_MAX_INLINE_STATE_SIZE,
+    ) -> None:
+        super().__init__(job_id)
+        self.max_state_size = max_state_size
+        self._files = (
+            FileSystemCheckpointStorage(checkpoints_dir, job_id) if checkpoints_dir else None
+        )
+        self._lock = threading.Lock()
+        self._metadata: dict[int, bytes] = {}
+
+    def init_checkpoint(self, checkpoint_id: int) -> InlineLocation:
+        return InlineLocation(checkpoint_id, self.max_state_size)
+
+    def _pointer(self, checkpoint_id: int) -> str:
+        return f"{JOBMANAGER_POINTER_SCHEME}{self.job_id}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
+
+    def write_metadata(self, checkpoint_id: int, metadata: bytes) -> str:
+        if self._files is not None:
+            return self._files.write_metadata(checkpoint_id, metadata)
+        with self._lock:
+            self._metadata[checkpoint_id] = bytes(metadata)
+        return self._pointer(checkpoint_id)
+
+    def read_metadata(self, pointer: str) -> bytes:
+        if not pointer.startswith(JOBMANAGER_POINTER_SCHEME):
+            return read_metadata_at(pointer)
+        with self._lock:
+            for checkpoint_id, data in self._metadata.items():
+                if pointer.rstrip("/") == self._pointer(checkpoint_id):
+                    return data
+        msg = (
+            f"checkpoint {pointer} is not in this JobMaster's memory (the jobmanager "
+            "checkpoint storage does not outlive the JobMaster)"
+        )
+        raise CorruptCheckpointError(msg, path=pointer)
+
+    def discard_checkpoint(self, checkpoint_id: int) -> None:
+        with self._lock:
+            self._metadata.pop(checkpoint_id, None)
+        if self._files is not None:
+            self._files.discard_checkpoint(checkpoint_id)
+
+    def discard_job(self, retain: bool) -> None:
+        if not retain:
+            with self._lock:
+                self._metadata.clear()
+        if self._files is not None:
+            self._files.discard_job(retain)
+
+
+def read_metadata_at(pointer: str) -> bytes:
+    """The ``_metadata`` bytes at an fsspec URL of a ``chk-N`` directory or its file
+    (what ``weir run -s`` is given). Raises CorruptCheckpointError when it is missing."""
+    fs, path = fsspec.core.url_to_fs(pointer)
+    path = path.rstrip("/")
+    if not path.endswith(f"/{METADATA_FILE_NAME}") and path != METADATA_FILE_NAME:
+        path = f"{path}/{METADATA_FILE_NAME}"
+    return _read_file(str(fs.unstrip_protocol(path)))
+
+
+def create_checkpoint_storage(config: Mapping[str, str], job_id: JobId) -> CheckpointStorage:
+    """The storage ``execution.checkpointing.storage`` and ``.dir`` ask for."""
+    directory = cfg.get_with_deprecated_keys(config, cfg.CHECKPOINTING_DIR)
+    kind = cfg.get(config, cfg.CHECKPOINTING_STORAGE) or (
+        "filesystem" if directory else "jobmanager"
+    )
+    if kind == "filesystem":
+        return FileSystemCheckpointStorage(directory, job_id)
+    return JobManagerCheckpointStorage(job_id, directory or None)

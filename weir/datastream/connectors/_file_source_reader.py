@@ -1,0 +1,185 @@
+"""The reader behind ``FileSource``: file discovery, split assignment and line reading."""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any
+
+import fsspec
+from fsspec.core import url_to_fs
+
+logger = logging.getLogger(__name__)
+
+# Lines handed over per poll at most, so one poll stays within a few milliseconds.
+_LINES_PER_BATCH = 4096
+
+
+@dataclass(slots=True)
+class FileSplit:
+    """One file, read from ``offset`` (bytes) after ``lines`` lines were consumed."""
+
+    path: str
+    offset: int = 0
+    lines: int = 0
+
+
+def owner_of(path: str, parallelism: int) -> int:
+    """The subtask that reads ``path``: a hash every subtask computes alike (also for files
+    found later while monitoring), stable across processes and runs."""
+    return zlib.crc32(path.encode("utf-8")) % parallelism
+
+
+def _hidden(relative: str) -> bool:
+    # Flink's DefaultFileFilter: files and directories starting with '.' or '_' are hidden
+    return any(part.startswith((".", "_")) for part in relative.split("/") if part)
+
+
+def enumerate_files(paths: tuple[str, ...]) -> list[str]:
+    """Every file under ``paths`` (files as given, directories recursively without hidden
+    entries), as full fsspec URLs, sorted."""
+    found: set[str] = set()
+    for url in paths:
+        fs, root = url_to_fs(url)
+        if fs.isdir(root):
+            base = root.rstrip("/")
+            for name in fs.find(root):
+                if not _hidden(name[len(base):]):
+                    found.add(fs.unstrip_protocol(name))
+        elif fs.exists(root):
+            found.add(fs.unstrip_protocol(root))
+        else:
+            msg = f"FileSource: no file or directory at {url!r}"
+            raise FileNotFoundError(msg)
+    return sorted(found)
+
+
+class FileSourceReader:
+    """Reads the splits of one subtask, one file after the other, a batch of lines a poll.
+
+    Bounded: the files present at the first poll; then ``None``. Continuous: every
+    ``discovery_interval_ms`` the paths are listed again and new files of this subtask
+    are queued; ``[]`` while there is nothing to read.
+    """
+
+    def __init__(self, paths: tuple[str, ...], charset_name: str, *, subtask: int,
+                 parallelism: int, discovery_interval_ms: int | None,
+                 clock: Callable[[], float]) -> None:
+        self._paths = paths
+        self._charset = charset_name
+        # Byte offsets of line starts are exact only when '\n' is the byte 0x0A; other
+        # charsets (UTF-16, UTF-32) resume by skipping the lines consumed, as Flink's
+        # TextLineInputFormat always does.
+        self._by_offset = "\n".encode(charset_name) == b"\n"
+        self._subtask = subtask
+        self._parallelism = parallelism
+        self._interval_s = None if discovery_interval_ms is None else discovery_interval_ms / 1000
+        self._clock = clock
+        self._splits: collections.deque[FileSplit] = collections.deque()
+        self._finished: set[str] = set()
+        self._known: set[str] = set()
+        self._enumerated = False
+        self._next_discovery = 0.0
+        self._file: IO[Any] | None = None
+
+    # -- reading ------------------------------------------------------------------------
+    def poll_batch(self, max_records: int) -> list[str] | None:
+        if not self._enumerated:
+            self._discover()
+            self._enumerated = True
+        limit = max(1, min(max_records, _LINES_PER_BATCH))
+        while True:
+            if self._splits:
+                lines = self._read(self._splits[0], limit)
+                if lines:
+                    return lines
+                self._finish_split()
+                continue
+            if self._interval_s is None:
+                return None
+            if self._clock() < self._next_discovery or not self._discover():
+                return []
+
+    def _read(self, split: FileSplit, limit: int) -> list[str]:
+        f = self._file
+        if f is None:
+            f = self._file = self._open(split)
+        lines: list[str] = []
+        if self._by_offset:
+            charset = self._charset
+            offset = split.offset
+            for _ in range(limit):
+                raw = f.readline()
+                if not raw:
+                    break
+                offset += len(raw)
+                lines.append(raw.rstrip(b"\n").rstrip(b"\r").decode(charset))
+            split.offset = offset
+        else:
+            for _ in range(limit):
+                text = f.readline()
+                if not text:
+                    break
+                lines.append(text.rstrip("\n").rstrip("\r"))
+        split.lines += len(lines)
+        return lines
+
+    def _open(self, split: FileSplit) -> IO[Any]:
+        if self._by_offset:
+            f: IO[Any] = fsspec.open(split.path, "rb", compression="infer").open()
+            if split.offset:
+                f.seek(split.offset)
+            return f
+        f = fsspec.open(split.path, "rt", encoding=self._charset, newline="",
+                        compression="infer").open()
+        for _ in range(split.lines):
+            f.readline()
+        return f
+
+    def _finish_split(self) -> None:
+        split = self._splits.popleft()
+        self._finished.add(split.path)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _discover(self) -> bool:
+        """Queues this subtask's files not seen before; True when there were any."""
+        if self._interval_s is not None:
+            self._next_discovery = self._clock() + self._interval_s
+        new = [p for p in enumerate_files(self._paths)
+               if p not in self._known and owner_of(p, self._parallelism) == self._subtask]
+        for path in new:
+            self._known.add(path)
+            self._splits.append(FileSplit(path))
+        if new:
+            logger.debug("subtask %d discovered %d new files", self._subtask, len(new))
+        return bool(new)
+
+    # -- positions ----------------------------------------------------------------------
+    def snapshot_state(self, checkpoint_id: int | None = None) -> bytes:
+        """The splits still to read (the current one with its position first) and, when
+        monitoring, the files already read."""
+        return json.dumps({
+            "splits": [[s.path, s.offset, s.lines] for s in self._splits],
+            "finished": sorted(self._finished) if self._interval_s is not None else [],
+        }).encode()
+
+    def restore_state(self, state: bytes) -> None:
+        """Resume exactly where ``snapshot_state`` was taken; called before the first poll."""
+        self.close()
+        restored = json.loads(state)
+        self._splits = collections.deque(FileSplit(p, o, n) for p, o, n in restored["splits"])
+        self._finished = set(restored["finished"])
+        self._known = self._finished | {s.path for s in self._splits}
+        self._enumerated = True
+        self._next_discovery = 0.0
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
