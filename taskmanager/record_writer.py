@@ -14,9 +14,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
-
 from taskmanager.network.api import ResultPartitionWriter
+from taskmanager.user_code import load_user_code
 from weir.core.deployment import ResultPartitionDescriptor
 from weir.core.errors import WeirError
 from weir.core.job_graph import PartitionerKind
@@ -70,7 +69,7 @@ class RecordWriter:
         self.buffers_written = 0
         self.records_written = 0
         kind = edge.partitioner
-        payload = cloudpickle.loads(edge.partitioner_payload) if edge.partitioner_payload else {}
+        payload = load_user_code(edge.partitioner_payload) if edge.partitioner_payload else {}
         self._partitioner_kind = kind
         self._next = 0
         if kind is PartitionerKind.BROADCAST:

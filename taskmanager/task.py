@@ -23,8 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import cloudpickle
-
 from taskmanager.mailbox import Mailbox
 from taskmanager.network.api import (
     BufferKind,
@@ -45,6 +43,7 @@ from taskmanager.runtime_context import StreamingRuntimeContext
 from taskmanager.state.backend import KeyedStateBackend
 from taskmanager.state.hashmap import HashMapKeyedStateBackend
 from taskmanager.task_events import deserialize_event
+from taskmanager.user_code import load_user_code
 from weir.core import config
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import UserCodeError
@@ -89,7 +88,7 @@ class PayloadUnpicklingError(UserCodeError):
 
 def _unpickle_payload(descriptor: OperatorDescriptor) -> dict[str, Any]:
     try:
-        payload = cloudpickle.loads(descriptor.payload)
+        payload = load_user_code(descriptor.payload)
     except Exception as exc:
         msg = (
             f"operator {descriptor.name!r} ({descriptor.operator_id}): its user code could not "
@@ -280,7 +279,7 @@ class Task:
         """The declared key type of the keyed input edges (their senders route by it)."""
         for gate in self.tdd.input_gates:
             if gate.edge.partitioner is PartitionerKind.KEY_GROUP and gate.edge.partitioner_payload:
-                payload = cloudpickle.loads(gate.edge.partitioner_payload)
+                payload = load_user_code(gate.edge.partitioner_payload)
                 return str(payload.get("key_type", "pickled"))
         return "pickled"
 

@@ -11,6 +11,7 @@ the thread that started it.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import pickle
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     import grpc
 
 logger = logging.getLogger(__name__)
+
+# Remembered cancels of tasks not yet deployed; far more than a job has subtasks in flight.
+_MAX_EARLY_CANCELS = 4096
 
 PRINT_TARGET_KEY = "weir.internal.print-target"
 # Control RPCs to the ResourceManager answer at once; a heartbeat that takes longer than
@@ -128,6 +132,10 @@ class TaskExecutor:
         self._lock = threading.Lock()
         self._slots: dict[AllocationId, _Slot] = {}
         self._tasks: dict[ExecutionAttemptId, tuple[Task, AllocationId]] = {}
+        # Cancels that arrived before their task (a JobMaster cancels while a SubmitTask
+        # is still in flight): the task is cancelled as soon as it arrives. Bounded.
+        self._cancelled_early: collections.OrderedDict[ExecutionAttemptId, None] = (
+            collections.OrderedDict())
         self._stop_requested = threading.Event()
         self._stop_reason = ""
         self._closed = False
@@ -356,15 +364,22 @@ class TaskExecutor:
             task = Task(tdd, self._services_for(tdd, jobmaster_address))
             self._tasks[attempt] = (task, tdd.allocation_id)
             slot.tasks.add(attempt)
+            cancelled = attempt in self._cancelled_early
+            self._cancelled_early.pop(attempt, None)
         logger.info("deploying %s (job %s, attempt %s) in slot %s", tdd.task_name, tdd.job_id,
                     attempt, tdd.allocation_id)
+        if cancelled:  # it ends CANCELED at once and reports so
+            task.cancel()
         task.start()
 
     def cancel_task(self, attempt_id: ExecutionAttemptId) -> bool:
         with self._lock:
             entry = self._tasks.get(attempt_id)
-        if entry is None:
-            return False
+            if entry is None:
+                self._cancelled_early[attempt_id] = None
+                while len(self._cancelled_early) > _MAX_EARLY_CANCELS:
+                    self._cancelled_early.popitem(last=False)
+                return False
         entry[0].cancel()
         return True
 

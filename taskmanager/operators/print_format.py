@@ -71,7 +71,7 @@ def build_renderer(spec: tuple[Any, ...] | None) -> Renderer:
                 return "null"
             kind_value = getattr(v, "get_row_kind", None)
             short = _ROW_KIND_SHORT.get(kind_value().value, "+I") if kind_value else "+I"
-            return short + "[" + ", ".join(f(x) for f, x in zip(fields, v, strict=False)) + "]"
+            return short + "[" + ",".join(f(x) for f, x in zip(fields, v, strict=False)) + "]"
 
         return row
     if kind == "list":

@@ -141,7 +141,10 @@ class StreamExecutionEnvironment:
                         type_info: TypeInformation | None = None) -> DataStream:
         """A non-parallel source of the collection's elements, in order."""
         source = CollectionSource(collection, type_info)
-        return self._source("Collection Source", {"source": source}, type_info, True)
+        # PyFlink forces the collection source non-parallel: parallelism and max
+        # parallelism 1 (what operators chained to it report as their max parallelism).
+        return self._source("Collection Source", {"source": source}, type_info,
+                            True).force_non_parallel()
 
     def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
         """The lines of the text file at ``file_path`` (a path or any fsspec URL), in order,

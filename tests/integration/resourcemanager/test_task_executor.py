@@ -9,6 +9,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
+import cloudpickle
 import pytest
 from _rm_testing import TestingResourceManager, wait_until
 
@@ -18,8 +19,8 @@ from taskmanager.task_executor import TaskExecutor
 from weir.core import rpc
 from weir.core.deployment import TaskDeploymentDescriptor
 from weir.core.errors import ServiceUnavailableError, SlotAllocationError, TaskManagerLostError
-from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId
-from weir.core.job_graph import JobVertex
+from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId, OperatorId
+from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
 
 CONFIG = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "2 s"}
 
@@ -117,6 +118,27 @@ class TestTaskExecutor:
             channel.close()
 
 
+    def test_a_cancel_that_overtakes_its_submit_still_cancels_the_task(
+            self, resource_manager: TestingResourceManager) -> None:
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            rpc.call("AllocateSlot", stub.AllocateSlot, taskexecutor_pb2.AllocateSlotRequest(
+                allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"))
+            # The JobMaster cancelled before the SubmitTask of attempt e1 arrived.
+            rpc.call("CancelTask", stub.CancelTask,
+                     taskexecutor_pb2.CancelTaskRequest(execution_attempt_id="e1"))
+            endless = _descriptor(allocation_id="a1", operators=(OperatorDescriptor(
+                OperatorId("src"), "endless", OperatorKind.SOURCE,
+                cloudpickle.dumps({"source": _EndlessSource()}), input_count=0),))
+            rpc.call("SubmitTask", stub.SubmitTask, taskexecutor_pb2.SubmitTaskRequest(
+                task_deployment_descriptor=pickle.dumps(endless),
+                jobmaster_address="127.0.0.1:1"))
+            # The source never ends: only the remembered cancel can end the task.
+            wait_until(lambda: executor.running_tasks() == [], "the task to be cancelled")
+            channel.close()
+
+
 class TestProcessWatchdog:
     def test_sigterm_asks_for_a_graceful_stop_and_the_handler_is_restored(self) -> None:
         previous = signal.getsignal(signal.SIGTERM)
@@ -128,8 +150,22 @@ class TestProcessWatchdog:
         assert signal.getsignal(signal.SIGTERM) is previous
 
 
-def _descriptor(allocation_id: str) -> TaskDeploymentDescriptor:
-    vertex = JobVertex(JobVertexId("v"), "map", 1, 128, ())
+class _EndlessSource:
+    def create_reader(self, context):
+        return _EndlessReader()
+
+
+class _EndlessReader:
+    def poll_batch(self, max_records):
+        return [0] * max_records
+
+    def close(self):
+        """Nothing to release."""
+
+
+def _descriptor(allocation_id: str,
+                operators: tuple[OperatorDescriptor, ...] = ()) -> TaskDeploymentDescriptor:
+    vertex = JobVertex(JobVertexId("v"), "map", 1, 128, operators)
     return TaskDeploymentDescriptor(
         job_id=JobId("job"), job_name="j", vertex=vertex, subtask_index=0, attempt_number=0,
         execution_attempt_id=ExecutionAttemptId("e1"), allocation_id=AllocationId(allocation_id),

@@ -150,7 +150,7 @@ class TestParallelism:
         graph = build(env)
         source, big, sink = graph.vertices
         assert source.parallelism == 1
-        assert source.max_parallelism == default_max_parallelism(1) == 128
+        assert source.max_parallelism == 1  # from_collection is forced non-parallel
         assert big.parallelism == 300 and big.max_parallelism == default_max_parallelism(300)
         assert sink.parallelism == 3
 
