@@ -29,10 +29,10 @@ class Row:
     """A row whose fields are read by position (``row[0]``), by name (``row['name']``) or as
     attributes (``row.name``), as PyFlink's ``Row``.
 
-    Named arguments are sorted by name, as in PyFlink::
+    Named arguments keep the order they were given in, as in PyFlink 2.x::
 
         >>> Row(name="Alice", age=11)
-        Row(age=11, name='Alice')
+        Row(name='Alice', age=11)
         >>> Person = Row("name", "age")   # a Row "class"
         >>> Person("Alice", 11)
         Row(name='Alice', age=11)
@@ -47,7 +47,7 @@ class Row:
             msg = "Can not use both args and kwargs to create Row"
             raise ValueError(msg)
         if kwargs:
-            names = sorted(kwargs)
+            names = list(kwargs)
             self._fields = names
             self._values = [kwargs[n] for n in names]
             self._from_dict = True
@@ -93,7 +93,10 @@ class Row:
         return self._row_kind in (RowKind.UPDATE_AFTER, RowKind.INSERT)
 
     def __contains__(self, item: Any) -> bool:
-        # PyFlink searches the values, not the field names.
+        # As PyFlink: a named Row is searched by field name, a positional one by value.
+        fields = getattr(self, "_fields", None)
+        if fields is not None:
+            return item in fields
         return item in self._values
 
     def __call__(self, *args: Any) -> Row:
