@@ -67,13 +67,36 @@ class StreamingRuntimeContext:
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._job_parameters.get(key, default_value)
 
-    def get_state(self, state_descriptor: Any) -> ValueState:
-        """The ValueState of ``state_descriptor`` for the current key."""
+    def _backend(self, what: str, state_descriptor: Any) -> KeyedStateBackend:
         backend = self._keyed_state_backend
         if backend is None:
             msg = (
-                f"get_state({_state_name(state_descriptor)!r}): keyed state is only accessible "
+                f"{what}({_state_name(state_descriptor)!r}): keyed state is only accessible "
                 "by functions executed on a KeyedStream; call key_by() first"
             )
             raise StateAccessError(msg)
+        return backend
+
+    def get_state(self, state_descriptor: Any) -> ValueState:
+        """The ValueState of ``state_descriptor`` for the current key."""
+        backend = self._backend("get_state", state_descriptor)
         return backend.get_value_state(_state_name(state_descriptor))
+
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        backend = self._backend("get_list_state", state_descriptor)
+        return backend.get_list_state(_state_name(state_descriptor))
+
+    def get_map_state(self, state_descriptor: Any) -> Any:
+        backend = self._backend("get_map_state", state_descriptor)
+        return backend.get_map_state(_state_name(state_descriptor))
+
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
+        backend = self._backend("get_reducing_state", state_descriptor)
+        function = state_descriptor.get_reduce_function()
+        reduce = getattr(function, "reduce", function)  # a ReduceFunction or a callable
+        return backend.get_reducing_state(_state_name(state_descriptor), reduce)
+
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
+        backend = self._backend("get_aggregating_state", state_descriptor)
+        return backend.get_aggregating_state(
+            _state_name(state_descriptor), state_descriptor.get_agg_function())

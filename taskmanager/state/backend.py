@@ -17,7 +17,7 @@ Extension points, for the backends and features that plug in later:
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,6 +80,22 @@ class KeyedStateBackend(abc.ABC):
     @abc.abstractmethod
     def get_value_state(self, name: str) -> ValueState:
         """The ValueState called ``name``; the same object on every call with that name."""
+
+    @abc.abstractmethod
+    def get_list_state(self, name: str) -> Any:
+        """The ListState called ``name``."""
+
+    @abc.abstractmethod
+    def get_map_state(self, name: str) -> Any:
+        """The MapState called ``name``."""
+
+    @abc.abstractmethod
+    def get_reducing_state(self, name: str, reduce: Callable[[Any, Any], Any]) -> Any:
+        """The ReducingState called ``name``, folding with ``reduce``."""
+
+    @abc.abstractmethod
+    def get_aggregating_state(self, name: str, function: Any) -> Any:
+        """The AggregatingState called ``name``, with an AggregateFunction."""
 
     @abc.abstractmethod
     def snapshot(self) -> KeyedStateSnapshot:

@@ -4,6 +4,7 @@ from weir.datastream.connected_streams import ConnectedStreams
 from weir.datastream.data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream
 from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import (
+    AggregateFunction,
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
@@ -34,6 +35,7 @@ from weir.datastream.stream_execution_environment import StreamExecutionEnvironm
 from weir.datastream.timerservice import TimerService
 
 __all__ = [
+    "AggregateFunction",
     "AggregatingStateDescriptor",
     "CloseableIterator",
     "CoFlatMapFunction",

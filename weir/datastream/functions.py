@@ -36,6 +36,7 @@ from weir.datastream.timerservice import TimerService
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "AggregateFunction",
     "CheckpointListener",
     "CoFlatMapFunction",
     "CoMapFunction",
@@ -96,22 +97,22 @@ class RuntimeContext(abc.ABC):
     def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState:
         """The keyed ValueState of the current key; only in operators on a KeyedStream."""
 
+    @abc.abstractmethod
     def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
-        msg = "ListState is not available yet"
-        raise NotImplementedError(msg)
+        """The keyed ListState of the current key."""
 
+    @abc.abstractmethod
     def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState:
-        msg = "MapState is not available yet"
-        raise NotImplementedError(msg)
+        """The keyed MapState of the current key."""
 
+    @abc.abstractmethod
     def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState:
-        msg = "ReducingState is not available yet"
-        raise NotImplementedError(msg)
+        """The keyed ReducingState of the current key."""
 
+    @abc.abstractmethod
     def get_aggregating_state(
             self, state_descriptor: AggregatingStateDescriptor) -> AggregatingState:
-        msg = "AggregatingState is not available yet"
-        raise NotImplementedError(msg)
+        """The keyed AggregatingState of the current key."""
 
 
 class Function(abc.ABC):  # noqa: B024 - abstract by role; open/close are optional hooks
@@ -159,6 +160,38 @@ class CoFlatMapFunction(Function):
 class ReduceFunction(Function):
     @abc.abstractmethod
     def reduce(self, value1: Any, value2: Any) -> Any:
+        pass
+
+
+class AggregateFunction(Function):
+    """Incremental aggregation with an accumulator (PyFlink's AggregateFunction), as used by
+    AggregatingStateDescriptor::
+
+        class Average(AggregateFunction):
+            def create_accumulator(self):
+                return 0, 0
+            def add(self, value, accumulator):
+                return accumulator[0] + value, accumulator[1] + 1
+            def get_result(self, accumulator):
+                return accumulator[0] / accumulator[1]
+            def merge(self, acc_a, acc_b):
+                return acc_a[0] + acc_b[0], acc_a[1] + acc_b[1]
+    """
+
+    @abc.abstractmethod
+    def create_accumulator(self) -> Any:
+        pass
+
+    @abc.abstractmethod
+    def add(self, value: Any, accumulator: Any) -> Any:
+        pass
+
+    @abc.abstractmethod
+    def get_result(self, accumulator: Any) -> Any:
+        pass
+
+    @abc.abstractmethod
+    def merge(self, acc_a: Any, acc_b: Any) -> Any:
         pass
 
 
