@@ -5,15 +5,26 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
+from jobmanager.checkpoint import CheckpointCoordinator, ThreadScheduledExecutor, system_clock_ms
+from jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from jobmanager.collect_buffer import CollectBuffer, FetchResult
 from jobmanager.execution_graph import ExecutionGraph
 from jobmanager.scheduler import DefaultScheduler
 from weir.core import rpc
+from weir.core.checkpoint import (
+    CheckpointingConfig,
+    CheckpointMetrics,
+    create_checkpoint_storage,
+    decode_task_state,
+)
 from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.errors import CheckpointError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
+from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_info import JobDetailsInfo
 
@@ -54,6 +65,28 @@ class JobMaster(LeaderContender):
         }
         self._closed = False
         self._close_lock = threading.Lock()
+        self._timer: ThreadScheduledExecutor | None = None
+        # Acks complete checkpoints, which writes _metadata: off the gRPC threads, in order.
+        self._ack_worker = ThreadPoolExecutor(1, thread_name_prefix=f"acks-{self.job_id[:8]}")
+        self.checkpoint_coordinator: CheckpointCoordinator | None = None
+        checkpointing = CheckpointingConfig.from_config(self._config)
+        if checkpointing.enabled:
+            self._timer = ThreadScheduledExecutor(f"checkpoint-timer-{self.job_id[:8]}")
+            self.checkpoint_coordinator = CheckpointCoordinator(
+                job_id=job_graph.job_id,
+                config=checkpointing,
+                storage=create_checkpoint_storage(self._config, job_graph.job_id),
+                id_counter=ha_services.create_checkpoint_id_counter(job_graph.job_id),
+                store=ha_services.create_completed_checkpoint_store(
+                    job_graph.job_id, checkpointing.num_retained
+                ),
+                gateway=TaskExecutorCheckpointGateway(self.scheduler.task_address),
+                plan_provider=self.scheduler.checkpoint_plan,
+                clock=system_clock_ms,
+                executor=self._timer,
+                on_failure=self._on_checkpoint_failure,
+            )
+            self.scheduler.checkpoint_coordinator = self.checkpoint_coordinator
 
     @property
     def job_id(self) -> str:
@@ -112,6 +145,32 @@ class JobMaster(LeaderContender):
             return FetchResult([], True)
         return buffer.fetch(max(1, max_batches), timeout)
 
+    def acknowledge_checkpoint(
+        self, attempt_id: str, checkpoint_id: int, task_state: bytes, metrics: CheckpointMetrics
+    ) -> None:
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            return
+        snapshot = decode_task_state(task_state)
+        self._ack_worker.submit(
+            coordinator.receive_acknowledge,
+            ExecutionAttemptId(attempt_id),
+            checkpoint_id,
+            snapshot,
+            metrics,
+        )
+
+    def decline_checkpoint(self, attempt_id: str, checkpoint_id: int, reason: str) -> None:
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            return
+        self._ack_worker.submit(
+            coordinator.receive_decline, ExecutionAttemptId(attempt_id), checkpoint_id, reason
+        )
+
+    def _on_checkpoint_failure(self, error: CheckpointError) -> None:
+        self.scheduler.fail_over(f"{type(error).__name__}: {error}")
+
     def details(self) -> JobDetailsInfo:
         return self.scheduler.details(self._address)
 
@@ -123,6 +182,10 @@ class JobMaster(LeaderContender):
 
     def _on_status(self, status: JobStatus) -> None:
         if status.is_globally_terminal:
+            coordinator = self.checkpoint_coordinator
+            if coordinator is not None:
+                # Storage I/O (deleting checkpoints): not on the scheduler's locked path.
+                self._ack_worker.submit(coordinator.shutdown, status)
             for buffer in self._collect.values():
                 buffer.close()
             details = self.scheduler.details(self._address)
@@ -142,6 +205,9 @@ class JobMaster(LeaderContender):
         if not self.scheduler.status.is_globally_terminal:
             self.scheduler.cancel()
             self.scheduler.wait_terminated(30.0)
+        self._ack_worker.shutdown(wait=True)
+        if self._timer is not None:
+            self._timer.close()
         self._election.stop()
         self._rm_retriever.stop()
         if self._server is not None:

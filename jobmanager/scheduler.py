@@ -1,16 +1,21 @@
-"""Schedules a job: slots from the ResourceManager, deployment to TaskExecutors, and the
-job status that follows from its tasks' states (Flink's DefaultScheduler, without
-restarts for now: a failed task fails the job)."""
+"""Schedules a job: slots from the ResourceManager, deployment to TaskExecutors, the job
+status that follows from its tasks' states, and failover (Flink's DefaultScheduler): a
+failed task makes the restart strategy decide between failing the job and redeploying
+every task from the latest completed checkpoint (RUNNING -> RESTARTING -> RUNNING)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import pickle
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+from jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
 from jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
+from jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
 from proto import (
     resourcemanager_pb2,
     resourcemanager_pb2_grpc,
@@ -19,9 +24,10 @@ from proto import (
 )
 from weir.core import config as cfg
 from weir.core import rpc
+from weir.core.checkpoint import TaskStateSnapshot, encode_task_state
 from weir.core.deployment import ExecutionState, JobStatus
 from weir.core.errors import WeirError
-from weir.core.ids import AllocationId, ResourceId
+from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
 from weir.core.job_info import JobDetailsInfo
 
 logger = logging.getLogger(__name__)
@@ -56,6 +62,14 @@ class DefaultScheduler:
         self._cancel_deadline: float | None = None
         self._thread: threading.Thread | None = None
         self._terminated = threading.Event()
+        self._changed = threading.Condition(self._lock)
+        self.checkpoint_coordinator: CheckpointCoordinator | None = None
+        self._restart_strategy: RestartBackoffTimeStrategy = create_restart_strategy(config)
+        self._lost_task_managers: set[str] = set()
+        self._restored: dict[tuple[str, int], bytes] = {}
+        self.failure_ms: int | None = None
+        """When the last failover began (ms since the epoch), for recovery-time figures."""
+        self.restarts = 0
 
     @property
     def job_id(self) -> str:
@@ -69,9 +83,9 @@ class DefaultScheduler:
         )
         self._thread.start()
 
-    def _allocate_and_deploy(self) -> None:
+    def _allocate_and_deploy(self, reuse: list[SlotInfo] | None = None) -> None:
         try:
-            slots = self._request_slots()
+            slots = reuse or self._request_slots()
         except WeirError as exc:
             self._fail_job(f"{type(exc).__name__}: {exc}")
             return
@@ -130,6 +144,9 @@ class DefaultScheduler:
                 return False
             ev.current.transition(ExecutionState.DEPLOYING)
             tdd = self.graph.deployment_descriptor(ev)
+            restored = self._restored.get((ev.job_vertex.vertex_id, ev.subtask_index))
+            if restored is not None:
+                tdd = dataclasses.replace(tdd, restored_state=restored)
         slot = ev.current.slot
         assert slot is not None
         try:
@@ -160,19 +177,160 @@ class DefaultScheduler:
             if ev is None or ev.current.state.is_terminal:
                 return False
             ev.current.transition(state)
+            self._changed.notify_all()
+            coordinator = self.checkpoint_coordinator
             if state is ExecutionState.FAILED:
                 ev.current.failure_cause = cause or "unknown failure"
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
                 if self.status is JobStatus.RUNNING:
-                    self.failure_cause = f"{ev.task_name} failed:\n{ev.current.failure_cause}"
-                    self._transition(JobStatus.FAILING)
-                    self._cancel_all_tasks()
+                    self._fail_over(f"{ev.task_name} failed:\n{ev.current.failure_cause}")
+            elif state is ExecutionState.RUNNING and self.status is JobStatus.RUNNING:
+                if coordinator is not None and all(
+                    e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()
+                ):
+                    coordinator.start_periodic_scheduler()
+            elif state is ExecutionState.FINISHED and coordinator is not None:
+                # Checkpoints need every task running (no checkpoints after tasks finish
+                # yet): stop triggering and drop those a finished task would never ack.
+                coordinator.stop_periodic_scheduler()
+                threading.Thread(
+                    target=coordinator.abort_pending,
+                    args=(f"{ev.task_name} finished",),
+                    daemon=True,
+                    name=f"abort-{self.job_id[:8]}",
+                ).start()
             self._check_terminal()
             return True
+
+    def fail_over(self, cause: str) -> None:
+        """A failure of the whole job (e.g. too many failed checkpoints): restart or fail."""
+        with self._lock:
+            if self.status is JobStatus.RUNNING:
+                self._fail_over(cause)
+                self._check_terminal()
+
+    def _fail_over(self, cause: str) -> None:
+        """Under the lock, status RUNNING: restart if the strategy allows, else fail."""
+        now_ms = int(time.time() * 1000)
+        self.failure_cause = cause
+        self.failure_ms = now_ms
+        coordinator = self.checkpoint_coordinator
+        if coordinator is not None:
+            coordinator.stop_periodic_scheduler()
+        self._restart_strategy.notify_failure(now_ms)
+        if not self._restart_strategy.can_restart():
+            if self.restarts:
+                logger.info("job %s: %s allows no further restart", self.job_id,
+                            self._restart_strategy)
+            self._transition(JobStatus.FAILING)
+            self._cancel_all_tasks()
+            return
+        backoff_ms = self._restart_strategy.get_backoff_time_ms()
+        logger.info("job %s: restarting in %d ms (%s) after: %s", self.job_id, backoff_ms,
+                    self._restart_strategy, cause.splitlines()[0])
+        self._transition(JobStatus.RESTARTING)
+        targets = self._cancel_targets()
+        threading.Thread(
+            target=self._restart,
+            args=(self.graph, targets, backoff_ms),
+            daemon=True,
+            name=f"restart-{self.job_id[:8]}",
+        ).start()
+
+    def _restart(
+        self, old: ExecutionGraph, targets: list[tuple[str, str]], backoff_ms: int
+    ) -> None:
+        coordinator = self.checkpoint_coordinator
+        if coordinator is not None:
+            coordinator.abort_pending("the job is restarting")
+        deadline = time.monotonic() + max(backoff_ms / 1000, 0)
+        self._deliver_cancels(targets)
+        cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
+        with self._lock:
+            while not all(ev.current.state.is_terminal for ev in old.all_executions()):
+                left = cancel_deadline - time.monotonic()
+                if left <= 0:
+                    logger.warning("job %s: tasks of the failed attempt did not confirm their "
+                                   "cancellation; taking them as cancelled", self.job_id)
+                    break
+                self._changed.wait(left)
+        # The backoff is the restart strategy's (restart-strategy.*.delay): a wait by design.
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        try:
+            restored = coordinator.restore_latest() if coordinator is not None else None
+        except WeirError as exc:
+            self._fail_job(f"{type(exc).__name__}: {exc}")
+            return
+        with self._lock:
+            if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
+                return
+            self._restored = {}
+            if restored is not None:
+                self._restored = self._split_restored_state(restored.metadata.operator_states)
+            self.restarts += 1
+            self.graph = ExecutionGraph(self.graph.job_graph, old.attempt_number + 1)
+            reuse = self._slots if not self._lost_task_managers else []
+            self._lost_task_managers.clear()
+            self._transition(JobStatus.RUNNING)
+        if not reuse:
+            self._release_slots()
+        self._allocate_and_deploy(reuse)
+
+    def _split_restored_state(self, operator_states: Any) -> dict[tuple[str, int], bytes]:
+        """Per subtask, the encoded states of its vertex's operators."""
+        restored: dict[tuple[str, int], bytes] = {}
+        for vertex in self.graph.job_graph.vertices:
+            for index in range(vertex.parallelism):
+                states = {}
+                for op in vertex.operators:
+                    state = operator_states.get(op.operator_id)
+                    if state is not None and index in state.subtask_states:
+                        states[OperatorId(op.operator_id)] = state.subtask_states[index]
+                if states:
+                    restored[(vertex.vertex_id, index)] = encode_task_state(
+                        TaskStateSnapshot(states)
+                    )
+        return restored
+
+    def checkpoint_plan(self) -> CheckpointPlan | None:
+        """The running tasks, or None unless every task is RUNNING."""
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                return None
+            executions = self.graph.all_executions()
+            if not all(ev.current.state is ExecutionState.RUNNING for ev in executions):
+                return None
+            job_graph = self.graph.job_graph
+            sources = {
+                v.vertex_id for v in job_graph.vertices if not job_graph.inputs_of(v.vertex_id)
+            }
+            tasks = tuple(
+                CheckpointTask(
+                    ev.current.attempt_id,
+                    ev.subtask_index,
+                    ev.job_vertex.parallelism,
+                    is_source=ev.job_vertex.vertex_id in sources,
+                )
+                for ev in executions
+            )
+            max_parallelism = {
+                OperatorId(op.operator_id): v.max_parallelism
+                for v in job_graph.vertices
+                for op in v.operators
+            }
+            return CheckpointPlan(tasks, max_parallelism)
+
+    def task_address(self, attempt_id: ExecutionAttemptId) -> str | None:
+        with self._lock:
+            ev = self.graph.find(attempt_id)
+            if ev is None or ev.current.slot is None:
+                return None
+            return ev.current.slot.rpc_address
 
     def task_manager_lost(self, resource_id: str, reason: str) -> None:
         cause = f"TaskManagerLostError: TaskManager {resource_id} was lost: {reason}"
         with self._lock:
+            self._lost_task_managers.add(resource_id)
             lost = [
                 ev
                 for ev in self.graph.all_executions()
@@ -206,15 +364,18 @@ class DefaultScheduler:
             self._cancel_all_tasks()
             self._check_terminal()
 
-    def _cancel_all_tasks(self) -> None:
-        """Ask every running task to cancel (from a helper thread: RPCs off the lock)."""
-        targets = [
+    def _cancel_targets(self) -> list[tuple[str, str]]:
+        return [
             (ev.current.attempt_id, ev.current.slot.rpc_address)
             for ev in self.graph.all_executions()
             if ev.current.slot is not None
             and not ev.current.state.is_terminal
             and ev.current.state is not ExecutionState.CREATED
         ]
+
+    def _cancel_all_tasks(self) -> None:
+        """Ask every running task to cancel (from a helper thread: RPCs off the lock)."""
+        targets = self._cancel_targets()
         self._cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
         threading.Thread(
             target=self._send_cancels,
@@ -224,6 +385,10 @@ class DefaultScheduler:
         ).start()
 
     def _send_cancels(self, targets: list[tuple[str, str]]) -> None:
+        self._deliver_cancels(targets)
+        self._await_cancels()
+
+    def _deliver_cancels(self, targets: list[tuple[str, str]]) -> None:
         for attempt_id, address in targets:
             try:
                 with rpc.create_channel(address) as channel:
@@ -239,6 +404,8 @@ class DefaultScheduler:
                     "cancel of %s not delivered (%s); taking it as cancelled", attempt_id, exc
                 )
                 self.update_task_state(attempt_id, ExecutionState.CANCELED, None)
+
+    def _await_cancels(self) -> None:
         deadline = self._cancel_deadline or time.monotonic()
         while not self._terminated.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
@@ -282,6 +449,8 @@ class DefaultScheduler:
             status.value,
         )
         self.status = status
+        with self._lock:
+            self._changed.notify_all()
         if status.is_globally_terminal:
             self.end_time_ms = int(time.time() * 1000)
             self._terminated.set()

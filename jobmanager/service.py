@@ -6,6 +6,7 @@ import grpc
 
 from jobmanager.job_master import JobMaster
 from proto import common_pb2, jobmaster_pb2_grpc
+from weir.core.checkpoint import CheckpointMetrics
 from weir.core.errors import JobNotFoundError
 from weir.core.rpc import translate_server_errors
 
@@ -60,6 +61,32 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
     def CancelJob(self, request, context):
         self._check_job(request.job_id)
         self._jm.cancel()
+        return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
+    def AcknowledgeCheckpoint(self, request, context):
+        self._check_job(request.job_id)
+        m = request.metrics
+        self._jm.acknowledge_checkpoint(
+            request.execution_attempt_id,
+            request.checkpoint_id,
+            request.task_state,
+            CheckpointMetrics(
+                sync_duration_ms=m.sync_duration_ms,
+                async_duration_ms=m.async_duration_ms,
+                alignment_duration_ms=m.alignment_duration_ms,
+                persisted_in_flight_bytes=m.persisted_in_flight_bytes,
+                state_size_bytes=m.state_size_bytes,
+            ),
+        )
+        return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
+    def DeclineCheckpoint(self, request, context):
+        self._check_job(request.job_id)
+        self._jm.decline_checkpoint(
+            request.execution_attempt_id, request.checkpoint_id, request.reason
+        )
         return common_pb2.Ack(ok=True)
 
     @translate_server_errors

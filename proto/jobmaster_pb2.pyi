@@ -1,7 +1,8 @@
 from proto import common_pb2 as _common_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -40,3 +41,43 @@ class TaskManagerLostNotice(_message.Message):
     resource_id: str
     reason: str
     def __init__(self, resource_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CheckpointMetrics(_message.Message):
+    __slots__ = ("sync_duration_ms", "async_duration_ms", "alignment_duration_ms", "persisted_in_flight_bytes", "state_size_bytes")
+    SYNC_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    ASYNC_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    ALIGNMENT_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    PERSISTED_IN_FLIGHT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STATE_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    sync_duration_ms: int
+    async_duration_ms: int
+    alignment_duration_ms: int
+    persisted_in_flight_bytes: int
+    state_size_bytes: int
+    def __init__(self, sync_duration_ms: _Optional[int] = ..., async_duration_ms: _Optional[int] = ..., alignment_duration_ms: _Optional[int] = ..., persisted_in_flight_bytes: _Optional[int] = ..., state_size_bytes: _Optional[int] = ...) -> None: ...
+
+class AcknowledgeCheckpointRequest(_message.Message):
+    __slots__ = ("job_id", "execution_attempt_id", "checkpoint_id", "task_state", "metrics")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_STATE_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    execution_attempt_id: str
+    checkpoint_id: int
+    task_state: bytes
+    metrics: CheckpointMetrics
+    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., task_state: _Optional[bytes] = ..., metrics: _Optional[_Union[CheckpointMetrics, _Mapping]] = ...) -> None: ...
+
+class DeclineCheckpointRequest(_message.Message):
+    __slots__ = ("job_id", "execution_attempt_id", "checkpoint_id", "reason")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    execution_attempt_id: str
+    checkpoint_id: int
+    reason: str
+    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...

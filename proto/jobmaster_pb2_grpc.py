@@ -65,6 +65,16 @@ class JobMasterStub:
                 request_serializer=proto_dot_jobmaster__pb2.TaskManagerLostNotice.SerializeToString,
                 response_deserializer=proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.AcknowledgeCheckpoint = channel.unary_unary(
+                '/weir.JobMaster/AcknowledgeCheckpoint',
+                request_serializer=proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
+                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.DeclineCheckpoint = channel.unary_unary(
+                '/weir.JobMaster/DeclineCheckpoint',
+                request_serializer=proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
+                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class JobMasterServicer:
@@ -108,6 +118,19 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AcknowledgeCheckpoint(self, request, context):
+        """A task took its part of a checkpoint (its state handles) or could not.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeclineCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -139,6 +162,16 @@ def add_JobMasterServicer_to_server(servicer, server):
             'NotifyTaskManagerLost': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyTaskManagerLost,
                     request_deserializer=proto_dot_jobmaster__pb2.TaskManagerLostNotice.FromString,
+                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'AcknowledgeCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcknowledgeCheckpoint,
+                    request_deserializer=proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.FromString,
+                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'DeclineCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeclineCheckpoint,
+                    request_deserializer=proto_dot_jobmaster__pb2.DeclineCheckpointRequest.FromString,
                     response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
@@ -303,6 +336,60 @@ class JobMaster:
             target,
             '/weir.JobMaster/NotifyTaskManagerLost',
             proto_dot_jobmaster__pb2.TaskManagerLostNotice.SerializeToString,
+            proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcknowledgeCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/AcknowledgeCheckpoint',
+            proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
+            proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeclineCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/DeclineCheckpoint',
+            proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
             proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from proto import common_pb2 as proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18proto/taskexecutor.proto\x12\x04weir\x1a\x12proto/common.proto\"W\n\x13\x41llocateSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\"(\n\x0f\x46reeSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\"R\n\x11SubmitTaskRequest\x12\"\n\x1atask_deployment_descriptor\x18\x01 \x01(\x0c\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\"1\n\x11\x43\x61ncelTaskRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\"\x1d\n\x0bStopRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t2\xfc\x01\n\x0cTaskExecutor\x12\x34\n\x0c\x41llocateSlot\x12\x19.weir.AllocateSlotRequest\x1a\t.weir.Ack\x12,\n\x08\x46reeSlot\x12\x15.weir.FreeSlotRequest\x1a\t.weir.Ack\x12\x30\n\nSubmitTask\x12\x17.weir.SubmitTaskRequest\x1a\t.weir.Ack\x12\x30\n\nCancelTask\x12\x17.weir.CancelTaskRequest\x1a\t.weir.Ack\x12$\n\x04Stop\x12\x11.weir.StopRequest\x1a\t.weir.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18proto/taskexecutor.proto\x12\x04weir\x1a\x12proto/common.proto\"W\n\x13\x41llocateSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\"(\n\x0f\x46reeSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\"R\n\x11SubmitTaskRequest\x12\"\n\x1atask_deployment_descriptor\x18\x01 \x01(\x0c\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\"1\n\x11\x43\x61ncelTaskRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\"\x1d\n\x0bStopRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\"k\n\x11\x43heckpointOptions\x12\x17\n\x0f\x63heckpoint_type\x18\x01 \x01(\t\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x11\n\tunaligned\x18\x03 \x01(\x08\x12\x1c\n\x14snapshot_compression\x18\x04 \x01(\x08\"\x8f\x01\n\x18TriggerCheckpointRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12(\n\x07options\x18\x04 \x01(\x0b\x32\x17.weir.CheckpointOptions\"M\n\x16\x43heckpointNotification\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x32\xc5\x03\n\x0cTaskExecutor\x12\x34\n\x0c\x41llocateSlot\x12\x19.weir.AllocateSlotRequest\x1a\t.weir.Ack\x12,\n\x08\x46reeSlot\x12\x15.weir.FreeSlotRequest\x1a\t.weir.Ack\x12\x30\n\nSubmitTask\x12\x17.weir.SubmitTaskRequest\x1a\t.weir.Ack\x12\x30\n\nCancelTask\x12\x17.weir.CancelTaskRequest\x1a\t.weir.Ack\x12$\n\x04Stop\x12\x11.weir.StopRequest\x1a\t.weir.Ack\x12>\n\x11TriggerCheckpoint\x12\x1e.weir.TriggerCheckpointRequest\x1a\t.weir.Ack\x12\x43\n\x18NotifyCheckpointComplete\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ack\x12\x42\n\x17NotifyCheckpointAborted\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,6 +42,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CANCELTASKREQUEST']._serialized_end=318
   _globals['_STOPREQUEST']._serialized_start=320
   _globals['_STOPREQUEST']._serialized_end=349
-  _globals['_TASKEXECUTOR']._serialized_start=352
-  _globals['_TASKEXECUTOR']._serialized_end=604
+  _globals['_CHECKPOINTOPTIONS']._serialized_start=351
+  _globals['_CHECKPOINTOPTIONS']._serialized_end=458
+  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_start=461
+  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_end=604
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_start=606
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_end=683
+  _globals['_TASKEXECUTOR']._serialized_start=686
+  _globals['_TASKEXECUTOR']._serialized_end=1139
 # @@protoc_insertion_point(module_scope)

@@ -1,7 +1,8 @@
 from proto import common_pb2 as _common_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -40,3 +41,35 @@ class StopRequest(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class CheckpointOptions(_message.Message):
+    __slots__ = ("checkpoint_type", "mode", "unaligned", "snapshot_compression")
+    CHECKPOINT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    UNALIGNED_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_COMPRESSION_FIELD_NUMBER: _ClassVar[int]
+    checkpoint_type: str
+    mode: str
+    unaligned: bool
+    snapshot_compression: bool
+    def __init__(self, checkpoint_type: _Optional[str] = ..., mode: _Optional[str] = ..., unaligned: _Optional[bool] = ..., snapshot_compression: _Optional[bool] = ...) -> None: ...
+
+class TriggerCheckpointRequest(_message.Message):
+    __slots__ = ("execution_attempt_id", "checkpoint_id", "timestamp_ms", "options")
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    execution_attempt_id: str
+    checkpoint_id: int
+    timestamp_ms: int
+    options: CheckpointOptions
+    def __init__(self, execution_attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., options: _Optional[_Union[CheckpointOptions, _Mapping]] = ...) -> None: ...
+
+class CheckpointNotification(_message.Message):
+    __slots__ = ("execution_attempt_id", "checkpoint_id")
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    execution_attempt_id: str
+    checkpoint_id: int
+    def __init__(self, execution_attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ...) -> None: ...

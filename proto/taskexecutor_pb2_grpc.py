@@ -60,6 +60,21 @@ class TaskExecutorStub:
                 request_serializer=proto_dot_taskexecutor__pb2.StopRequest.SerializeToString,
                 response_deserializer=proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.TriggerCheckpoint = channel.unary_unary(
+                '/weir.TaskExecutor/TriggerCheckpoint',
+                request_serializer=proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.SerializeToString,
+                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.NotifyCheckpointComplete = channel.unary_unary(
+                '/weir.TaskExecutor/NotifyCheckpointComplete',
+                request_serializer=proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.NotifyCheckpointAborted = channel.unary_unary(
+                '/weir.TaskExecutor/NotifyCheckpointAborted',
+                request_serializer=proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class TaskExecutorServicer:
@@ -96,6 +111,25 @@ class TaskExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TriggerCheckpoint(self, request, context):
+        """Checkpoint n at a source task: snapshot between two batches and send barrier n.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyCheckpointComplete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyCheckpointAborted(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -122,6 +156,21 @@ def add_TaskExecutorServicer_to_server(servicer, server):
             'Stop': grpc.unary_unary_rpc_method_handler(
                     servicer.Stop,
                     request_deserializer=proto_dot_taskexecutor__pb2.StopRequest.FromString,
+                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'TriggerCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerCheckpoint,
+                    request_deserializer=proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.FromString,
+                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyCheckpointComplete': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyCheckpointComplete,
+                    request_deserializer=proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
+                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyCheckpointAborted': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyCheckpointAborted,
+                    request_deserializer=proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
                     response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
@@ -259,6 +308,87 @@ class TaskExecutor:
             target,
             '/weir.TaskExecutor/Stop',
             proto_dot_taskexecutor__pb2.StopRequest.SerializeToString,
+            proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.TaskExecutor/TriggerCheckpoint',
+            proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.SerializeToString,
+            proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyCheckpointComplete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.TaskExecutor/NotifyCheckpointComplete',
+            proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+            proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyCheckpointAborted(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.TaskExecutor/NotifyCheckpointAborted',
+            proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
             proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,

@@ -19,6 +19,7 @@ from proto import (
     taskexecutor_pb2_grpc,
 )
 from weir.core import rpc
+from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot, encode_task_state
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
 
 if TYPE_CHECKING:
@@ -55,6 +56,27 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
                    context: grpc.ServicerContext) -> common_pb2.Ack:
         found = self._te.cancel_task(ExecutionAttemptId(request.execution_attempt_id))
         return common_pb2.Ack(ok=True, message="" if found else "no such task (already ended)")
+
+    @rpc.translate_server_errors
+    def TriggerCheckpoint(self, request: taskexecutor_pb2.TriggerCheckpointRequest,
+                          context: grpc.ServicerContext) -> common_pb2.Ack:
+        found = self._te.trigger_checkpoint(ExecutionAttemptId(request.execution_attempt_id),
+                                            request.checkpoint_id, request.timestamp_ms)
+        return common_pb2.Ack(ok=found, message="" if found else "no such task")
+
+    @rpc.translate_server_errors
+    def NotifyCheckpointComplete(self, request: taskexecutor_pb2.CheckpointNotification,
+                                 context: grpc.ServicerContext) -> common_pb2.Ack:
+        found = self._te.notify_checkpoint(ExecutionAttemptId(request.execution_attempt_id),
+                                           request.checkpoint_id, complete=True)
+        return common_pb2.Ack(ok=found)
+
+    @rpc.translate_server_errors
+    def NotifyCheckpointAborted(self, request: taskexecutor_pb2.CheckpointNotification,
+                                context: grpc.ServicerContext) -> common_pb2.Ack:
+        found = self._te.notify_checkpoint(ExecutionAttemptId(request.execution_attempt_id),
+                                           request.checkpoint_id, complete=False)
+        return common_pb2.Ack(ok=found)
 
     @rpc.translate_server_errors
     def Stop(self, request: taskexecutor_pb2.StopRequest,
@@ -145,6 +167,30 @@ class JobMasterGateways:
                  jobmaster_pb2.PushCollectBatchRequest(
                      job_id=job_id, operator_id=operator_id, subtask_index=subtask_index,
                      batch=batch, end_of_data=end, execution_attempt_id=attempt_id),
+                 timeout=timeout_s)
+
+    def acknowledge_checkpoint(self, address: str, *, job_id: JobId,
+                               attempt_id: ExecutionAttemptId, checkpoint_id: int,
+                               task_state: TaskStateSnapshot, metrics: CheckpointMetrics,
+                               timeout_s: float) -> None:
+        rpc.call("JobMaster.AcknowledgeCheckpoint", self._stub(address).AcknowledgeCheckpoint,
+                 jobmaster_pb2.AcknowledgeCheckpointRequest(
+                     job_id=job_id, execution_attempt_id=attempt_id,
+                     checkpoint_id=checkpoint_id, task_state=encode_task_state(task_state),
+                     metrics=jobmaster_pb2.CheckpointMetrics(
+                         sync_duration_ms=metrics.sync_duration_ms,
+                         async_duration_ms=metrics.async_duration_ms,
+                         alignment_duration_ms=metrics.alignment_duration_ms,
+                         persisted_in_flight_bytes=metrics.persisted_in_flight_bytes,
+                         state_size_bytes=metrics.state_size_bytes)),
+                 timeout=timeout_s)
+
+    def decline_checkpoint(self, address: str, *, job_id: JobId, attempt_id: ExecutionAttemptId,
+                           checkpoint_id: int, reason: str, timeout_s: float) -> None:
+        rpc.call("JobMaster.DeclineCheckpoint", self._stub(address).DeclineCheckpoint,
+                 jobmaster_pb2.DeclineCheckpointRequest(
+                     job_id=job_id, execution_attempt_id=attempt_id,
+                     checkpoint_id=checkpoint_id, reason=reason),
                  timeout=timeout_s)
 
     def close(self) -> None:

@@ -23,6 +23,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from taskmanager.checkpointing.barrier_handler import (
+    AbortCheckpoint,
+    Action,
+    AlignedBarrierHandler,
+    AtLeastOnceBarrierHandler,
+    BlockChannel,
+    CheckpointBarrierHandler,
+    TriggerSnapshot,
+    UnblockAll,
+)
+from taskmanager.checkpointing.subtask_checkpoint import (
+    Acknowledge,
+    Decline,
+    RestoredTaskState,
+    SubtaskCheckpointCoordinator,
+)
 from taskmanager.mailbox import Mailbox
 from taskmanager.network.api import (
     BufferKind,
@@ -42,9 +58,14 @@ from taskmanager.record_writer import BufferTimeout, RecordWriter
 from taskmanager.runtime_context import StreamingRuntimeContext
 from taskmanager.state.backend import KeyedStateBackend
 from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from taskmanager.task_events import deserialize_event
+from taskmanager.task_events import CheckpointBarrier, deserialize_event
 from taskmanager.user_code import load_user_code
 from weir.core import config
+from weir.core.checkpoint import (
+    CheckpointingConfig,
+    CheckpointingMode,
+    create_checkpoint_storage,
+)
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import UserCodeError
 from weir.core.ids import ExecutionAttemptId
@@ -76,6 +97,10 @@ class TaskServices:
     """``(operator_id, subtask_index, serialized batch, end_of_data)``; may block."""
     print_target: str | None = None
     """Path ``print()`` appends to (line-buffered); ``None`` = ``sys.stdout``."""
+    acknowledge_checkpoint: Acknowledge = lambda *_: None
+    """Called from the task's checkpoint writer thread once its state is written."""
+    decline_checkpoint: Decline = lambda *_: None
+    """Called when the task cannot take a checkpoint."""
 
 
 class TaskCanceledError(Exception):
@@ -127,6 +152,10 @@ class Task:
         self._partitions: list[ResultPartitionWriter] = []
         self._chain: OperatorChain | None = None
         self._source: SourceOperator | None = None
+        self._checkpointing: SubtaskCheckpointCoordinator | None = None
+        self._barrier_handler: CheckpointBarrierHandler | None = None
+        self._restored: RestoredTaskState | None = None
+        self._alignment_started: float | None = None
         self._thread = threading.Thread(target=self._run, name=tdd.task_name, daemon=True)
         cfg = tdd.job_config
         self._segment_size = config.get(cfg, config.SEGMENT_SIZE)
@@ -174,6 +203,38 @@ class Task:
         for partition in partitions:
             partition.release(None)
 
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp_ms: int) -> None:
+        """Checkpoint ``checkpoint_id`` at this source task (any thread): taken between two
+        batches on the task thread."""
+        barrier = CheckpointBarrier(checkpoint_id, timestamp_ms)
+
+        def action() -> None:
+            if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
+                # Ending: the JobMaster aborts the checkpoint when it sees the task end.
+                logger.info("task %s: not taking checkpoint %d: not running",
+                            self.tdd.task_name, checkpoint_id)
+                return
+            self._checkpointing.checkpoint(barrier)
+
+        self.mailbox.put(action)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.mailbox.put(lambda: self._on_notification(checkpoint_id, complete=True))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self.mailbox.put(lambda: self._on_notification(checkpoint_id, complete=False))
+
+    def _on_notification(self, checkpoint_id: int, complete: bool) -> None:
+        checkpointing = self._checkpointing
+        if checkpointing is None:
+            return
+        if complete:
+            checkpointing.notify_complete(checkpoint_id)
+            return
+        if self._barrier_handler is not None:
+            self._perform(self._barrier_handler.on_checkpoint_aborted(checkpoint_id))
+        checkpointing.notify_aborted(checkpoint_id)
+
     # --- the task thread -------------------------------------------------------------------
 
     def _transition(self, state: ExecutionState, cause: str | None = None) -> None:
@@ -212,6 +273,8 @@ class Task:
                 raise error
             if self._gate is not None:
                 self._gate.close()
+            if self._checkpointing is not None:
+                self._checkpointing.close()
             self.mailbox.close()
             self._transition(ExecutionState.FINISHED)
         except BaseException as exc:  # every way out must end in a terminal state
@@ -243,12 +306,16 @@ class Task:
             partition.release(cause)
         if self._gate is not None:
             self._gate.close()
+        if self._checkpointing is not None:
+            self._checkpointing.close()
         return error
 
     def _initialize(self) -> None:
         tdd = self.tdd
         vertex = tdd.vertex
         payloads = [_unpickle_payload(op) for op in vertex.operators]
+        if tdd.restored_state is not None:
+            self._restored = RestoredTaskState(tdd.restored_state, vertex.max_parallelism)
         network = self._services.network
         writers = []
         for descriptor in tdd.result_partitions:
@@ -268,12 +335,69 @@ class Task:
         chain = OperatorChain(setups, writers)
         self._chain = chain
         self._buffer_timeout = BufferTimeout(self._timeout_ms, self._clock)
+        self._initialize_function_state(setups)
         chain.open()
+        self._setup_checkpointing(chain)
         if isinstance(chain.head, SourceOperator):
             with self._lock:
                 self._source = chain.head
             if self._cancel_requested:  # cancel() ran before the source was known
                 chain.head.cancel_function()
+
+    def _initialize_function_state(self, setups: list[OperatorSetup]) -> None:
+        """Before ``open``: functions with checkpoint hooks (FileSink, two-phase-commit
+        sinks) start fresh or from their restored state."""
+        if self._restored is None:
+            return  # fresh start: such functions initialise themselves in open()
+        for setup in setups:
+            function = setup.payload.get("function")
+            initialize = getattr(function, "initialize_state", None)
+            if callable(initialize):
+                initialize(self._restored.function_state(str(setup.descriptor.operator_id)))
+
+    def _setup_checkpointing(self, chain: OperatorChain) -> None:
+        tdd = self.tdd
+        settings = CheckpointingConfig.from_config(tdd.job_config)
+        if not settings.enabled:
+            return
+        self._checkpointing = SubtaskCheckpointCoordinator(
+            attempt_id=tdd.execution_attempt_id,
+            subtask_index=tdd.subtask_index,
+            storage=create_checkpoint_storage(tdd.job_config, tdd.job_id),
+            chain=chain,
+            partitions=list(self._partitions),
+            acknowledge=self._services.acknowledge_checkpoint,
+            decline=self._services.decline_checkpoint,
+            compress=settings.snapshot_compression,
+        )
+        if tdd.input_gates:
+            channels = [len(g.channels) for g in tdd.input_gates]
+            self._barrier_handler = (
+                AlignedBarrierHandler(channels)
+                if settings.mode is CheckpointingMode.EXACTLY_ONCE
+                else AtLeastOnceBarrierHandler(channels)
+            )
+
+    def _perform(self, actions: list[Action]) -> None:
+        """Carry out what the barrier handler decided, in order (task thread)."""
+        gate = self._gate
+        for action in actions:
+            if isinstance(action, BlockChannel):
+                if self._alignment_started is None:
+                    self._alignment_started = time.monotonic()
+                gate.block_channel(action.gate_index, action.channel_index)  # type: ignore[union-attr]
+            elif isinstance(action, UnblockAll):
+                gate.unblock_all()  # type: ignore[union-attr]
+            elif isinstance(action, TriggerSnapshot):
+                started = self._alignment_started
+                self._alignment_started = None
+                alignment_ms = 0 if started is None else int((time.monotonic() - started) * 1000)
+                if self._checkpointing is not None:
+                    self._checkpointing.checkpoint(action.barrier, alignment_ms)
+            elif isinstance(action, AbortCheckpoint):
+                self._alignment_started = None
+                if self._checkpointing is not None:
+                    self._checkpointing.decline(action.checkpoint_id, action.reason.value)
 
     def _input_key_type(self) -> str:
         """The declared key type of the keyed input edges (their senders route by it)."""
@@ -295,6 +419,12 @@ class Task:
                 ),
                 PyFlinkKeyHasher(self._input_key_type()),
             )
+            if self._restored is not None:
+                keyed = self._restored.keyed_state(
+                    str(descriptor.operator_id), backend.key_group_range
+                )
+                if keyed:
+                    backend.restore(keyed)
         context = StreamingRuntimeContext(
             task_name=vertex.name,
             task_name_with_subtasks=tdd.task_name,
@@ -317,6 +447,10 @@ class Task:
             print_target=self._services.print_target,
             clock_ms=self._clock_ms,
             batch_mode=config.get(tdd.job_config, config.RUNTIME_MODE) == "BATCH",
+            restored_source_state=(
+                None if self._restored is None
+                else self._restored.source_state(str(descriptor.operator_id))
+            ),
         )
 
     # --- mailbox loops ----------------------------------------------------------------------
@@ -355,6 +489,8 @@ class Task:
                 if flush_after_batch:
                     chain.flush()
             elif kind == _END:
+                if self._barrier_handler is not None:
+                    self._perform(self._barrier_handler.on_end_of_partition(gate_index, channel))
                 open_channels -= 1
                 if open_channels == 0:
                     return
@@ -362,9 +498,13 @@ class Task:
                 self._on_event(gate_index, channel, payload)
 
     def _on_event(self, gate_index: int, channel: int, payload: bytes) -> None:
-        # Watermarks and barriers are decoded so a malformed event fails loudly; acting on
-        # them comes with event time and checkpoints.
+        # Watermarks are decoded so a malformed event fails loudly; acting on them comes
+        # with event time.
         event = deserialize_event(payload)
+        if isinstance(event, CheckpointBarrier):
+            if self._barrier_handler is not None:
+                self._perform(self._barrier_handler.on_barrier(gate_index, channel, event))
+            return
         logger.debug("task %s: %r on gate %d channel %d not handled yet",
                      self.tdd.task_name, event, gate_index, channel)
 

@@ -26,10 +26,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from taskmanager import service
+from taskmanager.mailbox import MailboxClosedError
 from taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from taskmanager.task import Task, TaskServices
 from weir.core import config as cfg
 from weir.core import rpc
+from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import SlotAllocationError, TaskManagerLostError, WeirError
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
@@ -383,6 +385,35 @@ class TaskExecutor:
         entry[0].cancel()
         return True
 
+    def trigger_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int,
+                           timestamp_ms: int) -> bool:
+        """False when the task is not here (ended): the coordinator's plan is stale."""
+        with self._lock:
+            entry = self._tasks.get(attempt_id)
+        if entry is None:
+            return False
+        try:
+            entry[0].trigger_checkpoint(checkpoint_id, timestamp_ms)
+        except MailboxClosedError:
+            return False
+        return True
+
+    def notify_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int,
+                          complete: bool) -> bool:
+        with self._lock:
+            entry = self._tasks.get(attempt_id)
+        if entry is None:
+            return False
+        task = entry[0]
+        try:
+            if complete:
+                task.notify_checkpoint_complete(checkpoint_id)
+            else:
+                task.notify_checkpoint_aborted(checkpoint_id)
+        except MailboxClosedError:
+            return False
+        return True
+
     def running_tasks(self) -> list[ExecutionAttemptId]:
         with self._lock:
             return list(self._tasks)
@@ -404,9 +435,33 @@ class TaskExecutor:
                 jobmaster_address, job_id=job_id, attempt_id=attempt, operator_id=operator_id,
                 subtask_index=subtask_index, batch=batch, end=end, timeout_s=_COLLECT_TIMEOUT_S)
 
+        def acknowledge(attempt_id: ExecutionAttemptId, checkpoint_id: int,
+                        task_state: TaskStateSnapshot, metrics: CheckpointMetrics) -> None:
+            # On the task's checkpoint writer thread: a lost ack only lets the
+            # checkpoint expire; the next one covers the same records.
+            try:
+                self._jobmasters.acknowledge_checkpoint(
+                    jobmaster_address, job_id=job_id, attempt_id=attempt_id,
+                    checkpoint_id=checkpoint_id, task_state=task_state, metrics=metrics,
+                    timeout_s=_RPC_TIMEOUT_S)
+            except WeirError:
+                logger.warning("acknowledging checkpoint %d of %s failed", checkpoint_id,
+                               attempt_id, exc_info=True)
+
+        def decline(attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
+            try:
+                self._jobmasters.decline_checkpoint(
+                    jobmaster_address, job_id=job_id, attempt_id=attempt_id,
+                    checkpoint_id=checkpoint_id, reason=reason, timeout_s=_RPC_TIMEOUT_S)
+            except WeirError:
+                # The checkpoint expires instead of being aborted at once.
+                logger.warning("declining checkpoint %d of %s failed", checkpoint_id,
+                               attempt_id, exc_info=True)
+
         return TaskServices(
             network=self._network, report_state=report_state, collect=collect,
-            print_target=tdd.job_config.get(PRINT_TARGET_KEY))
+            print_target=tdd.job_config.get(PRINT_TARGET_KEY),
+            acknowledge_checkpoint=acknowledge, decline_checkpoint=decline)
 
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
         with self._lock:

@@ -41,6 +41,8 @@ class OperatorSetup:
     """Processing time in ms since the epoch (timer services)."""
     batch_mode: bool = False
     """The job runs in BATCH execution mode (``execution.runtime-mode``)."""
+    restored_source_state: bytes | None = None
+    """A source reader's pickled position from the checkpoint the task restores."""
 
 
 class StreamOperator:

@@ -8,12 +8,13 @@ both; this module holds the parts that belong to the operator.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from typing import Any
 
 from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
 from taskmanager.operators.functions import close_function, open_function
-from weir.core.source import SourceReader
+from weir.core.source import SourceReader, create_reader
 
 
 class SourceCanceledError(Exception):
@@ -78,7 +79,10 @@ class SourceOperator(StreamOperator):
             open_function(self.source_function, self.setup.runtime_context)
         else:
             ctx = _ReaderContext(self.setup.subtask_index, self.setup.parallelism)
-            self.reader = self.source.create_reader(ctx)  # type: ignore[union-attr]
+            restored = self.setup.restored_source_state
+            # Our own checkpoint files, checksummed before they get here.
+            position = None if restored is None else pickle.loads(restored)
+            self.reader = create_reader(self.source, ctx, position)  # type: ignore[arg-type]
 
     def cancel_function(self) -> None:
         """Called from the cancelling thread, as Flink calls ``SourceFunction.cancel``."""

@@ -114,6 +114,9 @@ class TaskDeploymentDescriptor:
     result_partitions: tuple[ResultPartitionDescriptor, ...]
     job_config: Mapping[str, str] = field(default_factory=dict)
     job_parameters: Mapping[str, str] = field(default_factory=dict)
+    restored_state: bytes | None = None
+    """This subtask's state to start from (``encode_task_state`` of the checkpoint's
+    handles), or None for a fresh start."""
 
     @property
     def parallelism(self) -> int:

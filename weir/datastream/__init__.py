@@ -1,5 +1,10 @@
 """The DataStream API (mirrors ``pyflink.datastream``)."""
 
+from weir.datastream.checkpoint_config import (
+    CheckpointConfig,
+    CheckpointingMode,
+    ExternalizedCheckpointRetention,
+)
 from weir.datastream.connected_streams import ConnectedStreams
 from weir.datastream.data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream
 from weir.datastream.execution_mode import RuntimeExecutionMode
@@ -37,6 +42,8 @@ from weir.datastream.timerservice import TimerService
 __all__ = [
     "AggregateFunction",
     "AggregatingStateDescriptor",
+    "CheckpointConfig",
+    "CheckpointingMode",
     "CloseableIterator",
     "CoFlatMapFunction",
     "CoMapFunction",
@@ -44,6 +51,7 @@ __all__ = [
     "ConnectedStreams",
     "DataStream",
     "DataStreamSink",
+    "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",

@@ -21,6 +21,7 @@ from weir.core.executor import (
     is_executor_registered,
 )
 from weir.core.job_graph import OperatorKind
+from weir.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from weir.datastream.connectors.collection import CollectionSource
 from weir.datastream.connectors.text_file import TextFileSource
 from weir.datastream.data_stream import DataStream
@@ -110,6 +111,28 @@ class StreamExecutionEnvironment:
 
     def get_buffer_timeout(self) -> int:
         return self._buffer_timeout_ms
+
+    def enable_checkpointing(
+        self, interval: int, mode: CheckpointingMode | None = None
+    ) -> StreamExecutionEnvironment:
+        """Checkpoint every ``interval`` ms, EXACTLY_ONCE unless ``mode`` says otherwise
+        (PyFlink's ``enable_checkpointing``)::
+
+            >>> env.enable_checkpointing(1000, CheckpointingMode.AT_LEAST_ONCE)
+        """
+        config = self.get_checkpoint_config()
+        config.set_checkpoint_interval(interval)
+        config.set_checkpointing_mode(mode or CheckpointingMode.EXACTLY_ONCE)
+        return self
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        return CheckpointConfig(self._configuration)
+
+    def get_checkpoint_interval(self) -> int:
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        return self.get_checkpoint_config().get_checkpointing_mode()
 
     def disable_operator_chaining(self) -> StreamExecutionEnvironment:
         self._chaining = False

@@ -11,7 +11,9 @@ from weir.core.checkpoint.metadata import (
     CheckpointType,
     OperatorState,
     decode_metadata,
+    decode_task_state,
     encode_metadata,
+    encode_task_state,
 )
 from weir.core.checkpoint.state_handles import (
     CheckpointMetrics,
@@ -60,7 +62,9 @@ __all__ = [
     "TaskStateSnapshot",
     "create_checkpoint_storage",
     "decode_metadata",
+    "decode_task_state",
     "encode_metadata",
+    "encode_task_state",
     "read_metadata_at",
     "read_state",
 ]

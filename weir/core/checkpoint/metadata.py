@@ -35,6 +35,7 @@ from weir.core.checkpoint.state_handles import (
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
     StreamStateHandle,
+    TaskStateSnapshot,
 )
 from weir.core.errors import CorruptCheckpointError
 from weir.core.ids import JobId, OperatorId
@@ -146,6 +147,25 @@ def decode_metadata(data: bytes, *, source: str = "_metadata") -> CheckpointMeta
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         msg = f"{source} cannot be decoded: {exc}"
         raise CorruptCheckpointError(msg, path=source) from exc
+
+
+def encode_task_state(snapshot: TaskStateSnapshot) -> bytes:
+    """A task's subtask states as UTF-8 JSON, in the ``_metadata`` encoding: what a task
+    acknowledges and what a redeployed task is given to restore."""
+    doc = {str(op_id): _subtask_to_json(state) for op_id, state in snapshot.subtask_states.items()}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def decode_task_state(data: bytes) -> TaskStateSnapshot:
+    """The inverse of ``encode_task_state``. Raises CorruptCheckpointError."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+        return TaskStateSnapshot(
+            {OperatorId(op_id): _subtask_from_json(state) for op_id, state in doc.items()}
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
+        msg = f"a task state cannot be decoded: {exc}"
+        raise CorruptCheckpointError(msg, path="<task state>") from exc
 
 
 def _operator_to_json(op: OperatorState) -> dict[str, Any]:

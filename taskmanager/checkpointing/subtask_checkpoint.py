@@ -1,0 +1,219 @@
+"""A task's side of a checkpoint: capture on the task thread, send the barrier on, write
+the state asynchronously and acknowledge; notify user functions; restore on deploy
+(Flink's SubtaskCheckpointCoordinator).
+
+Threading: ``checkpoint``, ``notify_*`` and ``restore_*`` run on the task thread (from the
+mailbox or the input loop). Only the write and the acknowledgement run on the task's
+one background writer thread, which handles checkpoints in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from taskmanager.checkpointing.snapshot import (
+    KeyGroupsSnapshot,
+    TaskSnapshot,
+    capture_task_snapshot,
+    decode_keyed_state,
+    operators_of_chain,
+)
+from taskmanager.network.api import ResultPartitionWriter
+from taskmanager.operators.chain import OperatorChain
+from taskmanager.task_events import CheckpointBarrier, serialize_event
+from weir.core.checkpoint import (
+    CheckpointMetrics,
+    CheckpointStorage,
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    OperatorStateDistributionMode,
+    OperatorStateHandle,
+    OperatorStatePartition,
+    OperatorSubtaskState,
+    TaskStateSnapshot,
+    decode_task_state,
+    read_state,
+)
+from weir.core.ids import ExecutionAttemptId, OperatorId
+
+logger = logging.getLogger(__name__)
+
+Acknowledge = Callable[[ExecutionAttemptId, int, TaskStateSnapshot, CheckpointMetrics], None]
+Decline = Callable[[ExecutionAttemptId, int, str], None]
+
+_FUNCTION_STATE = "function-state"
+
+
+def _functions_of(chain: OperatorChain) -> list[tuple[str, Any]]:
+    """(operator id, user function) of every chained operator that has one."""
+    found = []
+    for op in chain.operators:
+        function = getattr(op, "function", None) or getattr(op, "source_function", None)
+        if function is not None:
+            found.append((str(op.setup.descriptor.operator_id), function))
+    return found
+
+
+class RestoredTaskState:
+    """The state a redeployed task starts from, read from its checkpoint's handles."""
+
+    def __init__(self, data: bytes, max_parallelism: int) -> None:
+        self.snapshot = decode_task_state(data)
+        self._max_parallelism = max_parallelism
+
+    def keyed_state(self, operator_id: str, key_groups: range) -> Any:
+        state = self.snapshot.subtask_states.get(OperatorId(operator_id))
+        if state is None:
+            return []
+        restored = []
+        for handle in state.managed_keyed_state:
+            snapshot = KeyGroupsSnapshot(
+                self._max_parallelism,
+                handle.key_groups.start,
+                read_state(handle.handle),
+                handle.offsets,
+            )
+            restored.append(decode_keyed_state(snapshot, key_groups))
+        return restored
+
+    def source_state(self, operator_id: str) -> bytes | None:
+        state = self.snapshot.subtask_states.get(OperatorId(operator_id))
+        if state is None or not state.source_reader_state:
+            return None
+        return read_state(state.source_reader_state[0])
+
+    def function_state(self, operator_id: str) -> bytes | None:
+        state = self.snapshot.subtask_states.get(OperatorId(operator_id))
+        if state is None or not state.managed_operator_state:
+            return None
+        return read_state(state.managed_operator_state[0].handle)
+
+
+class SubtaskCheckpointCoordinator:
+    def __init__(
+        self,
+        *,
+        attempt_id: ExecutionAttemptId,
+        subtask_index: int,
+        storage: CheckpointStorage,
+        chain: OperatorChain,
+        partitions: Sequence[ResultPartitionWriter],
+        acknowledge: Acknowledge,
+        decline: Decline,
+        compress: bool,
+    ) -> None:
+        self._attempt_id = attempt_id
+        self._subtask = subtask_index
+        self._storage = storage
+        self._chain = chain
+        self._partitions = list(partitions)
+        self._acknowledge = acknowledge
+        self._decline = decline
+        self._compress = compress
+        self._operators = operators_of_chain(chain)
+        self._functions = _functions_of(chain)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{attempt_id[:8]}")
+
+    def checkpoint(self, barrier: CheckpointBarrier, alignment_ms: int = 0) -> None:
+        """Snapshot now, then send the barrier behind everything emitted before it."""
+        n = barrier.checkpoint_id
+        started = time.monotonic()
+        try:
+            self._chain.flush()
+            snapshot = capture_task_snapshot(n, self._operators)
+            function_states = {
+                op_id: fn.snapshot_state(n)
+                for op_id, fn in self._functions
+                if callable(getattr(fn, "snapshot_state", None))
+            }
+        except Exception as exc:
+            # A failing user hook declines this checkpoint; the task keeps running, as
+            # Flink's task does when a snapshot fails (the coordinator counts it).
+            logger.warning("checkpoint %d of %s failed", n, self._attempt_id, exc_info=True)
+            self._decline(self._attempt_id, n, f"{type(exc).__name__}: {exc}")
+            return
+        event = serialize_event(barrier)
+        for partition in self._partitions:
+            partition.broadcast_event(event)
+        sync_ms = int((time.monotonic() - started) * 1000)
+        self._writer.submit(self._write_and_ack, snapshot, function_states, sync_ms, alignment_ms)
+
+    def _write_and_ack(
+        self,
+        snapshot: TaskSnapshot,
+        function_states: dict[str, bytes],
+        sync_ms: int,
+        alignment_ms: int,
+    ) -> None:
+        n = snapshot.checkpoint_id
+        started = time.monotonic()
+        try:
+            location = self._storage.init_checkpoint(n)
+            states: dict[OperatorId, OperatorSubtaskState] = {}
+            for op in snapshot.operators:
+                keyed: tuple[KeyGroupsStateHandle, ...] = ()
+                source: tuple[Any, ...] = ()
+                operator: tuple[OperatorStateHandle, ...] = ()
+                prefix = f"{op.operator_id}-{self._subtask}"
+                if op.keyed_state is not None:
+                    kg = op.keyed_state
+                    handle = location.write_state(f"{prefix}-keyed", kg.data, self._compress)
+                    start = kg.key_group_start
+                    key_groups = KeyGroupRange(start, start + len(kg.offsets))
+                    keyed = (KeyGroupsStateHandle(key_groups, handle, kg.offsets),)
+                if op.source_state is not None:
+                    source = (
+                        location.write_state(f"{prefix}-source", op.source_state, self._compress),
+                    )
+                fn_state = function_states.get(op.operator_id)
+                if fn_state is not None:
+                    handle = location.write_state(f"{prefix}-function", fn_state, self._compress)
+                    partition = OperatorStatePartition(
+                        _FUNCTION_STATE, OperatorStateDistributionMode.SPLIT_DISTRIBUTE
+                    )
+                    operator = (OperatorStateHandle(handle, (partition,)),)
+                if keyed or source or operator:
+                    states[OperatorId(op.operator_id)] = OperatorSubtaskState(
+                        managed_keyed_state=keyed,
+                        managed_operator_state=operator,
+                        source_reader_state=source,
+                    )
+            task_state = TaskStateSnapshot(states)
+        except Exception as exc:
+            logger.warning("writing checkpoint %d of %s failed", n, self._attempt_id,
+                           exc_info=True)
+            self._decline(self._attempt_id, n, f"writing its state failed: {exc}")
+            return
+        metrics = CheckpointMetrics(
+            sync_duration_ms=sync_ms,
+            async_duration_ms=int((time.monotonic() - started) * 1000),
+            alignment_duration_ms=alignment_ms,
+            state_size_bytes=task_state.state_size,
+        )
+        self._acknowledge(self._attempt_id, n, task_state, metrics)
+
+    def decline(self, checkpoint_id: int, reason: str) -> None:
+        self._decline(self._attempt_id, checkpoint_id, reason)
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        self._notify("notify_checkpoint_complete", checkpoint_id)
+
+    def notify_aborted(self, checkpoint_id: int) -> None:
+        self._notify("notify_checkpoint_aborted", checkpoint_id)
+
+    def _notify(self, method: str, checkpoint_id: int) -> None:
+        targets = [fn for _, fn in self._functions] + [
+            op.source_reader for op in self._operators if op.source_reader is not None
+        ]
+        for target in targets:
+            hook = getattr(target, method, None)
+            if callable(hook):
+                hook(checkpoint_id)
+
+    def close(self) -> None:
+        """Let writes in flight finish (their acks may still complete a checkpoint)."""
+        self._writer.shutdown(wait=False)

@@ -1,0 +1,98 @@
+"""PyFlink's CheckpointConfig: checkpoint settings of a job, written as Flink's keys."""
+
+from __future__ import annotations
+
+from weir.common.configuration import Configuration
+from weir.core import config as keys
+from weir.core.checkpoint.checkpoint_config import (
+    CheckpointingMode,
+    ExternalizedCheckpointRetention,
+)
+
+__all__ = ["CheckpointConfig", "CheckpointingMode", "ExternalizedCheckpointRetention"]
+
+
+class CheckpointConfig:
+    """The checkpoint settings of a StreamExecutionEnvironment (PyFlink's CheckpointConfig);
+    every setter writes the matching Flink key into the job's configuration::
+
+        >>> env.enable_checkpointing(1000)
+        >>> env.get_checkpoint_config().set_min_pause_between_checkpoints(500)
+    """
+
+    def __init__(self, configuration: Configuration) -> None:
+        self._configuration = configuration
+
+    def _set(self, key: str, value: object) -> CheckpointConfig:
+        self._configuration.set_string(key, str(value))
+        return self
+
+    def _get(self, option: keys.ConfigOption) -> object:
+        return keys.get(self._configuration.to_dict(), option)
+
+    def is_checkpointing_enabled(self) -> bool:
+        return self.get_checkpoint_interval() > 0
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        return CheckpointingMode(self._get(keys.CHECKPOINTING_MODE))
+
+    def set_checkpointing_mode(self, checkpointing_mode: CheckpointingMode) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_MODE.key, checkpointing_mode.value)
+
+    def get_checkpoint_interval(self) -> int:
+        return int(self._get(keys.CHECKPOINTING_INTERVAL))  # type: ignore[call-overload]
+
+    def set_checkpoint_interval(self, checkpoint_interval: int) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_INTERVAL.key, checkpoint_interval)
+
+    def get_checkpoint_timeout(self) -> int:
+        return int(self._get(keys.CHECKPOINTING_TIMEOUT))  # type: ignore[call-overload]
+
+    def set_checkpoint_timeout(self, checkpoint_timeout: int) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_TIMEOUT.key, checkpoint_timeout)
+
+    def get_min_pause_between_checkpoints(self) -> int:
+        return int(self._get(keys.CHECKPOINTING_MIN_PAUSE))  # type: ignore[call-overload]
+
+    def set_min_pause_between_checkpoints(self, min_pause: int) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_MIN_PAUSE.key, min_pause)
+
+    def get_max_concurrent_checkpoints(self) -> int:
+        return int(self._get(keys.CHECKPOINTING_MAX_CONCURRENT))  # type: ignore[call-overload]
+
+    def set_max_concurrent_checkpoints(self, max_concurrent_checkpoints: int) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_MAX_CONCURRENT.key, max_concurrent_checkpoints)
+
+    def get_tolerable_checkpoint_failure_number(self) -> int:
+        return int(self._get(keys.CHECKPOINTING_TOLERABLE_FAILURES))  # type: ignore[call-overload]
+
+    def set_tolerable_checkpoint_failure_number(self, number: int) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_TOLERABLE_FAILURES.key, number)
+
+    def enable_unaligned_checkpoints(self, enabled: bool = True) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_UNALIGNED.key, "true" if enabled else "false")
+
+    def disable_unaligned_checkpoints(self) -> CheckpointConfig:
+        return self.enable_unaligned_checkpoints(False)
+
+    def is_unaligned_checkpoints_enabled(self) -> bool:
+        return bool(self._get(keys.CHECKPOINTING_UNALIGNED))
+
+    def set_externalized_checkpoint_retention(
+        self, retention_mode: ExternalizedCheckpointRetention
+    ) -> CheckpointConfig:
+        return self._set(keys.CHECKPOINTING_RETENTION.key, retention_mode.value)
+
+    def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
+        return ExternalizedCheckpointRetention(self._get(keys.CHECKPOINTING_RETENTION))
+
+    def set_checkpoint_storage_dir(self, checkpoint_path: str) -> CheckpointConfig:
+        """Where checkpoints go: any fsspec URL (``execution.checkpointing.dir``)."""
+        return self._set(keys.CHECKPOINTING_DIR.key, checkpoint_path)
+
+    def get_checkpoint_storage_dir(self) -> str:
+        return str(self._get(keys.CHECKPOINTING_DIR))
+
+    def set_num_retained_checkpoints(self, num_retained: int) -> CheckpointConfig:
+        """Weir addition: ``execution.checkpointing.num-retained``."""
+        return self._set(keys.CHECKPOINTING_NUM_RETAINED.key, num_retained)
