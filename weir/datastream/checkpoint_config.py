@@ -12,6 +12,10 @@ from weir.core.checkpoint.checkpoint_config import (
 __all__ = ["CheckpointConfig", "CheckpointingMode", "ExternalizedCheckpointRetention"]
 
 
+# Java's Integer.MAX_VALUE, what Flink uses for "tolerate every failed checkpoint".
+_TOLERATE_ALL = 2**31 - 1
+
+
 class CheckpointConfig:
     """The checkpoint settings of a StreamExecutionEnvironment (PyFlink's CheckpointConfig);
     every setter writes the matching Flink key into the job's configuration::
@@ -69,6 +73,17 @@ class CheckpointConfig:
     def set_tolerable_checkpoint_failure_number(self, number: int) -> CheckpointConfig:
         return self._set(keys.CHECKPOINTING_TOLERABLE_FAILURES.key, number)
 
+    def is_fail_on_checkpointing_errors(self) -> bool:
+        """True when a failed checkpoint fails the job (no tolerable failures)."""
+        return self.get_tolerable_checkpoint_failure_number() == 0
+
+    def set_fail_on_checkpointing_errors(
+            self, fail_on_checkpointing_errors: bool) -> CheckpointConfig:
+        """Deprecated in Flink for ``set_tolerable_checkpoint_failure_number``: True is 0
+        tolerable failures, False tolerates any number."""
+        return self.set_tolerable_checkpoint_failure_number(
+            0 if fail_on_checkpointing_errors else _TOLERATE_ALL)
+
     def enable_unaligned_checkpoints(self, enabled: bool = True) -> CheckpointConfig:
         return self._set(keys.CHECKPOINTING_UNALIGNED.key, "true" if enabled else "false")
 
@@ -82,6 +97,10 @@ class CheckpointConfig:
         self, retention_mode: ExternalizedCheckpointRetention
     ) -> CheckpointConfig:
         return self._set(keys.CHECKPOINTING_RETENTION.key, retention_mode.value)
+
+    def is_externalized_checkpoints_enabled(self) -> bool:
+        return (self.get_externalized_checkpoint_retention()
+                is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
 
     def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
         return ExternalizedCheckpointRetention(self._get(keys.CHECKPOINTING_RETENTION))
