@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import grpc
 
 from jobmanager.checkpoint import CheckpointCoordinator, ThreadScheduledExecutor, system_clock_ms
+from jobmanager.checkpoint.checkpoint_stats import CheckpointStats
 from jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from jobmanager.collect_buffer import CollectBuffer, FetchResult
 from jobmanager.execution_graph import ExecutionGraph
@@ -26,9 +27,18 @@ from weir.core.errors import CheckpointError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
-from weir.core.job_info import JobDetailsInfo
+from weir.core.job_info import (
+    CheckpointStatisticsEntry,
+    CheckpointStatisticsInfo,
+    JobDetailsInfo,
+)
 
 logger = logging.getLogger(__name__)
+
+# How long the end of a job waits for the checkpoint coordinator's shutdown (which may
+# delete checkpoints) before reporting the result anyway; far below the client's result
+# wait (WaitForJobResult re-asks every 30 s).
+_SHUTDOWN_REPORT_WAIT_S = 10.0
 
 
 class JobMaster(LeaderContender):
@@ -174,6 +184,27 @@ class JobMaster(LeaderContender):
     def details(self) -> JobDetailsInfo:
         return self.scheduler.details(self._address)
 
+    def checkpoint_statistics(self) -> CheckpointStatisticsInfo:
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            return CheckpointStatisticsInfo(self.job_id)
+        stats = coordinator.statistics()
+        restored = stats.latest_restored
+        return CheckpointStatisticsInfo(
+            job_id=self.job_id,
+            checkpointing_enabled=True,
+            num_in_progress=stats.num_in_progress,
+            num_completed=stats.num_completed,
+            num_failed=stats.num_failed,
+            num_restored=stats.num_restored,
+            history=tuple(_history_entry(s) for s in stats.history),
+            latest_completed_path=(
+                stats.latest_completed.external_pointer if stats.latest_completed else ""
+            ),
+            latest_restored_id=restored.checkpoint_id if restored else 0,
+            latest_restored_path=restored.external_pointer if restored else "",
+        )
+
     def cancel(self) -> None:
         self.scheduler.cancel()
 
@@ -183,18 +214,34 @@ class JobMaster(LeaderContender):
     def _on_status(self, status: JobStatus) -> None:
         if status.is_globally_terminal:
             coordinator = self.checkpoint_coordinator
+            shutdown: Future[None] | None = None
             if coordinator is not None:
                 # Storage I/O (deleting checkpoints): not on the scheduler's locked path.
-                self._ack_worker.submit(coordinator.shutdown, status)
+                shutdown = self._ack_worker.submit(coordinator.shutdown, status)
             for buffer in self._collect.values():
                 buffer.close()
             details = self.scheduler.details(self._address)
             threading.Thread(
-                target=self._on_terminated,
-                args=(details,),
+                target=self._report_terminated,
+                args=(details, shutdown),
                 daemon=True,
                 name=f"jm-terminated-{self.job_id[:8]}",
             ).start()
+
+    def _report_terminated(self, details: JobDetailsInfo, shutdown: Future[None] | None) -> None:
+        if shutdown is not None:
+            # The Dispatcher archives the checkpoint statistics when told: let the coordinator
+            # first abort what was in progress, so the archive shows no checkpoint running.
+            # Bounded: deleting checkpoints on a slow store must not hold the job's result.
+            try:
+                shutdown.result(timeout=_SHUTDOWN_REPORT_WAIT_S)
+            except Exception:  # reported anyway; the statistics may show a checkpoint running
+                logger.warning(
+                    "job %s: checkpoint coordinator shutdown did not finish cleanly",
+                    self.job_id,
+                    exc_info=True,
+                )
+        self._on_terminated(details)
 
     def close(self) -> None:
         """Stop serving (after the job ended and its results were handed over)."""
@@ -218,3 +265,22 @@ class JobMaster(LeaderContender):
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _history_entry(stats: CheckpointStats) -> CheckpointStatisticsEntry:
+    return CheckpointStatisticsEntry(
+        checkpoint_id=stats.checkpoint_id,
+        status=stats.status.value,
+        checkpoint_type=stats.checkpoint_type.value,
+        trigger_timestamp_ms=stats.trigger_timestamp_ms,
+        end_to_end_duration_ms=stats.end_to_end_duration_ms,
+        sync_duration_ms=stats.sync_duration_ms,
+        async_duration_ms=stats.async_duration_ms,
+        alignment_duration_ms=stats.alignment_duration_ms,
+        state_size_bytes=stats.state_size_bytes,
+        persisted_in_flight_bytes=stats.persisted_in_flight_bytes,
+        num_subtasks=stats.num_subtasks,
+        num_acknowledged=stats.num_acknowledged,
+        external_path=stats.external_pointer,
+        failure_message=stats.failure_message,
+    )

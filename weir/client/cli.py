@@ -3,6 +3,7 @@
 weir run [-d] [-p N] [-m host:port] job.py [args...]
 weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
+weir checkpoints [-m host:port] JOB_ID
 weir info [-p N] job.py [args...]
 """
 
@@ -25,6 +26,7 @@ from weir.core import config as cfg
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
+from weir.core.job_info import CheckpointStatisticsInfo
 
 CONF_FILE = "weir-conf.yaml"
 
@@ -122,22 +124,103 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
-    running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
-    ended = [j for j in jobs if j not in running]
-    print("------------------ Running/Restarting Jobs -------------------")
-    for job in running or []:
-        print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
-    if not running:
-        print("No running jobs.")
-    if ns.all:
-        print("---------------------- Terminated Jobs -----------------------")
-        for job in ended:
+        running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
+        ended = [j for j in jobs if j not in running]
+        print("------------------ Running/Restarting Jobs -------------------")
+        for job in running or []:
             print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
-            if job.status == "FAILED" and ns.verbose:
-                print(job.failure_cause)
-        if not ended:
-            print("No terminated jobs.")
+            if ns.verbose:
+                _print_checkpoint_summary(gateway, job.job_id)
+        if not running:
+            print("No running jobs.")
+        if ns.all:
+            print("---------------------- Terminated Jobs -----------------------")
+            for job in ended:
+                print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
+                if ns.verbose:
+                    _print_checkpoint_summary(gateway, job.job_id)
+                if job.status == "FAILED" and ns.verbose:
+                    print(job.failure_cause)
+            if not ended:
+                print("No terminated jobs.")
     return 0
+
+
+def _print_checkpoint_summary(gateway: DispatcherGateway, job_id: str) -> None:
+    stats = gateway.checkpoint_statistics(job_id)
+    if stats.checkpointing_enabled:
+        print(f"    checkpoints: {_counts(stats)}")
+        if stats.latest_completed_path:
+            print(f"    latest completed: {stats.latest_completed_path}")
+
+
+def _counts(stats: CheckpointStatisticsInfo) -> str:
+    return (
+        f"triggered {stats.num_triggered}, in progress {stats.num_in_progress}, "
+        f"completed {stats.num_completed}, failed {stats.num_failed}, "
+        f"restored {stats.num_restored}"
+    )
+
+
+_HISTORY_COLUMNS = (
+    ("ID", 6),
+    ("STATUS", 11),
+    ("TRIGGERED", 19),
+    ("END-TO-END", 11),
+    ("SYNC", 8),
+    ("ASYNC", 8),
+    ("ALIGNMENT", 10),
+    ("STATE SIZE", 11),
+    ("IN-FLIGHT", 10),
+    ("ACKED", 7),
+)
+
+
+def cmd_checkpoints(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+        stats = gateway.checkpoint_statistics(ns.job_id)
+    if not stats.checkpointing_enabled:
+        print(f"Checkpointing is not enabled for job {ns.job_id}.")
+        return 0
+    print(f"Checkpoints of job {ns.job_id}: {_counts(stats)}")
+    print(f"Latest completed: {stats.latest_completed_path or '-'}")
+    if stats.num_restored:
+        print(
+            f"Latest restored: checkpoint {stats.latest_restored_id} "
+            f"({stats.latest_restored_path})"
+        )
+    print(" ".join(name.ljust(width) for name, width in _HISTORY_COLUMNS).rstrip())
+    for e in stats.history:
+        row = (
+            str(e.checkpoint_id),
+            e.status,
+            _when(e.trigger_timestamp_ms),
+            f"{e.end_to_end_duration_ms} ms",
+            f"{e.sync_duration_ms} ms",
+            f"{e.async_duration_ms} ms",
+            f"{e.alignment_duration_ms} ms",
+            _size(e.state_size_bytes),
+            _size(e.persisted_in_flight_bytes),
+            f"{e.num_acknowledged}/{e.num_subtasks}",
+        )
+        cells = zip(row, _HISTORY_COLUMNS, strict=True)
+        print(" ".join(value.ljust(width) for value, (_, width) in cells).rstrip())
+        if e.failure_message:
+            print(f"       failure: {e.failure_message}")
+    if not stats.history:
+        print("No checkpoints yet.")
+    return 0
+
+
+def _size(num_bytes: int) -> str:
+    if num_bytes < 1024:
+        return f"{num_bytes} B"
+    size, unit = num_bytes / 1024, "KB"
+    for bigger in ("MB", "GB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f} {unit}"
 
 
 def _when(ms: int) -> str:
@@ -180,7 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help="list jobs")
     lst.add_argument("-a", "--all", action="store_true", help="also finished jobs")
-    lst.add_argument("-v", "--verbose", action="store_true", help="show failure causes")
+    lst.add_argument(
+        "-v", "--verbose", action="store_true", help="show checkpoint counts and failure causes"
+    )
     lst.add_argument("-m", "--jobmanager")
     lst.set_defaults(func=cmd_list)
 
@@ -188,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("-m", "--jobmanager")
     cancel.add_argument("job_id")
     cancel.set_defaults(func=cmd_cancel)
+
+    checkpoints = sub.add_parser("checkpoints", help="show a job's checkpoint statistics")
+    checkpoints.add_argument("-m", "--jobmanager")
+    checkpoints.add_argument("job_id")
+    checkpoints.set_defaults(func=cmd_checkpoints)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
     info.add_argument("-p", "--parallelism", type=int)
