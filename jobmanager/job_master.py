@@ -15,6 +15,7 @@ from jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from jobmanager.collect_buffer import CollectBuffer, FetchResult
 from jobmanager.execution_graph import ExecutionGraph
 from jobmanager.scheduler import DefaultScheduler
+from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import (
     CheckpointingConfig,
@@ -23,7 +24,7 @@ from weir.core.checkpoint import (
     decode_task_state,
 )
 from weir.core.deployment import ExecutionState, JobStatus
-from weir.core.errors import CheckpointError
+from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
@@ -113,6 +114,11 @@ class JobMaster(LeaderContender):
     def start(self) -> str:
         from jobmanager.service import JobMasterServicer  # noqa: PLC0415 (import cycle)
 
+        try:
+            self._restore_initial_state()
+        except BaseException:
+            self._stop_workers()
+            raise
         server = rpc.create_server(max_workers=16)
         JobMasterServicer.register(self, server)
         self._address = rpc.bind(server, self._host, 0)
@@ -121,6 +127,40 @@ class JobMaster(LeaderContender):
         self._rm_retriever.start(self._on_resource_manager)
         self._election.start(self)
         return self._address
+
+    def _restore_initial_state(self) -> None:
+        """``weir run -s PATH``: register the retained checkpoint or savepoint as the job's
+        latest and deploy the first attempt with its state. Errors refuse the submission."""
+        path = cfg.get(self._config, cfg.STATE_RECOVERY_PATH)
+        if not path:
+            return
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            msg = (
+                f"job {self.job_id}: cannot start from {path}: checkpointing is off for this "
+                "job; enable it (env.enable_checkpointing(...) or "
+                "execution.checkpointing.interval) to resume from a checkpoint"
+            )
+            raise JobSubmissionError(msg)
+        try:
+            restored = coordinator.restore_from(path)
+        except (CheckpointError, OSError) as exc:
+            msg = (
+                f"job {self.job_id}: cannot start from {path}: {exc}; give the path of a "
+                "retained chk-N directory (or its _metadata) or of a savepoint"
+            )
+            raise JobSubmissionError(msg) from exc
+        self.scheduler.set_initial_state(
+            restored.metadata.operator_states,
+            path,
+            cfg.get(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
+        )
+        logger.info(
+            "job %s: starting from checkpoint %d at %s",
+            self.job_id,
+            restored.checkpoint_id,
+            path,
+        )
 
     # -- leadership ------------------------------------------------------------------
     def grant_leadership(self, fencing_token: str) -> None:
@@ -252,13 +292,16 @@ class JobMaster(LeaderContender):
         if not self.scheduler.status.is_globally_terminal:
             self.scheduler.cancel()
             self.scheduler.wait_terminated(30.0)
-        self._ack_worker.shutdown(wait=True)
-        if self._timer is not None:
-            self._timer.close()
+        self._stop_workers()
         self._election.stop()
         self._rm_retriever.stop()
         if self._server is not None:
             rpc.stop_server(self._server, 1.0)
+
+    def _stop_workers(self) -> None:
+        self._ack_worker.shutdown(wait=True)
+        if self._timer is not None:
+            self._timer.close()
 
     def __enter__(self) -> JobMaster:
         return self

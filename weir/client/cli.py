@@ -1,6 +1,6 @@
 """The ``weir`` command line: run, list, cancel and info, as Flink's ``flink`` CLI.
 
-weir run [-d] [-p N] [-m host:port] job.py [args...]
+weir run [-d] [-p N] [-m host:port] [-s PATH [-n]] job.py [args...]
 weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
 weir checkpoints [-m host:port] JOB_ID
@@ -102,6 +102,10 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
         context[cfg.PARALLELISM_DEFAULT.key] = conf[cfg.PARALLELISM_DEFAULT.key]
     if ns.parallelism:
         context[cfg.PARALLELISM_DEFAULT.key] = str(ns.parallelism)
+    if ns.from_savepoint:
+        context[cfg.STATE_RECOVERY_PATH.key] = _absolute_url(ns.from_savepoint)
+    if ns.allow_non_restored_state:
+        context[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] = "true"
     set_context_configuration(context)
     executor = _CliExecutor(address, ns.detached)
     register_executor(executor)
@@ -110,6 +114,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
         _run_script(ns.script, ns.args)
     finally:
         register_executor(None)
+        set_context_configuration({})  # -p and -s are for this program only
     if not executor.submitted:
         print("The program did not submit a job (it never called execute()).", file=sys.stderr)
         return 1
@@ -119,6 +124,12 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
             print(f"Job with JobID {job_id} has finished.")
         print(f"Job Runtime: {int((time.monotonic() - started) * 1000)} ms")
     return 0
+
+
+def _absolute_url(path: str) -> str:
+    # The JobMaster reads the path, possibly in another working directory: make local
+    # paths absolute; URLs (file://, s3://, ...) are passed as they are.
+    return path if "://" in path else os.path.abspath(path)
 
 
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
@@ -257,6 +268,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-d", "--detached", action="store_true", help="return after submission")
     run.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
     run.add_argument("-m", "--jobmanager", help="Dispatcher address host:port")
+    run.add_argument(
+        "-s",
+        "--fromSavepoint",
+        dest="from_savepoint",
+        metavar="PATH",
+        help="start from this retained checkpoint (chk-N or its _metadata) or savepoint",
+    )
+    run.add_argument(
+        "-n",
+        "--allowNonRestoredState",
+        dest="allow_non_restored_state",
+        action="store_true",
+        help="drop the state of operators that are no longer in the job instead of failing",
+    )
     run.add_argument("script")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(func=cmd_run)
