@@ -197,8 +197,7 @@ def cmd_checkpoints(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     print(f"Latest completed: {stats.latest_completed_path or '-'}")
     if stats.num_restored:
         print(
-            f"Latest restored: checkpoint {stats.latest_restored_id} "
-            f"({stats.latest_restored_path})"
+            f"Latest restored: checkpoint {stats.latest_restored_id} ({stats.latest_restored_path})"
         )
     print(" ".join(name.ljust(width) for name, width in _HISTORY_COLUMNS).rstrip())
     for e in stats.history:
