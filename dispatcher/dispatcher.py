@@ -21,7 +21,7 @@ from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
-from weir.core.job_info import JobDetailsInfo
+from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +51,7 @@ class _Job:
     collect_ids: tuple[str, ...]
     final: JobDetailsInfo | None = None
     drained: set[str] = field(default_factory=set)
+    final_checkpoints: CheckpointStatisticsInfo | None = None
 
 
 class Dispatcher(LeaderContender):
@@ -125,10 +126,13 @@ class Dispatcher(LeaderContender):
         return graph.job_id
 
     def _job_terminated(self, details: JobDetailsInfo) -> None:
+        # Archive the last checkpoint statistics while the JobMaster still serves.
+        final_checkpoints = self._archive_checkpoint_statistics(details.job_id)
         with self._cond:
             entry = self._jobs.get(details.job_id)
             if entry is None:
                 return
+            entry.final_checkpoints = final_checkpoints
             entry.final = details
             self._cond.notify_all()
             close_now = not entry.collect_ids
@@ -137,6 +141,44 @@ class Dispatcher(LeaderContender):
         if close_now:
             self._close_runner(details.job_id)
         self._trim_archive()
+
+    def _archive_checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo | None:
+        with self._cond:
+            entry = self._jobs.get(job_id)
+            runner = entry.runner if entry else None
+        if runner is None:
+            return None
+        try:
+            return self._fetch_checkpoint_statistics(runner.address, job_id)
+        except WeirError:
+            # The job's result matters more than its statistics: archive it without them.
+            logger.warning(
+                "job %s: could not archive its checkpoint statistics", job_id, exc_info=True
+            )
+            return None
+
+    @staticmethod
+    def _fetch_checkpoint_statistics(address: str, job_id: str) -> CheckpointStatisticsInfo:
+        with rpc.create_channel(address) as channel:
+            stub = jobmaster_pb2_grpc.JobMasterStub(channel)
+            reply = rpc.call(
+                "GetCheckpointStatistics",
+                stub.GetCheckpointStatistics,
+                common_pb2.JobIdRequest(job_id=job_id),
+                timeout=10,
+            )
+        return CheckpointStatisticsInfo.from_proto(reply)
+
+    def checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo:
+        """The job's checkpoint counts and history: from its JobMaster while it runs, the
+        last ones archived with the job after it ended."""
+        entry = self._entry(job_id)
+        if entry.final is not None:
+            return entry.final_checkpoints or CheckpointStatisticsInfo(job_id)
+        runner = entry.runner
+        if runner is None:  # still starting its JobMaster
+            return CheckpointStatisticsInfo(job_id)
+        return self._fetch_checkpoint_statistics(runner.address, job_id)
 
     def _close_runner(self, job_id: str) -> None:
         with self._cond:

@@ -38,6 +38,10 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
         return self._dispatcher.job_details(request.job_id).to_proto()
 
     @translate_server_errors
+    def GetCheckpointStatistics(self, request, context):
+        return self._dispatcher.checkpoint_statistics(request.job_id).to_proto()
+
+    @translate_server_errors
     def CancelJob(self, request, context):
         self._dispatcher.cancel_job(request.job_id)
         return common_pb2.Ack(ok=True)

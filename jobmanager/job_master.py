@@ -5,15 +5,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import grpc
 
 from jobmanager.checkpoint import CheckpointCoordinator, ThreadScheduledExecutor, system_clock_ms
+from jobmanager.checkpoint.checkpoint_stats import CheckpointStats
 from jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from jobmanager.collect_buffer import CollectBuffer, FetchResult
 from jobmanager.execution_graph import ExecutionGraph
 from jobmanager.scheduler import DefaultScheduler
+from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import (
     CheckpointingConfig,
@@ -22,13 +24,22 @@ from weir.core.checkpoint import (
     decode_task_state,
 )
 from weir.core.deployment import ExecutionState, JobStatus
-from weir.core.errors import CheckpointError
+from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
-from weir.core.job_info import JobDetailsInfo
+from weir.core.job_info import (
+    CheckpointStatisticsEntry,
+    CheckpointStatisticsInfo,
+    JobDetailsInfo,
+)
 
 logger = logging.getLogger(__name__)
+
+# How long the end of a job waits for the checkpoint coordinator's shutdown (which may
+# delete checkpoints) before reporting the result anyway; far below the client's result
+# wait (WaitForJobResult re-asks every 30 s).
+_SHUTDOWN_REPORT_WAIT_S = 10.0
 
 
 class JobMaster(LeaderContender):
@@ -103,6 +114,11 @@ class JobMaster(LeaderContender):
     def start(self) -> str:
         from jobmanager.service import JobMasterServicer  # noqa: PLC0415 (import cycle)
 
+        try:
+            self._restore_initial_state()
+        except BaseException:
+            self._stop_workers()
+            raise
         server = rpc.create_server(max_workers=16)
         JobMasterServicer.register(self, server)
         self._address = rpc.bind(server, self._host, 0)
@@ -111,6 +127,40 @@ class JobMaster(LeaderContender):
         self._rm_retriever.start(self._on_resource_manager)
         self._election.start(self)
         return self._address
+
+    def _restore_initial_state(self) -> None:
+        """``weir run -s PATH``: register the retained checkpoint or savepoint as the job's
+        latest and deploy the first attempt with its state. Errors refuse the submission."""
+        path = cfg.get(self._config, cfg.STATE_RECOVERY_PATH)
+        if not path:
+            return
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            msg = (
+                f"job {self.job_id}: cannot start from {path}: checkpointing is off for this "
+                "job; enable it (env.enable_checkpointing(...) or "
+                "execution.checkpointing.interval) to resume from a checkpoint"
+            )
+            raise JobSubmissionError(msg)
+        try:
+            restored = coordinator.restore_from(path)
+        except (CheckpointError, OSError) as exc:
+            msg = (
+                f"job {self.job_id}: cannot start from {path}: {exc}; give the path of a "
+                "retained chk-N directory (or its _metadata) or of a savepoint"
+            )
+            raise JobSubmissionError(msg) from exc
+        self.scheduler.set_initial_state(
+            restored.metadata.operator_states,
+            path,
+            cfg.get(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
+        )
+        logger.info(
+            "job %s: starting from checkpoint %d at %s",
+            self.job_id,
+            restored.checkpoint_id,
+            path,
+        )
 
     # -- leadership ------------------------------------------------------------------
     def grant_leadership(self, fencing_token: str) -> None:
@@ -174,6 +224,27 @@ class JobMaster(LeaderContender):
     def details(self) -> JobDetailsInfo:
         return self.scheduler.details(self._address)
 
+    def checkpoint_statistics(self) -> CheckpointStatisticsInfo:
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            return CheckpointStatisticsInfo(self.job_id)
+        stats = coordinator.statistics()
+        restored = stats.latest_restored
+        return CheckpointStatisticsInfo(
+            job_id=self.job_id,
+            checkpointing_enabled=True,
+            num_in_progress=stats.num_in_progress,
+            num_completed=stats.num_completed,
+            num_failed=stats.num_failed,
+            num_restored=stats.num_restored,
+            history=tuple(_history_entry(s) for s in stats.history),
+            latest_completed_path=(
+                stats.latest_completed.external_pointer if stats.latest_completed else ""
+            ),
+            latest_restored_id=restored.checkpoint_id if restored else 0,
+            latest_restored_path=restored.external_pointer if restored else "",
+        )
+
     def cancel(self) -> None:
         self.scheduler.cancel()
 
@@ -183,18 +254,34 @@ class JobMaster(LeaderContender):
     def _on_status(self, status: JobStatus) -> None:
         if status.is_globally_terminal:
             coordinator = self.checkpoint_coordinator
+            shutdown: Future[None] | None = None
             if coordinator is not None:
                 # Storage I/O (deleting checkpoints): not on the scheduler's locked path.
-                self._ack_worker.submit(coordinator.shutdown, status)
+                shutdown = self._ack_worker.submit(coordinator.shutdown, status)
             for buffer in self._collect.values():
                 buffer.close()
             details = self.scheduler.details(self._address)
             threading.Thread(
-                target=self._on_terminated,
-                args=(details,),
+                target=self._report_terminated,
+                args=(details, shutdown),
                 daemon=True,
                 name=f"jm-terminated-{self.job_id[:8]}",
             ).start()
+
+    def _report_terminated(self, details: JobDetailsInfo, shutdown: Future[None] | None) -> None:
+        if shutdown is not None:
+            # The Dispatcher archives the checkpoint statistics when told: let the coordinator
+            # first abort what was in progress, so the archive shows no checkpoint running.
+            # Bounded: deleting checkpoints on a slow store must not hold the job's result.
+            try:
+                shutdown.result(timeout=_SHUTDOWN_REPORT_WAIT_S)
+            except Exception:  # reported anyway; the statistics may show a checkpoint running
+                logger.warning(
+                    "job %s: checkpoint coordinator shutdown did not finish cleanly",
+                    self.job_id,
+                    exc_info=True,
+                )
+        self._on_terminated(details)
 
     def close(self) -> None:
         """Stop serving (after the job ended and its results were handed over)."""
@@ -205,16 +292,38 @@ class JobMaster(LeaderContender):
         if not self.scheduler.status.is_globally_terminal:
             self.scheduler.cancel()
             self.scheduler.wait_terminated(30.0)
-        self._ack_worker.shutdown(wait=True)
-        if self._timer is not None:
-            self._timer.close()
+        self._stop_workers()
         self._election.stop()
         self._rm_retriever.stop()
         if self._server is not None:
             rpc.stop_server(self._server, 1.0)
+
+    def _stop_workers(self) -> None:
+        self._ack_worker.shutdown(wait=True)
+        if self._timer is not None:
+            self._timer.close()
 
     def __enter__(self) -> JobMaster:
         return self
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _history_entry(stats: CheckpointStats) -> CheckpointStatisticsEntry:
+    return CheckpointStatisticsEntry(
+        checkpoint_id=stats.checkpoint_id,
+        status=stats.status.value,
+        checkpoint_type=stats.checkpoint_type.value,
+        trigger_timestamp_ms=stats.trigger_timestamp_ms,
+        end_to_end_duration_ms=stats.end_to_end_duration_ms,
+        sync_duration_ms=stats.sync_duration_ms,
+        async_duration_ms=stats.async_duration_ms,
+        alignment_duration_ms=stats.alignment_duration_ms,
+        state_size_bytes=stats.state_size_bytes,
+        persisted_in_flight_bytes=stats.persisted_in_flight_bytes,
+        num_subtasks=stats.num_subtasks,
+        num_acknowledged=stats.num_acknowledged,
+        external_path=stats.external_pointer,
+        failure_message=stats.failure_message,
+    )

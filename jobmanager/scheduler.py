@@ -10,7 +10,7 @@ import logging
 import pickle
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
@@ -24,9 +24,9 @@ from proto import (
 )
 from weir.core import config as cfg
 from weir.core import rpc
-from weir.core.checkpoint import TaskStateSnapshot, encode_task_state
+from weir.core.checkpoint import OperatorState, TaskStateSnapshot, encode_task_state
 from weir.core.deployment import ExecutionState, JobStatus
-from weir.core.errors import WeirError
+from weir.core.errors import JobSubmissionError, WeirError
 from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
 from weir.core.job_info import JobDetailsInfo
 
@@ -275,6 +275,48 @@ class DefaultScheduler:
         if not reuse:
             self._release_slots()
         self._allocate_and_deploy(reuse)
+
+    def set_initial_state(
+        self,
+        operator_states: Mapping[OperatorId, OperatorState],
+        source: str,
+        allow_non_restored: bool,
+    ) -> None:
+        """Deploy the first attempt with this state (``weir run -s``). Call before
+        ``start``. Raises JobSubmissionError when the checkpoint holds state of operators
+        this job lacks (unless ``allow_non_restored``) or was taken at another parallelism."""
+        vertex_of = {
+            op.operator_id: vertex
+            for vertex in self.graph.job_graph.vertices
+            for op in vertex.operators
+        }
+        unclaimed = sorted(op_id for op_id in operator_states if op_id not in vertex_of)
+        if unclaimed and not allow_non_restored:
+            msg = (
+                f"job {self.job_id}: the checkpoint at {source} holds state of operators this "
+                f"job does not have (operator ids {', '.join(unclaimed)}); give the stateful "
+                "operators the uid they had when it was taken, or drop that state on purpose "
+                "with --allowNonRestoredState (-n, execution.state-recovery.ignore-unclaimed-state)"
+            )
+            raise JobSubmissionError(msg)
+        if unclaimed:
+            logger.warning(
+                "job %s: dropping the state of operators it does not have: %s",
+                self.job_id,
+                ", ".join(unclaimed),
+            )
+        for op_id, state in operator_states.items():
+            vertex = vertex_of.get(op_id)
+            if vertex is not None and state.parallelism != vertex.parallelism:
+                msg = (
+                    f"job {self.job_id}: operator {op_id} ({vertex.name}) runs at parallelism "
+                    f"{vertex.parallelism}, but the checkpoint at {source} was taken at "
+                    f"{state.parallelism}; restoring at another parallelism is not supported "
+                    "yet: run the job at the parallelism it had (-p)"
+                )
+                raise JobSubmissionError(msg)
+        with self._lock:
+            self._restored = self._split_restored_state(operator_states)
 
     def _split_restored_state(self, operator_states: Any) -> dict[tuple[str, int], bytes]:
         """Per subtask, the encoded states of its vertex's operators."""

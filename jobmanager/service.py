@@ -58,6 +58,11 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
         return self._jm.details().to_proto()
 
     @translate_server_errors
+    def GetCheckpointStatistics(self, request, context):
+        self._check_job(request.job_id)
+        return self._jm.checkpoint_statistics().to_proto()
+
+    @translate_server_errors
     def CancelJob(self, request, context):
         self._check_job(request.job_id)
         self._jm.cancel()

@@ -211,3 +211,61 @@ class ListTaskManagersResponse(_message.Message):
     TASK_MANAGERS_FIELD_NUMBER: _ClassVar[int]
     task_managers: _containers.RepeatedCompositeFieldContainer[TaskManagerInfo]
     def __init__(self, task_managers: _Optional[_Iterable[_Union[TaskManagerInfo, _Mapping]]] = ...) -> None: ...
+
+class CheckpointStatisticsEntry(_message.Message):
+    __slots__ = ("checkpoint_id", "status", "checkpoint_type", "trigger_timestamp_ms", "end_to_end_duration_ms", "sync_duration_ms", "async_duration_ms", "alignment_duration_ms", "state_size_bytes", "persisted_in_flight_bytes", "num_subtasks", "num_acknowledged", "external_path", "failure_message")
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    END_TO_END_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    SYNC_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    ASYNC_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    ALIGNMENT_DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    STATE_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PERSISTED_IN_FLIGHT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NUM_SUBTASKS_FIELD_NUMBER: _ClassVar[int]
+    NUM_ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_PATH_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    checkpoint_id: int
+    status: str
+    checkpoint_type: str
+    trigger_timestamp_ms: int
+    end_to_end_duration_ms: int
+    sync_duration_ms: int
+    async_duration_ms: int
+    alignment_duration_ms: int
+    state_size_bytes: int
+    persisted_in_flight_bytes: int
+    num_subtasks: int
+    num_acknowledged: int
+    external_path: str
+    failure_message: str
+    def __init__(self, checkpoint_id: _Optional[int] = ..., status: _Optional[str] = ..., checkpoint_type: _Optional[str] = ..., trigger_timestamp_ms: _Optional[int] = ..., end_to_end_duration_ms: _Optional[int] = ..., sync_duration_ms: _Optional[int] = ..., async_duration_ms: _Optional[int] = ..., alignment_duration_ms: _Optional[int] = ..., state_size_bytes: _Optional[int] = ..., persisted_in_flight_bytes: _Optional[int] = ..., num_subtasks: _Optional[int] = ..., num_acknowledged: _Optional[int] = ..., external_path: _Optional[str] = ..., failure_message: _Optional[str] = ...) -> None: ...
+
+class CheckpointStatistics(_message.Message):
+    __slots__ = ("job_id", "checkpointing_enabled", "num_triggered", "num_in_progress", "num_completed", "num_failed", "num_restored", "history", "latest_completed_path", "latest_restored_id", "latest_restored_path")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTING_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    NUM_TRIGGERED_FIELD_NUMBER: _ClassVar[int]
+    NUM_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    NUM_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    NUM_FAILED_FIELD_NUMBER: _ClassVar[int]
+    NUM_RESTORED_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    LATEST_COMPLETED_PATH_FIELD_NUMBER: _ClassVar[int]
+    LATEST_RESTORED_ID_FIELD_NUMBER: _ClassVar[int]
+    LATEST_RESTORED_PATH_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    checkpointing_enabled: bool
+    num_triggered: int
+    num_in_progress: int
+    num_completed: int
+    num_failed: int
+    num_restored: int
+    history: _containers.RepeatedCompositeFieldContainer[CheckpointStatisticsEntry]
+    latest_completed_path: str
+    latest_restored_id: int
+    latest_restored_path: str
+    def __init__(self, job_id: _Optional[str] = ..., checkpointing_enabled: _Optional[bool] = ..., num_triggered: _Optional[int] = ..., num_in_progress: _Optional[int] = ..., num_completed: _Optional[int] = ..., num_failed: _Optional[int] = ..., num_restored: _Optional[int] = ..., history: _Optional[_Iterable[_Union[CheckpointStatisticsEntry, _Mapping]]] = ..., latest_completed_path: _Optional[str] = ..., latest_restored_id: _Optional[int] = ..., latest_restored_path: _Optional[str] = ...) -> None: ...

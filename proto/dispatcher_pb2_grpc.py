@@ -75,6 +75,11 @@ class DispatcherStub:
                 request_serializer=proto_dot_common__pb2.Empty.SerializeToString,
                 response_deserializer=proto_dot_dispatcher__pb2.ClusterOverviewResponse.FromString,
                 _registered_method=True)
+        self.GetCheckpointStatistics = channel.unary_unary(
+                '/weir.Dispatcher/GetCheckpointStatistics',
+                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=proto_dot_common__pb2.CheckpointStatistics.FromString,
+                _registered_method=True)
 
 
 class DispatcherServicer:
@@ -130,6 +135,13 @@ class DispatcherServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetCheckpointStatistics(self, request, context):
+        """Checkpoint counts and history; kept with the archived job after it ended.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DispatcherServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -172,6 +184,11 @@ def add_DispatcherServicer_to_server(servicer, server):
                     servicer.ClusterOverview,
                     request_deserializer=proto_dot_common__pb2.Empty.FromString,
                     response_serializer=proto_dot_dispatcher__pb2.ClusterOverviewResponse.SerializeToString,
+            ),
+            'GetCheckpointStatistics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCheckpointStatistics,
+                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -390,6 +407,33 @@ class Dispatcher:
             '/weir.Dispatcher/ClusterOverview',
             proto_dot_common__pb2.Empty.SerializeToString,
             proto_dot_dispatcher__pb2.ClusterOverviewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCheckpointStatistics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.Dispatcher/GetCheckpointStatistics',
+            proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            proto_dot_common__pb2.CheckpointStatistics.FromString,
             options,
             channel_credentials,
             insecure,

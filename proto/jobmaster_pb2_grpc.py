@@ -55,6 +55,11 @@ class JobMasterStub:
                 request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
                 response_deserializer=proto_dot_common__pb2.JobDetails.FromString,
                 _registered_method=True)
+        self.GetCheckpointStatistics = channel.unary_unary(
+                '/weir.JobMaster/GetCheckpointStatistics',
+                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=proto_dot_common__pb2.CheckpointStatistics.FromString,
+                _registered_method=True)
         self.CancelJob = channel.unary_unary(
                 '/weir.JobMaster/CancelJob',
                 request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
@@ -101,6 +106,12 @@ class JobMasterServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetJobDetails(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCheckpointStatistics(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -153,6 +164,11 @@ def add_JobMasterServicer_to_server(servicer, server):
                     servicer.GetJobDetails,
                     request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
                     response_serializer=proto_dot_common__pb2.JobDetails.SerializeToString,
+            ),
+            'GetCheckpointStatistics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCheckpointStatistics,
+                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
             ),
             'CancelJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJob,
@@ -283,6 +299,33 @@ class JobMaster:
             '/weir.JobMaster/GetJobDetails',
             proto_dot_common__pb2.JobIdRequest.SerializeToString,
             proto_dot_common__pb2.JobDetails.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCheckpointStatistics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/GetCheckpointStatistics',
+            proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            proto_dot_common__pb2.CheckpointStatistics.FromString,
             options,
             channel_credentials,
             insecure,

@@ -536,6 +536,9 @@ class CheckpointCoordinator:
                 )
                 continue
             self._bump_counter(metadata.checkpoint_id)
+            self._stats.report_restored(
+                metadata.checkpoint_id, self._clock(), pointer.external_pointer
+            )
             logger.info("job %s: restoring from checkpoint %d", self.job_id, metadata.checkpoint_id)
             return CompletedCheckpoint(metadata, pointer.external_pointer)
         msg = (
@@ -562,6 +565,7 @@ class CheckpointCoordinator:
             for old in subsumed:
                 if old.checkpoint_id not in self._restored_external:
                     self._storage.discard_checkpoint(old.checkpoint_id)
+            self._stats.report_restored(metadata.checkpoint_id, self._clock(), pointer)
         logger.info(
             "job %s: restoring from checkpoint %d at %s",
             self.job_id,

@@ -44,6 +44,15 @@ class CheckpointStats:
 
 
 @dataclass(frozen=True, slots=True)
+class RestoredCheckpointStats:
+    """A checkpoint the job restored from (after a failure, or ``weir run -s``)."""
+
+    checkpoint_id: int
+    restore_timestamp_ms: int
+    external_pointer: str
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointStatsSnapshot:
     num_completed: int
     num_failed: int
@@ -51,6 +60,8 @@ class CheckpointStatsSnapshot:
     history: tuple[CheckpointStats, ...]
     latest_completed: CheckpointStats | None
     latest_failed: CheckpointStats | None
+    num_restored: int = 0
+    latest_restored: RestoredCheckpointStats | None = None
 
     @property
     def num_triggered(self) -> int:
@@ -68,6 +79,8 @@ class CheckpointStatsTracker:
         self._num_failed = 0
         self._latest_completed: CheckpointStats | None = None
         self._latest_failed: CheckpointStats | None = None
+        self._num_restored = 0
+        self._latest_restored: RestoredCheckpointStats | None = None
 
     def report_pending(
         self,
@@ -131,6 +144,11 @@ class CheckpointStatsTracker:
             self._num_failed += 1
             self._latest_failed = failed
 
+    def report_restored(self, checkpoint_id: int, now_ms: int, external_pointer: str) -> None:
+        with self._lock:
+            self._num_restored += 1
+            self._latest_restored = RestoredCheckpointStats(checkpoint_id, now_ms, external_pointer)
+
     def snapshot(self) -> CheckpointStatsSnapshot:
         with self._lock:
             history = tuple(reversed(self._stats.values()))
@@ -142,6 +160,8 @@ class CheckpointStatsTracker:
                 history=history,
                 latest_completed=self._latest_completed,
                 latest_failed=self._latest_failed,
+                num_restored=self._num_restored,
+                latest_restored=self._latest_restored,
             )
 
     def _trim(self) -> None:

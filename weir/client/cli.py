@@ -1,8 +1,9 @@
 """The ``weir`` command line: run, list, cancel and info, as Flink's ``flink`` CLI.
 
-weir run [-d] [-p N] [-m host:port] job.py [args...]
+weir run [-d] [-p N] [-m host:port] [-s PATH [-n]] job.py [args...]
 weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
+weir checkpoints [-m host:port] JOB_ID
 weir info [-p N] job.py [args...]
 """
 
@@ -25,6 +26,7 @@ from weir.core import config as cfg
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
+from weir.core.job_info import CheckpointStatisticsInfo
 
 CONF_FILE = "weir-conf.yaml"
 
@@ -100,6 +102,10 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
         context[cfg.PARALLELISM_DEFAULT.key] = conf[cfg.PARALLELISM_DEFAULT.key]
     if ns.parallelism:
         context[cfg.PARALLELISM_DEFAULT.key] = str(ns.parallelism)
+    if ns.from_savepoint:
+        context[cfg.STATE_RECOVERY_PATH.key] = _absolute_url(ns.from_savepoint)
+    if ns.allow_non_restored_state:
+        context[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] = "true"
     set_context_configuration(context)
     executor = _CliExecutor(address, ns.detached)
     register_executor(executor)
@@ -108,6 +114,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
         _run_script(ns.script, ns.args)
     finally:
         register_executor(None)
+        set_context_configuration({})  # -p and -s are for this program only
     if not executor.submitted:
         print("The program did not submit a job (it never called execute()).", file=sys.stderr)
         return 1
@@ -119,25 +126,111 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 0
 
 
+def _absolute_url(path: str) -> str:
+    # The JobMaster reads the path, possibly in another working directory: make local
+    # paths absolute; URLs (file://, s3://, ...) are passed as they are.
+    return path if "://" in path else os.path.abspath(path)
+
+
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
-    running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
-    ended = [j for j in jobs if j not in running]
-    print("------------------ Running/Restarting Jobs -------------------")
-    for job in running or []:
-        print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
-    if not running:
-        print("No running jobs.")
-    if ns.all:
-        print("---------------------- Terminated Jobs -----------------------")
-        for job in ended:
+        running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
+        ended = [j for j in jobs if j not in running]
+        print("------------------ Running/Restarting Jobs -------------------")
+        for job in running or []:
             print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
-            if job.status == "FAILED" and ns.verbose:
-                print(job.failure_cause)
-        if not ended:
-            print("No terminated jobs.")
+            if ns.verbose:
+                _print_checkpoint_summary(gateway, job.job_id)
+        if not running:
+            print("No running jobs.")
+        if ns.all:
+            print("---------------------- Terminated Jobs -----------------------")
+            for job in ended:
+                print(f"{_when(job.start_time_ms)} : {job.job_id} : {job.job_name} ({job.status})")
+                if ns.verbose:
+                    _print_checkpoint_summary(gateway, job.job_id)
+                if job.status == "FAILED" and ns.verbose:
+                    print(job.failure_cause)
+            if not ended:
+                print("No terminated jobs.")
     return 0
+
+
+def _print_checkpoint_summary(gateway: DispatcherGateway, job_id: str) -> None:
+    stats = gateway.checkpoint_statistics(job_id)
+    if stats.checkpointing_enabled:
+        print(f"    checkpoints: {_counts(stats)}")
+        if stats.latest_completed_path:
+            print(f"    latest completed: {stats.latest_completed_path}")
+
+
+def _counts(stats: CheckpointStatisticsInfo) -> str:
+    return (
+        f"triggered {stats.num_triggered}, in progress {stats.num_in_progress}, "
+        f"completed {stats.num_completed}, failed {stats.num_failed}, "
+        f"restored {stats.num_restored}"
+    )
+
+
+_HISTORY_COLUMNS = (
+    ("ID", 6),
+    ("STATUS", 11),
+    ("TRIGGERED", 19),
+    ("END-TO-END", 11),
+    ("SYNC", 8),
+    ("ASYNC", 8),
+    ("ALIGNMENT", 10),
+    ("STATE SIZE", 11),
+    ("IN-FLIGHT", 10),
+    ("ACKED", 7),
+)
+
+
+def cmd_checkpoints(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+        stats = gateway.checkpoint_statistics(ns.job_id)
+    if not stats.checkpointing_enabled:
+        print(f"Checkpointing is not enabled for job {ns.job_id}.")
+        return 0
+    print(f"Checkpoints of job {ns.job_id}: {_counts(stats)}")
+    print(f"Latest completed: {stats.latest_completed_path or '-'}")
+    if stats.num_restored:
+        print(
+            f"Latest restored: checkpoint {stats.latest_restored_id} ({stats.latest_restored_path})"
+        )
+    print(" ".join(name.ljust(width) for name, width in _HISTORY_COLUMNS).rstrip())
+    for e in stats.history:
+        row = (
+            str(e.checkpoint_id),
+            e.status,
+            _when(e.trigger_timestamp_ms),
+            f"{e.end_to_end_duration_ms} ms",
+            f"{e.sync_duration_ms} ms",
+            f"{e.async_duration_ms} ms",
+            f"{e.alignment_duration_ms} ms",
+            _size(e.state_size_bytes),
+            _size(e.persisted_in_flight_bytes),
+            f"{e.num_acknowledged}/{e.num_subtasks}",
+        )
+        cells = zip(row, _HISTORY_COLUMNS, strict=True)
+        print(" ".join(value.ljust(width) for value, (_, width) in cells).rstrip())
+        if e.failure_message:
+            print(f"       failure: {e.failure_message}")
+    if not stats.history:
+        print("No checkpoints yet.")
+    return 0
+
+
+def _size(num_bytes: int) -> str:
+    if num_bytes < 1024:
+        return f"{num_bytes} B"
+    size, unit = num_bytes / 1024, "KB"
+    for bigger in ("MB", "GB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f} {unit}"
 
 
 def _when(ms: int) -> str:
@@ -174,13 +267,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-d", "--detached", action="store_true", help="return after submission")
     run.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
     run.add_argument("-m", "--jobmanager", help="Dispatcher address host:port")
+    run.add_argument(
+        "-s",
+        "--fromSavepoint",
+        dest="from_savepoint",
+        metavar="PATH",
+        help="start from this retained checkpoint (chk-N or its _metadata) or savepoint",
+    )
+    run.add_argument(
+        "-n",
+        "--allowNonRestoredState",
+        dest="allow_non_restored_state",
+        action="store_true",
+        help="drop the state of operators that are no longer in the job instead of failing",
+    )
     run.add_argument("script")
     run.add_argument("args", nargs=argparse.REMAINDER)
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="list jobs")
     lst.add_argument("-a", "--all", action="store_true", help="also finished jobs")
-    lst.add_argument("-v", "--verbose", action="store_true", help="show failure causes")
+    lst.add_argument(
+        "-v", "--verbose", action="store_true", help="show checkpoint counts and failure causes"
+    )
     lst.add_argument("-m", "--jobmanager")
     lst.set_defaults(func=cmd_list)
 
@@ -188,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("-m", "--jobmanager")
     cancel.add_argument("job_id")
     cancel.set_defaults(func=cmd_cancel)
+
+    checkpoints = sub.add_parser("checkpoints", help="show a job's checkpoint statistics")
+    checkpoints.add_argument("-m", "--jobmanager")
+    checkpoints.add_argument("job_id")
+    checkpoints.set_defaults(func=cmd_checkpoints)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
     info.add_argument("-p", "--parallelism", type=int)

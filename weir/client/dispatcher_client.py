@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 from weir.core import rpc
-from weir.core.job_info import JobDetailsInfo
+from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
 
 
 class DispatcherGateway:
@@ -37,6 +37,14 @@ class DispatcherGateway:
             common_pb2.JobIdRequest(job_id=job_id),
         )
         return JobDetailsInfo.from_proto(reply)
+
+    def checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo:
+        reply = rpc.call(
+            f"GetCheckpointStatistics on the Dispatcher at {self.address}",
+            self._stub.GetCheckpointStatistics,
+            common_pb2.JobIdRequest(job_id=job_id),
+        )
+        return CheckpointStatisticsInfo.from_proto(reply)
 
     def cancel_job(self, job_id: str) -> None:
         rpc.call(

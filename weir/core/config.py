@@ -382,6 +382,22 @@ CHECKPOINTING_STORAGE = _option(
     ("", "jobmanager", "filesystem"),
 )
 
+# --- state recovery (Flink 2.x StateRecoveryOptions) ----------------------------------
+STATE_RECOVERY_PATH = _option(
+    "execution.state-recovery.path",
+    "",
+    str,
+    "A retained checkpoint or savepoint to start the job from: its chk-N directory or its "
+    "_metadata file (weir run -s PATH). Empty: start without state.",
+)
+STATE_RECOVERY_IGNORE_UNCLAIMED_STATE = _option(
+    "execution.state-recovery.ignore-unclaimed-state",
+    False,
+    _parse_bool,
+    "Start even when the checkpoint holds state of operators the job no longer has; that "
+    "state is dropped (weir run --allowNonRestoredState). Off: such a job is refused.",
+)
+
 # --- restart strategies (Flink 2.x RestartStrategyOptions) ----------------------------
 RESTART_STRATEGY_TYPE = _option(
     "restart-strategy.type",

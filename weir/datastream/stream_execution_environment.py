@@ -51,7 +51,8 @@ class StreamExecutionEnvironment:
         self._configuration = Configuration(configuration) if configuration else Configuration()
         # The entry point's settings (``weir run -p``, the cluster's defaults) sit under
         # the program's own, as Flink's ContextEnvironment does.
-        entries = {**get_context_configuration(), **self._configuration.to_dict()}
+        self._context_configuration = get_context_configuration()
+        entries = {**self._context_configuration, **self._configuration.to_dict()}
         if config_keys.PARALLELISM_DEFAULT.key in entries:
             self._parallelism = config_keys.get(entries, config_keys.PARALLELISM_DEFAULT)
         elif is_executor_registered():
@@ -206,7 +207,9 @@ class StreamExecutionEnvironment:
 
     # -- execution ----------------------------------------------------------------------
     def _job_config(self, job_name: str) -> dict[str, str]:
-        entries = self._configuration.to_dict()
+        # The entry point's settings (``weir run -s``) travel with the job, under the
+        # program's own.
+        entries = {**self._context_configuration, **self._configuration.to_dict()}
         entries[config_keys.PARALLELISM_DEFAULT.key] = str(self._parallelism)
         entries[config_keys.MAX_PARALLELISM.key] = str(self._max_parallelism)
         entries[config_keys.OPERATOR_CHAINING.key] = "true" if self._chaining else "false"

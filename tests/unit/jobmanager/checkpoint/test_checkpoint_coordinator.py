@@ -272,6 +272,20 @@ class TestRestore:
         fresh.ack_all(4)
         assert fresh.store.get_latest().checkpoint_id == 4
 
+    def test_statistics_count_restores(self):
+        h = make_harness()
+        h.ack_all(h.coordinator.trigger_checkpoint())
+        pointer = h.store.get_latest().external_pointer
+        fresh = make_harness()
+        assert fresh.coordinator.statistics().num_restored == 0
+        fresh.coordinator.restore_from(pointer)
+        fresh.coordinator.restore_latest()
+        stats = fresh.coordinator.statistics()
+        assert stats.num_restored == 2
+        assert stats.latest_restored is not None
+        assert stats.latest_restored.checkpoint_id == 1
+        assert stats.latest_restored.external_pointer == pointer
+
 
 class TestShutdown:
     @pytest.mark.parametrize(

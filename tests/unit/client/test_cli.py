@@ -1,0 +1,39 @@
+"""The ``weir`` CLI: what ``run -s`` puts into the job's configuration."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from weir.client import cli
+from weir.core import config as cfg
+from weir.core.executor import get_context_configuration, get_executor
+
+
+class TestRunFromCheckpoint:
+    @pytest.fixture
+    def seen(self, monkeypatch) -> dict[str, str]:
+        seen: dict[str, str] = {}
+
+        def run_script(script: str, args: list[str]) -> None:
+            seen.update(get_context_configuration())
+            get_executor()  # registered while the program runs
+
+        monkeypatch.setattr(cli, "_run_script", run_script)
+        return seen
+
+    def test_restore_path_and_flag_reach_the_program(self, seen, tmp_path):
+        chk = tmp_path / "chk-7"
+        assert cli.main(["run", "-m", "127.0.0.1:1", "-s", str(chk), "-n", "job.py"]) == 1
+        assert seen[cfg.STATE_RECOVERY_PATH.key] == str(chk)
+        assert seen[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] == "true"
+        assert get_context_configuration() == {}  # only for that program
+
+    def test_relative_paths_become_absolute_and_urls_stay(self, seen, tmp_path, monkeypatch):
+        monkeypatch.chdir(tmp_path)
+        cli.main(["run", "-m", "127.0.0.1:1", "--fromSavepoint", "chk-3", "job.py"])
+        assert seen[cfg.STATE_RECOVERY_PATH.key] == os.path.join(str(tmp_path), "chk-3")
+        assert cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key not in seen
+        cli.main(["run", "-m", "127.0.0.1:1", "-s", "s3://bucket/chk-3/_metadata", "job.py"])
+        assert seen[cfg.STATE_RECOVERY_PATH.key] == "s3://bucket/chk-3/_metadata"
