@@ -588,8 +588,16 @@ class Task:
         serve = self._serve_mailbox
         poll_batch = reader.poll_batch
         n = SOURCE_BATCH_SIZE
+        # Unaligned checkpoints must not wait for a back-pressured source to get its
+        # batch out: it reads only when its output has room, and serves the mailbox (a
+        # checkpoint trigger) meanwhile, as Flink's StreamTask does. Aligned barriers
+        # queue behind the data anyway, so that mode keeps the plain loop.
+        partitions = self._partitions if self._unaligned else []
         while True:
             serve()
+            if partitions and not all(p.is_available() for p in partitions):
+                self.mailbox.wait(_IDLE_SOURCE_WAIT_S)
+                continue
             batch = poll_batch(n)
             if batch is None:
                 return

@@ -170,7 +170,12 @@ class SubtaskCheckpointCoordinator:
         n = barrier.checkpoint_id
         started = time.monotonic()
         try:
-            self._chain.flush()
+            if barrier.unaligned:
+                # Partly filled buffers are not sent now (that may block on a
+                # back-pressured channel); they become output channel state below.
+                self._chain.flush_operators()
+            else:
+                self._chain.flush()
             snapshot = capture_task_snapshot(n, self._operators)
             function_states = {
                 op_id: fn.snapshot_state(n)
@@ -186,10 +191,12 @@ class SubtaskCheckpointCoordinator:
         event = serialize_event(barrier)
         if barrier.unaligned:
             output_state: ChannelBuffers = {}
+            unsent = self._chain.pending_buffers()
             for p, partition in enumerate(self._partitions):
                 for sub, overtaken in enumerate(partition.emit_priority_event(event)):
-                    if overtaken:
-                        output_state[(p, sub)] = overtaken
+                    buffers = overtaken + unsent[p].get(sub, [])
+                    if buffers:
+                        output_state[(p, sub)] = buffers
             sync_ms = int((time.monotonic() - started) * 1000)
             pending = _PendingChannelState(snapshot, function_states, output_state, sync_ms)
             if self._has_inputs:
