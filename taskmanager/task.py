@@ -505,6 +505,14 @@ class Task:
 
     # --- mailbox loops ----------------------------------------------------------------------
 
+    def _serve_actions(self) -> None:
+        """Control actions and cancellation, without flushing."""
+        mailbox = self.mailbox
+        if mailbox.has_actions():
+            mailbox.run_pending()
+        if self._cancel_requested:
+            raise TaskCanceledError
+
     def _serve_mailbox(self) -> None:
         """Between two batches: control actions, cancellation, a due buffer flush."""
         mailbox = self.mailbox
@@ -592,12 +600,14 @@ class Task:
         # batch out: it reads only when its output has room, and serves the mailbox (a
         # checkpoint trigger) meanwhile, as Flink's StreamTask does. Aligned barriers
         # queue behind the data anyway, so that mode keeps the plain loop.
+        # Nor does it flush a partly filled buffer then, which would block as well.
         partitions = self._partitions if self._unaligned else []
         while True:
-            serve()
             if partitions and not all(p.is_available() for p in partitions):
+                self._serve_actions()
                 self.mailbox.wait(_IDLE_SOURCE_WAIT_S)
                 continue
+            serve()
             batch = poll_batch(n)
             if batch is None:
                 return

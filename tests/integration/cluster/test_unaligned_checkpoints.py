@@ -21,7 +21,7 @@ from weir.datastream.functions import SinkFunction
 
 pytestmark = pytest.mark.spark
 
-RECORDS = 200_000
+RECORDS = 250_000
 # Per record: the sink's workload that back-pressures the job (not a synchronisation).
 SINK_DELAY_S = 0.00002
 # Buffers of ~1,600 numbers, a fraction of a second of the sink's work each: an aligned
@@ -30,7 +30,7 @@ SINK_DELAY_S = 0.00002
 # unaligned one overtakes them and waits for the buffer the sink is processing. The
 # timeout lies between the two, with a margin of several buffers either way.
 SEGMENT_SIZE = "8 kb"
-CHECKPOINT_TIMEOUT_MS = 1_500
+CHECKPOINT_TIMEOUT_MS = 2_000
 
 
 class SlowSink(SinkFunction):
