@@ -223,6 +223,23 @@ class RecordWriter:
     def has_pending(self) -> bool:
         return any(self._pending)
 
+    def pending_buffers(self) -> dict[int, list[bytes]]:
+        """The partly filled buffers, serialized as ``flush`` would write them, per
+        subpartition, without writing them: an unaligned checkpoint persists them as
+        output channel state while they stay pending (they are sent after its barrier,
+        possibly together with later records, which a restore produces again)."""
+        out: dict[int, list[bytes]] = {}
+        for s, pending in enumerate(self._pending):
+            if pending:
+                buffer = serialize_batch(pending, self._serializer, self._compress)
+                targets = (
+                    range(self._n) if self._partitioner_kind is PartitionerKind.BROADCAST
+                    else (s,)
+                )
+                for sub in targets:
+                    out.setdefault(sub, []).append(buffer)
+        return out
+
     def flush(self) -> None:
         """Write every partly filled buffer now (buffer timeout, end of input)."""
         for s, pending in enumerate(self._pending):

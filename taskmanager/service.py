@@ -18,6 +18,7 @@ from proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
+from taskmanager.task_events import CheckpointType
 from weir.core import rpc
 from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot, encode_task_state
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
@@ -60,8 +61,10 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     @rpc.translate_server_errors
     def TriggerCheckpoint(self, request: taskexecutor_pb2.TriggerCheckpointRequest,
                           context: grpc.ServicerContext) -> common_pb2.Ack:
+        checkpoint_type = CheckpointType(request.options.checkpoint_type or "CHECKPOINT")
         found = self._te.trigger_checkpoint(ExecutionAttemptId(request.execution_attempt_id),
-                                            request.checkpoint_id, request.timestamp_ms)
+                                            request.checkpoint_id, request.timestamp_ms,
+                                            checkpoint_type)
         return common_pb2.Ack(ok=found, message="" if found else "no such task")
 
     @rpc.translate_server_errors

@@ -29,8 +29,10 @@ from taskmanager.checkpointing.barrier_handler import (
     AlignedBarrierHandler,
     AtLeastOnceBarrierHandler,
     BlockChannel,
+    ChannelStateComplete,
     CheckpointBarrierHandler,
     TriggerSnapshot,
+    UnalignedBarrierHandler,
     UnblockAll,
 )
 from taskmanager.checkpointing.subtask_checkpoint import (
@@ -58,7 +60,7 @@ from taskmanager.record_writer import BufferTimeout, RecordWriter
 from taskmanager.runtime_context import StreamingRuntimeContext
 from taskmanager.state.backend import KeyedStateBackend
 from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from taskmanager.task_events import CheckpointBarrier, deserialize_event
+from taskmanager.task_events import CheckpointBarrier, CheckpointType, deserialize_event
 from taskmanager.user_code import load_user_code
 from weir.core import config
 from weir.core.checkpoint import (
@@ -155,6 +157,8 @@ class Task:
         self._checkpointing: SubtaskCheckpointCoordinator | None = None
         self._barrier_handler: CheckpointBarrierHandler | None = None
         self._restored: RestoredTaskState | None = None
+        self._unaligned = False
+        """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
         self._alignment_started: float | None = None
         self._thread = threading.Thread(target=self._run, name=tdd.task_name, daemon=True)
         cfg = tdd.job_config
@@ -203,10 +207,14 @@ class Task:
         for partition in partitions:
             partition.release(None)
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp_ms: int) -> None:
+    def trigger_checkpoint(
+        self,
+        checkpoint_id: int,
+        timestamp_ms: int,
+        checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+    ) -> None:
         """Checkpoint ``checkpoint_id`` at this source task (any thread): taken between two
-        batches on the task thread."""
-        barrier = CheckpointBarrier(checkpoint_id, timestamp_ms)
+        batches on the task thread. Savepoints are always aligned, as in Flink."""
 
         def action() -> None:
             if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
@@ -214,6 +222,10 @@ class Task:
                 logger.info("task %s: not taking checkpoint %d: not running",
                             self.tdd.task_name, checkpoint_id)
                 return
+            unaligned = self._unaligned and checkpoint_type is CheckpointType.CHECKPOINT
+            barrier = CheckpointBarrier(
+                checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned
+            )
             self._checkpointing.checkpoint(barrier)
 
         self.mailbox.put(action)
@@ -260,6 +272,7 @@ class Task:
             self._initialize()
             self._check_canceled()
             self._transition(ExecutionState.RUNNING)
+            self._replay_channel_state()
             if self._source is not None:
                 self._run_source()
             else:
@@ -369,14 +382,20 @@ class Task:
             acknowledge=self._services.acknowledge_checkpoint,
             decline=self._services.decline_checkpoint,
             compress=settings.snapshot_compression,
+            has_inputs=bool(tdd.input_gates),
         )
+        exactly_once = settings.mode is CheckpointingMode.EXACTLY_ONCE
+        self._unaligned = exactly_once and settings.unaligned
         if tdd.input_gates:
             channels = [len(g.channels) for g in tdd.input_gates]
-            self._barrier_handler = (
-                AlignedBarrierHandler(channels)
-                if settings.mode is CheckpointingMode.EXACTLY_ONCE
-                else AtLeastOnceBarrierHandler(channels)
-            )
+            handler: CheckpointBarrierHandler
+            if self._unaligned:
+                handler = UnalignedBarrierHandler(channels)
+            elif exactly_once:
+                handler = AlignedBarrierHandler(channels)
+            else:
+                handler = AtLeastOnceBarrierHandler(channels)
+            self._barrier_handler = handler
 
     def _perform(self, actions: list[Action]) -> None:
         """Carry out what the barrier handler decided, in order (task thread)."""
@@ -394,10 +413,41 @@ class Task:
                 alignment_ms = 0 if started is None else int((time.monotonic() - started) * 1000)
                 if self._checkpointing is not None:
                     self._checkpointing.checkpoint(action.barrier, alignment_ms)
+            elif isinstance(action, ChannelStateComplete):
+                if self._checkpointing is not None:
+                    self._checkpointing.complete_channel_state(
+                        action.checkpoint_id, action.channel_state
+                    )
             elif isinstance(action, AbortCheckpoint):
                 self._alignment_started = None
                 if self._checkpointing is not None:
                     self._checkpointing.decline(action.checkpoint_id, action.reason.value)
+
+    def _replay_channel_state(self) -> None:
+        """Recovery from an unaligned checkpoint, before any new input: re-send the
+        output that was in flight (the consumers restored from a state that had not
+        seen it), then process the input that was in flight (this task's restored state
+        has not seen it), per channel in its original order."""
+        if self._restored is None:
+            return
+        inputs, outputs = self._restored.channel_state()
+        if not inputs and not outputs:
+            return
+        logger.info("task %s: replaying %d output and %d input buffers of its checkpoint",
+                    self.tdd.task_name, sum(map(len, outputs.values())),
+                    sum(map(len, inputs.values())))
+        for (p, sub), buffers in sorted(outputs.items()):
+            for buffer in buffers:
+                self._partitions[p].emit(sub, buffer)
+        chain = self._chain
+        assert chain is not None
+        gates = self.tdd.input_gates
+        for (g, _), buffers in sorted(inputs.items()):
+            process = chain.input(gates[g].edge.input_index)
+            for buffer in buffers:
+                self._check_canceled()
+                process(deserialize_batch(buffer))
+        chain.flush()
 
     def _input_key_type(self) -> str:
         """The declared key type of the keyed input edges (their senders route by it)."""
@@ -455,6 +505,14 @@ class Task:
 
     # --- mailbox loops ----------------------------------------------------------------------
 
+    def _serve_actions(self) -> None:
+        """Control actions and cancellation, without flushing."""
+        mailbox = self.mailbox
+        if mailbox.has_actions():
+            mailbox.run_pending()
+        if self._cancel_requested:
+            raise TaskCanceledError
+
     def _serve_mailbox(self) -> None:
         """Between two batches: control actions, cancellation, a due buffer flush."""
         mailbox = self.mailbox
@@ -478,6 +536,12 @@ class Task:
         flush_after_batch = timeout.flush_after_batch
         serve = self._serve_mailbox
         poll = gate.poll
+        # Unaligned checkpoints see every DATA buffer before it is processed (it may be
+        # in-flight channel state); one check per buffer, not per record.
+        capture = (
+            self._barrier_handler.on_buffer
+            if self._unaligned and self._barrier_handler is not None else None
+        )
         while True:
             serve()
             item = poll(timeout.poll_timeout())
@@ -485,6 +549,8 @@ class Task:
                 continue
             gate_index, channel, kind, payload = item
             if kind == _DATA:
+                if capture is not None:
+                    capture(gate_index, channel, payload)
                 inputs[gate_index](deserialize_batch(payload))
                 if flush_after_batch:
                     chain.flush()
@@ -502,8 +568,14 @@ class Task:
         # with event time.
         event = deserialize_event(payload)
         if isinstance(event, CheckpointBarrier):
-            if self._barrier_handler is not None:
-                self._perform(self._barrier_handler.on_barrier(gate_index, channel, event))
+            handler = self._barrier_handler
+            if handler is None:
+                return
+            overtaken: list[bytes] = []
+            if event.unaligned and self._gate is not None:
+                # Buffers received before the barrier that it jumped inside the gate.
+                overtaken = self._gate.priority_event_overtaken(gate_index, channel)
+            self._perform(handler.on_barrier(gate_index, channel, event, overtaken))
             return
         logger.debug("task %s: %r on gate %d channel %d not handled yet",
                      self.tdd.task_name, event, gate_index, channel)
@@ -524,7 +596,17 @@ class Task:
         serve = self._serve_mailbox
         poll_batch = reader.poll_batch
         n = SOURCE_BATCH_SIZE
+        # Unaligned checkpoints must not wait for a back-pressured source to get its
+        # batch out: it reads only when its output has room, and serves the mailbox (a
+        # checkpoint trigger) meanwhile, as Flink's StreamTask does. Aligned barriers
+        # queue behind the data anyway, so that mode keeps the plain loop.
+        # Nor does it flush a partly filled buffer then, which would block as well.
+        partitions = self._partitions if self._unaligned else []
         while True:
+            if partitions and not all(p.is_available() for p in partitions):
+                self._serve_actions()
+                self.mailbox.wait(_IDLE_SOURCE_WAIT_S)
+                continue
             serve()
             batch = poll_batch(n)
             if batch is None:

@@ -29,6 +29,7 @@ from taskmanager import service
 from taskmanager.mailbox import MailboxClosedError
 from taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from taskmanager.task import Task, TaskServices
+from taskmanager.task_events import CheckpointType
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot
@@ -386,14 +387,15 @@ class TaskExecutor:
         return True
 
     def trigger_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int,
-                           timestamp_ms: int) -> bool:
+                           timestamp_ms: int,
+                           checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> bool:
         """False when the task is not here (ended): the coordinator's plan is stale."""
         with self._lock:
             entry = self._tasks.get(attempt_id)
         if entry is None:
             return False
         try:
-            entry[0].trigger_checkpoint(checkpoint_id, timestamp_ms)
+            entry[0].trigger_checkpoint(checkpoint_id, timestamp_ms, checkpoint_type)
         except MailboxClosedError:
             return False
         return True

@@ -24,6 +24,7 @@ from taskmanager.checkpointing.snapshot import (
     operators_of_chain,
     restore_task_snapshot,
     restored_channel_state,
+    with_channel_state,
 )
 
 __all__ = [
@@ -48,4 +49,5 @@ __all__ = [
     "operators_of_chain",
     "restore_task_snapshot",
     "restored_channel_state",
+    "with_channel_state",
 ]

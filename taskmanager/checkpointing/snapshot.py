@@ -171,6 +171,22 @@ def capture_task_snapshot(
     )
 
 
+def with_channel_state(
+    snapshot: TaskSnapshot,
+    input_channel_state: Mapping[ChannelId, Sequence[bytes]] | None,
+    result_subpartition_state: Mapping[ChannelId, Sequence[bytes]] | None,
+) -> TaskSnapshot:
+    """``snapshot`` with the in-flight data of its unaligned checkpoint, which is known
+    only after the operator state was captured (the input side once every input
+    delivered the barrier)."""
+    return TaskSnapshot(
+        checkpoint_id=snapshot.checkpoint_id,
+        operators=snapshot.operators,
+        input_channel_state=_encode_channel_state(input_channel_state),
+        result_subpartition_state=_encode_channel_state(result_subpartition_state),
+    )
+
+
 def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorSnapshot:
     keyed = None
     backend = op.keyed_state_backend

@@ -5,22 +5,32 @@ the state asynchronously and acknowledge; notify user functions; restore on depl
 Threading: ``checkpoint``, ``notify_*`` and ``restore_*`` run on the task thread (from the
 mailbox or the input loop). Only the write and the acknowledgement run on the task's
 one background writer thread, which handles checkpoints in order.
+
+An unaligned checkpoint (``CheckpointBarrier.unaligned``) is taken in two steps, as
+Flink's ``ChannelStateWriter`` does: on the first barrier the operator state is captured
+and the barrier overtakes the queued output (``emit_priority_event``; the overtaken
+buffers are output channel state); the write waits until the barrier handler reports
+the input channel state complete (``complete_channel_state``). A task without inputs
+(a source) writes at once.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from taskmanager.checkpointing.snapshot import (
     KeyGroupsSnapshot,
     TaskSnapshot,
     capture_task_snapshot,
+    decode_buffers,
     decode_keyed_state,
     operators_of_chain,
+    with_channel_state,
 )
 from taskmanager.network.api import ResultPartitionWriter
 from taskmanager.operators.chain import OperatorChain
@@ -28,12 +38,15 @@ from taskmanager.task_events import CheckpointBarrier, serialize_event
 from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointStorage,
+    CheckpointStorageLocation,
+    InputChannelStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorStateDistributionMode,
     OperatorStateHandle,
     OperatorStatePartition,
     OperatorSubtaskState,
+    ResultSubpartitionStateHandle,
     TaskStateSnapshot,
     decode_task_state,
     read_state,
@@ -46,6 +59,19 @@ Acknowledge = Callable[[ExecutionAttemptId, int, TaskStateSnapshot, CheckpointMe
 Decline = Callable[[ExecutionAttemptId, int, str], None]
 
 _FUNCTION_STATE = "function-state"
+
+ChannelBuffers = dict[tuple[int, int], list[bytes]]
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingChannelState:
+    """An unaligned checkpoint whose operator state is captured and whose input channel
+    state is still being collected."""
+
+    snapshot: TaskSnapshot
+    function_states: dict[str, bytes]
+    output_state: ChannelBuffers
+    sync_ms: int
 
 
 def _functions_of(chain: OperatorChain) -> list[tuple[str, Any]]:
@@ -92,6 +118,21 @@ class RestoredTaskState:
             return None
         return read_state(state.managed_operator_state[0].handle)
 
+    def channel_state(self) -> tuple[ChannelBuffers, ChannelBuffers]:
+        """``(input buffers per (gate, channel), output buffers per (partition,
+        subpartition))`` persisted by an unaligned checkpoint, each list in its
+        original order; both empty after an aligned one."""
+        inputs: ChannelBuffers = {}
+        outputs: ChannelBuffers = {}
+        for state in self.snapshot.subtask_states.values():
+            for ic in state.input_channel_state:
+                inputs.setdefault((ic.gate_index, ic.channel_index), []).extend(
+                    decode_buffers(read_state(ic.handle)))
+            for rs in state.result_subpartition_state:
+                outputs.setdefault((rs.partition_index, rs.subpartition_index), []).extend(
+                    decode_buffers(read_state(rs.handle)))
+        return inputs, outputs
+
 
 class SubtaskCheckpointCoordinator:
     def __init__(
@@ -105,7 +146,10 @@ class SubtaskCheckpointCoordinator:
         acknowledge: Acknowledge,
         decline: Decline,
         compress: bool,
+        has_inputs: bool = False,
     ) -> None:
+        """``has_inputs``: the task reads an input gate, so an unaligned checkpoint waits
+        for ``complete_channel_state`` before it is written."""
         self._attempt_id = attempt_id
         self._subtask = subtask_index
         self._storage = storage
@@ -116,14 +160,22 @@ class SubtaskCheckpointCoordinator:
         self._compress = compress
         self._operators = operators_of_chain(chain)
         self._functions = _functions_of(chain)
+        self._has_inputs = has_inputs
+        self._pending_channel_state: dict[int, _PendingChannelState] = {}
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{attempt_id[:8]}")
 
     def checkpoint(self, barrier: CheckpointBarrier, alignment_ms: int = 0) -> None:
-        """Snapshot now, then send the barrier behind everything emitted before it."""
+        """Snapshot now, then send the barrier on: behind everything emitted before it,
+        or, for an unaligned barrier, ahead of it (see the module docstring)."""
         n = barrier.checkpoint_id
         started = time.monotonic()
         try:
-            self._chain.flush()
+            if barrier.unaligned:
+                # Partly filled buffers are not sent now (that may block on a
+                # back-pressured channel); they become output channel state below.
+                self._chain.flush_operators()
+            else:
+                self._chain.flush()
             snapshot = capture_task_snapshot(n, self._operators)
             function_states = {
                 op_id: fn.snapshot_state(n)
@@ -137,10 +189,48 @@ class SubtaskCheckpointCoordinator:
             self._decline(self._attempt_id, n, f"{type(exc).__name__}: {exc}")
             return
         event = serialize_event(barrier)
+        if barrier.unaligned:
+            output_state: ChannelBuffers = {}
+            unsent = self._chain.pending_buffers()
+            for p, partition in enumerate(self._partitions):
+                for sub, overtaken in enumerate(partition.emit_priority_event(event)):
+                    buffers = overtaken + unsent[p].get(sub, [])
+                    if buffers:
+                        output_state[(p, sub)] = buffers
+            sync_ms = int((time.monotonic() - started) * 1000)
+            pending = _PendingChannelState(snapshot, function_states, output_state, sync_ms)
+            if self._has_inputs:
+                self._pending_channel_state[n] = pending
+            else:
+                self._write_channel_state(pending, {})
+            return
         for partition in self._partitions:
             partition.broadcast_event(event)
         sync_ms = int((time.monotonic() - started) * 1000)
         self._writer.submit(self._write_and_ack, snapshot, function_states, sync_ms, alignment_ms)
+
+    def complete_channel_state(
+        self, checkpoint_id: int, input_state: Mapping[tuple[int, int], Sequence[bytes]]
+    ) -> None:
+        """Every input delivered the unaligned barrier: write the checkpoint with its
+        in-flight data and acknowledge it. Ignored if the checkpoint was not taken here
+        (its capture failed and was declined) or was aborted meanwhile."""
+        pending = self._pending_channel_state.pop(checkpoint_id, None)
+        if pending is None:
+            logger.debug("channel state of checkpoint %d of %s has no pending snapshot",
+                         checkpoint_id, self._attempt_id)
+            return
+        self._write_channel_state(pending, input_state)
+
+    def _write_channel_state(
+        self,
+        pending: _PendingChannelState,
+        input_state: Mapping[tuple[int, int], Sequence[bytes]],
+    ) -> None:
+        snapshot = with_channel_state(pending.snapshot, input_state, pending.output_state)
+        self._writer.submit(
+            self._write_and_ack, snapshot, pending.function_states, pending.sync_ms, 0
+        )
 
     def _write_and_ack(
         self,
@@ -176,10 +266,17 @@ class SubtaskCheckpointCoordinator:
                         _FUNCTION_STATE, OperatorStateDistributionMode.SPLIT_DISTRIBUTE
                     )
                     operator = (OperatorStateHandle(handle, (partition,)),)
-                if keyed or source or operator:
+                inputs: tuple[InputChannelStateHandle, ...] = ()
+                outputs: tuple[ResultSubpartitionStateHandle, ...] = ()
+                if op is snapshot.operators[0]:
+                    # In-flight data belongs to the task; it is kept with the chain's head.
+                    inputs, outputs = self._write_channel_handles(snapshot, location, prefix)
+                if keyed or source or operator or inputs or outputs:
                     states[OperatorId(op.operator_id)] = OperatorSubtaskState(
                         managed_keyed_state=keyed,
                         managed_operator_state=operator,
+                        input_channel_state=inputs,
+                        result_subpartition_state=outputs,
                         source_reader_state=source,
                     )
             task_state = TaskStateSnapshot(states)
@@ -192,17 +289,39 @@ class SubtaskCheckpointCoordinator:
             sync_duration_ms=sync_ms,
             async_duration_ms=int((time.monotonic() - started) * 1000),
             alignment_duration_ms=alignment_ms,
+            persisted_in_flight_bytes=sum(
+                s.in_flight_data_size for s in task_state.subtask_states.values()
+            ),
             state_size_bytes=task_state.state_size,
         )
         self._acknowledge(self._attempt_id, n, task_state, metrics)
 
+    def _write_channel_handles(
+        self, snapshot: TaskSnapshot, location: CheckpointStorageLocation, prefix: str
+    ) -> tuple[tuple[InputChannelStateHandle, ...], tuple[ResultSubpartitionStateHandle, ...]]:
+        inputs = tuple(
+            InputChannelStateHandle(
+                g, c, location.write_state(f"{prefix}-input-{g}-{c}", blob, self._compress)
+            )
+            for (g, c), blob in sorted(snapshot.input_channel_state.items())
+        )
+        outputs = tuple(
+            ResultSubpartitionStateHandle(
+                p, sub, location.write_state(f"{prefix}-output-{p}-{sub}", blob, self._compress)
+            )
+            for (p, sub), blob in sorted(snapshot.result_subpartition_state.items())
+        )
+        return inputs, outputs
+
     def decline(self, checkpoint_id: int, reason: str) -> None:
+        self._pending_channel_state.pop(checkpoint_id, None)
         self._decline(self._attempt_id, checkpoint_id, reason)
 
     def notify_complete(self, checkpoint_id: int) -> None:
         self._notify("notify_checkpoint_complete", checkpoint_id)
 
     def notify_aborted(self, checkpoint_id: int) -> None:
+        self._pending_channel_state.pop(checkpoint_id, None)
         self._notify("notify_checkpoint_aborted", checkpoint_id)
 
     def _notify(self, method: str, checkpoint_id: int) -> None:

@@ -74,6 +74,11 @@ class ResultPartitionWriter(Protocol):
         """Queue an event behind the data already queued; never blocks for credit."""
         ...
 
+    def is_available(self) -> bool:
+        """No subpartition is full, so the next ``emit`` does not block (Flink's
+        ``isAvailable``). A hint: the consumer may drain or the writer fill meanwhile."""
+        ...
+
     def broadcast_event(self, event: bytes) -> None: ...
 
     def emit_priority_event(self, event: bytes) -> list[list[bytes]]:

@@ -105,6 +105,11 @@ class ResultPartition:
     def emit_event(self, subpartition: int, event: bytes) -> None:
         self._enqueue_event(subpartition, BufferKind.EVENT, event)
 
+    def is_available(self) -> bool:
+        # No lock: a stale answer only delays or hastens the writer by one check.
+        bound = self._max_buffers
+        return all(sub.data_count < bound for sub in self._subpartitions)
+
     def broadcast_event(self, event: bytes) -> None:
         for index in range(self.num_subpartitions):
             self._enqueue_event(index, BufferKind.EVENT, event)

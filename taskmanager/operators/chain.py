@@ -94,6 +94,15 @@ class OperatorChain:
         """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
         return self.head.process if index == 0 else self.head.process2
 
+    def flush_operators(self) -> None:
+        """Push what operators hold into the writers, leaving partly filled buffers."""
+        for op in self.operators:
+            op.flush()
+
+    def pending_buffers(self) -> list[dict[int, list[bytes]]]:
+        """Per writer (in result partition order), its partly filled buffers."""
+        return [writer.pending_buffers() for writer in self.writers]
+
     def flush(self) -> None:
         for op in self.operators:
             op.flush()

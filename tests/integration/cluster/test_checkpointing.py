@@ -121,12 +121,14 @@ def _expected() -> dict[int, tuple[int, int]]:
     }
 
 
-def test_keyed_running_sum_recovers_exactly_once(cluster, tmp_path):
+@pytest.mark.parametrize("unaligned", [False, True], ids=["aligned", "unaligned"])
+def test_keyed_running_sum_recovers_exactly_once(cluster, tmp_path, unaligned):
     config = {
         "restart-strategy.type": "fixed-delay",
         "restart-strategy.fixed-delay.attempts": "3",
         "restart-strategy.fixed-delay.delay": "100 ms",
         "execution.checkpointing.num-retained": "2",
+        "execution.checkpointing.unaligned.enabled": str(unaligned).lower(),
     }
     env, out, marks = _running_sum_job(tmp_path, config)
     result = env.execute("running sum with one failure")

@@ -78,6 +78,10 @@ class TestingResultPartition:
     def emit(self, subpartition: int, buffer: bytes) -> None:
         self._put(subpartition, BufferKind.DATA, buffer, wait=True)
 
+    def is_available(self) -> bool:
+        with self.env.cond:
+            return all(len(q) < self.env.max_buffers for q in self.queues)
+
     def emit_event(self, subpartition: int, event: bytes) -> None:
         self._put(subpartition, BufferKind.EVENT, event, wait=False)
 

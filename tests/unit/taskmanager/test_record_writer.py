@@ -182,3 +182,25 @@ class TestBufferTimeout:
         t = BufferTimeout(-1, clock)
         clock.now += 1e6
         assert not t.flush_after_batch and not t.due() and t.poll_timeout() is None
+
+
+class TestPendingBuffers:
+    def test_partly_filled_buffers_are_serialized_without_being_written(self):
+        rw, cap = writer(P.REBALANCE, 2)
+        rw.emit([1, 2, 3])
+
+        pending = rw.pending_buffers()
+
+        assert cap.buffers == []
+        rw.flush()
+        # The same records per subpartition as the flush then writes.
+        assert {s: [r for b in bufs for r in deserialize_batch(b)]
+                for s, bufs in pending.items()} == {s: cap.records(s) for s in (0, 1)}
+        assert sorted(r for s in (0, 1) for r in cap.records(s)) == [1, 2, 3]
+
+    def test_broadcast_pending_goes_to_every_subpartition(self):
+        rw, _ = writer(P.BROADCAST, 3)
+        rw.emit(["x"])
+        pending = rw.pending_buffers()
+        assert sorted(pending) == [0, 1, 2]
+        assert all(deserialize_batch(bufs[0]) == ["x"] for bufs in pending.values())

@@ -184,3 +184,16 @@ class TestResultPartitionManager:
         assert partition.is_released
         with pytest.raises(PartitionClosedError):
             partition.emit(0, b"x")
+
+
+class TestAvailability:
+    def test_unavailable_while_a_subpartition_is_full(self) -> None:
+        partition = ResultPartition(
+            descriptor(2), NetworkConfig(max_buffers_per_subpartition=2)
+        )
+        partition.emit(0, b"a")
+        assert partition.is_available()
+        partition.emit(0, b"b")
+        assert not partition.is_available()
+        partition.emit_event(1, b"events do not count")
+        assert not partition.is_available()

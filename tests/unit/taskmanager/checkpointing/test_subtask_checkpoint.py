@@ -1,0 +1,164 @@
+"""The task side of aligned and unaligned checkpoints: what goes downstream, when the
+state is written and acknowledged, and that restored channel state reads back in order."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+from taskmanager.checkpointing.subtask_checkpoint import (
+    RestoredTaskState,
+    SubtaskCheckpointCoordinator,
+)
+from taskmanager.task_events import CheckpointBarrier, deserialize_event
+from weir.core.checkpoint import (
+    CheckpointMetrics,
+    JobManagerCheckpointStorage,
+    TaskStateSnapshot,
+    encode_task_state,
+)
+from weir.core.ids import ExecutionAttemptId, JobId
+
+_ACK_WAIT_S = 10  # an upper bound for the writer thread, not a synchronisation delay
+
+
+class TestingPartition:
+    __test__ = False
+
+    """Records what the coordinator sends; ``queued`` is what a priority event overtakes."""
+
+    def __init__(self, queued: list[list[bytes]]) -> None:
+        self.queued = queued
+        self.events: list[tuple[str, Any]] = []
+
+    def broadcast_event(self, event: bytes) -> None:
+        self.events.append(("in order", deserialize_event(event)))
+
+    def emit_priority_event(self, event: bytes) -> list[list[bytes]]:
+        self.events.append(("priority", deserialize_event(event)))
+        return [list(q) for q in self.queued]
+
+
+class TestingChain:
+    __test__ = False
+
+    def __init__(self) -> None:
+        descriptor = SimpleNamespace(operator_id="op-head")
+        self.operators = [SimpleNamespace(
+            setup=SimpleNamespace(descriptor=descriptor, keyed_state_backend=None),
+        )]
+        self.flushes = 0
+
+        self.operator_flushes = 0
+        self.unsent: dict[int, list[bytes]] = {}
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def flush_operators(self) -> None:
+        self.operator_flushes += 1
+
+    def pending_buffers(self) -> list[dict[int, list[bytes]]]:
+        return [self.unsent]
+
+
+class Acks:
+    def __init__(self) -> None:
+        self.acked: dict[int, TaskStateSnapshot] = {}
+        self.declined: dict[int, str] = {}
+        self.event = threading.Event()
+
+    def acknowledge(self, _attempt: ExecutionAttemptId, n: int, state: TaskStateSnapshot,
+                    _metrics: CheckpointMetrics) -> None:
+        self.acked[n] = state
+        self.event.set()
+
+    def decline(self, _attempt: ExecutionAttemptId, n: int, reason: str) -> None:
+        self.declined[n] = reason
+
+
+def _coordinator(
+    partition: TestingPartition, acks: Acks, *, has_inputs: bool
+) -> tuple[SubtaskCheckpointCoordinator, TestingChain]:
+    chain = TestingChain()
+    coordinator = SubtaskCheckpointCoordinator(
+        attempt_id=ExecutionAttemptId("a" * 32),
+        subtask_index=0,
+        storage=JobManagerCheckpointStorage(JobId("j" * 32)),
+        chain=chain,  # type: ignore[arg-type]
+        partitions=[partition],  # type: ignore[list-item]
+        acknowledge=acks.acknowledge,
+        decline=acks.decline,
+        compress=False,
+        has_inputs=has_inputs,
+    )
+    return coordinator, chain
+
+
+class TestUnalignedCheckpoint:
+    def test_barrier_overtakes_output_and_ack_waits_for_the_input_channel_state(self):
+        partition = TestingPartition([[b"out-1", b"out-2"], []])
+        acks = Acks()
+        coordinator, chain = _coordinator(partition, acks, has_inputs=True)
+        chain.unsent = {0: [b"partly-filled"]}
+        barrier = CheckpointBarrier(3, 1000, unaligned=True)
+
+        coordinator.checkpoint(barrier)
+
+        assert partition.events == [("priority", barrier)]
+        # Partly filled buffers are not sent (that could block) but persisted.
+        assert (chain.flushes, chain.operator_flushes) == (0, 1)
+        assert not acks.event.is_set()
+
+        coordinator.complete_channel_state(3, {(0, 1): [b"in-1", b"in-2"], (1, 0): [b"in-3"]})
+        assert acks.event.wait(_ACK_WAIT_S)
+        restored = RestoredTaskState(encode_task_state(acks.acked[3]), max_parallelism=128)
+        inputs, outputs = restored.channel_state()
+        assert inputs == {(0, 1): [b"in-1", b"in-2"], (1, 0): [b"in-3"]}
+        assert outputs == {(0, 0): [b"out-1", b"out-2", b"partly-filled"]}
+        coordinator.close()
+
+    def test_a_source_acks_without_waiting_for_inputs(self):
+        partition = TestingPartition([[b"out"]])
+        acks = Acks()
+        coordinator, _ = _coordinator(partition, acks, has_inputs=False)
+
+        coordinator.checkpoint(CheckpointBarrier(1, 0, unaligned=True))
+
+        assert acks.event.wait(_ACK_WAIT_S)
+        _, outputs = RestoredTaskState(encode_task_state(acks.acked[1]), 128).channel_state()
+        assert outputs == {(0, 0): [b"out"]}
+        coordinator.close()
+
+    def test_a_declined_checkpoint_is_not_written_when_its_channel_state_completes(self):
+        acks = Acks()
+        coordinator, _ = _coordinator(TestingPartition([[]]), acks, has_inputs=True)
+        coordinator.checkpoint(CheckpointBarrier(5, 0, unaligned=True))
+
+        coordinator.decline(5, "CHECKPOINT_DECLINED_SUBSUMED")
+        coordinator.complete_channel_state(5, {(0, 0): [b"x"]})
+        coordinator.checkpoint(CheckpointBarrier(6, 0, unaligned=True))
+        coordinator.complete_channel_state(6, {})
+
+        assert acks.event.wait(_ACK_WAIT_S)
+        coordinator.close()
+        assert set(acks.acked) == {6}
+        assert acks.declined == {5: "CHECKPOINT_DECLINED_SUBSUMED"}
+
+
+class TestAlignedCheckpoint:
+    def test_barrier_goes_behind_the_data_and_no_channel_state_is_kept(self):
+        partition = TestingPartition([[b"queued"]])
+        acks = Acks()
+        coordinator, _ = _coordinator(partition, acks, has_inputs=True)
+        barrier = CheckpointBarrier(2, 0)
+
+        coordinator.checkpoint(barrier)
+
+        assert partition.events == [("in order", barrier)]
+        assert acks.event.wait(_ACK_WAIT_S)
+        inputs, outputs = RestoredTaskState(encode_task_state(acks.acked[2]), 128).channel_state()
+        assert inputs == {}
+        assert outputs == {}
+        coordinator.close()
