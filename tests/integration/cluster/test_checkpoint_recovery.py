@@ -175,6 +175,7 @@ def test_job_recovers_from_a_killed_task_manager_exactly_once(cluster, tmp_path,
     assert committed_lines(out) == expected_lines(records)
 
 
+@pytest.mark.long  # about a minute: three recoveries and a 20 s job
 def test_chaos_three_task_manager_kills_exactly_once(cluster, tmp_path):
     seed = int(os.environ.get("WEIR_CHAOS_SEED", time.time_ns() % 2**32))
     print(f"chaos seed: {seed} (WEIR_CHAOS_SEED={seed} replays it)")
