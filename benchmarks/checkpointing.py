@@ -50,7 +50,7 @@ def _env(checkpoint_dir: str | None, interval_ms: int, retained: int = 3):
     configuration = Configuration()
     configuration.set_string("execution.checkpointing.num-retained", str(retained))
     configuration.set_string("restart-strategy.type", "fixed-delay")
-    configuration.set_string("restart-strategy.fixed-delay.attempts", "3")
+    configuration.set_string("restart-strategy.fixed-delay.attempts", "10")
     configuration.set_string("restart-strategy.fixed-delay.delay", "100 ms")
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(2)
