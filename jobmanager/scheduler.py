@@ -100,9 +100,22 @@ class DefaultScheduler:
             self.graph.assign_slots(slots)
             for ev in self.graph.all_executions():
                 ev.current.transition(ExecutionState.SCHEDULED)
-        for ev in self.graph.all_executions():
+        executions = list(self.graph.all_executions())
+        for index, ev in enumerate(executions):
             if not self._deploy(ev):
+                # The attempt failed or was cancelled mid-deployment: its tasks not yet
+                # deployed will never run, and a restart waits for every task of the
+                # attempt to be terminal, so end them now rather than at the cancel timeout.
+                self._cancel_undeployed(executions[index + 1 :])
                 return
+
+    def _cancel_undeployed(self, executions: list[ExecutionVertex]) -> None:
+        with self._lock:
+            for ev in executions:
+                if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                    ev.current.transition(ExecutionState.CANCELED)
+            self._changed.notify_all()
+            self._check_terminal()
 
     def _request_slots(self) -> list[SlotInfo]:
         needed = self.graph.required_slots()

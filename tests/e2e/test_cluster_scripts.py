@@ -4,15 +4,19 @@ and on a Spark standalone cluster on loopback."""
 
 from __future__ import annotations
 
+import os
+import random
 import re
 import runpy
 import signal
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from cluster_harness import (
+    JOB_TIMEOUT_S,
     PYTHON,
     REPO,
     WeirCluster,
@@ -21,6 +25,8 @@ from cluster_harness import (
     process_family,
     wait_until,
 )
+
+from weir.client.dispatcher_client import DispatcherGateway
 
 WORD_COUNT = REPO / "examples" / "word_count.py"
 SLOW_JOB = Path(__file__).parent / "jobs" / "slow_unbounded.py"
@@ -217,3 +223,80 @@ def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int
         if master.poll() is None:
             master.kill()
             master.wait()
+
+
+# --- chaos on Spark standalone ----------------------------------------------------------
+
+RUNNING_SUM = Path(__file__).parent / "jobs" / "running_sum_to_files.py"
+
+
+def _expected_running_sums(records: int, keys: int = 4) -> Counter[str]:
+    """The job's failure-free output: its source runs at parallelism 1, so each key sees
+    its records in order and every running sum is fixed."""
+    lines: Counter[str] = Counter()
+    sums = [0] * keys
+    for value in range(records):
+        sums[value % keys] += value + 1
+        lines[f"{value % keys},{sums[value % keys]}"] += 1
+    return lines
+
+
+def _committed(out: Path) -> Counter[str]:
+    lines: Counter[str] = Counter()
+    for path in out.rglob("*"):
+        if path.is_file() and not path.name.startswith("."):
+            lines.update(path.read_text().splitlines())
+    return lines
+
+
+def _latest_checkpoint(checkpoints: Path) -> int:
+    return max((int(p.name[4:]) for p in checkpoints.glob("*/chk-*")), default=0)
+
+
+@pytest.mark.spark
+@pytest.mark.long
+def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -> None:
+    """Three SIGKILLs of TaskManagers' Python workers at random moments (seeded, logged)
+    during a `weir run` job: the committed output is the failure-free output exactly."""
+    seed = int(os.environ.get("WEIR_CHAOS_SEED", time.time_ns() % 2**32))
+    print(f"chaos seed: {seed} (WEIR_CHAOS_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    # Heartbeats as in the MiniCluster tests, so a lost TaskManager is noticed in seconds.
+    cluster = WeirCluster(tmp_path / "weir", spark_standalone.master_url,
+                          extra_conf={"heartbeat.interval": "500 ms", "heartbeat.timeout": "6 s"})
+    pid = start(cluster, "--taskmanagers", "2")
+    out, checkpoints, records = tmp_path / "out", tmp_path / "checkpoints", 20_000
+    try:
+        result = cluster.weir("run", "-d", str(RUNNING_SUM), "--output", str(out),
+                              "--checkpoints", str(checkpoints), "--records", str(records))
+        assert result.returncode == 0, cluster.explain(result)
+        match = JOB_ID.search(result.stdout)
+        assert match, result.stdout
+        job_id = match.group(1)
+        with DispatcherGateway(cluster.address) as gateway:
+            attempt = 0
+            for _ in range(3):
+                target = _latest_checkpoint(checkpoints) + rng.randint(1, 6)
+                wait_until(lambda t=target: _latest_checkpoint(checkpoints) >= t, JOB_TIMEOUT_S,
+                           f"checkpoint {target}", interval_s=0.05)
+                details = gateway.job_details(job_id)
+                assert details.status == "RUNNING", details
+                hosts = sorted({t.resource_id for t in details.tasks if t.state == "RUNNING"})
+                victim_id = rng.choice(hosts)
+                (victim,) = [tm for tm in gateway.list_task_managers()
+                             if tm.resource_id == victim_id]
+                os.kill(victim.pid, signal.SIGKILL)
+                attempt += 1
+
+                def running_again(a=attempt) -> bool:
+                    d = gateway.job_details(job_id)
+                    return d.status == "RUNNING" and all(
+                        t.state == "RUNNING" and t.attempt_number >= a for t in d.tasks)
+
+                wait_until(running_again, JOB_TIMEOUT_S, f"attempt {attempt} to run",
+                           interval_s=0.05)
+            wait_until(lambda: gateway.job_details(job_id).status == "FINISHED", JOB_TIMEOUT_S,
+                       "the job to finish", interval_s=0.2)
+        assert _committed(out) == _expected_running_sums(records)
+    finally:
+        stop_and_check_nothing_left(cluster, pid)

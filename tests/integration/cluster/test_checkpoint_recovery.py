@@ -1,0 +1,314 @@
+"""Recovery from real faults on the MiniCluster: a TaskManager's Spark Python worker
+SIGKILLed mid-job (once, and three times at random moments), and corrupt checkpoint files.
+A checkpointed keyed running sum written by the exactly-once FileSink must commit exactly
+the lines of a failure-free run."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from weir.client.dispatcher_client import DispatcherGateway
+from weir.common import Configuration, Types, WatermarkStrategy
+from weir.core.errors import JobExecutionError
+from weir.datastream import (
+    ExternalizedCheckpointRetention,
+    MapFunction,
+    StreamExecutionEnvironment,
+)
+from weir.datastream.connectors import FileSink, OutputFileConfig
+from weir.datastream.connectors.file_system import BucketAssigner, Encoder
+from weir.datastream.connectors.number_seq import NumberSequenceSource
+
+pytestmark = pytest.mark.spark
+
+logger = logging.getLogger(__name__)
+
+KEYS = 4
+RESTARTS = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": "10",
+    "restart-strategy.fixed-delay.delay": "100 ms",
+}
+
+
+class Paced(MapFunction):
+    """Keys a record, ``pause_s`` per record so the job is still running when faults hit."""
+
+    def __init__(self, pause_s: float) -> None:
+        self.pause_s = pause_s
+
+    def map(self, value):
+        time.sleep(self.pause_s)
+        return (value % KEYS, value + 1)
+
+
+def expected_lines(records: int) -> Counter[str]:
+    """The output of a failure-free run: one running sum per record. The source runs at
+    parallelism 1, so every key sees its records in sequence order and the sums are fixed."""
+    lines: Counter[str] = Counter()
+    sums = [0] * KEYS
+    for value in range(records):
+        key = value % KEYS
+        sums[key] += value + 1
+        lines[f"{key},{sums[key]}"] += 1
+    return lines
+
+
+def committed_lines(out: Path) -> Counter[str]:
+    """The lines of the committed (visible) part files; in-progress and pending ones are
+    hidden behind a leading dot."""
+    lines: Counter[str] = Counter()
+    for path in out.rglob("*"):
+        if path.is_file() and not path.name.startswith("."):
+            lines.update(path.read_text().splitlines())
+    return lines
+
+
+def running_sum_job(
+    tmp_path: Path, records: int, pause_s: float, config: dict[str, str], interval_ms: int = 200
+) -> tuple[StreamExecutionEnvironment, Path]:
+    out = tmp_path / "out"
+    configuration = Configuration()
+    for key, value in {**RESTARTS, **config}.items():
+        configuration.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(2)
+    env.enable_checkpointing(interval_ms)
+    checkpoints = env.get_checkpoint_config()
+    checkpoints.set_checkpoint_storage_dir(f"file://{tmp_path / 'checkpoints'}")
+    checkpoints.set_externalized_checkpoint_retention(
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
+    sink = (
+        FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_output_file_config(
+            OutputFileConfig.builder().with_part_prefix("sums").with_part_suffix(".txt").build()
+        )
+        .build()
+    )
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .set_parallelism(1)
+        .map(Paced(pause_s))
+        .set_parallelism(1)
+        .key_by(lambda kv: kv[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .map(lambda kv: f"{kv[0]},{kv[1]}", output_type=Types.STRING())
+        .sink_to(sink)
+    )
+    return env, out
+
+
+def await_condition(condition, what: str, timeout: float = 60.0, every: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def latest_checkpoint_id(tmp_path: Path) -> int:
+    return max((int(p.name[4:]) for p in tmp_path.glob("checkpoints/*/chk-*")), default=0)
+
+
+def all_running(gateway: DispatcherGateway, job_id: str, min_attempt: int = 0):
+    """The job's tasks when the job is RUNNING and all its tasks of attempt
+    ``min_attempt`` or later are RUNNING; else None."""
+    details = gateway.job_details(job_id)
+    if details.status in ("FINISHED", "FAILED", "CANCELED"):
+        msg = f"job {job_id} is {details.status} already: {details.failure_cause}"
+        raise AssertionError(msg)
+    if details.status != "RUNNING" or not details.tasks:
+        return None
+    if all(t.state == "RUNNING" and t.attempt_number >= min_attempt for t in details.tasks):
+        return details.tasks
+    return None
+
+
+def kill_a_task_manager(
+    gateway: DispatcherGateway, job_id: str, rng: random.Random, attempt: int
+) -> tuple[float, int]:
+    """SIGKILLs the Spark Python worker of a TaskManager running the job's tasks (attempt
+    ``attempt``); then measures the seconds until every task of a later attempt RUNS.
+    Returns (seconds, the new attempt number)."""
+    tasks = await_condition(lambda: all_running(gateway, job_id, attempt), "the job to run")
+    resource_ids = sorted({t.resource_id for t in tasks})
+    victim_id = rng.choice(resource_ids)
+    (victim,) = [tm for tm in gateway.list_task_managers() if tm.resource_id == victim_id]
+    killed_at = time.monotonic()
+    os.kill(victim.pid, signal.SIGKILL)
+    logger.info("killed TaskManager %s (pid %d)", victim_id, victim.pid)
+    tasks = await_condition(
+        lambda: all_running(gateway, job_id, attempt + 1), "the job to run again", every=0.02
+    )
+    return time.monotonic() - killed_at, min(t.attempt_number for t in tasks)
+
+
+def test_job_recovers_from_a_killed_task_manager_exactly_once(cluster, tmp_path, record_property):
+    records = 6_000
+    env, out = running_sum_job(tmp_path, records, 0.001, {})
+    client = env.execute_async("running sum, one TaskManager killed")
+    job_id = client.get_job_id()
+    with DispatcherGateway(cluster.address) as gateway:
+        # Mid-job: after a checkpoint committed output, so there is state to restore.
+        await_condition(lambda: list(tmp_path.glob("checkpoints/*/chk-*")), "a checkpoint")
+        seconds, _ = kill_a_task_manager(gateway, job_id, random.Random(0), 0)
+    result = client.get_job_execution_result()
+    print(f"recovery from a TaskManager kill to RUNNING: {seconds:.2f} s")
+    record_property("recovery_seconds", round(seconds, 2))
+
+    assert result.get_job_id() == job_id
+    assert committed_lines(out) == expected_lines(records)
+
+
+@pytest.mark.long  # about a minute: three recoveries and a 20 s job
+def test_chaos_three_task_manager_kills_exactly_once(cluster, tmp_path):
+    seed = int(os.environ.get("WEIR_CHAOS_SEED", time.time_ns() % 2**32))
+    print(f"chaos seed: {seed} (WEIR_CHAOS_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    records = 20_000
+    env, out = running_sum_job(tmp_path, records, 0.001, {})
+    client = env.execute_async("running sum, three TaskManagers killed")
+    job_id = client.get_job_id()
+    # Committed part files appear only when they roll (at the end here), so the random
+    # moments are counted in completed checkpoints: each kill comes 1 to 6 checkpoints
+    # after the previous one, so every attempt takes part in at least one.
+    recoveries = []
+    with DispatcherGateway(cluster.address) as gateway:
+        attempt = 0
+        for _ in range(3):
+            target = latest_checkpoint_id(tmp_path) + rng.randint(1, 6)
+            await_condition(
+                lambda t=target: latest_checkpoint_id(tmp_path) >= t,
+                f"checkpoint {target}",
+                timeout=120,
+            )
+            seconds, attempt = kill_a_task_manager(gateway, job_id, rng, attempt)
+            recoveries.append(round(seconds, 2))
+    client.get_job_execution_result()
+    print(f"chaos recoveries (s): {recoveries}")
+    assert committed_lines(out) == expected_lines(records)
+
+
+def _flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+class CorruptAndFail(MapFunction):
+    """Keys records. In the first attempt, once checkpoint ``after`` (or a later one)
+    completed, flips a byte in the state files of the latest ``corrupt`` retained
+    checkpoints and raises. The min pause between checkpoints keeps a newer one from
+    completing in between."""
+
+    def __init__(self, checkpoints: str, marks: str, after: int, corrupt: int) -> None:
+        self.checkpoints = checkpoints
+        self.marks = marks
+        self.after = after
+        self.corrupt = corrupt
+        self.completed = 0
+
+    def open(self, runtime_context) -> None:
+        self.first_attempt = not os.path.exists(os.path.join(self.marks, "failed"))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.completed = checkpoint_id
+
+    def map(self, value):
+        if self.first_attempt and self.completed >= self.after:
+            retained = sorted(Path(self.checkpoints).glob("*/chk-*"), key=lambda p: int(p.name[4:]))
+            corrupted = []
+            for chk in retained[-self.corrupt :]:
+                for state in sorted(chk.iterdir()):
+                    if state.name != "_metadata" and state.is_file():
+                        _flip_a_byte(state)
+                        corrupted.append(str(state))
+            with (
+                contextlib.suppress(FileExistsError),
+                open(os.path.join(self.marks, "failed"), "x") as f,
+            ):
+                f.write("\n".join(corrupted))
+            msg = f"injected failure at {value} after corrupting {len(corrupted)} files"
+            raise RuntimeError(msg)
+        time.sleep(0.0005)
+        return (value % KEYS, value + 1)
+
+
+def _build_corrupting(tmp_path: Path, records: int, corrupt: int, config: dict[str, str]):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    out = tmp_path / "out"
+    checkpoints = tmp_path / "checkpoints"
+    configuration = Configuration()
+    settings = {
+        **RESTARTS,
+        "execution.checkpointing.num-retained": "2",
+        # A checkpoint at most every second: the corrupting map fails right after it
+        # saw one complete, well before the next can.
+        "execution.checkpointing.min-pause": "1 s",
+        **config,
+    }
+    for key, value in settings.items():
+        configuration.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(2)
+    env.enable_checkpointing(100)
+    env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{checkpoints}")
+    sink = (
+        FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .set_parallelism(1)
+        .map(CorruptAndFail(str(checkpoints), str(marks), after=2, corrupt=corrupt))
+        .set_parallelism(1)
+        .key_by(lambda kv: kv[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .map(lambda kv: f"{kv[0]},{kv[1]}", output_type=Types.STRING())
+        .sink_to(sink)
+    )
+    return env, out, marks
+
+
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(cluster, tmp_path, caplog):
+    records = 8_000
+    env, out, marks = _build_corrupting(tmp_path, records, corrupt=1, config={})
+    with caplog.at_level(logging.WARNING, logger="jobmanager.checkpoint"):
+        env.execute("running sum, latest checkpoint corrupt")
+
+    corrupted = (marks / "failed").read_text().split()
+    assert corrupted, "the injected corruption never happened"
+    fallbacks = [r.getMessage() for r in caplog.records if "cannot be restored" in r.getMessage()]
+    assert len(fallbacks) == 1, fallbacks
+    assert any(path in fallbacks[0] for path in corrupted), fallbacks
+    assert committed_lines(out) == expected_lines(records)
+
+
+def test_with_every_retained_checkpoint_corrupt_the_job_fails_naming_the_file(cluster, tmp_path):
+    env, _, marks = _build_corrupting(tmp_path, 8_000, corrupt=2, config={})
+    with pytest.raises(JobExecutionError) as info:
+        env.execute("running sum, every checkpoint corrupt")
+
+    corrupted = (marks / "failed").read_text().split()
+    assert len(corrupted) >= 2
+    assert "none of its 2 retained checkpoints can be restored" in info.value.cause
+    assert any(path in info.value.cause for path in corrupted), info.value.cause

@@ -1,0 +1,52 @@
+"""DefaultScheduler's deployment: an attempt that fails mid-deployment leaves no task
+waiting to be deployed, so a restart does not wait out the cancel timeout for them."""
+
+from __future__ import annotations
+
+from jobmanager.execution_graph import ExecutionGraph, SlotInfo
+from jobmanager.scheduler import DefaultScheduler
+from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.ids import AllocationId, ResourceId
+from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
+
+
+def _scheduler() -> DefaultScheduler:
+    vertex = JobVertex(
+        "v", "v", 3, 128, (OperatorDescriptor("op-v", "v", OperatorKind.MAP, b""),), "default"
+    )
+    graph = ExecutionGraph(JobGraph("job", "test", (vertex,), ()), 0)
+    return DefaultScheduler(
+        graph,
+        {"restart-strategy.type": "none"},
+        jobmaster_address=lambda: "127.0.0.1:1",
+        resource_manager_address=lambda: None,
+        on_status=lambda status: None,
+    )
+
+
+def _slots(n: int) -> list[SlotInfo]:
+    return [
+        SlotInfo(AllocationId(f"a{i}"), ResourceId(f"tm{i}"), "127.0.0.1:1", "127.0.0.1", 1)
+        for i in range(n)
+    ]
+
+
+def test_tasks_not_yet_deployed_are_cancelled_when_a_deployment_fails(monkeypatch):
+    scheduler = _scheduler()
+    scheduler.status = JobStatus.RUNNING
+    deployed = []
+
+    def deploy(ev):
+        # The first deployment fails (its TaskManager is gone): the attempt is over.
+        deployed.append(ev)
+        with scheduler._lock:
+            ev.current.transition(ExecutionState.FAILED)
+            scheduler.status = JobStatus.RESTARTING
+        return False
+
+    monkeypatch.setattr(scheduler, "_deploy", deploy)
+    scheduler._allocate_and_deploy(_slots(3))
+
+    states = [ev.current.state for ev in scheduler.graph.all_executions()]
+    assert len(deployed) == 1
+    assert states == [ExecutionState.FAILED, ExecutionState.CANCELED, ExecutionState.CANCELED]
