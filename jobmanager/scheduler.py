@@ -26,7 +26,12 @@ from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import OperatorState, TaskStateSnapshot, encode_task_state
 from weir.core.deployment import ExecutionState, JobStatus
-from weir.core.errors import JobSubmissionError, WeirError
+from weir.core.errors import (
+    JobSubmissionError,
+    RemoteTimeoutError,
+    ServiceUnavailableError,
+    WeirError,
+)
 from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
 from weir.core.job_info import JobDetailsInfo
 
@@ -175,6 +180,11 @@ class DefaultScheduler:
                     timeout=TASK_RPC_TIMEOUT_S,
                 )
         except WeirError as exc:
+            if isinstance(exc, (ServiceUnavailableError, RemoteTimeoutError)):
+                # Its TaskManager cannot be reached: a restart must not reuse its slots,
+                # even before the ResourceManager has declared it lost.
+                with self._lock:
+                    self._lost_task_managers.add(slot.resource_id)
             self.update_task_state(
                 ev.current.attempt_id,
                 ExecutionState.FAILED,

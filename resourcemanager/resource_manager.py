@@ -38,7 +38,12 @@ from resourcemanager.spark_launcher import (
 )
 from weir.core import config as cfg
 from weir.core import rpc
-from weir.core.errors import SlotAllocationError, WeirError
+from weir.core.errors import (
+    RemoteTimeoutError,
+    ServiceUnavailableError,
+    SlotAllocationError,
+    WeirError,
+)
 from weir.core.ids import AllocationId, JobId, ResourceId
 
 if TYPE_CHECKING:
@@ -245,24 +250,47 @@ class ResourceManager:
             msg = f"job {request.job_id} asked for {request.count} slots; ask for at least 1"
             raise SlotAllocationError(msg)
         timeout_ms = request.timeout_ms or cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
-        request = SlotRequest(request.job_id, request.count, request.jobmaster_address,
-                              timeout_ms)
-        assignments = self._slot_manager.reserve(request)
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
+            assignments = self._slot_manager.reserve(SlotRequest(
+                request.job_id, request.count, request.jobmaster_address, remaining_ms))
+            unreachable = self._allocate_on_task_executors(request, assignments)
+            if unreachable is None:
+                break
+            # A TaskManager we cannot reach is gone (its heartbeats would say so soon):
+            # declare it lost now and serve the request from the others, or new leases.
+            resource_id, exc = unreachable
+            self._task_manager_lost(resource_id, f"unreachable when allocating a slot: {exc}")
+            if time.monotonic() >= deadline:
+                msg = (f"job {request.job_id}: no reachable TaskManager for {request.count} "
+                       f"slots within {timeout_ms} ms (last: {exc}); raise slot.request.timeout")
+                raise SlotAllocationError(msg) from exc
+        logger.info("job %s got %d slots on %s", request.job_id, len(assignments),
+                    sorted({a.resource_id for a in assignments}))
+        return assignments
+
+    def _allocate_on_task_executors(
+        self, request: SlotRequest, assignments: list[SlotAssignment]
+    ) -> tuple[ResourceId, WeirError] | None:
+        """AllocateSlot on each TaskExecutor. Returns the first unreachable TaskManager
+        (the reservation is then released); raises SlotAllocationError on a refusal."""
         try:
             for slot in assignments:
                 self._gateways.allocate_slot(
                     slot.rpc_address, slot.allocation_id, request.job_id,
                     request.jobmaster_address, _CONTROL_RPC_TIMEOUT_S)
+        except (ServiceUnavailableError, RemoteTimeoutError) as exc:
+            self.release_slots(request.job_id, [a.allocation_id for a in assignments])
+            return slot.resource_id, exc
         except WeirError as exc:
             self.release_slots(request.job_id, [a.allocation_id for a in assignments])
             msg = (
                 f"job {request.job_id}: allocating {request.count} slots failed because a "
-                f"TaskExecutor refused or could not be reached: {exc}; retry the request"
+                f"TaskExecutor refused: {exc}; retry the request"
             )
             raise SlotAllocationError(msg) from exc
-        logger.info("job %s got %d slots on %s", request.job_id, len(assignments),
-                    sorted({a.resource_id for a in assignments}))
-        return assignments
+        return None
 
     def release_slots(self, job_id: JobId, allocation_ids: list[AllocationId]) -> None:
         for allocation_id, registration in self._slot_manager.free(job_id, allocation_ids):

@@ -50,3 +50,22 @@ def test_tasks_not_yet_deployed_are_cancelled_when_a_deployment_fails(monkeypatc
     states = [ev.current.state for ev in scheduler.graph.all_executions()]
     assert len(deployed) == 1
     assert states == [ExecutionState.FAILED, ExecutionState.CANCELED, ExecutionState.CANCELED]
+
+
+def test_a_task_manager_that_cannot_be_reached_is_not_reused_by_the_restart(monkeypatch):
+    from jobmanager import scheduler as scheduler_module
+    from weir.core.errors import ServiceUnavailableError
+
+    scheduler = _scheduler()
+    scheduler.status = JobStatus.RUNNING
+    scheduler.graph.assign_slots(_slots(3))
+
+    def unreachable(what, method, request, timeout=None):
+        msg = f"{what} failed (UNAVAILABLE): connection refused"
+        raise ServiceUnavailableError(msg)
+
+    monkeypatch.setattr(scheduler_module.rpc, "call", unreachable)
+    first = scheduler.graph.all_executions()[0]
+    assert scheduler._deploy(first) is False
+    assert first.current.state is ExecutionState.FAILED
+    assert scheduler._lost_task_managers == {"tm0"}
