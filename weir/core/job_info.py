@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from proto import common_pb2
 
@@ -31,51 +32,17 @@ class JobDetailsInfo:
     jobmaster_address: str = ""
 
     def to_proto(self) -> common_pb2.JobDetails:
-        message = common_pb2.JobDetails(
-            job_id=self.job_id,
-            job_name=self.job_name,
-            status=self.status,
-            start_time_ms=self.start_time_ms,
-            end_time_ms=self.end_time_ms,
-            failure_cause=self.failure_cause,
-            jobmaster_address=self.jobmaster_address,
-        )
+        message = common_pb2.JobDetails(**_scalars(self, exclude=("tasks",)))
         for t in self.tasks:
-            message.tasks.add(
-                vertex_id=t.vertex_id,
-                task_name=t.task_name,
-                subtask_index=t.subtask_index,
-                attempt_number=t.attempt_number,
-                execution_attempt_id=t.execution_attempt_id,
-                state=t.state,
-                resource_id=t.resource_id,
-                failure_cause=t.failure_cause,
-            )
+            message.tasks.add(**_scalars(t))
         return message
 
     @staticmethod
     def from_proto(message: common_pb2.JobDetails) -> JobDetailsInfo:
         return JobDetailsInfo(
-            job_id=message.job_id,
-            job_name=message.job_name,
-            status=message.status,
-            start_time_ms=message.start_time_ms,
-            end_time_ms=message.end_time_ms,
-            failure_cause=message.failure_cause,
-            jobmaster_address=message.jobmaster_address,
-            tasks=tuple(
-                TaskStatusInfo(
-                    vertex_id=t.vertex_id,
-                    task_name=t.task_name,
-                    subtask_index=t.subtask_index,
-                    attempt_number=t.attempt_number,
-                    execution_attempt_id=t.execution_attempt_id,
-                    state=t.state,
-                    resource_id=t.resource_id,
-                    failure_cause=t.failure_cause,
-                )
-                for t in message.tasks
-            ),
+            **_from_message(JobDetailsInfo, message, exclude=("tasks",)),
+            tasks=tuple(TaskStatusInfo(**_from_message(TaskStatusInfo, t))
+                        for t in message.tasks),
         )
 
 
@@ -122,65 +89,24 @@ class CheckpointStatisticsInfo:
 
     def to_proto(self) -> common_pb2.CheckpointStatistics:
         message = common_pb2.CheckpointStatistics(
-            job_id=self.job_id,
-            checkpointing_enabled=self.checkpointing_enabled,
-            num_triggered=self.num_triggered,
-            num_in_progress=self.num_in_progress,
-            num_completed=self.num_completed,
-            num_failed=self.num_failed,
-            num_restored=self.num_restored,
-            latest_completed_path=self.latest_completed_path,
-            latest_restored_id=self.latest_restored_id,
-            latest_restored_path=self.latest_restored_path,
-        )
+            **_scalars(self, exclude=("history",)), num_triggered=self.num_triggered)
         for e in self.history:
-            message.history.add(
-                checkpoint_id=e.checkpoint_id,
-                status=e.status,
-                checkpoint_type=e.checkpoint_type,
-                trigger_timestamp_ms=e.trigger_timestamp_ms,
-                end_to_end_duration_ms=e.end_to_end_duration_ms,
-                sync_duration_ms=e.sync_duration_ms,
-                async_duration_ms=e.async_duration_ms,
-                alignment_duration_ms=e.alignment_duration_ms,
-                state_size_bytes=e.state_size_bytes,
-                persisted_in_flight_bytes=e.persisted_in_flight_bytes,
-                num_subtasks=e.num_subtasks,
-                num_acknowledged=e.num_acknowledged,
-                external_path=e.external_path,
-                failure_message=e.failure_message,
-            )
+            message.history.add(**_scalars(e))
         return message
 
     @staticmethod
     def from_proto(message: common_pb2.CheckpointStatistics) -> CheckpointStatisticsInfo:
         return CheckpointStatisticsInfo(
-            job_id=message.job_id,
-            checkpointing_enabled=message.checkpointing_enabled,
-            num_in_progress=message.num_in_progress,
-            num_completed=message.num_completed,
-            num_failed=message.num_failed,
-            num_restored=message.num_restored,
-            latest_completed_path=message.latest_completed_path,
-            latest_restored_id=message.latest_restored_id,
-            latest_restored_path=message.latest_restored_path,
-            history=tuple(
-                CheckpointStatisticsEntry(
-                    checkpoint_id=e.checkpoint_id,
-                    status=e.status,
-                    checkpoint_type=e.checkpoint_type,
-                    trigger_timestamp_ms=e.trigger_timestamp_ms,
-                    end_to_end_duration_ms=e.end_to_end_duration_ms,
-                    sync_duration_ms=e.sync_duration_ms,
-                    async_duration_ms=e.async_duration_ms,
-                    alignment_duration_ms=e.alignment_duration_ms,
-                    state_size_bytes=e.state_size_bytes,
-                    persisted_in_flight_bytes=e.persisted_in_flight_bytes,
-                    num_subtasks=e.num_subtasks,
-                    num_acknowledged=e.num_acknowledged,
-                    external_path=e.external_path,
-                    failure_message=e.failure_message,
-                )
-                for e in message.history
-            ),
+            **_from_message(CheckpointStatisticsInfo, message, exclude=("history",)),
+            history=tuple(CheckpointStatisticsEntry(**_from_message(CheckpointStatisticsEntry, e))
+                          for e in message.history),
         )
+
+
+def _scalars(info: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The dataclass's fields by name: the proto messages use the same field names."""
+    return {f.name: getattr(info, f.name) for f in fields(info) if f.name not in exclude}
+
+
+def _from_message(cls: type, message: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {f.name: getattr(message, f.name) for f in fields(cls) if f.name not in exclude}
