@@ -61,7 +61,7 @@ class JobVertexProto(_message.Message):
     def __init__(self, vertex_id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., max_parallelism: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[OperatorDescriptorProto, _Mapping]]] = ..., slot_sharing_group: _Optional[str] = ...) -> None: ...
 
 class JobEdgeProto(_message.Message):
-    __slots__ = ("source_vertex", "source_operator", "target_vertex", "input_index", "partitioner", "partitioner_payload", "serializer")
+    __slots__ = ("source_vertex", "source_operator", "target_vertex", "input_index", "partitioner", "partitioner_payload", "serializer", "output_tag")
     SOURCE_VERTEX_FIELD_NUMBER: _ClassVar[int]
     SOURCE_OPERATOR_FIELD_NUMBER: _ClassVar[int]
     TARGET_VERTEX_FIELD_NUMBER: _ClassVar[int]
@@ -69,6 +69,7 @@ class JobEdgeProto(_message.Message):
     PARTITIONER_FIELD_NUMBER: _ClassVar[int]
     PARTITIONER_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     SERIALIZER_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TAG_FIELD_NUMBER: _ClassVar[int]
     source_vertex: str
     source_operator: str
     target_vertex: str
@@ -76,7 +77,8 @@ class JobEdgeProto(_message.Message):
     partitioner: str
     partitioner_payload: bytes
     serializer: str
-    def __init__(self, source_vertex: _Optional[str] = ..., source_operator: _Optional[str] = ..., target_vertex: _Optional[str] = ..., input_index: _Optional[int] = ..., partitioner: _Optional[str] = ..., partitioner_payload: _Optional[bytes] = ..., serializer: _Optional[str] = ...) -> None: ...
+    output_tag: str
+    def __init__(self, source_vertex: _Optional[str] = ..., source_operator: _Optional[str] = ..., target_vertex: _Optional[str] = ..., input_index: _Optional[int] = ..., partitioner: _Optional[str] = ..., partitioner_payload: _Optional[bytes] = ..., serializer: _Optional[str] = ..., output_tag: _Optional[str] = ...) -> None: ...
 
 class JobGraphProto(_message.Message):
     __slots__ = ("job_id", "job_name", "vertices", "edges", "config", "job_parameters")

@@ -6,6 +6,12 @@ segment's worth of records. How many records fit is estimated from the size of t
 buffers serialized before, so no record is ever serialized on its own. Partial lists
 go out when the task's buffer timeout fires (``BufferTimeout``, served by the
 task's mailbox loop: there is no flusher thread), and when the task finishes.
+
+Timestamps travel beside the records: a subpartition whose pending records carry
+timestamps keeps a parallel list, and its buffer is written with
+``serialize_timestamped``; streams without event time never build that list.
+Watermarks and idleness are broadcast as events to every subpartition after the
+records pending before them, so they stay in order with the data.
 """
 
 from __future__ import annotations
@@ -15,12 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from taskmanager.network.api import ResultPartitionWriter
+from taskmanager.task_events import Watermark, WatermarkStatus, serialize_event
 from taskmanager.user_code import load_user_code
 from weir.core.deployment import ResultPartitionDescriptor
 from weir.core.errors import WeirError
 from weir.core.job_graph import PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, compute_operator_index_for_key_group
-from weir.core.serializers import serialize_batch
+from weir.core.serializers import serialize_batch, serialize_timestamped
 
 # A first buffer is cut after this many records, before any size is known; small
 # enough that even large records give a buffer of a few segments at most.
@@ -35,6 +42,9 @@ _ROUTE_CACHE_LIMIT = 1 << 16
 
 class PartitionerError(WeirError, ValueError):
     """A custom partitioner returned a channel out of range."""
+
+
+Timestamps = list[int | None] | None
 
 
 def _key_selector(obj: Any) -> Callable[[Any], Any]:
@@ -58,6 +68,8 @@ class RecordWriter:
         self._emit_buffer = writer.emit
         self.descriptor = descriptor
         self.source_operator = edge.source_operator
+        self.output_tag = edge.output_tag
+        """The side output this edge carries ("" for the main output)."""
         self._serializer = edge.serializer
         self._compress = compress
         self._segment_size = segment_size
@@ -65,6 +77,7 @@ class RecordWriter:
         n = descriptor.num_subpartitions
         self._n = n
         self._pending: list[list[Any]] = [[] for _ in range(n)]
+        self._pending_ts: list[list[int | None] | None] = [None] * n
         self._records_per_buffer = _INITIAL_RECORDS_PER_BUFFER
         self.buffers_written = 0
         self.records_written = 0
@@ -75,6 +88,7 @@ class RecordWriter:
         if kind is PartitionerKind.BROADCAST:
             # one pending list, serialized once and written to every subpartition
             self._pending = [[]]
+            self._pending_ts = [None]
             self.emit = self._emit_broadcast
         elif kind is PartitionerKind.CUSTOM:
             partitioner = payload["partitioner"]
@@ -113,34 +127,52 @@ class RecordWriter:
 
     # --- routing ---------------------------------------------------------------------
 
-    def _emit_single(self, batch: list[Any]) -> None:
+    def _add_timestamps(self, s: int, before: int, timestamps: Timestamps, count: int) -> None:
+        """Keep subpartition ``s``'s timestamp list parallel to its ``before`` pending
+        records plus ``count`` new ones."""
+        pts = self._pending_ts[s]
+        if pts is None:
+            pts = self._pending_ts[s] = [None] * before
+        if timestamps is None:
+            pts.extend([None] * count)
+        else:
+            pts.extend(timestamps)
+
+    def _emit_single(self, batch: list[Any], timestamps: Timestamps = None) -> None:
         pending = self._pending[0]
+        if timestamps is not None or self._pending_ts[0] is not None:
+            self._add_timestamps(0, len(pending), timestamps, len(batch))
         pending.extend(batch)
         if len(pending) >= self._records_per_buffer:
             self._drain_full(0)
 
-    def _emit_broadcast(self, batch: list[Any]) -> None:
-        self._emit_single(batch)
+    def _emit_broadcast(self, batch: list[Any], timestamps: Timestamps = None) -> None:
+        self._emit_single(batch, timestamps)
 
-    def _emit_round_robin(self, batch: list[Any]) -> None:
+    def _emit_round_robin(self, batch: list[Any], timestamps: Timestamps = None) -> None:
         n = self._n
         start = self._next
         pending = self._pending
+        with_ts = timestamps is not None or any(t is not None for t in self._pending_ts)
         # record j goes to (start + j) % n, so subpartition s takes every n-th record
         # beginning at (s - start) % n
         for s in range(n):
             first = (s - start) % n
             if first < len(batch):
-                pending[s].extend(batch[first::n])
+                part = batch[first::n]
+                if with_ts:
+                    self._add_timestamps(s, len(pending[s]), None if timestamps is None
+                                         else timestamps[first::n], len(part))
+                pending[s].extend(part)
         self._next = (start + len(batch)) % n
         self._drain_all_full()
 
-    def _emit_shuffle(self, batch: list[Any]) -> None:
+    def _emit_shuffle(self, batch: list[Any], timestamps: Timestamps = None) -> None:
         n = self._n
         rand = self._rng.randrange
-        self._distribute(batch, [rand(n) for _ in batch])
+        self._distribute(batch, [rand(n) for _ in batch], timestamps)
 
-    def _emit_key_group(self, batch: list[Any]) -> None:
+    def _emit_key_group(self, batch: list[Any], timestamps: Timestamps = None) -> None:
         key = self._key
         cache = self._route_cache
         get = cache.get
@@ -155,7 +187,7 @@ class RecordWriter:
             if r is None:
                 r = self._route(k, cacheable=True)
             append(r)
-        self._distribute(batch, routes)
+        self._distribute(batch, routes, timestamps)
 
     def _route(self, key: Any, *, cacheable: bool) -> int:
         r = self._route_of_group[self._key_group(key, self._max_parallelism)]
@@ -165,7 +197,7 @@ class RecordWriter:
             self._route_cache[key] = r
         return r
 
-    def _emit_custom(self, batch: list[Any]) -> None:
+    def _emit_custom(self, batch: list[Any], timestamps: Timestamps = None) -> None:
         n = self._n
         key = self._key
         partition = self._partition
@@ -177,13 +209,36 @@ class RecordWriter:
                     f"return an int in [0, {n})"
                 )
                 raise PartitionerError(msg)
-        self._distribute(batch, routes)
+        self._distribute(batch, routes, timestamps)
 
-    def _distribute(self, batch: list[Any], routes: list[int]) -> None:
-        appends = [p.append for p in self._pending]
-        for record, r in zip(batch, routes, strict=True):
-            appends[r](record)
+    def _distribute(self, batch: list[Any], routes: list[int],
+                    timestamps: Timestamps = None) -> None:
+        if timestamps is None and not any(t is not None for t in self._pending_ts):
+            appends = [p.append for p in self._pending]
+            for record, r in zip(batch, routes, strict=True):
+                appends[r](record)
+        else:
+            for s in range(self._n):
+                if self._pending_ts[s] is None:
+                    self._pending_ts[s] = [None] * len(self._pending[s])
+            appends = [p.append for p in self._pending]
+            ts_appends = [p.append for p in self._pending_ts]  # type: ignore[union-attr]
+            stamps = timestamps if timestamps is not None else [None] * len(batch)
+            for record, r, t in zip(batch, routes, stamps, strict=True):
+                appends[r](record)
+                ts_appends[r](t)
         self._drain_all_full()
+
+    # --- watermarks ----------------------------------------------------------------------
+
+    def emit_watermark(self, watermark: int) -> None:
+        """Send ``watermark`` to every consumer, after the records pending before it."""
+        self.flush()
+        self._writer.broadcast_event(serialize_event(Watermark(watermark)))
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.flush()
+        self._writer.broadcast_event(serialize_event(WatermarkStatus(idle)))
 
     # --- buffers -----------------------------------------------------------------------
 
@@ -195,18 +250,30 @@ class RecordWriter:
 
     def _drain_full(self, s: int) -> None:
         pending = self._pending[s]
+        pts = self._pending_ts[s]
         while len(pending) >= self._records_per_buffer:
             limit = self._records_per_buffer
             if len(pending) == limit:
                 self._pending[s] = []
-                self._write(s, pending)
+                self._pending_ts[s] = None
+                self._write(s, pending, pts)
                 return
             chunk = pending[:limit]
             del pending[:limit]
-            self._write(s, chunk)
+            chunk_ts = None
+            if pts is not None:
+                chunk_ts = pts[:limit]
+                del pts[:limit]
+            self._write(s, chunk, chunk_ts)
 
-    def _write(self, s: int, records: list[Any]) -> None:
-        buffer = serialize_batch(records, self._serializer, self._compress)
+    def _serialize(self, records: list[Any], timestamps: list[int | None] | None) -> bytes:
+        if timestamps is None:
+            return serialize_batch(records, self._serializer, self._compress)
+        return serialize_timestamped(records, timestamps, self._serializer, self._compress)
+
+    def _write(self, s: int, records: list[Any],
+               timestamps: list[int | None] | None = None) -> None:
+        buffer = self._serialize(records, timestamps)
         size = len(buffer)
         count = len(records)
         # Aim the next buffer at one segment, from the bytes per record just measured.
@@ -231,7 +298,7 @@ class RecordWriter:
         out: dict[int, list[bytes]] = {}
         for s, pending in enumerate(self._pending):
             if pending:
-                buffer = serialize_batch(pending, self._serializer, self._compress)
+                buffer = self._serialize(pending, self._pending_ts[s])
                 targets = (
                     range(self._n) if self._partitioner_kind is PartitionerKind.BROADCAST
                     else (s,)
@@ -244,8 +311,10 @@ class RecordWriter:
         """Write every partly filled buffer now (buffer timeout, end of input)."""
         for s, pending in enumerate(self._pending):
             if pending:
+                pts = self._pending_ts[s]
                 self._pending[s] = []
-                self._write(s, pending)
+                self._pending_ts[s] = None
+                self._write(s, pending, pts)
 
     def finish(self) -> None:
         """Flush, then end every subpartition (END_OF_PARTITION)."""
@@ -255,6 +324,7 @@ class RecordWriter:
     def release(self, cause: BaseException | None = None) -> None:
         for pending in self._pending:
             pending.clear()
+        self._pending_ts = [None] * len(self._pending)
         self._writer.release(cause)
 
 

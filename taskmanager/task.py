@@ -56,12 +56,20 @@ from taskmanager.operators.source import (
     SourceFunctionContext,
     SourceOperator,
 )
+from taskmanager.operators.timers import ProcessingTimeService
 from taskmanager.record_writer import BufferTimeout, RecordWriter
 from taskmanager.runtime_context import StreamingRuntimeContext
 from taskmanager.state.backend import KeyedStateBackend
 from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from taskmanager.task_events import CheckpointBarrier, CheckpointType, deserialize_event
+from taskmanager.task_events import (
+    CheckpointBarrier,
+    CheckpointType,
+    Watermark,
+    WatermarkStatus,
+    deserialize_event,
+)
 from taskmanager.user_code import load_user_code
+from taskmanager.watermark_valve import StatusWatermarkValve
 from weir.core import config
 from weir.core.checkpoint import (
     CheckpointingConfig,
@@ -73,7 +81,7 @@ from weir.core.errors import UserCodeError
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import OperatorDescriptor, PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
-from weir.core.serializers import deserialize_batch
+from weir.core.serializers import deserialize_records
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +168,12 @@ class Task:
         self._unaligned = False
         """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
         self._alignment_started: float | None = None
+        self._processing_timers = ProcessingTimeService(
+            clock_ms, self.mailbox.put, name=tdd.task_name)
+        # Per input gate: the valve of the head's input it feeds, and the index of the
+        # gate's first channel within that valve.
+        self._gate_valves: list[StatusWatermarkValve] = []
+        self._gate_channel_base: list[int] = []
         self._thread = threading.Thread(target=self._run, name=tdd.task_name, daemon=True)
         cfg = tdd.job_config
         self._segment_size = config.get(cfg, config.SEGMENT_SIZE)
@@ -281,6 +295,7 @@ class Task:
             chain = self._chain
             assert chain is not None
             chain.finish()
+            self._processing_timers.close()
             error = chain.close()
             if error is not None:
                 raise error
@@ -313,6 +328,7 @@ class Task:
         """Close user functions, release partitions, close the gate. Returns the first
         error of a user ``close()``."""
         error = None
+        self._processing_timers.close()
         if self._chain is not None:
             error = self._chain.close()
         for partition in self._partitions:
@@ -446,7 +462,7 @@ class Task:
             process = chain.input(gates[g].edge.input_index)
             for buffer in buffers:
                 self._check_canceled()
-                process(deserialize_batch(buffer))
+                process(*deserialize_records(buffer))
         chain.flush()
 
     def _input_key_type(self) -> str:
@@ -496,7 +512,9 @@ class Task:
             collect=self._services.collect,
             print_target=self._services.print_target,
             clock_ms=self._clock_ms,
+            processing_timers=self._processing_timers,
             batch_mode=config.get(tdd.job_config, config.RUNTIME_MODE) == "BATCH",
+            config=tdd.job_config,
             restored_source_state=(
                 None if self._restored is None
                 else self._restored.source_state(str(descriptor.operator_id))
@@ -532,6 +550,7 @@ class Task:
         open_channels = sum(len(g.channels) for g in tdd.input_gates)
         if gate is None or open_channels == 0:
             return
+        self._build_valves()
         timeout = self._buffer_timeout
         flush_after_batch = timeout.flush_after_batch
         serve = self._serve_mailbox
@@ -551,22 +570,57 @@ class Task:
             if kind == _DATA:
                 if capture is not None:
                     capture(gate_index, channel, payload)
-                inputs[gate_index](deserialize_batch(payload))
+                records, timestamps = deserialize_records(payload)
+                inputs[gate_index](records, timestamps)
                 if flush_after_batch:
                     chain.flush()
             elif kind == _END:
                 if self._barrier_handler is not None:
                     self._perform(self._barrier_handler.on_end_of_partition(gate_index, channel))
+                advanced = self._gate_valves[gate_index].channel_ended(
+                    self._gate_channel_base[gate_index] + channel)
+                if advanced is not None:
+                    chain.input_watermark(tdd.input_gates[gate_index].edge.input_index)(advanced)
                 open_channels -= 1
                 if open_channels == 0:
                     return
             else:
                 self._on_event(gate_index, channel, payload)
 
+    def _build_valves(self) -> None:
+        """One watermark valve per input of the head operator, over the channels of
+        every gate that feeds it (a union feeds one input from several gates)."""
+        gates = self.tdd.input_gates
+        sizes: dict[int, int] = {}
+        for g in gates:
+            index = g.edge.input_index
+            self._gate_channel_base.append(sizes.get(index, 0))
+            sizes[index] = sizes.get(index, 0) + len(g.channels)
+        valves = {index: StatusWatermarkValve(n) for index, n in sizes.items()}
+        self._gate_valves = [valves[g.edge.input_index] for g in gates]
+
+    def _on_watermark_event(self, gate_index: int, channel: int,
+                            event: Watermark | WatermarkStatus) -> None:
+        chain = self._chain
+        assert chain is not None
+        valve = self._gate_valves[gate_index]
+        flat = self._gate_channel_base[gate_index] + channel
+        input_index = self.tdd.input_gates[gate_index].edge.input_index
+        if isinstance(event, Watermark):
+            advanced = valve.input_watermark(flat, event.timestamp)
+            idle = None
+        else:
+            advanced, idle = valve.input_status(flat, event.idle)
+        if advanced is not None:
+            chain.input_watermark(input_index)(advanced)
+        if idle is not None:
+            chain.input_watermark_status(input_index)(idle)
+
     def _on_event(self, gate_index: int, channel: int, payload: bytes) -> None:
-        # Watermarks are decoded so a malformed event fails loudly; acting on them comes
-        # with event time.
         event = deserialize_event(payload)
+        if isinstance(event, Watermark | WatermarkStatus):
+            self._on_watermark_event(gate_index, channel, event)
+            return
         if isinstance(event, CheckpointBarrier):
             handler = self._barrier_handler
             if handler is None:
@@ -588,13 +642,13 @@ class Task:
             return
         reader = source.reader
         assert reader is not None
-        output = source.output
         chain = self._chain
         assert chain is not None
         timeout = self._buffer_timeout
         flush_after_batch = timeout.flush_after_batch
         serve = self._serve_mailbox
         poll_batch = reader.poll_batch
+        output = source.emit
         n = SOURCE_BATCH_SIZE
         # Unaligned checkpoints must not wait for a back-pressured source to get its
         # batch out: it reads only when its output has room, and serves the mailbox (a
@@ -612,7 +666,7 @@ class Task:
             if batch is None:
                 return
             if batch:
-                output(batch)
+                output(batch, None)
                 if flush_after_batch:
                     chain.flush()
             else:
@@ -632,7 +686,8 @@ class Task:
                 chain.flush()
             self._serve_mailbox()
 
-        ctx = SourceFunctionContext(source.output, SOURCE_BATCH_SIZE, between_batches)
+        ctx = SourceFunctionContext(source.emit, SOURCE_BATCH_SIZE, between_batches,
+                                    source.output)
         try:
             source.source_function.run(ctx)  # type: ignore[union-attr]
             ctx.close()

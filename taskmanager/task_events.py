@@ -3,8 +3,7 @@
 An event is sent with ``ResultPartitionWriter.emit_event``/``broadcast_event`` and
 arrives as a ``BufferKind.EVENT`` payload. The encoding is one tag byte followed by
 a marshalled tuple of the event's fields, so a new event type only needs a tag and
-a dataclass. Watermarks and checkpoint barriers are defined here so that the shape
-is fixed; the task handles them in later work (event time, checkpoints).
+a dataclass.
 """
 
 from __future__ import annotations
@@ -34,6 +33,12 @@ class Watermark:
 
 
 @dataclass(frozen=True, slots=True)
+class WatermarkStatus:
+    idle: bool
+    """True: the producer stopped holding back watermarks downstream; False: it resumed."""
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointBarrier:
     checkpoint_id: int
     timestamp: int
@@ -47,9 +52,11 @@ class EndOfData:
     """The producer's input ended (sent before END_OF_PARTITION when draining)."""
 
 
-TaskEvent = Watermark | CheckpointBarrier | EndOfData
+TaskEvent = Watermark | WatermarkStatus | CheckpointBarrier | EndOfData
 
-_TAGS: dict[type, int] = {Watermark: 0x57, CheckpointBarrier: 0x42, EndOfData: 0x45}  # W B E
+_TAGS: dict[type, int] = {  # W S B E
+    Watermark: 0x57, WatermarkStatus: 0x53, CheckpointBarrier: 0x42, EndOfData: 0x45,
+}
 _TYPES = {tag: cls for cls, tag in _TAGS.items()}
 
 

@@ -10,10 +10,17 @@ chain to its head, so each output exists before the operator that feeds it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, discard
+from taskmanager.operators.base import (
+    Collect,
+    OperatorSetup,
+    Output,
+    StreamOperator,
+    Timestamps,
+    discard,
+)
 from taskmanager.operators.one_input import (
     FilterOperator,
     FlatMapOperator,
@@ -25,6 +32,7 @@ from taskmanager.operators.one_input import (
 from taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
 from taskmanager.operators.source import SourceOperator
 from taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator, CoProcessOperator
+from taskmanager.operators.watermarks import TimestampsAndWatermarksOperator
 from taskmanager.record_writer import RecordWriter
 from weir.core.job_graph import OperatorKind
 
@@ -41,24 +49,41 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.CO_MAP: CoMapOperator,
     OperatorKind.CO_FLAT_MAP: CoFlatMapOperator,
     OperatorKind.CO_PROCESS: CoProcessOperator,
+    OperatorKind.TIMESTAMPS_WATERMARKS: TimestampsAndWatermarksOperator,
     OperatorKind.SINK: SinkOperator,
     OperatorKind.PRINT: PrintOperator,
     OperatorKind.COLLECT: CollectOperator,
 }
 
 
-def fan_out(outputs: Sequence[Output]) -> Output:
+def fan_out(outputs: Sequence[Collect]) -> Collect:
     if not outputs:
         return discard
     if len(outputs) == 1:
         return outputs[0]
     targets = tuple(outputs)
 
-    def output(batch: list[Any]) -> None:
+    def output(batch: list[Any], timestamps: Timestamps) -> None:
         for target in targets:
-            target(batch)
+            target(batch, timestamps)
 
     return output
+
+
+def _broadcast(calls: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
+    if len(calls) == 1:
+        return calls[0]
+    targets = tuple(calls)
+
+    def call(value: Any) -> None:
+        for target in targets:
+            target(value)
+
+    return call
+
+
+def _ignore(_value: Any) -> None:
+    pass
 
 
 class OperatorChain:
@@ -79,20 +104,48 @@ class OperatorChain:
         by_id = {op.setup.descriptor.operator_id: op for op in self.operators}
         for op in reversed(self.operators):
             descriptor = op.setup.descriptor
-            outputs: list[Output] = []
+            main: list[Collect] = []
+            watermarks: list[Callable[[int], None]] = []
+            statuses: list[Callable[[bool], None]] = []
             for target_id in descriptor.chained_outputs:
                 target = by_id[target_id]
                 if target not in self._opened:
                     msg = f"chained output {target_id} of {descriptor.name!r} is not after it"
                     raise ValueError(msg)
-                outputs.append(target.process)
-            outputs += [w.emit for w in self.writers if w.source_operator == descriptor.operator_id]
+                main.append(target.process)
+                watermarks.append(target.process_watermark)
+                statuses.append(target.process_watermark_status)
+            side: dict[str, list[Collect]] = {}
+            for w in self.writers:
+                if w.source_operator != descriptor.operator_id:
+                    continue
+                if w.output_tag:
+                    side.setdefault(w.output_tag, []).append(w.emit)
+                else:
+                    main.append(w.emit)
+                # Side outputs carry the operator's watermarks too, as in Flink.
+                watermarks.append(w.emit_watermark)
+                statuses.append(w.emit_watermark_status)
             self._opened.append(op)
-            op.open(fan_out(outputs))
+            op.open(Output(
+                fan_out(main),
+                _broadcast(watermarks) if watermarks else _ignore,
+                _broadcast(statuses) if statuses else _ignore,
+                {tag: fan_out(collects) for tag, collects in side.items()},
+            ))
 
-    def input(self, index: int) -> Output:
+    def input(self, index: int) -> Collect:
         """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
         return self.head.process if index == 0 else self.head.process2
+
+    def input_watermark(self, index: int) -> Callable[[int], None]:
+        """Where the combined watermark of the head's input ``index`` goes."""
+        head = self.head
+        return head.process_watermark if index == 0 else head.process_watermark2
+
+    def input_watermark_status(self, index: int) -> Callable[[bool], None]:
+        head = self.head
+        return head.process_watermark_status if index == 0 else head.process_watermark_status2
 
     def flush_operators(self) -> None:
         """Push what operators hold into the writers, leaving partly filled buffers."""

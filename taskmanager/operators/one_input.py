@@ -4,6 +4,12 @@ Each binds a closure over the bound user method at open, so a batch costs one li
 comprehension (or one loop) and no per-record dispatch. When the payload carries a
 key selector, the operator sets the state backend's current key before calling the
 user function for each record, so ``RuntimeContext.get_state`` works, as in PyFlink.
+
+Records keep their timestamps: a map's results carry the timestamps of its inputs, a
+filter keeps those of the records it keeps, a flat_map and a process function give
+every result the timestamp of the record it came from (Flink's TimestampedCollector).
+Without timestamps (``timestamps is None``) each operator takes a path that never
+builds a timestamp list.
 """
 
 from __future__ import annotations
@@ -11,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, discard
+from taskmanager.operators.base import (
+    Collect,
+    OperatorSetup,
+    Output,
+    StreamOperator,
+    Timestamps,
+    discard,
+)
 from taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
 from taskmanager.operators.functions import (
     close_function,
@@ -20,6 +33,8 @@ from taskmanager.operators.functions import (
     required_method,
     user_method,
 )
+from taskmanager.operators.timers import InternalTimerService
+from weir.core.time_domain import TimeDomain
 
 
 def _input_key_selector(setup: OperatorSetup, index: int) -> Callable[[Any], Any] | None:
@@ -27,6 +42,23 @@ def _input_key_selector(setup: OperatorSetup, index: int) -> Callable[[Any], Any
     if index < len(selectors) and selectors[index] is not None:
         return key_selector(selectors[index])
     return None
+
+
+def expand(
+    f: Callable[[Any], Any], batch: list[Any], timestamps: list[int | None],
+) -> tuple[list[Any], list[int | None]]:
+    """Every element of ``f(x)`` for each ``x``, each with the timestamp of its ``x``."""
+    out: list[Any] = []
+    out_ts: list[int | None] = []
+    extend = out.extend
+    for x, t in zip(batch, timestamps, strict=True):
+        n = len(out)
+        r = f(x)
+        if r is not None:
+            extend(r)
+            if len(out) > n:
+                out_ts.extend([t] * (len(out) - n))
+    return out, out_ts
 
 
 class _UserFunctionOperator(StreamOperator):
@@ -37,10 +69,11 @@ class _UserFunctionOperator(StreamOperator):
         self.backend = setup.keyed_state_backend
 
     def open(self, output: Output) -> None:
+        super().open(output)
         open_function(self.function, self.setup.runtime_context)
-        self.process = self._bind(output)
+        self.process = self._bind(output.collect)
 
-    def _bind(self, output: Output) -> Output:
+    def _bind(self, output: Collect) -> Collect:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -48,23 +81,23 @@ class _UserFunctionOperator(StreamOperator):
 
 
 class MapOperator(_UserFunctionOperator):
-    def _bind(self, output: Output) -> Output:
+    def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "map", self.name)
         key, backend = self.key, self.backend
         if key is None or backend is None:
 
-            def process(batch: list[Any]) -> None:
-                output([f(x) for x in batch])
+            def process(batch: list[Any], timestamps: Timestamps) -> None:
+                output([f(x) for x in batch], timestamps)
 
             return process
 
-        def process_keyed(batch: list[Any]) -> None:
+        def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
             out: list[Any] = []
             append = out.append
             for x in batch:
                 backend.current_key = key(x)
                 append(f(x))
-            output(out)
+            output(out, timestamps)
 
         return process_keyed
 
@@ -73,102 +106,228 @@ class FilterOperator(_UserFunctionOperator):
     """Keeps the records for which the function returns a truthy value (as PyFlink's
     ``if self._filter_func(value): yield value``)."""
 
-    def _bind(self, output: Output) -> Output:
+    def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "filter", self.name)
         key, backend = self.key, self.backend
+
+        def keep_of(batch: list[Any]) -> list[Any]:
+            if key is None or backend is None:
+                return [f(x) for x in batch]
+            kept = []
+            for x in batch:
+                backend.current_key = key(x)
+                kept.append(f(x))
+            return kept
+
         if key is None or backend is None:
 
-            def process(batch: list[Any]) -> None:
-                out = [x for x in batch if f(x)]
-                if out:
-                    output(out)
+            def process(batch: list[Any], timestamps: Timestamps) -> None:
+                if timestamps is None:
+                    out = [x for x in batch if f(x)]
+                    if out:
+                        output(out, None)
+                    return
+                _emit_kept(batch, timestamps, keep_of(batch), output)
 
             return process
 
-        def process_keyed(batch: list[Any]) -> None:
-            out = []
-            for x in batch:
-                backend.current_key = key(x)
-                if f(x):
-                    out.append(x)
-            if out:
-                output(out)
+        def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
+            kept = keep_of(batch)
+            if timestamps is None:
+                out = [x for x, k in zip(batch, kept, strict=True) if k]
+                if out:
+                    output(out, None)
+                return
+            _emit_kept(batch, timestamps, kept, output)
 
         return process_keyed
+
+
+def _emit_kept(batch: list[Any], timestamps: list[int | None], kept: list[Any],
+               output: Collect) -> None:
+    out = [x for x, k in zip(batch, kept, strict=True) if k]
+    if out:
+        output(out, [t for t, k in zip(timestamps, kept, strict=True) if k])
 
 
 class FlatMapOperator(_UserFunctionOperator):
     """Emits every element of the iterable (or generator) the function returns, as
     PyFlink's ``yield from self._flat_map_func(value)``."""
 
-    def _bind(self, output: Output) -> Output:
+    def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "flat_map", self.name)
         key, backend = self.key, self.backend
-        if key is None or backend is None:
+        if key is not None and backend is not None:
+            plain = f
 
-            def process(batch: list[Any]) -> None:
+            def f(x: Any) -> Any:
+                backend.current_key = key(x)
+                return plain(x)
+
+        def process(batch: list[Any], timestamps: Timestamps) -> None:
+            if timestamps is None:
                 out = [y for x in batch for y in f(x)]
                 if out:
-                    output(out)
-
-            return process
-
-        def process_keyed(batch: list[Any]) -> None:
-            out: list[Any] = []
-            extend = out.extend
-            for x in batch:
-                backend.current_key = key(x)
-                extend(f(x))
+                    output(out, None)
+                return
+            out, out_ts = expand(f, batch, timestamps)
             if out:
-                output(out)
+                output(out, out_ts)
 
-        return process_keyed
+        return process
 
 
 class ProcessOperator(_UserFunctionOperator):
     """``process_element(value, ctx)`` may yield, return an iterable, or return None
     (nothing emitted), as PyFlink's process operations accept."""
 
-    def _bind(self, output: Output) -> Output:
+    def _bind(self, output: Collect) -> Collect:
         pe = required_method(self.function, "process_element", self.name)
-        ctx = ProcessContext(TimerService(self.setup.clock_ms, keyed=False))
+        ctx = ProcessContext(TimerService(self.setup.clock_ms, owner=self), self.output)
 
-        def process(batch: list[Any]) -> None:
-            out: list[Any] = []
-            extend = out.extend
-            for x in batch:
-                r = pe(x, ctx)
-                if r is not None:
-                    extend(r)
+        def process(batch: list[Any], timestamps: Timestamps) -> None:
+            if timestamps is None:
+                out: list[Any] = []
+                extend = out.extend
+                for x in batch:
+                    r = pe(x, ctx)
+                    if r is not None:
+                        extend(r)
+                if out:
+                    output(out, None)
+                return
+
+            def call(x: Any) -> Any:
+                return pe(x, ctx)
+
+            out, out_ts = _expand_with_context(call, batch, timestamps, ctx)
             if out:
-                output(out)
+                output(out, out_ts)
 
         return process
 
+
+def _expand_with_context(
+    call: Callable[[Any], Any], batch: list[Any], timestamps: list[int | None], ctx: Any,
+) -> tuple[list[Any], list[int | None]]:
+    out: list[Any] = []
+    out_ts: list[int | None] = []
+    extend = out.extend
+    for x, t in zip(batch, timestamps, strict=True):
+        ctx.current_timestamp = t
+        n = len(out)
+        r = call(x)
+        if r is not None:
+            extend(r)
+            if len(out) > n:
+                out_ts.extend([t] * (len(out) - n))
+    ctx.current_timestamp = None
+    return out, out_ts
+
+
+class TimerEmitter:
+    """Collects what ``on_timer`` calls return while timers fire, and emits it as one
+    batch (each result with its timer's timestamp for event time, none for processing
+    time, as Flink's keyed process operator does)."""
+
+    __slots__ = ("_out", "_ts", "_with_ts")
+
+    def __init__(self) -> None:
+        self._out: list[Any] = []
+        self._ts: list[int | None] = []
+        self._with_ts = False
+
+    def add(self, results: Any, timestamp: int | None) -> None:
+        if results is None:
+            return
+        out = self._out
+        n = len(out)
+        out.extend(results)
+        if len(out) > n:
+            self._ts.extend([timestamp] * (len(out) - n))
+            if timestamp is not None:
+                self._with_ts = True
+
+    def emit(self, output: Collect) -> None:
+        if self._out:
+            out, ts, with_ts = self._out, self._ts, self._with_ts
+            self._out, self._ts, self._with_ts = [], [], False
+            output(out, ts if with_ts else None)
+
+
 class KeyedProcessOperator(_UserFunctionOperator):
-    def _bind(self, output: Output) -> Output:
+    """A KeyedProcessFunction with its timers (``ctx.timer_service()``), which are kept
+    per key in the state backend and fire through ``on_timer``."""
+
+    timers: InternalTimerService | None = None
+
+    def _bind(self, output: Collect) -> Collect:
         pe = required_method(self.function, "process_element", self.name)
         key, backend = self.key, self.backend
         if key is None or backend is None:
             msg = f"operator {self.name!r}: keyed_process needs a key selector for its input"
             raise ValueError(msg)
-        ctx = KeyedProcessContext(TimerService(self.setup.clock_ms, keyed=True))
+        self.timers = InternalTimerService(backend, self, self.setup.processing_timers,
+                                           self.setup.clock_ms)
+        timer_service = TimerService(self.setup.clock_ms, timers=self.timers, owner=self)
+        ctx = KeyedProcessContext(timer_service, self.output)
         self.context = ctx
+        self._timer_ctx = KeyedProcessContext(timer_service, self.output)
+        self._on_timer = getattr(self.function, "on_timer", None)
+        self._fired = TimerEmitter()
+        self._collect = output
 
-        def process(batch: list[Any]) -> None:
+        def process(batch: list[Any], timestamps: Timestamps) -> None:
             out: list[Any] = []
-            extend = out.extend
-            for x in batch:
+            if timestamps is None:
+                extend = out.extend
+                for x in batch:
+                    k = key(x)
+                    backend.current_key = k
+                    ctx.current_key = k
+                    r = pe(x, ctx)
+                    if r is not None:
+                        extend(r)
+                if out:
+                    output(out, None)
+                return
+
+            def call(x: Any) -> Any:
                 k = key(x)
                 backend.current_key = k
                 ctx.current_key = k
-                r = pe(x, ctx)
-                if r is not None:
-                    extend(r)
+                return pe(x, ctx)
+
+            out, out_ts = _expand_with_context(call, batch, timestamps, ctx)
             if out:
-                output(out)
+                output(out, out_ts)
 
         return process
+
+    def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
+        on_timer = self._on_timer
+        if on_timer is None:
+            return
+        ctx = self._timer_ctx
+        ctx.current_key = key
+        ctx.current_timestamp = timestamp
+        ctx._time_domain = domain
+        result = on_timer(timestamp, ctx)
+        self._fired.add(result, timestamp if domain is TimeDomain.EVENT_TIME else None)
+
+    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self._fire(timestamp, key, TimeDomain.EVENT_TIME)
+
+    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self._fire(timestamp, key, TimeDomain.PROCESSING_TIME)
+        self._fired.emit(self._collect)
+
+    def advance_watermark(self, watermark: int) -> None:
+        self.current_watermark = watermark
+        if self.timers is not None:
+            self.timers.advance_watermark(watermark)
+            self._fired.emit(self._collect)
+        self.output.emit_watermark(watermark)
 
 
 class ReduceOperator(_UserFunctionOperator):
@@ -178,9 +337,9 @@ class ReduceOperator(_UserFunctionOperator):
 
     STATE_NAME = "_weir_reduce"
     _final: dict[Any, Any] | None = None
-    _output: Output = discard
+    _final_output: Collect = discard
 
-    def _bind(self, output: Output) -> Output:
+    def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "reduce", self.name)
         key, backend = self.key, self.backend
         if key is None or backend is None:
@@ -189,10 +348,10 @@ class ReduceOperator(_UserFunctionOperator):
         if self.setup.batch_mode:
             # Flink's batch execution keeps one accumulator per key and no state backend.
             final: dict[Any, Any] = {}
-            self._final, self._output = final, output
+            self._final, self._final_output = final, output
             missing = object()
 
-            def accumulate(batch: list[Any]) -> None:
+            def accumulate(batch: list[Any], timestamps: Timestamps) -> None:
                 for x in batch:
                     k = key(x)
                     acc = final.get(k, missing)
@@ -202,7 +361,7 @@ class ReduceOperator(_UserFunctionOperator):
         state = backend.get_value_state(self.STATE_NAME)
         value, update = state.value, state.update
 
-        def process(batch: list[Any]) -> None:
+        def process(batch: list[Any], timestamps: Timestamps) -> None:
             out: list[Any] = []
             append = out.append
             for x in batch:
@@ -211,10 +370,10 @@ class ReduceOperator(_UserFunctionOperator):
                 acc = x if acc is None else f(acc, x)
                 update(acc)
                 append(acc)
-            output(out)
+            output(out, timestamps)
 
         return process
 
     def finish(self) -> None:
         if self._final:
-            self._output(list(self._final.values()))
+            self._final_output(list(self._final.values()), None)

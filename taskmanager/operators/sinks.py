@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
+from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
 from taskmanager.operators.contexts import SinkContext, TimerService
 from taskmanager.operators.functions import close_function, open_function
 from taskmanager.operators.print_format import build_renderer
@@ -24,19 +24,26 @@ class SinkOperator(StreamOperator):
         self.function = setup.payload["function"]
 
     def open(self, output: Output) -> None:
+        super().open(output)
         open_function(self.function, self.setup.runtime_context)
         invoke = getattr(self.function, "invoke", None)
         if invoke is not None and callable(invoke):
-            ctx = SinkContext(TimerService(self.setup.clock_ms, keyed=False))
+            ctx = SinkContext(TimerService(self.setup.clock_ms, owner=self))
 
-            def process(batch: list[Any]) -> None:
-                for x in batch:
+            def process(batch: list[Any], timestamps: Timestamps) -> None:
+                if timestamps is None:
+                    for x in batch:
+                        invoke(x, ctx)
+                    return
+                for x, t in zip(batch, timestamps, strict=True):
+                    ctx.current_timestamp = t
                     invoke(x, ctx)
+                ctx.current_timestamp = None
 
         else:
             call = self.function
 
-            def process(batch: list[Any]) -> None:
+            def process(batch: list[Any], timestamps: Timestamps) -> None:
                 for x in batch:
                     call(x)
 
@@ -102,7 +109,7 @@ class PrintOperator(StreamOperator):
         prefix = self.prefix
         render = build_renderer(self.setup.payload.get("format"))
 
-        def process(batch: list[Any]) -> None:
+        def process(batch: list[Any], timestamps: Timestamps) -> None:
             write("".join([f"{prefix}{render(x)}\n" for x in batch]))
 
         self.process = process
@@ -133,7 +140,7 @@ class CollectOperator(StreamOperator):
     def open(self, output: Output) -> None:
         pending = self._pending
 
-        def process(batch: list[Any]) -> None:
+        def process(batch: list[Any], timestamps: Timestamps) -> None:
             pending.extend(batch)
             if len(pending) >= self._limit:
                 self.flush()

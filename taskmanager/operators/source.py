@@ -12,8 +12,17 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
+from taskmanager.operators.base import (
+    MAX_WATERMARK,
+    Collect,
+    OperatorSetup,
+    Output,
+    StreamOperator,
+    Timestamps,
+    discard,
+)
 from taskmanager.operators.functions import close_function, open_function
+from taskmanager.operators.watermarks import WatermarkEmitter, auto_watermark_interval
 from weir.core.source import SourceReader, create_reader
 
 
@@ -36,45 +45,100 @@ class _ReaderContext:
 class SourceFunctionContext:
     """``SourceFunction.SourceContext``: ``collect`` appends to a batch that is pushed
     through the chain every ``batch_size`` records; ``between_batches`` serves the
-    task's mailbox and checks for cancellation there."""
+    task's mailbox and checks for cancellation there. ``collect_with_timestamp`` and
+    ``emit_watermark`` give the records event time, as a legacy Flink source may."""
 
     def __init__(
-        self, output: Output, batch_size: int, between_batches: Callable[[], None]
+        self, output: Collect, batch_size: int, between_batches: Callable[[], None],
+        watermarks: Output | None = None,
     ) -> None:
         self._output = output
         self._batch_size = batch_size
         self._between_batches = between_batches
+        self._watermarks = watermarks
         self._batch: list[Any] = []
+        self._timestamps: list[int | None] | None = None
 
     def collect(self, value: Any) -> None:
         batch = self._batch
         batch.append(value)
+        if self._timestamps is not None:
+            self._timestamps.append(None)
         if len(batch) >= self._batch_size:
             self.emit_pending()
             self._between_batches()
 
     def collect_with_timestamp(self, value: Any, timestamp: int) -> None:
-        self.collect(value)
+        if self._timestamps is None:
+            self._timestamps = [None] * len(self._batch)
+        self._timestamps.append(int(timestamp))
+        self._batch.append(value)
+        if len(self._batch) >= self._batch_size:
+            self.emit_pending()
+            self._between_batches()
+
+    def emit_watermark(self, watermark: Any) -> None:
+        """Flink's ``SourceContext.emitWatermark``: after the records collected so far."""
+        self.emit_pending()
+        if self._watermarks is not None:
+            ts = watermark.get_timestamp() if hasattr(watermark, "get_timestamp") else watermark
+            self._watermarks.emit_watermark(int(ts))
+
+    def mark_as_temporarily_idle(self) -> None:
+        self.emit_pending()
+        if self._watermarks is not None:
+            self._watermarks.emit_watermark_status(True)
 
     def emit_pending(self) -> None:
         if self._batch:
             batch, self._batch = self._batch, []
-            self._output(batch)
+            timestamps, self._timestamps = self._timestamps, None
+            self._output(batch, timestamps)
 
     def close(self) -> None:
         self.emit_pending()
 
 
+def _stamps_records(strategy: Any) -> bool:
+    """Whether ``from_source``'s strategy gives records event time or watermarks."""
+    if strategy is None:
+        return False
+    return not (getattr(strategy, "kind", None) == "no_watermarks"
+                and getattr(strategy, "timestamp_assigner", None) is None
+                and getattr(strategy, "idle_timeout_ms", None) is None)
+
+
 class SourceOperator(StreamOperator):
+    """``emit(batch)`` pushes a batch the reader or source function produced into the
+    chain, stamped by ``from_source``'s watermark strategy when it has one."""
+
     def __init__(self, setup: OperatorSetup) -> None:
         super().__init__(setup)
         self.source = setup.payload.get("source")
         self.source_function = setup.payload.get("source_function")
         self.reader: SourceReader | None = None
-        self.output: Output = self.process
+        self.emit: Collect = discard
+        self.emitter: WatermarkEmitter | None = None
 
     def open(self, output: Output) -> None:
-        self.output = output
+        super().open(output)
+        collect = output.collect
+        self.emit = collect
+        strategy = self.setup.payload.get("watermark_strategy")
+        if _stamps_records(strategy):
+            emitter = WatermarkEmitter(
+                strategy, output, clock_ms=self.setup.clock_ms,
+                processing_timers=self.setup.processing_timers,
+                interval_ms=auto_watermark_interval(self.setup),
+            )
+            self.emitter = emitter
+            stamp = emitter.process
+
+            def emit(batch: list[Any], timestamps: Timestamps) -> None:
+                stamp(batch, timestamps, collect)
+
+            self.emit = emit
+            emitter.start()
         if self.source_function is not None:
             open_function(self.source_function, self.setup.runtime_context)
         else:
@@ -84,6 +148,14 @@ class SourceOperator(StreamOperator):
             position = None if restored is None else pickle.loads(restored)
             self.reader = create_reader(self.source, ctx, position)  # type: ignore[arg-type]
 
+    def finish(self) -> None:
+        """End of input: event time is over, so every timer and window downstream fires."""
+        if self.emitter is not None:
+            self.emitter.end_of_input()
+        elif self.current_watermark < MAX_WATERMARK:
+            self.current_watermark = MAX_WATERMARK
+            self.output.emit_watermark(MAX_WATERMARK)
+
     def cancel_function(self) -> None:
         """Called from the cancelling thread, as Flink calls ``SourceFunction.cancel``."""
         fn = self.source_function
@@ -91,6 +163,8 @@ class SourceOperator(StreamOperator):
             fn.cancel()
 
     def close(self) -> None:
+        if self.emitter is not None:
+            self.emitter.close()
         if self.reader is not None:
             reader, self.reader = self.reader, None
             reader.close()

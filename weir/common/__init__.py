@@ -20,7 +20,13 @@ from weir.common.typeinfo import (
     Types,
 )
 from weir.common.types import Row, RowKind
-from weir.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from weir.common.watermark_strategy import (
+    TimestampAssigner,
+    Watermark,
+    WatermarkGenerator,
+    WatermarkOutput,
+    WatermarkStrategy,
+)
 
 __all__ = [
     "BasicArrayTypeInfo",
@@ -45,5 +51,8 @@ __all__ = [
     "TupleTypeInfo",
     "TypeInformation",
     "Types",
+    "Watermark",
+    "WatermarkGenerator",
+    "WatermarkOutput",
     "WatermarkStrategy",
 ]

@@ -1,16 +1,35 @@
-"""``WatermarkStrategy`` and ``TimestampAssigner``: how a source stamps records with event time.
+"""``WatermarkStrategy`` and ``TimestampAssigner``: how a stream gets event time.
 
-The strategy only records its settings here; the event-time runtime reads them.
+The strategy records its settings; the TaskManager builds the generator from it
+(``create_watermark_generator``) where records are stamped: in the source task of
+``from_source(source, strategy, name)`` and in ``assign_timestamps_and_watermarks``.
+Beyond PyFlink, ``WatermarkStrategy.for_generator`` takes a custom
+``WatermarkGenerator`` (periodic or punctuated), as Java's ``forGenerator`` does.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any
 
 from weir.common.time import Duration
+from weir.core.watermarks import (
+    BoundedOutOfOrdernessWatermarks,
+    NoWatermarksGenerator,
+    Watermark,
+    WatermarkGenerator,
+    WatermarkOutput,
+    WatermarksWithIdleness,
+)
 
-__all__ = ["TimestampAssigner", "WatermarkStrategy"]
+__all__ = [
+    "TimestampAssigner",
+    "Watermark",
+    "WatermarkGenerator",
+    "WatermarkOutput",
+    "WatermarkStrategy",
+]
 
 
 class TimestampAssigner(abc.ABC):
@@ -31,9 +50,12 @@ class WatermarkStrategy:
     MONOTONOUS = "monotonous"
     BOUNDED_OUT_OF_ORDERNESS = "bounded_out_of_orderness"
     NO_WATERMARKS = "no_watermarks"
+    CUSTOM = "custom"
 
-    def __init__(self, kind: str, max_out_of_orderness: Duration | None = None) -> None:
+    def __init__(self, kind: str, max_out_of_orderness: Duration | None = None,
+                 generator_supplier: Callable[[], WatermarkGenerator] | None = None) -> None:
         self._kind = kind
+        self._generator_supplier = generator_supplier
         self._max_out_of_orderness = max_out_of_orderness or Duration.of_millis(0)
         self._timestamp_assigner: TimestampAssigner | None = None
         self._idle_timeout: Duration | None = None
@@ -63,6 +85,40 @@ class WatermarkStrategy:
     @staticmethod
     def no_watermarks() -> WatermarkStrategy:
         return WatermarkStrategy(WatermarkStrategy.NO_WATERMARKS)
+
+    @staticmethod
+    def for_generator(generator_supplier: Callable[[], WatermarkGenerator]) -> WatermarkStrategy:
+        """A custom generator: ``generator_supplier()`` is called once per parallel
+        instance and returns a ``WatermarkGenerator``."""
+        if not callable(generator_supplier):
+            msg = ("for_generator() needs a callable returning a WatermarkGenerator, e.g. "
+                   "WatermarkStrategy.for_generator(lambda: MyGenerator())")
+            raise TypeError(msg)
+        return WatermarkStrategy(WatermarkStrategy.CUSTOM, generator_supplier=generator_supplier)
+
+    def create_watermark_generator(self, clock_ms: Callable[[], int]) -> WatermarkGenerator:
+        """A fresh generator for one parallel instance (``clock_ms``: processing time,
+        for idleness)."""
+        generator: WatermarkGenerator
+        if self._kind == WatermarkStrategy.NO_WATERMARKS:
+            generator = NoWatermarksGenerator()
+        elif self._kind == WatermarkStrategy.CUSTOM:
+            assert self._generator_supplier is not None
+            generator = self._generator_supplier()
+            if not isinstance(generator, WatermarkGenerator) and not (
+                    callable(getattr(generator, "on_event", None))
+                    and callable(getattr(generator, "on_periodic_emit", None))):
+                msg = (f"the generator supplier returned {generator!r}; it must return a "
+                       "WatermarkGenerator (with on_event and on_periodic_emit)")
+                raise TypeError(msg)
+        else:
+            monotonous = self._kind == WatermarkStrategy.MONOTONOUS
+            bound = 0 if monotonous else self.max_out_of_orderness_ms
+            generator = BoundedOutOfOrdernessWatermarks(bound)
+        idle = self.idle_timeout_ms
+        if idle is not None and idle > 0:
+            generator = WatermarksWithIdleness(generator, idle, clock_ms)
+        return generator
 
     # What the runtime reads.
     @property

@@ -158,6 +158,12 @@ BUFFER_TIMEOUT_ENABLED = _option(
     "If false, buffers are sent only when full (the same as a timeout of -1).",
 )
 JOB_NAME = _option("pipeline.name", "", str, "The job name.")
+AUTO_WATERMARK_INTERVAL = _option(
+    "pipeline.auto-watermark-interval",
+    200,
+    parse_duration_ms,
+    "How often periodic watermark generators emit (ms); 0 turns periodic watermarks off.",
+)
 RUNTIME_MODE = _option(
     "execution.runtime-mode", "STREAMING", str.upper,
     "STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded). In BATCH mode "

@@ -19,6 +19,7 @@ Operator payloads (what ``cloudpickle.loads(payload)`` gives, a ``dict``), by ki
 ``co_map``         ``{"function": CoMapFunction}`` (two inputs)
 ``co_flat_map``    ``{"function": CoFlatMapFunction}`` (two inputs)
 ``co_process``     ``{"function": CoProcessFunction | KeyedCoProcessFunction}`` (two inputs)
+``timestamps_watermarks`` ``{"watermark_strategy": WatermarkStrategy}``
 ``sink``           ``{"function": SinkFunction | callable}``
 ``print``          ``{"sink_identifier": str | None}``
 ``collect``        ``{}`` (records go to the client through the JobMaster)
@@ -50,6 +51,7 @@ class OperatorKind(enum.Enum):
     CO_MAP = "co_map"
     CO_FLAT_MAP = "co_flat_map"
     CO_PROCESS = "co_process"
+    TIMESTAMPS_WATERMARKS = "timestamps_watermarks"
     SINK = "sink"
     PRINT = "print"
     COLLECT = "collect"
@@ -121,6 +123,9 @@ class JobEdge:
     partitioner_payload: bytes = b""
     """cloudpickled dict for KEY_GROUP and CUSTOM; empty otherwise."""
     serializer: SerializerKind = SerializerKind.PICKLE
+    output_tag: str = ""
+    """The side output (``OutputTag.tag_id``) of the source operator this edge carries;
+    empty for its main output."""
 
 
 @dataclass(frozen=True, slots=True)

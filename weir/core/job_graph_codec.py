@@ -53,6 +53,7 @@ def encode_job_graph(graph: JobGraph) -> bytes:
             partitioner=edge.partitioner.value,
             partitioner_payload=edge.partitioner_payload,
             serializer=edge.serializer.value,
+            output_tag=edge.output_tag,
         )
     return message.SerializeToString()
 
@@ -103,6 +104,7 @@ def decode_job_graph(data: bytes) -> JobGraph:
                     partitioner=PartitionerKind(e.partitioner),
                     partitioner_payload=e.partitioner_payload,
                     serializer=SerializerKind(e.serializer),
+                    output_tag=e.output_tag,
                 )
                 for e in message.edges
             ),

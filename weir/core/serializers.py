@@ -58,3 +58,29 @@ def deserialize_batch(buffer: bytes | memoryview) -> list[Any]:
         return pickle.loads(body)  # type: ignore[no-any-return]
     msg = f"unknown buffer tag {tag!r}: the sender and receiver run different Weir versions?"
     raise ValueError(msg)
+
+
+# A buffer of records with timestamps: this byte, then ``serialize_batch`` of the pair
+# ``[records, timestamps]`` (one call for both lists).
+_TIMESTAMPED = 0x54  # "T"
+
+
+def serialize_timestamped(
+    records: list[Any],
+    timestamps: list[int | None],
+    first_choice: SerializerKind = SerializerKind.MARSHAL,
+    compress: bool = False,
+) -> bytes:
+    """A buffer of records and their parallel event-time timestamps (None: no timestamp)."""
+    return b"T" + serialize_batch([records, timestamps], first_choice, compress)
+
+
+def deserialize_records(
+    buffer: bytes | memoryview,
+) -> tuple[list[Any], list[int | None] | None]:
+    """``(records, timestamps)`` of a buffer written by ``serialize_batch`` (timestamps
+    None) or ``serialize_timestamped``."""
+    if buffer[0] == _TIMESTAMPED:
+        records, timestamps = deserialize_batch(buffer[1:])
+        return records, timestamps
+    return deserialize_batch(buffer), None

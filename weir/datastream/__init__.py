@@ -1,5 +1,6 @@
 """The DataStream API (mirrors ``pyflink.datastream``)."""
 
+from weir.core.time_domain import TimeDomain
 from weir.datastream.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
@@ -27,6 +28,7 @@ from weir.datastream.functions import (
     SinkFunction,
     SourceFunction,
 )
+from weir.datastream.output_tag import OutputTag
 from weir.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -62,6 +64,7 @@ __all__ = [
     "ListStateDescriptor",
     "MapFunction",
     "MapStateDescriptor",
+    "OutputTag",
     "Partitioner",
     "ProcessFunction",
     "ReduceFunction",
@@ -72,6 +75,7 @@ __all__ = [
     "SourceFunction",
     "StateDescriptor",
     "StreamExecutionEnvironment",
+    "TimeDomain",
     "TimerService",
     "ValueState",
     "ValueStateDescriptor",

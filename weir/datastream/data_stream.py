@@ -15,6 +15,7 @@ from weir.common.typeinfo import (
     key_type_name,
     print_format_spec,
 )
+from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core.job_graph import OperatorKind, PartitionerKind
 from weir.datastream._aggregation import AccumulateReduceFunction, AccumulateType
 from weir.datastream.functions import (
@@ -28,10 +29,12 @@ from weir.datastream.functions import (
     ReduceFunction,
     SinkFunction,
 )
+from weir.datastream.output_tag import OutputTag
 from weir.graph.transformations import (
     ChainingStrategy,
     PartitionTransformation,
     PhysicalTransformation,
+    SideOutputTransformation,
     Transformation,
     UnionTransformation,
 )
@@ -194,6 +197,31 @@ class DataStream(_OperatorSettings):
             raise TypeError(msg)
         return self._one_input(OperatorKind.PROCESS, "PROCESS", {"function": func},
                                _output_type(output_type))
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        """Stamps every element with its event time (the strategy's TimestampAssigner)
+        and generates watermarks with the strategy's generator; the watermarks arriving
+        from upstream are replaced, except the final one of a bounded input."""
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            msg = ("assign_timestamps_and_watermarks() needs a WatermarkStrategy, e.g. "
+                   "WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))"
+                   f".with_timestamp_assigner(...); got {type(watermark_strategy).__name__!r}")
+            raise TypeError(msg)
+        return self._one_input(OperatorKind.TIMESTAMPS_WATERMARKS, "Timestamps/Watermarks",
+                               {"watermark_strategy": watermark_strategy},
+                               self._transformation.output_type)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        """The records this operator emitted with ``ctx.output(output_tag, value)`` (or
+        the late records of ``side_output_late_data(output_tag)``)."""
+        if not isinstance(output_tag, OutputTag):
+            msg = f"get_side_output() needs an OutputTag; got {type(output_tag).__name__!r}"
+            raise TypeError(msg)
+        t = SideOutputTransformation(
+            id=self._env._next_id(), name=f"SideOutput({output_tag.tag_id})",
+            output_type=_output_type(output_tag.type_info), input=self._transformation,
+            tag_id=output_tag.tag_id)
+        return DataStream(self._env, t)
 
     def key_by(self, key_selector: Callable[[Any], Any] | KeySelector,
                key_type: TypeInformation | None = None) -> KeyedStream:

@@ -215,6 +215,9 @@ class StreamExecutionEnvironment:
         entries[config_keys.OPERATOR_CHAINING.key] = "true" if self._chaining else "false"
         entries[config_keys.BUFFER_TIMEOUT.key] = str(self._buffer_timeout_ms)
         entries[config_keys.JOB_NAME.key] = job_name
+        if config_keys.AUTO_WATERMARK_INTERVAL.key not in self._configuration.to_dict():
+            entries[config_keys.AUTO_WATERMARK_INTERVAL.key] = str(
+                self._config.get_auto_watermark_interval())
         entries[config_keys.RUNTIME_MODE.key] = self._resolved_runtime_mode()
         return entries
 

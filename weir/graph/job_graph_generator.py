@@ -145,7 +145,9 @@ def _job_edge(graph: StreamGraph, edge: StreamEdge, ids: dict[int, OperatorId],
         input_index=edge.input_index,
         partitioner=edge.partitioner,
         partitioner_payload=payload,
-        serializer=serializer_kind_of(upstream.output_type),
+        serializer=serializer_kind_of(edge.output_type if edge.output_tag
+                                      else upstream.output_type),
+        output_tag=edge.output_tag,
     )
 
 

@@ -14,6 +14,7 @@ from weir.graph.transformations import (
     ChainingStrategy,
     PartitionTransformation,
     PhysicalTransformation,
+    SideOutputTransformation,
     Transformation,
     UnionTransformation,
 )
@@ -30,6 +31,10 @@ class StreamEdge:
     input_index: int
     partitioner: PartitionerKind
     partitioner_payload: dict[str, Any]
+    output_tag: str = ""
+    """The side output of the source node this edge carries; empty for the main output."""
+    output_type: TypeInformation | None = None
+    """The type of the records on this edge when it is a side output's (the tag's)."""
 
 
 @dataclass(eq=False)
@@ -86,6 +91,7 @@ class StreamGraph:
         return (
             self.chaining_enabled
             and edge.partitioner is PartitionerKind.FORWARD
+            and not edge.output_tag
             and len(downstream.in_edges) == 1
             and upstream.parallelism == downstream.parallelism
             and upstream.slot_sharing_group == downstream.slot_sharing_group
@@ -128,21 +134,32 @@ def build_stream_graph(
         node = _make_node(t, nodes, default_parallelism, default_max_parallelism_setting)
         nodes[t.id] = node
         for index, upstream in enumerate(t.input_streams):
-            for source_id, partitioner, payload in _resolve(upstream):
+            for source_id, partitioner, payload, side in _resolve(upstream):
                 edge = _make_edge(nodes[source_id], node, index, partitioner, payload)
+                if side is not None:
+                    edge.output_tag, edge.output_type = side.tag_id, side.output_type
                 nodes[source_id].out_edges.append(edge)
                 node.in_edges.append(edge)
                 edges.append(edge)
     return StreamGraph(job_name, nodes, edges, chaining_enabled)
 
 
-def _resolve(t: Transformation) -> list[tuple[int, PartitionerKind | None, dict[str, Any]]]:
-    """The physical operators behind ``t`` and the partitioner a virtual node put on them."""
+_Resolved = tuple[int, PartitionerKind | None, dict[str, Any], SideOutputTransformation | None]
+
+
+def _resolve(t: Transformation) -> list[_Resolved]:
+    """The physical operators behind ``t``, the partitioner a virtual node put on them,
+    and the side output read from them (None: the main output)."""
     if isinstance(t, PhysicalTransformation):
-        return [(t.id, None, {})]
+        return [(t.id, None, {}, None)]
     if isinstance(t, PartitionTransformation):
         assert t.input is not None
-        return [(nid, t.partitioner, t.partitioner_payload) for nid, _, _ in _resolve(t.input)]
+        return [(nid, t.partitioner, t.partitioner_payload, side)
+                for nid, _, _, side in _resolve(t.input)]
+    if isinstance(t, SideOutputTransformation):
+        assert t.input is not None
+        return [(nid, partitioner, payload, t)
+                for nid, partitioner, payload, _ in _resolve(t.input)]
     if isinstance(t, UnionTransformation):
         return [resolved for upstream in t.union_inputs for resolved in _resolve(upstream)]
     msg = f"unknown transformation {t!r}"
@@ -166,7 +183,7 @@ def _make_node(t: PhysicalTransformation, nodes: dict[int, StreamNode],
     group = t.slot_sharing_group
     if group is None:
         upstream_groups = {nodes[nid].slot_sharing_group
-                           for upstream in t.input_streams for nid, _, _ in _resolve(upstream)}
+                           for upstream in t.input_streams for nid, _, _, _ in _resolve(upstream)}
         group = upstream_groups.pop() if len(upstream_groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
     return StreamNode(
         id=t.id, name=t.name, kind=t.kind, parallelism=parallelism,

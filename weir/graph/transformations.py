@@ -18,6 +18,7 @@ __all__ = [
     "ChainingStrategy",
     "PartitionTransformation",
     "PhysicalTransformation",
+    "SideOutputTransformation",
     "Transformation",
     "UnionTransformation",
 ]
@@ -85,3 +86,17 @@ class UnionTransformation(Transformation):
     @property
     def inputs(self) -> list[Transformation]:
         return list(self.union_inputs)
+
+
+@dataclass(eq=False)
+class SideOutputTransformation(Transformation):
+    """The side output ``tag_id`` of ``input`` (``get_side_output``): virtual, it marks
+    the edges that leave ``input`` from that side output (Flink's
+    ``SideOutputTransformation``)."""
+
+    input: Transformation | None = None
+    tag_id: str = ""
+
+    @property
+    def inputs(self) -> list[Transformation]:
+        return [self.input] if self.input is not None else []

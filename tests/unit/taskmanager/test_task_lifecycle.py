@@ -92,16 +92,33 @@ class TestFailures:
         assert "importable on the workers" in task.failure_cause
         assert "module_missing_on_workers" in task.failure_cause
 
-    def test_registering_a_timer_fails_clearly(self):
+    def test_event_time_timers_fire_at_the_end_of_bounded_input(self):
+        class Timers:
+            def process_element(self, value, ctx):
+                ctx.timer_service().register_event_time_timer(10 * value)
+                ctx.timer_service().register_event_time_timer(10 * value)  # deduplicated
+
+            def on_timer(self, timestamp, ctx):
+                yield (ctx.get_current_key(), timestamp, ctx.time_domain().name)
+
+        sink = collect_op()
+        d = Deployment([vertex(chain(source_op([2, 1]), op(K.KEYED_PROCESS, {
+            "function": Timers(), "key_selectors": [lambda x: x]}), sink))])
+        (task,), recorder = run_tasks(d)
+        assert task.execution_state is ExecutionState.FINISHED, task.failure_cause
+        # The final watermark fires both, in timestamp order.
+        assert recorder.records(sink) == [(1, 10, "EVENT_TIME"), (2, 20, "EVENT_TIME")]
+
+    def test_registering_a_timer_off_a_keyed_stream_fails_clearly(self):
         class Timers:
             def process_element(self, value, ctx):
                 ctx.timer_service().register_event_time_timer(10)
 
-        d = Deployment([vertex(chain(source_op([1]), op(K.KEYED_PROCESS, {
-            "function": Timers(), "key_selectors": [lambda x: x]}), collect_op()))])
+        d = Deployment([vertex(chain(source_op([1]), op(K.PROCESS, {"function": Timers()}),
+                                     collect_op()))])
         (task,), _ = run_tasks(d)
         assert TimersNotSupportedError.__name__ in task.failure_cause
-        assert "timers are not supported" in task.failure_cause
+        assert "only supported on a keyed stream" in task.failure_cause
 
     def test_keyed_state_outside_a_keyed_stream_is_refused(self):
         class Stateful:
