@@ -11,6 +11,8 @@ checkpoint with a larger id completes. Such a checkpoint covers the batch (the s
 pushed it before taking that checkpoint's barrier), so a restart never replays it. A
 restart drops what is held back (the redeployed tasks produce it again from the restored
 checkpoint); the end of the job (FINISHED) releases it all (nothing will be replayed).
+Not covered: a restart that falls back to an older checkpoint because the latest cannot
+be read replays records the client has already seen.
 
 Memory: only visible batches count against ``max_batches``. A sink waiting to push
 cannot take the barrier that would release its held-back data, so counting those would

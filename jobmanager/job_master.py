@@ -203,7 +203,11 @@ class JobMaster(LeaderContender):
         buffer = self._collect.get(operator_id)
         if buffer is None:
             return True  # not a collect sink of this job: nothing to keep
-        attempt = self.scheduler.attempt_number_of(attempt_id) if attempt_id else 0
+        attempt = (
+            self.scheduler.attempt_number_of(attempt_id)
+            if attempt_id
+            else self.scheduler.graph.attempt_number  # a caller that does not say: current
+        )
         if attempt is None:
             logger.info(
                 "job %s: dropping a collect batch of %s, a task of an earlier attempt",
