@@ -67,9 +67,13 @@ class JobMaster(LeaderContender):
             lambda: self._address,
             lambda: self._rm_address,
             self._on_status,
+            on_restart=self._on_restart,
         )
+        checkpointing = CheckpointingConfig.from_config(self._config)
+        # With checkpoints, collect batches wait for the checkpoint that covers them, so a
+        # restart never shows the client a record twice (collect_buffer's docstring).
         self._collect: dict[str, CollectBuffer] = {
-            op.operator_id: CollectBuffer(vertex.parallelism)
+            op.operator_id: CollectBuffer(vertex.parallelism, hold_back=checkpointing.enabled)
             for vertex in job_graph.vertices
             for op in vertex.operators
             if op.kind is OperatorKind.COLLECT
@@ -80,7 +84,6 @@ class JobMaster(LeaderContender):
         # Acks complete checkpoints, which writes _metadata: off the gRPC threads, in order.
         self._ack_worker = ThreadPoolExecutor(1, thread_name_prefix=f"acks-{self.job_id[:8]}")
         self.checkpoint_coordinator: CheckpointCoordinator | None = None
-        checkpointing = CheckpointingConfig.from_config(self._config)
         if checkpointing.enabled:
             self._timer = ThreadScheduledExecutor(f"checkpoint-timer-{self.job_id[:8]}")
             self.checkpoint_coordinator = CheckpointCoordinator(
@@ -96,6 +99,7 @@ class JobMaster(LeaderContender):
                 clock=system_clock_ms,
                 executor=self._timer,
                 on_failure=self._on_checkpoint_failure,
+                on_completed=self._on_checkpoint_completed,
             )
             self.scheduler.checkpoint_coordinator = self.checkpoint_coordinator
 
@@ -154,6 +158,7 @@ class JobMaster(LeaderContender):
             restored.metadata.operator_states,
             path,
             cfg.get(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
+            checkpoint_id=restored.checkpoint_id,
         )
         logger.info(
             "job %s: starting from checkpoint %d at %s",
@@ -182,12 +187,36 @@ class JobMaster(LeaderContender):
     def update_task_execution_state(self, attempt_id: str, state: str, cause: str) -> bool:
         return self.scheduler.update_task_state(attempt_id, ExecutionState(state), cause or None)
 
-    def push_collect(self, operator_id: str, subtask: int, batch: bytes, end: bool) -> bool:
+    def push_collect(
+        self,
+        operator_id: str,
+        subtask: int,
+        batch: bytes,
+        end: bool,
+        *,
+        epoch: int = 0,
+        attempt_id: str = "",
+    ) -> bool:
+        """Add a collect sink's batch; False when the buffer stayed full (the sink
+        retries). Batches of a task not of the current attempt are dropped: the restart
+        that ended its attempt already discarded what it had held back."""
         buffer = self._collect.get(operator_id)
         if buffer is None:
             return True  # not a collect sink of this job: nothing to keep
+        attempt = (
+            self.scheduler.attempt_number_of(attempt_id)
+            if attempt_id
+            else self.scheduler.graph.attempt_number  # a caller that does not say: current
+        )
+        if attempt is None:
+            logger.info(
+                "job %s: dropping a collect batch of %s, a task of an earlier attempt",
+                self.job_id,
+                attempt_id,
+            )
+            return True
         # Bounded wait: a server thread is not held for long; the sink retries.
-        return buffer.push(subtask, batch, end, timeout=2.0)
+        return buffer.push(subtask, batch, end, timeout=2.0, epoch=epoch, attempt=attempt)
 
     def fetch_collect(self, operator_id: str, max_batches: int, timeout: float) -> FetchResult:
         buffer = self._collect.get(operator_id)
@@ -217,6 +246,16 @@ class JobMaster(LeaderContender):
         self._ack_worker.submit(
             coordinator.receive_decline, ExecutionAttemptId(attempt_id), checkpoint_id, reason
         )
+
+    def _on_checkpoint_completed(self, checkpoint_id: int) -> None:
+        # Under the coordinator's lock: only moves batches between in-memory queues.
+        for buffer in self._collect.values():
+            buffer.checkpoint_completed(checkpoint_id)
+
+    def _on_restart(self, attempt_number: int) -> None:
+        # Under the scheduler's lock, before the new attempt is deployed.
+        for buffer in self._collect.values():
+            buffer.restart(attempt_number)
 
     def _on_checkpoint_failure(self, error: CheckpointError) -> None:
         self.scheduler.fail_over(f"{type(error).__name__}: {error}")
@@ -259,6 +298,9 @@ class JobMaster(LeaderContender):
                 # Storage I/O (deleting checkpoints): not on the scheduler's locked path.
                 shutdown = self._ack_worker.submit(coordinator.shutdown, status)
             for buffer in self._collect.values():
+                if status is JobStatus.FINISHED:
+                    # Every sink ended and nothing will be replayed.
+                    buffer.release_all()
                 buffer.close()
             details = self.scheduler.details(self._address)
             threading.Thread(

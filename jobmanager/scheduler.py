@@ -52,12 +52,18 @@ class DefaultScheduler:
         jobmaster_address: Callable[[], str],
         resource_manager_address: Callable[[], str | None],
         on_status: Callable[[JobStatus], None],
+        *,
+        on_restart: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_restart(attempt_number)`` is called, under the scheduler's lock, when a
+        restart has ended the failed attempt's tasks and is about to deploy attempt
+        ``attempt_number`` (collect buffers drop what they held back for the old one)."""
         self.graph = graph
         self._config = config
         self._jobmaster_address = jobmaster_address
         self._rm_address = resource_manager_address
         self._on_status = on_status
+        self._on_restart = on_restart
         self._lock = threading.RLock()
         self.status = JobStatus.CREATED
         self.failure_cause = ""
@@ -72,6 +78,7 @@ class DefaultScheduler:
         self._restart_strategy: RestartBackoffTimeStrategy = create_restart_strategy(config)
         self._lost_task_managers: set[str] = set()
         self._restored: dict[tuple[str, int], bytes] = {}
+        self._restored_checkpoint_id = 0
         self.failure_ms: int | None = None
         """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
@@ -165,6 +172,10 @@ class DefaultScheduler:
             restored = self._restored.get((ev.job_vertex.vertex_id, ev.subtask_index))
             if restored is not None:
                 tdd = dataclasses.replace(tdd, restored_state=restored)
+            if self._restored_checkpoint_id:
+                tdd = dataclasses.replace(
+                    tdd, restored_checkpoint_id=self._restored_checkpoint_id
+                )
         slot = ev.current.slot
         assert slot is not None
         try:
@@ -288,10 +299,14 @@ class DefaultScheduler:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
             self._restored = {}
+            self._restored_checkpoint_id = 0
             if restored is not None:
                 self._restored = self._split_restored_state(restored.metadata.operator_states)
+                self._restored_checkpoint_id = restored.checkpoint_id
             self.restarts += 1
             self.graph = ExecutionGraph(self.graph.job_graph, old.attempt_number + 1)
+            if self._on_restart is not None:
+                self._on_restart(self.graph.attempt_number)
             reuse = self._slots if not self._lost_task_managers else []
             self._lost_task_managers.clear()
             self._transition(JobStatus.RUNNING)
@@ -304,10 +319,13 @@ class DefaultScheduler:
         operator_states: Mapping[OperatorId, OperatorState],
         source: str,
         allow_non_restored: bool,
+        *,
+        checkpoint_id: int = 0,
     ) -> None:
-        """Deploy the first attempt with this state (``weir run -s``). Call before
-        ``start``. Raises JobSubmissionError when the checkpoint holds state of operators
-        this job lacks (unless ``allow_non_restored``) or was taken at another parallelism."""
+        """Deploy the first attempt with this state (``weir run -s``) of checkpoint
+        ``checkpoint_id``. Call before ``start``. Raises JobSubmissionError when the
+        checkpoint holds state of operators this job lacks (unless
+        ``allow_non_restored``) or was taken at another parallelism."""
         vertex_of = {
             op.operator_id: vertex
             for vertex in self.graph.job_graph.vertices
@@ -340,6 +358,7 @@ class DefaultScheduler:
                 raise JobSubmissionError(msg)
         with self._lock:
             self._restored = self._split_restored_state(operator_states)
+            self._restored_checkpoint_id = checkpoint_id
 
     def _split_restored_state(self, operator_states: Any) -> dict[tuple[str, int], bytes]:
         """Per subtask, the encoded states of its vertex's operators."""
@@ -384,6 +403,13 @@ class DefaultScheduler:
                 for op in v.operators
             }
             return CheckpointPlan(tasks, max_parallelism)
+
+    def attempt_number_of(self, attempt_id: str) -> int | None:
+        """The job attempt a task belongs to, or None if it is not of the current one."""
+        with self._lock:
+            if self.graph.find(attempt_id) is None:
+                return None
+            return self.graph.attempt_number
 
     def task_address(self, attempt_id: ExecutionAttemptId) -> str | None:
         with self._lock:

@@ -36,7 +36,12 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
     def PushCollectBatch(self, request, context):
         self._check_job(request.job_id)
         accepted = self._jm.push_collect(
-            request.operator_id, request.subtask_index, request.batch, request.end_of_data
+            request.operator_id,
+            request.subtask_index,
+            request.batch,
+            request.end_of_data,
+            epoch=request.checkpoint_epoch,
+            attempt_id=request.execution_attempt_id,
         )
         return common_pb2.Ack(ok=accepted, message="" if accepted else "buffer full; retry")
 

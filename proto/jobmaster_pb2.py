@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from proto import common_pb2 as proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15proto/jobmaster.proto\x12\x04weir\x1a\x12proto/common.proto\"n\n\x18TaskExecutionStateUpdate\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x15\n\rfailure_cause\x18\x04 \x01(\t\"\x97\x01\n\x17PushCollectBatchRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0boperator_id\x18\x02 \x01(\t\x12\x15\n\rsubtask_index\x18\x03 \x01(\x05\x12\r\n\x05\x62\x61tch\x18\x04 \x01(\x0c\x12\x13\n\x0b\x65nd_of_data\x18\x05 \x01(\x08\x12\x1c\n\x14\x65xecution_attempt_id\x18\x06 \x01(\t\"<\n\x15TaskManagerLostNotice\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xa4\x01\n\x11\x43heckpointMetrics\x12\x18\n\x10sync_duration_ms\x18\x01 \x01(\x03\x12\x19\n\x11\x61sync_duration_ms\x18\x02 \x01(\x03\x12\x1d\n\x15\x61lignment_duration_ms\x18\x03 \x01(\x03\x12!\n\x19persisted_in_flight_bytes\x18\x04 \x01(\x03\x12\x18\n\x10state_size_bytes\x18\x05 \x01(\x03\"\xa1\x01\n\x1c\x41\x63knowledgeCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x12\n\ntask_state\x18\x04 \x01(\x0c\x12(\n\x07metrics\x18\x05 \x01(\x0b\x32\x17.weir.CheckpointMetrics\"o\n\x18\x44\x65\x63lineCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t2\xd5\x04\n\tJobMaster\x12\x45\n\x18UpdateTaskExecutionState\x12\x1e.weir.TaskExecutionStateUpdate\x1a\t.weir.Ack\x12<\n\x10PushCollectBatch\x12\x1d.weir.PushCollectBatchRequest\x1a\t.weir.Ack\x12L\n\x13\x46\x65tchCollectBatches\x12\x19.weir.FetchCollectRequest\x1a\x1a.weir.FetchCollectResponse\x12\x35\n\rGetJobDetails\x12\x12.weir.JobIdRequest\x1a\x10.weir.JobDetails\x12I\n\x17GetCheckpointStatistics\x12\x12.weir.JobIdRequest\x1a\x1a.weir.CheckpointStatistics\x12*\n\tCancelJob\x12\x12.weir.JobIdRequest\x1a\t.weir.Ack\x12?\n\x15NotifyTaskManagerLost\x12\x1b.weir.TaskManagerLostNotice\x1a\t.weir.Ack\x12\x46\n\x15\x41\x63knowledgeCheckpoint\x12\".weir.AcknowledgeCheckpointRequest\x1a\t.weir.Ack\x12>\n\x11\x44\x65\x63lineCheckpoint\x12\x1e.weir.DeclineCheckpointRequest\x1a\t.weir.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15proto/jobmaster.proto\x12\x04weir\x1a\x12proto/common.proto\"n\n\x18TaskExecutionStateUpdate\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x15\n\rfailure_cause\x18\x04 \x01(\t\"\xb1\x01\n\x17PushCollectBatchRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0boperator_id\x18\x02 \x01(\t\x12\x15\n\rsubtask_index\x18\x03 \x01(\x05\x12\r\n\x05\x62\x61tch\x18\x04 \x01(\x0c\x12\x13\n\x0b\x65nd_of_data\x18\x05 \x01(\x08\x12\x1c\n\x14\x65xecution_attempt_id\x18\x06 \x01(\t\x12\x18\n\x10\x63heckpoint_epoch\x18\x07 \x01(\x03\"<\n\x15TaskManagerLostNotice\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xa4\x01\n\x11\x43heckpointMetrics\x12\x18\n\x10sync_duration_ms\x18\x01 \x01(\x03\x12\x19\n\x11\x61sync_duration_ms\x18\x02 \x01(\x03\x12\x1d\n\x15\x61lignment_duration_ms\x18\x03 \x01(\x03\x12!\n\x19persisted_in_flight_bytes\x18\x04 \x01(\x03\x12\x18\n\x10state_size_bytes\x18\x05 \x01(\x03\"\xa1\x01\n\x1c\x41\x63knowledgeCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x12\n\ntask_state\x18\x04 \x01(\x0c\x12(\n\x07metrics\x18\x05 \x01(\x0b\x32\x17.weir.CheckpointMetrics\"o\n\x18\x44\x65\x63lineCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t2\xd5\x04\n\tJobMaster\x12\x45\n\x18UpdateTaskExecutionState\x12\x1e.weir.TaskExecutionStateUpdate\x1a\t.weir.Ack\x12<\n\x10PushCollectBatch\x12\x1d.weir.PushCollectBatchRequest\x1a\t.weir.Ack\x12L\n\x13\x46\x65tchCollectBatches\x12\x19.weir.FetchCollectRequest\x1a\x1a.weir.FetchCollectResponse\x12\x35\n\rGetJobDetails\x12\x12.weir.JobIdRequest\x1a\x10.weir.JobDetails\x12I\n\x17GetCheckpointStatistics\x12\x12.weir.JobIdRequest\x1a\x1a.weir.CheckpointStatistics\x12*\n\tCancelJob\x12\x12.weir.JobIdRequest\x1a\t.weir.Ack\x12?\n\x15NotifyTaskManagerLost\x12\x1b.weir.TaskManagerLostNotice\x1a\t.weir.Ack\x12\x46\n\x15\x41\x63knowledgeCheckpoint\x12\".weir.AcknowledgeCheckpointRequest\x1a\t.weir.Ack\x12>\n\x11\x44\x65\x63lineCheckpoint\x12\x1e.weir.DeclineCheckpointRequest\x1a\t.weir.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,15 +35,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TASKEXECUTIONSTATEUPDATE']._serialized_start=51
   _globals['_TASKEXECUTIONSTATEUPDATE']._serialized_end=161
   _globals['_PUSHCOLLECTBATCHREQUEST']._serialized_start=164
-  _globals['_PUSHCOLLECTBATCHREQUEST']._serialized_end=315
-  _globals['_TASKMANAGERLOSTNOTICE']._serialized_start=317
-  _globals['_TASKMANAGERLOSTNOTICE']._serialized_end=377
-  _globals['_CHECKPOINTMETRICS']._serialized_start=380
-  _globals['_CHECKPOINTMETRICS']._serialized_end=544
-  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_start=547
-  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_end=708
-  _globals['_DECLINECHECKPOINTREQUEST']._serialized_start=710
-  _globals['_DECLINECHECKPOINTREQUEST']._serialized_end=821
-  _globals['_JOBMASTER']._serialized_start=824
-  _globals['_JOBMASTER']._serialized_end=1421
+  _globals['_PUSHCOLLECTBATCHREQUEST']._serialized_end=341
+  _globals['_TASKMANAGERLOSTNOTICE']._serialized_start=343
+  _globals['_TASKMANAGERLOSTNOTICE']._serialized_end=403
+  _globals['_CHECKPOINTMETRICS']._serialized_start=406
+  _globals['_CHECKPOINTMETRICS']._serialized_end=570
+  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_start=573
+  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_end=734
+  _globals['_DECLINECHECKPOINTREQUEST']._serialized_start=736
+  _globals['_DECLINECHECKPOINTREQUEST']._serialized_end=847
+  _globals['_JOBMASTER']._serialized_start=850
+  _globals['_JOBMASTER']._serialized_end=1447
 # @@protoc_insertion_point(module_scope)

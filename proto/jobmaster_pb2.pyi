@@ -19,20 +19,22 @@ class TaskExecutionStateUpdate(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., failure_cause: _Optional[str] = ...) -> None: ...
 
 class PushCollectBatchRequest(_message.Message):
-    __slots__ = ("job_id", "operator_id", "subtask_index", "batch", "end_of_data", "execution_attempt_id")
+    __slots__ = ("job_id", "operator_id", "subtask_index", "batch", "end_of_data", "execution_attempt_id", "checkpoint_epoch")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
     SUBTASK_INDEX_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
     END_OF_DATA_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_EPOCH_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     operator_id: str
     subtask_index: int
     batch: bytes
     end_of_data: bool
     execution_attempt_id: str
-    def __init__(self, job_id: _Optional[str] = ..., operator_id: _Optional[str] = ..., subtask_index: _Optional[int] = ..., batch: _Optional[bytes] = ..., end_of_data: _Optional[bool] = ..., execution_attempt_id: _Optional[str] = ...) -> None: ...
+    checkpoint_epoch: int
+    def __init__(self, job_id: _Optional[str] = ..., operator_id: _Optional[str] = ..., subtask_index: _Optional[int] = ..., batch: _Optional[bytes] = ..., end_of_data: _Optional[bool] = ..., execution_attempt_id: _Optional[str] = ..., checkpoint_epoch: _Optional[int] = ...) -> None: ...
 
 class TaskManagerLostNotice(_message.Message):
     __slots__ = ("resource_id", "reason")

@@ -165,12 +165,16 @@ class JobMasterGateways:
 
     def push_collect_batch(self, address: str, *, job_id: JobId, attempt_id: ExecutionAttemptId,
                            operator_id: str, subtask_index: int, batch: bytes, end: bool,
-                           timeout_s: float) -> None:
-        rpc.call("JobMaster.PushCollectBatch", self._stub(address).PushCollectBatch,
-                 jobmaster_pb2.PushCollectBatchRequest(
-                     job_id=job_id, operator_id=operator_id, subtask_index=subtask_index,
-                     batch=batch, end_of_data=end, execution_attempt_id=attempt_id),
-                 timeout=timeout_s)
+                           epoch: int, timeout_s: float) -> bool:
+        """One push; False when the JobMaster's buffer stayed full (retry it)."""
+        response = rpc.call(
+            "JobMaster.PushCollectBatch", self._stub(address).PushCollectBatch,
+            jobmaster_pb2.PushCollectBatchRequest(
+                job_id=job_id, operator_id=operator_id, subtask_index=subtask_index,
+                batch=batch, end_of_data=end, execution_attempt_id=attempt_id,
+                checkpoint_epoch=epoch),
+            timeout=timeout_s)
+        return bool(response.ok)
 
     def acknowledge_checkpoint(self, address: str, *, job_id: JobId,
                                attempt_id: ExecutionAttemptId, checkpoint_id: int,

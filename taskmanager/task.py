@@ -103,8 +103,9 @@ class TaskServices:
     report_state: Callable[[ExecutionAttemptId, ExecutionState, str | None], None]
     """Called from the task thread on every transition; the string is the formatted
     failure (with the user's original traceback)."""
-    collect: Callable[[str, int, bytes, bool], None]
-    """``(operator_id, subtask_index, serialized batch, end_of_data)``; may block."""
+    collect: Callable[[str, int, bytes, bool, int], None]
+    """``(operator_id, subtask_index, serialized batch, end_of_data, checkpoint epoch)``;
+    may block."""
     print_target: str | None = None
     """Path ``print()`` appends to (line-buffered); ``None`` = ``sys.stdout``."""
     acknowledge_checkpoint: Acknowledge = lambda *_: None
@@ -192,6 +193,11 @@ class Task:
     @property
     def failure_cause(self) -> str | None:
         return self._failure_cause
+
+    @property
+    def cancel_requested(self) -> bool:
+        """``cancel()`` was called: blocking calls on the task thread may give up."""
+        return self._cancel_requested
 
     def start(self) -> None:
         self._thread.start()
@@ -519,6 +525,7 @@ class Task:
                 None if self._restored is None
                 else self._restored.source_state(str(descriptor.operator_id))
             ),
+            restored_checkpoint_id=tdd.restored_checkpoint_id,
         )
 
     # --- mailbox loops ----------------------------------------------------------------------

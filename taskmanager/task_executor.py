@@ -34,7 +34,12 @@ from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
-from weir.core.errors import SlotAllocationError, TaskManagerLostError, WeirError
+from weir.core.errors import (
+    RemoteTimeoutError,
+    SlotAllocationError,
+    TaskManagerLostError,
+    WeirError,
+)
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
 
 if TYPE_CHECKING:
@@ -432,10 +437,24 @@ class TaskExecutor:
             if state.is_terminal:
                 self._task_ended(attempt_id)
 
-        def collect(operator_id: str, subtask_index: int, batch: bytes, end: bool) -> None:
-            self._jobmasters.push_collect_batch(
-                jobmaster_address, job_id=job_id, attempt_id=attempt, operator_id=operator_id,
-                subtask_index=subtask_index, batch=batch, end=end, timeout_s=_COLLECT_TIMEOUT_S)
+        def collect(operator_id: str, subtask_index: int, batch: bytes, end: bool,
+                    epoch: int) -> None:
+            # The JobMaster answers "full" after a short wait; retrying here keeps the
+            # back-pressure on the task thread without losing the batch.
+            deadline = time.monotonic() + _COLLECT_TIMEOUT_S
+            while not self._jobmasters.push_collect_batch(
+                    jobmaster_address, job_id=job_id, attempt_id=attempt,
+                    operator_id=operator_id, subtask_index=subtask_index, batch=batch,
+                    end=end, epoch=epoch, timeout_s=_COLLECT_TIMEOUT_S):
+                with self._lock:
+                    entry = self._tasks.get(attempt)
+                if entry is None or entry[0].cancel_requested:
+                    return  # the task is ending; its batches are not wanted any more
+                if time.monotonic() >= deadline:
+                    msg = (f"the client of execute_and_collect fetched no results for "
+                           f"{_COLLECT_TIMEOUT_S:.0f} s while {operator_id} waited to send "
+                           "more; read the results iterator (or close it to cancel the job)")
+                    raise RemoteTimeoutError(msg)
 
         def acknowledge(attempt_id: ExecutionAttemptId, checkpoint_id: int,
                         task_state: TaskStateSnapshot, metrics: CheckpointMetrics) -> None:

@@ -89,6 +89,11 @@ FailureListener = Callable[[CheckpointError], None]
 """Called (without the lock) when more consecutive checkpoints failed than tolerated; the
 scheduler then fails the job over as for a task failure."""
 
+CompletionListener = Callable[[int], None]
+"""Called with the id of each checkpoint that completed, under the coordinator's lock,
+after it is registered and before the tasks are notified; must be quick and not call
+back into the coordinator (the JobMaster releases held-back collect batches)."""
+
 _Effect = Callable[[], None]
 
 
@@ -107,6 +112,7 @@ class CheckpointCoordinator:
         executor: ScheduledExecutor,
         on_failure: FailureListener,
         stats: CheckpointStatsTracker | None = None,
+        on_completed: CompletionListener | None = None,
     ) -> None:
         self.job_id = job_id
         self.config = config
@@ -118,6 +124,7 @@ class CheckpointCoordinator:
         self._clock = clock
         self._executor = executor
         self._on_failure = on_failure
+        self._on_completed = on_completed
         self._stats = stats or CheckpointStatsTracker()
         self._lock = threading.RLock()
         self._pending: dict[int, PendingCheckpoint] = {}
@@ -434,6 +441,8 @@ class CheckpointCoordinator:
             now - pending.trigger_timestamp_ms,
             metadata.state_size,
         )
+        if self._on_completed is not None:
+            self._on_completed(checkpoint_id)
         effects = [
             self._notify_effect(task.attempt_id, checkpoint_id, complete=True)
             for task in pending.plan.tasks

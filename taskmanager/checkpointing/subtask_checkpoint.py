@@ -176,6 +176,7 @@ class SubtaskCheckpointCoordinator:
                 self._chain.flush_operators()
             else:
                 self._chain.flush()
+            self._chain.snapshot_state(n)
             snapshot = capture_task_snapshot(n, self._operators)
             function_states = {
                 op_id: fn.snapshot_state(n)

@@ -89,7 +89,8 @@ class OperatorSetup:
     subtask_index: int
     parallelism: int
     segment_size: int
-    collect: Callable[[str, int, bytes, bool], None]
+    collect: Callable[[str, int, bytes, bool, int], None]
+    """``(operator_id, subtask_index, serialized batch, end_of_data, checkpoint epoch)``."""
     print_target: str | None
     clock_ms: Callable[[], int]
     """Processing time in ms since the epoch (timer services)."""
@@ -102,6 +103,8 @@ class OperatorSetup:
     """A source reader's pickled position from the checkpoint the task restores."""
     config: Mapping[str, str] | None = None
     """The job's configuration (Flink key names)."""
+    restored_checkpoint_id: int = 0
+    """The id of the checkpoint the task restores, 0 for a fresh start."""
 
 
 class StreamOperator:
@@ -177,6 +180,13 @@ class StreamOperator:
 
     def flush(self) -> None:
         """Buffer timeout: push out anything held back (collect sinks)."""
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        """The task takes checkpoint ``checkpoint_id``: called in its synchronous part,
+        after ``flush`` and before the state is captured and the barrier is sent on.
+        Nothing processed before it can be emitted after it. Not called for checkpoints
+        that fail before this point. Must be quick (the task is paused); by default
+        nothing."""
 
     def finish(self) -> None:
         """End of input: emit what is still held; called in topological order."""

@@ -95,6 +95,11 @@ class OperatorChain:
         ]
         self.writers = list(writers)
         self._opened: list[StreamOperator] = []
+        # Only operators that override the hook are called at each checkpoint.
+        self._snapshot_hooks = [
+            op for op in self.operators
+            if type(op).snapshot_state is not StreamOperator.snapshot_state
+        ]
 
     @property
     def head(self) -> StreamOperator:
@@ -151,6 +156,12 @@ class OperatorChain:
         """Push what operators hold into the writers, leaving partly filled buffers."""
         for op in self.operators:
             op.flush()
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        """Tell the operators that want to know that checkpoint ``checkpoint_id`` is
+        being taken (``StreamOperator.snapshot_state``)."""
+        for op in self._snapshot_hooks:
+            op.snapshot_state(checkpoint_id)
 
     def pending_buffers(self) -> list[dict[int, list[bytes]]]:
         """Per writer (in result partition order), its partly filled buffers."""

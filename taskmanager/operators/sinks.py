@@ -129,13 +129,19 @@ class PrintOperator(StreamOperator):
 
 class CollectOperator(StreamOperator):
     """Ships records to the client through ``TaskServices.collect`` in serialized
-    batches of about one segment, flushed at the buffer timeout, then end=True."""
+    batches of about one segment, flushed at the buffer timeout, then end=True.
+
+    Each batch carries its epoch: the id of the last checkpoint this subtask took (or
+    restored), 0 before any. The JobMaster shows a batch to the client once a later
+    checkpoint completed, so records replayed after a failover are not seen twice.
+    Pending records are flushed before a checkpoint, so a batch never mixes epochs."""
 
     def __init__(self, setup: OperatorSetup) -> None:
         super().__init__(setup)
         self._pending: list[Any] = []
         self._limit = _INITIAL_COLLECT_RECORDS
         self._operator_id = str(setup.descriptor.operator_id)
+        self._epoch = setup.restored_checkpoint_id
 
     def open(self, output: Output) -> None:
         pending = self._pending
@@ -152,7 +158,14 @@ class CollectOperator(StreamOperator):
         if records:
             size = self.setup.segment_size
             self._limit = max(1, len(records) * size // len(buffer))
-        self.setup.collect(self._operator_id, self.setup.subtask_index, buffer, end)
+        self.setup.collect(
+            self._operator_id, self.setup.subtask_index, buffer, end, self._epoch
+        )
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        # The chain flushed this operator just before: what it sends from now on
+        # follows the barrier of ``checkpoint_id``.
+        self._epoch = checkpoint_id
 
     def flush(self) -> None:
         if self._pending:

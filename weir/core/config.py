@@ -338,6 +338,29 @@ CHECKPOINTING_UNALIGNED = _option(
     _parse_bool,
     "Let barriers overtake in-flight buffers, which are persisted as channel state.",
 )
+CHECKPOINTING_ALIGNED_TIMEOUT = _option(
+    "execution.checkpointing.aligned-checkpoint-timeout",
+    0,
+    parse_duration_ms,
+    "With unaligned checkpoints enabled: how long a checkpoint may stay aligned before it "
+    "switches to unaligned (ms); 0 starts every checkpoint unaligned. Weir does not switch "
+    "yet: with unaligned checkpoints enabled every checkpoint is unaligned, whatever this "
+    "value. Deprecated key: execution.checkpointing.alignment-timeout.",
+)
+CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED = _option(
+    "execution.checkpointing.alignment-timeout",
+    0,
+    parse_duration_ms,
+    "Deprecated: use execution.checkpointing.aligned-checkpoint-timeout.",
+)
+CHECKPOINTING_UNALIGNED_FORCED = _option(
+    "execution.checkpointing.unaligned.forced",
+    False,
+    _parse_bool,
+    "Take unaligned checkpoints even where Flink would fall back to aligned ones (iteration "
+    "feedback, custom partitioners). Weir takes them on every exchange anyway, so this "
+    "changes nothing at runtime.",
+)
 # Flink 2.x defaults to NO_EXTERNALIZED_CHECKPOINTS; we keep the checkpoints of a failed
 # job by default, so that it can always be resumed with `weir run -s` (DESIGN §6).
 CHECKPOINTING_RETENTION = _option(
@@ -496,6 +519,7 @@ RESTART_EXPONENTIAL_ATTEMPTS = _option(
 DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
     CHECKPOINTING_DIR.key: (CHECKPOINTING_DIR_DEPRECATED.key,),
     CHECKPOINTING_NUM_RETAINED.key: (CHECKPOINTING_NUM_RETAINED_DEPRECATED.key,),
+    CHECKPOINTING_ALIGNED_TIMEOUT.key: (CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED.key,),
 }
 """Current key -> older names still accepted for it (Flink's ``withDeprecatedKeys``)."""
 

@@ -117,6 +117,9 @@ class TaskDeploymentDescriptor:
     restored_state: bytes | None = None
     """This subtask's state to start from (``encode_task_state`` of the checkpoint's
     handles), or None for a fresh start."""
+    restored_checkpoint_id: int = 0
+    """The id of the checkpoint the job restores (also for a subtask without state of
+    its own), 0 for a fresh start; the epoch collect sinks start in."""
 
     @property
     def parallelism(self) -> int:

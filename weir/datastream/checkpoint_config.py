@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from weir.common.configuration import Configuration
+from weir.common.time import Duration
 from weir.core import config as keys
 from weir.core.checkpoint.checkpoint_config import (
     CheckpointingMode,
@@ -32,7 +33,7 @@ class CheckpointConfig:
         return self
 
     def _get(self, option: keys.ConfigOption) -> object:
-        return keys.get(self._configuration.to_dict(), option)
+        return keys.get_with_deprecated_keys(self._configuration.to_dict(), option)
 
     def is_checkpointing_enabled(self) -> bool:
         return self.get_checkpoint_interval() > 0
@@ -92,6 +93,60 @@ class CheckpointConfig:
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
         return bool(self._get(keys.CHECKPOINTING_UNALIGNED))
+
+    def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration) -> CheckpointConfig:
+        """Only relevant with :func:`enable_unaligned_checkpoints`: with 0 (the default)
+        checkpoints start unaligned; with more, Flink starts them aligned and switches to
+        unaligned when the alignment takes longer
+        (``execution.checkpointing.aligned-checkpoint-timeout``)::
+
+            >>> config.set_aligned_checkpoint_timeout(Duration.of_seconds(30))
+
+        Weir stores and reports the value but does not switch yet: with unaligned
+        checkpoints enabled, every checkpoint is unaligned from its start.
+        """
+        millis = alignment_timeout.to_milliseconds()
+        if millis < 0:
+            msg = (
+                f"the aligned checkpoint timeout must not be negative; got {alignment_timeout!r}; "
+                "give Duration.of_millis(0) to start every checkpoint unaligned"
+            )
+            raise ValueError(msg)
+        return self._set(keys.CHECKPOINTING_ALIGNED_TIMEOUT.key, f"{millis} ms")
+
+    def get_aligned_checkpoint_timeout(self) -> Duration:
+        """The alignment timeout set by :func:`set_aligned_checkpoint_timeout` or
+        ``execution.checkpointing.aligned-checkpoint-timeout`` (default 0)."""
+        return Duration.of_millis(self._get(keys.CHECKPOINTING_ALIGNED_TIMEOUT))  # type: ignore[arg-type]
+
+    def set_alignment_timeout(self, alignment_timeout: Duration) -> CheckpointConfig:
+        """Deprecated in Flink 2.0: :func:`set_aligned_checkpoint_timeout`."""
+        return self.set_aligned_checkpoint_timeout(alignment_timeout)
+
+    def get_alignment_timeout(self) -> Duration:
+        """Deprecated in Flink 2.0: :func:`get_aligned_checkpoint_timeout`."""
+        return self.get_aligned_checkpoint_timeout()
+
+    def set_force_unaligned_checkpoints(
+        self, force_unaligned_checkpoints: bool = True
+    ) -> CheckpointConfig:
+        """Take unaligned checkpoints even where Flink falls back to aligned ones
+        (iteration feedback, custom partitioners)
+        (``execution.checkpointing.unaligned.forced``)::
+
+            >>> config.enable_unaligned_checkpoints().set_force_unaligned_checkpoints()
+
+        Stored and reported only: Weir takes unaligned checkpoints on every exchange,
+        custom partitioners included, so the flag changes nothing at runtime.
+        """
+        return self._set(
+            keys.CHECKPOINTING_UNALIGNED_FORCED.key,
+            "true" if force_unaligned_checkpoints else "false",
+        )
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        """Whether :func:`set_force_unaligned_checkpoints` forced unaligned checkpoints."""
+        return bool(self._get(keys.CHECKPOINTING_UNALIGNED_FORCED))
 
     def set_externalized_checkpoint_retention(
         self, retention_mode: ExternalizedCheckpointRetention

@@ -1,6 +1,11 @@
 """CheckpointConfig writes Flink's configuration keys into the job, as PyFlink's does."""
 
+import pytest
+
+from weir.common import Configuration, Duration
+from weir.core.config import parse_duration_ms
 from weir.datastream import (
+    CheckpointConfig,
     CheckpointingMode,
     ExternalizedCheckpointRetention,
     StreamExecutionEnvironment,
@@ -38,3 +43,64 @@ def test_fail_on_checkpointing_errors_maps_to_tolerable_failures():
     config.set_fail_on_checkpointing_errors(False)
     assert config.get_tolerable_checkpoint_failure_number() == 2**31 - 1
     assert not config.is_fail_on_checkpointing_errors()
+
+
+class TestAlignedCheckpointTimeout:
+    def test_defaults_to_zero_and_reaches_the_job_config_under_flinks_key(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        config = env.get_checkpoint_config()
+        assert config.get_aligned_checkpoint_timeout() == Duration.of_millis(0)
+        config.set_aligned_checkpoint_timeout(Duration.of_seconds(30))
+        assert config.get_aligned_checkpoint_timeout() == Duration.of_seconds(30)
+        job = _job_config(env)
+        assert parse_duration_ms(job["execution.checkpointing.aligned-checkpoint-timeout"]) == (
+            30_000)
+
+    def test_the_deprecated_names_are_the_same_setting(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        config = env.get_checkpoint_config()
+        config.set_alignment_timeout(Duration.of_millis(250))
+        assert config.get_aligned_checkpoint_timeout() == Duration.of_millis(250)
+        assert config.get_alignment_timeout() == Duration.of_millis(250)
+
+    def test_the_deprecated_key_is_read(self):
+        configuration = Configuration()
+        configuration.set_string("execution.checkpointing.alignment-timeout", "2 s")
+        env = StreamExecutionEnvironment.get_execution_environment(configuration)
+        assert env.get_checkpoint_config().get_alignment_timeout() == Duration.of_seconds(2)
+
+    def test_a_negative_timeout_is_refused(self):
+        config = StreamExecutionEnvironment.get_execution_environment().get_checkpoint_config()
+        with pytest.raises(ValueError, match="must not be negative"):
+            config.set_aligned_checkpoint_timeout(Duration.of_millis(-1))
+
+
+def test_force_unaligned_checkpoints_reaches_the_job_config():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    config = env.get_checkpoint_config()
+    assert not config.is_force_unaligned_checkpoints()
+    config.enable_unaligned_checkpoints()
+    assert config.set_force_unaligned_checkpoints() is config
+    assert config.is_force_unaligned_checkpoints()
+    assert _job_config(env)["execution.checkpointing.unaligned.forced"] == "true"
+    config.set_force_unaligned_checkpoints(False)
+    assert not config.is_force_unaligned_checkpoints()
+
+
+def test_every_pyflink_checkpoint_config_method_exists():
+    # PyFlink 2.x's CheckpointConfig, method by method.
+    names = {
+        "is_checkpointing_enabled", "get_checkpointing_mode", "set_checkpointing_mode",
+        "get_checkpoint_interval", "set_checkpoint_interval", "get_checkpoint_timeout",
+        "set_checkpoint_timeout", "get_min_pause_between_checkpoints",
+        "set_min_pause_between_checkpoints", "get_max_concurrent_checkpoints",
+        "set_max_concurrent_checkpoints", "is_fail_on_checkpointing_errors",
+        "set_fail_on_checkpointing_errors", "get_tolerable_checkpoint_failure_number",
+        "set_tolerable_checkpoint_failure_number", "set_externalized_checkpoint_retention",
+        "is_externalized_checkpoints_enabled", "get_externalized_checkpoint_retention",
+        "is_unaligned_checkpoints_enabled", "enable_unaligned_checkpoints",
+        "disable_unaligned_checkpoints", "set_aligned_checkpoint_timeout",
+        "get_aligned_checkpoint_timeout", "set_alignment_timeout", "get_alignment_timeout",
+        "set_force_unaligned_checkpoints", "is_force_unaligned_checkpoints",
+    }
+    assert not {n for n in names if not callable(getattr(CheckpointConfig, n, None))}

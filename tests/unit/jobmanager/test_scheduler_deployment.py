@@ -69,3 +69,52 @@ def test_a_task_manager_that_cannot_be_reached_is_not_reused_by_the_restart(monk
     assert scheduler._deploy(first) is False
     assert first.current.state is ExecutionState.FAILED
     assert scheduler._lost_task_managers == {"tm0"}
+
+
+class _RestoringCoordinator:
+    """Stands in for the CheckpointCoordinator at a restart: checkpoint 7 is the latest."""
+
+    def abort_pending(self, reason):
+        pass
+
+    def stop_periodic_scheduler(self):
+        pass
+
+    def restore_latest(self):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(checkpoint_id=7, metadata=SimpleNamespace(operator_states={}))
+
+
+def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id(monkeypatch):
+    import pickle
+
+    from jobmanager import scheduler as scheduler_module
+
+    restarts = []
+    scheduler = _scheduler()
+    scheduler._on_restart = restarts.append
+    scheduler.checkpoint_coordinator = _RestoringCoordinator()
+    scheduler.status = JobStatus.RESTARTING
+    scheduler._slots = _slots(3)  # the restart reuses them
+    scheduler.graph.assign_slots(scheduler._slots)
+    old = scheduler.graph
+    old_attempt = old.all_executions()[0].current.attempt_id
+    for ev in old.all_executions():
+        ev.current.transition(ExecutionState.CANCELED)
+    assert scheduler.attempt_number_of(old_attempt) == 0
+
+    submitted = []
+
+    def submit(what, method, request, timeout=None):
+        submitted.append(pickle.loads(request.task_deployment_descriptor))
+
+    monkeypatch.setattr(scheduler_module.rpc, "call", submit)
+    monkeypatch.setattr(scheduler, "_release_slots", lambda: None)
+    scheduler._restart(old, [], 0)
+
+    assert restarts == [1]
+    assert scheduler.attempt_number_of(old_attempt) is None  # its pushes are stale now
+    new_attempt = scheduler.graph.all_executions()[0].current.attempt_id
+    assert scheduler.attempt_number_of(new_attempt) == 1
+    assert [tdd.restored_checkpoint_id for tdd in submitted] == [7, 7, 7]

@@ -329,17 +329,21 @@ class Recorder:
         self.states: dict[str, list[ExecutionState]] = collections.defaultdict(list)
         self.collected: dict[tuple[str, int], list[Any]] = collections.defaultdict(list)
         self.collect_calls: list[tuple[str, int, int, bool]] = []
+        self.collect_epochs: list[int] = []
+        """The checkpoint epoch of each collect call, in order."""
 
     def report_state(self, attempt: ExecutionAttemptId, state: ExecutionState,
                      cause: str | None) -> None:
         with self.lock:
             self.states[attempt].append(state)
 
-    def collect(self, operator_id: str, subtask: int, buffer: bytes, end: bool) -> None:
+    def collect(self, operator_id: str, subtask: int, buffer: bytes, end: bool,
+                epoch: int) -> None:
         records = deserialize_batch(buffer)
         with self.lock:
             self.collected[(operator_id, subtask)].extend(records)
             self.collect_calls.append((operator_id, subtask, len(records), end))
+            self.collect_epochs.append(epoch)
 
     def records(self, operator: OperatorDescriptor) -> list[Any]:
         out: list[Any] = []

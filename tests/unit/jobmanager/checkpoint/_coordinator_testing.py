@@ -107,6 +107,8 @@ class Harness:
     failures: list
     root: str
     plan: dict
+    completed: list
+    """Checkpoint ids the completion listener was called with, in order."""
 
     def ack(self, attempt, checkpoint_id, data: bytes = b"state"):
         """Write state as the task would and acknowledge."""
@@ -159,6 +161,7 @@ def make_harness(**config) -> Harness:
     store = StandaloneCompletedCheckpointStore(cfg.num_retained)
     counter = StandaloneCheckpointIdCounter()
     failures: list = []
+    completed: list = []
     plan = {"value": PLAN}
     coordinator = CheckpointCoordinator(
         job_id=JOB,
@@ -171,5 +174,8 @@ def make_harness(**config) -> Harness:
         clock=time,
         executor=time,
         on_failure=failures.append,
+        on_completed=completed.append,
     )
-    return Harness(coordinator, time, gateway, storage, store, counter, failures, root, plan)
+    return Harness(
+        coordinator, time, gateway, storage, store, counter, failures, root, plan, completed
+    )

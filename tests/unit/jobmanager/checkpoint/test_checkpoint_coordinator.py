@@ -107,6 +107,21 @@ class TestCompletion:
         h.ack_all(cid)
         assert order == ["metadata", "store", "notify", "notify", "notify"]
 
+    def test_the_completion_listener_hears_after_the_store_and_before_the_tasks(self):
+        h = make_harness(max_concurrent=3)
+        heard = []  # what the listener had heard when the store and the tasks were told
+        add = h.store.add_checkpoint
+        notify = h.gateway.notify_checkpoint_complete
+        h.store.add_checkpoint = lambda *a: (heard.append(("store", [*h.completed])), add(*a))[1]
+        h.gateway.notify_checkpoint_complete = lambda *a: (
+            heard.append(("notify", [*h.completed])), notify(*a))[1]
+        first = h.coordinator.trigger_checkpoint()
+        second = h.coordinator.trigger_checkpoint()
+        h.coordinator.receive_decline(SOURCE, first, "no")
+        h.ack_all(second)
+        assert h.completed == [second]  # an aborted checkpoint is not announced
+        assert heard == [("store", [])] + [("notify", [second])] * 3
+
     def test_duplicate_and_foreign_acks_are_ignored(self):
         h = make_harness()
         cid = h.coordinator.trigger_checkpoint()

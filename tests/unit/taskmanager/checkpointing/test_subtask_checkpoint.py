@@ -52,12 +52,18 @@ class TestingChain:
 
         self.operator_flushes = 0
         self.unsent: dict[int, list[bytes]] = {}
+        self.calls: list[str] = []
 
     def flush(self) -> None:
         self.flushes += 1
+        self.calls.append("flush")
 
     def flush_operators(self) -> None:
         self.operator_flushes += 1
+        self.calls.append("flush_operators")
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        self.calls.append(f"snapshot_state {checkpoint_id}")
 
     def pending_buffers(self) -> list[dict[int, list[bytes]]]:
         return [self.unsent]
@@ -162,3 +168,14 @@ class TestAlignedCheckpoint:
         assert inputs == {}
         assert outputs == {}
         coordinator.close()
+
+
+class TestOperatorSnapshotHook:
+    def test_operators_learn_the_checkpoint_id_after_the_flush(self):
+        for unaligned, flush in ((False, "flush"), (True, "flush_operators")):
+            acks = Acks()
+            coordinator, chain = _coordinator(TestingPartition([[]]), acks, has_inputs=False)
+            coordinator.checkpoint(CheckpointBarrier(4, 0, unaligned=unaligned))
+            assert chain.calls == [flush, "snapshot_state 4"]
+            assert acks.event.wait(_ACK_WAIT_S)
+            coordinator.close()

@@ -1,0 +1,69 @@
+"""The collect sink tags every batch with its checkpoint epoch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from task_testing import Recorder, collect_op
+
+from taskmanager.operators.base import OperatorSetup
+from taskmanager.operators.chain import OperatorChain
+from taskmanager.runtime_context import StreamingRuntimeContext
+
+
+def _collect_chain(recorder: Recorder, restored_checkpoint_id: int = 0) -> OperatorChain:
+    descriptor = collect_op()
+    context = StreamingRuntimeContext(
+        task_name="collect",
+        task_name_with_subtasks="collect (1/1)",
+        number_of_parallel_subtasks=1,
+        max_number_of_parallel_subtasks=128,
+        index_of_this_subtask=0,
+        attempt_number=0,
+        job_parameters={},
+    )
+    setup = OperatorSetup(
+        descriptor=descriptor,
+        payload={},
+        runtime_context=context,
+        keyed_state_backend=None,
+        subtask_index=0,
+        parallelism=1,
+        segment_size=32 * 1024,
+        collect=recorder.collect,
+        print_target=None,
+        clock_ms=lambda: 0,
+        restored_checkpoint_id=restored_checkpoint_id,
+    )
+    chain = OperatorChain([setup], [])
+    chain.open()
+    return chain
+
+
+def _feed(chain: OperatorChain, records: list[Any]) -> None:
+    chain.input(0)(records, None)
+
+
+class TestCollectOperatorEpochs:
+    def test_batches_carry_the_last_checkpoint_taken_before_them(self):
+        recorder = Recorder()
+        chain = _collect_chain(recorder)
+        _feed(chain, [1, 2])
+        # The checkpoint's synchronous part: flush, then the hook.
+        chain.flush()
+        chain.snapshot_state(7)
+        _feed(chain, [3])
+        chain.flush()
+        chain.snapshot_state(9)
+        chain.finish()
+
+        assert recorder.collect_epochs == [0, 7, 9]
+        assert [c[2:] for c in recorder.collect_calls] == [(2, False), (1, False), (0, True)]
+
+    def test_a_restored_sink_starts_in_the_restored_checkpoint(self):
+        recorder = Recorder()
+        chain = _collect_chain(recorder, restored_checkpoint_id=12)
+        _feed(chain, ["x"])
+        chain.finish()
+
+        assert recorder.collect_epochs == [12, 12]
