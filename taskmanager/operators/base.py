@@ -1,10 +1,18 @@
 """The operator contract inside a chain: batches in, batches out, on the task thread.
 
-An operator is opened with its ``Output`` (a callable taking a list) and then exposes
-``process`` (input 0) and, for two-input operators, ``process2`` (input 1): each takes
-a *list* of records and hands a list on. Operators never mutate the list they are
-given (a fan-out hands the same list to several outputs) and never emit an empty
-list. Every method is called on the task thread only.
+A batch is a list of records plus, in parallel, the list of their timestamps (event
+time in ms, ``None`` for a record without one), or ``None`` instead of that list when
+no record of the batch has a timestamp: streams without event time never build or
+look at a timestamp list beyond one ``is None`` check per batch.
+
+An operator is opened with its ``Output`` and then exposes ``process(batch,
+timestamps)`` (input 0) and, for two-input operators, ``process2`` (input 1). Operators
+never mutate the lists they are given (a fan-out hands the same lists to several
+outputs) and never emit an empty batch. Watermarks arrive through
+``process_watermark`` (``process_watermark2`` for input 1): an operator first fires
+what the watermark releases (timers, windows), emits that, and only then forwards the
+watermark, so nothing it emits is late downstream. Every method is called on the task
+thread only.
 """
 
 from __future__ import annotations
@@ -17,11 +25,57 @@ from taskmanager.runtime_context import StreamingRuntimeContext
 from taskmanager.state.backend import KeyedStateBackend
 from weir.core.job_graph import OperatorDescriptor
 
-Output = Callable[[list[Any]], None]
+Timestamps = list[int | None] | None
+Collect = Callable[[list[Any], Timestamps], None]
+"""``collect(records, timestamps)``: hands a batch on."""
+
+# Flink's watermarks before any arrived and at the end of input (Long.MIN/MAX_VALUE).
+MIN_WATERMARK = -(1 << 63)
+MAX_WATERMARK = (1 << 63) - 1
 
 
-def discard(batch: list[Any]) -> None:
+def discard(batch: list[Any], timestamps: Timestamps = None) -> None:
     """The output of an operator nothing consumes."""
+
+
+def _ignore(_value: Any) -> None:
+    pass
+
+
+class Output:
+    """Where an operator's results go: its main output, the side outputs by tag id, and
+    the watermark (and idleness) path.
+
+    Operators bind ``collect`` into a local at ``open``; a batch costs one call.
+    """
+
+    __slots__ = ("_side", "collect", "emit_watermark", "emit_watermark_status")
+
+    def __init__(
+        self,
+        collect: Collect = discard,
+        emit_watermark: Callable[[int], None] = _ignore,
+        emit_watermark_status: Callable[[bool], None] = _ignore,
+        side_outputs: Mapping[str, Collect] | None = None,
+    ) -> None:
+        self.collect = collect
+        self.emit_watermark = emit_watermark
+        self.emit_watermark_status = emit_watermark_status
+        """``emit_watermark_status(idle)``: this output stops (True) or resumes (False)
+        holding back the watermark of the tasks downstream."""
+        self._side = dict(side_outputs or {})
+
+    def side_output(self, tag_id: str) -> Collect:
+        """The collect of side output ``tag_id``; records of a tag nobody reads are dropped,
+        as in Flink."""
+        return self._side.get(tag_id, discard)
+
+    @property
+    def side_output_ids(self) -> frozenset[str]:
+        return frozenset(self._side)
+
+
+DISCARDING_OUTPUT = Output()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,23 +93,87 @@ class OperatorSetup:
     print_target: str | None
     clock_ms: Callable[[], int]
     """Processing time in ms since the epoch (timer services)."""
+    processing_timers: Any = None
+    """The task's ``ProcessingTimeService``: runs a callback on the task thread at a
+    processing time (timers, periodic watermarks)."""
     batch_mode: bool = False
     """The job runs in BATCH execution mode (``execution.runtime-mode``)."""
     restored_source_state: bytes | None = None
     """A source reader's pickled position from the checkpoint the task restores."""
+    config: Mapping[str, str] | None = None
+    """The job's configuration (Flink key names)."""
 
 
 class StreamOperator:
-    """Base class: no-op lifecycle; subclasses set ``process`` (and ``process2``) in open."""
+    """Base class: no-op lifecycle; subclasses set ``process`` (and ``process2``) in open.
+
+    The default watermark handling forwards the watermark: right for operators that
+    hold no timers. Two-input operators combine their inputs' watermarks first (the
+    minimum, as Flink's ``AbstractStreamOperator`` does).
+    """
 
     def __init__(self, setup: OperatorSetup) -> None:
         self.setup = setup
         self.name = setup.descriptor.name
-        self.process: Output = discard
-        self.process2: Output = discard
+        self.process: Collect = discard
+        self.process2: Collect = discard
+        self.output: Output = DISCARDING_OUTPUT
+        self.current_watermark = MIN_WATERMARK
+        self._input_watermarks = [MIN_WATERMARK, MIN_WATERMARK]
+        self._input_idle = [False, False]
 
     def open(self, output: Output) -> None:
         """Open user functions and bind the per-batch path to ``output``."""
+        self.output = output
+
+    def process_watermark(self, watermark: int) -> None:
+        """Input 0 (or the only input) reached ``watermark``."""
+        if self.setup.descriptor.input_count == 2:
+            self._combine(0, watermark)
+        else:
+            self.advance_watermark(watermark)
+
+    def process_watermark2(self, watermark: int) -> None:
+        self._combine(1, watermark)
+
+    def _combine(self, index: int, watermark: int) -> None:
+        self._input_watermarks[index] = watermark
+        self._advance_combined()
+
+    def _advance_combined(self) -> None:
+        active = [w for w, idle in zip(self._input_watermarks, self._input_idle, strict=True)
+                  if not idle]
+        if active:
+            combined = min(active)
+            if combined > self.current_watermark:
+                self.advance_watermark(combined)
+
+    def advance_watermark(self, watermark: int) -> None:
+        """Event time moved to ``watermark``: fire what it releases, then forward it."""
+        self.current_watermark = watermark
+        self.output.emit_watermark(watermark)
+
+    def process_watermark_status(self, idle: bool) -> None:
+        """Input 0 went idle (True) or became active again (False)."""
+        if self.setup.descriptor.input_count == 2:
+            self._combine_status(0, idle)
+        else:
+            self.output.emit_watermark_status(idle)
+
+    def process_watermark_status2(self, idle: bool) -> None:
+        self._combine_status(1, idle)
+
+    def _combine_status(self, index: int, idle: bool) -> None:
+        was_idle = all(self._input_idle)
+        self._input_idle[index] = idle
+        now_idle = all(self._input_idle)
+        if not idle:
+            self._advance_combined()
+        if now_idle != was_idle:
+            self.output.emit_watermark_status(now_idle)
+        elif idle:
+            # The other input alone decides now; it may be ahead.
+            self._advance_combined()
 
     def flush(self) -> None:
         """Buffer timeout: push out anything held back (collect sinks)."""

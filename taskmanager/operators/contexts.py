@@ -5,100 +5,125 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from taskmanager.operators.base import MIN_WATERMARK, DISCARDING_OUTPUT, Output
+from taskmanager.operators.timers import InternalTimerService
 from weir.core.errors import WeirError
 
-# Flink's watermark before any watermark arrived (Long.MIN_VALUE).
-MIN_WATERMARK = -(1 << 63)
+__all__ = [
+    "MIN_WATERMARK",
+    "KeyedProcessContext",
+    "ProcessContext",
+    "SinkContext",
+    "TimerService",
+    "TimersNotSupportedError",
+]
+
+# PyFlink's TimeDomain values (pyflink.datastream.TimeDomain), by name.
+EVENT_TIME = "EVENT_TIME"
+PROCESSING_TIME = "PROCESSING_TIME"
 
 
 class TimersNotSupportedError(WeirError, NotImplementedError):
-    """Registering timers is not available yet."""
+    """Timers were used where there are none (an operator that is not keyed)."""
 
 
 class TimerService:
-    """Time of the operator; timers are registered through it (not yet supported)."""
+    """``ctx.timer_service()``: the operator's clocks and, on a keyed stream, its timers
+    (bound to the key of the record or timer being processed)."""
 
-    __slots__ = ("_clock_ms", "_keyed", "watermark")
+    __slots__ = ("_clock_ms", "_owner", "_timers")
 
-    def __init__(self, clock_ms: Callable[[], int], *, keyed: bool) -> None:
+    def __init__(self, clock_ms: Callable[[], int], *, keyed: bool = False,
+                 timers: InternalTimerService | None = None, owner: Any = None) -> None:
         self._clock_ms = clock_ms
-        self._keyed = keyed
-        self.watermark = MIN_WATERMARK
+        self._timers = timers
+        self._owner = owner
+        """Anything with a ``current_watermark`` attribute (the operator)."""
 
     def current_processing_time(self) -> int:
         return self._clock_ms()
 
     def current_watermark(self) -> int:
-        return self.watermark
+        owner = self._owner
+        return MIN_WATERMARK if owner is None else owner.current_watermark  # type: ignore[no-any-return]
 
-    def _unsupported(self, what: str) -> TimersNotSupportedError:
-        if not self._keyed:
-            msg = f"{what}: setting timers is only supported on a keyed stream; call key_by() first"
-        else:
-            msg = (
-                f"{what}: timers are not supported by this version of Weir yet; "
-                "keep state and act on the next record instead"
-            )
-        return TimersNotSupportedError(msg)
+    def _service(self, what: str) -> InternalTimerService:
+        if self._timers is None:
+            msg = (f"{what}: setting timers is only supported on a keyed stream; call "
+                   "key_by() first and use a KeyedProcessFunction")
+            raise TimersNotSupportedError(msg)
+        return self._timers
 
     def register_processing_time_timer(self, timestamp: int) -> None:
-        what = "register_processing_time_timer"
-        raise self._unsupported(what)
+        self._service("register_processing_time_timer").register_processing_time_timer(
+            None, int(timestamp))
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        what = "register_event_time_timer"
-        raise self._unsupported(what)
+        self._service("register_event_time_timer").register_event_time_timer(
+            None, int(timestamp))
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
-        what = "delete_processing_time_timer"
-        raise self._unsupported(what)
+        self._service("delete_processing_time_timer").delete_processing_time_timer(
+            None, int(timestamp))
 
     def delete_event_time_timer(self, timestamp: int) -> None:
-        what = "delete_event_time_timer"
-        raise self._unsupported(what)
+        self._service("delete_event_time_timer").delete_event_time_timer(None, int(timestamp))
 
 
 class ProcessContext:
-    """``ProcessFunction.Context``: the element's timestamp and the timer service."""
+    """``ProcessFunction.Context``: the element's timestamp, the timer service and side
+    outputs (``output(tag, value)``)."""
 
-    __slots__ = ("_timer_service", "current_timestamp")
+    __slots__ = ("_output", "_timer_service", "current_timestamp")
 
-    def __init__(self, timer_service: TimerService) -> None:
+    def __init__(self, timer_service: TimerService, output: Output = DISCARDING_OUTPUT) -> None:
         self._timer_service = timer_service
+        self._output = output
         self.current_timestamp: int | None = None
 
     def timestamp(self) -> int | None:
-        """The element's timestamp; ``None`` without event time."""
+        """The element's timestamp; ``None`` when it has none."""
         return self.current_timestamp
 
     def timer_service(self) -> TimerService:
         return self._timer_service
 
     def output(self, output_tag: Any, value: Any) -> None:
-        msg = "side outputs (ctx.output) are not supported by this version of Weir yet"
-        raise WeirError(msg)
+        """Emit ``value`` to the side output ``output_tag`` (with the element's timestamp)."""
+        tag_id = getattr(output_tag, "tag_id", None)
+        if not isinstance(tag_id, str):
+            msg = f"ctx.output() needs an OutputTag as its first argument; got {output_tag!r}"
+            raise TypeError(msg)
+        ts = self.current_timestamp
+        self._output.side_output(tag_id)([value], None if ts is None else [ts])
 
 
 class KeyedProcessContext(ProcessContext):
-    """``KeyedProcessFunction.Context``: adds the key of the element being processed."""
+    """``KeyedProcessFunction.Context`` and ``OnTimerContext``: adds the current key and,
+    in ``on_timer``, the time domain of the firing timer."""
 
-    __slots__ = ("current_key",)
+    __slots__ = ("_time_domain", "current_key")
 
-    def __init__(self, timer_service: TimerService) -> None:
-        super().__init__(timer_service)
+    def __init__(self, timer_service: TimerService, output: Output = DISCARDING_OUTPUT) -> None:
+        super().__init__(timer_service, output)
         self.current_key: Any = None
+        self._time_domain: Any = None
 
     def get_current_key(self) -> Any:
         return self.current_key
+
+    def time_domain(self) -> Any:
+        return self._time_domain
 
 
 class SinkContext:
     """``SinkFunction.Context``."""
 
-    __slots__ = ("_timer_service",)
+    __slots__ = ("_timer_service", "current_timestamp")
 
     def __init__(self, timer_service: TimerService) -> None:
         self._timer_service = timer_service
+        self.current_timestamp: int | None = None
 
     def current_processing_time(self) -> int:
         return self._timer_service.current_processing_time()
@@ -107,4 +132,4 @@ class SinkContext:
         return self._timer_service.current_watermark()
 
     def timestamp(self) -> int | None:
-        return None
+        return self.current_timestamp

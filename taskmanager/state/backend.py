@@ -98,6 +98,12 @@ class KeyedStateBackend(abc.ABC):
         """The AggregatingState called ``name``, with an AggregateFunction."""
 
     @abc.abstractmethod
+    def get_raw_table(self, name: str) -> dict[Any, Any]:
+        """The runtime's own per-key table ``name`` (``{key: value}``), snapshotted and
+        restored with the user's state (timers, window contents). Names start with
+        ``_weir_``; the runtime reads and writes the dict directly, on the task thread."""
+
+    @abc.abstractmethod
     def snapshot(self) -> KeyedStateSnapshot:
         """Capture every state, grouped by key group (task thread; synchronous part)."""
 

@@ -226,6 +226,9 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         return self._state(  # type: ignore[no-any-return]
             name, HeapAggregatingState, lambda t: HeapAggregatingState(self, name, t, function))
 
+    def get_raw_table(self, name: str) -> dict[Any, Any]:
+        return self._tables.setdefault(name, {})
+
     def snapshot(self) -> KeyedStateSnapshot:
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         for name, table in self._tables.items():

@@ -1,0 +1,255 @@
+"""Timers: per-key event-time and processing-time timers, and the task's processing clock.
+
+``InternalTimerService`` keeps the timers of one keyed operator (Flink's
+``InternalTimerServiceImpl``). A timer is ``(timestamp, key, namespace)``; the namespace
+is ``None`` for a process function's timers and the window for a window operator's.
+Timers are deduplicated: registering the same one twice keeps one.
+
+The canonical set of timers lives in the keyed state backend, in two tables named
+``_weir_timers_event`` and ``_weir_timers_processing`` that map a key to the set of its
+``(timestamp, namespace)`` pairs, so a checkpoint captures them with the rest of the
+keyed state, grouped by key group, and a restore at another parallelism takes the
+timers of the key groups it owns. A heap of ``(timestamp, seq, key, namespace)`` orders
+them for firing; deleting a timer only removes it from its set, and the heap skips
+entries that are no longer registered when they come up.
+
+Event-time timers fire when the watermark reaches them (``advance_watermark``), in
+timestamp order, with the backend's current key set to the timer's key. Processing-time
+timers fire from the task's ``ProcessingTimeService``, which runs callbacks on the task
+thread through its mailbox, never concurrently with records.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from taskmanager.operators.base import MIN_WATERMARK
+from taskmanager.state.backend import KeyedStateBackend
+
+logger = logging.getLogger(__name__)
+
+EVENT_TIMERS = "_weir_timers_event"
+PROCESSING_TIMERS = "_weir_timers_processing"
+
+
+class Triggerable(Protocol):
+    """What fires when a timer is due; the backend's current key is the timer's key."""
+
+    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+
+    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+
+
+class ProcessingTimeService:
+    """Runs callbacks on the task thread at processing times (Flink's
+    ``ProcessingTimeService``).
+
+    One daemon thread per task sleeps until the earliest due time and then hands the
+    callback to the task's mailbox (``post``), so callbacks run between two batches on
+    the task thread. The thread starts with the first ``schedule``.
+    """
+
+    def __init__(self, clock_ms: Callable[[], int], post: Callable[[Callable[[], None]], None],
+                 name: str = "timers") -> None:
+        self._clock_ms = clock_ms
+        self._post = post
+        self._name = name
+        self._queue: list[tuple[int, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def current_processing_time(self) -> int:
+        return self._clock_ms()
+
+    def schedule(self, timestamp_ms: int, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the task thread once the clock reached ``timestamp_ms``."""
+        with self._cond:
+            if self._closed:
+                return
+            heapq.heappush(self._queue, (timestamp_ms, next(self._seq), callback))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name=f"{self._name}-processing-time")
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if not self._queue:
+                    self._cond.wait()
+                    continue
+                due = self._queue[0][0]
+                wait_ms = due - self._clock_ms()
+                if wait_ms > 0:
+                    self._cond.wait(wait_ms / 1000.0)
+                    continue
+                _, _, callback = heapq.heappop(self._queue)
+                try:
+                    self._post(callback)
+                except Exception:  # the task ended: nothing left to run callbacks for
+                    logger.debug("processing-time callback dropped: the task has ended")
+                    self._closed = True
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._queue.clear()
+            self._cond.notify_all()
+
+
+class InternalTimerService:
+    """The event-time and processing-time timers of one keyed operator."""
+
+    def __init__(
+        self,
+        backend: KeyedStateBackend,
+        triggerable: Triggerable,
+        processing_time: ProcessingTimeService | None,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self._backend = backend
+        self._triggerable = triggerable
+        self._processing_time = processing_time
+        self._clock_ms = clock_ms
+        self._event: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(EVENT_TIMERS)
+        self._processing: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(
+            PROCESSING_TIMERS)
+        self._seq = itertools.count()
+        self._event_heap: list[tuple[int, int, Any, Any]] = []
+        self._processing_heap: list[tuple[int, int, Any, Any]] = []
+        self._scheduled_processing: int | None = None
+        self.current_watermark = MIN_WATERMARK
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Index the timers already in the backend (restored from a checkpoint)."""
+        seq = self._seq
+        self._event_heap = [(ts, next(seq), key, ns)
+                            for key, timers in self._event.items() for ts, ns in timers]
+        heapq.heapify(self._event_heap)
+        self._processing_heap = [(ts, next(seq), key, ns)
+                                 for key, timers in self._processing.items() for ts, ns in timers]
+        heapq.heapify(self._processing_heap)
+        if self._processing_heap:
+            self._schedule_processing(self._processing_heap[0][0])
+
+    # --- registration (current key of the backend) -----------------------------------
+
+    def current_processing_time(self) -> int:
+        return self._clock_ms()
+
+    def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
+        key = self._backend.current_key
+        timers = self._event.get(key)
+        if timers is None:
+            timers = self._event[key] = set()
+        entry = (timestamp, namespace)
+        if entry not in timers:
+            timers.add(entry)
+            heapq.heappush(self._event_heap, (timestamp, next(self._seq), key, namespace))
+
+    def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
+        key = self._backend.current_key
+        timers = self._event.get(key)
+        if timers is not None:
+            timers.discard((timestamp, namespace))
+            if not timers:
+                del self._event[key]
+
+    def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
+        key = self._backend.current_key
+        timers = self._processing.get(key)
+        if timers is None:
+            timers = self._processing[key] = set()
+        entry = (timestamp, namespace)
+        if entry not in timers:
+            timers.add(entry)
+            heap = self._processing_heap
+            heapq.heappush(heap, (timestamp, next(self._seq), key, namespace))
+            if heap[0][0] == timestamp:
+                self._schedule_processing(timestamp)
+
+    def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
+        key = self._backend.current_key
+        timers = self._processing.get(key)
+        if timers is not None:
+            timers.discard((timestamp, namespace))
+            if not timers:
+                del self._processing[key]
+
+    @property
+    def num_event_time_timers(self) -> int:
+        return sum(len(t) for t in self._event.values())
+
+    @property
+    def num_processing_time_timers(self) -> int:
+        return sum(len(t) for t in self._processing.values())
+
+    # --- firing -------------------------------------------------------------------------
+
+    def advance_watermark(self, watermark: int) -> None:
+        """Fire every event-time timer at or before ``watermark``, in timestamp order
+        (timers a firing registers at or before it fire in the same call)."""
+        self.current_watermark = watermark
+        heap = self._event_heap
+        table = self._event
+        backend = self._backend
+        fire = self._triggerable.on_event_time
+        pop = heapq.heappop
+        while heap and heap[0][0] <= watermark:
+            ts, _, key, ns = pop(heap)
+            timers = table.get(key)
+            if timers is None or (ts, ns) not in timers:
+                continue  # deleted, or a duplicate heap entry of a re-registered timer
+            timers.discard((ts, ns))
+            if not timers:
+                del table[key]
+            backend.current_key = key
+            fire(ts, key, ns)
+
+    def _schedule_processing(self, timestamp: int) -> None:
+        service = self._processing_time
+        if service is None:
+            return
+        if self._scheduled_processing is not None and self._scheduled_processing <= timestamp:
+            return
+        self._scheduled_processing = timestamp
+        service.schedule(timestamp, self._on_processing_timer_due)
+
+    def _on_processing_timer_due(self) -> None:
+        self._scheduled_processing = None
+        self.fire_processing_timers(self._clock_ms())
+
+    def fire_processing_timers(self, now: int) -> None:
+        """Fire every processing-time timer at or before ``now`` (task thread)."""
+        heap = self._processing_heap
+        table = self._processing
+        backend = self._backend
+        fire = self._triggerable.on_processing_time
+        pop = heapq.heappop
+        while heap and heap[0][0] <= now:
+            ts, _, key, ns = pop(heap)
+            timers = table.get(key)
+            if timers is None or (ts, ns) not in timers:
+                continue
+            timers.discard((ts, ns))
+            if not timers:
+                del table[key]
+            backend.current_key = key
+            fire(ts, key, ns)
+        # Skip entries of deleted timers so the next wake-up is for a live one.
+        while heap:
+            ts, _, key, ns = heap[0]
+            timers = table.get(key)
+            if timers is not None and (ts, ns) in timers:
+                self._schedule_processing(ts)
+                break
+            pop(heap)
