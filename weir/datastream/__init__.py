@@ -1,5 +1,6 @@
 """The DataStream API (mirrors ``pyflink.datastream``)."""
 
+from weir.core.time_domain import TimeDomain
 from weir.datastream.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
@@ -22,11 +23,14 @@ from weir.datastream.functions import (
     MapFunction,
     Partitioner,
     ProcessFunction,
+    ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
     SinkFunction,
     SourceFunction,
+    WindowFunction,
 )
+from weir.datastream.output_tag import OutputTag
 from weir.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -38,10 +42,22 @@ from weir.datastream.state import (
 )
 from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
 from weir.datastream.timerservice import TimerService
+from weir.datastream.window import (
+    CountWindow,
+    GlobalWindow,
+    MergingWindowAssigner,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    Window,
+    WindowAssigner,
+)
+from weir.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 __all__ = [
     "AggregateFunction",
     "AggregatingStateDescriptor",
+    "AllWindowedStream",
     "CheckpointConfig",
     "CheckpointingMode",
     "CloseableIterator",
@@ -49,12 +65,14 @@ __all__ = [
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "CountWindow",
     "DataStream",
     "DataStreamSink",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "GlobalWindow",
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
@@ -62,8 +80,11 @@ __all__ = [
     "ListStateDescriptor",
     "MapFunction",
     "MapStateDescriptor",
+    "MergingWindowAssigner",
+    "OutputTag",
     "Partitioner",
     "ProcessFunction",
+    "ProcessWindowFunction",
     "ReduceFunction",
     "ReducingStateDescriptor",
     "RuntimeContext",
@@ -72,7 +93,15 @@ __all__ = [
     "SourceFunction",
     "StateDescriptor",
     "StreamExecutionEnvironment",
+    "TimeDomain",
+    "TimeWindow",
     "TimerService",
+    "Trigger",
+    "TriggerResult",
     "ValueState",
     "ValueStateDescriptor",
+    "Window",
+    "WindowAssigner",
+    "WindowFunction",
+    "WindowedStream",
 ]
