@@ -25,6 +25,7 @@ from taskmanager.operators.one_input import (
 from taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
 from taskmanager.operators.source import SourceOperator
 from taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator, CoProcessOperator
+from taskmanager.operators.window import WindowOperator
 from taskmanager.record_writer import RecordWriter
 from weir.core.job_graph import OperatorKind
 
@@ -38,6 +39,7 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.PROCESS: ProcessOperator,
     OperatorKind.KEYED_PROCESS: KeyedProcessOperator,
     OperatorKind.REDUCE: ReduceOperator,
+    OperatorKind.WINDOW: WindowOperator,
     OperatorKind.CO_MAP: CoMapOperator,
     OperatorKind.CO_FLAT_MAP: CoFlatMapOperator,
     OperatorKind.CO_PROCESS: CoProcessOperator,
