@@ -33,6 +33,7 @@ from taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOper
 from taskmanager.operators.source import SourceOperator
 from taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator, CoProcessOperator
 from taskmanager.operators.watermarks import TimestampsAndWatermarksOperator
+from taskmanager.operators.window import WindowOperator
 from taskmanager.record_writer import RecordWriter
 from weir.core.job_graph import OperatorKind
 
@@ -46,6 +47,7 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.PROCESS: ProcessOperator,
     OperatorKind.KEYED_PROCESS: KeyedProcessOperator,
     OperatorKind.REDUCE: ReduceOperator,
+    OperatorKind.WINDOW: WindowOperator,
     OperatorKind.CO_MAP: CoMapOperator,
     OperatorKind.CO_FLAT_MAP: CoFlatMapOperator,
     OperatorKind.CO_PROCESS: CoProcessOperator,

@@ -16,6 +16,13 @@ Operator payloads (what ``cloudpickle.loads(payload)`` gives, a ``dict``), by ki
 ``process``        ``{"function": ProcessFunction}``
 ``keyed_process``  ``{"function": KeyedProcessFunction}``
 ``reduce``         ``{"function": ReduceFunction | callable}`` (keyed, running reduce)
+``window``         ``{"assigner": WindowAssigner, "trigger": Trigger, "allowed_lateness": int
+                   (ms), "late_data_tag": str | None, "window_state": "reducing" |
+                   "aggregating" | "list", "state_function": ReduceFunction | callable |
+                   AggregateFunction | None, "window_function": InternalWindowFunction |
+                   None (emit the reduced/aggregated value), "fast_path": {"size", "slide",
+                   "offset", "event_time"} | None (aligned time windows with their default
+                   trigger)}`` (keyed)
 ``co_map``         ``{"function": CoMapFunction}`` (two inputs)
 ``co_flat_map``    ``{"function": CoFlatMapFunction}`` (two inputs)
 ``co_process``     ``{"function": CoProcessFunction | KeyedCoProcessFunction}`` (two inputs)
@@ -48,6 +55,7 @@ class OperatorKind(enum.Enum):
     PROCESS = "process"
     KEYED_PROCESS = "keyed_process"
     REDUCE = "reduce"
+    WINDOW = "window"
     CO_MAP = "co_map"
     CO_FLAT_MAP = "co_flat_map"
     CO_PROCESS = "co_process"

@@ -23,10 +23,12 @@ from weir.datastream.functions import (
     MapFunction,
     Partitioner,
     ProcessFunction,
+    ProcessWindowFunction,
     ReduceFunction,
     RuntimeContext,
     SinkFunction,
     SourceFunction,
+    WindowFunction,
 )
 from weir.datastream.output_tag import OutputTag
 from weir.datastream.state import (
@@ -40,10 +42,22 @@ from weir.datastream.state import (
 )
 from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
 from weir.datastream.timerservice import TimerService
+from weir.datastream.window import (
+    CountWindow,
+    GlobalWindow,
+    MergingWindowAssigner,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    Window,
+    WindowAssigner,
+)
+from weir.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 __all__ = [
     "AggregateFunction",
     "AggregatingStateDescriptor",
+    "AllWindowedStream",
     "CheckpointConfig",
     "CheckpointingMode",
     "CloseableIterator",
@@ -51,12 +65,14 @@ __all__ = [
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "CountWindow",
     "DataStream",
     "DataStreamSink",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "GlobalWindow",
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
@@ -64,9 +80,11 @@ __all__ = [
     "ListStateDescriptor",
     "MapFunction",
     "MapStateDescriptor",
+    "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
     "ProcessFunction",
+    "ProcessWindowFunction",
     "ReduceFunction",
     "ReducingStateDescriptor",
     "RuntimeContext",
@@ -76,7 +94,14 @@ __all__ = [
     "StateDescriptor",
     "StreamExecutionEnvironment",
     "TimeDomain",
+    "TimeWindow",
     "TimerService",
+    "Trigger",
+    "TriggerResult",
     "ValueState",
     "ValueStateDescriptor",
+    "Window",
+    "WindowAssigner",
+    "WindowFunction",
+    "WindowedStream",
 ]

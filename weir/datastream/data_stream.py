@@ -42,6 +42,8 @@ from weir.graph.transformations import (
 if TYPE_CHECKING:
     from weir.datastream.connected_streams import ConnectedStreams
     from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
+    from weir.datastream.window import WindowAssigner
+    from weir.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 __all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream"]
 
@@ -243,6 +245,16 @@ class DataStream(_OperatorSettings):
                                 output_type=self._transformation.output_type, union_inputs=inputs)
         return DataStream(self._env, t)
 
+    def window_all(self, window_assigner: WindowAssigner) -> AllWindowedStream:
+        """Windows the whole (non-keyed) stream; the windows are evaluated in one subtask::
+
+            >>> ds.window_all(TumblingEventTimeWindows.of(Time.seconds(5))).reduce(max)
+        """
+        # windowed_stream builds on this module, so it can only be imported here.
+        from weir.datastream.windowed_stream import AllWindowedStream  # noqa: PLC0415
+
+        return AllWindowedStream(self, window_assigner)
+
     def connect(self, ds: DataStream) -> ConnectedStreams:
         """Two streams, possibly of different types, processed by one co-function."""
         # connected_streams builds on this module, so it can only be imported here.
@@ -427,6 +439,31 @@ class KeyedStream(DataStream):
             raise TypeError(msg)
         return self._keyed(OperatorKind.KEYED_PROCESS, "KEYED PROCESS", func,
                            _output_type(output_type))
+
+    def window(self, window_assigner: WindowAssigner) -> WindowedStream:
+        """Windows this keyed stream: elements are grouped by key and by the windows the
+        assigner puts them in::
+
+            >>> ds.key_by(lambda x: x[0]) \\
+            ...     .window(TumblingEventTimeWindows.of(Time.seconds(10))) \\
+            ...     .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        """
+        from weir.datastream.windowed_stream import WindowedStream  # noqa: PLC0415
+
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        """Tumbling windows of ``size`` elements per key, or sliding ones every ``slide``
+        elements when ``slide`` is not 0."""
+        from weir.datastream.window import (  # noqa: PLC0415
+            CountSlidingWindowAssigner,
+            CountTumblingWindowAssigner,
+        )
+        from weir.datastream.windowed_stream import WindowedStream  # noqa: PLC0415
+
+        if slide == 0:
+            return WindowedStream(self, CountTumblingWindowAssigner(size))
+        return WindowedStream(self, CountSlidingWindowAssigner(size, slide))
 
     def _accumulate(self, position: int | str, kind: AccumulateType) -> DataStream:
         return self.reduce(AccumulateReduceFunction(position, kind))

@@ -1,0 +1,593 @@
+"""The window operator (Flink's ``WindowOperator``): keyed windows, triggers, lateness.
+
+Each record is assigned to windows, added to each window's contents (a reduced value,
+an accumulator, or the list of elements) and shown to the trigger; the trigger's FIRE
+runs the window function on the contents, its PURGE drops them. A cleanup timer at
+``max_timestamp + allowed_lateness`` (event time) or ``max_timestamp`` (processing time)
+drops each window with its trigger and per-window state. Results carry
+``window.max_timestamp()`` as their timestamp. Records that fall only into windows that
+were already cleaned up are late: they go to the late-data side output if one is set
+and are dropped (and counted) otherwise. At the end of input nothing more fires: event
+time windows have fired through the final watermark, processing-time windows that are
+still open are dropped, as in Flink.
+
+Two paths produce exactly the same results. The general one calls the assigner and the
+trigger for every record, through a trigger context, and handles merging (session)
+windows through a merging window set. The fast one serves aligned tumbling and sliding
+time windows with their default trigger (the payload's ``fast_path``): it computes the
+windows and the trigger's timers inline, and names a window by its start (an ``int``)
+in state and timers; a ``TimeWindow`` is built only for a window function that needs one.
+Without allowed lateness it registers no timers at all: a window then fires exactly when
+it is cleaned up, so the windows in the contents table are the pending timers, and an
+index of them by start (rebuilt from the contents on restore) fires them when the
+watermark passes their end, in the order their (key, window) pairs first appeared, as
+the timer service would.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
+from taskmanager.operators.functions import (
+    close_function,
+    key_selector,
+    open_function,
+    user_method,
+)
+from taskmanager.operators.timers import InternalTimerService
+from taskmanager.operators.window_contexts import (
+    WindowAssignerContext,
+    WindowProcessContext,
+    WindowTriggerContext,
+)
+from taskmanager.operators.window_state import (
+    CONTENTS,
+    MERGING,
+    MISSING,
+    add_window,
+    merge_namespaces,
+    merger,
+)
+from weir.core.windowing import (
+    MAX_LONG_VALUE,
+    MissingTimestampError,
+    TimeWindow,
+    WindowMergeError,
+)
+
+
+class _FlushingProcessingTime:
+    """Wraps the task's processing-time service so that the results of the timers one
+    wake-up fires leave as one batch."""
+
+    def __init__(self, service: Any, flush: Callable[[], None]) -> None:
+        self._service = service
+        self._flush = flush
+
+    def schedule(self, timestamp_ms: int, callback: Callable[[], None]) -> None:
+        flush = self._flush
+
+        def fire_then_flush() -> None:
+            callback()
+            flush()
+
+        self._service.schedule(timestamp_ms, fire_then_flush)
+
+
+class WindowOperator(StreamOperator):
+    """Keyed windows; see the module docstring and ``weir.core.job_graph`` for the payload."""
+
+    def __init__(self, setup: OperatorSetup) -> None:
+        super().__init__(setup)
+        p = setup.payload
+        selectors = p.get("key_selectors") or ()
+        if not selectors or selectors[0] is None or setup.keyed_state_backend is None:
+            msg = (f"operator {self.name!r}: windows run on a KeyedStream; call key_by() "
+                   "before window(), or use window_all()")
+            raise ValueError(msg)
+        self.key = key_selector(selectors[0])
+        self.backend = setup.keyed_state_backend
+        self.assigner = p["assigner"]
+        self.trigger = p["trigger"]
+        self.allowed_lateness: int = p.get("allowed_lateness", 0)
+        self.late_data_tag: str | None = p.get("late_data_tag")
+        self.state_kind: str = p["window_state"]
+        self.state_function: Any = p.get("state_function")
+        self.window_function: Any = p.get("window_function")
+        self.fast: dict[str, Any] | None = p.get("fast_path")
+        self.event_time: bool = self.assigner.is_event_time()
+        self.merging = hasattr(self.assigner, "merge_windows")
+        self.num_late_records_dropped = 0
+        self._out: list[Any] = []
+        self._out_ts: list[int | None] = []
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def open(self, output: Output) -> None:
+        self.output = output
+        setup = self.setup
+        backend = self.backend
+        processing = setup.processing_timers
+        if processing is not None:
+            processing = _FlushingProcessingTime(processing, self._flush)
+        fast = self.fast is not None
+        triggerable = SimpleNamespace(
+            on_event_time=self._on_event_time_fast if fast else self._on_event_time,
+            on_processing_time=(self._on_processing_time_fast if fast
+                                else self._on_processing_time))
+        self.timers = InternalTimerService(backend, triggerable, processing, setup.clock_ms)
+        self.contents: dict[Any, dict[Any, Any]] = backend.get_raw_table(CONTENTS)
+        self.merging_sets: dict[Any, dict[Any, Any]] = backend.get_raw_table(MERGING)
+        self.trigger_ctx = WindowTriggerContext(self)
+        self.process_ctx = WindowProcessContext(self)
+        self.assigner_ctx = WindowAssignerContext(self.timers, setup.runtime_context)
+        open_function(self.state_function, setup.runtime_context)
+        if self.window_function is not None:
+            open_function(self.window_function, setup.runtime_context)
+        self._add = self._accumulator()
+        self._value_of = self._result_of_contents()
+        self._late = output.side_output(self.late_data_tag) if self.late_data_tag else None
+        # Aligned event-time windows without lateness fire from an index, not timers.
+        self._aligned = (self.fast is not None and self.fast["event_time"]
+                         and self.allowed_lateness == 0)
+        self._aligned_pending: dict[int, dict[Any, None]] = {}
+        self._aligned_starts: list[int] = []
+        if self._aligned:
+            for k, per in self.contents.items():
+                for start in per:
+                    self._aligned_pending.setdefault(start, {})[k] = None
+            self._aligned_starts = list(self._aligned_pending)
+            heapq.heapify(self._aligned_starts)
+        if self.fast is None:
+            self.process = self._process
+        elif self.fast["event_time"]:
+            self.process = self._process_fast_event_time
+        else:
+            self.process = self._process_fast_processing_time
+
+    def close(self) -> None:
+        if self.window_function is not None:
+            close_function(self.window_function)
+        close_function(self.state_function)
+
+    def advance_watermark(self, watermark: int) -> None:
+        if self._aligned:
+            self.timers.current_watermark = watermark
+            self._fire_aligned(watermark)
+        self.timers.advance_watermark(watermark)
+        self.current_watermark = watermark
+        self._flush()
+        self.output.emit_watermark(watermark)
+
+    def _flush(self) -> None:
+        if self._out:
+            out, ts = self._out, self._out_ts
+            self._out, self._out_ts = [], []
+            self.output.collect(out, ts)
+
+    # -- contents --------------------------------------------------------------------------
+    def _accumulator(self) -> Callable[[Any, Any], Any]:
+        """``add(accumulator_or_MISSING, element) -> accumulator``."""
+        kind, function = self.state_kind, self.state_function
+        if kind == "reducing":
+            reduce = user_method(function, "reduce", self.name)
+
+            def add_reduce(acc: Any, x: Any) -> Any:
+                return x if acc is MISSING else reduce(acc, x)
+
+            return add_reduce
+        if kind == "aggregating":
+            create, agg_add = function.create_accumulator, function.add
+
+            def add_aggregate(acc: Any, x: Any) -> Any:
+                return agg_add(x, create() if acc is MISSING else acc)
+
+            return add_aggregate
+
+        def add_to_list(acc: Any, x: Any) -> Any:
+            if acc is MISSING:
+                return [x]
+            acc.append(x)
+            return acc
+
+        return add_to_list
+
+    def _result_of_contents(self) -> Callable[[Any], Any]:
+        if self.state_kind == "aggregating":
+            return self.state_function.get_result  # type: ignore[no-any-return]
+        if self.state_kind == "list":
+            return list
+        return _identity
+
+    def _emit(self, key: Any, window: Any, namespace: Any, acc: Any) -> None:
+        """Run the window function on the contents ``acc`` of ``window``."""
+        value = self._value_of(acc)
+        max_ts = window.max_timestamp()
+        function = self.window_function
+        if function is None:
+            self._out.append(value)
+            self._out_ts.append(max_ts)
+            return
+        ctx = self.process_ctx
+        ctx.window = window
+        ctx.namespace = namespace
+        results = function.process(key, window, ctx, value)
+        if results is not None:
+            out, out_ts = self._out, self._out_ts
+            for r in results:
+                out.append(r)
+                out_ts.append(max_ts)
+
+    def _clear_contents(self, key: Any, namespace: Any) -> None:
+        per = self.contents.get(key)
+        if per is not None:
+            per.pop(namespace, None)
+            if not per:
+                del self.contents[key]
+
+    def _dropped_late(self, records: list[Any], timestamps: list[int | None]) -> None:
+        if self._late is not None:
+            self._late(records, timestamps)
+        else:
+            self.num_late_records_dropped += len(records)
+
+    def _missing_timestamp(self) -> MissingTimestampError:
+        msg = (f"operator {self.name!r}: {self.assigner!r} got a record without a timestamp "
+               "(event-time windows need one); call assign_timestamps_and_watermarks(...) "
+               "before the window, or use a processing-time window")
+        return MissingTimestampError(msg)
+
+    # -- lateness and cleanup (Flink's WindowOperator) ------------------------------------
+    def cleanup_time(self, window: Any) -> int:
+        if self.event_time:
+            return min(window.max_timestamp() + self.allowed_lateness, MAX_LONG_VALUE)
+        return window.max_timestamp()  # type: ignore[no-any-return]
+
+    def is_window_late(self, window: Any) -> bool:
+        return self.event_time and self.cleanup_time(window) <= self.timers.current_watermark
+
+    def _register_cleanup_timer(self, window: Any) -> None:
+        time = self.cleanup_time(window)
+        if time == MAX_LONG_VALUE:
+            return
+        if self.event_time:
+            self.timers.register_event_time_timer(window, time)
+        else:
+            self.timers.register_processing_time_timer(window, time)
+
+    def _delete_cleanup_timer(self, window: Any) -> None:
+        time = self.cleanup_time(window)
+        if time == MAX_LONG_VALUE:
+            return
+        if self.event_time:
+            self.timers.delete_event_time_timer(window, time)
+        else:
+            self.timers.delete_processing_time_timer(window, time)
+
+    # -- the general path ----------------------------------------------------------------
+    def _process(self, batch: list[Any], timestamps: Timestamps) -> None:
+        key, backend, assign = self.key, self.backend, self.assigner.assign_windows
+        actx, contents, add = self.assigner_ctx, self.contents, self._add
+        event_time, lateness = self.event_time, self.allowed_lateness
+        for i, x in enumerate(batch):
+            ts = None if timestamps is None else timestamps[i]
+            if event_time and ts is None:
+                raise self._missing_timestamp()
+            k = key(x)
+            backend.current_key = k
+            windows = assign(x, ts, actx)
+            mapping = None
+            if self.merging:
+                mapping = self.merging_sets.get(k)
+                if mapping is None:
+                    mapping = {}
+            skipped = True
+            for window in windows:
+                if mapping is not None:
+                    actual = add_window(self.assigner, mapping, window, self._merge_function(k))
+                    if self.is_window_late(actual):
+                        del mapping[actual]
+                        continue
+                    state_window = mapping[actual]
+                else:
+                    if self.is_window_late(window):
+                        continue
+                    actual = state_window = window
+                skipped = False
+                per = contents.get(k)
+                if per is None:
+                    per = contents[k] = {}
+                per[state_window] = add(per.get(state_window, MISSING), x)
+                ctx = self.trigger_ctx
+                ctx.window, ctx.merged_windows = actual, None
+                result = self.trigger.on_element(x, ts, actual, ctx)
+                if result.is_fire():
+                    acc = contents.get(k, {}).get(state_window, MISSING)
+                    if acc is MISSING:
+                        continue
+                    self._emit(k, actual, state_window, acc)
+                if result.is_purge():
+                    self._clear_contents(k, state_window)
+                self._register_cleanup_timer(actual)
+            if mapping is not None:
+                self._persist(k, mapping)
+            if skipped and event_time and ts + lateness <= self.timers.current_watermark:  # type: ignore[operator]
+                self._dropped_late([x], [ts])
+        self._flush()
+
+    def _persist(self, key: Any, mapping: dict[Any, Any]) -> None:
+        if mapping:
+            self.merging_sets[key] = mapping
+        else:
+            self.merging_sets.pop(key, None)
+
+    def _merge_function(self, key: Any) -> Callable[[Any, Any, Any, list[Any]], None]:
+        def merge(merge_result: Any, merged_windows: Any, state_window_result: Any,
+                  merged_state_windows: list[Any]) -> None:
+            timers = self.timers
+            if self.event_time:
+                if merge_result.max_timestamp() + self.allowed_lateness <= timers.current_watermark:
+                    msg = ("The end timestamp of an event-time window cannot become earlier "
+                           f"than the current watermark by merging. Current watermark: "
+                           f"{timers.current_watermark} window: {merge_result}")
+                    raise WindowMergeError(msg)
+            else:
+                now = timers.current_processing_time()
+                if merge_result.max_timestamp() <= now:
+                    msg = ("The end timestamp of a processing-time window cannot become earlier "
+                           f"than the current processing time by merging. Current processing "
+                           f"time: {now} window: {merge_result}")
+                    raise WindowMergeError(msg)
+            ctx = self.trigger_ctx
+            ctx.window, ctx.merged_windows = merge_result, merged_windows
+            self.trigger.on_merge(merge_result, ctx)
+            ctx.merged_windows = None
+            for m in merged_windows:
+                ctx.window = m
+                self.trigger.clear(m, ctx)
+                self._delete_cleanup_timer(m)
+            merge_namespaces(self.contents, key, state_window_result, merged_state_windows,
+                             merger(self.state_kind, self.state_function))
+
+        return merge
+
+    def _on_timer(self, timestamp: int, key: Any, window: Any, event_time: bool) -> None:
+        mapping = None
+        if self.merging:
+            mapping = self.merging_sets.get(key)
+            state_window = None if mapping is None else mapping.get(window)
+            if state_window is None:
+                return  # a trigger left a timer behind for a window already gone
+        else:
+            state_window = window
+        ctx = self.trigger_ctx
+        ctx.window, ctx.merged_windows = window, None
+        if event_time:
+            result = self.trigger.on_event_time(timestamp, window, ctx)
+        else:
+            result = self.trigger.on_processing_time(timestamp, window, ctx)
+        if result.is_fire():
+            acc = self.contents.get(key, {}).get(state_window, MISSING)
+            if acc is not MISSING:
+                self._emit(key, window, state_window, acc)
+        if result.is_purge():
+            self._clear_contents(key, state_window)
+        if self.event_time == event_time and timestamp == self.cleanup_time(window):
+            self._clear_contents(key, state_window)
+            ctx.window = window
+            self.trigger.clear(window, ctx)
+            self._clear_window_function(window, window)
+            if mapping is not None:
+                mapping.pop(window, None)
+        if mapping is not None:
+            self._persist(key, mapping)
+
+    def _on_event_time(self, timestamp: int, key: Any, window: Any) -> None:
+        self._on_timer(timestamp, key, window, True)
+
+    def _on_processing_time(self, timestamp: int, key: Any, window: Any) -> None:
+        self._on_timer(timestamp, key, window, False)
+
+    def _clear_window_function(self, window: Any, namespace: Any) -> None:
+        function = self.window_function
+        if function is not None:
+            ctx = self.process_ctx
+            ctx.window = window
+            ctx.namespace = namespace
+            function.clear(window, ctx)
+
+    # -- the fast path: aligned time windows, default trigger ------------------------------
+    def _process_fast_event_time(self, batch: list[Any], timestamps: Timestamps) -> None:
+        if timestamps is None:
+            raise self._missing_timestamp()
+        spec = self.fast
+        assert spec is not None
+        size, slide, offset = spec["size"], spec["slide"], spec["offset"]
+        tumbling = size == slide
+        key, backend, contents, add = self.key, self.backend, self.contents, self._add
+        lateness = self.allowed_lateness
+        if self._aligned:
+            self._process_aligned(batch, timestamps)
+            return
+        register = self.timers.register_event_time_timer
+        wm = self.timers.current_watermark
+        emit = self._emit
+        late: list[Any] = []
+        late_ts: list[int | None] = []
+        for x, ts in zip(batch, timestamps, strict=True):
+            if ts is None:
+                raise self._missing_timestamp()
+            last_start = ts - (ts - offset + slide) % slide
+            starts = (last_start,) if tumbling else range(last_start, ts - size, -slide)
+            k = key(x)
+            backend.current_key = k
+            skipped = True
+            for start in starts:
+                max_ts = start + size - 1
+                cleanup = max_ts + lateness
+                if cleanup <= wm:
+                    continue  # the window is gone
+                skipped = False
+                per = contents.get(k)
+                if per is None:
+                    per = contents[k] = {}
+                acc = per[start] = add(per.get(start, MISSING), x)
+                if max_ts > wm:
+                    register(start, max_ts)  # EventTimeTrigger.on_element: CONTINUE
+                    if lateness:
+                        register(start, min(cleanup, MAX_LONG_VALUE))
+                else:  # EventTimeTrigger.on_element: FIRE (a late firing)
+                    emit(k, TimeWindow(start, start + size), start, acc)
+                    register(start, min(cleanup, MAX_LONG_VALUE))
+            if skipped and ts + lateness <= wm:
+                late.append(x)
+                late_ts.append(ts)
+        if late:
+            self._dropped_late(late, late_ts)
+        self._flush()
+
+    def _process_aligned(self, batch: list[Any], timestamps: list[int | None]) -> None:
+        """Aligned event-time windows, no lateness: a window is late once the watermark
+        reached its end, and none fires on an element (EventTimeTrigger only fires on
+        elements of windows already behind the watermark, which are late here)."""
+        spec = self.fast
+        assert spec is not None
+        size, slide, offset = spec["size"], spec["slide"], spec["offset"]
+        tumbling = size == slide
+        key, contents, add = self.key, self.contents, self._add
+        pending, starts_heap = self._aligned_pending, self._aligned_starts
+        wm = self.timers.current_watermark
+        late: list[Any] = []
+        late_ts: list[int | None] = []
+        for x, ts in zip(batch, timestamps, strict=True):
+            if ts is None:
+                raise self._missing_timestamp()
+            last_start = ts - (ts - offset + slide) % slide
+            k = key(x)
+            if tumbling:
+                if last_start + size - 1 <= wm:
+                    late.append(x)
+                    late_ts.append(ts)
+                    continue
+                per = contents.get(k)
+                if per is None:
+                    per = contents[k] = {}
+                per[last_start] = add(per.get(last_start, MISSING), x)
+                keys = pending.get(last_start)
+                if keys is None:
+                    keys = pending[last_start] = {}
+                    heapq.heappush(starts_heap, last_start)
+                keys[k] = None
+                continue
+            skipped = True
+            for start in range(last_start, ts - size, -slide):
+                if start + size - 1 <= wm:
+                    continue
+                skipped = False
+                per = contents.get(k)
+                if per is None:
+                    per = contents[k] = {}
+                per[start] = add(per.get(start, MISSING), x)
+                keys = pending.get(start)
+                if keys is None:
+                    keys = pending[start] = {}
+                    heapq.heappush(starts_heap, start)
+                keys[k] = None
+            if skipped and ts <= wm:
+                late.append(x)
+                late_ts.append(ts)
+        if late:
+            self._dropped_late(late, late_ts)
+        self._flush()
+
+    def _fire_aligned(self, watermark: int) -> None:
+        """Fire and drop every indexed window whose end the watermark reached."""
+        starts_heap, pending = self._aligned_starts, self._aligned_pending
+        size = self.fast["size"]  # type: ignore[index]
+        contents, function = self.contents, self.window_function
+        out, out_ts = self._out, self._out_ts
+        value_of = self._value_of
+        while starts_heap and starts_heap[0] + size - 1 <= watermark:
+            start = heapq.heappop(starts_heap)
+            keys = pending.pop(start)
+            max_ts = start + size - 1
+            if function is None:
+                for k in keys:
+                    per = contents.get(k)
+                    if per is None:
+                        continue
+                    acc = per.pop(start, MISSING)
+                    if not per:
+                        del contents[k]
+                    if acc is not MISSING:
+                        out.append(value_of(acc))
+                        out_ts.append(max_ts)
+                continue
+            window = TimeWindow(start, start + size)
+            backend = self.backend
+            for k in keys:
+                backend.current_key = k
+                per = contents.get(k)
+                acc = MISSING if per is None else per.get(start, MISSING)
+                if acc is not MISSING:
+                    self._emit(k, window, start, acc)
+                self._clear_contents(k, start)
+                self._clear_window_function(window, start)
+
+    def _process_fast_processing_time(self, batch: list[Any], timestamps: Timestamps) -> None:
+        spec = self.fast
+        assert spec is not None
+        size, slide, offset = spec["size"], spec["slide"], spec["offset"]
+        # One clock reading per batch: its records arrive at the same instant.
+        now = self.timers.current_processing_time()
+        last_start = now - (now - offset + slide) % slide
+        starts = [last_start] if size == slide else list(range(last_start, now - size, -slide))
+        key, backend, contents, add = self.key, self.backend, self.contents, self._add
+        register = self.timers.register_processing_time_timer
+        for x in batch:
+            k = key(x)
+            backend.current_key = k
+            per = contents.get(k)
+            if per is None:
+                per = contents[k] = {}
+            for start in starts:
+                per[start] = add(per.get(start, MISSING), x)
+                register(start, start + size - 1)  # ProcessingTimeTrigger: CONTINUE
+        self._flush()
+
+    def _on_event_time_fast(self, timestamp: int, key: Any, start: int) -> None:
+        size = self.fast["size"]  # type: ignore[index]
+        max_ts = start + size - 1
+        if timestamp == max_ts:  # EventTimeTrigger.on_event_time: FIRE
+            per = self.contents.get(key)
+            if per is not None:
+                acc = per.get(start, MISSING)
+                if acc is not MISSING:
+                    if self.window_function is None:
+                        self._out.append(self._value_of(acc))
+                        self._out_ts.append(max_ts)
+                    else:
+                        self._emit(key, TimeWindow(start, start + size), start, acc)
+        if timestamp == min(max_ts + self.allowed_lateness, MAX_LONG_VALUE):
+            self._clear_contents(key, start)
+            if self.window_function is not None:
+                self._clear_window_function(TimeWindow(start, start + size), start)
+
+    def _on_processing_time_fast(self, timestamp: int, key: Any, start: int) -> None:
+        size = self.fast["size"]  # type: ignore[index]
+        per = self.contents.get(key)
+        if per is not None:  # ProcessingTimeTrigger.on_processing_time: FIRE
+            acc = per.get(start, MISSING)
+            if acc is not MISSING:
+                self._emit(key, TimeWindow(start, start + size), start, acc)
+        if timestamp == start + size - 1:
+            self._clear_contents(key, start)
+            if self.window_function is not None:
+                self._clear_window_function(TimeWindow(start, start + size), start)
+
+
+def _identity(value: Any) -> Any:
+    return value
