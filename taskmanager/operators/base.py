@@ -74,6 +74,31 @@ class Output:
     def side_output_ids(self) -> frozenset[str]:
         return frozenset(self._side)
 
+    def routing_tagged_results(self) -> Collect:
+        """``collect`` for the results of a process function: when this operator has
+        side outputs, a result ``(output_tag, value)`` goes to that side output, as
+        PyFlink's ``yield output_tag, value`` does; without side outputs results are
+        passed on as they are (PyFlink checks only then, too)."""
+        if not self._side:
+            return self.collect
+        collect = self.collect
+        side = self.side_output
+
+        def route(batch: list[Any], timestamps: Timestamps) -> None:
+            main: list[Any] = []
+            main_ts: list[int | None] = []
+            for i, y in enumerate(batch):
+                if type(y) is tuple and y and isinstance(getattr(y[0], "tag_id", None), str):
+                    side(y[0].tag_id)([y[1]], None if timestamps is None else [timestamps[i]])
+                else:
+                    main.append(y)
+                    if timestamps is not None:
+                        main_ts.append(timestamps[i])
+            if main:
+                collect(main, None if timestamps is None else main_ts)
+
+        return route
+
 
 DISCARDING_OUTPUT = Output()
 

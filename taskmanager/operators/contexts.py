@@ -81,9 +81,10 @@ class ProcessContext:
         self._output = output
         self.current_timestamp: int | None = None
 
-    def timestamp(self) -> int | None:
-        """The element's timestamp; ``None`` when it has none."""
-        return self.current_timestamp
+    def timestamp(self) -> int:
+        """The element's timestamp; Long.MIN_VALUE when it has none, as in PyFlink."""
+        ts = self.current_timestamp
+        return MIN_WATERMARK if ts is None else ts
 
     def timer_service(self) -> TimerService:
         return self._timer_service

@@ -68,10 +68,14 @@ class _UserFunctionOperator(StreamOperator):
         self.key = _input_key_selector(setup, 0)
         self.backend = setup.keyed_state_backend
 
+    routes_tagged_results = False
+    """Process functions: ``yield output_tag, value`` goes to a side output."""
+
     def open(self, output: Output) -> None:
         super().open(output)
         open_function(self.function, self.setup.runtime_context)
-        self.process = self._bind(output.collect)
+        collect = output.routing_tagged_results() if self.routes_tagged_results else output.collect
+        self.process = self._bind(collect)
 
     def _bind(self, output: Collect) -> Collect:
         raise NotImplementedError
@@ -181,6 +185,8 @@ class ProcessOperator(_UserFunctionOperator):
     """``process_element(value, ctx)`` may yield, return an iterable, or return None
     (nothing emitted), as PyFlink's process operations accept."""
 
+    routes_tagged_results = True
+
     def _bind(self, output: Collect) -> Collect:
         pe = required_method(self.function, "process_element", self.name)
         ctx = ProcessContext(TimerService(self.setup.clock_ms, owner=self), self.output)
@@ -260,6 +266,7 @@ class KeyedProcessOperator(_UserFunctionOperator):
     per key in the state backend and fire through ``on_timer``."""
 
     timers: InternalTimerService | None = None
+    routes_tagged_results = True
 
     def _bind(self, output: Collect) -> Collect:
         pe = required_method(self.function, "process_element", self.name)

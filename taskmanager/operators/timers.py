@@ -14,9 +14,13 @@ them for firing; deleting a timer only removes it from its set, and the heap ski
 entries that are no longer registered when they come up.
 
 Event-time timers fire when the watermark reaches them (``advance_watermark``), in
-timestamp order, with the backend's current key set to the timer's key. Processing-time
-timers fire from the task's ``ProcessingTimeService``, which runs callbacks on the task
-thread through its mailbox, never concurrently with records.
+timestamp order, with the backend's current key set to the timer's key. A timer that
+a firing registers at or before the watermark fires in a further round of the same
+advance, after the timers registered before it: PyFlink's order (its Python functions
+hand new timers to the Java timer service only after the current ones fired), which
+matters where a firing deletes timers (a window's cleanup clears its trigger's timers).
+Processing-time timers fire from the task's ``ProcessingTimeService``, which runs
+callbacks on the task thread through its mailbox, never concurrently with records.
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ class InternalTimerService:
         self._event: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(EVENT_TIMERS)
         self._processing: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(
             PROCESSING_TIMERS)
-        self._seq = itertools.count()
+        self._seq = 0
         self._event_heap: list[tuple[int, int, Any, Any]] = []
         self._processing_heap: list[tuple[int, int, Any, Any]] = []
         self._scheduled_processing: int | None = None
@@ -131,15 +135,18 @@ class InternalTimerService:
 
     def _rebuild(self) -> None:
         """Index the timers already in the backend (restored from a checkpoint)."""
-        seq = self._seq
-        self._event_heap = [(ts, next(seq), key, ns)
+        self._event_heap = [(ts, self._next_seq(), key, ns)
                             for key, timers in self._event.items() for ts, ns in timers]
         heapq.heapify(self._event_heap)
-        self._processing_heap = [(ts, next(seq), key, ns)
+        self._processing_heap = [(ts, self._next_seq(), key, ns)
                                  for key, timers in self._processing.items() for ts, ns in timers]
         heapq.heapify(self._processing_heap)
         if self._processing_heap:
             self._schedule_processing(self._processing_heap[0][0])
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
 
     # --- registration (current key of the backend) -----------------------------------
 
@@ -154,7 +161,7 @@ class InternalTimerService:
         entry = (timestamp, namespace)
         if entry not in timers:
             timers.add(entry)
-            heapq.heappush(self._event_heap, (timestamp, next(self._seq), key, namespace))
+            heapq.heappush(self._event_heap, (timestamp, self._next_seq(), key, namespace))
 
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         key = self._backend.current_key
@@ -173,7 +180,7 @@ class InternalTimerService:
         if entry not in timers:
             timers.add(entry)
             heap = self._processing_heap
-            heapq.heappush(heap, (timestamp, next(self._seq), key, namespace))
+            heapq.heappush(heap, (timestamp, self._next_seq(), key, namespace))
             if heap[0][0] == timestamp:
                 self._schedule_processing(timestamp)
 
@@ -196,24 +203,36 @@ class InternalTimerService:
     # --- firing -------------------------------------------------------------------------
 
     def advance_watermark(self, watermark: int) -> None:
-        """Fire every event-time timer at or before ``watermark``, in timestamp order
-        (timers a firing registers at or before it fire in the same call)."""
+        """Fire every event-time timer at or before ``watermark``, in rounds (see the
+        module docstring), each in timestamp order."""
         self.current_watermark = watermark
-        heap = self._event_heap
-        table = self._event
+        self._fire_due(self._event_heap, self._event, watermark,
+                       self._triggerable.on_event_time)
+
+    def _fire_due(self, heap: list[tuple[int, int, Any, Any]],
+                  table: dict[Any, set[tuple[int, Any]]], until: int,
+                  fire: Callable[[int, Any, Any], None]) -> None:
         backend = self._backend
-        fire = self._triggerable.on_event_time
         pop = heapq.heappop
-        while heap and heap[0][0] <= watermark:
-            ts, _, key, ns = pop(heap)
-            timers = table.get(key)
-            if timers is None or (ts, ns) not in timers:
-                continue  # deleted, or a duplicate heap entry of a re-registered timer
-            timers.discard((ts, ns))
-            if not timers:
-                del table[key]
-            backend.current_key = key
-            fire(ts, key, ns)
+        while heap and heap[0][0] <= until:
+            round_end = self._seq  # timers registered from now on wait for the next round
+            deferred = []
+            while heap and heap[0][0] <= until:
+                entry = pop(heap)
+                ts, seq, key, ns = entry
+                if seq > round_end:
+                    deferred.append(entry)
+                    continue
+                timers = table.get(key)
+                if timers is None or (ts, ns) not in timers:
+                    continue  # deleted, or a duplicate entry of a re-registered timer
+                timers.discard((ts, ns))
+                if not timers:
+                    del table[key]
+                backend.current_key = key
+                fire(ts, key, ns)
+            for entry in deferred:
+                heapq.heappush(heap, entry)
 
     def _schedule_processing(self, timestamp: int) -> None:
         service = self._processing_time
@@ -232,19 +251,7 @@ class InternalTimerService:
         """Fire every processing-time timer at or before ``now`` (task thread)."""
         heap = self._processing_heap
         table = self._processing
-        backend = self._backend
-        fire = self._triggerable.on_processing_time
-        pop = heapq.heappop
-        while heap and heap[0][0] <= now:
-            ts, _, key, ns = pop(heap)
-            timers = table.get(key)
-            if timers is None or (ts, ns) not in timers:
-                continue
-            timers.discard((ts, ns))
-            if not timers:
-                del table[key]
-            backend.current_key = key
-            fire(ts, key, ns)
+        self._fire_due(heap, table, now, self._triggerable.on_processing_time)
         # Skip entries of deleted timers so the next wake-up is for a live one.
         while heap:
             ts, _, key, ns = heap[0]
@@ -252,4 +259,4 @@ class InternalTimerService:
             if timers is not None and (ts, ns) in timers:
                 self._schedule_processing(ts)
                 break
-            pop(heap)
+            heapq.heappop(heap)

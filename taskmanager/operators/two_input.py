@@ -89,13 +89,16 @@ class _CoOperator(StreamOperator):
         self.keys = _selectors(setup)
         self.backend = setup.keyed_state_backend
 
+    routes_tagged_results = False
+
     def open(self, output: Output) -> None:
         super().open(output)
         open_function(self.function, self.setup.runtime_context)
         f1 = required_method(self.function, self.methods[0], self.name)
         f2 = required_method(self.function, self.methods[1], self.name)
-        self.process = self._wrap(f1, self.keys[0], output.collect)
-        self.process2 = self._wrap(f2, self.keys[1], output.collect)
+        collect = output.routing_tagged_results() if self.routes_tagged_results else output.collect
+        self.process = self._wrap(f1, self.keys[0], collect)
+        self.process2 = self._wrap(f2, self.keys[1], collect)
 
     def _wrap(
         self, f: Callable[..., Any], key: Callable[[Any], Any] | None, output: Collect
@@ -130,11 +133,12 @@ class CoProcessOperator(_CoOperator):
     inputs are keyed (KeyedCoProcessFunction)."""
 
     methods = ("process_element1", "process_element2")
+    routes_tagged_results = True
     timers: InternalTimerService | None = None
     _timer_ctx: KeyedProcessContext | None = None
 
     def open(self, output: Output) -> None:
-        self._collect = output.collect
+        self._collect = output.routing_tagged_results()
         self._fired = TimerEmitter()
         self._on_timer = getattr(self.function, "on_timer", None)
         backend = self.backend

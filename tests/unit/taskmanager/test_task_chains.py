@@ -52,7 +52,7 @@ class CountPerKey:
 
 class GeneratorProcess:
     def process_element(self, value, ctx):
-        assert ctx.timestamp() is None
+        assert ctx.timestamp() == -(1 << 63)  # no timestamp: Long.MIN_VALUE, as PyFlink
         if value % 2:
             yield value
             yield -value

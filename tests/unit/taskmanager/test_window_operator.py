@@ -205,6 +205,9 @@ class TestSessions:
         h = Harness(p)
         h.send((("a", 1), 0), (("a", 10), 20), (("a", 100), 10))
         h.watermark(MAX_WATERMARK)
+        # Flink's result. PyFlink 2.3 was seen to lose one session's reduced value when a
+        # record bridged two sessions of a reduce (u1's 1600 in an earlier version of
+        # tests/compat p23 with a 250 ms gap); we keep Flink's semantics there.
         assert h.results() == [(("a", 111), 29)]
 
     def test_window_state_is_refused_in_merging_windows(self):
@@ -271,8 +274,11 @@ class TestTriggers:
         h.send((("a", 2), 15))
         h.watermark(25)
         assert h.results()[1:] == [(("a", 3), 99)]
-        h.watermark(MAX_WATERMARK)  # every 10 ms up to the end, then the end itself
-        assert h.results()[2:] == [(("a", 3), 99)] * 8
+        # The final watermark fires the pending interval timer (30) and the window's end
+        # in one round; the end clears the trigger, so the interval timer that the first
+        # firing registered (40) never fires: PyFlink's behaviour (tests/compat p26).
+        h.watermark(MAX_WATERMARK)
+        assert h.results()[2:] == [(("a", 3), 99)] * 2
 
     def test_a_custom_trigger_with_state_and_purge(self):
         class EverySecond(Trigger):
