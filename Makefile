@@ -47,6 +47,7 @@ test-long: setup
 
 bench: setup
 	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/windows.py
 	$(PY) benchmarks/checkpointing.py
 
 clean:

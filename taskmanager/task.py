@@ -686,10 +686,11 @@ class Task:
         assert chain is not None
         flush_after_batch = self._buffer_timeout.flush_after_batch
 
-        def between_batches() -> None:
+        def between_batches(slow: bool) -> None:
             if self._cancel_requested:
                 raise SourceCanceledError
-            if flush_after_batch:
+            if flush_after_batch or slow:
+                # A slow source may block next: what it produced must not wait for it.
                 chain.flush()
             self._serve_mailbox()
 

@@ -9,6 +9,7 @@ both; this module holds the parts that belong to the operator.
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -42,14 +43,26 @@ class _ReaderContext:
         return self._parallelism
 
 
+# A record collected this long after the one before goes out at once (with what is
+# pending): a slow source's records are not held back waiting for a full batch.
+_SLOW_COLLECT_S = 0.005
+
+
 class SourceFunctionContext:
     """``SourceFunction.SourceContext``: ``collect`` appends to a batch that is pushed
-    through the chain every ``batch_size`` records; ``between_batches`` serves the
-    task's mailbox and checks for cancellation there. ``collect_with_timestamp`` and
-    ``emit_watermark`` give the records event time, as a legacy Flink source may."""
+    through the chain every ``batch_size`` records, or at once when the source is slow
+    (its records more than 5 ms apart); ``between_batches(slow)`` serves the task's
+    mailbox, checks for cancellation and, for a slow source, sends the output on.
+    ``collect_with_timestamp`` and ``emit_watermark`` give the records event time, as a
+    legacy Flink source may.
+
+    The source function runs on the task thread, so while it blocks nothing else of the
+    task runs: a source that blocks right after a fast burst keeps the burst's last
+    records until it collects again or returns. Sources that wait for data belong in
+    the ``Source`` API (``from_source``), whose readers are polled."""
 
     def __init__(
-        self, output: Collect, batch_size: int, between_batches: Callable[[], None],
+        self, output: Collect, batch_size: int, between_batches: Callable[[bool], None],
         watermarks: Output | None = None,
     ) -> None:
         self._output = output
@@ -58,24 +71,28 @@ class SourceFunctionContext:
         self._watermarks = watermarks
         self._batch: list[Any] = []
         self._timestamps: list[int | None] | None = None
+        self._last_collect = 0.0
+
+    def _after_collect(self) -> None:
+        now = time.monotonic()
+        slow = now - self._last_collect > _SLOW_COLLECT_S
+        self._last_collect = now
+        if slow or len(self._batch) >= self._batch_size:
+            self.emit_pending()
+            self._between_batches(slow)
 
     def collect(self, value: Any) -> None:
-        batch = self._batch
-        batch.append(value)
+        self._batch.append(value)
         if self._timestamps is not None:
             self._timestamps.append(None)
-        if len(batch) >= self._batch_size:
-            self.emit_pending()
-            self._between_batches()
+        self._after_collect()
 
     def collect_with_timestamp(self, value: Any, timestamp: int) -> None:
         if self._timestamps is None:
             self._timestamps = [None] * len(self._batch)
         self._timestamps.append(int(timestamp))
         self._batch.append(value)
-        if len(self._batch) >= self._batch_size:
-            self.emit_pending()
-            self._between_batches()
+        self._after_collect()
 
     def emit_watermark(self, watermark: Any) -> None:
         """Flink's ``SourceContext.emitWatermark``: after the records collected so far."""

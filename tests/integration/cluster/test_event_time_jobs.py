@@ -230,3 +230,33 @@ def test_event_time_timers_are_restored_after_a_task_manager_is_killed(cluster, 
         kill_a_task_manager(gateway, job_id, random.Random(1), 0)
     client.get_job_execution_result()
     assert committed_lines(out) == expected_period_sums(records)
+
+
+class ProcessingTimer(KeyedProcessFunction):
+    """Registers a processing-time timer 50 ms ahead; ``on_timer`` reports it and
+    touches ``fired`` (the source waits for that before it ends)."""
+
+    def __init__(self, fired: str) -> None:
+        self.fired = fired
+
+    def process_element(self, value, ctx):
+        now = ctx.timer_service().current_processing_time()
+        ctx.timer_service().register_processing_time_timer(now + 50)
+        ctx.timer_service().register_processing_time_timer(now + 10_000_000)  # never due
+        self.registered = now + 50
+        return []
+
+    def on_timer(self, timestamp, ctx):
+        Path(self.fired).touch()
+        yield (ctx.get_current_key(), ctx.time_domain() == TimeDomain.PROCESSING_TIME,
+               timestamp == self.registered,
+               timestamp <= ctx.timer_service().current_processing_time())
+
+
+def test_processing_time_timers_fire_on_the_wall_clock(cluster, tmp_path):
+    fired = str(tmp_path / "fired")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    source = env.add_source(Scripted([("record", "k", 1), ("await", fired)]))
+    with source.key_by(lambda v: v).process(ProcessingTimer(fired)).execute_and_collect() as it:
+        # The far timer is still pending when the input ends: it never fires (Flink).
+        assert list(it) == [("k", True, True, True)]
