@@ -108,6 +108,8 @@ class WindowOperator(StreamOperator):
     # -- lifecycle ---------------------------------------------------------------------
     def open(self, output: Output) -> None:
         self.output = output
+        # A ProcessWindowFunction may ``yield output_tag, value`` as PyFlink's do.
+        self._collect = output.routing_tagged_results()
         setup = self.setup
         backend = self.backend
         processing = setup.processing_timers
@@ -166,7 +168,7 @@ class WindowOperator(StreamOperator):
         if self._out:
             out, ts = self._out, self._out_ts
             self._out, self._out_ts = [], []
-            self.output.collect(out, ts)
+            self._collect(out, ts)
 
     # -- contents --------------------------------------------------------------------------
     def _accumulator(self) -> Callable[[Any, Any], Any]:

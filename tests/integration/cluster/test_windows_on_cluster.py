@@ -32,7 +32,7 @@ from weir.datastream.connectors import FileSink, OutputFileConfig
 from weir.datastream.connectors.file_system import BucketAssigner, Encoder
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 from weir.datastream.functions import AggregateFunction, ProcessWindowFunction
-from weir.datastream.window import TumblingEventTimeWindows
+from weir.datastream.window import TumblingEventTimeWindows, TumblingProcessingTimeWindows
 
 pytestmark = pytest.mark.spark
 
@@ -176,3 +176,26 @@ def test_windows_restored_after_a_task_manager_is_killed(cluster, tmp_path):
         kill_a_task_manager(gateway, job_id, random.Random(2), 0)
     client.get_job_execution_result()
     assert committed_lines(out) == expected_window_sums(records)
+
+
+class Announce(ProcessWindowFunction):
+    """Reports its window and touches ``fired`` (the source waits for it)."""
+
+    def __init__(self, fired: str) -> None:
+        self.fired = fired
+
+    def process(self, key, context, elements):
+        Path(self.fired).touch()
+        w = context.window()
+        yield (key, list(elements), w.end - w.start, w.start % 200)
+
+
+def test_processing_time_windows_fire_on_the_wall_clock(cluster, tmp_path):
+    fired = str(tmp_path / "fired")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    windows = (env.add_source(Scripted([("record", "a", 1), ("await", fired)]))
+               .key_by(lambda v: v)
+               .window(TumblingProcessingTimeWindows.of(Time.milliseconds(200)))
+               .process(Announce(fired)))
+    with windows.execute_and_collect() as it:
+        assert list(it) == [("a", ["a"], 200, 0)]
