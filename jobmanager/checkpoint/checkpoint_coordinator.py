@@ -497,15 +497,16 @@ class CheckpointCoordinator:
                     self._gateway.notify_checkpoint_complete(attempt_id, checkpoint_id)
                 else:
                     self._gateway.notify_checkpoint_aborted(attempt_id, checkpoint_id)
-            except WeirError:
+            except WeirError as exc:
                 # A task that cannot be told has failed or will: its failover restores
-                # from the latest completed checkpoint either way.
+                # from the latest completed checkpoint either way. One line, no traceback:
+                # this is expected while a TaskManager is being lost.
                 logger.warning(
-                    "job %s: could not notify %s of checkpoint %d",
+                    "job %s: could not notify %s of checkpoint %d: %s",
                     self.job_id,
                     attempt_id,
                     checkpoint_id,
-                    exc_info=True,
+                    exc,
                 )
 
         return effect
