@@ -103,18 +103,18 @@ class KeyedProcessContext(ProcessContext):
     """``KeyedProcessFunction.Context`` and ``OnTimerContext``: adds the current key and,
     in ``on_timer``, the time domain of the firing timer."""
 
-    __slots__ = ("_time_domain", "current_key")
+    __slots__ = ("current_key", "current_time_domain")
 
     def __init__(self, timer_service: TimerService, output: Output = DISCARDING_OUTPUT) -> None:
         super().__init__(timer_service, output)
         self.current_key: Any = None
-        self._time_domain: Any = None
+        self.current_time_domain: Any = None
 
     def get_current_key(self) -> Any:
         return self.current_key
 
     def time_domain(self) -> Any:
-        return self._time_domain
+        return self.current_time_domain
 
 
 class SinkContext:

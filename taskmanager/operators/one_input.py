@@ -33,8 +33,7 @@ from taskmanager.operators.functions import (
     required_method,
     user_method,
 )
-from taskmanager.operators.timers import InternalTimerService
-from weir.core.time_domain import TimeDomain
+from taskmanager.operators.process_timers import FiresProcessFunctionTimers, ProcessFunctionTimers
 
 
 def _input_key_selector(setup: OperatorSetup, index: int) -> Callable[[Any], Any] | None:
@@ -231,41 +230,10 @@ def _expand_with_context(
     return out, out_ts
 
 
-class TimerEmitter:
-    """Collects what ``on_timer`` calls return while timers fire, and emits it as one
-    batch (each result with its timer's timestamp for event time, none for processing
-    time, as Flink's keyed process operator does)."""
-
-    __slots__ = ("_out", "_ts", "_with_ts")
-
-    def __init__(self) -> None:
-        self._out: list[Any] = []
-        self._ts: list[int | None] = []
-        self._with_ts = False
-
-    def add(self, results: Any, timestamp: int | None) -> None:
-        if results is None:
-            return
-        out = self._out
-        n = len(out)
-        out.extend(results)
-        if len(out) > n:
-            self._ts.extend([timestamp] * (len(out) - n))
-            if timestamp is not None:
-                self._with_ts = True
-
-    def emit(self, output: Collect) -> None:
-        if self._out:
-            out, ts, with_ts = self._out, self._ts, self._with_ts
-            self._out, self._ts, self._with_ts = [], [], False
-            output(out, ts if with_ts else None)
-
-
-class KeyedProcessOperator(_UserFunctionOperator):
+class KeyedProcessOperator(FiresProcessFunctionTimers, _UserFunctionOperator):
     """A KeyedProcessFunction with its timers (``ctx.timer_service()``), which are kept
     per key in the state backend and fire through ``on_timer``."""
 
-    timers: InternalTimerService | None = None
     routes_tagged_results = True
 
     def _bind(self, output: Collect) -> Collect:
@@ -274,15 +242,9 @@ class KeyedProcessOperator(_UserFunctionOperator):
         if key is None or backend is None:
             msg = f"operator {self.name!r}: keyed_process needs a key selector for its input"
             raise ValueError(msg)
-        self.timers = InternalTimerService(backend, self, self.setup.processing_timers,
-                                           self.setup.clock_ms)
-        timer_service = TimerService(self.setup.clock_ms, timers=self.timers, owner=self)
-        ctx = KeyedProcessContext(timer_service, self.output)
+        self.user_timers = ProcessFunctionTimers(self, self.function, backend, output)
+        ctx = KeyedProcessContext(self.user_timers.timer_service, self.output)
         self.context = ctx
-        self._timer_ctx = KeyedProcessContext(timer_service, self.output)
-        self._on_timer = getattr(self.function, "on_timer", None)
-        self._fired = TimerEmitter()
-        self._collect = output
 
         def process(batch: list[Any], timestamps: Timestamps) -> None:
             out: list[Any] = []
@@ -310,31 +272,6 @@ class KeyedProcessOperator(_UserFunctionOperator):
                 output(out, out_ts)
 
         return process
-
-    def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
-        on_timer = self._on_timer
-        if on_timer is None:
-            return
-        ctx = self._timer_ctx
-        ctx.current_key = key
-        ctx.current_timestamp = timestamp
-        ctx._time_domain = domain
-        result = on_timer(timestamp, ctx)
-        self._fired.add(result, timestamp if domain is TimeDomain.EVENT_TIME else None)
-
-    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self._fire(timestamp, key, TimeDomain.EVENT_TIME)
-
-    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self._fire(timestamp, key, TimeDomain.PROCESSING_TIME)
-        self._fired.emit(self._collect)
-
-    def advance_watermark(self, watermark: int) -> None:
-        self.current_watermark = watermark
-        if self.timers is not None:
-            self.timers.advance_watermark(watermark)
-            self._fired.emit(self._collect)
-        self.output.emit_watermark(watermark)
 
 
 class ReduceOperator(_UserFunctionOperator):

@@ -18,10 +18,9 @@ from taskmanager.operators.functions import (
     open_function,
     required_method,
 )
-from taskmanager.operators.one_input import TimerEmitter, _expand_with_context, expand
-from taskmanager.operators.timers import InternalTimerService
+from taskmanager.operators.one_input import _expand_with_context, expand
+from taskmanager.operators.process_timers import FiresProcessFunctionTimers, ProcessFunctionTimers
 from taskmanager.state.backend import KeyedStateBackend
-from weir.core.time_domain import TimeDomain
 
 
 def _selectors(setup: OperatorSetup) -> list[Callable[[Any], Any] | None]:
@@ -127,27 +126,24 @@ class CoFlatMapOperator(_CoOperator):
         return _flat_map_input(f, key, self.backend, output)
 
 
-class CoProcessOperator(_CoOperator):
+class CoProcessOperator(FiresProcessFunctionTimers, _CoOperator):
     """``process_element1/2(value, ctx)`` may yield, return an iterable or return None, as
     PyFlink's process functions do; ``ctx.get_current_key()`` and timers work when both
     inputs are keyed (KeyedCoProcessFunction)."""
 
     methods = ("process_element1", "process_element2")
     routes_tagged_results = True
-    timers: InternalTimerService | None = None
-    _timer_ctx: KeyedProcessContext | None = None
 
     def open(self, output: Output) -> None:
-        self._collect = output.routing_tagged_results()
-        self._fired = TimerEmitter()
-        self._on_timer = getattr(self.function, "on_timer", None)
+        self.output = output
         backend = self.backend
         if backend is not None and all(k is not None for k in self.keys):
-            self.timers = InternalTimerService(backend, self, self.setup.processing_timers,
-                                               self.setup.clock_ms)
-        self._timer_service = TimerService(self.setup.clock_ms, timers=self.timers, owner=self)
+            self.user_timers = ProcessFunctionTimers(self, self.function, backend,
+                                                     output.routing_tagged_results())
+            self._timer_service = self.user_timers.timer_service
+        else:
+            self._timer_service = TimerService(self.setup.clock_ms, owner=self)
         super().open(output)
-        self._timer_ctx = KeyedProcessContext(self._timer_service, output)
 
     def _wrap(
         self, f: Callable[..., Any], key: Callable[[Any], Any] | None, output: Collect
@@ -199,28 +195,3 @@ class CoProcessOperator(_CoOperator):
                 output(out, out_ts)
 
         return process_keyed
-
-    def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
-        on_timer = self._on_timer
-        ctx = self._timer_ctx
-        if on_timer is None or ctx is None:
-            return
-        ctx.current_key = key
-        ctx.current_timestamp = timestamp
-        ctx._time_domain = domain
-        self._fired.add(on_timer(timestamp, ctx),
-                        timestamp if domain is TimeDomain.EVENT_TIME else None)
-
-    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self._fire(timestamp, key, TimeDomain.EVENT_TIME)
-
-    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self._fire(timestamp, key, TimeDomain.PROCESSING_TIME)
-        self._fired.emit(self._collect)
-
-    def advance_watermark(self, watermark: int) -> None:
-        self.current_watermark = watermark
-        if self.timers is not None:
-            self.timers.advance_watermark(watermark)
-            self._fired.emit(self._collect)
-        self.output.emit_watermark(watermark)

@@ -73,10 +73,10 @@ def committed_lines(out: Path) -> Counter[str]:
     return lines
 
 
-def running_sum_job(
-    tmp_path: Path, records: int, pause_s: float, config: dict[str, str], interval_ms: int = 200
-) -> tuple[StreamExecutionEnvironment, Path]:
-    out = tmp_path / "out"
+def checkpointed_env(
+    tmp_path: Path, config: dict[str, str], interval_ms: int = 200
+) -> StreamExecutionEnvironment:
+    """p=2, restarts, checkpoints every ``interval_ms`` retained under ``tmp_path``."""
     configuration = Configuration()
     for key, value in {**RESTARTS, **config}.items():
         configuration.set_string(key, value)
@@ -88,7 +88,12 @@ def running_sum_job(
     checkpoints.set_externalized_checkpoint_retention(
         ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
     )
-    sink = (
+    return env
+
+
+def exactly_once_lines(out: Path) -> FileSink:
+    """An exactly-once FileSink of text lines into part files ``sums-*.txt`` in ``out``."""
+    return (
         FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
         .with_output_file_config(
@@ -96,6 +101,13 @@ def running_sum_job(
         )
         .build()
     )
+
+
+def running_sum_job(
+    tmp_path: Path, records: int, pause_s: float, config: dict[str, str], interval_ms: int = 200
+) -> tuple[StreamExecutionEnvironment, Path]:
+    out = tmp_path / "out"
+    env = checkpointed_env(tmp_path, config, interval_ms)
     (
         env.from_source(
             NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
@@ -106,7 +118,7 @@ def running_sum_job(
         .key_by(lambda kv: kv[0])
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
         .map(lambda kv: f"{kv[0]},{kv[1]}", output_type=Types.STRING())
-        .sink_to(sink)
+        .sink_to(exactly_once_lines(out))
     )
     return env, out
 

@@ -12,24 +12,22 @@ from pathlib import Path
 
 import pytest
 from test_checkpoint_recovery import (
-    RESTARTS,
     await_condition,
+    checkpointed_env,
     committed_lines,
+    exactly_once_lines,
     kill_a_task_manager,
 )
 from test_event_time_jobs import Scripted
 
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.common import Configuration, Time, Types, WatermarkStrategy
+from weir.common import Time, Types, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
 from weir.datastream import (
-    ExternalizedCheckpointRetention,
     MapFunction,
     OutputTag,
     StreamExecutionEnvironment,
 )
-from weir.datastream.connectors import FileSink, OutputFileConfig
-from weir.datastream.connectors.file_system import BucketAssigner, Encoder
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 from weir.datastream.functions import AggregateFunction, ProcessWindowFunction
 from weir.datastream.window import TumblingEventTimeWindows, TumblingProcessingTimeWindows
@@ -129,21 +127,7 @@ def expected_window_sums(records: int) -> Counter[str]:
 
 def windowed_sums_job(tmp_path: Path, records: int, marks: str = ""):
     out = tmp_path / "out"
-    configuration = Configuration()
-    for key, value in {**RESTARTS, "pipeline.auto-watermark-interval": "50 ms"}.items():
-        configuration.set_string(key, value)
-    env = StreamExecutionEnvironment.get_execution_environment(configuration)
-    env.set_parallelism(2)
-    env.enable_checkpointing(200)
-    checkpoints = env.get_checkpoint_config()
-    checkpoints.set_checkpoint_storage_dir(f"file://{tmp_path / 'checkpoints'}")
-    checkpoints.set_externalized_checkpoint_retention(
-        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
-    sink = (FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_output_file_config(OutputFileConfig.builder().with_part_prefix("sums")
-                                     .with_part_suffix(".txt").build())
-            .build())
+    env = checkpointed_env(tmp_path, {"pipeline.auto-watermark-interval": "50 ms"})
     (env.from_source(NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(),
                      "numbers").set_parallelism(1)
         .map(PacedOrFailing(marks)).set_parallelism(1)
@@ -153,7 +137,7 @@ def windowed_sums_job(tmp_path: Path, records: int, marks: str = ""):
         .key_by(lambda kv: kv[0])
         .window(TumblingEventTimeWindows.of(Time.milliseconds(SIZE)))
         .aggregate(Summed(), window_function=Labelled(), output_type=Types.STRING())
-        .sink_to(sink))
+        .sink_to(exactly_once_lines(out)))
     return env, out
 
 
