@@ -305,15 +305,50 @@ def _dynamic_gap(extractor: SessionWindowTimeGapExtractor, element: Any) -> int:
     return gap
 
 
-class EventTimeSessionWindows(MergingWindowAssigner):
+class _SessionWindows(MergingWindowAssigner):
+    """Sessions: each element opens ``[start, start + gap)``, start being its timestamp
+    (event time) or the current processing time, and overlapping windows merge. The gap
+    is fixed, or computed per element by an extractor (dynamic gaps)."""
+
+    event_time = True
+
+    def __init__(self, session_gap: int = 0,
+                 extractor: SessionWindowTimeGapExtractor | None = None) -> None:
+        if extractor is None:
+            _check_gap(type(self).__name__, session_gap)
+        self._session_gap = session_gap
+        self._extractor = extractor
+
+    def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
+        TimeWindow.merge_windows(windows, callback)
+
+    def assign_windows(self, element: Any, timestamp: int,
+                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
+        if not self.event_time:
+            start = context.get_current_processing_time()
+        elif timestamp is None:
+            raise _missing_timestamp(self)
+        else:
+            start = timestamp
+        if self._extractor is not None:
+            self._session_gap = _dynamic_gap(self._extractor, element)
+        return [TimeWindow(start, start + self._session_gap)]
+
+    def get_default_trigger(self, env: Any) -> Trigger:
+        return EventTimeTrigger() if self.event_time else ProcessingTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return self.event_time
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._session_gap})"
+
+
+class EventTimeSessionWindows(_SessionWindows):
     """Sessions by element timestamp: a window closes after ``gap`` without elements::
 
         >>> EventTimeSessionWindows.with_gap(Time.minutes(1))
     """
-
-    def __init__(self, session_gap: int) -> None:
-        _check_gap("EventTimeSessionWindows", session_gap)
-        self._session_gap = session_gap
 
     @staticmethod
     def with_gap(size: Any) -> EventTimeSessionWindows:
@@ -324,31 +359,11 @@ class EventTimeSessionWindows(MergingWindowAssigner):
             extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
         return DynamicEventTimeSessionWindows(extractor)
 
-    def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
-        TimeWindow.merge_windows(windows, callback)
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
-        if timestamp is None:
-            raise _missing_timestamp(self)
-        return [TimeWindow(timestamp, timestamp + self._session_gap)]
+class ProcessingTimeSessionWindows(_SessionWindows):
+    """Sessions by the clock of the machine processing the elements."""
 
-    def get_default_trigger(self, env: Any) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
-    def __repr__(self) -> str:
-        return f"EventTimeSessionWindows({self._session_gap})"
-
-
-class ProcessingTimeSessionWindows(MergingWindowAssigner):
-    """Sessions by the clock of the machine processing them."""
-
-    def __init__(self, session_gap: int) -> None:
-        _check_gap("ProcessingTimeSessionWindows", session_gap)
-        self._session_gap = session_gap
+    event_time = False
 
     @staticmethod
     def with_gap(size: Any) -> ProcessingTimeSessionWindows:
@@ -359,85 +374,31 @@ class ProcessingTimeSessionWindows(MergingWindowAssigner):
             extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
         return DynamicProcessingTimeSessionWindows(extractor)
 
-    def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
-        TimeWindow.merge_windows(windows, callback)
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
-        now = context.get_current_processing_time()
-        return [TimeWindow(now, now + self._session_gap)]
-
-    def get_default_trigger(self, env: Any) -> Trigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"ProcessingTimeSessionWindows({self._session_gap})"
-
-
-class DynamicEventTimeSessionWindows(MergingWindowAssigner):
+class DynamicEventTimeSessionWindows(_SessionWindows):
     """Event-time sessions whose gap the extractor computes per element."""
 
     def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
-        self._session_gap = 0
-        self._session_window_time_gap_extractor = session_window_time_gap_extractor
+        super().__init__(0, session_window_time_gap_extractor)
 
     @staticmethod
     def with_dynamic_gap(
             extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
         return DynamicEventTimeSessionWindows(extractor)
 
-    def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
-        TimeWindow.merge_windows(windows, callback)
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
-        if timestamp is None:
-            raise _missing_timestamp(self)
-        self._session_gap = _dynamic_gap(self._session_window_time_gap_extractor, element)
-        return [TimeWindow(timestamp, timestamp + self._session_gap)]
-
-    def get_default_trigger(self, env: Any) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
-    def __repr__(self) -> str:
-        return f"DynamicEventTimeSessionWindows({self._session_gap})"
-
-
-class DynamicProcessingTimeSessionWindows(MergingWindowAssigner):
+class DynamicProcessingTimeSessionWindows(_SessionWindows):
     """Processing-time sessions whose gap the extractor computes per element."""
 
+    event_time = False
+
     def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
-        self._session_gap = 0
-        self._session_window_time_gap_extractor = session_window_time_gap_extractor
+        super().__init__(0, session_window_time_gap_extractor)
 
     @staticmethod
     def with_dynamic_gap(
             extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
         return DynamicProcessingTimeSessionWindows(extractor)
-
-    def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
-        TimeWindow.merge_windows(windows, callback)
-
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
-        now = context.get_current_processing_time()
-        self._session_gap = _dynamic_gap(self._session_window_time_gap_extractor, element)
-        return [TimeWindow(now, now + self._session_gap)]
-
-    def get_default_trigger(self, env: Any) -> Trigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"DynamicProcessingTimeSessionWindows({self._session_gap})"
 
 
 # -- global and count windows ------------------------------------------------------------

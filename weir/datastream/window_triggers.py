@@ -195,26 +195,78 @@ def _fire_time_descriptor() -> ReducingStateDescriptor:
     return ReducingStateDescriptor("fire-time", Min(), Types.LONG())
 
 
-class ContinuousEventTimeTrigger(Trigger):
-    """Fires every ``interval`` of event time within the window, and at its end::
-
-        >>> windowed.trigger(ContinuousEventTimeTrigger.of(Time.seconds(1)))
-    """
+class _ContinuousTrigger(Trigger):
+    """Fires every ``interval`` within the window; the next firing time is kept in
+    per-window state so that it survives merges and is cleared with the window. The
+    subclasses say which clock the timers use."""
 
     def __init__(self, interval: int) -> None:
         self.interval = interval
         self.state_desc = _fire_time_descriptor()
 
+    def _register(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        raise NotImplementedError
+
+    def _delete(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        raise NotImplementedError
+
+    def _fire_state(self, ctx: Trigger.TriggerContext) -> ReducingState:
+        return cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
+
+    def _fire_if_due(self, time: int, window: TimeWindow,
+                     ctx: Trigger.TriggerContext) -> TriggerResult:
+        fire_timestamp = self._fire_state(ctx)
+        if fire_timestamp.get() == time:
+            fire_timestamp.clear()
+            self._register_next_fire_timestamp(time, window, ctx, fire_timestamp)
+            return TriggerResult.FIRE
+        return TriggerResult.CONTINUE
+
+    def on_merge(self, window: TimeWindow, ctx: Trigger.OnMergeContext) -> None:
+        ctx.merge_partitioned_state(self.state_desc)
+        next_fire = self._fire_state(ctx).get()
+        if next_fire is not None:
+            self._register(ctx, next_fire)
+
+    def clear(self, window: TimeWindow, ctx: Trigger.TriggerContext) -> None:
+        fire_timestamp = self._fire_state(ctx)
+        timestamp = fire_timestamp.get()
+        if timestamp is not None:
+            self._delete(ctx, timestamp)
+            fire_timestamp.clear()
+
+    def can_merge(self) -> bool:
+        return True
+
+    def _register_next_fire_timestamp(self, time: int, window: TimeWindow,
+                                      ctx: Trigger.TriggerContext, state: ReducingState) -> None:
+        next_fire = min(time + self.interval, window.max_timestamp())
+        state.add(next_fire)
+        self._register(ctx, next_fire)
+
+
+class ContinuousEventTimeTrigger(_ContinuousTrigger):
+    """Fires every ``interval`` of event time within the window, and at its end::
+
+        >>> windowed.trigger(ContinuousEventTimeTrigger.of(Time.seconds(1)))
+    """
+
     @staticmethod
     def of(interval: Any) -> ContinuousEventTimeTrigger:
         return ContinuousEventTimeTrigger(_interval_ms(interval, "ContinuousEventTimeTrigger"))
+
+    def _register(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.register_event_time_timer(time)
+
+    def _delete(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.delete_event_time_timer(time)
 
     def on_element(self, element: Any, timestamp: int, window: TimeWindow,
                    ctx: Trigger.TriggerContext) -> TriggerResult:
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
         ctx.register_event_time_timer(window.max_timestamp())
-        fire_timestamp = cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
+        fire_timestamp = self._fire_state(ctx)
         if fire_timestamp.get() is None:
             self._register_next_fire_timestamp(
                 timestamp - (timestamp % self.interval), window, ctx, fire_timestamp)
@@ -228,51 +280,26 @@ class ContinuousEventTimeTrigger(Trigger):
                       ctx: Trigger.TriggerContext) -> TriggerResult:
         if time == window.max_timestamp():
             return TriggerResult.FIRE
-        fire_timestamp = cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
-        if fire_timestamp.get() == time:
-            fire_timestamp.clear()
-            self._register_next_fire_timestamp(time, window, ctx, fire_timestamp)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
-
-    def on_merge(self, window: TimeWindow, ctx: Trigger.OnMergeContext) -> None:
-        ctx.merge_partitioned_state(self.state_desc)
-        next_fire = cast(ReducingState, ctx.get_partitioned_state(self.state_desc)).get()
-        if next_fire is not None:
-            ctx.register_event_time_timer(next_fire)
-
-    def clear(self, window: TimeWindow, ctx: Trigger.TriggerContext) -> None:
-        fire_timestamp = cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
-        timestamp = fire_timestamp.get()
-        if timestamp is not None:
-            ctx.delete_event_time_timer(timestamp)
-            fire_timestamp.clear()
-
-    def can_merge(self) -> bool:
-        return True
-
-    def _register_next_fire_timestamp(self, time: int, window: TimeWindow,
-                                      ctx: Trigger.TriggerContext, state: ReducingState) -> None:
-        next_fire = min(time + self.interval, window.max_timestamp())
-        state.add(next_fire)
-        ctx.register_event_time_timer(next_fire)
+        return self._fire_if_due(time, window, ctx)
 
 
-class ContinuousProcessingTimeTrigger(Trigger):
+class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
     """Fires every ``interval`` of processing time within the window."""
-
-    def __init__(self, interval: int) -> None:
-        self.interval = interval
-        self.state_desc = _fire_time_descriptor()
 
     @staticmethod
     def of(interval: Any) -> ContinuousProcessingTimeTrigger:
         return ContinuousProcessingTimeTrigger(
             _interval_ms(interval, "ContinuousProcessingTimeTrigger"))
 
+    def _register(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.register_processing_time_timer(time)
+
+    def _delete(self, ctx: Trigger.TriggerContext, time: int) -> None:
+        ctx.delete_processing_time_timer(time)
+
     def on_element(self, element: Any, timestamp: int, window: TimeWindow,
                    ctx: Trigger.TriggerContext) -> TriggerResult:
-        fire_timestamp = cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
+        fire_timestamp = self._fire_state(ctx)
         now = ctx.get_current_processing_time()
         if fire_timestamp.get() is None:
             self._register_next_fire_timestamp(now - (now % self.interval), window, ctx,
@@ -281,38 +308,11 @@ class ContinuousProcessingTimeTrigger(Trigger):
 
     def on_processing_time(self, time: int, window: TimeWindow,
                            ctx: Trigger.TriggerContext) -> TriggerResult:
-        fire_timestamp = cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
-        if fire_timestamp.get() == time:
-            fire_timestamp.clear()
-            self._register_next_fire_timestamp(time, window, ctx, fire_timestamp)
-            return TriggerResult.FIRE
-        return TriggerResult.CONTINUE
+        return self._fire_if_due(time, window, ctx)
 
     def on_event_time(self, time: int, window: TimeWindow,
                       ctx: Trigger.TriggerContext) -> TriggerResult:
         return TriggerResult.CONTINUE
-
-    def on_merge(self, window: TimeWindow, ctx: Trigger.OnMergeContext) -> None:
-        ctx.merge_partitioned_state(self.state_desc)
-        next_fire = cast(ReducingState, ctx.get_partitioned_state(self.state_desc)).get()
-        if next_fire is not None:
-            ctx.register_processing_time_timer(next_fire)
-
-    def clear(self, window: TimeWindow, ctx: Trigger.TriggerContext) -> None:
-        fire_timestamp = cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
-        timestamp = fire_timestamp.get()
-        if timestamp is not None:
-            ctx.delete_processing_time_timer(timestamp)
-            fire_timestamp.clear()
-
-    def can_merge(self) -> bool:
-        return True
-
-    def _register_next_fire_timestamp(self, time: int, window: TimeWindow,
-                                      ctx: Trigger.TriggerContext, state: ReducingState) -> None:
-        next_fire = min(time + self.interval, window.max_timestamp())
-        state.add(next_fire)
-        ctx.register_processing_time_timer(next_fire)
 
 
 class PurgingTrigger(Trigger):
