@@ -30,9 +30,14 @@ from taskmanager.operators.base import (
 )
 from taskmanager.operators.timers import ProcessingTimeService
 from weir.core import config
+from weir.core.errors import UserCodeError
 from weir.core.watermarks import Watermark
 
 logger = logging.getLogger(__name__)
+
+
+class TimestampAssignerError(UserCodeError, TypeError):
+    """A TimestampAssigner returned something that is not an event time."""
 
 
 class WatermarkEmitter:
@@ -110,9 +115,23 @@ class WatermarkEmitter:
                 return [MIN_WATERMARK] * len(batch)
             return [MIN_WATERMARK if t is None else t for t in timestamps]
         if timestamps is None:
-            return [extract(x, MIN_WATERMARK) for x in batch]
-        return [extract(x, MIN_WATERMARK if t is None else t)
-                for x, t in zip(batch, timestamps, strict=True)]
+            stamped = [extract(x, MIN_WATERMARK) for x in batch]
+        else:
+            stamped = [extract(x, MIN_WATERMARK if t is None else t)
+                       for x, t in zip(batch, timestamps, strict=True)]
+        # Cheap checks, once per batch: a missing return is the usual mistake.
+        if stamped and (type(stamped[0]) is not int or None in stamped):
+            self._bad_timestamps(batch, stamped)
+        return stamped
+
+    def _bad_timestamps(self, batch: list[Any], stamped: list[Any]) -> None:
+        for x, ts in zip(batch, stamped, strict=True):
+            if not isinstance(ts, int) or isinstance(ts, bool):
+                assigner = getattr(self._extract, "__self__", self._extract)
+                msg = (f"the TimestampAssigner {type(assigner).__name__} returned {ts!r} "
+                       f"for the record {x!r}; extract_timestamp must return the event "
+                       "time as an int (milliseconds since the epoch)")
+                raise TimestampAssignerError(msg)
 
     def process(self, batch: list[Any], timestamps: Timestamps, collect: Collect) -> None:
         stamped = self.stamp(batch, timestamps)

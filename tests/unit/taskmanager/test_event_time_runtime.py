@@ -7,12 +7,13 @@ import queue
 import random
 
 import cloudpickle
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taskmanager.operators.base import MAX_WATERMARK, MIN_WATERMARK, Output
 from taskmanager.operators.timers import InternalTimerService, ProcessingTimeService
-from taskmanager.operators.watermarks import WatermarkEmitter
+from taskmanager.operators.watermarks import TimestampAssignerError, WatermarkEmitter
 from taskmanager.record_writer import RecordWriter
 from taskmanager.state.hashmap import HashMapKeyedStateBackend
 from taskmanager.task_events import Watermark as WatermarkEvent
@@ -222,6 +223,21 @@ class TestGeneratorsAndEmitter:
         assert ("idle", True) in rec.events
         em.process([6], None, rec.output().collect)
         assert rec.events[-2:] == [("idle", False), ("records", [6], [6])]
+
+    def test_an_assigner_that_returns_no_int_is_named_with_the_record(self):
+        class Forgetful(TimestampAssigner):
+            def extract_timestamp(self, value, record_timestamp):
+                if value != 2:
+                    return value
+                return None  # a forgotten return on one path
+
+        rec = RecordingOutput()
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+            Forgetful())
+        expected = "Forgetful returned None for the record 2"
+        with pytest.raises(TimestampAssignerError, match=expected):
+            self.emitter(strategy, rec).process([1, 2, 3], None, rec.output().collect)
+        assert rec.events == []
 
     def test_without_an_assigner_records_keep_their_timestamps(self):
         rec = RecordingOutput()
