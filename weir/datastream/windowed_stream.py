@@ -13,8 +13,20 @@ from typing import Any
 from weir.common.typeinfo import RowTypeInfo, TypeInformation
 from weir.core.job_graph import OperatorKind
 from weir.datastream.data_stream import DataStream, KeyedStream, _output_type
-from weir.datastream.functions import (
-    AggregateFunction,
+from weir.datastream.functions import AggregateFunction, ReduceFunction
+from weir.datastream.output_tag import OutputTag
+from weir.datastream.window import (
+    EventTimeTrigger,
+    MergingWindowAssigner,
+    ProcessingTimeTrigger,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    Trigger,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+)
+from weir.datastream.window_functions import (
     AllWindowFunction,
     InternalIterableAllWindowFunction,
     InternalIterableProcessAllWindowFunction,
@@ -27,20 +39,7 @@ from weir.datastream.functions import (
     InternalWindowFunction,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
-    ReduceFunction,
     WindowFunction,
-)
-from weir.datastream.output_tag import OutputTag
-from weir.datastream.window import (
-    EventTimeTrigger,
-    MergingWindowAssigner,
-    ProcessingTimeTrigger,
-    SlidingEventTimeWindows,
-    SlidingProcessingTimeWindows,
-    Trigger,
-    TumblingEventTimeWindows,
-    TumblingProcessingTimeWindows,
-    WindowAssigner,
 )
 
 __all__ = ["AllWindowedStream", "WindowedStream"]
