@@ -6,7 +6,8 @@ from taskmanager.state.backend import (
     StateAccessError,
     ValueState,
 )
-from taskmanager.state.hashmap import HashMapKeyedStateBackend, HeapValueState
+from taskmanager.state.hashmap import HashMapKeyedStateBackend
+from taskmanager.state.heap_states import HeapValueState
 
 __all__ = [
     "HashMapKeyedStateBackend",

@@ -7,180 +7,18 @@ would cost a stable hash per record); a snapshot computes them once per key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot, StateAccessError
+from taskmanager.state.heap_states import (
+    HeapAggregatingState,
+    HeapListState,
+    HeapMapState,
+    HeapReducingState,
+    HeapValueState,
+)
 from weir.core.key_groups import PyFlinkKeyHasher
-
-
-class HeapValueState:
-    """ValueState over a dict; reads the key from the backend on each access."""
-
-    __slots__ = ("_backend", "_table", "name")
-
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any]):
-        self._backend = backend
-        self._table = table
-        self.name = name
-
-    def value(self) -> Any:
-        return self._table.get(self._backend.current_key)
-
-    def update(self, value: Any) -> None:
-        if value is None:  # PyFlink: updating to null clears the state
-            self._table.pop(self._backend.current_key, None)
-        else:
-            self._table[self._backend.current_key] = value
-
-    def clear(self) -> None:
-        self._table.pop(self._backend.current_key, None)
-
-
-class _HeapState:
-    """A state over one dict ``key -> value`` of the current key (read from the backend)."""
-
-    __slots__ = ("_backend", "_table", "name")
-
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any]):
-        self._backend = backend
-        self._table = table
-        self.name = name
-
-    def clear(self) -> None:
-        self._table.pop(self._backend.current_key, None)
-
-
-class HeapListState(_HeapState):
-    """ListState: the current key's list (PyFlink's semantics: ``get()`` of an empty state
-    is an empty list; ``update([])`` clears it)."""
-
-    __slots__ = ()
-
-    def get(self) -> list[Any]:
-        return list(self._table.get(self._backend.current_key, ()))
-
-    def add(self, value: Any) -> None:
-        if value is None:
-            msg = f"ListState {self.name!r}: cannot add None"
-            raise ValueError(msg)
-        self._table.setdefault(self._backend.current_key, []).append(value)
-
-    def add_all(self, values: list[Any]) -> None:
-        values = list(values)
-        if values:
-            self._table.setdefault(self._backend.current_key, []).extend(values)
-
-    def update(self, values: list[Any]) -> None:
-        values = list(values) if values is not None else []
-        if values:
-            self._table[self._backend.current_key] = values
-        else:
-            self.clear()
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.get())
-
-
-class HeapMapState(_HeapState):
-    """MapState: the current key's dict of user keys to values."""
-
-    __slots__ = ()
-
-    def _map(self) -> dict[Any, Any]:
-        return self._table.get(self._backend.current_key) or {}
-
-    def get(self, key: Any) -> Any:
-        return self._map().get(key)
-
-    def put(self, key: Any, value: Any) -> None:
-        self._table.setdefault(self._backend.current_key, {})[key] = value
-
-    def put_all(self, dict_value: dict[Any, Any]) -> None:
-        if dict_value:
-            self._table.setdefault(self._backend.current_key, {}).update(dict_value)
-
-    def remove(self, key: Any) -> None:
-        current = self._table.get(self._backend.current_key)
-        if current is not None:
-            current.pop(key, None)
-            if not current:
-                self.clear()
-
-    def contains(self, key: Any) -> bool:
-        return key in self._map()
-
-    def items(self) -> list[tuple[Any, Any]]:
-        return list(self._map().items())
-
-    def keys(self) -> list[Any]:
-        return list(self._map())
-
-    def values(self) -> list[Any]:
-        return list(self._map().values())
-
-    def is_empty(self) -> bool:
-        return not self._map()
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.get(key)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.put(key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self.remove(key)
-
-    def __contains__(self, key: Any) -> bool:
-        return self.contains(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.keys())
-
-
-class HeapReducingState(_HeapState):
-    """ReducingState: ``add`` folds the value into the current key's with the function."""
-
-    __slots__ = ("_reduce",)
-
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 reduce: Callable[[Any, Any], Any]):
-        super().__init__(backend, name, table)
-        self._reduce = reduce
-
-    def get(self) -> Any:
-        return self._table.get(self._backend.current_key)
-
-    def add(self, value: Any) -> None:
-        key = self._backend.current_key
-        current = self._table.get(key)
-        self._table[key] = value if current is None else self._reduce(current, value)
-
-
-class HeapAggregatingState(_HeapState):
-    """AggregatingState: keeps an accumulator; ``get`` is ``get_result`` of it, ``add(None)``
-    clears it (as PyFlink)."""
-
-    __slots__ = ("_function",)
-
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 function: Any):
-        super().__init__(backend, name, table)
-        self._function = function
-
-    def get(self) -> Any:
-        accumulator = self._table.get(self._backend.current_key)
-        return None if accumulator is None else self._function.get_result(accumulator)
-
-    def add(self, value: Any) -> None:
-        if value is None:
-            self.clear()
-            return
-        key = self._backend.current_key
-        accumulator = self._table.get(key)
-        if accumulator is None:
-            accumulator = self._function.create_accumulator()
-        self._table[key] = self._function.add(value, accumulator)
 
 
 class HashMapKeyedStateBackend(KeyedStateBackend):
