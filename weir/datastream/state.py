@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from weir.common.typeinfo import TypeInformation
+from weir.datastream.state_ttl import StateTtlConfig
 
 __all__ = [
     "AggregatingState",
@@ -23,6 +24,7 @@ __all__ = [
     "ReducingStateDescriptor",
     "State",
     "StateDescriptor",
+    "StateTtlConfig",
     "ValueState",
     "ValueStateDescriptor",
 ]
@@ -129,12 +131,18 @@ class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates direc
     def __init__(self, name: str, type_info: TypeInformation | None) -> None:
         self.name = name
         self.type_info = type_info
-        self._ttl_config: Any = None
+        self._ttl_config: StateTtlConfig | None = None
 
     def get_name(self) -> str:
         return self.name
 
-    def enable_time_to_live(self, ttl_config: Any) -> None:
+    def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
+        """Lets the state's values expire, become unreadable and be cleaned up as
+        ``ttl_config`` says; see ``StateTtlConfig``."""
+        if not isinstance(ttl_config, StateTtlConfig):
+            msg = (f"enable_time_to_live({self.name!r}) takes a StateTtlConfig, built with "
+                   f"StateTtlConfig.new_builder(Time.seconds(...)).build(); got {ttl_config!r}")
+            raise TypeError(msg)
         self._ttl_config = ttl_config
 
     def __repr__(self) -> str:
