@@ -490,6 +490,7 @@ class Task:
                     vertex.max_parallelism, vertex.parallelism, tdd.subtask_index
                 ),
                 PyFlinkKeyHasher(self._input_key_type()),
+                clock_ms=self._clock_ms,
             )
             if self._restored is not None:
                 keyed = self._restored.keyed_state(

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from weir.core.errors import WeirError
 from weir.core.key_groups import PyFlinkKeyHasher
+from weir.core.state_ttl import StateTtl
 
 
 class StateAccessError(WeirError, RuntimeError):
@@ -77,24 +78,30 @@ class KeyedStateBackend(abc.ABC):
     def get_current_key(self) -> Any:
         return self.current_key
 
-    @abc.abstractmethod
-    def get_value_state(self, name: str) -> ValueState:
-        """The ValueState called ``name``; the same object on every call with that name."""
+    # Each ``get_*_state`` returns the same object on every call with that name. With a
+    # ``ttl`` the state's values expire as it says (see ``weir.core.state_ttl``); without
+    # one they live until cleared.
 
     @abc.abstractmethod
-    def get_list_state(self, name: str) -> Any:
+    def get_value_state(self, name: str, ttl: StateTtl | None = None) -> ValueState:
+        """The ValueState called ``name``."""
+
+    @abc.abstractmethod
+    def get_list_state(self, name: str, ttl: StateTtl | None = None) -> Any:
         """The ListState called ``name``."""
 
     @abc.abstractmethod
-    def get_map_state(self, name: str) -> Any:
+    def get_map_state(self, name: str, ttl: StateTtl | None = None) -> Any:
         """The MapState called ``name``."""
 
     @abc.abstractmethod
-    def get_reducing_state(self, name: str, reduce: Callable[[Any, Any], Any]) -> Any:
+    def get_reducing_state(self, name: str, reduce: Callable[[Any, Any], Any],
+                           ttl: StateTtl | None = None) -> Any:
         """The ReducingState called ``name``, folding with ``reduce``."""
 
     @abc.abstractmethod
-    def get_aggregating_state(self, name: str, function: Any) -> Any:
+    def get_aggregating_state(self, name: str, function: Any,
+                              ttl: StateTtl | None = None) -> Any:
         """The AggregatingState called ``name``, with an AggregateFunction."""
 
     @abc.abstractmethod

@@ -14,6 +14,7 @@ WeirError
 ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
 ├── LeaderLostError                        a component lost leadership (fencing)
+├── StateMigrationError                    restored state does not fit the descriptor reading it
 └── CheckpointError                        a checkpoint could not be taken, stored or restored
     └── CorruptCheckpointError             a checkpoint file is missing, cut short or corrupt
 """
@@ -96,6 +97,11 @@ class UserCodeError(WeirError):
 
 class LeaderLostError(WeirError):
     """A component acted without (or after losing) leadership."""
+
+
+class StateMigrationError(WeirError):
+    """Restored state was written in a form the state now registered cannot read (e.g. a
+    TTL was enabled or disabled on its descriptor between the snapshot and the restore)."""
 
 
 class CheckpointError(WeirError):
