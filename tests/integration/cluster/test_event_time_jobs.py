@@ -20,7 +20,7 @@ from test_checkpoint_recovery import (
 )
 
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.common import Duration, Types, WatermarkStrategy
+from weir.common import Duration, Time, Types, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
 from weir.core.watermarks import MAX_WATERMARK, Watermark
 from weir.datastream import (
@@ -33,7 +33,7 @@ from weir.datastream import (
     TimeDomain,
 )
 from weir.datastream.connectors.number_seq import NumberSequenceSource
-from weir.datastream.state import MapStateDescriptor
+from weir.datastream.state import MapStateDescriptor, StateTtlConfig, ValueStateDescriptor
 
 pytestmark = pytest.mark.spark
 
@@ -52,7 +52,8 @@ def _await_file(path: str, timeout: float = WAIT_S) -> bool:
 
 class Scripted(SourceFunction):
     """Emits ``script`` in order: ``("record", value, ts)``, ``("watermark", ts)``,
-    ``("idle",)``, ``("touch", path)`` (create a file) or ``("await", path)`` (wait for one)."""
+    ``("idle",)``, ``("touch", path)`` (create a file), ``("await", path)`` (wait for
+    one) or ``("pause", seconds)`` (let processing time pass)."""
 
     def __init__(self, script: list[tuple]) -> None:
         self.script = script
@@ -69,6 +70,8 @@ class Scripted(SourceFunction):
                 Path(step[1]).touch()
             elif step[0] == "await":
                 _await_file(step[1])
+            elif step[0] == "pause":
+                time.sleep(step[1])  # processing time must pass (state TTL), not a wait
 
     def cancel(self) -> None:
         pass
@@ -247,3 +250,27 @@ def test_processing_time_timers_fire_on_the_wall_clock(cluster, tmp_path):
     with source.key_by(lambda v: v).process(ProcessingTimer(fired)).execute_and_collect() as it:
         # The far timer is still pending when the input ends: it never fires (Flink).
         assert list(it) == [("k", True, True, True)]
+
+
+class RemembersLast(KeyedProcessFunction):
+    """Emits ``(value, the key's previous value)`` from a ValueState with a TTL."""
+
+    def open(self, runtime_context):
+        descriptor = ValueStateDescriptor("last", Types.PICKLED_BYTE_ARRAY())
+        descriptor.enable_time_to_live(StateTtlConfig.new_builder(Time.seconds(2)).build())
+        self.last = runtime_context.get_state(descriptor)
+
+    def process_element(self, value, ctx):
+        yield value[1], self.last.value()
+        self.last.update(value[1])
+
+
+def test_state_ttl_expires_values_in_processing_time(cluster):
+    """A value written 3 s before the next read (TTL 2 s) is gone; one written just
+    before is not."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    source = env.add_source(Scripted([
+        ("record", ("k", 1), 1), ("pause", 3.0), ("record", ("k", 2), 2),
+        ("record", ("k", 3), 3)]))
+    with source.key_by(lambda v: v[0]).process(RemembersLast()).execute_and_collect() as it:
+        assert list(it) == [(1, None), (2, None), (3, 2)]
