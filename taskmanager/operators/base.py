@@ -38,8 +38,8 @@ def discard(batch: list[Any], timestamps: Timestamps = None) -> None:
     """The output of an operator nothing consumes."""
 
 
-def _ignore(_value: Any) -> None:
-    pass
+def ignore(_value: Any) -> None:
+    """A watermark or idleness path nothing listens to."""
 
 
 class Output:
@@ -54,8 +54,8 @@ class Output:
     def __init__(
         self,
         collect: Collect = discard,
-        emit_watermark: Callable[[int], None] = _ignore,
-        emit_watermark_status: Callable[[bool], None] = _ignore,
+        emit_watermark: Callable[[int], None] = ignore,
+        emit_watermark_status: Callable[[bool], None] = ignore,
         side_outputs: Mapping[str, Collect] | None = None,
     ) -> None:
         self.collect = collect

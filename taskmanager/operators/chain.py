@@ -20,6 +20,7 @@ from taskmanager.operators.base import (
     StreamOperator,
     Timestamps,
     discard,
+    ignore,
 )
 from taskmanager.operators.one_input import (
     FilterOperator,
@@ -84,10 +85,6 @@ def _broadcast(calls: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
     return call
 
 
-def _ignore(_value: Any) -> None:
-    pass
-
-
 class OperatorChain:
     """The operators of a task in topological order (head first) and its writers."""
 
@@ -136,8 +133,8 @@ class OperatorChain:
             self._opened.append(op)
             op.open(Output(
                 fan_out(main),
-                _broadcast(watermarks) if watermarks else _ignore,
-                _broadcast(statuses) if statuses else _ignore,
+                _broadcast(watermarks) if watermarks else ignore,
+                _broadcast(statuses) if statuses else ignore,
                 {tag: fan_out(collects) for tag, collects in side.items()},
             ))
 

@@ -33,7 +33,7 @@ class TimerService:
 
     __slots__ = ("_clock_ms", "_owner", "_timers")
 
-    def __init__(self, clock_ms: Callable[[], int], *, keyed: bool = False,
+    def __init__(self, clock_ms: Callable[[], int], *,
                  timers: InternalTimerService | None = None, owner: Any = None) -> None:
         self._clock_ms = clock_ms
         self._timers = timers

@@ -43,20 +43,30 @@ def _input_key_selector(setup: OperatorSetup, index: int) -> Callable[[Any], Any
     return None
 
 
+class _NoContext:
+    __slots__ = ("current_timestamp",)
+
+
 def expand(
     f: Callable[[Any], Any], batch: list[Any], timestamps: list[int | None],
+    ctx: Any = None,
 ) -> tuple[list[Any], list[int | None]]:
-    """Every element of ``f(x)`` for each ``x``, each with the timestamp of its ``x``."""
+    """Every element of ``f(x)`` (None: nothing) for each ``x``, each with the timestamp
+    of its ``x``; ``ctx.current_timestamp`` is that timestamp while ``f`` runs."""
+    if ctx is None:
+        ctx = _NoContext()
     out: list[Any] = []
     out_ts: list[int | None] = []
     extend = out.extend
     for x, t in zip(batch, timestamps, strict=True):
+        ctx.current_timestamp = t
         n = len(out)
         r = f(x)
         if r is not None:
             extend(r)
             if len(out) > n:
                 out_ts.extend([t] * (len(out) - n))
+    ctx.current_timestamp = None
     return out, out_ts
 
 
@@ -112,16 +122,6 @@ class FilterOperator(_UserFunctionOperator):
     def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "filter", self.name)
         key, backend = self.key, self.backend
-
-        def keep_of(batch: list[Any]) -> list[Any]:
-            if key is None or backend is None:
-                return [f(x) for x in batch]
-            kept = []
-            for x in batch:
-                backend.current_key = key(x)
-                kept.append(f(x))
-            return kept
-
         if key is None or backend is None:
 
             def process(batch: list[Any], timestamps: Timestamps) -> None:
@@ -130,27 +130,26 @@ class FilterOperator(_UserFunctionOperator):
                     if out:
                         output(out, None)
                     return
-                _emit_kept(batch, timestamps, keep_of(batch), output)
+                _emit_kept(batch, timestamps, [f(x) for x in batch], output)
 
             return process
 
         def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
-            kept = keep_of(batch)
-            if timestamps is None:
-                out = [x for x, k in zip(batch, kept, strict=True) if k]
-                if out:
-                    output(out, None)
-                return
+            kept = []
+            for x in batch:
+                backend.current_key = key(x)
+                kept.append(f(x))
             _emit_kept(batch, timestamps, kept, output)
 
         return process_keyed
 
 
-def _emit_kept(batch: list[Any], timestamps: list[int | None], kept: list[Any],
+def _emit_kept(batch: list[Any], timestamps: Timestamps, kept: list[Any],
                output: Collect) -> None:
     out = [x for x, k in zip(batch, kept, strict=True) if k]
     if out:
-        output(out, [t for t, k in zip(timestamps, kept, strict=True) if k])
+        output(out, None if timestamps is None
+               else [t for t, k in zip(timestamps, kept, strict=True) if k])
 
 
 class FlatMapOperator(_UserFunctionOperator):
@@ -160,24 +159,35 @@ class FlatMapOperator(_UserFunctionOperator):
     def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "flat_map", self.name)
         key, backend = self.key, self.backend
-        if key is not None and backend is not None:
-            plain = f
+        if key is None or backend is None:
 
-            def f(x: Any) -> Any:
-                backend.current_key = key(x)
-                return plain(x)
-
-        def process(batch: list[Any], timestamps: Timestamps) -> None:
-            if timestamps is None:
-                out = [y for x in batch for y in f(x)]
+            def process(batch: list[Any], timestamps: Timestamps) -> None:
+                if timestamps is None:
+                    out = [y for x in batch for y in f(x)]
+                else:
+                    out, out_ts = expand(f, batch, timestamps)
                 if out:
-                    output(out, None)
-                return
-            out, out_ts = expand(f, batch, timestamps)
-            if out:
-                output(out, out_ts)
+                    output(out, None if timestamps is None else out_ts)
 
-        return process
+            return process
+
+        def keyed(x: Any) -> Any:
+            backend.current_key = key(x)
+            return f(x)
+
+        def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
+            if timestamps is None:
+                out: list[Any] = []
+                extend = out.extend
+                for x in batch:
+                    backend.current_key = key(x)
+                    extend(f(x))
+            else:
+                out, out_ts = expand(keyed, batch, timestamps)
+            if out:
+                output(out, None if timestamps is None else out_ts)
+
+        return process_keyed
 
 
 class ProcessOperator(_UserFunctionOperator):
@@ -190,6 +200,9 @@ class ProcessOperator(_UserFunctionOperator):
         pe = required_method(self.function, "process_element", self.name)
         ctx = ProcessContext(TimerService(self.setup.clock_ms, owner=self), self.output)
 
+        def call(x: Any) -> Any:
+            return pe(x, ctx)
+
         def process(batch: list[Any], timestamps: Timestamps) -> None:
             if timestamps is None:
                 out: list[Any] = []
@@ -201,33 +214,11 @@ class ProcessOperator(_UserFunctionOperator):
                 if out:
                     output(out, None)
                 return
-
-            def call(x: Any) -> Any:
-                return pe(x, ctx)
-
-            out, out_ts = _expand_with_context(call, batch, timestamps, ctx)
+            out, out_ts = expand(call, batch, timestamps, ctx)
             if out:
                 output(out, out_ts)
 
         return process
-
-
-def _expand_with_context(
-    call: Callable[[Any], Any], batch: list[Any], timestamps: list[int | None], ctx: Any,
-) -> tuple[list[Any], list[int | None]]:
-    out: list[Any] = []
-    out_ts: list[int | None] = []
-    extend = out.extend
-    for x, t in zip(batch, timestamps, strict=True):
-        ctx.current_timestamp = t
-        n = len(out)
-        r = call(x)
-        if r is not None:
-            extend(r)
-            if len(out) > n:
-                out_ts.extend([t] * (len(out) - n))
-    ctx.current_timestamp = None
-    return out, out_ts
 
 
 class KeyedProcessOperator(FiresProcessFunctionTimers, _UserFunctionOperator):
@@ -246,6 +237,12 @@ class KeyedProcessOperator(FiresProcessFunctionTimers, _UserFunctionOperator):
         ctx = KeyedProcessContext(self.user_timers.timer_service, self.output)
         self.context = ctx
 
+        def call(x: Any) -> Any:
+            k = key(x)
+            backend.current_key = k
+            ctx.current_key = k
+            return pe(x, ctx)
+
         def process(batch: list[Any], timestamps: Timestamps) -> None:
             out: list[Any] = []
             if timestamps is None:
@@ -260,14 +257,7 @@ class KeyedProcessOperator(FiresProcessFunctionTimers, _UserFunctionOperator):
                 if out:
                     output(out, None)
                 return
-
-            def call(x: Any) -> Any:
-                k = key(x)
-                backend.current_key = k
-                ctx.current_key = k
-                return pe(x, ctx)
-
-            out, out_ts = _expand_with_context(call, batch, timestamps, ctx)
+            out, out_ts = expand(call, batch, timestamps, ctx)
             if out:
                 output(out, out_ts)
 

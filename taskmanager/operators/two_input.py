@@ -18,7 +18,7 @@ from taskmanager.operators.functions import (
     open_function,
     required_method,
 )
-from taskmanager.operators.one_input import _expand_with_context, expand
+from taskmanager.operators.one_input import expand
 from taskmanager.operators.process_timers import FiresProcessFunctionTimers, ProcessFunctionTimers
 from taskmanager.state.backend import KeyedStateBackend
 
@@ -167,7 +167,7 @@ class CoProcessOperator(FiresProcessFunctionTimers, _CoOperator):
                     if out:
                         output(out, None)
                     return
-                out, out_ts = _expand_with_context(call_plain, batch, timestamps, plain)
+                out, out_ts = expand(call_plain, batch, timestamps, plain)
                 if out:
                     output(out, out_ts)
 
@@ -190,7 +190,7 @@ class CoProcessOperator(FiresProcessFunctionTimers, _CoOperator):
                 if out:
                     output(out, None)
                 return
-            out, out_ts = _expand_with_context(call, batch, timestamps, ctx)
+            out, out_ts = expand(call, batch, timestamps, ctx)
             if out:
                 output(out, out_ts)
 

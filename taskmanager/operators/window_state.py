@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from taskmanager.state.backend import KeyedStateBackend
+from taskmanager.state.heap_states import MapStateReads
 
 CONTENTS = "_weir_window_contents"
 MERGING = "_weir_window_merging"
@@ -199,14 +200,11 @@ class WindowAggregatingState(_WindowState):
         self._set(self._function.add(value, accumulator))
 
 
-class WindowMapState(_WindowState):
+class WindowMapState(MapStateReads, _WindowState):
     __slots__ = ()
 
     def _map(self) -> dict[Any, Any]:
         return self._get() or {}
-
-    def get(self, key: Any) -> Any:
-        return self._map().get(key)
 
     def put(self, key: Any, value: Any) -> None:
         current = self._get()
@@ -225,27 +223,6 @@ class WindowMapState(_WindowState):
             current.pop(key, None)
             if not current:
                 self.clear()
-
-    def contains(self, key: Any) -> bool:
-        return key in self._map()
-
-    def items(self) -> list[tuple[Any, Any]]:
-        return list(self._map().items())
-
-    def keys(self) -> list[Any]:
-        return list(self._map())
-
-    def values(self) -> list[Any]:
-        return list(self._map().values())
-
-    def is_empty(self) -> bool:
-        return not self._map()
-
-    def __contains__(self, key: Any) -> bool:
-        return self.contains(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.keys())
 
 
 def window_state(backend: KeyedStateBackend, descriptor: Any, namespace: Any) -> Any:

@@ -78,30 +78,18 @@ class HeapListState(_HeapState):
         return iter(self.get())
 
 
-class HeapMapState(_HeapState):
-    """MapState: the current key's dict of user keys to values."""
+class MapStateReads:
+    """The reading half of PyFlink's MapState over ``_map()``, the dict of the current
+    key (and, for window state, namespace); shared by the map states that differ only
+    in where that dict lives."""
 
     __slots__ = ()
 
     def _map(self) -> dict[Any, Any]:
-        return self._table.get(self._backend.current_key) or {}
+        raise NotImplementedError
 
     def get(self, key: Any) -> Any:
         return self._map().get(key)
-
-    def put(self, key: Any, value: Any) -> None:
-        self._table.setdefault(self._backend.current_key, {})[key] = value
-
-    def put_all(self, dict_value: dict[Any, Any]) -> None:
-        if dict_value:
-            self._table.setdefault(self._backend.current_key, {}).update(dict_value)
-
-    def remove(self, key: Any) -> None:
-        current = self._table.get(self._backend.current_key)
-        if current is not None:
-            current.pop(key, None)
-            if not current:
-                self.clear()
 
     def contains(self, key: Any) -> bool:
         return key in self._map()
@@ -118,6 +106,35 @@ class HeapMapState(_HeapState):
     def is_empty(self) -> bool:
         return not self._map()
 
+    def __contains__(self, key: Any) -> bool:
+        return self.contains(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+
+class HeapMapState(MapStateReads, _HeapState):
+    """MapState: the current key's dict of user keys to values."""
+
+    __slots__ = ()
+
+    def _map(self) -> dict[Any, Any]:
+        return self._table.get(self._backend.current_key) or {}
+
+    def put(self, key: Any, value: Any) -> None:
+        self._table.setdefault(self._backend.current_key, {})[key] = value
+
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        if dict_value:
+            self._table.setdefault(self._backend.current_key, {}).update(dict_value)
+
+    def remove(self, key: Any) -> None:
+        current = self._table.get(self._backend.current_key)
+        if current is not None:
+            current.pop(key, None)
+            if not current:
+                self.clear()
+
     def __getitem__(self, key: Any) -> Any:
         return self.get(key)
 
@@ -126,12 +143,6 @@ class HeapMapState(_HeapState):
 
     def __delitem__(self, key: Any) -> None:
         self.remove(key)
-
-    def __contains__(self, key: Any) -> bool:
-        return self.contains(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.keys())
 
 
 class HeapReducingState(_HeapState):
