@@ -298,10 +298,12 @@ class ResourceManager:
                 self._gateways.free_slot(
                     registration.rpc_address, allocation_id, _CONTROL_RPC_TIMEOUT_S)
             except WeirError:
-                # The slot is free on our side; a TaskExecutor we cannot reach is either
-                # gone (its lease ending tells us) or will be told by its next heartbeat.
+                # A TaskExecutor we cannot reach is either gone (its lease ending tells
+                # us) or will refuse the slot once, which fails that request cleanly.
                 logger.warning("FreeSlot %s on TaskManager %s failed", allocation_id,
                                registration.resource_id, exc_info=True)
+            finally:
+                self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
 
     # --- loss and release ----------------------------------------------------------------
     def _maintenance_loop(self) -> None:

@@ -90,13 +90,16 @@ class _Allocation:
 class _TaskManager:
     registration: TaskManagerRegistration
     allocations: dict[AllocationId, _Allocation] = field(default_factory=dict)
+    # Freed here but maybe not yet on the TaskExecutor: not handed out again until the
+    # FreeSlot call returns, or a new job's AllocateSlot would find the slot taken.
+    freeing: set[AllocationId] = field(default_factory=set)
     idle_since: float = 0.0
     last_heartbeat_ms: int = 0
     releasing: bool = False
 
     @property
     def free_slots(self) -> int:
-        return self.registration.num_slots - len(self.allocations)
+        return self.registration.num_slots - len(self.allocations) - len(self.freeing)
 
 
 class DefaultSlotManager:
@@ -303,11 +306,11 @@ class DefaultSlotManager:
 
     def free(self, job_id: JobId, allocation_ids: list[AllocationId] | None = None,
              ) -> list[tuple[AllocationId, TaskManagerRegistration]]:
-        """Free the job's slots (all of them when ``allocation_ids`` is empty); returns
-        what was freed, for the FreeSlot calls."""
+        """Take the job's slots (all of them when ``allocation_ids`` is empty) from the
+        job; returns them for the FreeSlot calls. They stay unavailable until
+        ``confirm_freed`` says their TaskExecutor has let them go."""
         freed = []
-        with self._changed:
-            now = self._clock()
+        with self._lock:
             for tm in self._task_managers.values():
                 for allocation_id, allocation in list(tm.allocations.items()):
                     if allocation.job_id != job_id:
@@ -315,11 +318,20 @@ class DefaultSlotManager:
                     if allocation_ids and allocation_id not in allocation_ids:
                         continue
                     del tm.allocations[allocation_id]
+                    tm.freeing.add(allocation_id)
                     freed.append((allocation_id, tm.registration))
-                    if not tm.allocations:
-                        tm.idle_since = now
-            self._changed.notify_all()
         return freed
+
+    def confirm_freed(self, resource_id: ResourceId, allocation_id: AllocationId) -> None:
+        """The TaskExecutor freed the slot (or cannot be reached): it may be handed out."""
+        with self._changed:
+            tm = self._task_managers.get(resource_id)
+            if tm is None:
+                return
+            tm.freeing.discard(allocation_id)
+            if not tm.allocations and not tm.freeing:
+                tm.idle_since = self._clock()
+            self._changed.notify_all()
 
     def idle_task_managers(self) -> list[ResourceId]:
         """TaskManagers idle for longer than the idle timeout, beyond the minimum kept."""
@@ -329,7 +341,8 @@ class DefaultSlotManager:
             spare = len(live) - self._min
             idle = [
                 tm for tm in live
-                if not tm.allocations and now - tm.idle_since >= self._idle_timeout_s
+                if not tm.allocations and not tm.freeing
+                and now - tm.idle_since >= self._idle_timeout_s
             ]
             idle.sort(key=lambda t: t.idle_since)
             return [tm.registration.resource_id for tm in idle[:max(0, spare)]]

@@ -97,6 +97,10 @@ class TestDefaultSlotManager:
         first = manager.reserve(request(1, job="a"))
         freed = manager.free(JobId("a"))
         assert [a for a, _ in freed] == [first[0].allocation_id]
+        # Not handed out before the TaskExecutor has let the slot go: it would refuse it.
+        with pytest.raises(SlotAllocationError, match="only 0 were free"):
+            manager.reserve(request(1, job="b", timeout_ms=0))
+        manager.confirm_freed(ResourceId("tm1"), first[0].allocation_id)
         assert manager.reserve(request(1, job="b"))
 
     def test_a_lost_task_manager_reports_the_job_masters_holding_its_slots(self) -> None:
@@ -126,7 +130,8 @@ class TestDefaultSlotManager:
         idle = manager.idle_task_managers()
         # three live, one busy, min 1: both idle ones may go.
         assert len(idle) == 2
-        manager.free(JobId("job"))
+        for allocation_id, reg in manager.free(JobId("job")):
+            manager.confirm_freed(reg.resource_id, allocation_id)
         clock.now = 10.0
         assert len(manager.idle_task_managers()) == 2  # the minimum stays
 
