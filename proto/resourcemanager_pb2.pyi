@@ -48,10 +48,12 @@ class TaskExecutorHeartbeat(_message.Message):
     def __init__(self, resource_id: _Optional[str] = ..., allocated_slots: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
-    __slots__ = ("known",)
+    __slots__ = ("known", "stale_slots")
     KNOWN_FIELD_NUMBER: _ClassVar[int]
+    STALE_SLOTS_FIELD_NUMBER: _ClassVar[int]
     known: bool
-    def __init__(self, known: _Optional[bool] = ...) -> None: ...
+    stale_slots: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, known: _Optional[bool] = ..., stale_slots: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RequestSlotsRequest(_message.Message):
     __slots__ = ("job_id", "count", "jobmaster_address", "timeout_ms")

@@ -234,10 +234,17 @@ class ResourceManager:
             registration.lease_id, registration.spark_executor_id, delay_ms)
         return result(True, "registered")
 
-    def heartbeat(self, resource_id: ResourceId, allocated: list[AllocationId]) -> bool:
-        """Record a TaskExecutor's heartbeat; False tells it to register again."""
-        known = self._heartbeats.receive_heartbeat(resource_id)
-        return known and self._slot_manager.heartbeat(resource_id)
+    def heartbeat(self, resource_id: ResourceId, allocated: list[AllocationId],
+                  ) -> list[AllocationId] | None:
+        """Record a TaskExecutor's heartbeat. Returns the slots it holds that are freed
+        here, for it to free; None tells it to register again."""
+        if not self._heartbeats.receive_heartbeat(resource_id):
+            return None
+        stale = self._slot_manager.heartbeat(resource_id, allocated)
+        if stale:
+            logger.warning("TaskManager %s still holds freed slots %s; telling it to free them",
+                           resource_id, stale)
+        return stale
 
     def task_managers(self) -> list[TaskManagerStatus]:
         return self._slot_manager.task_managers()
@@ -299,7 +306,7 @@ class ResourceManager:
                     registration.rpc_address, allocation_id, _CONTROL_RPC_TIMEOUT_S)
             except WeirError:
                 # A TaskExecutor we cannot reach is either gone (its lease ending tells
-                # us) or will refuse the slot once, which fails that request cleanly.
+                # us) or, if it still holds the slot, learns from its next heartbeat.
                 logger.warning("FreeSlot %s on TaskManager %s failed", allocation_id,
                                registration.resource_id, exc_info=True)
             finally:

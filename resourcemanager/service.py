@@ -54,10 +54,11 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
     @rpc.translate_server_errors
     def Heartbeat(self, request: resourcemanager_pb2.TaskExecutorHeartbeat,
                   context: grpc.ServicerContext) -> resourcemanager_pb2.HeartbeatResponse:
-        known = self._rm.heartbeat(
+        stale = self._rm.heartbeat(
             ResourceId(request.resource_id),
             [AllocationId(a) for a in request.allocated_slots])
-        return resourcemanager_pb2.HeartbeatResponse(known=known)
+        return resourcemanager_pb2.HeartbeatResponse(
+            known=stale is not None, stale_slots=stale or [])
 
     @rpc.translate_server_errors
     def RequestSlots(self, request: resourcemanager_pb2.RequestSlotsRequest,

@@ -180,13 +180,19 @@ class DefaultSlotManager:
             self._changed.notify_all()
             return True
 
-    def heartbeat(self, resource_id: ResourceId) -> bool:
+    def heartbeat(self, resource_id: ResourceId, reported: list[AllocationId],
+                  ) -> list[AllocationId] | None:
+        """Note a TaskManager's heartbeat. Returns the reported slots that are no longer
+        allocated here (their FreeSlot was lost), or None for an unknown TaskManager.
+
+        Allocation ids are never reused and a slot is reserved here before its
+        TaskExecutor hears of it, so a reported slot unknown here is safe to free."""
         with self._lock:
             tm = self._task_managers.get(resource_id)
             if tm is None:
-                return False
+                return None
             tm.last_heartbeat_ms = int(time.time() * 1000)
-            return True
+            return [a for a in reported if a not in tm.allocations and a not in tm.freeing]
 
     def unregister(self, resource_id: ResourceId) -> dict[str, list[AllocationId]]:
         """Drop a TaskManager (lost or released) and its slots.

@@ -124,14 +124,15 @@ class ResourceManagerGateway:
                                   answer.heartbeat_interval_ms, answer.heartbeat_timeout_ms)
 
     def heartbeat(self, resource_id: ResourceId, allocated: list[AllocationId],
-                  timeout_s: float) -> bool:
-        """True if the ResourceManager knows this TaskExecutor."""
+                  timeout_s: float) -> list[AllocationId] | None:
+        """The slots of ``allocated`` the ResourceManager has freed, or None if it no
+        longer knows this TaskExecutor."""
         answer = rpc.call(
             "ResourceManager.Heartbeat", self._stub.Heartbeat,
             resourcemanager_pb2.TaskExecutorHeartbeat(
                 resource_id=resource_id, allocated_slots=list(allocated)),
             timeout=timeout_s)
-        return answer.known
+        return [AllocationId(a) for a in answer.stale_slots] if answer.known else None
 
     def close(self) -> None:
         self._channel.close()

@@ -284,11 +284,15 @@ class TaskExecutor:
         while not self._stop_requested.wait(self._heartbeat_interval_s):
             try:
                 if self._registered:
-                    known = self._rm.heartbeat(self.resource_id, self.allocated_slots(),
+                    stale = self._rm.heartbeat(self.resource_id, self.allocated_slots(),
                                                min(_RPC_TIMEOUT_S, self._heartbeat_timeout_s))
-                    if not known:
+                    if stale is None:
                         self._forget_everything("the ResourceManager no longer knows it")
                         self._register()
+                    for allocation_id in stale or ():
+                        logger.warning("slot %s was freed by the ResourceManager but its "
+                                       "FreeSlot never arrived; freeing it", allocation_id)
+                        self.free_slot(allocation_id)
                 else:
                     self._register()
                 last_ok = time.monotonic()

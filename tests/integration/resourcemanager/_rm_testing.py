@@ -63,6 +63,7 @@ class TestingResourceManager(resourcemanager_pb2_grpc.ResourceManagerServicer):
         self.registrations: list[Any] = []
         self.heartbeats = 0
         self.known = True
+        self.stale_slots: set[str] = set()  # answered as freed when a heartbeat reports them
         self._interval_ms = interval_ms
         self._timeout_ms = timeout_ms
         self._lock = threading.Lock()
@@ -84,7 +85,8 @@ class TestingResourceManager(resourcemanager_pb2_grpc.ResourceManagerServicer):
     def Heartbeat(self, request: Any, context: Any) -> Any:
         with self._lock:
             self.heartbeats += 1
-            return resourcemanager_pb2.HeartbeatResponse(known=self.known)
+            stale = [a for a in request.allocated_slots if a in self.stale_slots]
+            return resourcemanager_pb2.HeartbeatResponse(known=self.known, stale_slots=stale)
 
     def close(self) -> None:
         self._server.stop(grace=0.5).wait()

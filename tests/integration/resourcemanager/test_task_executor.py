@@ -83,6 +83,20 @@ class TestTaskExecutor:
             wait_until(lambda: len(resource_manager.registrations) >= 2, "a re-registration")
             assert resource_manager.registrations[1].resource_id == executor.resource_id
 
+    def test_frees_a_slot_whose_free_slot_call_never_arrived(
+            self, resource_manager: TestingResourceManager) -> None:
+        with TaskExecutor({**CONFIG, "taskmanager.numberOfTaskSlots": "2"},
+                          resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            for allocation_id in ("kept", "lost"):
+                rpc.call("AllocateSlot", stub.AllocateSlot, taskexecutor_pb2.AllocateSlotRequest(
+                    allocation_id=allocation_id, job_id="job", jobmaster_address="127.0.0.1:1"))
+            channel.close()
+            # The ResourceManager freed "lost" but its FreeSlot call never reached us.
+            resource_manager.stale_slots.add("lost")
+            wait_until(lambda: executor.allocated_slots() == ["kept"], "the stale slot freed")
+
     def test_start_fails_clearly_without_a_resource_manager(self) -> None:
         before = set(threading.enumerate())
         executor = TaskExecutor({**CONFIG, "heartbeat.timeout": "300 ms"}, "127.0.0.1:1")

@@ -103,6 +103,18 @@ class TestDefaultSlotManager:
         manager.confirm_freed(ResourceId("tm1"), first[0].allocation_id)
         assert manager.reserve(request(1, job="b"))
 
+    def test_a_heartbeat_learns_which_reported_slots_were_freed(self) -> None:
+        manager = DefaultSlotManager(TestingLauncher(1), 2)
+        manager.register(registration(1, slots=2))
+        kept, freed = manager.reserve(request(2, job="a"))
+        [(allocation_id, reg)] = manager.free(JobId("a"), [freed.allocation_id])
+        reported = [kept.allocation_id, freed.allocation_id]
+        # While the FreeSlot call is under way, the slot is neither held nor stale.
+        assert manager.heartbeat(ResourceId("tm1"), reported) == []
+        manager.confirm_freed(reg.resource_id, allocation_id)
+        assert manager.heartbeat(ResourceId("tm1"), reported) == [freed.allocation_id]
+        assert manager.heartbeat(ResourceId("tm9"), reported) is None
+
     def test_a_lost_task_manager_reports_the_job_masters_holding_its_slots(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(2), 1)
         manager.register(registration(1, lease_id="L1"))
