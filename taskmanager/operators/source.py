@@ -23,8 +23,9 @@ from taskmanager.operators.base import (
     discard,
 )
 from taskmanager.operators.functions import close_function, open_function
+from taskmanager.operators.split_watermarks import SplitWatermarks
 from taskmanager.operators.watermarks import WatermarkEmitter, auto_watermark_interval
-from weir.core.source import SourceReader, create_reader
+from weir.core.source import SourceReader, SplitSourceReader, create_reader
 
 
 class SourceCanceledError(Exception):
@@ -135,27 +136,10 @@ class SourceOperator(StreamOperator):
         self.source_function = setup.payload.get("source_function")
         self.reader: SourceReader | None = None
         self.emit: Collect = discard
-        self.emitter: WatermarkEmitter | None = None
+        self.emitter: WatermarkEmitter | SplitWatermarks | None = None
 
     def open(self, output: Output) -> None:
         super().open(output)
-        collect = output.collect
-        self.emit = collect
-        strategy = self.setup.payload.get("watermark_strategy")
-        if _stamps_records(strategy):
-            emitter = WatermarkEmitter(
-                strategy, output, clock_ms=self.setup.clock_ms,
-                processing_timers=self.setup.processing_timers,
-                interval_ms=auto_watermark_interval(self.setup),
-            )
-            self.emitter = emitter
-            stamp = emitter.process
-
-            def emit(batch: list[Any], timestamps: Timestamps) -> None:
-                stamp(batch, timestamps, collect)
-
-            self.emit = emit
-            emitter.start()
         if self.source_function is not None:
             open_function(self.source_function, self.setup.runtime_context)
         else:
@@ -164,6 +148,29 @@ class SourceOperator(StreamOperator):
             # Our own checkpoint files, checksummed before they get here.
             position = None if restored is None else pickle.loads(restored)
             self.reader = create_reader(self.source, ctx, position)  # type: ignore[arg-type]
+        collect = output.collect
+        self.emit = collect
+        strategy = self.setup.payload.get("watermark_strategy")
+        if _stamps_records(strategy):
+            timing: dict[str, Any] = {
+                "clock_ms": self.setup.clock_ms,
+                "processing_timers": self.setup.processing_timers,
+                "interval_ms": auto_watermark_interval(self.setup),
+            }
+            reader = self.reader
+            emitter: WatermarkEmitter | SplitWatermarks
+            if isinstance(reader, SplitSourceReader):
+                emitter = SplitWatermarks(strategy, reader, output, **timing)
+            else:
+                emitter = WatermarkEmitter(strategy, output, **timing)
+            self.emitter = emitter
+            stamp = emitter.process
+
+            def emit(batch: list[Any], timestamps: Timestamps) -> None:
+                stamp(batch, timestamps, collect)
+
+            self.emit = emit
+            emitter.start()
 
     def finish(self) -> None:
         """End of input: event time is over, so every timer and window downstream fires."""

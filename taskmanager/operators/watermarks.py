@@ -84,6 +84,8 @@ class WatermarkEmitter:
 
     def mark_idle(self) -> None:
         if not self.idle:
+            if self._pending is not None:  # the records before it go first
+                self._flush_pending(self._index + 1)
             self.idle = True
             self._output.emit_watermark_status(True)
 
@@ -102,9 +104,13 @@ class WatermarkEmitter:
     def _tick(self) -> None:
         if self._closed:
             return
-        self._generator.on_periodic_emit(self)
+        self.periodic_emit()
         assert self._processing_timers is not None
         self._processing_timers.schedule(self._clock_ms() + self._interval_ms, self._tick)
+
+    def periodic_emit(self) -> None:
+        """Ask the generator for its watermark (every auto-watermark interval)."""
+        self._generator.on_periodic_emit(self)
 
     def stamp(self, batch: list[Any], timestamps: Timestamps) -> list[int]:
         """The event time of every record of ``batch``: from the assigner (given the

@@ -7,6 +7,11 @@ A reader that can be replayed also implements ``CheckpointedSourceReader``: the 
 asks it for its position between two batches (``snapshot_state``) and, on recovery,
 hands the position back to a new reader before its first poll (``restore_state``).
 Readers without these methods keep working; their sources are simply not replayable.
+
+A reader that reads several splits at once implements ``SplitSourceReader`` as well:
+``from_source`` then generates watermarks per split and the source's watermark is the
+minimum over them (``taskmanager.operators.split_watermarks``). A reader that reads its
+splits one after the other needs none of it: one generator sees the same event time.
 """
 
 from __future__ import annotations
@@ -42,6 +47,28 @@ class SourceReader(Protocol):
 @runtime_checkable
 class Source(Protocol):
     def create_reader(self, context: SourceReaderContext) -> SourceReader: ...
+
+
+@runtime_checkable
+class SplitSourceReader(SourceReader, Protocol):
+    """A reader that names its splits, for watermarks per split (Flink's
+    ``ReaderOutput.createOutputForSplit`` / ``releaseOutputForSplit``).
+
+    >>> class PartitionReader:
+    ...     def split_ids(self): return [p.name for p in self.partitions if not p.done]
+    ...     def current_split_id(self): return self.last_partition.name
+    ...     def poll_batch(self, max_records): ...  # records of one partition per batch
+    """
+
+    def split_ids(self) -> list[str]:
+        """The splits this reader holds and has not finished. A split counts in the
+        source's watermark from when it is listed until it is no longer listed."""
+        ...
+
+    def current_split_id(self) -> str:
+        """The split the records of the last ``poll_batch`` came from: every batch
+        holds the records of one split."""
+        ...
 
 
 @runtime_checkable

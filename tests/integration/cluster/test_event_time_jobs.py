@@ -22,7 +22,7 @@ from test_checkpoint_recovery import (
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.common import Duration, Time, Types, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
-from weir.core.watermarks import MAX_WATERMARK, Watermark
+from weir.core.watermarks import MAX_WATERMARK, MIN_WATERMARK, Watermark, WatermarkGenerator
 from weir.datastream import (
     KeyedProcessFunction,
     MapFunction,
@@ -134,6 +134,70 @@ def test_an_idle_input_does_not_hold_the_watermark_back(cluster, tmp_path):
 class Stamp(TimestampAssigner):
     def extract_timestamp(self, value, record_timestamp):
         return value[1]
+
+
+class Punctuated(WatermarkGenerator):
+    """A watermark at every record's timestamp; a record ("idle", _) marks its split idle."""
+
+    def on_event(self, event, event_timestamp, output):
+        if event[0] == "idle":
+            output.mark_idle()
+        else:
+            output.emit_watermark(Watermark(event_timestamp))
+
+    def on_periodic_emit(self, output):
+        pass
+
+
+class TwoPartitions:
+    """A Source whose reader holds two splits at once, as a log's partitions, and returns
+    one record a poll from the split ``script`` names."""
+
+    def __init__(self, script: list[tuple[str, tuple]]) -> None:
+        self.script = script
+
+    def is_bounded(self) -> bool:
+        return True
+
+    def create_reader(self, context):
+        return PartitionReader(self.script)
+
+
+class PartitionReader:
+    def __init__(self, script: list[tuple[str, tuple]]) -> None:
+        self.script = list(script)
+        self.current = ""
+
+    def split_ids(self) -> list[str]:
+        return ["a", "b"]
+
+    def current_split_id(self) -> str:
+        return self.current
+
+    def poll_batch(self, max_records):
+        if not self.script:
+            return None
+        self.current, record = self.script.pop(0)
+        return [record]
+
+    def close(self) -> None:
+        pass
+
+
+def test_from_source_generates_watermarks_per_split(cluster):
+    """Split a runs ahead to 1000 while split b is at 400: the source's watermark is b's.
+    Once b is idle, a's 1000 goes out. One generator for the whole reader would have
+    made b's records late (watermark 1000 before them)."""
+    script = [("a", ("a", 1000)), ("b", ("b", 400)), ("b", ("b", 450)),
+              ("b", ("idle", 0)), ("a", ("a", 1100))]
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    strategy = WatermarkStrategy.for_generator(Punctuated).with_timestamp_assigner(Stamp())
+    stream = env.from_source(TwoPartitions(script), strategy, "partitions")
+    with stream.key_by(lambda v: 0).process(SeenWatermark()).execute_and_collect() as it:
+        seen = {r[0]: r[1] for r in it if r[0] != "timer"}
+    assert seen == {("a", 1000): MIN_WATERMARK, ("b", 400): MIN_WATERMARK,
+                    ("b", 450): 400, ("idle", 0): 450, ("a", 1100): 1000}
 
 
 class Route(ProcessFunction):

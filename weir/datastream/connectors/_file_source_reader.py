@@ -61,6 +61,9 @@ def enumerate_files(paths: tuple[str, ...]) -> list[str]:
 class FileSourceReader:
     """Reads the splits of one subtask, one file after the other, a batch of lines a poll.
 
+    Not a ``SplitSourceReader``: as it reads one split at a time, one watermark
+    generator over its output sees the event time that per-split ones would.
+
     Bounded: the files present at the first poll; then ``None``. Continuous: every
     ``discovery_interval_ms`` the paths are listed again and new files of this subtask
     are queued; ``[]`` while there is nothing to read.
