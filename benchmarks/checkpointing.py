@@ -121,7 +121,7 @@ def checkpoint_duration(keys: int, value_bytes: int, gateway: DispatcherGateway)
         while time.monotonic() < deadline and len(full) < 3:
             full = [m for m in _checkpoints(checkpoint_dir) if m.state_size >= target]
             time.sleep(POLL_S * 10)
-        gateway.cancel_job(client.get_job_id())
+        gateway.cancel_job(str(client.get_job_id()))
         durations = [m.completion_timestamp_ms - m.trigger_timestamp_ms for m in full]
         size = max((m.state_size for m in full), default=0)
         return size, durations
@@ -144,7 +144,7 @@ def recovery_time(gateway: DispatcherGateway) -> float:
             .add_sink(lambda kv: None)
         )
         client = env.execute_async("bench-recovery")
-        job_id = client.get_job_id()
+        job_id = str(client.get_job_id())
 
         def running(attempt: int):
             details = gateway.job_details(job_id)

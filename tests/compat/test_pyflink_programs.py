@@ -47,3 +47,24 @@ def test_program_prints_what_pyflink_prints(name, tmp_path):
 
 def _unprefixed(lines: list[str]) -> list[str]:
     return [re.sub(r"^((?:[^:>\s]+:)?)\d+> ", r"\1", line) for line in lines]
+
+
+def test_output_redirected_to_a_file_keeps_every_line(tmp_path):
+    """``python job.py > out.txt``: the TaskManagers append to the file the client writes,
+    so neither overwrites the other, and what the client printed before submitting comes
+    first."""
+    name = "p31_job_client_and_settings"
+    script = tmp_path / f"{name}.py"
+    script.write_text(as_weir((HERE / "programs" / f"{name}.py").read_text()))
+    out = tmp_path / "out.txt"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "WEIR_LOG_LEVEL": "ERROR"}
+    with out.open("w") as stdout:
+        result = subprocess.run([sys.executable, str(script)], stdout=stdout,
+                                stderr=subprocess.PIPE, text=True, timeout=300, cwd=tmp_path,
+                                env=env)
+    assert result.returncode == 0, result.stderr[-4000:]
+    expected = (HERE / "expected" / f"{name}.out").read_text().splitlines()
+    got = out.read_text().splitlines()
+    assert sorted(got) == sorted(expected)
+    before_submit = expected.index("domain TimeDomain.EVENT_TIME") + 1
+    assert got[:before_submit] == expected[:before_submit]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
+import stat
 import sys
 
 from weir.client.dispatcher_client import DispatcherGateway
@@ -16,13 +18,26 @@ PRINT_TARGET_KEY = "weir.internal.print-target"
 
 def client_stdout_path() -> str | None:
     """A path through which TaskManagers on this machine append to the client's stdout,
-    so ``print()`` output of an embedded run shows where the user ran the job."""
+    so ``print()`` output of an embedded run shows where the user ran the job.
+
+    When stdout is a file (``python job.py > out.txt``), it is switched to append mode:
+    the client writes at its own offset otherwise, over the lines the TaskManagers
+    appended. What the client printed so far goes out first."""
     try:
+        sys.stdout.flush()
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):
         fd = 1
     path = f"/proc/{os.getpid()}/fd/{fd}"
-    return path if os.path.exists(path) else None
+    if not os.path.exists(path):
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)
+    except OSError:
+        pass  # the output may interleave badly, but it is all still written
+    return path
 
 
 class RemoteExecutor:

@@ -1,8 +1,11 @@
 """Types, Row, Configuration, Duration/Time and WatermarkStrategy (mirrors ``pyflink.common``)."""
 
+from weir.common.completable_future import CompletableFuture
 from weir.common.configuration import Configuration
 from weir.common.execution_config import ExecutionConfig
-from weir.common.job_execution_result import JobExecutionResult
+from weir.common.job_client import JobClient
+from weir.common.job_execution_result import JobExecutionResult, JobID
+from weir.common.job_status import JobStatus
 from weir.common.serialization import Encoder
 from weir.common.time import Duration, Instant, Time
 from weir.common.typeinfo import (
@@ -31,12 +34,16 @@ from weir.common.watermark_strategy import (
 __all__ = [
     "BasicArrayTypeInfo",
     "BasicTypeInfo",
+    "CompletableFuture",
     "Configuration",
     "Duration",
     "Encoder",
     "ExecutionConfig",
     "Instant",
+    "JobClient",
     "JobExecutionResult",
+    "JobID",
+    "JobStatus",
     "ListTypeInfo",
     "MapTypeInfo",
     "ObjectArrayTypeInfo",

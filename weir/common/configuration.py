@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import yaml
+
 __all__ = ["Configuration"]
 
 
@@ -35,6 +37,16 @@ class Configuration:
     def set_string(self, key: str, value: str) -> Configuration:
         self._entries[key] = _as_text(value)
         return self
+
+    @staticmethod
+    def parse_list_value(value: str) -> list[Any]:
+        """A list option's value: a YAML flow list (``[a, b]``) or ``a;b``."""
+        if not value:
+            return []
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, list):
+            return parsed
+        return value.split(";")
 
     def get_integer(self, key: str, default_value: int) -> int:
         text = self._entries.get(key)

@@ -2,21 +2,53 @@
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
+from weir.common.configuration import Configuration
+from weir.core import config as keys
+
 __all__ = ["ExecutionConfig"]
 
 # Flink's default (pipeline.auto-watermark-interval): how often periodic watermarks are emitted.
 _DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
 
 
-class ExecutionConfig:
-    """Job parameters, watermark interval and object reuse, as PyFlink's ExecutionConfig."""
+class _Environment(Protocol):
+    """What an ExecutionConfig shares with its environment (parallelism, configuration)."""
 
-    def __init__(self) -> None:
+    def get_parallelism(self) -> int: ...
+    def set_parallelism(self, parallelism: int) -> Any: ...
+    def get_max_parallelism(self) -> int: ...
+    def set_max_parallelism(self, max_parallelism: int) -> Any: ...
+
+
+class ExecutionConfig:
+    """PyFlink's ExecutionConfig: job parameters, the watermark interval, object reuse,
+    parallelism (the same setting as the environment's) and snapshot compression.
+
+    A few of Flink's switches are kept and reported but change nothing here: the
+    closure cleaner (functions are always pickled whole), generic types and
+    auto-generated uids (no Java type system), latency tracking (no metrics yet) and
+    the task cancellation interval and timeout."""
+
+    PARALLELISM_DEFAULT = -1
+    PARALLELISM_UNKNOWN = -2
+
+    def __init__(self, environment: _Environment | None = None,
+                 configuration: Configuration | None = None) -> None:
+        self._environment = environment
+        self._configuration = Configuration() if configuration is None else configuration
         self._global_job_parameters: dict[str, str] = {}
         self._auto_watermark_interval_ms = _DEFAULT_AUTO_WATERMARK_INTERVAL_MS
         self._object_reuse = False
-        self._parallelism: int | None = None
-        self._max_parallelism: int | None = None
+        self._parallelism = self.PARALLELISM_DEFAULT
+        self._max_parallelism = -1
+        self._closure_cleaner = True
+        self._latency_tracking_interval_ms = 0
+        self._cancellation_interval_ms = 30_000
+        self._cancellation_timeout_ms = 180_000
+        self._generic_types = True
+        self._auto_generated_uids = True
 
     def set_global_job_parameters(self, global_parameters_dict: dict[str, str]) -> ExecutionConfig:
         """What ``RuntimeContext.get_job_parameter(key, default_value)`` returns in every task."""
@@ -43,3 +75,105 @@ class ExecutionConfig:
 
     def is_object_reuse_enabled(self) -> bool:
         return self._object_reuse
+
+    # --- parallelism: the environment's own setting ---------------------------------------
+
+    def get_parallelism(self) -> int:
+        if self._environment is not None:
+            return self._environment.get_parallelism()
+        return self._parallelism
+
+    def set_parallelism(self, parallelism: int) -> ExecutionConfig:
+        """The default parallelism of the job's operators (``env.set_parallelism``)."""
+        if self._environment is not None:
+            self._environment.set_parallelism(parallelism)
+        elif parallelism < 1 and parallelism != self.PARALLELISM_DEFAULT:
+            msg = f"parallelism must be at least 1 (or PARALLELISM_DEFAULT), got {parallelism}"
+            raise ValueError(msg)
+        else:
+            self._parallelism = parallelism
+        return self
+
+    def get_max_parallelism(self) -> int:
+        if self._environment is not None:
+            return self._environment.get_max_parallelism()
+        return self._max_parallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> ExecutionConfig:
+        if self._environment is not None:
+            self._environment.set_max_parallelism(max_parallelism)
+        else:
+            self._max_parallelism = max_parallelism
+        return self
+
+    # --- snapshot compression: execution.checkpointing.snapshot-compression ------------------
+
+    def is_use_snapshot_compression(self) -> bool:
+        entries = self._configuration.to_dict()
+        return bool(keys.get(entries, keys.CHECKPOINTING_SNAPSHOT_COMPRESSION))
+
+    def set_use_snapshot_compression(self, use_snapshot_compression: bool) -> ExecutionConfig:
+        """Compress keyed state snapshots with lz4 (``execution.checkpointing.snapshot-
+        compression``)."""
+        self._configuration.set_boolean(
+            keys.CHECKPOINTING_SNAPSHOT_COMPRESSION.key, bool(use_snapshot_compression))
+        return self
+
+    # --- kept and reported only --------------------------------------------------------
+
+    def enable_closure_cleaner(self) -> ExecutionConfig:
+        self._closure_cleaner = True
+        return self
+
+    def disable_closure_cleaner(self) -> ExecutionConfig:
+        self._closure_cleaner = False
+        return self
+
+    def is_closure_cleaner_enabled(self) -> bool:
+        return self._closure_cleaner
+
+    def set_latency_tracking_interval(self, interval: int) -> ExecutionConfig:
+        self._latency_tracking_interval_ms = int(interval)
+        return self
+
+    def get_latency_tracking_interval(self) -> int:
+        return self._latency_tracking_interval_ms
+
+    def set_task_cancellation_interval(self, interval: int) -> ExecutionConfig:
+        self._cancellation_interval_ms = int(interval)
+        return self
+
+    def get_task_cancellation_interval(self) -> int:
+        return self._cancellation_interval_ms
+
+    def set_task_cancellation_timeout(self, timeout: int) -> ExecutionConfig:
+        if timeout < 0:
+            msg = f"the task cancellation timeout must be 0 or more, got {timeout}"
+            raise ValueError(msg)
+        self._cancellation_timeout_ms = int(timeout)
+        return self
+
+    def get_task_cancellation_timeout(self) -> int:
+        return self._cancellation_timeout_ms
+
+    def enable_generic_types(self) -> ExecutionConfig:
+        self._generic_types = True
+        return self
+
+    def disable_generic_types(self) -> ExecutionConfig:
+        self._generic_types = False
+        return self
+
+    def has_generic_types_disabled(self) -> bool:
+        return not self._generic_types
+
+    def enable_auto_generated_uids(self) -> ExecutionConfig:
+        self._auto_generated_uids = True
+        return self
+
+    def disable_auto_generated_uids(self) -> ExecutionConfig:
+        self._auto_generated_uids = False
+        return self
+
+    def has_auto_generated_uids_enabled(self) -> bool:
+        return self._auto_generated_uids

@@ -1,5 +1,5 @@
 """``JobExecutionResult``: what ``execute()`` returns (defined in ``weir.core.executor``)."""
 
-from weir.core.executor import JobExecutionResult
+from weir.core.executor import JobExecutionResult, JobID
 
-__all__ = ["JobExecutionResult"]
+__all__ = ["JobExecutionResult", "JobID"]

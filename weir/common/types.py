@@ -15,6 +15,13 @@ class RowKind(enum.Enum):
     UPDATE_AFTER = 2
     DELETE = 3
 
+    def __str__(self) -> str:
+        """The short form PyFlink prints: +I, -U, +U or -D."""
+        return _ROW_KIND_SHORT[self.value]
+
+
+_ROW_KIND_SHORT = ("+I", "-U", "+U", "-D")
+
 
 def _create_row(fields: list[str] | None, values: Any, row_kind: RowKind | None = None) -> Row:
     row = Row(*values)
@@ -73,6 +80,13 @@ class Row:
             return obj
 
         return dict(zip(self._fields, (conv(o) for o in self), strict=False))
+
+    @staticmethod
+    def of_kind(row_kind: RowKind, *args: Any, **kwargs: Any) -> Row:
+        """A row of the given kind: ``Row.of_kind(RowKind.UPDATE_AFTER, 1, "x")``."""
+        row = Row(*args, **kwargs)
+        row.set_row_kind(row_kind)
+        return row
 
     def get_row_kind(self) -> RowKind:
         return self._row_kind

@@ -410,6 +410,18 @@ CHECKPOINTING_STORAGE = _option(
     "execution.checkpointing.dir. Unset: filesystem when a directory is set, else jobmanager.",
     ("", "jobmanager", "filesystem"),
 )
+SAVEPOINT_DIR = _option(
+    "execution.checkpointing.savepoint-dir",
+    "",
+    str,
+    "The default directory for savepoints (kept for the savepoint commands to come).",
+)
+STATE_CHANGELOG_ENABLED = _option(
+    "state.changelog.enabled",
+    False,
+    _parse_bool,
+    "Flink's changelog state backend switch; kept and reported only, as Weir has none.",
+)
 
 # --- state recovery (Flink 2.x StateRecoveryOptions) ----------------------------------
 STATE_RECOVERY_PATH = _option(

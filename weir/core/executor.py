@@ -28,6 +28,32 @@ class CloseableIterator(Protocol):
     def close(self) -> None: ...
 
 
+class JobID:
+    """A job's id (PyFlink's JobID): ``str(job_id)`` is its 32 hex digits. Equal to another
+    JobID or to the plain string of the same id."""
+
+    __slots__ = ("_hex",)
+
+    def __init__(self, hex_id: str) -> None:
+        self._hex = str(hex_id)
+
+    def __str__(self) -> str:
+        return self._hex
+
+    def __repr__(self) -> str:
+        return f"JobID({self._hex})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JobID):
+            return self._hex == other._hex
+        if isinstance(other, str):
+            return self._hex == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._hex)
+
+
 class JobExecutionResult:
     """What ``execute()`` returns (PyFlink's JobExecutionResult)."""
 
@@ -38,11 +64,16 @@ class JobExecutionResult:
         self._net_runtime_ms = net_runtime_ms
         self._accumulators = accumulators or {}
 
-    def get_job_id(self) -> str:
-        return self._job_id
+    def get_job_id(self) -> JobID:
+        return JobID(self._job_id)
 
     def get_net_runtime(self) -> int:
+        """How long the job ran, in milliseconds."""
         return self._net_runtime_ms
+
+    def get_accumulator_result(self, accumulator_name: str) -> Any:
+        """The accumulator's final value, or None if the job has none of that name."""
+        return self._accumulators.get(accumulator_name)
 
     def get_all_accumulator_results(self) -> dict[str, Any]:
         return dict(self._accumulators)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from weir.common.typeinfo import (
     PickledBytesTypeInfo,
     RowTypeInfo,
+    TupleTypeInfo,
     TypeInformation,
     Types,
     key_type_name,
@@ -270,6 +271,25 @@ class DataStream(_OperatorSettings):
             input=self._transformation, partitioner=kind, partitioner_payload=payload or {})
         return DataStream(self._env, t)
 
+    def project(self, *field_indexes: int) -> DataStream:
+        """The tuples' fields at ``field_indexes``, in that order, as new tuples: the
+        stream must be declared as a tuple stream (``output_type=Types.TUPLE([...])``)."""
+        tuple_type = self.get_type()
+        if not isinstance(tuple_type, TupleTypeInfo):
+            msg = "Only Tuple DataStreams can be projected."
+            raise Exception(msg)  # PyFlink raises a bare Exception here
+        field_types = tuple_type.get_field_types()
+        indexes = tuple(field_indexes)
+        for index in indexes:
+            if not 0 <= index < len(field_types):
+                msg = (f"project(): field index {index} is out of range for a tuple of "
+                       f"{len(field_types)} fields")
+                raise IndexError(msg)
+        out = self.map(lambda value: tuple([value[i] for i in indexes]),
+                       output_type=Types.TUPLE([field_types[i] for i in indexes]))
+        out._transformation.name = "Projection"
+        return out
+
     def shuffle(self) -> DataStream:
         return self._partition(PartitionerKind.SHUFFLE)
 
@@ -498,6 +518,9 @@ class KeyedStream(DataStream):
 
     def union(self, *streams: DataStream) -> DataStream:
         return self._values().union(*streams)
+
+    def project(self, *field_indexes: int) -> DataStream:
+        return self._values().project(*field_indexes)
 
     def add_sink(self, sink_func: SinkFunction | Callable[..., Any]) -> DataStreamSink:
         return self._values().add_sink(sink_func)

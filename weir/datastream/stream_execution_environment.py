@@ -9,12 +9,12 @@ from typing import Any
 
 from weir.common.configuration import Configuration
 from weir.common.execution_config import ExecutionConfig
+from weir.common.job_client import JobClient
 from weir.common.typeinfo import TypeInformation, Types
 from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core import config as config_keys
 from weir.core.executor import (
     CloseableIterator,
-    JobClient,
     JobExecutionResult,
     get_context_configuration,
     get_executor,
@@ -60,11 +60,11 @@ class StreamExecutionEnvironment:
         else:
             # Run locally (the embedded MiniCluster), Flink's LocalStreamEnvironment
             # defaults to one subtask per CPU core.
-            self._parallelism = os.cpu_count() or 1
+            self._parallelism = StreamExecutionEnvironment.get_default_local_parallelism()
         self._max_parallelism = config_keys.get(entries, config_keys.MAX_PARALLELISM)
         self._chaining = config_keys.get(entries, config_keys.OPERATOR_CHAINING)
         self._buffer_timeout_ms = config_keys.get(entries, config_keys.BUFFER_TIMEOUT)
-        self._config = ExecutionConfig()
+        self._config = ExecutionConfig(self, self._configuration)
         self._transformations: list[Transformation] = []
         self._ids = itertools.count(1)
 
@@ -141,6 +141,65 @@ class StreamExecutionEnvironment:
 
     def is_chaining_enabled(self) -> bool:
         return self._chaining
+
+    def get_checkpointing_consistency_mode(self) -> CheckpointingMode:
+        """The guarantee state gets: the checkpointing mode when checkpointing is on,
+        AT_LEAST_ONCE when it is off (as Flink 2 reports it)."""
+        config = self.get_checkpoint_config()
+        if not config.is_checkpointing_enabled():
+            return CheckpointingMode.AT_LEAST_ONCE
+        return config.get_checkpointing_mode()
+
+    def is_unaligned_checkpoints_enabled(self) -> bool:
+        return self.get_checkpoint_config().is_unaligned_checkpoints_enabled()
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        return self.get_checkpoint_config().is_force_unaligned_checkpoints()
+
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
+        """Kept (``state.changelog.enabled``) and reported: Weir has no changelog state
+        backend, so state is checkpointed as it would be without it."""
+        self._configuration.set_boolean(config_keys.STATE_CHANGELOG_ENABLED.key, bool(enabled))
+        return self
+
+    def is_changelog_state_backend_enabled(self) -> bool | None:
+        """None when never set (the cluster's configuration decides)."""
+        if not self._configuration.contains_key(config_keys.STATE_CHANGELOG_ENABLED.key):
+            return None
+        return bool(config_keys.get(self._configuration.to_dict(),
+                                    config_keys.STATE_CHANGELOG_ENABLED))
+
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
+        """Where savepoints go by default (``execution.checkpointing.savepoint-dir``)."""
+        self._configuration.set_string(config_keys.SAVEPOINT_DIR.key, _normalize_uri(directory))
+        return self
+
+    def get_default_savepoint_directory(self) -> str | None:
+        directory = self._configuration.get_string(config_keys.SAVEPOINT_DIR.key, "")
+        return directory or None
+
+    @staticmethod
+    def get_default_local_parallelism() -> int:
+        """The parallelism of environments that run locally: one subtask per CPU core
+        unless ``set_default_local_parallelism`` said otherwise."""
+        return _default_local_parallelism or os.cpu_count() or 1
+
+    @staticmethod
+    def set_default_local_parallelism(parallelism: int) -> None:
+        global _default_local_parallelism
+        if parallelism < 1:
+            msg = f"the default local parallelism must be at least 1, got {parallelism}"
+            raise ValueError(msg)
+        _default_local_parallelism = parallelism
+
+    def is_chaining_of_operators_with_different_max_parallelism_enabled(self) -> bool:
+        """Always True: operators chain whatever their max parallelism."""
+        return True
+
+    def close(self) -> None:
+        """Release what the environment holds: its transformations. Jobs already
+        submitted go on."""
+        self._transformations.clear()
 
     def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
         self._configuration.add_all(configuration)
@@ -265,18 +324,33 @@ class StreamExecutionEnvironment:
         return execution_plan_json(self._stream_graph(clear=False))
 
     def execute_async(self, job_name: str | None = None) -> JobClient:
-        """Submits the job and returns at once with a JobClient."""
-        return get_executor().submit(self._job_graph(job_name).job_graph)
+        """Submits the job and returns at once with a JobClient, whose methods answer
+        with futures as PyFlink's do::
+
+            >>> env.execute_async("job").get_job_execution_result().result()
+        """
+        return JobClient(get_executor().submit(self._job_graph(job_name).job_graph))
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
         """Runs the job and waits for it; raises JobExecutionError if it fails."""
-        return self.execute_async(job_name).get_job_execution_result()
+        return get_executor().submit(self._job_graph(job_name).job_graph) \
+            .get_job_execution_result()
 
     def _execute_and_collect(self, collect: Transformation,
                              job_name: str | None) -> CloseableIterator:
         result = self._job_graph(job_name)
         client = get_executor().submit(result.job_graph)
         return client.collect(result.operator_ids[collect.id])
+
+
+_default_local_parallelism: int | None = None
+
+
+def _normalize_uri(directory: str) -> str:
+    """``file:///tmp/x`` as Flink's Path writes it: ``file:/tmp/x``."""
+    if directory.startswith("file:///"):
+        return "file:/" + directory[len("file:///"):]
+    return directory
 
 
 def _all_transformations(roots: list[Transformation]) -> list[Transformation]:

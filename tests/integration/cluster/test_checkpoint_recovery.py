@@ -174,12 +174,12 @@ def test_job_recovers_from_a_killed_task_manager_exactly_once(cluster, tmp_path,
     records = 6_000
     env, out = running_sum_job(tmp_path, records, 0.001, {})
     client = env.execute_async("running sum, one TaskManager killed")
-    job_id = client.get_job_id()
+    job_id = str(client.get_job_id())
     with DispatcherGateway(cluster.address) as gateway:
         # Mid-job: after a checkpoint committed output, so there is state to restore.
         await_condition(lambda: list(tmp_path.glob("checkpoints/*/chk-*")), "a checkpoint")
         seconds, _ = kill_a_task_manager(gateway, job_id, random.Random(0), 0)
-    result = client.get_job_execution_result()
+    result = client.get_job_execution_result().result()
     print(f"recovery from a TaskManager kill to RUNNING: {seconds:.2f} s")
     record_property("recovery_seconds", round(seconds, 2))
 
@@ -195,7 +195,7 @@ def test_chaos_three_task_manager_kills_exactly_once(cluster, tmp_path):
     records = 20_000
     env, out = running_sum_job(tmp_path, records, 0.001, {})
     client = env.execute_async("running sum, three TaskManagers killed")
-    job_id = client.get_job_id()
+    job_id = str(client.get_job_id())
     # Committed part files appear only when they roll (at the end here), so the random
     # moments are counted in completed checkpoints: each kill comes 1 to 6 checkpoints
     # after the previous one, so every attempt takes part in at least one.
@@ -211,7 +211,7 @@ def test_chaos_three_task_manager_kills_exactly_once(cluster, tmp_path):
             )
             seconds, attempt = kill_a_task_manager(gateway, job_id, rng, attempt)
             recoveries.append(round(seconds, 2))
-    client.get_job_execution_result()
+    client.get_job_execution_result().result()
     print(f"chaos recoveries (s): {recoveries}")
     assert committed_lines(out) == expected_lines(records)
 

@@ -9,7 +9,8 @@ import pytest
 
 from weir.client import cli
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.common import WatermarkStrategy
+from weir.common import JobStatus, WatermarkStrategy
+from weir.core.errors import JobExecutionError
 from weir.core.job_info import CheckpointStatisticsInfo
 from weir.datastream import MapFunction, StreamExecutionEnvironment
 from weir.datastream.connectors.number_seq import NumberSequenceSource
@@ -54,7 +55,7 @@ def _await_completed(gateway: DispatcherGateway, job_id: str, n: int) -> Checkpo
 
 def test_statistics_of_a_running_and_an_ended_job(cluster, tmp_path, capsys):
     client = _start_job(tmp_path)
-    job_id = client.get_job_id()
+    job_id = str(client.get_job_id())
     try:
         with DispatcherGateway(cluster.address) as gateway:
             live = _await_completed(gateway, job_id, 2)
@@ -82,8 +83,10 @@ def test_statistics_of_a_running_and_an_ended_job(cluster, tmp_path, capsys):
             assert "COMPLETED" in out
             assert "END-TO-END" in out
 
-            client.cancel()
-            client.wait_for_terminal()
+            client.cancel().result()
+            with pytest.raises(JobExecutionError, match="was cancelled"):
+                client.get_job_execution_result().result()
+            assert client.get_job_status().result() == JobStatus.CANCELED
             archived = gateway.checkpoint_statistics(job_id)
             assert archived.num_completed >= live.num_completed
             assert archived.num_in_progress == 0
@@ -93,7 +96,7 @@ def test_statistics_of_a_running_and_an_ended_job(cluster, tmp_path, capsys):
             out = capsys.readouterr().out
             assert f"checkpoints: triggered {archived.num_triggered}" in out
     finally:
-        if client.get_job_status() not in ("CANCELED", "FINISHED", "FAILED"):
+        if not client.get_job_status().result().is_globally_terminal_state():
             client.cancel()
 
 
@@ -102,10 +105,10 @@ def test_statistics_of_a_job_without_checkpointing(cluster, capsys):
     env.from_collection([1, 2, 3]).add_sink(lambda _: None)
     result = env.execute("no checkpoints")
     with DispatcherGateway(cluster.address) as gateway:
-        stats = gateway.checkpoint_statistics(result.get_job_id())
+        stats = gateway.checkpoint_statistics(str(result.get_job_id()))
     assert not stats.checkpointing_enabled
     assert stats.num_triggered == 0
-    assert cli.main(["checkpoints", "-m", cluster.address, result.get_job_id()]) == 0
+    assert cli.main(["checkpoints", "-m", cluster.address, str(result.get_job_id())]) == 0
     assert "Checkpointing is not enabled" in capsys.readouterr().out
 
 

@@ -143,7 +143,7 @@ def test_keyed_running_sum_recovers_exactly_once(cluster, tmp_path, unaligned):
         assert sorted(values) == sorted(set(values))
         assert max(values) == total
 
-    job_dir = tmp_path / "checkpoints" / result.get_job_id()
+    job_dir = tmp_path / "checkpoints" / str(result.get_job_id())
     retained = sorted(p for p in job_dir.iterdir() if p.name.startswith("chk-"))
     assert 1 <= len(retained) <= 2
     assert {p.name for p in job_dir.iterdir()} >= {"shared", "taskowned"}

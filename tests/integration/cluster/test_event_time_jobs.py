@@ -278,11 +278,11 @@ def test_event_time_timers_are_restored_after_a_task_manager_is_killed(cluster, 
         .process(PeriodSums(), output_type=Types.STRING())
         .sink_to(exactly_once_lines(out)))
     client = env.execute_async("period sums, one TaskManager killed")
-    job_id = client.get_job_id()
+    job_id = str(client.get_job_id())
     with DispatcherGateway(cluster.address) as gateway:
         await_condition(lambda: list(tmp_path.glob("checkpoints/*/chk-*")), "a checkpoint")
         kill_a_task_manager(gateway, job_id, random.Random(1), 0)
-    client.get_job_execution_result()
+    client.get_job_execution_result().result()
     assert committed_lines(out) == expected_period_sums(records)
 
 

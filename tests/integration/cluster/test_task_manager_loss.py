@@ -43,7 +43,7 @@ def test_killed_task_manager_fails_the_job_and_the_cluster_serves_on(cluster):
     with DispatcherGateway(cluster.address) as gateway:
 
         def running_on():
-            details = gateway.job_details(client.get_job_id())
+            details = gateway.job_details(str(client.get_job_id()))
             tasks = [t for t in details.tasks if t.state == "RUNNING"]
             return tasks[0].resource_id if tasks else None
 
@@ -52,7 +52,7 @@ def test_killed_task_manager_fails_the_job_and_the_cluster_serves_on(cluster):
         os.kill(victim.pid, signal.SIGKILL)
 
         with pytest.raises(JobExecutionError) as info:
-            client.get_job_execution_result()
+            client.get_job_execution_result().result()
         assert "TaskManager" in info.value.cause and "lost" in info.value.cause
         assert resource_id in info.value.cause
         _await(

@@ -81,7 +81,7 @@ def _run(tmp_path: Path, unaligned: bool) -> tuple[set[int], set[int]]:
         .set_parallelism(1)
     )
     result = env.execute(f"back-pressured, unaligned={unaligned}")
-    job_dir = tmp_path / "checkpoints" / result.get_job_id()
+    job_dir = tmp_path / "checkpoints" / str(result.get_job_id())
     completed = {
         int(p.name.removeprefix("chk-"))
         for p in job_dir.glob("chk-*") if (p / "_metadata").exists()

@@ -154,11 +154,11 @@ def test_windows_restored_after_a_task_manager_is_killed(cluster, tmp_path):
     records = 6_000
     env, out = windowed_sums_job(tmp_path, records)
     client = env.execute_async("window sums, one TaskManager killed")
-    job_id = client.get_job_id()
+    job_id = str(client.get_job_id())
     with DispatcherGateway(cluster.address) as gateway:
         await_condition(lambda: list(tmp_path.glob("checkpoints/*/chk-*")), "a checkpoint")
         kill_a_task_manager(gateway, job_id, random.Random(2), 0)
-    client.get_job_execution_result()
+    client.get_job_execution_result().result()
     assert committed_lines(out) == expected_window_sums(records)
 
 

@@ -116,3 +116,16 @@ class TestTime:
         assert ws.max_out_of_orderness_ms == 5000 and ws.idle_timeout_ms == 1000
         assert WatermarkStrategy.for_monotonous_timestamps().kind == "monotonous"
         assert WatermarkStrategy.no_watermarks().timestamp_assigner is None
+
+
+def test_row_of_kind_and_the_short_row_kind_names() -> None:
+    row = Row.of_kind(RowKind.UPDATE_AFTER, 1, "x")
+    assert row.get_row_kind() is RowKind.UPDATE_AFTER
+    assert list(row) == [1, "x"]
+    assert [str(kind) for kind in RowKind] == ["+I", "-U", "+U", "-D"]
+
+
+def test_parse_list_value_reads_yaml_lists_and_semicolons() -> None:
+    assert Configuration.parse_list_value("[1, x]") == [1, "x"]
+    assert Configuration.parse_list_value("a;b") == ["a", "b"]
+    assert Configuration.parse_list_value("") == []

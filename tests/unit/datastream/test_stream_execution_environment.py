@@ -6,10 +6,11 @@ import threading
 import cloudpickle
 import pytest
 
-from weir.common import Configuration, Row, Types, WatermarkStrategy
-from weir.core.errors import JobGraphError
+from weir.common import Configuration, JobID, JobStatus, Row, Types, WatermarkStrategy
+from weir.core.errors import JobGraphError, WeirError
 from weir.core.job_graph import OperatorKind, PartitionerKind, SerializerKind
 from weir.datastream import (
+    CheckpointingMode,
     CoMapFunction,
     KeyedProcessFunction,
     KeySelector,
@@ -56,11 +57,22 @@ class TestExecute:
         with pytest.raises(JobGraphError, match="No operators"):
             env.execute()
 
-    def test_execute_async_returns_the_client(self, executor):
+    def test_execute_async_returns_a_job_client_with_futures(self, executor):
         env = StreamExecutionEnvironment.get_execution_environment()
         env.from_collection([1]).print()
         client = env.execute_async("j")
-        assert client is executor.clients[0]
+        graph = executor.job_graphs[0]
+        assert client.get_job_id() == JobID(graph.job_id)
+        assert str(client.get_job_id()) == graph.job_id
+        status = client.get_job_status()
+        assert status.done() and status.result() is JobStatus.FINISHED
+        result = client.get_job_execution_result()
+        assert result.done()
+        assert result.result().get_job_id() == graph.job_id
+        assert client.cancel().result() is None
+        assert client.get_accumulators().result() == {}
+        with pytest.raises(WeirError, match="savepoints are not available yet"):
+            client.trigger_savepoint("file:///tmp/sp")
 
     def test_config_and_job_parameters(self, executor):
         config = Configuration().set_string("python.fn-execution.bundle.size", "10")
@@ -360,3 +372,66 @@ class TestRuntimeMode:
         env.add_source(Endless(), "endless").print()
         with pytest.raises(ValueError, match="unbounded source"):
             build(env)
+
+
+class TestSettingsAsPyFlinkReportsThem:
+    """Defaults and round trips as PyFlink 2.3 reports them for a local environment."""
+
+    def test_execution_config_shares_the_environments_parallelism(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        config = env.get_config()
+        assert config.get_parallelism() == env.get_parallelism()
+        assert config.get_max_parallelism() == -1
+        config.set_parallelism(3)
+        assert env.get_parallelism() == 3
+        env.set_parallelism(5)
+        assert config.get_parallelism() == 5
+        config.set_max_parallelism(64)
+        assert env.get_max_parallelism() == 64
+
+    def test_execution_config_defaults_and_snapshot_compression(self, executor):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        config = env.get_config()
+        assert config.is_closure_cleaner_enabled()
+        assert config.get_latency_tracking_interval() == 0
+        assert config.get_task_cancellation_interval() == 30_000
+        assert config.get_task_cancellation_timeout() == 180_000
+        assert not config.has_generic_types_disabled()
+        assert config.has_auto_generated_uids_enabled()
+        assert not config.is_use_snapshot_compression()
+        config.set_use_snapshot_compression(True)
+        assert config.is_use_snapshot_compression()
+        env.from_collection([1]).print()
+        env.execute()
+        graph = executor.job_graphs[0]
+        assert graph.config["execution.checkpointing.snapshot-compression"] == "true"
+
+    def test_checkpointing_queries_on_the_environment(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        assert env.get_checkpointing_consistency_mode() == CheckpointingMode.AT_LEAST_ONCE
+        assert not env.is_unaligned_checkpoints_enabled()
+        assert not env.is_force_unaligned_checkpoints()
+        env.enable_checkpointing(1000)
+        assert env.get_checkpointing_consistency_mode() == CheckpointingMode.EXACTLY_ONCE
+        env.get_checkpoint_config().enable_unaligned_checkpoints()
+        assert env.is_unaligned_checkpoints_enabled()
+
+    def test_savepoint_directory_changelog_and_local_parallelism(self):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        assert env.get_default_savepoint_directory() is None
+        env.set_default_savepoint_directory("file:///tmp/savepoints")
+        assert env.get_default_savepoint_directory() == "file:/tmp/savepoints"
+        assert env.is_changelog_state_backend_enabled() is None
+        env.enable_changelog_state_backend(True)
+        assert env.is_changelog_state_backend_enabled() is True
+        assert env.is_chaining_of_operators_with_different_max_parallelism_enabled()
+        default = StreamExecutionEnvironment.get_default_local_parallelism()
+        try:
+            StreamExecutionEnvironment.set_default_local_parallelism(7)
+            assert StreamExecutionEnvironment.get_execution_environment().get_parallelism() == 7
+        finally:
+            StreamExecutionEnvironment.set_default_local_parallelism(default)
+        env.from_collection([1]).print()
+        env.close()
+        with pytest.raises(JobGraphError, match="No operators"):
+            env.execute()
