@@ -19,7 +19,6 @@ time windows with their default trigger (``taskmanager.operators.window_aligned`
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -128,20 +127,20 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         # Aligned event-time windows without lateness fire from an index, not timers.
         self._aligned = (self.fast is not None and self.fast["event_time"]
                          and self.allowed_lateness == 0)
-        self._aligned_pending: dict[int, dict[Any, None]] = {}
+        self._windows: dict[int, dict[Any, Any]] = {}
         self._aligned_starts: list[int] = []
         if self._aligned:
-            for k, per in self.contents.items():
-                for start in per:
-                    self._aligned_pending.setdefault(start, {})[k] = None
-            self._aligned_starts = list(self._aligned_pending)
-            heapq.heapify(self._aligned_starts)
+            self._restore_windows()
         if self.fast is None:
             self.process = self._process
         elif self.fast["event_time"]:
             self.process = self._process_fast_event_time
         else:
             self.process = self._process_fast_processing_time
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        if self._aligned:
+            self._contents_for_snapshot()
 
     def close(self) -> None:
         if self.window_function is not None:

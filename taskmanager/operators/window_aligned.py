@@ -3,10 +3,15 @@ default trigger (the payload's ``fast_path``).
 
 The windows and the trigger's timers are computed inline, and a window is named by its
 start (an ``int``) in state and timers; a ``TimeWindow`` is built only for a window
-function that needs one. Event-time windows without allowed lateness register no
-timers at all: such a window fires exactly when it is cleaned up, so the windows in the
-contents table are the pending timers, and an index of them by start (rebuilt from the
-contents on restore) fires them when the watermark passes their end.
+function that needs one.
+
+Event-time windows without allowed lateness register no timers at all: such a window
+fires exactly when it is cleaned up, so the windows themselves are the pending timers.
+Their contents are kept window by window (``{start: {key: contents}}``, a heap of the
+starts) rather than key by key: a record touches one dict per window, and a window that
+fires is one dict popped and read out. A checkpoint sees them key by key, as every
+keyed state is stored (``snapshot_state`` fills the contents table just before the
+backend captures it), and a restore turns them back.
 
 ``AlignedWindowPaths`` is a part of ``WindowOperator``; it uses the operator's state
 and helpers declared below.
@@ -34,7 +39,9 @@ class AlignedWindowPaths:
     allowed_lateness: int
     window_function: Any
     _aligned: bool
-    _aligned_pending: dict[int, dict[Any, None]]
+    state_kind: str
+    state_function: Any
+    _windows: dict[int, dict[Any, Any]]
     _aligned_starts: list[int]
     _out: list[Any]
     _out_ts: list[int | None]
@@ -104,8 +111,14 @@ class AlignedWindowPaths:
         assert spec is not None
         size, slide, offset = spec["size"], spec["slide"], spec["offset"]
         tumbling = size == slide
-        key, contents, add = self.key, self.contents, self._add
-        pending, starts_heap = self._aligned_pending, self._aligned_starts
+        key, add = self.key, self._add
+        # An AggregateFunction's add is called directly, without the generic wrapper.
+        aggregate = self.state_kind == "aggregating"
+        create = self.state_function.create_accumulator if aggregate else None
+        agg_add = self.state_function.add if aggregate else None
+        windows, starts_heap = self._windows, self._aligned_starts
+        if self.contents:
+            self.contents.clear()  # what the last checkpoint saw; the windows hold it all
         wm = self.timers.current_watermark
         late: list[Any] = []
         late_ts: list[int | None] = []
@@ -119,30 +132,30 @@ class AlignedWindowPaths:
                     late.append(x)
                     late_ts.append(ts)
                     continue
-                per = contents.get(k)
-                if per is None:
-                    per = contents[k] = {}
-                per[last_start] = add(per.get(last_start, MISSING), x)
-                keys = pending.get(last_start)
-                if keys is None:
-                    keys = pending[last_start] = {}
+                window = windows.get(last_start)
+                if window is None:
+                    window = windows[last_start] = {}
                     heapq.heappush(starts_heap, last_start)
-                keys[k] = None
+                if agg_add is not None:
+                    acc = window.get(k, MISSING)
+                    window[k] = agg_add(x, create() if acc is MISSING else acc)  # type: ignore[misc]
+                else:
+                    window[k] = add(window.get(k, MISSING), x)
                 continue
             skipped = True
             for start in range(last_start, ts - size, -slide):
                 if start + size - 1 <= wm:
                     continue
                 skipped = False
-                per = contents.get(k)
-                if per is None:
-                    per = contents[k] = {}
-                per[start] = add(per.get(start, MISSING), x)
-                keys = pending.get(start)
-                if keys is None:
-                    keys = pending[start] = {}
+                window = windows.get(start)
+                if window is None:
+                    window = windows[start] = {}
                     heapq.heappush(starts_heap, start)
-                keys[k] = None
+                if agg_add is not None:
+                    acc = window.get(k, MISSING)
+                    window[k] = agg_add(x, create() if acc is MISSING else acc)  # type: ignore[misc]
+                else:
+                    window[k] = add(window.get(k, MISSING), x)
             if skipped and ts <= wm:
                 late.append(x)
                 late_ts.append(ts)
@@ -151,38 +164,51 @@ class AlignedWindowPaths:
         self._flush()
 
     def _fire_aligned(self, watermark: int) -> None:
-        """Fire and drop every indexed window whose end the watermark reached."""
-        starts_heap, pending = self._aligned_starts, self._aligned_pending
+        """Fire and drop every window whose end the watermark reached."""
+        starts_heap, windows = self._aligned_starts, self._windows
         size = self.fast["size"]  # type: ignore[index]
-        contents, function = self.contents, self.window_function
+        function = self.window_function
         out, out_ts = self._out, self._out_ts
         value_of = self._value_of
         while starts_heap and starts_heap[0] + size - 1 <= watermark:
             start = heapq.heappop(starts_heap)
-            keys = pending.pop(start)
+            contents = windows.pop(start)
             max_ts = start + size - 1
             if function is None:
-                for k in keys:
-                    per = contents.get(k)
-                    if per is None:
-                        continue
-                    acc = per.pop(start, MISSING)
-                    if not per:
-                        del contents[k]
-                    if acc is not MISSING:
-                        out.append(value_of(acc))
-                        out_ts.append(max_ts)
+                out.extend(map(value_of, contents.values()))
+                out_ts.extend([max_ts] * len(contents))
                 continue
             window = TimeWindow(start, start + size)
             backend = self.backend
-            for k in keys:
+            for k, acc in contents.items():
                 backend.current_key = k
-                per = contents.get(k)
-                acc = MISSING if per is None else per.get(start, MISSING)
-                if acc is not MISSING:
-                    self._emit(k, window, start, acc)
-                self._clear_contents(k, start)
+                self._emit(k, window, start, acc)
                 self._clear_window_function(window, start)
+
+    def _contents_for_snapshot(self) -> None:
+        """Fill the contents table key by key (``{key: {start: contents}}``), as a
+        checkpoint stores it."""
+        by_key = self.contents
+        by_key.clear()
+        for start, contents in self._windows.items():
+            for k, acc in contents.items():
+                per = by_key.get(k)
+                if per is None:
+                    per = by_key[k] = {}
+                per[start] = acc
+
+    def _restore_windows(self) -> None:
+        """The windows of restored contents (the table, key by key, is emptied)."""
+        windows = self._windows
+        for k, per in self.contents.items():
+            for start, acc in per.items():
+                contents = windows.get(start)
+                if contents is None:
+                    contents = windows[start] = {}
+                contents[k] = acc
+        self.contents.clear()
+        self._aligned_starts = list(windows)
+        heapq.heapify(self._aligned_starts)
 
     def _process_fast_processing_time(self, batch: list[Any], timestamps: Timestamps) -> None:
         spec = self.fast

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 import pytest
@@ -382,7 +381,7 @@ class TestSnapshotRestore:
         h = Harness(p)
         h.send((("a", 1), 1), (("b", 2), 2))
         h.watermark(5)
-        snapshot = pickle.loads(pickle.dumps(h.backend.snapshot()))  # as a checkpoint does
+        snapshot = h.checkpoint()
         h.send((("a", 100), 3))  # after the checkpoint: lost with the failed attempt
 
         restored = new_backend()
@@ -393,13 +392,34 @@ class TestSnapshotRestore:
         h2.watermark(MAX_WATERMARK)
         assert h2.results() == [(("a", 11), 9), (("b", 2), 9)]
 
+    @pytest.mark.parametrize("path", PATHS)
+    def test_sliding_windows_restored_from_a_second_checkpoint_fire_once(self, path):
+        p = path(window_payload(lambda ds: ds.key_by(key).window(
+            SlidingEventTimeWindows.of(ms(10), ms(5))).reduce(add)))
+        h = Harness(p)
+        h.send((("a", 1), 1), (("b", 2), 7))
+        h.checkpoint()  # an earlier checkpoint, then more records
+        h.send((("a", 10), 8))
+        h.watermark(4)  # fires [-5, 5): a=1
+        snapshot = h.checkpoint()
+        fired_before = h.results()
+        h.send((("a", 100), 9))  # lost with the failed attempt
+
+        restored = new_backend()
+        restored.restore([snapshot])
+        h2 = Harness(p, backend=restored)
+        h2.watermark(MAX_WATERMARK)
+        assert fired_before == [(("a", 1), 4)]
+        assert sorted(h2.results()) == [(("a", 10), 14), (("a", 11), 9), (("b", 2), 9),
+                                        (("b", 2), 14)]
+
     def test_session_windows_survive_a_restore(self):
         p = window_payload(lambda ds: ds.key_by(key).window(
             EventTimeSessionWindows.with_gap(ms(10))).reduce(add))
         h = Harness(p)
         h.send((("a", 1), 0), (("a", 2), 20))
         restored = new_backend()
-        restored.restore([pickle.loads(pickle.dumps(h.backend.snapshot()))])
+        restored.restore([h.checkpoint()])
         h2 = Harness(p, backend=restored)
         h2.send((("a", 4), 10))  # bridges both sessions
         h2.watermark(MAX_WATERMARK)

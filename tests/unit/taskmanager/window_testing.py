@@ -3,6 +3,7 @@ backend and timer service, and an Output that records what the operator emits.""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -105,6 +106,12 @@ class Harness:
 
     def watermark(self, wm: int) -> None:
         self.op.process_watermark(wm)
+
+    def checkpoint(self) -> Any:
+        """The backend's snapshot as a checkpoint takes it: the operator's hook first,
+        then the capture, through pickle."""
+        self.op.snapshot_state(1)
+        return pickle.loads(pickle.dumps(self.backend.snapshot()))
 
     def fire_processing_timers(self) -> None:
         self.op.timers.fire_processing_timers(self.clock.now)
