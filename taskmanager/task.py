@@ -68,6 +68,7 @@ from taskmanager.task_events import (
     WatermarkStatus,
     deserialize_event,
 )
+from taskmanager.task_stdout import task_stdout
 from taskmanager.user_code import load_user_code
 from taskmanager.watermark_valve import StatusWatermarkValve
 from weir.core import config
@@ -286,6 +287,10 @@ class Task:
             raise TaskCanceledError
 
     def _run(self) -> None:
+        with task_stdout(self._services.print_target):
+            self._run_task()
+
+    def _run_task(self) -> None:
         try:
             self._check_canceled()
             self._transition(ExecutionState.INITIALIZING)

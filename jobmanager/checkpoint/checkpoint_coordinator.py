@@ -615,6 +615,6 @@ class CheckpointCoordinator:
                 self.job_id,
                 "keeping" if retain else "deleting",
                 job_status.value,
-                self.config.retention.value,
+                self.config.retention.name,
             )
             self._storage.discard_job(retain=retain)

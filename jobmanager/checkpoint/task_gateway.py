@@ -55,7 +55,7 @@ class TaskExecutorCheckpointGateway:
                     timestamp_ms=timestamp_ms,
                     options=taskexecutor_pb2.CheckpointOptions(
                         checkpoint_type=options.checkpoint_type.value,
-                        mode=options.mode.value,
+                        mode=options.mode.name,
                         unaligned=options.unaligned,
                         snapshot_compression=options.snapshot_compression,
                     ),

@@ -7,7 +7,9 @@ stream, whose records PyFlink converts to Java objects that print Java's way.
 
 from __future__ import annotations
 
+import datetime
 import math
+import struct
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -43,6 +45,47 @@ def _plain(value: Any) -> str:
     return str(value)
 
 
+def _double(value: Any) -> str:
+    """A DOUBLE field: an int given for it is a double once Java holds it."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return java_double(float(value))
+    return _plain(value)
+
+
+def java_float(value: float) -> str:
+    """Java's Float.toString of ``value`` rounded to 32 bits: the shortest digits that
+    read back as the same float, positional between 1e-3 and 1e7."""
+    (single,) = struct.unpack(">f", struct.pack(">f", value))
+    if math.isnan(single) or single in (_INF, -_INF) or single == 0:
+        return java_double(single)
+    for digits in range(1, 10):
+        text = f"{single:.{digits}g}"
+        if struct.unpack(">f", struct.pack(">f", float(text)))[0] == single:
+            break
+    shortest = Decimal(text)
+    if 1e-3 <= abs(single) < 1e7:
+        out = format(shortest, "f")
+        return out if "." in out else out + ".0"
+    mantissa = "".join(map(str, shortest.as_tuple().digits)).rstrip("0") or "0"
+    sign = "-" if single < 0 else ""
+    return f"{sign}{mantissa[0]}.{mantissa[1:] or '0'}E{shortest.adjusted()}"
+
+
+def _float(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return java_float(float(value))
+    return _plain(value)
+
+
+def _timestamp(value: Any) -> str:
+    """java.sql.Timestamp.toString: ``yyyy-mm-dd hh:mm:ss.f``, the fraction without
+    trailing zeros but at least one digit."""
+    if not isinstance(value, datetime.datetime):
+        return _plain(value)
+    fraction = f"{value.microsecond * 1000:09d}".rstrip("0") or "0"
+    return value.strftime("%Y-%m-%d %H:%M:%S") + "." + fraction
+
+
 def _pickled(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -57,21 +100,26 @@ def build_renderer(spec: tuple[Any, ...] | None) -> Renderer:
     kind = spec[0]
     if kind == "string":
         return lambda v: "null" if v is None else str(v)
-    if kind in ("boolean", "double", "plain"):
+    if kind in ("boolean", "plain"):
         return _plain
+    if kind == "double":
+        return _double
+    if kind == "float":
+        return _float
+    if kind == "timestamp":
+        return _timestamp
     if kind == "tuple":
         fields = [build_renderer(s) for s in spec[1]]
         return lambda v: "null" if v is None else (
             "(" + ",".join(f(x) for f, x in zip(fields, v, strict=False)) + ")")
     if kind == "row":
-        fields = [build_renderer(s) for s in spec[1]]
-
+        # PyFlink turns a Row into text in Python before printing it: each field's str().
         def row(v: Any) -> str:
             if v is None:
                 return "null"
             kind_value = getattr(v, "get_row_kind", None)
             short = _ROW_KIND_SHORT.get(kind_value().value, "+I") if kind_value else "+I"
-            return short + "[" + ",".join(f(x) for f, x in zip(fields, v, strict=False)) + "]"
+            return short + "[" + ",".join([str(x) for x in v]) + "]"
 
         return row
     if kind == "list":

@@ -14,11 +14,12 @@ them for firing; deleting a timer only removes it from its set, and the heap ski
 entries that are no longer registered when they come up.
 
 Event-time timers fire when the watermark reaches them (``advance_watermark``), in
-timestamp order, with the backend's current key set to the timer's key. A timer that
-a firing registers at or before the watermark fires in a further round of the same
-advance, after the timers registered before it: PyFlink's order (its Python functions
-hand new timers to the Java timer service only after the current ones fired), which
-matters where a firing deletes timers (a window's cleanup clears its trigger's timers).
+timestamp order, with the backend's current key set to the timer's key. They fire in
+rounds, as PyFlink's do (its Java timer service hands the due timers to Python
+together, and sees what Python registered or deleted only after they all fired): a
+round takes out every timer due when it starts and fires them all, even one that an
+earlier firing of the round deleted; a timer that a firing registers at or before the
+watermark (the same one again, too) fires in a further round of the same advance.
 Processing-time timers fire from the task's ``ProcessingTimeService``, which runs
 callbacks on the task thread through its mailbox, never concurrently with records.
 """
@@ -217,6 +218,7 @@ class InternalTimerService:
         while heap and heap[0][0] <= until:
             round_end = self._seq  # timers registered from now on wait for the next round
             deferred = []
+            due = []
             while heap and heap[0][0] <= until:
                 entry = pop(heap)
                 ts, seq, key, ns = entry
@@ -229,10 +231,15 @@ class InternalTimerService:
                 timers.discard((ts, ns))
                 if not timers:
                     del table[key]
-                backend.current_key = key
-                fire(ts, key, ns)
+                due.append(entry)
             for entry in deferred:
                 heapq.heappush(heap, entry)
+            # The round's timers are taken out before any fires, as PyFlink hands them
+            # to Python together: deleting one of them from on_timer does not stop it,
+            # and registering it again makes it fire again in the next round.
+            for ts, _, key, ns in due:
+                backend.current_key = key
+                fire(ts, key, ns)
 
     def _schedule_processing(self, timestamp: int) -> None:
         service = self._processing_time

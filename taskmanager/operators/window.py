@@ -23,7 +23,13 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
+from taskmanager.operators.base import (
+    MIN_WATERMARK,
+    OperatorSetup,
+    Output,
+    StreamOperator,
+    Timestamps,
+)
 from taskmanager.operators.functions import (
     close_function,
     key_selector,
@@ -196,14 +202,18 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             return list
         return _identity
 
-    def _emit(self, key: Any, window: Any, namespace: Any, acc: Any) -> None:
-        """Run the window function on the contents ``acc`` of ``window``."""
+    def _emit(self, key: Any, window: Any, namespace: Any, acc: Any, timestamp: int) -> None:
+        """Run the window function on the contents ``acc`` of ``window``. The results
+        carry ``timestamp``: the time of what fired the window (the element, or the
+        timer), as PyFlink stamps them. Contents that are None (a reduce or an
+        AggregateFunction's result) fire nothing, as in PyFlink."""
         value = self._value_of(acc)
-        max_ts = window.max_timestamp()
+        if value is None:
+            return
         function = self.window_function
         if function is None:
             self._out.append(value)
-            self._out_ts.append(max_ts)
+            self._out_ts.append(timestamp)
             return
         ctx = self.process_ctx
         ctx.window = window
@@ -213,7 +223,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             out, out_ts = self._out, self._out_ts
             for r in results:
                 out.append(r)
-                out_ts.append(max_ts)
+                out_ts.append(timestamp)
 
     def _clear_contents(self, key: Any, namespace: Any) -> None:
         per = self.contents.get(key)
@@ -270,9 +280,11 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             ts = None if timestamps is None else timestamps[i]
             if event_time and ts is None:
                 raise self._missing_timestamp()
+            # What assigners, triggers and results see of a record without a timestamp.
+            stamp = MIN_WATERMARK if ts is None else ts
             k = key(x)
             backend.current_key = k
-            windows = assign(x, ts, actx)
+            windows = assign(x, stamp, actx)
             mapping = None
             if self.merging:
                 mapping = self.merging_sets.get(k)
@@ -297,12 +309,12 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
                 per[state_window] = add(per.get(state_window, MISSING), x)
                 ctx = self.trigger_ctx
                 ctx.window, ctx.merged_windows = actual, None
-                result = self.trigger.on_element(x, ts, actual, ctx)
+                result = self.trigger.on_element(x, stamp, actual, ctx)
                 if result.is_fire():
                     acc = contents.get(k, {}).get(state_window, MISSING)
                     if acc is MISSING:
                         continue
-                    self._emit(k, actual, state_window, acc)
+                    self._emit(k, actual, state_window, acc, stamp)
                 if result.is_purge():
                     self._clear_contents(k, state_window)
                 self._register_cleanup_timer(actual)
@@ -366,7 +378,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         if result.is_fire():
             acc = self.contents.get(key, {}).get(state_window, MISSING)
             if acc is not MISSING:
-                self._emit(key, window, state_window, acc)
+                self._emit(key, window, state_window, acc, timestamp)
         if result.is_purge():
             self._clear_contents(key, state_window)
         if self.event_time == event_time and timestamp == self.cleanup_time(window):

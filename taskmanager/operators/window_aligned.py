@@ -47,7 +47,7 @@ class AlignedWindowPaths:
     _out_ts: list[int | None]
     _add: Callable[[Any, Any], Any]
     _value_of: Callable[[Any], Any]
-    _emit: Callable[[Any, Any, Any, Any], None]
+    _emit: Callable[[Any, Any, Any, Any, int], None]
     _flush: Callable[[], None]
     _missing_timestamp: Callable[[], MissingTimestampError]
     _dropped_late: Callable[[list[Any], list[int | None]], None]
@@ -94,7 +94,7 @@ class AlignedWindowPaths:
                     if lateness:
                         register(start, min(cleanup, MAX_LONG_VALUE))
                 else:  # EventTimeTrigger.on_element: FIRE (a late firing)
-                    emit(k, TimeWindow(start, start + size), start, acc)
+                    emit(k, TimeWindow(start, start + size), start, acc, ts)
                     register(start, min(cleanup, MAX_LONG_VALUE))
             if skipped and ts + lateness <= wm:
                 late.append(x)
@@ -175,14 +175,17 @@ class AlignedWindowPaths:
             contents = windows.pop(start)
             max_ts = start + size - 1
             if function is None:
-                out.extend(map(value_of, contents.values()))
-                out_ts.extend([max_ts] * len(contents))
+                results = list(map(value_of, contents.values()))
+                if self.state_kind != "list":  # None contents fire nothing (PyFlink)
+                    results = [r for r in results if r is not None]
+                out.extend(results)
+                out_ts.extend([max_ts] * len(results))
                 continue
             window = TimeWindow(start, start + size)
             backend = self.backend
             for k, acc in contents.items():
                 backend.current_key = k
-                self._emit(k, window, start, acc)
+                self._emit(k, window, start, acc, max_ts)
                 self._clear_window_function(window, start)
 
     def _contents_for_snapshot(self) -> None:
@@ -239,11 +242,7 @@ class AlignedWindowPaths:
             if per is not None:
                 acc = per.get(start, MISSING)
                 if acc is not MISSING:
-                    if self.window_function is None:
-                        self._out.append(self._value_of(acc))
-                        self._out_ts.append(max_ts)
-                    else:
-                        self._emit(key, TimeWindow(start, start + size), start, acc)
+                    self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
         if timestamp == min(max_ts + self.allowed_lateness, MAX_LONG_VALUE):
             self._clear_contents(key, start)
             if self.window_function is not None:
@@ -255,7 +254,7 @@ class AlignedWindowPaths:
         if per is not None:  # ProcessingTimeTrigger.on_processing_time: FIRE
             acc = per.get(start, MISSING)
             if acc is not MISSING:
-                self._emit(key, TimeWindow(start, start + size), start, acc)
+                self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
         if timestamp == start + size - 1:
             self._clear_contents(key, start)
             if self.window_function is not None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from taskmanager.state.backend import KeyedStateBackend
-from taskmanager.state.heap_states import MapStateReads
+from taskmanager.state.heap_states import ListStateContents, MapStateReads
 
 CONTENTS = "_weir_window_contents"
 MERGING = "_weir_window_merging"
@@ -135,7 +135,7 @@ class WindowListState(_WindowState):
     __slots__ = ()
 
     def get(self) -> list[Any]:
-        return list(self._get() or ())
+        return ListStateContents(self._get() or ())
 
     def add(self, value: Any) -> None:
         if value is None:

@@ -22,6 +22,7 @@ from taskmanager.state.heap_states import (
     HeapMapState,
     HeapReducingState,
     HeapValueState,
+    ListStateContents,
 )
 from weir.core.state_ttl import StateTtl
 
@@ -157,12 +158,12 @@ class TtlHeapListState(HeapListState):
         key = self._backend.current_key
         elements = self._table.get(key)
         if not elements:
-            return []
+            return ListStateContents()
         now = self._clock_ms()
         ttl_ms = self.ttl.ttl_ms
         alive = [e for e in elements if now - e[1] < ttl_ms]
         shown = elements if self.ttl.return_expired else alive
-        values = [value for value, _ in shown]
+        values = ListStateContents([value for value, _ in shown])
         if self.ttl.update_on_read:
             alive = [(value, now) for value, _ in alive]
         elif len(alive) == len(elements):
@@ -269,14 +270,8 @@ class TtlHeapMapState(HeapMapState):
     def contains(self, key: Any) -> bool:
         return self._lookup(key) is not _ABSENT
 
-    def items(self) -> list[tuple[Any, Any]]:
+    def _entries(self) -> list[tuple[Any, Any]]:
         return self._visible()
-
-    def keys(self) -> list[Any]:
-        return [k for k, _ in self._visible()]
-
-    def values(self) -> list[Any]:
-        return [v for _, v in self._visible()]
 
     def is_empty(self) -> bool:
         return not self._visible(read=False)

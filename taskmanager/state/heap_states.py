@@ -47,14 +47,62 @@ class _HeapState:
         self._table.pop(self._backend.current_key, None)
 
 
+class ListStateContents(list):  # type: ignore[type-arg]
+    """What ``ListState.get()`` returns: a copy of the elements that, like PyFlink's
+    iterable, is true even when empty (``if state.get():`` holds for a fresh state)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class MapStateIterator:
+    """What ``MapState.keys()``, ``values()`` and ``items()`` return, as PyFlink's: an
+    iterator (read once) over the entries at the time of the call, whose ``remove()``
+    drops the entry it returned last from the state."""
+
+    __slots__ = ("_entries", "_index", "_last", "_part", "_remove")
+
+    def __init__(self, entries: list[tuple[Any, Any]], part: int,
+                 remove: Callable[[Any], None]) -> None:
+        self._entries = entries
+        self._part = part  # 0: keys, 1: values, 2: items
+        self._remove = remove
+        self._index = 0
+        self._last: Any = _NOTHING
+
+    def __iter__(self) -> MapStateIterator:
+        return self
+
+    def __next__(self) -> Any:
+        index = self._index
+        if index >= len(self._entries):
+            raise StopIteration
+        self._index = index + 1
+        entry = self._entries[index]
+        self._last = entry[0]
+        return entry if self._part == 2 else entry[self._part]
+
+    def remove(self) -> None:
+        if self._last is _NOTHING:
+            msg = "remove() needs an entry: call next() first, and remove each entry once"
+            raise RuntimeError(msg)
+        self._remove(self._last)
+        self._last = _NOTHING
+
+
+_NOTHING = object()
+
+
 class HeapListState(_HeapState):
     """ListState: the current key's list (PyFlink's semantics: ``get()`` of an empty state
-    is an empty list; ``update([])`` clears it)."""
+    is empty but true; ``update([])`` clears it)."""
 
     __slots__ = ()
 
     def get(self) -> list[Any]:
-        return list(self._table.get(self._backend.current_key, ()))
+        return ListStateContents(self._table.get(self._backend.current_key, ()))
 
     def add(self, value: Any) -> None:
         if value is None:
@@ -94,14 +142,20 @@ class MapStateReads:
     def contains(self, key: Any) -> bool:
         return key in self._map()
 
-    def items(self) -> list[tuple[Any, Any]]:
+    def remove(self, key: Any) -> None:
+        raise NotImplementedError
+
+    def _entries(self) -> list[tuple[Any, Any]]:
         return list(self._map().items())
 
-    def keys(self) -> list[Any]:
-        return list(self._map())
+    def items(self) -> MapStateIterator:
+        return MapStateIterator(self._entries(), 2, self.remove)
 
-    def values(self) -> list[Any]:
-        return list(self._map().values())
+    def keys(self) -> MapStateIterator:
+        return MapStateIterator(self._entries(), 0, self.remove)
+
+    def values(self) -> MapStateIterator:
+        return MapStateIterator(self._entries(), 1, self.remove)
 
     def is_empty(self) -> bool:
         return not self._map()
@@ -110,7 +164,7 @@ class MapStateReads:
         return self.contains(key)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self.keys())
+        return self.keys()
 
 
 class HeapMapState(MapStateReads, _HeapState):

@@ -9,10 +9,6 @@ from weir.core import config as keys
 
 __all__ = ["ExecutionConfig"]
 
-# Flink's default (pipeline.auto-watermark-interval): how often periodic watermarks are emitted.
-_DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
-
-
 class _Environment(Protocol):
     """What an ExecutionConfig shares with its environment (parallelism, configuration)."""
 
@@ -37,44 +33,46 @@ class ExecutionConfig:
     def __init__(self, environment: _Environment | None = None,
                  configuration: Configuration | None = None) -> None:
         self._environment = environment
+        # The settings Flink keeps under pipeline.* live in the environment's
+        # configuration, so a Configuration given to the environment sets them too.
         self._configuration = Configuration() if configuration is None else configuration
-        self._global_job_parameters: dict[str, str] = {}
-        self._auto_watermark_interval_ms = _DEFAULT_AUTO_WATERMARK_INTERVAL_MS
-        self._object_reuse = False
         self._parallelism = self.PARALLELISM_DEFAULT
         self._max_parallelism = -1
-        self._closure_cleaner = True
         self._latency_tracking_interval_ms = 0
         self._cancellation_interval_ms = 30_000
         self._cancellation_timeout_ms = 180_000
         self._generic_types = True
-        self._auto_generated_uids = True
+
+    def _get(self, option: Any) -> Any:
+        return keys.get(self._configuration.to_dict(), option)
 
     def set_global_job_parameters(self, global_parameters_dict: dict[str, str]) -> ExecutionConfig:
-        """What ``RuntimeContext.get_job_parameter(key, default_value)`` returns in every task."""
-        self._global_job_parameters = {str(k): str(v) for k, v in global_parameters_dict.items()}
+        """What ``RuntimeContext.get_job_parameter(key, default_value)`` returns in every
+        task (``pipeline.global-job-parameters``, ``key:value`` pairs)."""
+        text = ",".join(f"{_quoted(k)}:{_quoted(v)}" for k, v in global_parameters_dict.items())
+        self._configuration.set_string(keys.GLOBAL_JOB_PARAMETERS.key, text)
         return self
 
     def get_global_job_parameters(self) -> dict[str, str]:
-        return dict(self._global_job_parameters)
+        return dict(self._get(keys.GLOBAL_JOB_PARAMETERS))
 
     def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
-        self._auto_watermark_interval_ms = int(interval)
+        self._configuration.set_string(keys.AUTO_WATERMARK_INTERVAL.key, f"{int(interval)} ms")
         return self
 
     def get_auto_watermark_interval(self) -> int:
-        return self._auto_watermark_interval_ms
+        return int(self._get(keys.AUTO_WATERMARK_INTERVAL))
 
     def enable_object_reuse(self) -> ExecutionConfig:
-        self._object_reuse = True
+        self._configuration.set_boolean(keys.OBJECT_REUSE.key, True)
         return self
 
     def disable_object_reuse(self) -> ExecutionConfig:
-        self._object_reuse = False
+        self._configuration.set_boolean(keys.OBJECT_REUSE.key, False)
         return self
 
     def is_object_reuse_enabled(self) -> bool:
-        return self._object_reuse
+        return bool(self._get(keys.OBJECT_REUSE))
 
     # --- parallelism: the environment's own setting ---------------------------------------
 
@@ -122,15 +120,15 @@ class ExecutionConfig:
     # --- kept and reported only --------------------------------------------------------
 
     def enable_closure_cleaner(self) -> ExecutionConfig:
-        self._closure_cleaner = True
+        self._configuration.set_string(keys.CLOSURE_CLEANER_LEVEL.key, "RECURSIVE")
         return self
 
     def disable_closure_cleaner(self) -> ExecutionConfig:
-        self._closure_cleaner = False
+        self._configuration.set_string(keys.CLOSURE_CLEANER_LEVEL.key, "NONE")
         return self
 
     def is_closure_cleaner_enabled(self) -> bool:
-        return self._closure_cleaner
+        return self._get(keys.CLOSURE_CLEANER_LEVEL) != "NONE"
 
     def set_latency_tracking_interval(self, interval: int) -> ExecutionConfig:
         self._latency_tracking_interval_ms = int(interval)
@@ -168,12 +166,20 @@ class ExecutionConfig:
         return not self._generic_types
 
     def enable_auto_generated_uids(self) -> ExecutionConfig:
-        self._auto_generated_uids = True
+        self._configuration.set_boolean(keys.AUTO_GENERATE_UIDS.key, True)
         return self
 
     def disable_auto_generated_uids(self) -> ExecutionConfig:
-        self._auto_generated_uids = False
+        self._configuration.set_boolean(keys.AUTO_GENERATE_UIDS.key, False)
         return self
 
     def has_auto_generated_uids_enabled(self) -> bool:
-        return self._auto_generated_uids
+        return bool(self._get(keys.AUTO_GENERATE_UIDS))
+
+
+def _quoted(text: Any) -> str:
+    """A key or value of a ``key:value,...`` list, quoted when it holds , : or '."""
+    text = str(text)
+    if any(c in text for c in ",:'\""):
+        return "'" + text.replace("'", "''") + "'"
+    return text

@@ -391,9 +391,13 @@ def print_format_spec(type_info: TypeInformation | None) -> tuple[Any, ...]:
             return ("string",)
         if name == "Boolean":
             return ("boolean",)
-        if name in ("Float", "Double"):
+        if name == "Float":
+            return ("float",)
+        if name == "Double":
             return ("double",)
         return ("plain",)
+    if isinstance(type_info, SqlTimeTypeInfo) and type_info._name == "Timestamp":
+        return ("timestamp",)
     if isinstance(type_info, TupleTypeInfo):
         return ("tuple", tuple(print_format_spec(t) for t in type_info.get_field_types()))
     if isinstance(type_info, RowTypeInfo):

@@ -164,6 +164,63 @@ AUTO_WATERMARK_INTERVAL = _option(
     parse_duration_ms,
     "How often periodic watermark generators emit (ms); 0 turns periodic watermarks off.",
 )
+OBJECT_REUSE = _option(
+    "pipeline.object-reuse", False, _parse_bool,
+    "Flink's object reuse switch; records are Python objects handed on as they are "
+    "whatever it says.",
+)
+CLOSURE_CLEANER_LEVEL = _option(
+    "pipeline.closure-cleaner-level", "RECURSIVE", str.upper,
+    "Flink's closure cleaner; kept and reported only (functions are pickled whole).",
+    ("none", "top_level", "recursive"),
+)
+AUTO_GENERATE_UIDS = _option(
+    "pipeline.auto-generate-uids", True, _parse_bool,
+    "Flink's switch for generated operator uids; kept and reported only.",
+)
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """Flink's map syntax: ``key:value,key2:value2``; a part holding , : or ' is quoted
+    with ' (a quote inside doubled)."""
+    entries: dict[str, str] = {}
+    for part in _split_quoted(str(text), ","):
+        if not part.strip():
+            continue
+        pieces = _split_quoted(part, ":")
+        if len(pieces) != 2:
+            msg = f"{part!r} is not a key:value pair (in {text!r})"
+            raise ValueError(msg)
+        entries[_unquote(pieces[0].strip())] = _unquote(pieces[1].strip())
+    return entries
+
+
+def _split_quoted(text: str, separator: str) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for char in text:
+        if char == "'":
+            quoted = not quoted
+        if char == separator and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    return text
+
+
+GLOBAL_JOB_PARAMETERS: ConfigOption[dict[str, str]] = _option(
+    "pipeline.global-job-parameters", {}, parse_map,
+    "What RuntimeContext.get_job_parameter returns: key:value pairs, comma-separated.",
+)
 RUNTIME_MODE = _option(
     "execution.runtime-mode", "STREAMING", str.upper,
     "STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded). In BATCH mode "

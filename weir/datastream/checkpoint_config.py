@@ -39,13 +39,18 @@ class CheckpointConfig:
         return self.get_checkpoint_interval() > 0
 
     def get_checkpointing_mode(self) -> CheckpointingMode:
-        return CheckpointingMode(self._get(keys.CHECKPOINTING_MODE))
+        """AT_LEAST_ONCE while checkpointing is off, as Flink 2 reports it."""
+        if not self.is_checkpointing_enabled():
+            return CheckpointingMode.AT_LEAST_ONCE
+        return CheckpointingMode[str(self._get(keys.CHECKPOINTING_MODE))]
 
     def set_checkpointing_mode(self, checkpointing_mode: CheckpointingMode) -> CheckpointConfig:
-        return self._set(keys.CHECKPOINTING_MODE.key, checkpointing_mode.value)
+        return self._set(keys.CHECKPOINTING_MODE.key, checkpointing_mode.name)
 
     def get_checkpoint_interval(self) -> int:
-        return int(self._get(keys.CHECKPOINTING_INTERVAL))  # type: ignore[call-overload]
+        """Milliseconds between checkpoints; -1 while checkpointing is off (Flink's)."""
+        interval = int(self._get(keys.CHECKPOINTING_INTERVAL))  # type: ignore[call-overload]
+        return interval if interval > 0 else -1
 
     def set_checkpoint_interval(self, checkpoint_interval: int) -> CheckpointConfig:
         return self._set(keys.CHECKPOINTING_INTERVAL.key, checkpoint_interval)
@@ -151,14 +156,14 @@ class CheckpointConfig:
     def set_externalized_checkpoint_retention(
         self, retention_mode: ExternalizedCheckpointRetention
     ) -> CheckpointConfig:
-        return self._set(keys.CHECKPOINTING_RETENTION.key, retention_mode.value)
+        return self._set(keys.CHECKPOINTING_RETENTION.key, retention_mode.name)
 
     def is_externalized_checkpoints_enabled(self) -> bool:
         return (self.get_externalized_checkpoint_retention()
                 is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
 
     def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
-        return ExternalizedCheckpointRetention(self._get(keys.CHECKPOINTING_RETENTION))
+        return ExternalizedCheckpointRetention[str(self._get(keys.CHECKPOINTING_RETENTION))]
 
     def set_checkpoint_storage_dir(self, checkpoint_path: str) -> CheckpointConfig:
         """Where checkpoints go: any fsspec URL (``execution.checkpointing.dir``)."""

@@ -202,7 +202,18 @@ class StreamExecutionEnvironment:
         self._transformations.clear()
 
     def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
+        """Apply the settings in ``configuration`` (Flink's keys), as if given to
+        ``get_execution_environment``; settings it does not name stay as they are."""
         self._configuration.add_all(configuration)
+        given = configuration.to_dict()
+        if config_keys.PARALLELISM_DEFAULT.key in given:
+            self.set_parallelism(config_keys.get(given, config_keys.PARALLELISM_DEFAULT))
+        if config_keys.MAX_PARALLELISM.key in given:
+            self._max_parallelism = config_keys.get(given, config_keys.MAX_PARALLELISM)
+        if config_keys.OPERATOR_CHAINING.key in given:
+            self._chaining = config_keys.get(given, config_keys.OPERATOR_CHAINING)
+        if config_keys.BUFFER_TIMEOUT.key in given:
+            self._buffer_timeout_ms = config_keys.get(given, config_keys.BUFFER_TIMEOUT)
         return self
 
     # -- sources ------------------------------------------------------------------------
@@ -274,9 +285,6 @@ class StreamExecutionEnvironment:
         entries[config_keys.OPERATOR_CHAINING.key] = "true" if self._chaining else "false"
         entries[config_keys.BUFFER_TIMEOUT.key] = str(self._buffer_timeout_ms)
         entries[config_keys.JOB_NAME.key] = job_name
-        if config_keys.AUTO_WATERMARK_INTERVAL.key not in self._configuration.to_dict():
-            entries[config_keys.AUTO_WATERMARK_INTERVAL.key] = str(
-                self._config.get_auto_watermark_interval())
         entries[config_keys.RUNTIME_MODE.key] = self._resolved_runtime_mode()
         return entries
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import abc
 import math
+import struct
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import Any, BinaryIO
 
 from weir.common.typeinfo import Types
 from weir.core.windowing import (
@@ -50,11 +51,13 @@ __all__ = [
     "CountTrigger",
     "CountTumblingWindowAssigner",
     "CountWindow",
+    "CountWindowSerializer",
     "DynamicEventTimeSessionWindows",
     "DynamicProcessingTimeSessionWindows",
     "EventTimeSessionWindows",
     "EventTimeTrigger",
     "GlobalWindow",
+    "GlobalWindowSerializer",
     "GlobalWindows",
     "MergingWindowAssigner",
     "NeverTrigger",
@@ -65,6 +68,7 @@ __all__ = [
     "SlidingEventTimeWindows",
     "SlidingProcessingTimeWindows",
     "TimeWindow",
+    "TimeWindowSerializer",
     "Trigger",
     "TriggerResult",
     "TumblingEventTimeWindows",
@@ -91,6 +95,42 @@ def _missing_timestamp(assigner: WindowAssigner) -> MissingTimestampError:
     return MissingTimestampError(msg)
 
 
+class TimeWindowSerializer:
+    """Writes a ``TimeWindow`` as its start and end (big-endian longs), as PyFlink's.
+
+    Weir keeps windows as Python objects and pickles them with its state; assigners
+    name their serializer (``get_window_serializer``) for PyFlink's sake."""
+
+    def serialize(self, element: TimeWindow, stream: BinaryIO) -> None:
+        stream.write(struct.pack(">qq", element.start, element.end))
+
+    def deserialize(self, stream: BinaryIO) -> TimeWindow:
+        start, end = struct.unpack(">qq", stream.read(16))
+        return TimeWindow(start, end)
+
+
+class CountWindowSerializer:
+    """Writes a ``CountWindow`` as its id (a big-endian long), as PyFlink's."""
+
+    def serialize(self, element: CountWindow, stream: BinaryIO) -> None:
+        stream.write(struct.pack(">q", element.id))
+
+    def deserialize(self, stream: BinaryIO) -> CountWindow:
+        (window_id,) = struct.unpack(">q", stream.read(8))
+        return CountWindow(window_id)
+
+
+class GlobalWindowSerializer:
+    """Writes the ``GlobalWindow`` as one zero byte, as PyFlink's."""
+
+    def serialize(self, element: GlobalWindow, stream: BinaryIO) -> None:
+        stream.write(b"\x00")
+
+    def deserialize(self, stream: BinaryIO) -> GlobalWindow:
+        stream.read(1)
+        return GlobalWindow.get()
+
+
 class WindowAssigner(abc.ABC):
     """Assigns zero or more windows to each element."""
 
@@ -115,6 +155,11 @@ class WindowAssigner(abc.ABC):
     @abc.abstractmethod
     def is_event_time(self) -> bool:
         """True if elements are assigned by their timestamps, False by the clock."""
+
+    def get_window_serializer(self) -> Any:
+        """The serializer of this assigner's windows (PyFlink requires one; Weir
+        stores windows as they are, so an assigner need not override this)."""
+        return TimeWindowSerializer()
 
 
 class MergingWindowAssigner(WindowAssigner):
@@ -418,6 +463,9 @@ class GlobalWindows(WindowAssigner):
     def get_default_trigger(self, env: Any) -> Trigger:
         return NeverTrigger()
 
+    def get_window_serializer(self) -> GlobalWindowSerializer:
+        return GlobalWindowSerializer()
+
     def is_event_time(self) -> bool:
         return False
 
@@ -452,6 +500,9 @@ class CountTumblingWindowAssigner(WindowAssigner):
 
     def get_default_trigger(self, env: Any) -> Trigger:
         return CountTrigger(self._window_size)
+
+    def get_window_serializer(self) -> CountWindowSerializer:
+        return CountWindowSerializer()
 
     def is_event_time(self) -> bool:
         return False
@@ -492,6 +543,9 @@ class CountSlidingWindowAssigner(WindowAssigner):
 
     def get_default_trigger(self, env: Any) -> Trigger:
         return CountTrigger(self._window_size)
+
+    def get_window_serializer(self) -> CountWindowSerializer:
+        return CountWindowSerializer()
 
     def is_event_time(self) -> bool:
         return False

@@ -90,3 +90,35 @@ def test_snapshot_holds_every_kind_by_key_group(backend):
     groups = {name: [k for g in by_group.values() for k in g] for name, by_group in
               snapshot.states.items()}
     assert groups == {"l": ["a"], "m": ["a"]}
+
+
+def test_an_empty_list_state_get_is_true_as_pyflinks(backend):
+    state = backend.get_list_state("l")
+    backend.current_key = "a"
+    contents = state.get()
+    assert contents == [] and bool(contents)  # PyFlink's iterable is always true
+    state.add(1)
+    assert state.get() == [1] and contents == []  # a copy, not a view
+
+
+def test_map_state_iterators_read_once_and_remove_what_they_returned(backend):
+    state = backend.get_map_state("m")
+    backend.current_key = "a"
+    for k in (1, 2, 3, 4):
+        state.put(k, k * 10)
+    keys = state.keys()
+    assert sorted(keys) == [1, 2, 3, 4]
+    assert list(keys) == []  # read once, as PyFlink's
+    it = state.items()
+    for k, _ in it:
+        if k % 2 == 0:
+            it.remove()
+    assert sorted(state.items()) == [(1, 10), (3, 30)]
+    values = state.values()
+    with pytest.raises(RuntimeError, match="call next"):
+        values.remove()
+    assert next(values) in (10, 30)
+    values.remove()
+    with pytest.raises(RuntimeError):
+        values.remove()  # each entry once
+    assert len(list(state.keys())) == 1

@@ -168,8 +168,8 @@ class TestMapState:
         clock.now += 50
         assert state.get("a") is None
         assert not state.contains("a")
-        assert state.items() == [("b", 2)]
-        assert state.keys() == ["b"] and state.values() == [2]
+        assert list(state.items()) == [("b", 2)]
+        assert list(state.keys()) == ["b"] and list(state.values()) == [2]
         assert not state.is_empty()
         clock.now += 50
         assert state.is_empty()
@@ -178,7 +178,7 @@ class TestMapState:
     def test_none_values_are_present(self, backend):
         state = backend.get_map_state("m", TTL)
         state.put("a", None)
-        assert "a" in state and state.items() == [("a", None)]
+        assert "a" in state and list(state.items()) == [("a", None)]
 
     def test_get_refreshes_only_its_entry_on_read_and_write(self, backend, clock):
         state = backend.get_map_state("m", ON_READ)
@@ -192,7 +192,7 @@ class TestMapState:
         state = backend.get_map_state("m", ON_READ)
         state.put("a", 1)
         clock.now += 90
-        assert state.items() == [("a", 1)]
+        assert list(state.items()) == [("a", 1)]
         clock.now += 90
         assert state.get("a") == 1
 
@@ -204,14 +204,14 @@ class TestMapState:
         assert state.get("a") is None
         state.put("b", 2)
         clock.now += 100
-        assert state.items() == [("b", 2)]
+        assert list(state.items()) == [("b", 2)]
         assert state.is_empty()
 
     def test_remove_and_clear(self, backend):
         state = backend.get_map_state("m", TTL)
         state.put_all({"a": 1, "b": 2})
         del state["a"]
-        assert state.keys() == ["b"]
+        assert list(state.keys()) == ["b"]
         state.clear()
         assert state.is_empty()
 

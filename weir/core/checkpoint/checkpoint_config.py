@@ -12,21 +12,23 @@ from weir.core.errors import ConfigurationError
 
 
 class CheckpointingMode(enum.Enum):
-    """PyFlink's CheckpointingMode."""
+    """PyFlink's CheckpointingMode (its members and values); configuration keys hold
+    the names."""
 
-    EXACTLY_ONCE = "EXACTLY_ONCE"
-    AT_LEAST_ONCE = "AT_LEAST_ONCE"
+    EXACTLY_ONCE = 0
+    AT_LEAST_ONCE = 1
 
 
 class ExternalizedCheckpointRetention(enum.Enum):
-    """What happens to retained checkpoints when the job ends (Flink 2.x names)."""
+    """What happens to retained checkpoints when the job ends (Flink 2.x names; PyFlink's
+    members, values and order). Configuration keys hold the names."""
 
-    NO_EXTERNALIZED_CHECKPOINTS = "NO_EXTERNALIZED_CHECKPOINTS"
-    """Deleted when the job finishes, fails or is cancelled."""
-    DELETE_ON_CANCELLATION = "DELETE_ON_CANCELLATION"
+    DELETE_ON_CANCELLATION = 0
     """Kept when the job fails; deleted when it finishes or is cancelled."""
-    RETAIN_ON_CANCELLATION = "RETAIN_ON_CANCELLATION"
+    RETAIN_ON_CANCELLATION = 1
     """Always kept; delete them by hand."""
+    NO_EXTERNALIZED_CHECKPOINTS = 2
+    """Deleted when the job finishes, fails or is cancelled."""
 
     def retains_on(self, status: JobStatus) -> bool:
         """Whether completed checkpoints outlive a job that ended with ``status``.
@@ -68,13 +70,13 @@ class CheckpointingConfig:
     def from_config(cls, config: Mapping[str, str]) -> CheckpointingConfig:
         result = cls(
             interval_ms=max(0, cfg.get(config, cfg.CHECKPOINTING_INTERVAL)),
-            mode=CheckpointingMode(cfg.get(config, cfg.CHECKPOINTING_MODE)),
+            mode=CheckpointingMode[cfg.get(config, cfg.CHECKPOINTING_MODE)],
             timeout_ms=cfg.get(config, cfg.CHECKPOINTING_TIMEOUT),
             min_pause_ms=cfg.get(config, cfg.CHECKPOINTING_MIN_PAUSE),
             max_concurrent=cfg.get(config, cfg.CHECKPOINTING_MAX_CONCURRENT),
             tolerable_failures=cfg.get(config, cfg.CHECKPOINTING_TOLERABLE_FAILURES),
             unaligned=cfg.get(config, cfg.CHECKPOINTING_UNALIGNED),
-            retention=ExternalizedCheckpointRetention(cfg.get(config, cfg.CHECKPOINTING_RETENTION)),
+            retention=ExternalizedCheckpointRetention[cfg.get(config, cfg.CHECKPOINTING_RETENTION)],
             snapshot_compression=cfg.get(config, cfg.CHECKPOINTING_SNAPSHOT_COMPRESSION),
             num_retained=cfg.get_with_deprecated_keys(config, cfg.CHECKPOINTING_NUM_RETAINED),
         )
