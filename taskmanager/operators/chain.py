@@ -85,6 +85,22 @@ def _broadcast(calls: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
     return call
 
 
+def _naming_rows(collect: Collect, names: list[str]) -> Collect:
+    """``collect`` for an operator declared to emit Rows of a named type: a Row
+    without field names gets the type's, as PyFlink's typed outputs do."""
+
+    def collect_named(batch: list[Any], timestamps: Timestamps) -> None:
+        for record in batch:
+            # A Row (weir.common.types, which services do not import) without names.
+            if not hasattr(record, "_fields"):
+                set_names = getattr(record, "set_field_names", None)
+                if set_names is not None:
+                    set_names(names)
+        collect(batch, timestamps)
+
+    return collect_named
+
+
 class OperatorChain:
     """The operators of a task in topological order (head first) and its writers."""
 
@@ -131,8 +147,13 @@ class OperatorChain:
                 watermarks.append(w.emit_watermark)
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
+            collect = fan_out(main)
+            names = op.setup.payload.get("row_field_names") if isinstance(
+                op.setup.payload, dict) else None
+            if names:
+                collect = _naming_rows(collect, list(names))
             op.open(Output(
-                fan_out(main),
+                collect,
                 _broadcast(watermarks) if watermarks else ignore,
                 _broadcast(statuses) if statuses else ignore,
                 {tag: fan_out(collects) for tag, collects in side.items()},

@@ -9,7 +9,7 @@ from typing import Any
 
 import cloudpickle
 
-from weir.common.typeinfo import serializer_kind_of
+from weir.common.typeinfo import RowTypeInfo, serializer_kind_of
 from weir.core import config as config_keys
 from weir.core.errors import JobGraphError
 from weir.core.ids import JobId, JobVertexId, OperatorId, new_job_id
@@ -121,7 +121,11 @@ def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResul
 def _descriptor(graph: StreamGraph, node: StreamNode,
                 ids: dict[int, OperatorId]) -> OperatorDescriptor:
     chained = tuple(ids[e.target_id] for e in node.out_edges if graph.is_chainable(e))
-    payload = _pickle(node.payload, f"the function of operator {node.name!r} ({node.kind.value})")
+    content = node.payload
+    if isinstance(node.output_type, RowTypeInfo) and isinstance(content, dict):
+        # Rows this operator emits get the declared field names, as PyFlink's do.
+        content = {**content, "row_field_names": tuple(node.output_type.get_field_names())}
+    payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(
         operator_id=ids[node.id], name=node.name, kind=node.kind, payload=payload,
