@@ -148,8 +148,7 @@ class OperatorChain:
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
             collect = fan_out(main)
-            names = op.setup.payload.get("row_field_names") if isinstance(
-                op.setup.payload, dict) else None
+            names = op.setup.payload.get("row_field_names")
             if names:
                 collect = _naming_rows(collect, list(names))
             op.open(Output(

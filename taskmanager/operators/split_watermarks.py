@@ -28,7 +28,7 @@ from taskmanager.operators.base import (
     Timestamps,
 )
 from taskmanager.operators.timers import ProcessingTimeService
-from taskmanager.operators.watermarks import WatermarkEmitter
+from taskmanager.operators.watermarks import PeriodicEmission, WatermarkEmitter
 from weir.core.source import SplitSourceReader
 
 
@@ -43,7 +43,7 @@ class _SplitState:
         self.idle = False
 
 
-class SplitWatermarks:
+class SplitWatermarks(PeriodicEmission):
     """The watermarks of one source reader's splits, combined (see the module docstring).
 
     ``process(batch, timestamps, collect)`` stamps a batch of the reader's current split;
@@ -76,17 +76,6 @@ class SplitWatermarks:
         """The splits counted now, in the order they were first listed."""
         return list(self._splits)
 
-    def start(self) -> None:
-        if self._interval_ms > 0 and self._processing_timers is not None:
-            self._processing_timers.schedule(self._clock_ms() + self._interval_ms, self._tick)
-
-    def _tick(self) -> None:
-        if self._closed:
-            return
-        self.periodic_emit()
-        assert self._processing_timers is not None
-        self._processing_timers.schedule(self._clock_ms() + self._interval_ms, self._tick)
-
     def periodic_emit(self) -> None:
         """Ask every split's generator for its watermark (every auto-watermark interval)."""
         self._sync_splits()
@@ -115,12 +104,13 @@ class SplitWatermarks:
 
     def _sync_splits(self) -> None:
         """Count the splits the reader holds now: new ones join, finished ones leave."""
-        held = set(self._reader.split_ids())
-        gone = [s for s in self._splits if s not in held]
+        held = list(self._reader.split_ids())
+        held_set = set(held)
+        gone = [s for s in self._splits if s not in held_set]
         for split_id in gone:
             state = self._splits.pop(split_id)
             state.emitter.close()
-        for split_id in self._reader.split_ids():
+        for split_id in held:
             if split_id not in self._splits:
                 self._add(split_id)
         if gone:

@@ -15,6 +15,7 @@ operator of ``from_source(source, strategy, name)`` (``taskmanager.operators.sou
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -40,7 +41,33 @@ class TimestampAssignerError(UserCodeError, TypeError):
     """A TimestampAssigner returned something that is not an event time."""
 
 
-class WatermarkEmitter:
+class PeriodicEmission(abc.ABC):
+    """Calls ``periodic_emit()`` every ``_interval_ms`` on the task thread, through the
+    task's processing-time service, until ``_closed``."""
+
+    _interval_ms: int
+    _processing_timers: ProcessingTimeService | None
+    _clock_ms: Callable[[], int]
+    _closed: bool
+
+    @abc.abstractmethod
+    def periodic_emit(self) -> None:
+        """Ask the generator(s) for a watermark."""
+
+    def start(self) -> None:
+        """Start periodic emission (no-op for an interval of 0 or no timer service)."""
+        if self._interval_ms > 0 and self._processing_timers is not None:
+            self._processing_timers.schedule(self._clock_ms() + self._interval_ms, self._tick)
+
+    def _tick(self) -> None:
+        if self._closed:
+            return
+        self.periodic_emit()
+        assert self._processing_timers is not None
+        self._processing_timers.schedule(self._clock_ms() + self._interval_ms, self._tick)
+
+
+class WatermarkEmitter(PeriodicEmission):
     """Timestamps and watermarks of one stream instance (see the module docstring)."""
 
     def __init__(
@@ -95,18 +122,6 @@ class WatermarkEmitter:
             self._output.emit_watermark_status(False)
 
     # --- records -----------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start periodic emission (no-op for an interval of 0 or no timer service)."""
-        if self._interval_ms > 0 and self._processing_timers is not None:
-            self._processing_timers.schedule(self._clock_ms() + self._interval_ms, self._tick)
-
-    def _tick(self) -> None:
-        if self._closed:
-            return
-        self.periodic_emit()
-        assert self._processing_timers is not None
-        self._processing_timers.schedule(self._clock_ms() + self._interval_ms, self._tick)
 
     def periodic_emit(self) -> None:
         """Ask the generator for its watermark (every auto-watermark interval)."""

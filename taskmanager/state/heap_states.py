@@ -3,6 +3,7 @@ resolved against the backend's current key on every access."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -126,15 +127,16 @@ class HeapListState(_HeapState):
         return iter(self.get())
 
 
-class MapStateReads:
+class MapStateReads(abc.ABC):
     """The reading half of PyFlink's MapState over ``_map()``, the dict of the current
     key (and, for window state, namespace); shared by the map states that differ only
     in where that dict lives."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def _map(self) -> dict[Any, Any]:
-        raise NotImplementedError
+        """The current map (empty when there is none); not to be modified."""
 
     def get(self, key: Any) -> Any:
         return self._map().get(key)
@@ -142,8 +144,9 @@ class MapStateReads:
     def contains(self, key: Any) -> bool:
         return key in self._map()
 
+    @abc.abstractmethod
     def remove(self, key: Any) -> None:
-        raise NotImplementedError
+        """Drop ``key`` from the current map (what the iterators' ``remove()`` calls)."""
 
     def _entries(self) -> list[tuple[Any, Any]]:
         return list(self._map().items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import logging
 import os
 import stat
 import sys
@@ -14,6 +15,8 @@ from weir.core.job_graph import JobGraph
 from weir.core.job_graph_codec import encode_job_graph
 
 PRINT_TARGET_KEY = "weir.internal.print-target"
+
+logger = logging.getLogger(__name__)
 
 
 def client_stdout_path() -> str | None:
@@ -35,8 +38,9 @@ def client_stdout_path() -> str | None:
         if stat.S_ISREG(os.fstat(fd).st_mode):
             flags = fcntl.fcntl(fd, fcntl.F_GETFL)
             fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)
-    except OSError:
-        pass  # the output may interleave badly, but it is all still written
+    except OSError as exc:  # the TaskManagers' lines may then be overwritten
+        logger.warning("could not put stdout in append mode (%s); print() output of "
+                       "the job may overwrite the client's", exc)
     return path
 
 
