@@ -19,9 +19,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit" / "taskmanager")]
 
 from task_testing import Deployment, Recorder, TestingNetworkEnvironment, chain, op, vertex  # noqa: E402
 
-from taskmanager.task import Task, TaskServices  # noqa: E402
 from weir.core.deployment import ExecutionState  # noqa: E402
 from weir.core.job_graph import OperatorKind, PartitionerKind, SerializerKind  # noqa: E402
+from weir.taskmanager.task import Task, TaskServices  # noqa: E402
 
 
 class BidReader:

@@ -18,16 +18,16 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from taskmanager.operators.base import MAX_WATERMARK, OperatorSetup, Output
-from taskmanager.operators.window import WindowOperator
-from taskmanager.runtime_context import StreamingRuntimeContext
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.common.time import Time
 from weir.core.ids import OperatorId
 from weir.core.job_graph import OperatorDescriptor, OperatorKind
 from weir.datastream.functions import AggregateFunction
 from weir.datastream.window import EventTimeTrigger, TumblingEventTimeWindows
 from weir.datastream.windowed_stream import _fast_path
+from weir.taskmanager.operators.base import MAX_WATERMARK, OperatorSetup, Output
+from weir.taskmanager.operators.window import WindowOperator
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 BATCH = 1024
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 from weir.core import rpc
 from weir.core.deployment import JobStatus
 from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
@@ -22,6 +21,7 @@ from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
 from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
+from weir.proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 
 logger = logging.getLogger(__name__)
 

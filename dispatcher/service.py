@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import grpc
 
-from dispatcher.dispatcher import Dispatcher
-from proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 from weir.core.deployment import JobStatus
 from weir.core.rpc import translate_server_errors
+from weir.dispatcher.dispatcher import Dispatcher
+from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 # A client waiting for a result re-asks at least this often, so a server thread is never
 # held for long and a lost client frees it.

@@ -9,12 +9,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import grpc
 
-from jobmanager.checkpoint import CheckpointCoordinator, ThreadScheduledExecutor, system_clock_ms
-from jobmanager.checkpoint.checkpoint_stats import CheckpointStats
-from jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
-from jobmanager.collect_buffer import CollectBuffer, FetchResult
-from jobmanager.execution_graph import ExecutionGraph
-from jobmanager.scheduler import DefaultScheduler
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import (
@@ -33,6 +27,16 @@ from weir.core.job_info import (
     CheckpointStatisticsInfo,
     JobDetailsInfo,
 )
+from weir.jobmanager.checkpoint import (
+    CheckpointCoordinator,
+    ThreadScheduledExecutor,
+    system_clock_ms,
+)
+from weir.jobmanager.checkpoint.checkpoint_stats import CheckpointStats
+from weir.jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
+from weir.jobmanager.collect_buffer import CollectBuffer, FetchResult
+from weir.jobmanager.execution_graph import ExecutionGraph
+from weir.jobmanager.scheduler import DefaultScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +120,7 @@ class JobMaster(LeaderContender):
         return list(self._collect)
 
     def start(self) -> str:
-        from jobmanager.service import JobMasterServicer  # noqa: PLC0415 (import cycle)
+        from weir.jobmanager.service import JobMasterServicer  # noqa: PLC0415 (import cycle)
 
         try:
             self._restore_initial_state()

@@ -9,9 +9,9 @@ import collections
 import random
 from collections.abc import Mapping
 
-from jobmanager.checkpoint.scheduling import Clock, system_clock_ms
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
+from weir.jobmanager.checkpoint.scheduling import Clock, system_clock_ms
 
 
 class RestartBackoffTimeStrategy(abc.ABC):

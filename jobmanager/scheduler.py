@@ -13,15 +13,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
-from jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
-from jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
-from proto import (
-    resourcemanager_pb2,
-    resourcemanager_pb2_grpc,
-    taskexecutor_pb2,
-    taskexecutor_pb2_grpc,
-)
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import OperatorState, TaskStateSnapshot, encode_task_state
@@ -34,6 +25,15 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
 from weir.core.job_info import JobDetailsInfo
+from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
+from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
+from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
+from weir.proto import (
+    resourcemanager_pb2,
+    resourcemanager_pb2_grpc,
+    taskexecutor_pb2,
+    taskexecutor_pb2_grpc,
+)
 
 logger = logging.getLogger(__name__)
 

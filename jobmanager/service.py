@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import grpc
 
-from jobmanager.job_master import JobMaster
-from proto import common_pb2, jobmaster_pb2_grpc
 from weir.core.checkpoint import CheckpointMetrics
 from weir.core.errors import JobNotFoundError
 from weir.core.rpc import translate_server_errors
+from weir.jobmanager.job_master import JobMaster
+from weir.proto import common_pb2, jobmaster_pb2_grpc
 
 
 class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):

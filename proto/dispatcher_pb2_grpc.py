@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from proto import common_pb2 as proto_dot_common__pb2
-from proto import dispatcher_pb2 as proto_dot_dispatcher__pb2
+from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
+from weir.proto import dispatcher_pb2 as weir_dot_proto_dot_dispatcher__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/dispatcher_pb2_grpc.py depends on'
+        + ' but the generated code in weir/proto/dispatcher_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,48 +37,48 @@ class DispatcherStub:
         """
         self.SubmitJob = channel.unary_unary(
                 '/weir.Dispatcher/SubmitJob',
-                request_serializer=proto_dot_dispatcher__pb2.SubmitJobRequest.SerializeToString,
-                response_deserializer=proto_dot_dispatcher__pb2.SubmitJobResponse.FromString,
+                request_serializer=weir_dot_proto_dot_dispatcher__pb2.SubmitJobRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_dispatcher__pb2.SubmitJobResponse.FromString,
                 _registered_method=True)
         self.ListJobs = channel.unary_unary(
                 '/weir.Dispatcher/ListJobs',
-                request_serializer=proto_dot_dispatcher__pb2.ListJobsRequest.SerializeToString,
-                response_deserializer=proto_dot_dispatcher__pb2.ListJobsResponse.FromString,
+                request_serializer=weir_dot_proto_dot_dispatcher__pb2.ListJobsRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_dispatcher__pb2.ListJobsResponse.FromString,
                 _registered_method=True)
         self.GetJobDetails = channel.unary_unary(
                 '/weir.Dispatcher/GetJobDetails',
-                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.JobDetails.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.JobDetails.FromString,
                 _registered_method=True)
         self.CancelJob = channel.unary_unary(
                 '/weir.Dispatcher/CancelJob',
-                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.WaitForJobResult = channel.unary_unary(
                 '/weir.Dispatcher/WaitForJobResult',
-                request_serializer=proto_dot_dispatcher__pb2.WaitForJobResultRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.JobDetails.FromString,
+                request_serializer=weir_dot_proto_dot_dispatcher__pb2.WaitForJobResultRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.JobDetails.FromString,
                 _registered_method=True)
         self.FetchCollectBatches = channel.unary_unary(
                 '/weir.Dispatcher/FetchCollectBatches',
-                request_serializer=proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.FetchCollectResponse.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.FetchCollectResponse.FromString,
                 _registered_method=True)
         self.ListTaskManagers = channel.unary_unary(
                 '/weir.Dispatcher/ListTaskManagers',
-                request_serializer=proto_dot_common__pb2.Empty.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.ListTaskManagersResponse.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
                 _registered_method=True)
         self.ClusterOverview = channel.unary_unary(
                 '/weir.Dispatcher/ClusterOverview',
-                request_serializer=proto_dot_common__pb2.Empty.SerializeToString,
-                response_deserializer=proto_dot_dispatcher__pb2.ClusterOverviewResponse.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_dispatcher__pb2.ClusterOverviewResponse.FromString,
                 _registered_method=True)
         self.GetCheckpointStatistics = channel.unary_unary(
                 '/weir.Dispatcher/GetCheckpointStatistics',
-                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.CheckpointStatistics.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
                 _registered_method=True)
 
 
@@ -147,48 +147,48 @@ def add_DispatcherServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'SubmitJob': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitJob,
-                    request_deserializer=proto_dot_dispatcher__pb2.SubmitJobRequest.FromString,
-                    response_serializer=proto_dot_dispatcher__pb2.SubmitJobResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_dispatcher__pb2.SubmitJobRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_dispatcher__pb2.SubmitJobResponse.SerializeToString,
             ),
             'ListJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.ListJobs,
-                    request_deserializer=proto_dot_dispatcher__pb2.ListJobsRequest.FromString,
-                    response_serializer=proto_dot_dispatcher__pb2.ListJobsResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_dispatcher__pb2.ListJobsRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_dispatcher__pb2.ListJobsResponse.SerializeToString,
             ),
             'GetJobDetails': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJobDetails,
-                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.JobDetails.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.JobDetails.SerializeToString,
             ),
             'CancelJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJob,
-                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'WaitForJobResult': grpc.unary_unary_rpc_method_handler(
                     servicer.WaitForJobResult,
-                    request_deserializer=proto_dot_dispatcher__pb2.WaitForJobResultRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.JobDetails.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_dispatcher__pb2.WaitForJobResultRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.JobDetails.SerializeToString,
             ),
             'FetchCollectBatches': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchCollectBatches,
-                    request_deserializer=proto_dot_common__pb2.FetchCollectRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.FetchCollectResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.FetchCollectRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.FetchCollectResponse.SerializeToString,
             ),
             'ListTaskManagers': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTaskManagers,
-                    request_deserializer=proto_dot_common__pb2.Empty.FromString,
-                    response_serializer=proto_dot_common__pb2.ListTaskManagersResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.Empty.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.SerializeToString,
             ),
             'ClusterOverview': grpc.unary_unary_rpc_method_handler(
                     servicer.ClusterOverview,
-                    request_deserializer=proto_dot_common__pb2.Empty.FromString,
-                    response_serializer=proto_dot_dispatcher__pb2.ClusterOverviewResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.Empty.FromString,
+                    response_serializer=weir_dot_proto_dot_dispatcher__pb2.ClusterOverviewResponse.SerializeToString,
             ),
             'GetCheckpointStatistics': grpc.unary_unary_rpc_method_handler(
                     servicer.GetCheckpointStatistics,
-                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -216,8 +216,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/SubmitJob',
-            proto_dot_dispatcher__pb2.SubmitJobRequest.SerializeToString,
-            proto_dot_dispatcher__pb2.SubmitJobResponse.FromString,
+            weir_dot_proto_dot_dispatcher__pb2.SubmitJobRequest.SerializeToString,
+            weir_dot_proto_dot_dispatcher__pb2.SubmitJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -243,8 +243,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/ListJobs',
-            proto_dot_dispatcher__pb2.ListJobsRequest.SerializeToString,
-            proto_dot_dispatcher__pb2.ListJobsResponse.FromString,
+            weir_dot_proto_dot_dispatcher__pb2.ListJobsRequest.SerializeToString,
+            weir_dot_proto_dot_dispatcher__pb2.ListJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -270,8 +270,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/GetJobDetails',
-            proto_dot_common__pb2.JobIdRequest.SerializeToString,
-            proto_dot_common__pb2.JobDetails.FromString,
+            weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.JobDetails.FromString,
             options,
             channel_credentials,
             insecure,
@@ -297,8 +297,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/CancelJob',
-            proto_dot_common__pb2.JobIdRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -324,8 +324,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/WaitForJobResult',
-            proto_dot_dispatcher__pb2.WaitForJobResultRequest.SerializeToString,
-            proto_dot_common__pb2.JobDetails.FromString,
+            weir_dot_proto_dot_dispatcher__pb2.WaitForJobResultRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.JobDetails.FromString,
             options,
             channel_credentials,
             insecure,
@@ -351,8 +351,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/FetchCollectBatches',
-            proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
-            proto_dot_common__pb2.FetchCollectResponse.FromString,
+            weir_dot_proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.FetchCollectResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -378,8 +378,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/ListTaskManagers',
-            proto_dot_common__pb2.Empty.SerializeToString,
-            proto_dot_common__pb2.ListTaskManagersResponse.FromString,
+            weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+            weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -405,8 +405,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/ClusterOverview',
-            proto_dot_common__pb2.Empty.SerializeToString,
-            proto_dot_dispatcher__pb2.ClusterOverviewResponse.FromString,
+            weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+            weir_dot_proto_dot_dispatcher__pb2.ClusterOverviewResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -432,8 +432,8 @@ class Dispatcher:
             request,
             target,
             '/weir.Dispatcher/GetCheckpointStatistics',
-            proto_dot_common__pb2.JobIdRequest.SerializeToString,
-            proto_dot_common__pb2.CheckpointStatistics.FromString,
+            weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
             options,
             channel_credentials,
             insecure,

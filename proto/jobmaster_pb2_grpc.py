@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from proto import common_pb2 as proto_dot_common__pb2
-from proto import jobmaster_pb2 as proto_dot_jobmaster__pb2
+from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
+from weir.proto import jobmaster_pb2 as weir_dot_proto_dot_jobmaster__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/jobmaster_pb2_grpc.py depends on'
+        + ' but the generated code in weir/proto/jobmaster_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,48 +37,48 @@ class JobMasterStub:
         """
         self.UpdateTaskExecutionState = channel.unary_unary(
                 '/weir.JobMaster/UpdateTaskExecutionState',
-                request_serializer=proto_dot_jobmaster__pb2.TaskExecutionStateUpdate.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.TaskExecutionStateUpdate.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.PushCollectBatch = channel.unary_unary(
                 '/weir.JobMaster/PushCollectBatch',
-                request_serializer=proto_dot_jobmaster__pb2.PushCollectBatchRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.FetchCollectBatches = channel.unary_unary(
                 '/weir.JobMaster/FetchCollectBatches',
-                request_serializer=proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.FetchCollectResponse.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.FetchCollectResponse.FromString,
                 _registered_method=True)
         self.GetJobDetails = channel.unary_unary(
                 '/weir.JobMaster/GetJobDetails',
-                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.JobDetails.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.JobDetails.FromString,
                 _registered_method=True)
         self.GetCheckpointStatistics = channel.unary_unary(
                 '/weir.JobMaster/GetCheckpointStatistics',
-                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.CheckpointStatistics.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
                 _registered_method=True)
         self.CancelJob = channel.unary_unary(
                 '/weir.JobMaster/CancelJob',
-                request_serializer=proto_dot_common__pb2.JobIdRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.NotifyTaskManagerLost = channel.unary_unary(
                 '/weir.JobMaster/NotifyTaskManagerLost',
-                request_serializer=proto_dot_jobmaster__pb2.TaskManagerLostNotice.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.TaskManagerLostNotice.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.AcknowledgeCheckpoint = channel.unary_unary(
                 '/weir.JobMaster/AcknowledgeCheckpoint',
-                request_serializer=proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.DeclineCheckpoint = channel.unary_unary(
                 '/weir.JobMaster/DeclineCheckpoint',
-                request_serializer=proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
 
 
@@ -147,48 +147,48 @@ def add_JobMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'UpdateTaskExecutionState': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateTaskExecutionState,
-                    request_deserializer=proto_dot_jobmaster__pb2.TaskExecutionStateUpdate.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.TaskExecutionStateUpdate.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'PushCollectBatch': grpc.unary_unary_rpc_method_handler(
                     servicer.PushCollectBatch,
-                    request_deserializer=proto_dot_jobmaster__pb2.PushCollectBatchRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'FetchCollectBatches': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchCollectBatches,
-                    request_deserializer=proto_dot_common__pb2.FetchCollectRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.FetchCollectResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.FetchCollectRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.FetchCollectResponse.SerializeToString,
             ),
             'GetJobDetails': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJobDetails,
-                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.JobDetails.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.JobDetails.SerializeToString,
             ),
             'GetCheckpointStatistics': grpc.unary_unary_rpc_method_handler(
                     servicer.GetCheckpointStatistics,
-                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
             ),
             'CancelJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJob,
-                    request_deserializer=proto_dot_common__pb2.JobIdRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'NotifyTaskManagerLost': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyTaskManagerLost,
-                    request_deserializer=proto_dot_jobmaster__pb2.TaskManagerLostNotice.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.TaskManagerLostNotice.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'AcknowledgeCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.AcknowledgeCheckpoint,
-                    request_deserializer=proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'DeclineCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.DeclineCheckpoint,
-                    request_deserializer=proto_dot_jobmaster__pb2.DeclineCheckpointRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -216,8 +216,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/UpdateTaskExecutionState',
-            proto_dot_jobmaster__pb2.TaskExecutionStateUpdate.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_jobmaster__pb2.TaskExecutionStateUpdate.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -243,8 +243,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/PushCollectBatch',
-            proto_dot_jobmaster__pb2.PushCollectBatchRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -270,8 +270,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/FetchCollectBatches',
-            proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
-            proto_dot_common__pb2.FetchCollectResponse.FromString,
+            weir_dot_proto_dot_common__pb2.FetchCollectRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.FetchCollectResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -297,8 +297,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/GetJobDetails',
-            proto_dot_common__pb2.JobIdRequest.SerializeToString,
-            proto_dot_common__pb2.JobDetails.FromString,
+            weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.JobDetails.FromString,
             options,
             channel_credentials,
             insecure,
@@ -324,8 +324,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/GetCheckpointStatistics',
-            proto_dot_common__pb2.JobIdRequest.SerializeToString,
-            proto_dot_common__pb2.CheckpointStatistics.FromString,
+            weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
             options,
             channel_credentials,
             insecure,
@@ -351,8 +351,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/CancelJob',
-            proto_dot_common__pb2.JobIdRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -378,8 +378,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/NotifyTaskManagerLost',
-            proto_dot_jobmaster__pb2.TaskManagerLostNotice.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_jobmaster__pb2.TaskManagerLostNotice.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -405,8 +405,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/AcknowledgeCheckpoint',
-            proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -432,8 +432,8 @@ class JobMaster:
             request,
             target,
             '/weir.JobMaster/DeclineCheckpoint',
-            proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,

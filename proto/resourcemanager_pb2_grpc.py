@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from proto import common_pb2 as proto_dot_common__pb2
-from proto import resourcemanager_pb2 as proto_dot_resourcemanager__pb2
+from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
+from weir.proto import resourcemanager_pb2 as weir_dot_proto_dot_resourcemanager__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/resourcemanager_pb2_grpc.py depends on'
+        + ' but the generated code in weir/proto/resourcemanager_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,28 +37,28 @@ class ResourceManagerStub:
         """
         self.RegisterTaskExecutor = channel.unary_unary(
                 '/weir.ResourceManager/RegisterTaskExecutor',
-                request_serializer=proto_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.SerializeToString,
-                response_deserializer=proto_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.FromString,
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.FromString,
                 _registered_method=True)
         self.Heartbeat = channel.unary_unary(
                 '/weir.ResourceManager/Heartbeat',
-                request_serializer=proto_dot_resourcemanager__pb2.TaskExecutorHeartbeat.SerializeToString,
-                response_deserializer=proto_dot_resourcemanager__pb2.HeartbeatResponse.FromString,
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.TaskExecutorHeartbeat.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_resourcemanager__pb2.HeartbeatResponse.FromString,
                 _registered_method=True)
         self.RequestSlots = channel.unary_unary(
                 '/weir.ResourceManager/RequestSlots',
-                request_serializer=proto_dot_resourcemanager__pb2.RequestSlotsRequest.SerializeToString,
-                response_deserializer=proto_dot_resourcemanager__pb2.RequestSlotsResponse.FromString,
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.FromString,
                 _registered_method=True)
         self.ReleaseSlots = channel.unary_unary(
                 '/weir.ResourceManager/ReleaseSlots',
-                request_serializer=proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.ListTaskManagers = channel.unary_unary(
                 '/weir.ResourceManager/ListTaskManagers',
-                request_serializer=proto_dot_common__pb2.Empty.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.ListTaskManagersResponse.FromString,
+                request_serializer=weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
                 _registered_method=True)
 
 
@@ -102,28 +102,28 @@ def add_ResourceManagerServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'RegisterTaskExecutor': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterTaskExecutor,
-                    request_deserializer=proto_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.FromString,
-                    response_serializer=proto_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.SerializeToString,
             ),
             'Heartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.Heartbeat,
-                    request_deserializer=proto_dot_resourcemanager__pb2.TaskExecutorHeartbeat.FromString,
-                    response_serializer=proto_dot_resourcemanager__pb2.HeartbeatResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.TaskExecutorHeartbeat.FromString,
+                    response_serializer=weir_dot_proto_dot_resourcemanager__pb2.HeartbeatResponse.SerializeToString,
             ),
             'RequestSlots': grpc.unary_unary_rpc_method_handler(
                     servicer.RequestSlots,
-                    request_deserializer=proto_dot_resourcemanager__pb2.RequestSlotsRequest.FromString,
-                    response_serializer=proto_dot_resourcemanager__pb2.RequestSlotsResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.SerializeToString,
             ),
             'ReleaseSlots': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseSlots,
-                    request_deserializer=proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'ListTaskManagers': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTaskManagers,
-                    request_deserializer=proto_dot_common__pb2.Empty.FromString,
-                    response_serializer=proto_dot_common__pb2.ListTaskManagersResponse.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.Empty.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -151,8 +151,8 @@ class ResourceManager:
             request,
             target,
             '/weir.ResourceManager/RegisterTaskExecutor',
-            proto_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.SerializeToString,
-            proto_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.FromString,
+            weir_dot_proto_dot_resourcemanager__pb2.RegisterTaskExecutorRequest.SerializeToString,
+            weir_dot_proto_dot_resourcemanager__pb2.RegisterTaskExecutorResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -178,8 +178,8 @@ class ResourceManager:
             request,
             target,
             '/weir.ResourceManager/Heartbeat',
-            proto_dot_resourcemanager__pb2.TaskExecutorHeartbeat.SerializeToString,
-            proto_dot_resourcemanager__pb2.HeartbeatResponse.FromString,
+            weir_dot_proto_dot_resourcemanager__pb2.TaskExecutorHeartbeat.SerializeToString,
+            weir_dot_proto_dot_resourcemanager__pb2.HeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -205,8 +205,8 @@ class ResourceManager:
             request,
             target,
             '/weir.ResourceManager/RequestSlots',
-            proto_dot_resourcemanager__pb2.RequestSlotsRequest.SerializeToString,
-            proto_dot_resourcemanager__pb2.RequestSlotsResponse.FromString,
+            weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.SerializeToString,
+            weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -232,8 +232,8 @@ class ResourceManager:
             request,
             target,
             '/weir.ResourceManager/ReleaseSlots',
-            proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -259,8 +259,8 @@ class ResourceManager:
             request,
             target,
             '/weir.ResourceManager/ListTaskManagers',
-            proto_dot_common__pb2.Empty.SerializeToString,
-            proto_dot_common__pb2.ListTaskManagersResponse.FromString,
+            weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+            weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from proto import common_pb2 as proto_dot_common__pb2
-from proto import taskexecutor_pb2 as proto_dot_taskexecutor__pb2
+from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
+from weir.proto import taskexecutor_pb2 as weir_dot_proto_dot_taskexecutor__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/taskexecutor_pb2_grpc.py depends on'
+        + ' but the generated code in weir/proto/taskexecutor_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,43 +37,43 @@ class TaskExecutorStub:
         """
         self.AllocateSlot = channel.unary_unary(
                 '/weir.TaskExecutor/AllocateSlot',
-                request_serializer=proto_dot_taskexecutor__pb2.AllocateSlotRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.AllocateSlotRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.FreeSlot = channel.unary_unary(
                 '/weir.TaskExecutor/FreeSlot',
-                request_serializer=proto_dot_taskexecutor__pb2.FreeSlotRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.FreeSlotRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.SubmitTask = channel.unary_unary(
                 '/weir.TaskExecutor/SubmitTask',
-                request_serializer=proto_dot_taskexecutor__pb2.SubmitTaskRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.SubmitTaskRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.CancelTask = channel.unary_unary(
                 '/weir.TaskExecutor/CancelTask',
-                request_serializer=proto_dot_taskexecutor__pb2.CancelTaskRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.CancelTaskRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.Stop = channel.unary_unary(
                 '/weir.TaskExecutor/Stop',
-                request_serializer=proto_dot_taskexecutor__pb2.StopRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.StopRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.TriggerCheckpoint = channel.unary_unary(
                 '/weir.TaskExecutor/TriggerCheckpoint',
-                request_serializer=proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.NotifyCheckpointComplete = channel.unary_unary(
                 '/weir.TaskExecutor/NotifyCheckpointComplete',
-                request_serializer=proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
         self.NotifyCheckpointAborted = channel.unary_unary(
                 '/weir.TaskExecutor/NotifyCheckpointAborted',
-                request_serializer=proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
-                response_deserializer=proto_dot_common__pb2.Ack.FromString,
+                request_serializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
 
 
@@ -135,43 +135,43 @@ def add_TaskExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'AllocateSlot': grpc.unary_unary_rpc_method_handler(
                     servicer.AllocateSlot,
-                    request_deserializer=proto_dot_taskexecutor__pb2.AllocateSlotRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.AllocateSlotRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'FreeSlot': grpc.unary_unary_rpc_method_handler(
                     servicer.FreeSlot,
-                    request_deserializer=proto_dot_taskexecutor__pb2.FreeSlotRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.FreeSlotRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'SubmitTask': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitTask,
-                    request_deserializer=proto_dot_taskexecutor__pb2.SubmitTaskRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.SubmitTaskRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'CancelTask': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelTask,
-                    request_deserializer=proto_dot_taskexecutor__pb2.CancelTaskRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.CancelTaskRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'Stop': grpc.unary_unary_rpc_method_handler(
                     servicer.Stop,
-                    request_deserializer=proto_dot_taskexecutor__pb2.StopRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.StopRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'TriggerCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.TriggerCheckpoint,
-                    request_deserializer=proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'NotifyCheckpointComplete': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyCheckpointComplete,
-                    request_deserializer=proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
             'NotifyCheckpointAborted': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyCheckpointAborted,
-                    request_deserializer=proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
-                    response_serializer=proto_dot_common__pb2.Ack.SerializeToString,
+                    request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -199,8 +199,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/AllocateSlot',
-            proto_dot_taskexecutor__pb2.AllocateSlotRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.AllocateSlotRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -226,8 +226,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/FreeSlot',
-            proto_dot_taskexecutor__pb2.FreeSlotRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.FreeSlotRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -253,8 +253,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/SubmitTask',
-            proto_dot_taskexecutor__pb2.SubmitTaskRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.SubmitTaskRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -280,8 +280,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/CancelTask',
-            proto_dot_taskexecutor__pb2.CancelTaskRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.CancelTaskRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -307,8 +307,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/Stop',
-            proto_dot_taskexecutor__pb2.StopRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.StopRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -334,8 +334,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/TriggerCheckpoint',
-            proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.TriggerCheckpointRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -361,8 +361,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/NotifyCheckpointComplete',
-            proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,
@@ -388,8 +388,8 @@ class TaskExecutor:
             request,
             target,
             '/weir.TaskExecutor/NotifyCheckpointAborted',
-            proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
-            proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,

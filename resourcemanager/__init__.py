@@ -1,8 +1,8 @@
 """The ResourceManager service: TaskManager registry, heartbeats, slots, Spark leases."""
 
-from resourcemanager.heartbeat_monitor import HeartbeatMonitor
-from resourcemanager.resource_manager import RegistrationResult, ResourceManager
-from resourcemanager.slot_manager import (
+from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
+from weir.resourcemanager.resource_manager import RegistrationResult, ResourceManager
+from weir.resourcemanager.slot_manager import (
     DefaultSlotManager,
     SlotAssignment,
     SlotRequest,
@@ -10,7 +10,7 @@ from resourcemanager.slot_manager import (
     TaskManagerRegistration,
     TaskManagerStatus,
 )
-from resourcemanager.spark_launcher import SparkTaskManagerLauncher, create_spark_session
+from weir.resourcemanager.spark_launcher import SparkTaskManagerLauncher, create_spark_session
 
 __all__ = [
     "DefaultSlotManager",

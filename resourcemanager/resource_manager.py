@@ -21,21 +21,6 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from resourcemanager import service
-from resourcemanager.heartbeat_monitor import HeartbeatMonitor
-from resourcemanager.slot_manager import (
-    DefaultSlotManager,
-    SlotAssignment,
-    SlotRequest,
-    TaskManagerRegistration,
-    TaskManagerStatus,
-)
-from resourcemanager.spark_launcher import (
-    DEFAULT_ENTRY_POINT,
-    LeaseEnded,
-    SparkTaskManagerLauncher,
-    create_spark_session,
-)
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.errors import (
@@ -45,6 +30,21 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, JobId, ResourceId
+from weir.resourcemanager import service
+from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
+from weir.resourcemanager.slot_manager import (
+    DefaultSlotManager,
+    SlotAssignment,
+    SlotRequest,
+    TaskManagerRegistration,
+    TaskManagerStatus,
+)
+from weir.resourcemanager.spark_launcher import (
+    DEFAULT_ENTRY_POINT,
+    LeaseEnded,
+    SparkTaskManagerLauncher,
+    create_spark_session,
+)
 
 if TYPE_CHECKING:
     import grpc

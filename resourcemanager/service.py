@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from proto import (
+from weir.core import rpc
+from weir.core.ids import AllocationId, JobId, ResourceId
+from weir.proto import (
     common_pb2,
     jobmaster_pb2,
     jobmaster_pb2_grpc,
@@ -17,12 +19,10 @@ from proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
-from resourcemanager.slot_manager import SlotRequest, TaskManagerRegistration
-from weir.core import rpc
-from weir.core.ids import AllocationId, JobId, ResourceId
+from weir.resourcemanager.slot_manager import SlotRequest, TaskManagerRegistration
 
 if TYPE_CHECKING:
-    from resourcemanager.resource_manager import ResourceManager
+    from weir.resourcemanager.resource_manager import ResourceManager
 
 
 class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):

@@ -32,7 +32,7 @@ from weir.core.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ENTRY_POINT = "taskmanager.spark_entry:run_task_manager"
+DEFAULT_ENTRY_POINT = "weir.taskmanager.spark_entry:run_task_manager"
 JOB_GROUP_PREFIX = "weir-tm-"
 
 

@@ -20,14 +20,14 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.network.api import ResultPartitionWriter
-from taskmanager.task_events import Watermark, WatermarkStatus, serialize_event
-from taskmanager.user_code import load_user_code
 from weir.core.deployment import ResultPartitionDescriptor
 from weir.core.errors import WeirError
 from weir.core.job_graph import PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, compute_operator_index_for_key_group
 from weir.core.serializers import serialize_batch, serialize_timestamped
+from weir.taskmanager.network.api import ResultPartitionWriter
+from weir.taskmanager.task_events import Watermark, WatermarkStatus, serialize_event
+from weir.taskmanager.user_code import load_user_code
 
 # A first buffer is cut after this many records, before any size is known; small
 # enough that even large records give a buffer of a few segments at most.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from taskmanager.state.backend import KeyedStateBackend, StateAccessError, ValueState
 from weir.core.state_ttl import StateTtl
+from weir.taskmanager.state.backend import KeyedStateBackend, StateAccessError, ValueState
 
 
 def _state_name(descriptor: Any) -> str:

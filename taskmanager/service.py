@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from proto import (
+from weir.core import rpc
+from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot, encode_task_state
+from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
+from weir.proto import (
     common_pb2,
     jobmaster_pb2,
     jobmaster_pb2_grpc,
@@ -18,13 +21,10 @@ from proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
-from taskmanager.task_events import CheckpointType
-from weir.core import rpc
-from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot, encode_task_state
-from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
+from weir.taskmanager.task_events import CheckpointType
 
 if TYPE_CHECKING:
-    from taskmanager.task_executor import TaskExecutor
+    from weir.taskmanager.task_executor import TaskExecutor
 
 
 class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 
 from pyspark import TaskContext
 
-from taskmanager.process_watchdog import ProcessWatchdog
-from taskmanager.task_executor import TaskExecutor
 from weir.core.errors import TaskManagerLostError
+from weir.taskmanager.process_watchdog import ProcessWatchdog
+from weir.taskmanager.task_executor import TaskExecutor
 
 logger = logging.getLogger(__name__)
 

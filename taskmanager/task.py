@@ -23,54 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from taskmanager.checkpointing.barrier_handler import (
-    AbortCheckpoint,
-    Action,
-    AlignedBarrierHandler,
-    AtLeastOnceBarrierHandler,
-    BlockChannel,
-    ChannelStateComplete,
-    CheckpointBarrierHandler,
-    TriggerSnapshot,
-    UnalignedBarrierHandler,
-    UnblockAll,
-)
-from taskmanager.checkpointing.subtask_checkpoint import (
-    Acknowledge,
-    Decline,
-    RestoredTaskState,
-    SubtaskCheckpointCoordinator,
-)
-from taskmanager.mailbox import Mailbox
-from taskmanager.network.api import (
-    BufferKind,
-    InputGate,
-    NetworkEnvironment,
-    PartitionClosedError,
-    ResultPartitionWriter,
-)
-from taskmanager.operators.base import OperatorSetup
-from taskmanager.operators.chain import OperatorChain
-from taskmanager.operators.source import (
-    SourceCanceledError,
-    SourceFunctionContext,
-    SourceOperator,
-)
-from taskmanager.operators.timers import ProcessingTimeService
-from taskmanager.record_writer import BufferTimeout, RecordWriter
-from taskmanager.runtime_context import StreamingRuntimeContext
-from taskmanager.state.backend import KeyedStateBackend
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from taskmanager.task_events import (
-    CheckpointBarrier,
-    CheckpointType,
-    Watermark,
-    WatermarkStatus,
-    deserialize_event,
-)
-from taskmanager.task_stdout import task_stdout
-from taskmanager.user_code import load_user_code
-from taskmanager.watermark_valve import StatusWatermarkValve
 from weir.core import config
 from weir.core.checkpoint import (
     CheckpointingConfig,
@@ -83,6 +35,54 @@ from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import OperatorDescriptor, PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
 from weir.core.serializers import deserialize_records
+from weir.taskmanager.checkpointing.barrier_handler import (
+    AbortCheckpoint,
+    Action,
+    AlignedBarrierHandler,
+    AtLeastOnceBarrierHandler,
+    BlockChannel,
+    ChannelStateComplete,
+    CheckpointBarrierHandler,
+    TriggerSnapshot,
+    UnalignedBarrierHandler,
+    UnblockAll,
+)
+from weir.taskmanager.checkpointing.subtask_checkpoint import (
+    Acknowledge,
+    Decline,
+    RestoredTaskState,
+    SubtaskCheckpointCoordinator,
+)
+from weir.taskmanager.mailbox import Mailbox
+from weir.taskmanager.network.api import (
+    BufferKind,
+    InputGate,
+    NetworkEnvironment,
+    PartitionClosedError,
+    ResultPartitionWriter,
+)
+from weir.taskmanager.operators.base import OperatorSetup
+from weir.taskmanager.operators.chain import OperatorChain
+from weir.taskmanager.operators.source import (
+    SourceCanceledError,
+    SourceFunctionContext,
+    SourceOperator,
+)
+from weir.taskmanager.operators.timers import ProcessingTimeService
+from weir.taskmanager.record_writer import BufferTimeout, RecordWriter
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.task_events import (
+    CheckpointBarrier,
+    CheckpointType,
+    Watermark,
+    WatermarkStatus,
+    deserialize_event,
+)
+from weir.taskmanager.task_stdout import task_stdout
+from weir.taskmanager.user_code import load_user_code
+from weir.taskmanager.watermark_valve import StatusWatermarkValve
 
 logger = logging.getLogger(__name__)
 

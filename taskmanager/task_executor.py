@@ -25,11 +25,6 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from taskmanager import service
-from taskmanager.mailbox import MailboxClosedError
-from taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
-from taskmanager.task import Task, TaskServices
-from taskmanager.task_events import CheckpointType
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot
@@ -41,6 +36,11 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
+from weir.taskmanager import service
+from weir.taskmanager.mailbox import MailboxClosedError
+from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
+from weir.taskmanager.task import Task, TaskServices
+from weir.taskmanager.task_events import CheckpointType
 
 if TYPE_CHECKING:
     import grpc

@@ -17,7 +17,7 @@ watermark (or None) and the new idleness of the whole input (or None).
 
 from __future__ import annotations
 
-from taskmanager.operators.base import MIN_WATERMARK
+from weir.taskmanager.operators.base import MIN_WATERMARK
 
 
 class _Channel:

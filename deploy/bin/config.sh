@@ -37,8 +37,13 @@ if [[ -z ${WEIR_PYTHON:-} ]]; then
         WEIR_PYTHON=python3
     fi
 fi
-# Weir's packages import from a source checkout too, not only when installed.
-export PYTHONPATH="$WEIR_HOME${PYTHONPATH:+:$PYTHONPATH}"
+# The services are the packages weir.dispatcher, weir.taskmanager, ... of an installed Weir
+# (the checkout's folders are mapped beneath `weir` by the install): say so if it is not.
+if ! "$WEIR_PYTHON" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("weir.dispatcher") is None)' 2>/dev/null; then
+    echo "Weir is not installed for $WEIR_PYTHON: run 'make setup' in $WEIR_HOME, or" \
+        "'pip install $WEIR_HOME', or point WEIR_PYTHON at an interpreter that has it" >&2
+    exit 1
+fi
 
 WEIR_LOG_DIR=${WEIR_LOG_DIR:-$(read_config env.log.dir "$WEIR_HOME/log")}
 WEIR_PID_DIR=${WEIR_PID_DIR:-$(read_config env.pid.dir /tmp)}

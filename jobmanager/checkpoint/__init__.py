@@ -1,24 +1,24 @@
 """The JobMaster's side of checkpointing: the CheckpointCoordinator and what it tracks."""
 
-from jobmanager.checkpoint.checkpoint_coordinator import (
+from weir.jobmanager.checkpoint.checkpoint_coordinator import (
     CheckpointCoordinator,
     CheckpointOptions,
     CheckpointPlanProvider,
     CheckpointTriggerGateway,
 )
-from jobmanager.checkpoint.checkpoint_stats import (
+from weir.jobmanager.checkpoint.checkpoint_stats import (
     CheckpointStats,
     CheckpointStatsSnapshot,
     CheckpointStatsTracker,
     CheckpointStatus,
 )
-from jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
-from jobmanager.checkpoint.pending_checkpoint import (
+from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
+from weir.jobmanager.checkpoint.pending_checkpoint import (
     CheckpointPlan,
     CheckpointTask,
     PendingCheckpoint,
 )
-from jobmanager.checkpoint.scheduling import (
+from weir.jobmanager.checkpoint.scheduling import (
     Clock,
     ScheduledExecutor,
     ScheduledTask,

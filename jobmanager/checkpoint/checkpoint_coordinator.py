@@ -18,10 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from jobmanager.checkpoint.checkpoint_stats import CheckpointStatsSnapshot, CheckpointStatsTracker
-from jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
-from jobmanager.checkpoint.pending_checkpoint import AckResult, CheckpointPlan, PendingCheckpoint
-from jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
 from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointingMode,
@@ -43,6 +39,17 @@ from weir.core.highavailability import (
 )
 from weir.core.ids import ExecutionAttemptId, JobId
 from weir.core.key_groups import default_max_parallelism
+from weir.jobmanager.checkpoint.checkpoint_stats import (
+    CheckpointStatsSnapshot,
+    CheckpointStatsTracker,
+)
+from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
+from weir.jobmanager.checkpoint.pending_checkpoint import (
+    AckResult,
+    CheckpointPlan,
+    PendingCheckpoint,
+)
+from weir.jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
 
 logger = logging.getLogger(__name__)
 

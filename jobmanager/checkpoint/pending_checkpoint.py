@@ -6,7 +6,6 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from jobmanager.checkpoint.scheduling import ScheduledTask
 from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointStorageLocation,
@@ -15,6 +14,7 @@ from weir.core.checkpoint import (
     TaskStateSnapshot,
 )
 from weir.core.ids import ExecutionAttemptId, OperatorId
+from weir.jobmanager.checkpoint.scheduling import ScheduledTask
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import grpc
 
-from jobmanager.checkpoint.checkpoint_coordinator import CheckpointOptions
-from proto import taskexecutor_pb2, taskexecutor_pb2_grpc
 from weir.core import rpc
 from weir.core.errors import RemoteError
 from weir.core.ids import ExecutionAttemptId
+from weir.jobmanager.checkpoint.checkpoint_coordinator import CheckpointOptions
+from weir.proto import taskexecutor_pb2, taskexecutor_pb2_grpc
 
 # Trigger and notify are short control messages; a TaskExecutor that needs longer is gone
 # (the checkpoint then fails by decline, well within execution.checkpointing.timeout).

@@ -1,6 +1,6 @@
 """Task-side checkpointing: barrier handling on the inputs and snapshot capture."""
 
-from taskmanager.checkpointing.barrier_handler import (
+from weir.taskmanager.checkpointing.barrier_handler import (
     AbortCheckpoint,
     AbortReason,
     Action,
@@ -14,7 +14,7 @@ from taskmanager.checkpointing.barrier_handler import (
     UnalignedBarrierHandler,
     UnblockAll,
 )
-from taskmanager.checkpointing.snapshot import (
+from weir.taskmanager.checkpointing.snapshot import (
     KeyGroupsSnapshot,
     OperatorSnapshot,
     OperatorStateRefs,

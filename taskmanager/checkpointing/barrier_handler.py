@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from taskmanager.task_events import CheckpointBarrier
+from weir.taskmanager.task_events import CheckpointBarrier
 
 logger = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot
 from weir.core.errors import WeirError
 from weir.core.serializers import deserialize_batch, serialize_batch
 from weir.core.source import CheckpointedSourceReader
+from weir.taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot
 
 logger = logging.getLogger(__name__)
 

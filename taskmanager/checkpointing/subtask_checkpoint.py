@@ -23,18 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from taskmanager.checkpointing.snapshot import (
-    KeyGroupsSnapshot,
-    TaskSnapshot,
-    capture_task_snapshot,
-    decode_buffers,
-    decode_keyed_state,
-    operators_of_chain,
-    with_channel_state,
-)
-from taskmanager.network.api import ResultPartitionWriter
-from taskmanager.operators.chain import OperatorChain
-from taskmanager.task_events import CheckpointBarrier, serialize_event
 from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointStorage,
@@ -52,6 +40,18 @@ from weir.core.checkpoint import (
     read_state,
 )
 from weir.core.ids import ExecutionAttemptId, OperatorId
+from weir.taskmanager.checkpointing.snapshot import (
+    KeyGroupsSnapshot,
+    TaskSnapshot,
+    capture_task_snapshot,
+    decode_buffers,
+    decode_keyed_state,
+    operators_of_chain,
+    with_channel_state,
+)
+from weir.taskmanager.network.api import ResultPartitionWriter
+from weir.taskmanager.operators.chain import OperatorChain
+from weir.taskmanager.task_events import CheckpointBarrier, serialize_event
 
 logger = logging.getLogger(__name__)
 

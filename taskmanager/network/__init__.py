@@ -1,6 +1,6 @@
 """The TaskManager data plane: result partitions, input gates, credit-based TCP transport."""
 
-from taskmanager.network.api import (
+from weir.taskmanager.network.api import (
     BufferKind,
     InputGate,
     NetworkConfig,
@@ -9,9 +9,9 @@ from taskmanager.network.api import (
     PartitionStats,
     ResultPartitionWriter,
 )
-from taskmanager.network.input_gate import DefaultInputGate, InputGateStats
-from taskmanager.network.network_environment import DefaultNetworkEnvironment
-from taskmanager.network.result_partition import ResultPartition
+from weir.taskmanager.network.input_gate import DefaultInputGate, InputGateStats
+from weir.taskmanager.network.network_environment import DefaultNetworkEnvironment
+from weir.taskmanager.network.result_partition import ResultPartition
 
 __all__ = [
     "BufferKind",

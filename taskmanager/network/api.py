@@ -1,7 +1,7 @@
 """The data plane as tasks see it: result partitions to write, input gates to read.
 
 Tasks hand the network whole serialized buffers (``bytes``); partitioning records and
-serializing them is the task's business (``taskmanager.record_writer``). The network
+serializing them is the task's business (``weir.taskmanager.record_writer``). The network
 moves buffers and events in order per channel, with credit-based flow control, over
 TCP between TaskManagers and in memory inside one.
 

@@ -19,8 +19,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.network.api import BufferKind
-from taskmanager.network.frames import (
+from weir.core.deployment import ResultPartitionId
+from weir.core.errors import NetworkError
+from weir.taskmanager.network.api import BufferKind
+from weir.taskmanager.network.frames import (
     HEADER,
     Frame,
     FrameDecoder,
@@ -29,13 +31,11 @@ from taskmanager.network.frames import (
     encode_frame,
     encode_partition_request,
 )
-from taskmanager.network.input_channel import RemoteInputChannel
-from taskmanager.network.input_gate import DefaultInputGate, RemoteBuffer
-from taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
-from taskmanager.network.result_partition_manager import ResultPartitionManager
-from taskmanager.network.subpartition import SubpartitionView
-from weir.core.deployment import ResultPartitionId
-from weir.core.errors import NetworkError
+from weir.taskmanager.network.input_channel import RemoteInputChannel
+from weir.taskmanager.network.input_gate import DefaultInputGate, RemoteBuffer
+from weir.taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
+from weir.taskmanager.network.result_partition_manager import ResultPartitionManager
+from weir.taskmanager.network.subpartition import SubpartitionView
 
 logger = logging.getLogger(__name__)
 

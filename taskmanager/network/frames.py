@@ -16,10 +16,10 @@ import logging
 import struct
 from typing import NamedTuple
 
-from taskmanager.network.api import BufferKind
 from weir.core.deployment import ResultPartitionId
 from weir.core.errors import NetworkError
 from weir.core.ids import ExecutionAttemptId
+from weir.taskmanager.network.api import BufferKind
 
 logger = logging.getLogger(__name__)
 

@@ -14,16 +14,16 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from taskmanager.network.api import BufferKind
-from taskmanager.network.credit_based_channel import ChannelCredit, FloatingBufferPool
-from taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
-from taskmanager.network.result_partition_manager import ResultPartitionManager
-from taskmanager.network.subpartition import UNLIMITED_CREDIT, SubpartitionView
 from weir.core.deployment import InputChannelDescriptor
 from weir.core.errors import NetworkError
+from weir.taskmanager.network.api import BufferKind
+from weir.taskmanager.network.credit_based_channel import ChannelCredit, FloatingBufferPool
+from weir.taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
+from weir.taskmanager.network.result_partition_manager import ResultPartitionManager
+from weir.taskmanager.network.subpartition import UNLIMITED_CREDIT, SubpartitionView
 
 if TYPE_CHECKING:
-    from taskmanager.network.input_gate import DefaultInputGate
+    from weir.taskmanager.network.input_gate import DefaultInputGate
 
 logger = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from taskmanager.network.api import BufferKind, PartitionClosedError
-from taskmanager.network.credit_based_channel import FloatingBufferPool, Grant
-from taskmanager.network.input_channel import InputChannel, RemoteInputChannel
 from weir.core.errors import NetworkError
+from weir.taskmanager.network.api import BufferKind, PartitionClosedError
+from weir.taskmanager.network.credit_based_channel import FloatingBufferPool, Grant
+from weir.taskmanager.network.input_channel import InputChannel, RemoteInputChannel
 
 logger = logging.getLogger(__name__)
 

@@ -18,14 +18,18 @@ import itertools
 import logging
 import threading
 
-from taskmanager.network.api import NetworkConfig
-from taskmanager.network.connection_manager import ConnectionManager
-from taskmanager.network.input_channel import InputChannel, LocalInputChannel, RemoteInputChannel
-from taskmanager.network.input_gate import DefaultInputGate
-from taskmanager.network.result_partition import ResultPartition
-from taskmanager.network.result_partition_manager import ResultPartitionManager
 from weir.core.deployment import InputGateDescriptor, ResultPartitionDescriptor
 from weir.core.errors import ConfigurationError, NetworkError
+from weir.taskmanager.network.api import NetworkConfig
+from weir.taskmanager.network.connection_manager import ConnectionManager
+from weir.taskmanager.network.input_channel import (
+    InputChannel,
+    LocalInputChannel,
+    RemoteInputChannel,
+)
+from weir.taskmanager.network.input_gate import DefaultInputGate
+from weir.taskmanager.network.result_partition import ResultPartition
+from weir.taskmanager.network.result_partition_manager import ResultPartitionManager
 
 logger = logging.getLogger(__name__)
 

@@ -14,14 +14,14 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
-from taskmanager.network.api import (
+from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
+from weir.taskmanager.network.api import (
     BufferKind,
     NetworkConfig,
     PartitionClosedError,
     PartitionStats,
 )
-from taskmanager.network.subpartition import PipelinedSubpartition, SubpartitionView
-from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
+from weir.taskmanager.network.subpartition import PipelinedSubpartition, SubpartitionView
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import logging
 import threading
 from collections.abc import Callable
 
-from taskmanager.network.result_partition import ResultPartition
 from weir.core.deployment import ResultPartitionId
 from weir.core.errors import NetworkError
+from weir.taskmanager.network.result_partition import ResultPartition
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-from taskmanager.network.api import BufferKind
+from weir.taskmanager.network.api import BufferKind
 
 logger = logging.getLogger(__name__)
 

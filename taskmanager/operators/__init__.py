@@ -1,10 +1,10 @@
 """Operators of a task's chain: implementations per OperatorKind and the chain that wires them."""
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator
-from taskmanager.operators.chain import OPERATORS, OperatorChain
-from taskmanager.operators.contexts import TimersNotSupportedError
-from taskmanager.operators.functions import FunctionTypeError
-from taskmanager.operators.sinks import print_prefix, render
+from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator
+from weir.taskmanager.operators.chain import OPERATORS, OperatorChain
+from weir.taskmanager.operators.contexts import TimersNotSupportedError
+from weir.taskmanager.operators.functions import FunctionTypeError
+from weir.taskmanager.operators.sinks import print_prefix, render
 
 __all__ = [
     "OPERATORS",

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from taskmanager.runtime_context import StreamingRuntimeContext
-from taskmanager.state.backend import KeyedStateBackend
 from weir.core.job_graph import OperatorDescriptor
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.backend import KeyedStateBackend
 
 Timestamps = list[int | None] | None
 Collect = Callable[[list[Any], Timestamps], None]

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from taskmanager.operators.base import (
+from weir.core.job_graph import OperatorKind
+from weir.taskmanager.operators.base import (
     Collect,
     OperatorSetup,
     Output,
@@ -22,7 +23,7 @@ from taskmanager.operators.base import (
     discard,
     ignore,
 )
-from taskmanager.operators.one_input import (
+from weir.taskmanager.operators.one_input import (
     FilterOperator,
     FlatMapOperator,
     KeyedProcessOperator,
@@ -30,13 +31,12 @@ from taskmanager.operators.one_input import (
     ProcessOperator,
     ReduceOperator,
 )
-from taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
-from taskmanager.operators.source import SourceOperator
-from taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator, CoProcessOperator
-from taskmanager.operators.watermarks import TimestampsAndWatermarksOperator
-from taskmanager.operators.window import WindowOperator
-from taskmanager.record_writer import RecordWriter
-from weir.core.job_graph import OperatorKind
+from weir.taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
+from weir.taskmanager.operators.source import SourceOperator
+from weir.taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator, CoProcessOperator
+from weir.taskmanager.operators.watermarks import TimestampsAndWatermarksOperator
+from weir.taskmanager.operators.window import WindowOperator
+from weir.taskmanager.record_writer import RecordWriter
 
 logger = logging.getLogger(__name__)
 

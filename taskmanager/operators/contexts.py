@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import DISCARDING_OUTPUT, MIN_WATERMARK, Output
-from taskmanager.operators.timers import InternalTimerService
 from weir.core.errors import WeirError
+from weir.taskmanager.operators.base import DISCARDING_OUTPUT, MIN_WATERMARK, Output
+from weir.taskmanager.operators.timers import InternalTimerService
 
 __all__ = [
     "MIN_WATERMARK",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import (
+from weir.taskmanager.operators.base import (
     Collect,
     OperatorSetup,
     Output,
@@ -25,15 +25,18 @@ from taskmanager.operators.base import (
     Timestamps,
     discard,
 )
-from taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
-from taskmanager.operators.functions import (
+from weir.taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
+from weir.taskmanager.operators.functions import (
     close_function,
     key_selector,
     open_function,
     required_method,
     user_method,
 )
-from taskmanager.operators.process_timers import FiresProcessFunctionTimers, ProcessFunctionTimers
+from weir.taskmanager.operators.process_timers import (
+    FiresProcessFunctionTimers,
+    ProcessFunctionTimers,
+)
 
 
 def _input_key_selector(setup: OperatorSetup, index: int) -> Callable[[Any], Any] | None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskmanager.operators.base import Collect, StreamOperator
-from taskmanager.operators.contexts import KeyedProcessContext, TimerService
-from taskmanager.operators.timers import InternalTimerService
-from taskmanager.state.backend import KeyedStateBackend
 from weir.core.time_domain import TimeDomain
+from weir.taskmanager.operators.base import Collect, StreamOperator
+from weir.taskmanager.operators.contexts import KeyedProcessContext, TimerService
+from weir.taskmanager.operators.timers import InternalTimerService
+from weir.taskmanager.state.backend import KeyedStateBackend
 
 
 class TimerEmitter:

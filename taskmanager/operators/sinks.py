@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
-from taskmanager.operators.contexts import SinkContext, TimerService
-from taskmanager.operators.functions import close_function, open_function
-from taskmanager.operators.print_format import build_renderer
 from weir.core.job_graph import SerializerKind
 from weir.core.serializers import serialize_batch
+from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
+from weir.taskmanager.operators.contexts import SinkContext, TimerService
+from weir.taskmanager.operators.functions import close_function, open_function
+from weir.taskmanager.operators.print_format import build_renderer
 
 # The first collect buffer is cut after this many records, before its size is known.
 _INITIAL_COLLECT_RECORDS = 256

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import (
+from weir.core.source import SourceReader, SplitSourceReader, create_reader
+from weir.taskmanager.operators.base import (
     MAX_WATERMARK,
     Collect,
     OperatorSetup,
@@ -22,10 +23,9 @@ from taskmanager.operators.base import (
     Timestamps,
     discard,
 )
-from taskmanager.operators.functions import close_function, open_function
-from taskmanager.operators.split_watermarks import SplitWatermarks
-from taskmanager.operators.watermarks import WatermarkEmitter, auto_watermark_interval
-from weir.core.source import SourceReader, SplitSourceReader, create_reader
+from weir.taskmanager.operators.functions import close_function, open_function
+from weir.taskmanager.operators.split_watermarks import SplitWatermarks
+from weir.taskmanager.operators.watermarks import WatermarkEmitter, auto_watermark_interval
 
 
 class SourceCanceledError(Exception):

@@ -20,16 +20,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import (
+from weir.core.source import SplitSourceReader
+from weir.taskmanager.operators.base import (
     MAX_WATERMARK,
     MIN_WATERMARK,
     Collect,
     Output,
     Timestamps,
 )
-from taskmanager.operators.timers import ProcessingTimeService
-from taskmanager.operators.watermarks import PeriodicEmission, WatermarkEmitter
-from weir.core.source import SplitSourceReader
+from weir.taskmanager.operators.timers import ProcessingTimeService
+from weir.taskmanager.operators.watermarks import PeriodicEmission, WatermarkEmitter
 
 
 class _SplitState:

@@ -33,8 +33,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from taskmanager.operators.base import MIN_WATERMARK
-from taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.operators.base import MIN_WATERMARK
+from weir.taskmanager.state.backend import KeyedStateBackend
 
 logger = logging.getLogger(__name__)
 

@@ -10,17 +10,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import Collect, OperatorSetup, Output, StreamOperator, Timestamps
-from taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
-from taskmanager.operators.functions import (
+from weir.taskmanager.operators.base import (
+    Collect,
+    OperatorSetup,
+    Output,
+    StreamOperator,
+    Timestamps,
+)
+from weir.taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
+from weir.taskmanager.operators.functions import (
     close_function,
     key_selector,
     open_function,
     required_method,
 )
-from taskmanager.operators.one_input import expand
-from taskmanager.operators.process_timers import FiresProcessFunctionTimers, ProcessFunctionTimers
-from taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.operators.one_input import expand
+from weir.taskmanager.operators.process_timers import (
+    FiresProcessFunctionTimers,
+    ProcessFunctionTimers,
+)
+from weir.taskmanager.state.backend import KeyedStateBackend
 
 
 def _selectors(setup: OperatorSetup) -> list[Callable[[Any], Any] | None]:

@@ -10,7 +10,7 @@ higher than the last one, and idleness changes only when they change something.
 Two operators use it: ``TimestampsAndWatermarksOperator``
 (``DataStream.assign_timestamps_and_watermarks``), which swallows the watermarks
 arriving from upstream except the final one, as Flink's does; and the source
-operator of ``from_source(source, strategy, name)`` (``taskmanager.operators.source``).
+operator of ``from_source(source, strategy, name)`` (``weir.taskmanager.operators.source``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import (
+from weir.core import config
+from weir.core.errors import UserCodeError
+from weir.core.watermarks import Watermark
+from weir.taskmanager.operators.base import (
     MAX_WATERMARK,
     MIN_WATERMARK,
     Collect,
@@ -29,10 +32,7 @@ from taskmanager.operators.base import (
     StreamOperator,
     Timestamps,
 )
-from taskmanager.operators.timers import ProcessingTimeService
-from weir.core import config
-from weir.core.errors import UserCodeError
-from weir.core.watermarks import Watermark
+from weir.taskmanager.operators.timers import ProcessingTimeService
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ still open are dropped, as in Flink.
 Two paths produce exactly the same results. The general one calls the assigner and the
 trigger for every record, through a trigger context, and handles merging (session)
 windows through a merging window set. The fast one serves aligned tumbling and sliding
-time windows with their default trigger (``taskmanager.operators.window_aligned``).
+time windows with their default trigger (``weir.taskmanager.operators.window_aligned``).
 """
 
 from __future__ import annotations
@@ -23,38 +23,38 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from taskmanager.operators.base import (
+from weir.core.windowing import (
+    MAX_LONG_VALUE,
+    MissingTimestampError,
+    WindowMergeError,
+)
+from weir.taskmanager.operators.base import (
     MIN_WATERMARK,
     OperatorSetup,
     Output,
     StreamOperator,
     Timestamps,
 )
-from taskmanager.operators.functions import (
+from weir.taskmanager.operators.functions import (
     close_function,
     key_selector,
     open_function,
     user_method,
 )
-from taskmanager.operators.timers import InternalTimerService
-from taskmanager.operators.window_aligned import AlignedWindowPaths
-from taskmanager.operators.window_contexts import (
+from weir.taskmanager.operators.timers import InternalTimerService
+from weir.taskmanager.operators.window_aligned import AlignedWindowPaths
+from weir.taskmanager.operators.window_contexts import (
     WindowAssignerContext,
     WindowProcessContext,
     WindowTriggerContext,
 )
-from taskmanager.operators.window_state import (
+from weir.taskmanager.operators.window_state import (
     CONTENTS,
     MERGING,
     MISSING,
     add_window,
     merge_namespaces,
     merger,
-)
-from weir.core.windowing import (
-    MAX_LONG_VALUE,
-    MissingTimestampError,
-    WindowMergeError,
 )
 
 

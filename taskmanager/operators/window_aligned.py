@@ -23,10 +23,10 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.operators.base import Timestamps
-from taskmanager.operators.timers import InternalTimerService
-from taskmanager.operators.window_state import MISSING
 from weir.core.windowing import MAX_LONG_VALUE, MissingTimestampError, TimeWindow
+from weir.taskmanager.operators.base import Timestamps
+from weir.taskmanager.operators.timers import InternalTimerService
+from weir.taskmanager.operators.window_state import MISSING
 
 
 class AlignedWindowPaths:

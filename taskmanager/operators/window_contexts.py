@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from taskmanager.operators.window_state import (
+from weir.taskmanager.operators.window_state import (
     MergingWindowStateStore,
     PerWindowStateStore,
     merge_window_state,
@@ -18,8 +18,8 @@ from taskmanager.operators.window_state import (
 )
 
 if TYPE_CHECKING:
-    from taskmanager.operators.timers import InternalTimerService
-    from taskmanager.operators.window import WindowOperator
+    from weir.taskmanager.operators.timers import InternalTimerService
+    from weir.taskmanager.operators.window import WindowOperator
 
 
 class WindowTriggerContext:

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from taskmanager.state.backend import KeyedStateBackend
-from taskmanager.state.heap_states import ListStateContents, MapStateReads
+from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.heap_states import ListStateContents, MapStateReads
 
 CONTENTS = "_weir_window_contents"
 MERGING = "_weir_window_merging"

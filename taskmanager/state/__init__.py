@@ -1,13 +1,13 @@
 """Keyed state backends of a task: the abstraction and its implementations."""
 
-from taskmanager.state.backend import (
+from weir.taskmanager.state.backend import (
     KeyedStateBackend,
     KeyedStateSnapshot,
     StateAccessError,
     ValueState,
 )
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from taskmanager.state.heap_states import HeapValueState
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.heap_states import HeapValueState
 
 __all__ = [
     "HashMapKeyedStateBackend",

@@ -13,24 +13,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot, StateAccessError
-from taskmanager.state.hashmap_ttl import (
+from weir.core.errors import StateMigrationError
+from weir.core.key_groups import PyFlinkKeyHasher
+from weir.core.state_ttl import StateTtl
+from weir.taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot, StateAccessError
+from weir.taskmanager.state.hashmap_ttl import (
     TtlHeapAggregatingState,
     TtlHeapListState,
     TtlHeapMapState,
     TtlHeapReducingState,
     TtlHeapValueState,
 )
-from taskmanager.state.heap_states import (
+from weir.taskmanager.state.heap_states import (
     HeapAggregatingState,
     HeapListState,
     HeapMapState,
     HeapReducingState,
     HeapValueState,
 )
-from weir.core.errors import StateMigrationError
-from weir.core.key_groups import PyFlinkKeyHasher
-from weir.core.state_ttl import StateTtl
 
 
 def _wall_clock_ms() -> int:

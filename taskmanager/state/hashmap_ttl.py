@@ -8,7 +8,7 @@ last access. A read that finds it expired removes it and, unless the TTL says
 ``return_expired``, treats it as absent.
 
 States without a TTL do not come here: they keep the plain classes of
-``taskmanager.state.hashmap`` and pay nothing for this module.
+``weir.taskmanager.state.hashmap`` and pay nothing for this module.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from taskmanager.state.heap_states import (
+from weir.core.state_ttl import StateTtl
+from weir.taskmanager.state.heap_states import (
     HeapAggregatingState,
     HeapListState,
     HeapMapState,
@@ -24,10 +25,9 @@ from taskmanager.state.heap_states import (
     HeapValueState,
     ListStateContents,
 )
-from weir.core.state_ttl import StateTtl
 
 if TYPE_CHECKING:
-    from taskmanager.state.hashmap import HashMapKeyedStateBackend
+    from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 _ABSENT = object()
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from taskmanager.state.hashmap import HashMapKeyedStateBackend
+    from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 
 class HeapValueState:

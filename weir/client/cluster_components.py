@@ -21,15 +21,15 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from dispatcher.dispatcher import Dispatcher
-from dispatcher.service import DispatcherServicer
-from jobmanager.job_master import JobMaster
-from resourcemanager.resource_manager import ResourceManager
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.highavailability import StandaloneHaServices
 from weir.core.job_graph import JobGraph
 from weir.core.job_info import JobDetailsInfo
+from weir.dispatcher.dispatcher import Dispatcher
+from weir.dispatcher.service import DispatcherServicer
+from weir.jobmanager.job_master import JobMaster
+from weir.resourcemanager.resource_manager import ResourceManager
 
 if TYPE_CHECKING:
     import grpc

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 from weir.core import rpc
 from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
+from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 
 class DispatcherGateway:

@@ -15,8 +15,8 @@ from weir.client.executor import RemoteExecutor
 from weir.core import config as cfg
 
 if TYPE_CHECKING:
-    from dispatcher.dispatcher import Dispatcher
-    from resourcemanager.resource_manager import ResourceManager
+    from weir.dispatcher.dispatcher import Dispatcher
+    from weir.resourcemanager.resource_manager import ResourceManager
 
 logger = logging.getLogger(__name__)
 

@@ -419,7 +419,7 @@ CHECKPOINTING_UNALIGNED_FORCED = _option(
     "changes nothing at runtime.",
 )
 # Flink 2.x defaults to NO_EXTERNALIZED_CHECKPOINTS; we keep the checkpoints of a failed
-# job by default, so that it can always be resumed with `weir run -s` (DESIGN §6).
+# job by default, so that it can always be resumed with `weir run -s`.
 CHECKPOINTING_RETENTION = _option(
     "execution.checkpointing.externalized-checkpoint-retention",
     "DELETE_ON_CANCELLATION",

@@ -1,14 +1,17 @@
 """Where ``env.execute()`` sends a JobGraph: Flink's PipelineExecutor idea.
 
 ``weir run`` registers a remote executor; with none registered, the environment starts
-the embedded MiniCluster (imported lazily, so building a job never imports services).
+the embedded MiniCluster, found through an entry point (so building a job never imports
+services).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
 from typing import Any, Protocol
 
+from weir.core.errors import WeirError
 from weir.core.job_graph import JobGraph
 
 
@@ -106,14 +109,27 @@ def is_executor_registered() -> bool:
     return _registered is not None
 
 
+# Where the embedded executor comes from when none is registered: a packaging entry point,
+# as Flink finds its PipelineExecutorFactories through a ServiceLoader. weir.core thus
+# names no module of the client layer, and building a job imports no service.
+EXECUTOR_ENTRY_POINTS = "weir.pipeline_executors"
+EMBEDDED_EXECUTOR = "embedded"
+
+
 def get_executor() -> PipelineExecutor:
     """The registered executor, or the embedded MiniCluster's."""
     if _registered is not None:
         return _registered
-    # Imported lazily: building a job must not import the services.
-    from weir.client.mini_cluster import shared_mini_cluster_executor  # noqa: PLC0415
-
-    return shared_mini_cluster_executor()
+    found = entry_points(group=EXECUTOR_ENTRY_POINTS, name=EMBEDDED_EXECUTOR)
+    if not found:
+        msg = (
+            f"no executor is registered and no {EMBEDDED_EXECUTOR!r} entry point of group "
+            f"{EXECUTOR_ENTRY_POINTS!r} is installed; install Weir (pip install weir, or "
+            "make setup in a checkout) rather than importing it from a source folder"
+        )
+        raise WeirError(msg)
+    factory: Callable[[], PipelineExecutor] = next(iter(found)).load()
+    return factory()
 
 
 # Configuration the entry point (``weir run``) sets for the program it runs, merged

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from proto import common_pb2
 from weir.core.errors import JobGraphError
 from weir.core.ids import JobId, JobVertexId, OperatorId
 from weir.core.job_graph import (
@@ -16,6 +15,7 @@ from weir.core.job_graph import (
     PartitionerKind,
     SerializerKind,
 )
+from weir.proto import common_pb2
 
 
 def encode_job_graph(graph: JobGraph) -> bytes:

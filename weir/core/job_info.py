@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from proto import common_pb2
+from weir.proto import common_pb2
 
 
 @dataclass(frozen=True, slots=True)

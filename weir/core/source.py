@@ -10,7 +10,7 @@ Readers without these methods keep working; their sources are simply not replaya
 
 A reader that reads several splits at once implements ``SplitSourceReader`` as well:
 ``from_source`` then generates watermarks per split and the source's watermark is the
-minimum over them (``taskmanager.operators.split_watermarks``). A reader that reads its
+minimum over them (``weir.taskmanager.operators.split_watermarks``). A reader that reads its
 splits one after the other needs none of it: one generator sees the same event time.
 """
 

@@ -304,7 +304,7 @@ def _build_corrupting(tmp_path: Path, records: int, corrupt: int, config: dict[s
 def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(cluster, tmp_path, caplog):
     records = 8_000
     env, out, marks = _build_corrupting(tmp_path, records, corrupt=1, config={})
-    with caplog.at_level(logging.WARNING, logger="jobmanager.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="weir.jobmanager.checkpoint"):
         env.execute("running sum, latest checkpoint corrupt")
 
     corrupted = (marks / "failed").read_text().split()

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from taskmanager.operators.base import StreamOperator
-from taskmanager.operators.sinks import SinkOperator
 from weir.common import Types, WatermarkStrategy
 from weir.datastream import StreamExecutionEnvironment
 from weir.datastream.connectors import FileSink, FileSource, OutputFileConfig, StreamFormat
 from weir.datastream.connectors.file_system import BucketAssigner, Encoder
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.skipif(
-        SinkOperator.finish is StreamOperator.finish,
-        reason="the sink operator does not call SinkFunction.finish() at the end of input",
-    ),
-]
+pytestmark = pytest.mark.spark
 
 
 def test_file_source_map_file_sink(cluster, tmp_path):

@@ -7,15 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-
-from taskmanager.network import (
-    BufferKind,
-    DefaultInputGate,
-    DefaultNetworkEnvironment,
-    NetworkConfig,
-    ResultPartition,
-)
-from tests.integration.network.test_tcp_exchange import (
+from test_tcp_exchange import (
     channel,
     gate_of,
     network_threads,
@@ -24,7 +16,15 @@ from tests.integration.network.test_tcp_exchange import (
     read_all,
     wait_until,
 )
+
 from weir.core.errors import NetworkError
+from weir.taskmanager.network import (
+    BufferKind,
+    DefaultInputGate,
+    DefaultNetworkEnvironment,
+    NetworkConfig,
+    ResultPartition,
+)
 
 HOST = "127.0.0.1"
 DATA, EVENT, PRIORITY, END = (

@@ -8,14 +8,6 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from taskmanager.network import (
-    BufferKind,
-    DefaultInputGate,
-    DefaultNetworkEnvironment,
-    NetworkConfig,
-    PartitionClosedError,
-    ResultPartition,
-)
 from weir.core.deployment import (
     InputChannelDescriptor,
     InputGateDescriptor,
@@ -26,6 +18,14 @@ from weir.core.deployment import (
 from weir.core.errors import NetworkError
 from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId, ResourceId
 from weir.core.job_graph import JobEdge, PartitionerKind
+from weir.taskmanager.network import (
+    BufferKind,
+    DefaultInputGate,
+    DefaultNetworkEnvironment,
+    NetworkConfig,
+    PartitionClosedError,
+    ResultPartition,
+)
 
 HOST = "127.0.0.1"
 EDGE = JobEdge(

@@ -10,8 +10,8 @@ from typing import Any
 
 import grpc
 
-from proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2, resourcemanager_pb2_grpc
 from weir.core import rpc
+from weir.proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2, resourcemanager_pb2_grpc
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:

@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 from _rm_testing import TestingJobMaster, wait_until
 
-from proto import (
+from weir.core import rpc
+from weir.core.errors import ServiceUnavailableError, SlotAllocationError
+from weir.proto import (
     common_pb2,
     resourcemanager_pb2,
     resourcemanager_pb2_grpc,
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
-from resourcemanager import ResourceManager
-from weir.core import rpc
-from weir.core.errors import ServiceUnavailableError, SlotAllocationError
+from weir.resourcemanager import ResourceManager
 
 pytestmark = pytest.mark.spark
 

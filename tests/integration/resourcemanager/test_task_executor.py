@@ -13,14 +13,14 @@ import cloudpickle
 import pytest
 from _rm_testing import TestingResourceManager, wait_until
 
-from proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
-from taskmanager.process_watchdog import ProcessWatchdog
-from taskmanager.task_executor import TaskExecutor
 from weir.core import rpc
 from weir.core.deployment import TaskDeploymentDescriptor
 from weir.core.errors import ServiceUnavailableError, SlotAllocationError, TaskManagerLostError
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId, OperatorId
 from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
+from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
+from weir.taskmanager.process_watchdog import ProcessWatchdog
+from weir.taskmanager.task_executor import TaskExecutor
 
 CONFIG = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "2 s"}
 

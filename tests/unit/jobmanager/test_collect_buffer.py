@@ -1,6 +1,6 @@
 import threading
 
-from jobmanager.collect_buffer import CollectBuffer, FetchResult
+from weir.jobmanager.collect_buffer import CollectBuffer, FetchResult
 
 
 class TestCollectBuffer:

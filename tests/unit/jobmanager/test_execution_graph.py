@@ -1,6 +1,5 @@
 import pytest
 
-from jobmanager.execution_graph import ExecutionGraph, SlotInfo, pointwise_consumers
 from weir.core.errors import JobGraphError
 from weir.core.job_graph import (
     JobEdge,
@@ -10,6 +9,7 @@ from weir.core.job_graph import (
     OperatorKind,
     PartitionerKind,
 )
+from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo, pointwise_consumers
 
 
 def _vertex(vid, parallelism, kind=OperatorKind.MAP, group="default"):

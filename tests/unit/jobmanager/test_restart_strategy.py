@@ -6,14 +6,14 @@ import random
 
 import pytest
 
-from jobmanager.restart_strategy import (
+from weir.core.errors import ConfigurationError
+from weir.jobmanager.restart_strategy import (
     ExponentialDelayRestartBackoffTimeStrategy,
     FailureRateRestartBackoffTimeStrategy,
     FixedDelayRestartBackoffTimeStrategy,
     NoRestartBackoffTimeStrategy,
     create_restart_strategy,
 )
-from weir.core.errors import ConfigurationError
 
 
 class Clock:

@@ -3,11 +3,11 @@ waiting to be deployed, so a restart does not wait out the cancel timeout for th
 
 from __future__ import annotations
 
-from jobmanager.execution_graph import ExecutionGraph, SlotInfo
-from jobmanager.scheduler import DefaultScheduler
 from weir.core.deployment import ExecutionState, JobStatus
 from weir.core.ids import AllocationId, ResourceId
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
+from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
+from weir.jobmanager.scheduler import DefaultScheduler
 
 
 def _scheduler() -> DefaultScheduler:
@@ -53,8 +53,8 @@ def test_tasks_not_yet_deployed_are_cancelled_when_a_deployment_fails(monkeypatc
 
 
 def test_a_task_manager_that_cannot_be_reached_is_not_reused_by_the_restart(monkeypatch):
-    from jobmanager import scheduler as scheduler_module
     from weir.core.errors import ServiceUnavailableError
+    from weir.jobmanager import scheduler as scheduler_module
 
     scheduler = _scheduler()
     scheduler.status = JobStatus.RUNNING
@@ -89,7 +89,7 @@ class _RestoringCoordinator:
 def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id(monkeypatch):
     import pickle
 
-    from jobmanager import scheduler as scheduler_module
+    from weir.jobmanager import scheduler as scheduler_module
 
     restarts = []
     scheduler = _scheduler()

@@ -6,10 +6,14 @@ import threading
 
 import pytest
 
-from resourcemanager.heartbeat_monitor import HeartbeatMonitor
-from resourcemanager.slot_manager import DefaultSlotManager, SlotRequest, TaskManagerRegistration
 from weir.core.errors import SlotAllocationError
 from weir.core.ids import JobId, ResourceId
+from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
+from weir.resourcemanager.slot_manager import (
+    DefaultSlotManager,
+    SlotRequest,
+    TaskManagerRegistration,
+)
 
 
 class FakeClock:

@@ -10,8 +10,6 @@ from typing import Any
 
 import cloudpickle
 
-from taskmanager.network.api import BufferKind, PartitionClosedError, PartitionStats
-from taskmanager.task import Task, TaskServices
 from weir.core.deployment import (
     ExecutionState,
     InputChannelDescriptor,
@@ -39,6 +37,8 @@ from weir.core.job_graph import (
     SerializerKind,
 )
 from weir.core.serializers import deserialize_batch
+from weir.taskmanager.network.api import BufferKind, PartitionClosedError, PartitionStats
+from weir.taskmanager.task import Task, TaskServices
 
 LOCATION = TaskManagerLocation(ResourceId("tm"), "127.0.0.1", 0)
 

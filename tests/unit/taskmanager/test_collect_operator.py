@@ -6,9 +6,9 @@ from typing import Any
 
 from task_testing import Recorder, collect_op
 
-from taskmanager.operators.base import OperatorSetup
-from taskmanager.operators.chain import OperatorChain
-from taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.operators.base import OperatorSetup
+from weir.taskmanager.operators.chain import OperatorChain
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
 
 
 def _collect_chain(recorder: Recorder, restored_checkpoint_id: int = 0) -> OperatorChain:

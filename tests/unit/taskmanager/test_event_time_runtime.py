@@ -11,14 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskmanager.operators.base import MAX_WATERMARK, MIN_WATERMARK, Output
-from taskmanager.operators.timers import InternalTimerService, ProcessingTimeService
-from taskmanager.operators.watermarks import TimestampAssignerError, WatermarkEmitter
-from taskmanager.record_writer import RecordWriter
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from taskmanager.task_events import Watermark as WatermarkEvent
-from taskmanager.task_events import WatermarkStatus, deserialize_event
-from taskmanager.watermark_valve import StatusWatermarkValve
 from weir.common import Duration, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
@@ -26,6 +18,14 @@ from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
 from weir.core.job_graph import JobEdge, PartitionerKind
 from weir.core.serializers import deserialize_records
 from weir.core.watermarks import Watermark, WatermarkGenerator
+from weir.taskmanager.operators.base import MAX_WATERMARK, MIN_WATERMARK, Output
+from weir.taskmanager.operators.timers import InternalTimerService, ProcessingTimeService
+from weir.taskmanager.operators.watermarks import TimestampAssignerError, WatermarkEmitter
+from weir.taskmanager.record_writer import RecordWriter
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.task_events import Watermark as WatermarkEvent
+from weir.taskmanager.task_events import WatermarkStatus, deserialize_event
+from weir.taskmanager.watermark_valve import StatusWatermarkValve
 
 
 class TestValve:

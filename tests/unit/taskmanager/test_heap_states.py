@@ -2,8 +2,8 @@
 
 import pytest
 
-from taskmanager.state.backend import StateAccessError
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.backend import StateAccessError
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 
 class Average:

@@ -3,16 +3,6 @@ state TTL semantics: per value, per list element, per map entry)."""
 
 import pytest
 
-from taskmanager.runtime_context import StreamingRuntimeContext
-from taskmanager.state.backend import StateAccessError
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from taskmanager.state.heap_states import (
-    HeapAggregatingState,
-    HeapListState,
-    HeapMapState,
-    HeapReducingState,
-    HeapValueState,
-)
 from weir.common.time import Time
 from weir.core.errors import StateMigrationError
 from weir.core.state_ttl import StateTtl
@@ -21,6 +11,16 @@ from weir.datastream.state import (
     MapStateDescriptor,
     StateTtlConfig,
     ValueStateDescriptor,
+)
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.backend import StateAccessError
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.heap_states import (
+    HeapAggregatingState,
+    HeapListState,
+    HeapMapState,
+    HeapReducingState,
+    HeapValueState,
 )
 
 

@@ -5,9 +5,9 @@ import datetime
 
 import pytest
 
-from taskmanager.operators.print_format import build_renderer, java_double
 from weir.common import Row, Types
 from weir.common.typeinfo import print_format_spec
+from weir.taskmanager.operators.print_format import build_renderer, java_double
 
 
 @pytest.mark.parametrize(

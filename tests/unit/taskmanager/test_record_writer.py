@@ -7,12 +7,12 @@ import random
 import cloudpickle
 import pytest
 
-from taskmanager.record_writer import BufferTimeout, PartitionerError, RecordWriter
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
 from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
 from weir.core.job_graph import JobEdge, PartitionerKind
 from weir.core.key_groups import assign_to_key_group, key_group_range_for_operator
 from weir.core.serializers import deserialize_batch
+from weir.taskmanager.record_writer import BufferTimeout, PartitionerError, RecordWriter
 
 P = PartitionerKind
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskmanager.operators.base import MAX_WATERMARK, Output
-from taskmanager.operators.split_watermarks import SplitWatermarks
 from weir.common import Duration, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
 from weir.core.source import SplitSourceReader
 from weir.core.watermarks import Watermark, WatermarkGenerator
+from weir.taskmanager.operators.base import MAX_WATERMARK, Output
+from weir.taskmanager.operators.split_watermarks import SplitWatermarks
 
 
 class SecondField(TimestampAssigner):

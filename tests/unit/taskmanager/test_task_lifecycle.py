@@ -22,12 +22,12 @@ from task_testing import (
     vertex,
 )
 
-from taskmanager.network.api import BufferKind
-from taskmanager.operators import TimersNotSupportedError, print_prefix, render
-from taskmanager.task import Task, TaskServices
 from weir.core.deployment import ExecutionState
 from weir.core.job_graph import OperatorDescriptor, OperatorKind, PartitionerKind
 from weir.core.serializers import deserialize_batch, serialize_batch
+from weir.taskmanager.network.api import BufferKind
+from weir.taskmanager.operators import TimersNotSupportedError, print_prefix, render
+from weir.taskmanager.task import Task, TaskServices
 
 K = OperatorKind
 

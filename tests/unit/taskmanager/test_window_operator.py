@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from window_testing import FakeClock, Harness, new_backend, window_payload
 
-from taskmanager.operators.base import MAX_WATERMARK
 from weir.common.time import Time
 from weir.common.typeinfo import Types
 from weir.core.windowing import MissingTimestampError
@@ -30,6 +29,7 @@ from weir.datastream.window import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
+from weir.taskmanager.operators.base import MAX_WATERMARK
 
 
 def key(x: tuple[str, int]) -> str:

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from window_testing import Harness, window_payload
 
-from taskmanager.operators.base import MAX_WATERMARK
 from weir.common.time import Time
 from weir.datastream.functions import ProcessWindowFunction
 from weir.datastream.window import (
@@ -18,6 +17,7 @@ from weir.datastream.window import (
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
+from weir.taskmanager.operators.base import MAX_WATERMARK
 
 BOUND = 20
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import cloudpickle
 
-from taskmanager.operators.base import OperatorSetup, Output
-from taskmanager.operators.window import WindowOperator
-from taskmanager.runtime_context import StreamingRuntimeContext
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.core.ids import OperatorId
 from weir.core.job_graph import OperatorDescriptor, OperatorKind
 from weir.datastream import StreamExecutionEnvironment
+from weir.taskmanager.operators.base import OperatorSetup, Output
+from weir.taskmanager.operators.window import WindowOperator
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 
 class RecordingOutput:

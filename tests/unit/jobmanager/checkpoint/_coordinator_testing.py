@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 import fsspec
 
-from jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
 from weir.core.checkpoint import CheckpointingConfig, FileSystemCheckpointStorage
 from weir.core.highavailability.standalone import (
     StandaloneCheckpointIdCounter,
     StandaloneCompletedCheckpointStore,
 )
 from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
+from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
 
 JOB = JobId("f" * 32)
 

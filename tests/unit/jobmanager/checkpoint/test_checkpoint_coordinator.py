@@ -15,11 +15,11 @@ from _coordinator_testing import (
     make_harness,
 )
 
-from jobmanager.checkpoint import CheckpointStatus
 from weir.core.checkpoint import CheckpointType, ExternalizedCheckpointRetention, decode_metadata
 from weir.core.deployment import JobStatus
 from weir.core.errors import CheckpointError
 from weir.core.ids import ExecutionAttemptId
+from weir.jobmanager.checkpoint import CheckpointStatus
 
 
 class TestPeriodicTriggering:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from jobmanager.checkpoint import ThreadScheduledExecutor
+from weir.jobmanager.checkpoint import ThreadScheduledExecutor
 
 
 class Clock:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from taskmanager.checkpointing import (
+from weir.taskmanager.checkpointing import (
     AbortCheckpoint,
     AbortReason,
     AlignedBarrierHandler,
@@ -17,7 +17,7 @@ from taskmanager.checkpointing import (
     UnalignedBarrierHandler,
     UnblockAll,
 )
-from taskmanager.task_events import CheckpointBarrier
+from weir.taskmanager.task_events import CheckpointBarrier
 
 
 def barrier(n: int, *, unaligned: bool = False) -> CheckpointBarrier:

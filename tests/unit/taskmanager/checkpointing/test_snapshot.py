@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskmanager.checkpointing import (
+from weir.core.key_groups import key_group_range_for_operator
+from weir.datastream.connectors.number_seq import NumberSequenceSource
+from weir.taskmanager.checkpointing import (
     OperatorStateRefs,
     SnapshotRestoreError,
     capture_task_snapshot,
@@ -17,15 +19,13 @@ from taskmanager.checkpointing import (
     restore_task_snapshot,
     restored_channel_state,
 )
-from taskmanager.checkpointing.snapshot import (
+from weir.taskmanager.checkpointing.snapshot import (
     decode_buffers,
     decode_keyed_state,
     encode_buffers,
     encode_keyed_state,
 )
-from taskmanager.state.hashmap import HashMapKeyedStateBackend
-from weir.core.key_groups import key_group_range_for_operator
-from weir.datastream.connectors.number_seq import NumberSequenceSource
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 M = 128
 

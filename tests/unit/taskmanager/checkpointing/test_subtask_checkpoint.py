@@ -7,11 +7,6 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
-from taskmanager.checkpointing.subtask_checkpoint import (
-    RestoredTaskState,
-    SubtaskCheckpointCoordinator,
-)
-from taskmanager.task_events import CheckpointBarrier, deserialize_event
 from weir.core.checkpoint import (
     CheckpointMetrics,
     JobManagerCheckpointStorage,
@@ -19,6 +14,11 @@ from weir.core.checkpoint import (
     encode_task_state,
 )
 from weir.core.ids import ExecutionAttemptId, JobId
+from weir.taskmanager.checkpointing.subtask_checkpoint import (
+    RestoredTaskState,
+    SubtaskCheckpointCoordinator,
+)
+from weir.taskmanager.task_events import CheckpointBarrier, deserialize_event
 
 _ACK_WAIT_S = 10  # an upper bound for the writer thread, not a synchronisation delay
 

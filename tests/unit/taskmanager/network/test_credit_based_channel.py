@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from taskmanager.network.credit_based_channel import ChannelCredit, FloatingBufferPool
+from weir.taskmanager.network.credit_based_channel import ChannelCredit, FloatingBufferPool
 
 
 def grants(result: list[tuple[ChannelCredit, int]]) -> list[tuple[str, int]]:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from taskmanager.network.api import BufferKind
-from taskmanager.network.frames import (
+from weir.core.deployment import ResultPartitionId
+from weir.core.errors import NetworkError
+from weir.core.ids import ExecutionAttemptId
+from weir.taskmanager.network.api import BufferKind
+from weir.taskmanager.network.frames import (
     HEADER_SIZE,
     MAX_FRAME_PAYLOAD,
     FrameDecoder,
@@ -15,9 +18,6 @@ from taskmanager.network.frames import (
     encode_header,
     encode_partition_request,
 )
-from weir.core.deployment import ResultPartitionId
-from weir.core.errors import NetworkError
-from weir.core.ids import ExecutionAttemptId
 
 
 class TestFrameDecoder:

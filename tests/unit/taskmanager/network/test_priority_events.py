@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from taskmanager.network.api import BufferKind, NetworkConfig, PartitionClosedError
-from taskmanager.network.result_partition import ResultPartition
-from taskmanager.network.subpartition import SubpartitionView
-from tests.unit.taskmanager.network.test_result_partition import (
+from test_result_partition import (
     RecordingListener,
     descriptor,
     drain,
 )
+
+from weir.taskmanager.network.api import BufferKind, NetworkConfig, PartitionClosedError
+from weir.taskmanager.network.result_partition import ResultPartition
+from weir.taskmanager.network.subpartition import SubpartitionView
 
 DATA, EVENT, PRIORITY = BufferKind.DATA, BufferKind.EVENT, BufferKind.PRIORITY_EVENT
 

@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 import pytest
 
-from taskmanager.network.api import BufferKind, NetworkConfig, PartitionClosedError
-from taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
-from taskmanager.network.result_partition_manager import ResultPartitionManager
-from taskmanager.network.subpartition import SubpartitionView
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
 from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
 from weir.core.job_graph import JobEdge, PartitionerKind
+from weir.taskmanager.network.api import BufferKind, NetworkConfig, PartitionClosedError
+from weir.taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
+from weir.taskmanager.network.result_partition_manager import ResultPartitionManager
+from weir.taskmanager.network.subpartition import SubpartitionView
 
 EDGE = JobEdge(
     JobVertexId("src"), OperatorId("op"), JobVertexId("dst"), 0, PartitionerKind.REBALANCE
