@@ -46,8 +46,9 @@ class BidSource:
         self.events = events
 
     def create_reader(self, ctx):
-        return BidReader(ctx.get_index_of_this_subtask(), self.events,
-                         ctx.get_number_of_parallel_subtasks())
+        return BidReader(
+            ctx.get_index_of_this_subtask(), self.events, ctx.get_number_of_parallel_subtasks()
+        )
 
 
 class CountingSink:
@@ -112,22 +113,39 @@ def _run(d: Deployment) -> float:
 
 
 def task_q1(events: int) -> float:
-    ops = chain(op(OperatorKind.SOURCE, {"source": BidSource(events)}),
-                op(OperatorKind.MAP, {"function": q1_map}),
-                op(OperatorKind.SINK, {"function": CountingSink()}))
+    ops = chain(
+        op(OperatorKind.SOURCE, {"source": BidSource(events)}),
+        op(OperatorKind.MAP, {"function": q1_map}),
+        op(OperatorKind.SINK, {"function": CountingSink()}),
+    )
     return events / _run(Deployment([vertex(ops)]))
 
 
 def task_keyed(events: int, parallelism: int = 2) -> float:
-    src = vertex([op(OperatorKind.SOURCE, {"source": BidSource(events)})],
-                 parallelism=parallelism, name="source")
-    counter = vertex(chain(op(OperatorKind.KEYED_PROCESS, {
-        "function": KeyedCount(), "key_selectors": [lambda b: b[0]]}),
-        op(OperatorKind.SINK, {"function": CountingSink()})), parallelism=parallelism,
-        name="count")
+    src = vertex(
+        [op(OperatorKind.SOURCE, {"source": BidSource(events)})],
+        parallelism=parallelism,
+        name="source",
+    )
+    counter = vertex(
+        chain(
+            op(
+                OperatorKind.KEYED_PROCESS,
+                {"function": KeyedCount(), "key_selectors": [lambda b: b[0]]},
+            ),
+            op(OperatorKind.SINK, {"function": CountingSink()}),
+        ),
+        parallelism=parallelism,
+        name="count",
+    )
     d = Deployment([src, counter])
-    d.connect(src, counter, PartitionerKind.KEY_GROUP, {"key_selector": lambda b: b[0]},
-              serializer=SerializerKind.MARSHAL)
+    d.connect(
+        src,
+        counter,
+        PartitionerKind.KEY_GROUP,
+        {"key_selector": lambda b: b[0]},
+        serializer=SerializerKind.MARSHAL,
+    )
     return events / _run(d)
 
 

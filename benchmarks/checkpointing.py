@@ -195,8 +195,10 @@ def main() -> None:
         on, completed = max(ons)
         runs_off = ", ".join(f"{r:,.0f}" for r in offs)
         runs_on = ", ".join(f"{r:,.0f}" for r, _ in ons)
-        print(f"keyed count p=2, checkpointing off:  {off:>12,.0f} events/s   (runs: "
-              f"{runs_off})", flush=True)
+        print(
+            f"keyed count p=2, checkpointing off:  {off:>12,.0f} events/s   (runs: {runs_off})",
+            flush=True,
+        )
         print(
             f"keyed count p=2, checkpoints every 1 s: {on:>9,.0f} events/s "
             f"({(on - off) / off:+.1%}; {completed} checkpoints completed; runs: {runs_on})",

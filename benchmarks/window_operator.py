@@ -58,23 +58,39 @@ def build(kind: str) -> tuple[WindowOperator, list[int]]:
     assigner = TumblingEventTimeWindows.of(Time.seconds(10))
     trigger = EventTimeTrigger()
     payload = {
-        "assigner": assigner, "trigger": trigger, "allowed_lateness": 0,
-        "late_data_tag": None, "window_function": None,
-        "fast_path": _fast_path(assigner, trigger), "key_selectors": [_auction],
+        "assigner": assigner,
+        "trigger": trigger,
+        "allowed_lateness": 0,
+        "late_data_tag": None,
+        "window_function": None,
+        "fast_path": _fast_path(assigner, trigger),
+        "key_selectors": [_auction],
         "window_state": "reducing" if kind == "reduce" else "aggregating",
         "state_function": _sum_counts if kind == "reduce" else Count(),
     }
     backend = HashMapKeyedStateBackend(128, range(128))
     ctx = StreamingRuntimeContext(
-        task_name="window", task_name_with_subtasks="window (1/1)",
-        number_of_parallel_subtasks=1, max_number_of_parallel_subtasks=128,
-        index_of_this_subtask=0, attempt_number=0, job_parameters={},
-        keyed_state_backend=backend)
+        task_name="window",
+        task_name_with_subtasks="window (1/1)",
+        number_of_parallel_subtasks=1,
+        max_number_of_parallel_subtasks=128,
+        index_of_this_subtask=0,
+        attempt_number=0,
+        job_parameters={},
+        keyed_state_backend=backend,
+    )
     setup = OperatorSetup(
         descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW, b""),
-        payload=payload, runtime_context=ctx, keyed_state_backend=backend, subtask_index=0,
-        parallelism=1, segment_size=32768, collect=lambda *a: None, print_target=None,
-        clock_ms=lambda: 0)
+        payload=payload,
+        runtime_context=ctx,
+        keyed_state_backend=backend,
+        subtask_index=0,
+        parallelism=1,
+        segment_size=32768,
+        collect=lambda *a: None,
+        print_target=None,
+        clock_ms=lambda: 0,
+    )
     op = WindowOperator(setup)
     emitted = [0]
 
@@ -90,8 +106,15 @@ def run(kind: str, events: int) -> float:
     batches = []
     for s in range(0, events, BATCH):
         idx = range(s, min(events, s + BATCH))
-        batches.append(([(i * 7919 % 10000, i) if kind == "aggregate" else
-                         (i * 7919 % 10000, 1) for i in idx], list(idx)))
+        batches.append(
+            (
+                [
+                    (i * 7919 % 10000, i) if kind == "aggregate" else (i * 7919 % 10000, 1)
+                    for i in idx
+                ],
+                list(idx),
+            )
+        )
     process, advance = op.process, op.advance_watermark
     start = time.perf_counter()
     for records, timestamps in batches:
@@ -113,8 +136,12 @@ def main() -> None:
         import cProfile
         import pstats
 
-        cProfile.runctx("run('aggregate', args.events)", globals(), {"args": args, "run": run},
-                        "/tmp/window_operator.prof")
+        cProfile.runctx(
+            "run('aggregate', args.events)",
+            globals(),
+            {"args": args, "run": run},
+            "/tmp/window_operator.prof",
+        )
         pstats.Stats("/tmp/window_operator.prof").sort_stats("tottime").print_stats(15)
         return
     for kind in ("reduce", "aggregate"):

@@ -57,9 +57,12 @@ class StridedBidSource:
         return True
 
     def create_reader(self, context):
-        return _StridedReader(context.get_index_of_this_subtask(),
-                              context.get_number_of_parallel_subtasks(), self.count,
-                              self.stats_dir)
+        return _StridedReader(
+            context.get_index_of_this_subtask(),
+            context.get_number_of_parallel_subtasks(),
+            self.count,
+            self.stats_dir,
+        )
 
 
 class _StridedReader:
@@ -109,15 +112,16 @@ def run_job(kind: str, n: int, parallelism: int) -> tuple[float, int]:
     with tempfile.TemporaryDirectory(prefix="weir-bench-windows-") as stats_dir:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(parallelism)
-        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
-            BidTime())
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(BidTime())
         keyed = env.from_source(StridedBidSource(n, stats_dir), strategy, "bids").key_by(
-            lambda bid: bid[0])
+            lambda bid: bid[0]
+        )
         if kind == "tumbling":
             windowed = keyed.window(TumblingEventTimeWindows.of(Time.milliseconds(SIZE_MS)))
         else:
-            windowed = keyed.window(SlidingEventTimeWindows.of(
-                Time.milliseconds(SIZE_MS), Time.milliseconds(SLIDE_MS)))
+            windowed = keyed.window(
+                SlidingEventTimeWindows.of(Time.milliseconds(SIZE_MS), Time.milliseconds(SLIDE_MS))
+            )
         windowed.aggregate(Count()).add_sink(CountingSink(stats_dir))
         env.execute(f"bench-{kind}-p{parallelism}")
         stats = pathlib.Path(stats_dir)
@@ -166,10 +170,15 @@ def main() -> None:
             if expected is not None and results != expected:
                 msg = f"{kind} p={p}: {results} window results, the bare loop gave {expected}"
                 raise AssertionError(msg)
-            print(f"{kind:9s} p={p}:       {rate:>12,.0f} events/s   ({results:,} window "
-                  f"results; ratio to the bare loop {rate / bare:.2f})", flush=True)
-    print(f"\n(cores: {os.cpu_count()}; events per job: {n:,}; windows of {SIZE_MS} ms, "
-          f"sliding by {SLIDE_MS} ms)")
+            print(
+                f"{kind:9s} p={p}:       {rate:>12,.0f} events/s   ({results:,} window "
+                f"results; ratio to the bare loop {rate / bare:.2f})",
+                flush=True,
+            )
+    print(
+        f"\n(cores: {os.cpu_count()}; events per job: {n:,}; windows of {SIZE_MS} ms, "
+        f"sliding by {SLIDE_MS} ms)"
+    )
 
 
 if __name__ == "__main__":

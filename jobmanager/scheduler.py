@@ -173,9 +173,7 @@ class DefaultScheduler:
             if restored is not None:
                 tdd = dataclasses.replace(tdd, restored_state=restored)
             if self._restored_checkpoint_id:
-                tdd = dataclasses.replace(
-                    tdd, restored_checkpoint_id=self._restored_checkpoint_id
-                )
+                tdd = dataclasses.replace(tdd, restored_checkpoint_id=self._restored_checkpoint_id)
         slot = ev.current.slot
         assert slot is not None
         try:
@@ -254,14 +252,20 @@ class DefaultScheduler:
         self._restart_strategy.notify_failure(now_ms)
         if not self._restart_strategy.can_restart():
             if self.restarts:
-                logger.info("job %s: %s allows no further restart", self.job_id,
-                            self._restart_strategy)
+                logger.info(
+                    "job %s: %s allows no further restart", self.job_id, self._restart_strategy
+                )
             self._transition(JobStatus.FAILING)
             self._cancel_all_tasks()
             return
         backoff_ms = self._restart_strategy.get_backoff_time_ms()
-        logger.info("job %s: restarting in %d ms (%s) after: %s", self.job_id, backoff_ms,
-                    self._restart_strategy, cause.splitlines()[0])
+        logger.info(
+            "job %s: restarting in %d ms (%s) after: %s",
+            self.job_id,
+            backoff_ms,
+            self._restart_strategy,
+            cause.splitlines()[0],
+        )
         self._transition(JobStatus.RESTARTING)
         targets = self._cancel_targets()
         threading.Thread(
@@ -284,8 +288,11 @@ class DefaultScheduler:
             while not all(ev.current.state.is_terminal for ev in old.all_executions()):
                 left = cancel_deadline - time.monotonic()
                 if left <= 0:
-                    logger.warning("job %s: tasks of the failed attempt did not confirm their "
-                                   "cancellation; taking them as cancelled", self.job_id)
+                    logger.warning(
+                        "job %s: tasks of the failed attempt did not confirm their "
+                        "cancellation; taking them as cancelled",
+                        self.job_id,
+                    )
                     break
                 self._changed.wait(left)
         # The backoff is the restart strategy's (restart-strategy.*.delay): a wait by design.

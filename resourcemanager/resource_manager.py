@@ -78,8 +78,13 @@ class ResourceManager:
     a given session is reused and never stopped.
     """
 
-    def __init__(self, config: Mapping[str, str], spark_session: SparkSession | None = None,
-                 *, entry_point: str = DEFAULT_ENTRY_POINT) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, str],
+        spark_session: SparkSession | None = None,
+        *,
+        entry_point: str = DEFAULT_ENTRY_POINT,
+    ) -> None:
         self._config = dict(config)
         self._heartbeat_interval_ms = cfg.get(config, cfg.HEARTBEAT_INTERVAL)
         self._heartbeat_timeout_ms = cfg.get(config, cfg.HEARTBEAT_TIMEOUT)
@@ -89,8 +94,12 @@ class ResourceManager:
         self._spark = spark_session if spark_session is not None else create_spark_session(config)
         self._address = ""
         self._launcher = SparkTaskManagerLauncher(
-            self._spark, self._task_manager_config(), lambda: self._address,
-            self._on_lease_ended, entry_point=entry_point)
+            self._spark,
+            self._task_manager_config(),
+            lambda: self._address,
+            self._on_lease_ended,
+            entry_point=entry_point,
+        )
         self._slot_manager = DefaultSlotManager(
             self._launcher,
             cfg.get(config, cfg.NUM_TASK_SLOTS),
@@ -98,7 +107,8 @@ class ResourceManager:
             idle_timeout_ms=cfg.get(config, cfg.RESOURCE_WAIT_IDLE_TIMEOUT),
         )
         self._heartbeats: HeartbeatMonitor[ResourceId] = HeartbeatMonitor(
-            self._heartbeat_timeout_ms)
+            self._heartbeat_timeout_ms
+        )
         self._gateways = service.Gateways()
         # Lost-notices and releases run here, so neither the heartbeat check nor a
         # lease thread waits on another process.
@@ -124,11 +134,15 @@ class ResourceManager:
         server.start()
         self._server = server
         self._maintenance = threading.Thread(
-            target=self._maintenance_loop, name="weir-rm-maintenance", daemon=True)
+            target=self._maintenance_loop, name="weir-rm-maintenance", daemon=True
+        )
         self._maintenance.start()
-        logger.info("ResourceManager started at %s (at most %d TaskManagers of %d slots)",
-                    self._address, self._slot_manager.max_task_managers,
-                    cfg.get(self._config, cfg.NUM_TASK_SLOTS))
+        logger.info(
+            "ResourceManager started at %s (at most %d TaskManagers of %d slots)",
+            self._address,
+            self._slot_manager.max_task_managers,
+            cfg.get(self._config, cfg.NUM_TASK_SLOTS),
+        )
         self._slot_manager.ensure_minimum()
         return self._address
 
@@ -174,8 +188,11 @@ class ResourceManager:
         # concurrent.futures no longer accepts work.
         stops = [
             threading.Thread(
-                target=self._stop_remote, args=(registration, "the cluster shuts down"),
-                name=f"weir-rm-stop-{registration.resource_id[:8]}", daemon=True)
+                target=self._stop_remote,
+                args=(registration, "the cluster shuts down"),
+                name=f"weir-rm-stop-{registration.resource_id[:8]}",
+                daemon=True,
+            )
             for registration in releasing
         ]
         for stop in stops:
@@ -191,8 +208,7 @@ class ResourceManager:
         deadline = time.monotonic() + _CANCEL_WAIT_S
         for lease_id in leftover:
             if not self._launcher.join(lease_id, max(0.0, deadline - time.monotonic())):
-                logger.warning("the Spark job of lease %s did not end after cancellation",
-                               lease_id)
+                logger.warning("the Spark job of lease %s did not end after cancellation", lease_id)
         self._background.shutdown(wait=True)
         if self._server is not None:
             rpc.stop_server(self._server, 1.0)
@@ -204,15 +220,20 @@ class ResourceManager:
     def __enter__(self) -> ResourceManager:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # --- TaskExecutor side ---------------------------------------------------------------
     def register_task_executor(self, registration: TaskManagerRegistration) -> RegistrationResult:
         def result(accepted: bool, message: str) -> RegistrationResult:
-            return RegistrationResult(accepted, message, self._heartbeat_interval_ms,
-                                      self._heartbeat_timeout_ms)
+            return RegistrationResult(
+                accepted, message, self._heartbeat_interval_ms, self._heartbeat_timeout_ms
+            )
 
         if self._closed:
             return result(False, "the ResourceManager is shutting down")
@@ -229,21 +250,34 @@ class ResourceManager:
         logger.info(
             "TaskManager %s registered: %s, %d slots, data %s:%d, pid %d, lease %s, %s "
             "(%d ms after the lease was submitted)",
-            registration.resource_id, registration.rpc_address, registration.num_slots,
-            registration.data_host, registration.data_port, registration.pid,
-            registration.lease_id, registration.spark_executor_id, delay_ms)
+            registration.resource_id,
+            registration.rpc_address,
+            registration.num_slots,
+            registration.data_host,
+            registration.data_port,
+            registration.pid,
+            registration.lease_id,
+            registration.spark_executor_id,
+            delay_ms,
+        )
         return result(True, "registered")
 
-    def heartbeat(self, resource_id: ResourceId, allocated: list[AllocationId],
-                  ) -> list[AllocationId] | None:
+    def heartbeat(
+        self,
+        resource_id: ResourceId,
+        allocated: list[AllocationId],
+    ) -> list[AllocationId] | None:
         """Record a TaskExecutor's heartbeat. Returns the slots it holds that are freed
         here, for it to free; None tells it to register again."""
         if not self._heartbeats.receive_heartbeat(resource_id):
             return None
         stale = self._slot_manager.heartbeat(resource_id, allocated)
         if stale:
-            logger.warning("TaskManager %s still holds freed slots %s; telling it to free them",
-                           resource_id, stale)
+            logger.warning(
+                "TaskManager %s still holds freed slots %s; telling it to free them",
+                resource_id,
+                stale,
+            )
         return stale
 
     def task_managers(self) -> list[TaskManagerStatus]:
@@ -260,8 +294,9 @@ class ResourceManager:
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
-            assignments = self._slot_manager.reserve(SlotRequest(
-                request.job_id, request.count, request.jobmaster_address, remaining_ms))
+            assignments = self._slot_manager.reserve(
+                SlotRequest(request.job_id, request.count, request.jobmaster_address, remaining_ms)
+            )
             unreachable = self._allocate_on_task_executors(request, assignments)
             if unreachable is None:
                 break
@@ -270,11 +305,17 @@ class ResourceManager:
             resource_id, exc = unreachable
             self._task_manager_lost(resource_id, f"unreachable when allocating a slot: {exc}")
             if time.monotonic() >= deadline:
-                msg = (f"job {request.job_id}: no reachable TaskManager for {request.count} "
-                       f"slots within {timeout_ms} ms (last: {exc}); raise slot.request.timeout")
+                msg = (
+                    f"job {request.job_id}: no reachable TaskManager for {request.count} "
+                    f"slots within {timeout_ms} ms (last: {exc}); raise slot.request.timeout"
+                )
                 raise SlotAllocationError(msg) from exc
-        logger.info("job %s got %d slots on %s", request.job_id, len(assignments),
-                    sorted({a.resource_id for a in assignments}))
+        logger.info(
+            "job %s got %d slots on %s",
+            request.job_id,
+            len(assignments),
+            sorted({a.resource_id for a in assignments}),
+        )
         return assignments
 
     def _allocate_on_task_executors(
@@ -285,8 +326,12 @@ class ResourceManager:
         try:
             for slot in assignments:
                 self._gateways.allocate_slot(
-                    slot.rpc_address, slot.allocation_id, request.job_id,
-                    request.jobmaster_address, _CONTROL_RPC_TIMEOUT_S)
+                    slot.rpc_address,
+                    slot.allocation_id,
+                    request.job_id,
+                    request.jobmaster_address,
+                    _CONTROL_RPC_TIMEOUT_S,
+                )
         except (ServiceUnavailableError, RemoteTimeoutError) as exc:
             self.release_slots(request.job_id, [a.allocation_id for a in assignments])
             return slot.resource_id, exc
@@ -303,12 +348,17 @@ class ResourceManager:
         for allocation_id, registration in self._slot_manager.free(job_id, allocation_ids):
             try:
                 self._gateways.free_slot(
-                    registration.rpc_address, allocation_id, _CONTROL_RPC_TIMEOUT_S)
+                    registration.rpc_address, allocation_id, _CONTROL_RPC_TIMEOUT_S
+                )
             except WeirError:
                 # A TaskExecutor we cannot reach is either gone (its lease ending tells
                 # us) or, if it still holds the slot, learns from its next heartbeat.
-                logger.warning("FreeSlot %s on TaskManager %s failed", allocation_id,
-                               registration.resource_id, exc_info=True)
+                logger.warning(
+                    "FreeSlot %s on TaskManager %s failed",
+                    allocation_id,
+                    registration.resource_id,
+                    exc_info=True,
+                )
             finally:
                 self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
 
@@ -320,7 +370,8 @@ class ResourceManager:
         while not self._stopped.wait(period_s):
             for resource_id in self._heartbeats.expired():
                 self._task_manager_lost(
-                    resource_id, f"no heartbeat for {self._heartbeat_timeout_ms} ms")
+                    resource_id, f"no heartbeat for {self._heartbeat_timeout_ms} ms"
+                )
             for resource_id in self._slot_manager.idle_task_managers():
                 registration = self._slot_manager.mark_releasing(resource_id)
                 if registration is not None:
@@ -332,8 +383,9 @@ class ResourceManager:
             reason = f"its Spark job ended ({ended.error or 'returned: ' + ended.result})"
             self._task_manager_lost(resource_id, reason)
         elif ended.error is not None and not self._closed:
-            logger.info("lease %s ended after %d ms: %s", ended.lease_id, ended.duration_ms,
-                        ended.error)
+            logger.info(
+                "lease %s ended after %d ms: %s", ended.lease_id, ended.duration_ms, ended.error
+            )
         else:
             logger.debug("lease %s ended: %s", ended.lease_id, ended.result or ended.error)
 
@@ -343,8 +395,9 @@ class ResourceManager:
         self._heartbeats.unmonitor(resource_id)
         if registration is None:
             return
-        logger.info("TaskManager %s lost: %s (held slots of %d JobMasters)",
-                    resource_id, reason, len(held))
+        logger.info(
+            "TaskManager %s lost: %s (held slots of %d JobMasters)", resource_id, reason, len(held)
+        )
         if self._closed:
             return
         for jobmaster_address in held:
@@ -355,11 +408,16 @@ class ResourceManager:
     def _notify_lost(self, jobmaster_address: str, resource_id: ResourceId, reason: str) -> None:
         try:
             self._gateways.notify_task_manager_lost(
-                jobmaster_address, resource_id, reason, _CONTROL_RPC_TIMEOUT_S)
+                jobmaster_address, resource_id, reason, _CONTROL_RPC_TIMEOUT_S
+            )
         except WeirError:
             # The JobMaster may be gone with its job; its own heartbeats catch the rest.
-            logger.warning("telling JobMaster %s that TaskManager %s is lost failed",
-                           jobmaster_address, resource_id, exc_info=True)
+            logger.warning(
+                "telling JobMaster %s that TaskManager %s is lost failed",
+                jobmaster_address,
+                resource_id,
+                exc_info=True,
+            )
 
     def _release(self, registration: TaskManagerRegistration, reason: str) -> None:
         """Release a TaskManager already marked as releasing."""
@@ -377,8 +435,12 @@ class ResourceManager:
     def _stop_remote(self, registration: TaskManagerRegistration, reason: str) -> None:
         try:
             self._gateways.stop_task_executor(
-                registration.rpc_address, reason, _CONTROL_RPC_TIMEOUT_S)
+                registration.rpc_address, reason, _CONTROL_RPC_TIMEOUT_S
+            )
         except WeirError as exc:
             # Unreachable: it is dead or dying; cancelling its Spark job is the fallback.
-            logger.info("Stop to TaskManager %s failed (%s); its Spark job will be cancelled",
-                        registration.resource_id, exc)
+            logger.info(
+                "Stop to TaskManager %s failed (%s); its Spark job will be cancelled",
+                registration.resource_id,
+                exc,
+            )

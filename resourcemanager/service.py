@@ -32,80 +32,103 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
         self._rm = resource_manager
 
     @rpc.translate_server_errors
-    def RegisterTaskExecutor(self, request: resourcemanager_pb2.RegisterTaskExecutorRequest,
-                             context: grpc.ServicerContext,
-                             ) -> resourcemanager_pb2.RegisterTaskExecutorResponse:
-        result = self._rm.register_task_executor(TaskManagerRegistration(
-            resource_id=ResourceId(request.resource_id),
-            rpc_address=request.rpc_address,
-            data_host=request.data_host,
-            data_port=request.data_port,
-            num_slots=request.num_slots,
-            spark_executor_id=request.spark_executor_id,
-            pid=request.pid,
-            lease_id=request.lease_id,
-        ))
+    def RegisterTaskExecutor(
+        self,
+        request: resourcemanager_pb2.RegisterTaskExecutorRequest,
+        context: grpc.ServicerContext,
+    ) -> resourcemanager_pb2.RegisterTaskExecutorResponse:
+        result = self._rm.register_task_executor(
+            TaskManagerRegistration(
+                resource_id=ResourceId(request.resource_id),
+                rpc_address=request.rpc_address,
+                data_host=request.data_host,
+                data_port=request.data_port,
+                num_slots=request.num_slots,
+                spark_executor_id=request.spark_executor_id,
+                pid=request.pid,
+                lease_id=request.lease_id,
+            )
+        )
         return resourcemanager_pb2.RegisterTaskExecutorResponse(
-            accepted=result.accepted, message=result.message,
+            accepted=result.accepted,
+            message=result.message,
             heartbeat_interval_ms=result.heartbeat_interval_ms,
             heartbeat_timeout_ms=result.heartbeat_timeout_ms,
         )
 
     @rpc.translate_server_errors
-    def Heartbeat(self, request: resourcemanager_pb2.TaskExecutorHeartbeat,
-                  context: grpc.ServicerContext) -> resourcemanager_pb2.HeartbeatResponse:
+    def Heartbeat(
+        self, request: resourcemanager_pb2.TaskExecutorHeartbeat, context: grpc.ServicerContext
+    ) -> resourcemanager_pb2.HeartbeatResponse:
         stale = self._rm.heartbeat(
-            ResourceId(request.resource_id),
-            [AllocationId(a) for a in request.allocated_slots])
+            ResourceId(request.resource_id), [AllocationId(a) for a in request.allocated_slots]
+        )
         return resourcemanager_pb2.HeartbeatResponse(
-            known=stale is not None, stale_slots=stale or [])
+            known=stale is not None, stale_slots=stale or []
+        )
 
     @rpc.translate_server_errors
-    def RequestSlots(self, request: resourcemanager_pb2.RequestSlotsRequest,
-                     context: grpc.ServicerContext) -> resourcemanager_pb2.RequestSlotsResponse:
-        assignments = self._rm.request_slots(SlotRequest(
-            job_id=JobId(request.job_id),
-            count=request.count,
-            jobmaster_address=request.jobmaster_address,
-            timeout_ms=request.timeout_ms,
-        ))
-        return resourcemanager_pb2.RequestSlotsResponse(slots=[
-            common_pb2.SlotAssignment(
-                allocation_id=a.allocation_id, resource_id=a.resource_id,
-                rpc_address=a.rpc_address, data_host=a.data_host, data_port=a.data_port)
-            for a in assignments
-        ])
+    def RequestSlots(
+        self, request: resourcemanager_pb2.RequestSlotsRequest, context: grpc.ServicerContext
+    ) -> resourcemanager_pb2.RequestSlotsResponse:
+        assignments = self._rm.request_slots(
+            SlotRequest(
+                job_id=JobId(request.job_id),
+                count=request.count,
+                jobmaster_address=request.jobmaster_address,
+                timeout_ms=request.timeout_ms,
+            )
+        )
+        return resourcemanager_pb2.RequestSlotsResponse(
+            slots=[
+                common_pb2.SlotAssignment(
+                    allocation_id=a.allocation_id,
+                    resource_id=a.resource_id,
+                    rpc_address=a.rpc_address,
+                    data_host=a.data_host,
+                    data_port=a.data_port,
+                )
+                for a in assignments
+            ]
+        )
 
     @rpc.translate_server_errors
-    def ReleaseSlots(self, request: resourcemanager_pb2.ReleaseSlotsRequest,
-                     context: grpc.ServicerContext) -> common_pb2.Ack:
+    def ReleaseSlots(
+        self, request: resourcemanager_pb2.ReleaseSlotsRequest, context: grpc.ServicerContext
+    ) -> common_pb2.Ack:
         self._rm.release_slots(
-            JobId(request.job_id), [AllocationId(a) for a in request.allocation_ids])
+            JobId(request.job_id), [AllocationId(a) for a in request.allocation_ids]
+        )
         return common_pb2.Ack(ok=True)
 
     @rpc.translate_server_errors
-    def ListTaskManagers(self, request: common_pb2.Empty, context: grpc.ServicerContext,
-                         ) -> common_pb2.ListTaskManagersResponse:
-        return common_pb2.ListTaskManagersResponse(task_managers=[
-            common_pb2.TaskManagerInfo(
-                resource_id=s.registration.resource_id,
-                rpc_address=s.registration.rpc_address,
-                data_host=s.registration.data_host,
-                data_port=s.registration.data_port,
-                num_slots=s.registration.num_slots,
-                free_slots=s.free_slots,
-                last_heartbeat_ms=s.last_heartbeat_ms,
-                spark_executor_id=s.registration.spark_executor_id,
-                pid=s.registration.pid,
-            )
-            for s in self._rm.task_managers()
-        ])
-
+    def ListTaskManagers(
+        self,
+        request: common_pb2.Empty,
+        context: grpc.ServicerContext,
+    ) -> common_pb2.ListTaskManagersResponse:
+        return common_pb2.ListTaskManagersResponse(
+            task_managers=[
+                common_pb2.TaskManagerInfo(
+                    resource_id=s.registration.resource_id,
+                    rpc_address=s.registration.rpc_address,
+                    data_host=s.registration.data_host,
+                    data_port=s.registration.data_port,
+                    num_slots=s.registration.num_slots,
+                    free_slots=s.free_slots,
+                    last_heartbeat_ms=s.last_heartbeat_ms,
+                    spark_executor_id=s.registration.spark_executor_id,
+                    pid=s.registration.pid,
+                )
+                for s in self._rm.task_managers()
+            ]
+        )
 
 
 def add_to_server(resource_manager: ResourceManager, server: grpc.Server) -> None:
     resourcemanager_pb2_grpc.add_ResourceManagerServicer_to_server(
-        ResourceManagerServicer(resource_manager), server)
+        ResourceManagerServicer(resource_manager), server
+    )
 
 
 class Gateways:
@@ -137,27 +160,46 @@ class Gateways:
             channel.close()
 
     # --- TaskExecutor ------------------------------------------------------------------
-    def allocate_slot(self, address: str, allocation_id: AllocationId, job_id: JobId,
-                      jobmaster_address: str, timeout_s: float) -> None:
+    def allocate_slot(
+        self,
+        address: str,
+        allocation_id: AllocationId,
+        job_id: JobId,
+        jobmaster_address: str,
+        timeout_s: float,
+    ) -> None:
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
         request = taskexecutor_pb2.AllocateSlotRequest(
-            allocation_id=allocation_id, job_id=job_id, jobmaster_address=jobmaster_address)
+            allocation_id=allocation_id, job_id=job_id, jobmaster_address=jobmaster_address
+        )
         rpc.call("TaskExecutor.AllocateSlot", stub.AllocateSlot, request, timeout=timeout_s)
 
     def free_slot(self, address: str, allocation_id: AllocationId, timeout_s: float) -> None:
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
-        rpc.call("TaskExecutor.FreeSlot", stub.FreeSlot,
-                 taskexecutor_pb2.FreeSlotRequest(allocation_id=allocation_id), timeout=timeout_s)
+        rpc.call(
+            "TaskExecutor.FreeSlot",
+            stub.FreeSlot,
+            taskexecutor_pb2.FreeSlotRequest(allocation_id=allocation_id),
+            timeout=timeout_s,
+        )
 
     def stop_task_executor(self, address: str, reason: str, timeout_s: float) -> None:
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
-        rpc.call("TaskExecutor.Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason=reason),
-                 timeout=timeout_s)
+        rpc.call(
+            "TaskExecutor.Stop",
+            stub.Stop,
+            taskexecutor_pb2.StopRequest(reason=reason),
+            timeout=timeout_s,
+        )
 
     # --- JobMaster -----------------------------------------------------------------------
-    def notify_task_manager_lost(self, address: str, resource_id: ResourceId, reason: str,
-                                 timeout_s: float) -> None:
+    def notify_task_manager_lost(
+        self, address: str, resource_id: ResourceId, reason: str, timeout_s: float
+    ) -> None:
         stub = jobmaster_pb2_grpc.JobMasterStub(self._channel(address))
-        rpc.call("JobMaster.NotifyTaskManagerLost", stub.NotifyTaskManagerLost,
-                 jobmaster_pb2.TaskManagerLostNotice(resource_id=resource_id, reason=reason),
-                 timeout=timeout_s)
+        rpc.call(
+            "JobMaster.NotifyTaskManagerLost",
+            stub.NotifyTaskManagerLost,
+            jobmaster_pb2.TaskManagerLostNotice(resource_id=resource_id, reason=reason),
+            timeout=timeout_s,
+        )

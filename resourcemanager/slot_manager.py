@@ -174,14 +174,18 @@ class DefaultSlotManager:
                 return False
             self._pending_leases.discard(registration.lease_id)
             self._task_managers[registration.resource_id] = _TaskManager(
-                registration, idle_since=self._clock(),
+                registration,
+                idle_since=self._clock(),
                 last_heartbeat_ms=int(time.time() * 1000),
             )
             self._changed.notify_all()
             return True
 
-    def heartbeat(self, resource_id: ResourceId, reported: list[AllocationId],
-                  ) -> list[AllocationId] | None:
+    def heartbeat(
+        self,
+        resource_id: ResourceId,
+        reported: list[AllocationId],
+    ) -> list[AllocationId] | None:
         """Note a TaskManager's heartbeat. Returns the reported slots that are no longer
         allocated here (their FreeSlot was lost), or None for an unknown TaskManager.
 
@@ -295,8 +299,11 @@ class DefaultSlotManager:
             allocation_id = new_allocation_id()
             tm.allocations[allocation_id] = _Allocation(request.job_id, request.jobmaster_address)
             reg = tm.registration
-            assignments.append(SlotAssignment(
-                allocation_id, reg.resource_id, reg.rpc_address, reg.data_host, reg.data_port))
+            assignments.append(
+                SlotAssignment(
+                    allocation_id, reg.resource_id, reg.rpc_address, reg.data_host, reg.data_port
+                )
+            )
         return assignments
 
     def _timeout_message(self, request: SlotRequest, free: int) -> str:
@@ -310,8 +317,11 @@ class DefaultSlotManager:
             "raise slot.request.timeout"
         )
 
-    def free(self, job_id: JobId, allocation_ids: list[AllocationId] | None = None,
-             ) -> list[tuple[AllocationId, TaskManagerRegistration]]:
+    def free(
+        self,
+        job_id: JobId,
+        allocation_ids: list[AllocationId] | None = None,
+    ) -> list[tuple[AllocationId, TaskManagerRegistration]]:
         """Take the job's slots (all of them when ``allocation_ids`` is empty) from the
         job; returns them for the FreeSlot calls. They stay unavailable until
         ``confirm_freed`` says their TaskExecutor has let them go."""
@@ -346,12 +356,14 @@ class DefaultSlotManager:
             live = [tm for tm in self._task_managers.values() if not tm.releasing]
             spare = len(live) - self._min
             idle = [
-                tm for tm in live
-                if not tm.allocations and not tm.freeing
+                tm
+                for tm in live
+                if not tm.allocations
+                and not tm.freeing
                 and now - tm.idle_since >= self._idle_timeout_s
             ]
             idle.sort(key=lambda t: t.idle_since)
-            return [tm.registration.resource_id for tm in idle[:max(0, spare)]]
+            return [tm.registration.resource_id for tm in idle[: max(0, spare)]]
 
     def close(self) -> None:
         """Fail every waiting request."""

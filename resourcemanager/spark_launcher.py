@@ -46,8 +46,9 @@ class LeaseEnded:
     duration_ms: int
 
 
-def run_lease(entry_point: str, config: dict[str, str], rm_address: str, lease_id: str,
-              _rows: Iterable[Any]) -> Iterator[str]:
+def run_lease(
+    entry_point: str, config: dict[str, str], rm_address: str, lease_id: str, _rows: Iterable[Any]
+) -> Iterator[str]:
     """The partition function of a lease job; runs on the executor."""
     module_name, _, function_name = entry_point.partition(":")
     function = getattr(importlib.import_module(module_name), function_name)
@@ -134,7 +135,8 @@ class SparkTaskManagerLauncher:
         # InheritableThread pins a JVM thread, so the job group set on it is this
         # lease's alone.
         thread = InheritableThread(
-            target=self._run, args=(lease_id,), name=f"weir-lease-{lease_id}", daemon=True)
+            target=self._run, args=(lease_id,), name=f"weir-lease-{lease_id}", daemon=True
+        )
         with self._lock:
             self._threads[lease_id] = thread
             self._started_at[lease_id] = time.monotonic()
@@ -151,10 +153,12 @@ class SparkTaskManagerLauncher:
         started = time.monotonic()
         result, error = "", None
         try:
-            sc.setJobGroup(job_group(lease_id), f"Weir TaskManager lease {lease_id}",
-                           interruptOnCancel=True)
+            sc.setJobGroup(
+                job_group(lease_id), f"Weir TaskManager lease {lease_id}", interruptOnCancel=True
+            )
             function = functools.partial(
-                run_lease, self._entry_point, self._config, self._rm_address(), lease_id)
+                run_lease, self._entry_point, self._config, self._rm_address(), lease_id
+            )
             rows = sc.parallelize([0], 1).mapPartitions(function).collect()
             result = "; ".join(str(row) for row in rows)
         except Exception as exc:  # the job failed or was cancelled: reported below

@@ -34,9 +34,13 @@ class ProcessWatchdog:
     for later tasks.
     """
 
-    def __init__(self, on_stop: Callable[[str], None], *,
-                 poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
-                 handle_sigterm: bool = True) -> None:
+    def __init__(
+        self,
+        on_stop: Callable[[str], None],
+        *,
+        poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+        handle_sigterm: bool = True,
+    ) -> None:
         self._on_stop = on_stop
         self._poll_interval_s = poll_interval_s
         self._handle_sigterm = handle_sigterm
@@ -50,8 +54,7 @@ class ProcessWatchdog:
         self.parent_gone = False
 
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._watch, name="weir-tm-watchdog", daemon=True)
+        self._thread = threading.Thread(target=self._watch, name="weir-tm-watchdog", daemon=True)
         self._thread.start()
         if self._handle_sigterm and threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -83,8 +86,9 @@ class ProcessWatchdog:
         while not self._closed.wait(self._poll_interval_s):
             if not self._parent_alive():
                 self.parent_gone = True
-                logger.warning("parent process %d is gone; stopping the TaskManager",
-                               self._parent_pid)
+                logger.warning(
+                    "parent process %d is gone; stopping the TaskManager", self._parent_pid
+                )
                 self._fire(f"parent process {self._parent_pid} is gone")
                 return
 
@@ -103,6 +107,10 @@ class ProcessWatchdog:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

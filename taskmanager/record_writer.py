@@ -161,8 +161,12 @@ class RecordWriter:
             if first < len(batch):
                 part = batch[first::n]
                 if with_ts:
-                    self._add_timestamps(s, len(pending[s]), None if timestamps is None
-                                         else timestamps[first::n], len(part))
+                    self._add_timestamps(
+                        s,
+                        len(pending[s]),
+                        None if timestamps is None else timestamps[first::n],
+                        len(part),
+                    )
                 pending[s].extend(part)
         self._next = (start + len(batch)) % n
         self._drain_all_full()
@@ -211,8 +215,9 @@ class RecordWriter:
                 raise PartitionerError(msg)
         self._distribute(batch, routes, timestamps)
 
-    def _distribute(self, batch: list[Any], routes: list[int],
-                    timestamps: Timestamps = None) -> None:
+    def _distribute(
+        self, batch: list[Any], routes: list[int], timestamps: Timestamps = None
+    ) -> None:
         if timestamps is None and not any(t is not None for t in self._pending_ts):
             appends = [p.append for p in self._pending]
             for record, r in zip(batch, routes, strict=True):
@@ -271,8 +276,9 @@ class RecordWriter:
             return serialize_batch(records, self._serializer, self._compress)
         return serialize_timestamped(records, timestamps, self._serializer, self._compress)
 
-    def _write(self, s: int, records: list[Any],
-               timestamps: list[int | None] | None = None) -> None:
+    def _write(
+        self, s: int, records: list[Any], timestamps: list[int | None] | None = None
+    ) -> None:
         buffer = self._serialize(records, timestamps)
         size = len(buffer)
         count = len(records)
@@ -300,8 +306,7 @@ class RecordWriter:
             if pending:
                 buffer = self._serialize(pending, self._pending_ts[s])
                 targets = (
-                    range(self._n) if self._partitioner_kind is PartitionerKind.BROADCAST
-                    else (s,)
+                    range(self._n) if self._partitioner_kind is PartitionerKind.BROADCAST else (s,)
                 )
                 for sub in targets:
                     out.setdefault(sub, []).append(buffer)

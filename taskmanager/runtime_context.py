@@ -82,27 +82,33 @@ class StreamingRuntimeContext:
         """The ValueState of ``state_descriptor`` for the current key."""
         backend = self._backend("get_state", state_descriptor)
         return backend.get_value_state(
-            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor))
+            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor)
+        )
 
     def get_list_state(self, state_descriptor: Any) -> Any:
         backend = self._backend("get_list_state", state_descriptor)
         return backend.get_list_state(
-            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor))
+            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor)
+        )
 
     def get_map_state(self, state_descriptor: Any) -> Any:
         backend = self._backend("get_map_state", state_descriptor)
         return backend.get_map_state(
-            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor))
+            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor)
+        )
 
     def get_reducing_state(self, state_descriptor: Any) -> Any:
         backend = self._backend("get_reducing_state", state_descriptor)
         function = state_descriptor.get_reduce_function()
         reduce = getattr(function, "reduce", function)  # a ReduceFunction or a callable
         return backend.get_reducing_state(
-            _state_name(state_descriptor), reduce, StateTtl.of_descriptor(state_descriptor))
+            _state_name(state_descriptor), reduce, StateTtl.of_descriptor(state_descriptor)
+        )
 
     def get_aggregating_state(self, state_descriptor: Any) -> Any:
         backend = self._backend("get_aggregating_state", state_descriptor)
         return backend.get_aggregating_state(
-            _state_name(state_descriptor), state_descriptor.get_agg_function(),
-            StateTtl.of_descriptor(state_descriptor))
+            _state_name(state_descriptor),
+            state_descriptor.get_agg_function(),
+            StateTtl.of_descriptor(state_descriptor),
+        )

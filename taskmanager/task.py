@@ -171,7 +171,8 @@ class Task:
         """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
         self._alignment_started: float | None = None
         self._processing_timers = ProcessingTimeService(
-            clock_ms, self.mailbox.put, name=tdd.task_name)
+            clock_ms, self.mailbox.put, name=tdd.task_name
+        )
         # Per input gate: the valve of the head's input it feeds, and the index of the
         # gate's first channel within that valve.
         self._gate_valves: list[StatusWatermarkValve] = []
@@ -221,8 +222,11 @@ class Task:
             try:
                 source.cancel_function()
             except Exception:  # the task ends CANCELED anyway; the user's cancel() is advisory
-                logger.warning("cancel() of the source function of %s failed",
-                               self.tdd.task_name, exc_info=True)
+                logger.warning(
+                    "cancel() of the source function of %s failed",
+                    self.tdd.task_name,
+                    exc_info=True,
+                )
         if gate is not None:
             gate.wakeup()
         for partition in partitions:
@@ -240,8 +244,11 @@ class Task:
         def action() -> None:
             if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
                 # Ending: the JobMaster aborts the checkpoint when it sees the task end.
-                logger.info("task %s: not taking checkpoint %d: not running",
-                            self.tdd.task_name, checkpoint_id)
+                logger.info(
+                    "task %s: not taking checkpoint %d: not running",
+                    self.tdd.task_name,
+                    checkpoint_id,
+                )
                 return
             unaligned = self._unaligned and checkpoint_type is CheckpointType.CHECKPOINT
             barrier = CheckpointBarrier(
@@ -274,13 +281,18 @@ class Task:
         with self._lock:
             self._state = state
             self._failure_cause = cause
-        logger.info("task %s (attempt %s) switched to %s", self.tdd.task_name,
-                    self.tdd.execution_attempt_id, state.value)
+        logger.info(
+            "task %s (attempt %s) switched to %s",
+            self.tdd.task_name,
+            self.tdd.execution_attempt_id,
+            state.value,
+        )
         try:
             self._services.report_state(self.tdd.execution_attempt_id, state, cause)
         except Exception:  # the state is kept locally; the TaskExecutor reconciles later
-            logger.warning("reporting %s of %s failed", state.value, self.tdd.task_name,
-                           exc_info=True)
+            logger.warning(
+                "reporting %s of %s failed", state.value, self.tdd.task_name, exc_info=True
+            )
 
     def _check_canceled(self) -> None:
         if self._cancel_requested:
@@ -362,16 +374,19 @@ class Task:
             partition = network.create_result_partition(descriptor)
             with self._lock:
                 self._partitions.append(partition)
-            writers.append(RecordWriter(
-                partition, descriptor, segment_size=self._segment_size, compress=self._compress
-            ))
+            writers.append(
+                RecordWriter(
+                    partition, descriptor, segment_size=self._segment_size, compress=self._compress
+                )
+            )
         if tdd.input_gates:
             gate = network.create_input_gate(tdd.input_gates)
             with self._lock:
                 self._gate = gate
             self.mailbox.set_waker(gate.wakeup)
-        setups = [self._setup(op, payload) for op, payload in zip(
-            vertex.operators, payloads, strict=True)]
+        setups = [
+            self._setup(op, payload) for op, payload in zip(vertex.operators, payloads, strict=True)
+        ]
         chain = OperatorChain(setups, writers)
         self._chain = chain
         self._buffer_timeout = BufferTimeout(self._timeout_ms, self._clock)
@@ -460,9 +475,12 @@ class Task:
         inputs, outputs = self._restored.channel_state()
         if not inputs and not outputs:
             return
-        logger.info("task %s: replaying %d output and %d input buffers of its checkpoint",
-                    self.tdd.task_name, sum(map(len, outputs.values())),
-                    sum(map(len, inputs.values())))
+        logger.info(
+            "task %s: replaying %d output and %d input buffers of its checkpoint",
+            self.tdd.task_name,
+            sum(map(len, outputs.values())),
+            sum(map(len, inputs.values())),
+        )
         for (p, sub), buffers in sorted(outputs.items()):
             for buffer in buffers:
                 self._partitions[p].emit(sub, buffer)
@@ -528,7 +546,8 @@ class Task:
             batch_mode=config.get(tdd.job_config, config.RUNTIME_MODE) == "BATCH",
             config=tdd.job_config,
             restored_source_state=(
-                None if self._restored is None
+                None
+                if self._restored is None
                 else self._restored.source_state(str(descriptor.operator_id))
             ),
             restored_checkpoint_id=tdd.restored_checkpoint_id,
@@ -572,7 +591,8 @@ class Task:
         # in-flight channel state); one check per buffer, not per record.
         capture = (
             self._barrier_handler.on_buffer
-            if self._unaligned and self._barrier_handler is not None else None
+            if self._unaligned and self._barrier_handler is not None
+            else None
         )
         while True:
             serve()
@@ -591,7 +611,8 @@ class Task:
                 if self._barrier_handler is not None:
                     self._perform(self._barrier_handler.on_end_of_partition(gate_index, channel))
                 advanced = self._gate_valves[gate_index].channel_ended(
-                    self._gate_channel_base[gate_index] + channel)
+                    self._gate_channel_base[gate_index] + channel
+                )
                 if advanced is not None:
                     chain.input_watermark(tdd.input_gates[gate_index].edge.input_index)(advanced)
                 open_channels -= 1
@@ -612,8 +633,9 @@ class Task:
         valves = {index: StatusWatermarkValve(n) for index, n in sizes.items()}
         self._gate_valves = [valves[g.edge.input_index] for g in gates]
 
-    def _on_watermark_event(self, gate_index: int, channel: int,
-                            event: Watermark | WatermarkStatus) -> None:
+    def _on_watermark_event(
+        self, gate_index: int, channel: int, event: Watermark | WatermarkStatus
+    ) -> None:
         chain = self._chain
         assert chain is not None
         valve = self._gate_valves[gate_index]
@@ -644,8 +666,13 @@ class Task:
                 overtaken = self._gate.priority_event_overtaken(gate_index, channel)
             self._perform(handler.on_barrier(gate_index, channel, event, overtaken))
             return
-        logger.debug("task %s: %r on gate %d channel %d not handled yet",
-                     self.tdd.task_name, event, gate_index, channel)
+        logger.debug(
+            "task %s: %r on gate %d channel %d not handled yet",
+            self.tdd.task_name,
+            event,
+            gate_index,
+            channel,
+        )
 
     def _run_source(self) -> None:
         source = self._source
@@ -684,8 +711,9 @@ class Task:
                     chain.flush()
             else:
                 wait = timeout.poll_timeout()
-                self.mailbox.wait(_IDLE_SOURCE_WAIT_S if wait is None
-                                  else min(wait, _IDLE_SOURCE_WAIT_S))
+                self.mailbox.wait(
+                    _IDLE_SOURCE_WAIT_S if wait is None else min(wait, _IDLE_SOURCE_WAIT_S)
+                )
 
     def _run_source_function(self, source: SourceOperator) -> None:
         chain = self._chain
@@ -700,8 +728,7 @@ class Task:
                 chain.flush()
             self._serve_mailbox()
 
-        ctx = SourceFunctionContext(source.emit, SOURCE_BATCH_SIZE, between_batches,
-                                    source.output)
+        ctx = SourceFunctionContext(source.emit, SOURCE_BATCH_SIZE, between_batches, source.output)
         try:
             source.source_function.run(ctx)  # type: ignore[union-attr]
             ctx.close()

@@ -55,7 +55,10 @@ class EndOfData:
 TaskEvent = Watermark | WatermarkStatus | CheckpointBarrier | EndOfData
 
 _TAGS: dict[type, int] = {  # W S B E
-    Watermark: 0x57, WatermarkStatus: 0x53, CheckpointBarrier: 0x42, EndOfData: 0x45,
+    Watermark: 0x57,
+    WatermarkStatus: 0x53,
+    CheckpointBarrier: 0x42,
+    EndOfData: 0x45,
 }
 _TYPES = {tag: cls for cls, tag in _TAGS.items()}
 

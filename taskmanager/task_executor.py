@@ -68,8 +68,9 @@ _GRPC_STOP_GRACE_S = 1.0
 NetworkFactory = Callable[[ResourceId, str, NetworkConfig], NetworkEnvironment]
 
 
-def default_network(resource_id: ResourceId, host: str,
-                    config: NetworkConfig) -> NetworkEnvironment:
+def default_network(
+    resource_id: ResourceId, host: str, config: NetworkConfig
+) -> NetworkEnvironment:
     """One DefaultNetworkEnvironment per TaskExecutor."""
     return DefaultNetworkEnvironment(resource_id, host, config)
 
@@ -124,10 +125,16 @@ class TaskExecutor:
     unless a test injects another).
     """
 
-    def __init__(self, config: Mapping[str, str], rm_address: str, lease_id: str = "", *,
-                 spark_task_info: str = "",
-                 network_factory: NetworkFactory = default_network,
-                 resource_id: ResourceId | None = None) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, str],
+        rm_address: str,
+        lease_id: str = "",
+        *,
+        spark_task_info: str = "",
+        network_factory: NetworkFactory = default_network,
+        resource_id: ResourceId | None = None,
+    ) -> None:
         self.config = TaskExecutorConfig.from_config(config)
         self.resource_id = resource_id or new_resource_id()
         self.lease_id = lease_id
@@ -143,7 +150,8 @@ class TaskExecutor:
         # Cancels that arrived before their task (a JobMaster cancels while a SubmitTask
         # is still in flight): the task is cancelled as soon as it arrives. Bounded.
         self._cancelled_early: collections.OrderedDict[ExecutionAttemptId, None] = (
-            collections.OrderedDict())
+            collections.OrderedDict()
+        )
         self._stop_requested = threading.Event()
         self._stop_reason = ""
         self._closed = False
@@ -164,9 +172,9 @@ class TaskExecutor:
         ``heartbeat.timeout`` (everything opened is closed again)."""
         try:
             self.working_dir = tempfile.mkdtemp(
-                prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None)
-            network = self._network_factory(self.resource_id, self.config.host,
-                                            self.config.network)
+                prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None
+            )
+            network = self._network_factory(self.resource_id, self.config.host, self.config.network)
             self._network = network
             self.data_port = network.start()
             server = rpc.create_server()
@@ -175,11 +183,13 @@ class TaskExecutor:
             server.start()
             self._server = server
             self._reporter = threading.Thread(
-                target=self._send_reports, name="weir-tm-state-reports", daemon=True)
+                target=self._send_reports, name="weir-tm-state-reports", daemon=True
+            )
             self._reporter.start()
             self._register_until_deadline()
             self._heartbeat_thread = threading.Thread(
-                target=self._heartbeat_loop, name="weir-tm-heartbeat", daemon=True)
+                target=self._heartbeat_loop, name="weir-tm-heartbeat", daemon=True
+            )
             self._heartbeat_thread.start()
         except BaseException:
             self.close()
@@ -204,10 +214,16 @@ class TaskExecutor:
     def _register(self) -> None:
         assert self._network is not None
         answer = self._rm.register(
-            resource_id=self.resource_id, rpc_address=self.rpc_address,
-            data_host=self.config.host, data_port=self.data_port,
-            num_slots=self.config.num_slots, spark_executor_id=self._spark_task_info,
-            pid=os.getpid(), lease_id=self.lease_id, timeout_s=_RPC_TIMEOUT_S)
+            resource_id=self.resource_id,
+            rpc_address=self.rpc_address,
+            data_host=self.config.host,
+            data_port=self.data_port,
+            num_slots=self.config.num_slots,
+            spark_executor_id=self._spark_task_info,
+            pid=os.getpid(),
+            lease_id=self.lease_id,
+            timeout_s=_RPC_TIMEOUT_S,
+        )
         if not answer.accepted:
             msg = f"the ResourceManager refused TaskManager {self.resource_id}: {answer.message}"
             raise TaskManagerLostError(msg)
@@ -217,8 +233,13 @@ class TaskExecutor:
         if answer.heartbeat_timeout_ms > 0:
             self._heartbeat_timeout_s = answer.heartbeat_timeout_ms / 1000
         self._registered = True
-        logger.info("TaskManager %s registered with the ResourceManager at %s (rpc %s, data %d)",
-                    self.resource_id, self._rm.address, self.rpc_address, self.data_port)
+        logger.info(
+            "TaskManager %s registered with the ResourceManager at %s (rpc %s, data %d)",
+            self.resource_id,
+            self._rm.address,
+            self.rpc_address,
+            self.data_port,
+        )
 
     def stop(self, reason: str) -> None:
         """Ask the TaskExecutor to stop; ``wait()`` returns. Thread-safe, idempotent."""
@@ -256,8 +277,11 @@ class TaskExecutor:
             task.cancel()
         for task in tasks:
             if not task.join(_TASK_CANCEL_WAIT_S):
-                logger.warning("task %s did not end %.0f s after cancel",
-                               task.tdd.task_name, _TASK_CANCEL_WAIT_S)
+                logger.warning(
+                    "task %s did not end %.0f s after cancel",
+                    task.tdd.task_name,
+                    _TASK_CANCEL_WAIT_S,
+                )
         if self._server is not None:
             rpc.stop_server(self._server, _GRPC_STOP_GRACE_S)
         if self._network is not None:
@@ -274,8 +298,12 @@ class TaskExecutor:
     def __enter__(self) -> TaskExecutor:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # --- heartbeats --------------------------------------------------------------------------
@@ -284,14 +312,20 @@ class TaskExecutor:
         while not self._stop_requested.wait(self._heartbeat_interval_s):
             try:
                 if self._registered:
-                    stale = self._rm.heartbeat(self.resource_id, self.allocated_slots(),
-                                               min(_RPC_TIMEOUT_S, self._heartbeat_timeout_s))
+                    stale = self._rm.heartbeat(
+                        self.resource_id,
+                        self.allocated_slots(),
+                        min(_RPC_TIMEOUT_S, self._heartbeat_timeout_s),
+                    )
                     if stale is None:
                         self._forget_everything("the ResourceManager no longer knows it")
                         self._register()
                     for allocation_id in stale or ():
-                        logger.warning("slot %s was freed by the ResourceManager but its "
-                                       "FreeSlot never arrived; freeing it", allocation_id)
+                        logger.warning(
+                            "slot %s was freed by the ResourceManager but its "
+                            "FreeSlot never arrived; freeing it",
+                            allocation_id,
+                        )
                         self.free_slot(allocation_id)
                 else:
                     self._register()
@@ -299,20 +333,28 @@ class TaskExecutor:
             except WeirError as exc:
                 silent_s = time.monotonic() - last_ok
                 if silent_s > self._heartbeat_timeout_s:
-                    self.stop(f"lost the ResourceManager at {self._rm.address}: no successful "
-                              f"heartbeat for {silent_s:.1f} s ({exc})")
+                    self.stop(
+                        f"lost the ResourceManager at {self._rm.address}: no successful "
+                        f"heartbeat for {silent_s:.1f} s ({exc})"
+                    )
                     return
                 # The first miss is worth a warning; the ones after it only repeat it.
                 first_miss = silent_s < 2 * self._heartbeat_interval_s
-                logger.log(logging.WARNING if first_miss else logging.DEBUG,
-                           "heartbeat to the ResourceManager failed (%.1f s without one): %s",
-                           silent_s, exc)
+                logger.log(
+                    logging.WARNING if first_miss else logging.DEBUG,
+                    "heartbeat to the ResourceManager failed (%.1f s without one): %s",
+                    silent_s,
+                    exc,
+                )
 
     def _forget_everything(self, reason: str) -> None:
         """The ResourceManager freed our slots (it declared us lost): drop them and their
         tasks before registering again."""
-        logger.warning("TaskManager %s: %s; cancelling its tasks and registering again",
-                       self.resource_id, reason)
+        logger.warning(
+            "TaskManager %s: %s; cancelling its tasks and registering again",
+            self.resource_id,
+            reason,
+        )
         with self._lock:
             self._registered = False
             tasks = [task for task, _ in self._tasks.values()]
@@ -325,8 +367,9 @@ class TaskExecutor:
             return list(self._slots)
 
     # --- slots and tasks (the RPC side) --------------------------------------------------------
-    def allocate_slot(self, allocation_id: AllocationId, job_id: JobId,
-                      jobmaster_address: str) -> None:
+    def allocate_slot(
+        self, allocation_id: AllocationId, job_id: JobId, jobmaster_address: str
+    ) -> None:
         with self._lock:
             existing = self._slots.get(allocation_id)
             if existing is not None and existing.job_id == job_id:
@@ -359,8 +402,9 @@ class TaskExecutor:
         attempt = tdd.execution_attempt_id
         with self._lock:
             if self._stop_requested.is_set():
-                msg = (f"TaskManager {self.resource_id} is stopping; deploy {tdd.task_name} "
-                       "elsewhere")
+                msg = (
+                    f"TaskManager {self.resource_id} is stopping; deploy {tdd.task_name} elsewhere"
+                )
                 raise TaskManagerLostError(msg)
             slot = self._slots.get(tdd.allocation_id)
             if slot is None or slot.job_id != tdd.job_id:
@@ -378,8 +422,13 @@ class TaskExecutor:
             slot.tasks.add(attempt)
             cancelled = attempt in self._cancelled_early
             self._cancelled_early.pop(attempt, None)
-        logger.info("deploying %s (job %s, attempt %s) in slot %s", tdd.task_name, tdd.job_id,
-                    attempt, tdd.allocation_id)
+        logger.info(
+            "deploying %s (job %s, attempt %s) in slot %s",
+            tdd.task_name,
+            tdd.job_id,
+            attempt,
+            tdd.allocation_id,
+        )
         if cancelled:  # it ends CANCELED at once and reports so
             task.cancel()
         task.start()
@@ -395,9 +444,13 @@ class TaskExecutor:
         entry[0].cancel()
         return True
 
-    def trigger_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int,
-                           timestamp_ms: int,
-                           checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT) -> bool:
+    def trigger_checkpoint(
+        self,
+        attempt_id: ExecutionAttemptId,
+        checkpoint_id: int,
+        timestamp_ms: int,
+        checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+    ) -> bool:
         """False when the task is not here (ended): the coordinator's plan is stale."""
         with self._lock:
             entry = self._tasks.get(attempt_id)
@@ -409,8 +462,9 @@ class TaskExecutor:
             return False
         return True
 
-    def notify_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int,
-                          complete: bool) -> bool:
+    def notify_checkpoint(
+        self, attempt_id: ExecutionAttemptId, checkpoint_id: int, complete: bool
+    ) -> bool:
         with self._lock:
             entry = self._tasks.get(attempt_id)
         if entry is None:
@@ -429,64 +483,97 @@ class TaskExecutor:
         with self._lock:
             return list(self._tasks)
 
-    def _services_for(self, tdd: TaskDeploymentDescriptor,
-                      jobmaster_address: str) -> TaskServices:
+    def _services_for(self, tdd: TaskDeploymentDescriptor, jobmaster_address: str) -> TaskServices:
         assert self._network is not None
         job_id, attempt = tdd.job_id, tdd.execution_attempt_id
 
-        def report_state(attempt_id: ExecutionAttemptId, state: ExecutionState,
-                         cause: str | None) -> None:
+        def report_state(
+            attempt_id: ExecutionAttemptId, state: ExecutionState, cause: str | None
+        ) -> None:
             # On the task thread: queue it, never block on an RPC; one sender keeps order.
             self._reports.put(_StateUpdate(jobmaster_address, job_id, attempt_id, state, cause))
             if state.is_terminal:
                 self._task_ended(attempt_id)
 
-        def collect(operator_id: str, subtask_index: int, batch: bytes, end: bool,
-                    epoch: int) -> None:
+        def collect(
+            operator_id: str, subtask_index: int, batch: bytes, end: bool, epoch: int
+        ) -> None:
             # The JobMaster answers "full" after a short wait; retrying here keeps the
             # back-pressure on the task thread without losing the batch.
             deadline = time.monotonic() + _COLLECT_TIMEOUT_S
             while not self._jobmasters.push_collect_batch(
-                    jobmaster_address, job_id=job_id, attempt_id=attempt,
-                    operator_id=operator_id, subtask_index=subtask_index, batch=batch,
-                    end=end, epoch=epoch, timeout_s=_COLLECT_TIMEOUT_S):
+                jobmaster_address,
+                job_id=job_id,
+                attempt_id=attempt,
+                operator_id=operator_id,
+                subtask_index=subtask_index,
+                batch=batch,
+                end=end,
+                epoch=epoch,
+                timeout_s=_COLLECT_TIMEOUT_S,
+            ):
                 with self._lock:
                     entry = self._tasks.get(attempt)
                 if entry is None or entry[0].cancel_requested:
                     return  # the task is ending; its batches are not wanted any more
                 if time.monotonic() >= deadline:
-                    msg = (f"the client of execute_and_collect fetched no results for "
-                           f"{_COLLECT_TIMEOUT_S:.0f} s while {operator_id} waited to send "
-                           "more; read the results iterator (or close it to cancel the job)")
+                    msg = (
+                        f"the client of execute_and_collect fetched no results for "
+                        f"{_COLLECT_TIMEOUT_S:.0f} s while {operator_id} waited to send "
+                        "more; read the results iterator (or close it to cancel the job)"
+                    )
                     raise RemoteTimeoutError(msg)
 
-        def acknowledge(attempt_id: ExecutionAttemptId, checkpoint_id: int,
-                        task_state: TaskStateSnapshot, metrics: CheckpointMetrics) -> None:
+        def acknowledge(
+            attempt_id: ExecutionAttemptId,
+            checkpoint_id: int,
+            task_state: TaskStateSnapshot,
+            metrics: CheckpointMetrics,
+        ) -> None:
             # On the task's checkpoint writer thread: a lost ack only lets the
             # checkpoint expire; the next one covers the same records.
             try:
                 self._jobmasters.acknowledge_checkpoint(
-                    jobmaster_address, job_id=job_id, attempt_id=attempt_id,
-                    checkpoint_id=checkpoint_id, task_state=task_state, metrics=metrics,
-                    timeout_s=_RPC_TIMEOUT_S)
+                    jobmaster_address,
+                    job_id=job_id,
+                    attempt_id=attempt_id,
+                    checkpoint_id=checkpoint_id,
+                    task_state=task_state,
+                    metrics=metrics,
+                    timeout_s=_RPC_TIMEOUT_S,
+                )
             except WeirError:
-                logger.warning("acknowledging checkpoint %d of %s failed", checkpoint_id,
-                               attempt_id, exc_info=True)
+                logger.warning(
+                    "acknowledging checkpoint %d of %s failed",
+                    checkpoint_id,
+                    attempt_id,
+                    exc_info=True,
+                )
 
         def decline(attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
             try:
                 self._jobmasters.decline_checkpoint(
-                    jobmaster_address, job_id=job_id, attempt_id=attempt_id,
-                    checkpoint_id=checkpoint_id, reason=reason, timeout_s=_RPC_TIMEOUT_S)
+                    jobmaster_address,
+                    job_id=job_id,
+                    attempt_id=attempt_id,
+                    checkpoint_id=checkpoint_id,
+                    reason=reason,
+                    timeout_s=_RPC_TIMEOUT_S,
+                )
             except WeirError:
                 # The checkpoint expires instead of being aborted at once.
-                logger.warning("declining checkpoint %d of %s failed", checkpoint_id,
-                               attempt_id, exc_info=True)
+                logger.warning(
+                    "declining checkpoint %d of %s failed", checkpoint_id, attempt_id, exc_info=True
+                )
 
         return TaskServices(
-            network=self._network, report_state=report_state, collect=collect,
+            network=self._network,
+            report_state=report_state,
+            collect=collect,
             print_target=tdd.job_config.get(PRINT_TARGET_KEY),
-            acknowledge_checkpoint=acknowledge, decline_checkpoint=decline)
+            acknowledge_checkpoint=acknowledge,
+            decline_checkpoint=decline,
+        )
 
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
         with self._lock:
@@ -503,11 +590,20 @@ class TaskExecutor:
                 return
             try:
                 self._jobmasters.update_task_execution_state(
-                    update.jobmaster_address, job_id=update.job_id, attempt_id=update.attempt_id,
-                    state=update.state.value, failure_cause=update.failure_cause,
-                    timeout_s=_RPC_TIMEOUT_S)
+                    update.jobmaster_address,
+                    job_id=update.job_id,
+                    attempt_id=update.attempt_id,
+                    state=update.state.value,
+                    failure_cause=update.failure_cause,
+                    timeout_s=_RPC_TIMEOUT_S,
+                )
             except WeirError:
                 # The JobMaster is gone or unreachable; it will see the task as lost
                 # through its own failover. Nothing else can be done with the update.
-                logger.warning("reporting %s of %s to JobMaster %s failed", update.state.value,
-                               update.attempt_id, update.jobmaster_address, exc_info=True)
+                logger.warning(
+                    "reporting %s of %s to JobMaster %s failed",
+                    update.state.value,
+                    update.attempt_id,
+                    update.jobmaster_address,
+                    exc_info=True,
+                )

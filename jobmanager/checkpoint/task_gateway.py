@@ -65,17 +65,16 @@ class TaskExecutorCheckpointGateway:
         if not answer.ok:
             # The task ended meanwhile: a finished task aborts the pending checkpoints
             # (not counted as a failure), a failed one triggers a failover.
-            logger.info("checkpoint %d not triggered at %s: %s", checkpoint_id, attempt_id,
-                        answer.message)
+            logger.info(
+                "checkpoint %d not triggered at %s: %s", checkpoint_id, attempt_id, answer.message
+            )
 
     def notify_checkpoint_complete(
         self, attempt_id: ExecutionAttemptId, checkpoint_id: int
     ) -> None:
         self._notify(attempt_id, checkpoint_id, complete=True)
 
-    def notify_checkpoint_aborted(
-        self, attempt_id: ExecutionAttemptId, checkpoint_id: int
-    ) -> None:
+    def notify_checkpoint_aborted(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
         self._notify(attempt_id, checkpoint_id, complete=False)
 
     def _notify(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, complete: bool) -> None:

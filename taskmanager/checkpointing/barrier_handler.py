@@ -92,7 +92,10 @@ class CheckpointBarrierHandler(Protocol):
     """What the task loop calls; every method runs on the task thread."""
 
     def on_barrier(
-        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        self,
+        gate_index: int,
+        channel_index: int,
+        barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
     ) -> list[Action]:
         """A barrier was polled from the channel. ``overtaken`` are DATA buffers still
@@ -165,7 +168,10 @@ class AlignedBarrierHandler:
         return frozenset(self._blocked)
 
     def on_barrier(
-        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        self,
+        gate_index: int,
+        channel_index: int,
+        barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
     ) -> list[Action]:
         channel = (gate_index, channel_index)
@@ -183,8 +189,7 @@ class AlignedBarrierHandler:
             self._barrier = barrier
         assert self._aligning is not None
         if channel in self._aligning:
-            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat",
-                           channel, n)
+            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat", channel, n)
             return actions
         self._aligning.add(channel)
         if self._inputs.all_in(self._aligning):
@@ -252,7 +257,10 @@ class AtLeastOnceBarrierHandler:
         return sorted(self._pending)
 
     def on_barrier(
-        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        self,
+        gate_index: int,
+        channel_index: int,
+        barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
     ) -> list[Action]:
         channel = (gate_index, channel_index)
@@ -263,8 +271,7 @@ class AtLeastOnceBarrierHandler:
             return []
         _, seen = self._pending.setdefault(n, (barrier, set()))
         if channel in seen:
-            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat",
-                           channel, n)
+            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat", channel, n)
             return []
         seen.add(channel)
         return self._trigger_complete()
@@ -281,8 +288,9 @@ class AtLeastOnceBarrierHandler:
     def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
         if self._pending.pop(checkpoint_id, None) is None:
             return []
-        return [AbortCheckpoint(checkpoint_id,
-                                AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)]
+        return [
+            AbortCheckpoint(checkpoint_id, AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+        ]
 
     def _trigger_complete(self) -> list[Action]:
         complete = [n for n, (_, seen) in self._pending.items() if self._inputs.all_in(seen)]
@@ -325,7 +333,10 @@ class UnalignedBarrierHandler:
         return self._current if self._delivered is not None else None
 
     def on_barrier(
-        self, gate_index: int, channel_index: int, barrier: CheckpointBarrier,
+        self,
+        gate_index: int,
+        channel_index: int,
+        barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
     ) -> list[Action]:
         channel = (gate_index, channel_index)
@@ -337,18 +348,21 @@ class UnalignedBarrierHandler:
             return actions
         if n > self._current:
             if self._delivered is not None:
-                logger.info("checkpoint %d subsumed by %d before its channel state was "
-                            "complete", self._current, n)
-                actions.append(AbortCheckpoint(self._current,
-                                               AbortReason.CHECKPOINT_DECLINED_SUBSUMED))
+                logger.info(
+                    "checkpoint %d subsumed by %d before its channel state was complete",
+                    self._current,
+                    n,
+                )
+                actions.append(
+                    AbortCheckpoint(self._current, AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
+                )
             self._current = n
             self._delivered = set()
             self._captured = {}
             actions.append(TriggerSnapshot(barrier, unaligned=True))
         assert self._delivered is not None
         if channel in self._delivered:
-            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat",
-                           channel, n)
+            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat", channel, n)
             return actions
         if overtaken:
             self._captured.setdefault(channel, []).extend(overtaken)
@@ -378,8 +392,9 @@ class UnalignedBarrierHandler:
             return []
         self._delivered = None
         self._captured = {}
-        return [AbortCheckpoint(checkpoint_id,
-                                AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)]
+        return [
+            AbortCheckpoint(checkpoint_id, AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+        ]
 
     def _complete_if_done(self) -> list[Action]:
         if self._delivered is None or not self._inputs.all_in(self._delivered):

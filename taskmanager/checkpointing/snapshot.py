@@ -67,7 +67,7 @@ class KeyGroupsSnapshot:
         if not 0 <= i < len(self.offsets):
             return b""
         end = self.offsets[i + 1] if i + 1 < len(self.offsets) else len(self.data)
-        return self.data[self.offsets[i]:end]
+        return self.data[self.offsets[i] : end]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +139,13 @@ def operators_of_chain(chain: Any) -> list[OperatorStateRefs]:
     refs = []
     for op in chain.operators:
         setup = op.setup
-        refs.append(OperatorStateRefs(
-            operator_id=str(setup.descriptor.operator_id),
-            keyed_state_backend=setup.keyed_state_backend,
-            source_reader=getattr(op, "reader", None),
-        ))
+        refs.append(
+            OperatorStateRefs(
+                operator_id=str(setup.descriptor.operator_id),
+                keyed_state_backend=setup.keyed_state_backend,
+                source_reader=getattr(op, "reader", None),
+            )
+        )
     return refs
 
 
@@ -269,7 +271,7 @@ def decode_buffers(blob: bytes) -> list[bytes]:
         if position + length > len(view):
             msg = f"channel state cut short: a {length}-byte buffer at byte {position}"
             raise SnapshotRestoreError(msg)
-        out.append(bytes(view[position:position + length]))
+        out.append(bytes(view[position : position + length]))
         position += length
     return out
 
@@ -302,7 +304,8 @@ def restore_task_snapshot(
         if backend is not None:
             keyed = [
                 decode_keyed_state(s.keyed_state, backend.key_group_range)
-                for s in own if s.keyed_state is not None
+                for s in own
+                if s.keyed_state is not None
             ]
             if keyed:
                 backend.restore(keyed)

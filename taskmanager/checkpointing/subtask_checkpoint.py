@@ -127,10 +127,12 @@ class RestoredTaskState:
         for state in self.snapshot.subtask_states.values():
             for ic in state.input_channel_state:
                 inputs.setdefault((ic.gate_index, ic.channel_index), []).extend(
-                    decode_buffers(read_state(ic.handle)))
+                    decode_buffers(read_state(ic.handle))
+                )
             for rs in state.result_subpartition_state:
                 outputs.setdefault((rs.partition_index, rs.subpartition_index), []).extend(
-                    decode_buffers(read_state(rs.handle)))
+                    decode_buffers(read_state(rs.handle))
+                )
         return inputs, outputs
 
 
@@ -218,8 +220,11 @@ class SubtaskCheckpointCoordinator:
         (its capture failed and was declined) or was aborted meanwhile."""
         pending = self._pending_channel_state.pop(checkpoint_id, None)
         if pending is None:
-            logger.debug("channel state of checkpoint %d of %s has no pending snapshot",
-                         checkpoint_id, self._attempt_id)
+            logger.debug(
+                "channel state of checkpoint %d of %s has no pending snapshot",
+                checkpoint_id,
+                self._attempt_id,
+            )
             return
         self._write_channel_state(pending, input_state)
 
@@ -282,8 +287,7 @@ class SubtaskCheckpointCoordinator:
                     )
             task_state = TaskStateSnapshot(states)
         except Exception as exc:
-            logger.warning("writing checkpoint %d of %s failed", n, self._attempt_id,
-                           exc_info=True)
+            logger.warning("writing checkpoint %d of %s failed", n, self._attempt_id, exc_info=True)
             self._decline(self._attempt_id, n, f"writing its state failed: {exc}")
             return
         metrics = CheckpointMetrics(

@@ -278,9 +278,9 @@ class DefaultInputGate:
                 break
             position += 1
         jumped = [
-            item[1] for i, item in enumerate(queue)
-            if i >= position and not isinstance(item, NetworkError)
-            and item[0] == BufferKind.DATA
+            item[1]
+            for i, item in enumerate(queue)
+            if i >= position and not isinstance(item, NetworkError) and item[0] == BufferKind.DATA
         ]
         queue.insert(position, (BufferKind.PRIORITY_EVENT, payload))
         self._overtaken.setdefault(channel, deque()).append(jumped)

@@ -169,8 +169,9 @@ class StreamOperator:
         self._advance_combined()
 
     def _advance_combined(self) -> None:
-        active = [w for w, idle in zip(self._input_watermarks, self._input_idle, strict=True)
-                  if not idle]
+        active = [
+            w for w, idle in zip(self._input_watermarks, self._input_idle, strict=True) if not idle
+        ]
         if active:
             combined = min(active)
             if combined > self.current_watermark:

@@ -105,14 +105,13 @@ class OperatorChain:
     """The operators of a task in topological order (head first) and its writers."""
 
     def __init__(self, setups: Sequence[OperatorSetup], writers: Sequence[RecordWriter]) -> None:
-        self.operators: list[StreamOperator] = [
-            OPERATORS[s.descriptor.kind](s) for s in setups
-        ]
+        self.operators: list[StreamOperator] = [OPERATORS[s.descriptor.kind](s) for s in setups]
         self.writers = list(writers)
         self._opened: list[StreamOperator] = []
         # Only operators that override the hook are called at each checkpoint.
         self._snapshot_hooks = [
-            op for op in self.operators
+            op
+            for op in self.operators
             if type(op).snapshot_state is not StreamOperator.snapshot_state
         ]
 
@@ -151,12 +150,14 @@ class OperatorChain:
             names = op.setup.payload.get("row_field_names")
             if names:
                 collect = _naming_rows(collect, list(names))
-            op.open(Output(
-                collect,
-                _broadcast(watermarks) if watermarks else ignore,
-                _broadcast(statuses) if statuses else ignore,
-                {tag: fan_out(collects) for tag, collects in side.items()},
-            ))
+            op.open(
+                Output(
+                    collect,
+                    _broadcast(watermarks) if watermarks else ignore,
+                    _broadcast(statuses) if statuses else ignore,
+                    {tag: fan_out(collects) for tag, collects in side.items()},
+                )
+            )
 
     def input(self, index: int) -> Collect:
         """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
@@ -220,4 +221,3 @@ class OperatorChain:
 
     def record_writer_stats(self) -> list[tuple[int, int]]:
         return [(w.buffers_written, w.records_written) for w in self.writers]
-

@@ -33,8 +33,13 @@ class TimerService:
 
     __slots__ = ("_clock_ms", "_owner", "_timers")
 
-    def __init__(self, clock_ms: Callable[[], int], *,
-                 timers: InternalTimerService | None = None, owner: Any = None) -> None:
+    def __init__(
+        self,
+        clock_ms: Callable[[], int],
+        *,
+        timers: InternalTimerService | None = None,
+        owner: Any = None,
+    ) -> None:
         self._clock_ms = clock_ms
         self._timers = timers
         self._owner = owner
@@ -49,22 +54,25 @@ class TimerService:
 
     def _service(self, what: str) -> InternalTimerService:
         if self._timers is None:
-            msg = (f"{what}: setting timers is only supported on a keyed stream; call "
-                   "key_by() first and use a KeyedProcessFunction")
+            msg = (
+                f"{what}: setting timers is only supported on a keyed stream; call "
+                "key_by() first and use a KeyedProcessFunction"
+            )
             raise TimersNotSupportedError(msg)
         return self._timers
 
     def register_processing_time_timer(self, timestamp: int) -> None:
         self._service("register_processing_time_timer").register_processing_time_timer(
-            None, int(timestamp))
+            None, int(timestamp)
+        )
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        self._service("register_event_time_timer").register_event_time_timer(
-            None, int(timestamp))
+        self._service("register_event_time_timer").register_event_time_timer(None, int(timestamp))
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
         self._service("delete_processing_time_timer").delete_processing_time_timer(
-            None, int(timestamp))
+            None, int(timestamp)
+        )
 
     def delete_event_time_timer(self, timestamp: int) -> None:
         self._service("delete_event_time_timer").delete_event_time_timer(None, int(timestamp))

@@ -51,7 +51,9 @@ class _NoContext:
 
 
 def expand(
-    f: Callable[[Any], Any], batch: list[Any], timestamps: list[int | None],
+    f: Callable[[Any], Any],
+    batch: list[Any],
+    timestamps: list[int | None],
     ctx: Any = None,
 ) -> tuple[list[Any], list[int | None]]:
     """Every element of ``f(x)`` (None: nothing) for each ``x``, each with the timestamp
@@ -147,12 +149,13 @@ class FilterOperator(_UserFunctionOperator):
         return process_keyed
 
 
-def _emit_kept(batch: list[Any], timestamps: Timestamps, kept: list[Any],
-               output: Collect) -> None:
+def _emit_kept(batch: list[Any], timestamps: Timestamps, kept: list[Any], output: Collect) -> None:
     out = [x for x, k in zip(batch, kept, strict=True) if k]
     if out:
-        output(out, None if timestamps is None
-               else [t for t, k in zip(timestamps, kept, strict=True) if k])
+        output(
+            out,
+            None if timestamps is None else [t for t, k in zip(timestamps, kept, strict=True) if k],
+        )
 
 
 class FlatMapOperator(_UserFunctionOperator):

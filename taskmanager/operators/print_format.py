@@ -110,8 +110,11 @@ def build_renderer(spec: tuple[Any, ...] | None) -> Renderer:
         return _timestamp
     if kind == "tuple":
         fields = [build_renderer(s) for s in spec[1]]
-        return lambda v: "null" if v is None else (
-            "(" + ",".join(f(x) for f, x in zip(fields, v, strict=False)) + ")")
+        return lambda v: (
+            "null"
+            if v is None
+            else ("(" + ",".join(f(x) for f, x in zip(fields, v, strict=False)) + ")")
+        )
     if kind == "row":
         # PyFlink turns a Row into text in Python before printing it: each field's str().
         def row(v: Any) -> str:
@@ -127,6 +130,9 @@ def build_renderer(spec: tuple[Any, ...] | None) -> Renderer:
         return lambda v: "null" if v is None else "[" + ", ".join(element(x) for x in v) + "]"
     if kind == "map":
         key, value = build_renderer(spec[1]), build_renderer(spec[2])
-        return lambda v: "null" if v is None else (
-            "{" + ", ".join(f"{key(k)}={value(x)}" for k, x in v.items()) + "}")
+        return lambda v: (
+            "null"
+            if v is None
+            else ("{" + ", ".join(f"{key(k)}={value(x)}" for k, x in v.items()) + "}")
+        )
     return _plain

@@ -50,11 +50,11 @@ class ProcessFunctionTimers:
     """``ctx.timer_service()`` of a keyed process function and the firing of its
     ``on_timer`` (the ``Triggerable`` of its ``InternalTimerService``)."""
 
-    def __init__(self, owner: StreamOperator, function: Any, backend: KeyedStateBackend,
-                 collect: Collect) -> None:
+    def __init__(
+        self, owner: StreamOperator, function: Any, backend: KeyedStateBackend, collect: Collect
+    ) -> None:
         setup = owner.setup
-        self.service = InternalTimerService(backend, self, setup.processing_timers,
-                                            setup.clock_ms)
+        self.service = InternalTimerService(backend, self, setup.processing_timers, setup.clock_ms)
         self.timer_service = TimerService(setup.clock_ms, timers=self.service, owner=owner)
         self._ctx = KeyedProcessContext(self.timer_service, owner.output)
         self._on_timer = getattr(function, "on_timer", None)
@@ -69,8 +69,9 @@ class ProcessFunctionTimers:
         ctx.current_key = key
         ctx.current_timestamp = timestamp
         ctx.current_time_domain = domain
-        self._fired.add(on_timer(timestamp, ctx),
-                        timestamp if domain is TimeDomain.EVENT_TIME else None)
+        self._fired.add(
+            on_timer(timestamp, ctx), timestamp if domain is TimeDomain.EVENT_TIME else None
+        )
 
     def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
         self._fire(timestamp, key, TimeDomain.EVENT_TIME)

@@ -158,9 +158,7 @@ class CollectOperator(StreamOperator):
         if records:
             size = self.setup.segment_size
             self._limit = max(1, len(records) * size // len(buffer))
-        self.setup.collect(
-            self._operator_id, self.setup.subtask_index, buffer, end, self._epoch
-        )
+        self.setup.collect(self._operator_id, self.setup.subtask_index, buffer, end, self._epoch)
 
     def snapshot_state(self, checkpoint_id: int) -> None:
         # The chain flushed this operator just before: what it sends from now on

@@ -63,7 +63,10 @@ class SourceFunctionContext:
     the ``Source`` API (``from_source``), whose readers are polled."""
 
     def __init__(
-        self, output: Collect, batch_size: int, between_batches: Callable[[bool], None],
+        self,
+        output: Collect,
+        batch_size: int,
+        between_batches: Callable[[bool], None],
         watermarks: Output | None = None,
     ) -> None:
         self._output = output
@@ -121,9 +124,11 @@ def _stamps_records(strategy: Any) -> bool:
     """Whether ``from_source``'s strategy gives records event time or watermarks."""
     if strategy is None:
         return False
-    return not (getattr(strategy, "kind", None) == "no_watermarks"
-                and getattr(strategy, "timestamp_assigner", None) is None
-                and getattr(strategy, "idle_timeout_ms", None) is None)
+    return not (
+        getattr(strategy, "kind", None) == "no_watermarks"
+        and getattr(strategy, "timestamp_assigner", None) is None
+        and getattr(strategy, "idle_timeout_ms", None) is None
+    )
 
 
 class SourceOperator(StreamOperator):

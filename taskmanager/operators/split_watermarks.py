@@ -98,7 +98,10 @@ class SplitWatermarks(PeriodicEmission):
         state.emitter = WatermarkEmitter(
             self._strategy,
             Output(emit_watermark=emit_watermark, emit_watermark_status=emit_watermark_status),
-            clock_ms=self._clock_ms, processing_timers=None, interval_ms=0)
+            clock_ms=self._clock_ms,
+            processing_timers=None,
+            interval_ms=0,
+        )
         self._splits[split_id] = state
         return state
 

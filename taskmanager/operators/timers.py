@@ -59,8 +59,12 @@ class ProcessingTimeService:
     the task thread. The thread starts with the first ``schedule``.
     """
 
-    def __init__(self, clock_ms: Callable[[], int], post: Callable[[Callable[[], None]], None],
-                 name: str = "timers") -> None:
+    def __init__(
+        self,
+        clock_ms: Callable[[], int],
+        post: Callable[[Callable[[], None]], None],
+        name: str = "timers",
+    ) -> None:
         self._clock_ms = clock_ms
         self._post = post
         self._name = name
@@ -80,8 +84,9 @@ class ProcessingTimeService:
                 return
             heapq.heappush(self._queue, (timestamp_ms, next(self._seq), callback))
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name=f"{self._name}-processing-time")
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True, name=f"{self._name}-processing-time"
+                )
                 self._thread.start()
             self._cond.notify()
 
@@ -125,8 +130,7 @@ class InternalTimerService:
         self._processing_time = processing_time
         self._clock_ms = clock_ms
         self._event: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(EVENT_TIMERS)
-        self._processing: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(
-            PROCESSING_TIMERS)
+        self._processing: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(PROCESSING_TIMERS)
         self._seq = 0
         self._event_heap: list[tuple[int, int, Any, Any]] = []
         self._processing_heap: list[tuple[int, int, Any, Any]] = []
@@ -136,11 +140,17 @@ class InternalTimerService:
 
     def _rebuild(self) -> None:
         """Index the timers already in the backend (restored from a checkpoint)."""
-        self._event_heap = [(ts, self._next_seq(), key, ns)
-                            for key, timers in self._event.items() for ts, ns in timers]
+        self._event_heap = [
+            (ts, self._next_seq(), key, ns)
+            for key, timers in self._event.items()
+            for ts, ns in timers
+        ]
         heapq.heapify(self._event_heap)
-        self._processing_heap = [(ts, self._next_seq(), key, ns)
-                                 for key, timers in self._processing.items() for ts, ns in timers]
+        self._processing_heap = [
+            (ts, self._next_seq(), key, ns)
+            for key, timers in self._processing.items()
+            for ts, ns in timers
+        ]
         heapq.heapify(self._processing_heap)
         if self._processing_heap:
             self._schedule_processing(self._processing_heap[0][0])
@@ -207,12 +217,15 @@ class InternalTimerService:
         """Fire every event-time timer at or before ``watermark``, in rounds (see the
         module docstring), each in timestamp order."""
         self.current_watermark = watermark
-        self._fire_due(self._event_heap, self._event, watermark,
-                       self._triggerable.on_event_time)
+        self._fire_due(self._event_heap, self._event, watermark, self._triggerable.on_event_time)
 
-    def _fire_due(self, heap: list[tuple[int, int, Any, Any]],
-                  table: dict[Any, set[tuple[int, Any]]], until: int,
-                  fire: Callable[[int, Any, Any], None]) -> None:
+    def _fire_due(
+        self,
+        heap: list[tuple[int, int, Any, Any]],
+        table: dict[Any, set[tuple[int, Any]]],
+        until: int,
+        fire: Callable[[int, Any, Any], None],
+    ) -> None:
         backend = self._backend
         pop = heapq.heappop
         while heap and heap[0][0] <= until:

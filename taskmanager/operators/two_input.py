@@ -147,8 +147,9 @@ class CoProcessOperator(FiresProcessFunctionTimers, _CoOperator):
         self.output = output
         backend = self.backend
         if backend is not None and all(k is not None for k in self.keys):
-            self.user_timers = ProcessFunctionTimers(self, self.function, backend,
-                                                     output.routing_tagged_results())
+            self.user_timers = ProcessFunctionTimers(
+                self, self.function, backend, output.routing_tagged_results()
+            )
             self._timer_service = self.user_timers.timer_service
         else:
             self._timer_service = TimerService(self.setup.clock_ms, owner=self)

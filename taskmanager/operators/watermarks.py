@@ -138,8 +138,10 @@ class WatermarkEmitter(PeriodicEmission):
         if timestamps is None:
             stamped = [extract(x, MIN_WATERMARK) for x in batch]
         else:
-            stamped = [extract(x, MIN_WATERMARK if t is None else t)
-                       for x, t in zip(batch, timestamps, strict=True)]
+            stamped = [
+                extract(x, MIN_WATERMARK if t is None else t)
+                for x, t in zip(batch, timestamps, strict=True)
+            ]
         # Cheap checks, once per batch: a missing return is the usual mistake.
         if stamped and (type(stamped[0]) is not int or None in stamped):
             self._bad_timestamps(batch, stamped)
@@ -149,9 +151,11 @@ class WatermarkEmitter(PeriodicEmission):
         for x, ts in zip(batch, stamped, strict=True):
             if not isinstance(ts, int) or isinstance(ts, bool):
                 assigner = getattr(self._extract, "__self__", self._extract)
-                msg = (f"the TimestampAssigner {type(assigner).__name__} returned {ts!r} "
-                       f"for the record {x!r}; extract_timestamp must return the event "
-                       "time as an int (milliseconds since the epoch)")
+                msg = (
+                    f"the TimestampAssigner {type(assigner).__name__} returned {ts!r} "
+                    f"for the record {x!r}; extract_timestamp must return the event "
+                    "time as an int (milliseconds since the epoch)"
+                )
                 raise TimestampAssignerError(msg)
 
     def process(self, batch: list[Any], timestamps: Timestamps, collect: Collect) -> None:

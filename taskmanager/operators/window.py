@@ -84,8 +84,10 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         p = setup.payload
         selectors = p.get("key_selectors") or ()
         if not selectors or selectors[0] is None or setup.keyed_state_backend is None:
-            msg = (f"operator {self.name!r}: windows run on a KeyedStream; call key_by() "
-                   "before window(), or use window_all()")
+            msg = (
+                f"operator {self.name!r}: windows run on a KeyedStream; call key_by() "
+                "before window(), or use window_all()"
+            )
             raise ValueError(msg)
         self.key = key_selector(selectors[0])
         self.backend = setup.keyed_state_backend
@@ -116,8 +118,10 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         fast = self.fast is not None
         triggerable = SimpleNamespace(
             on_event_time=self._on_event_time_fast if fast else self._on_event_time,
-            on_processing_time=(self._on_processing_time_fast if fast
-                                else self._on_processing_time))
+            on_processing_time=(
+                self._on_processing_time_fast if fast else self._on_processing_time
+            ),
+        )
         self.timers = InternalTimerService(backend, triggerable, processing, setup.clock_ms)
         self.contents: dict[Any, dict[Any, Any]] = backend.get_raw_table(CONTENTS)
         self.merging_sets: dict[Any, dict[Any, Any]] = backend.get_raw_table(MERGING)
@@ -131,8 +135,9 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         self._value_of = self._result_of_contents()
         self._late = output.side_output(self.late_data_tag) if self.late_data_tag else None
         # Aligned event-time windows without lateness fire from an index, not timers.
-        self._aligned = (self.fast is not None and self.fast["event_time"]
-                         and self.allowed_lateness == 0)
+        self._aligned = (
+            self.fast is not None and self.fast["event_time"] and self.allowed_lateness == 0
+        )
         self._windows: dict[int, dict[Any, Any]] = {}
         self._aligned_starts: list[int] = []
         if self._aligned:
@@ -239,9 +244,11 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             self.num_late_records_dropped += len(records)
 
     def _missing_timestamp(self) -> MissingTimestampError:
-        msg = (f"operator {self.name!r}: {self.assigner!r} got a record without a timestamp "
-               "(event-time windows need one); call assign_timestamps_and_watermarks(...) "
-               "before the window, or use a processing-time window")
+        msg = (
+            f"operator {self.name!r}: {self.assigner!r} got a record without a timestamp "
+            "(event-time windows need one); call assign_timestamps_and_watermarks(...) "
+            "before the window, or use a processing-time window"
+        )
         return MissingTimestampError(msg)
 
     # -- lateness and cleanup (Flink's WindowOperator) ------------------------------------
@@ -331,21 +338,29 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             self.merging_sets.pop(key, None)
 
     def _merge_function(self, key: Any) -> Callable[[Any, Any, Any, list[Any]], None]:
-        def merge(merge_result: Any, merged_windows: Any, state_window_result: Any,
-                  merged_state_windows: list[Any]) -> None:
+        def merge(
+            merge_result: Any,
+            merged_windows: Any,
+            state_window_result: Any,
+            merged_state_windows: list[Any],
+        ) -> None:
             timers = self.timers
             if self.event_time:
                 if merge_result.max_timestamp() + self.allowed_lateness <= timers.current_watermark:
-                    msg = ("The end timestamp of an event-time window cannot become earlier "
-                           f"than the current watermark by merging. Current watermark: "
-                           f"{timers.current_watermark} window: {merge_result}")
+                    msg = (
+                        "The end timestamp of an event-time window cannot become earlier "
+                        f"than the current watermark by merging. Current watermark: "
+                        f"{timers.current_watermark} window: {merge_result}"
+                    )
                     raise WindowMergeError(msg)
             else:
                 now = timers.current_processing_time()
                 if merge_result.max_timestamp() <= now:
-                    msg = ("The end timestamp of a processing-time window cannot become earlier "
-                           f"than the current processing time by merging. Current processing "
-                           f"time: {now} window: {merge_result}")
+                    msg = (
+                        "The end timestamp of a processing-time window cannot become earlier "
+                        f"than the current processing time by merging. Current processing "
+                        f"time: {now} window: {merge_result}"
+                    )
                     raise WindowMergeError(msg)
             ctx = self.trigger_ctx
             ctx.window, ctx.merged_windows = merge_result, merged_windows
@@ -355,8 +370,13 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
                 ctx.window = m
                 self.trigger.clear(m, ctx)
                 self._delete_cleanup_timer(m)
-            merge_namespaces(self.contents, key, state_window_result, merged_state_windows,
-                             merger(self.state_kind, self.state_function))
+            merge_namespaces(
+                self.contents,
+                key,
+                state_window_result,
+                merged_state_windows,
+                merger(self.state_kind, self.state_function),
+            )
 
         return merge
 

@@ -60,8 +60,7 @@ class WindowTriggerContext:
 
     def merge_partitioned_state(self, state_descriptor: Any) -> None:
         if self.merged_windows:
-            merge_window_state(self._op.backend, state_descriptor, self.window,
-                               self.merged_windows)
+            merge_window_state(self._op.backend, state_descriptor, self.window, self.merged_windows)
 
 
 class WindowProcessContext:
@@ -76,7 +75,8 @@ class WindowProcessContext:
         self.namespace: Any = None
         """The window as named in state (a fast-path window is named by its start)."""
         self._window_state: PerWindowStateStore | MergingWindowStateStore = (
-            MergingWindowStateStore() if op.merging else PerWindowStateStore(op.backend))
+            MergingWindowStateStore() if op.merging else PerWindowStateStore(op.backend)
+        )
 
     def current_processing_time(self) -> int:
         return self._op.timers.current_processing_time()

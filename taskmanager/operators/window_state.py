@@ -67,8 +67,9 @@ def merger(kind: str, function: Any) -> Callable[[Any, Any], Any]:
     raise MergingStateError(msg)
 
 
-def merge_namespaces(table: dict[Any, Any], key: Any, target: Any, sources: Any,
-                     merge: Callable[[Any, Any], Any]) -> None:
+def merge_namespaces(
+    table: dict[Any, Any], key: Any, target: Any, sources: Any, merge: Callable[[Any, Any], Any]
+) -> None:
     """Fold the values of ``sources`` into ``target`` and remove the sources (Flink's
     heap ``mergeNamespaces``: the sources in order, then into the target's value)."""
     per = table.get(key)
@@ -165,8 +166,13 @@ class WindowListState(_WindowState):
 class WindowReducingState(_WindowState):
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: KeyedStateBackend, name: str, namespace: Any,
-                 reduce: Callable[[Any, Any], Any]) -> None:
+    def __init__(
+        self,
+        backend: KeyedStateBackend,
+        name: str,
+        namespace: Any,
+        reduce: Callable[[Any, Any], Any],
+    ) -> None:
         super().__init__(backend, name, namespace)
         self._reduce = reduce
 
@@ -181,8 +187,9 @@ class WindowReducingState(_WindowState):
 class WindowAggregatingState(_WindowState):
     __slots__ = ("_function",)
 
-    def __init__(self, backend: KeyedStateBackend, name: str, namespace: Any,
-                 function: Any) -> None:
+    def __init__(
+        self, backend: KeyedStateBackend, name: str, namespace: Any, function: Any
+    ) -> None:
         super().__init__(backend, name, namespace)
         self._function = function
 
@@ -230,8 +237,9 @@ def window_state(backend: KeyedStateBackend, descriptor: Any, namespace: Any) ->
     name = descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name
     kind = descriptor_kind(descriptor)
     if kind == "reducing":
-        return WindowReducingState(backend, name, namespace,
-                                   reduce_callable(descriptor.get_reduce_function()))
+        return WindowReducingState(
+            backend, name, namespace, reduce_callable(descriptor.get_reduce_function())
+        )
     if kind == "aggregating":
         return WindowAggregatingState(backend, name, namespace, descriptor.get_agg_function())
     if kind == "list":
@@ -241,8 +249,9 @@ def window_state(backend: KeyedStateBackend, descriptor: Any, namespace: Any) ->
     return WindowValueState(backend, name, namespace)
 
 
-def merge_window_state(backend: KeyedStateBackend, descriptor: Any, target: Any,
-                       sources: Any) -> None:
+def merge_window_state(
+    backend: KeyedStateBackend, descriptor: Any, target: Any, sources: Any
+) -> None:
     """Merge the ``descriptor`` state of the ``sources`` namespaces into ``target``."""
     kind = descriptor_kind(descriptor)
     if kind == "reducing":
@@ -252,8 +261,9 @@ def merge_window_state(backend: KeyedStateBackend, descriptor: Any, target: Any,
     else:
         merge = merger(kind, None)
     name = descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name
-    merge_namespaces(backend.get_raw_table(STATE_PREFIX + name), backend.current_key,
-                     target, sources, merge)
+    merge_namespaces(
+        backend.get_raw_table(STATE_PREFIX + name), backend.current_key, target, sources, merge
+    )
 
 
 class PerWindowStateStore:
@@ -281,8 +291,10 @@ class MergingWindowStateStore:
         self.namespace: Any = None
 
     def _state(self, descriptor: Any) -> Any:
-        msg = ("Per-window state is not allowed when using merging windows: session windows "
-               "merge, so there is no one window to hold it; use global_state() instead")
+        msg = (
+            "Per-window state is not allowed when using merging windows: session windows "
+            "merge, so there is no one window to hold it; use global_state() instead"
+        )
         raise MergingStateError(msg)
 
     get_state = get_list_state = get_map_state = _state
@@ -305,8 +317,9 @@ MergeFunction = Callable[[Any, Any, Any, list[Any]], None]
 """``merge(merge_result, merged_windows, state_window_result, merged_state_windows)``."""
 
 
-def add_window(assigner: Any, mapping: dict[Any, Any], new_window: Any,
-               merge_function: MergeFunction) -> Any:
+def add_window(
+    assigner: Any, mapping: dict[Any, Any], new_window: Any, merge_function: MergeFunction
+) -> Any:
     """Add ``new_window`` to the in-flight windows ``mapping`` (window -> state window),
     merging as the assigner says; returns the window ``new_window`` ended up in. Merges
     that do not involve ``new_window`` happen too (Flink's ``MergingWindowSet.addWindow``).
@@ -326,8 +339,7 @@ def add_window(assigner: Any, mapping: dict[Any, Any], new_window: Any,
         mapping[merge_result] = merged_state_window
         merged_state_windows.remove(merged_state_window)
         if merge_result not in merged_windows or len(merged_windows) != 1:
-            merge_function(merge_result, merged_windows, merged_state_window,
-                           merged_state_windows)
+            merge_function(merge_result, merged_windows, merged_state_window, merged_state_windows)
     if not callback.results or (result_window == new_window and not merged_new_window):
         mapping[result_window] = result_window
     return result_window

@@ -95,13 +95,13 @@ class KeyedStateBackend(abc.ABC):
         """The MapState called ``name``."""
 
     @abc.abstractmethod
-    def get_reducing_state(self, name: str, reduce: Callable[[Any, Any], Any],
-                           ttl: StateTtl | None = None) -> Any:
+    def get_reducing_state(
+        self, name: str, reduce: Callable[[Any, Any], Any], ttl: StateTtl | None = None
+    ) -> Any:
         """The ReducingState called ``name``, folding with ``reduce``."""
 
     @abc.abstractmethod
-    def get_aggregating_state(self, name: str, function: Any,
-                              ttl: StateTtl | None = None) -> Any:
+    def get_aggregating_state(self, name: str, function: Any, ttl: StateTtl | None = None) -> Any:
         """The AggregatingState called ``name``, with an AggregateFunction."""
 
     @abc.abstractmethod

@@ -71,21 +71,30 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         # is still alive at a given time (None when nothing is).
         self._snapshot_filters: dict[str, Callable[[Any, int], Any]] = {}
 
-    def _state(self, name: str, kind: type[Any], make: Callable[[dict[Any, Any]], Any],
-               ttl: StateTtl | None = None) -> Any:
+    def _state(
+        self,
+        name: str,
+        kind: type[Any],
+        make: Callable[[dict[Any, Any]], Any],
+        ttl: StateTtl | None = None,
+    ) -> Any:
         state: Any = self._states.get(name)
         if state is None:
             state = self._states[name] = make(self._table_of(name, ttl))
             if ttl is not None and ttl.cleanup_full_snapshot:
                 self._snapshot_filters[_ttl_table(name)] = state.unexpired
         elif type(state) is not kind:
-            msg = (f"state {name!r} is already registered as a {_kind(type(state))}; "
-                   f"a {_kind(kind)} needs another name")
+            msg = (
+                f"state {name!r} is already registered as a {_kind(type(state))}; "
+                f"a {_kind(kind)} needs another name"
+            )
             raise StateAccessError(msg)
         elif ttl is not None and state.ttl != ttl:
-            msg = (f"state {name!r} is already registered with {state.ttl}; got another "
-                   f"TTL for it ({ttl}): give both descriptors the same StateTtlConfig, or "
-                   "give the state with the other TTL another name")
+            msg = (
+                f"state {name!r} is already registered with {state.ttl}; got another "
+                f"TTL for it ({ttl}): give both descriptors the same StateTtlConfig, or "
+                "give the state with the other TTL another name"
+            )
             raise StateAccessError(msg)
         return state
 
@@ -93,57 +102,80 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         own, other = (name, _ttl_table(name)) if ttl is None else (_ttl_table(name), name)
         if self._tables.get(other):
             was, now = ("with", "without") if ttl is None else ("without", "with")
-            msg = (f"state {name!r} was restored from a snapshot taken {was} a TTL and is "
-                   f"now registered {now} one; its stored values cannot be read in the "
-                   "other form. Set the descriptor's TTL as it was when the snapshot was "
-                   "taken, or rename the state to start it empty")
+            msg = (
+                f"state {name!r} was restored from a snapshot taken {was} a TTL and is "
+                f"now registered {now} one; its stored values cannot be read in the "
+                "other form. Set the descriptor's TTL as it was when the snapshot was "
+                "taken, or rename the state to start it empty"
+            )
             raise StateMigrationError(msg)
         return self._tables.setdefault(own, {})
 
     def get_value_state(self, name: str, ttl: StateTtl | None = None) -> HeapValueState:
         if ttl is None:
             return self._state(  # type: ignore[no-any-return]
-                name, HeapValueState, lambda t: HeapValueState(self, name, t))
+                name, HeapValueState, lambda t: HeapValueState(self, name, t)
+            )
         return self._state(  # type: ignore[no-any-return]
-            name, TtlHeapValueState,
-            lambda t: TtlHeapValueState(self, name, t, ttl=ttl, clock_ms=self.clock_ms), ttl)
+            name,
+            TtlHeapValueState,
+            lambda t: TtlHeapValueState(self, name, t, ttl=ttl, clock_ms=self.clock_ms),
+            ttl,
+        )
 
     def get_list_state(self, name: str, ttl: StateTtl | None = None) -> HeapListState:
         if ttl is None:
             return self._state(  # type: ignore[no-any-return]
-                name, HeapListState, lambda t: HeapListState(self, name, t))
+                name, HeapListState, lambda t: HeapListState(self, name, t)
+            )
         return self._state(  # type: ignore[no-any-return]
-            name, TtlHeapListState,
-            lambda t: TtlHeapListState(self, name, t, ttl=ttl, clock_ms=self.clock_ms), ttl)
+            name,
+            TtlHeapListState,
+            lambda t: TtlHeapListState(self, name, t, ttl=ttl, clock_ms=self.clock_ms),
+            ttl,
+        )
 
     def get_map_state(self, name: str, ttl: StateTtl | None = None) -> HeapMapState:
         if ttl is None:
             return self._state(  # type: ignore[no-any-return]
-                name, HeapMapState, lambda t: HeapMapState(self, name, t))
+                name, HeapMapState, lambda t: HeapMapState(self, name, t)
+            )
         return self._state(  # type: ignore[no-any-return]
-            name, TtlHeapMapState,
-            lambda t: TtlHeapMapState(self, name, t, ttl=ttl, clock_ms=self.clock_ms), ttl)
+            name,
+            TtlHeapMapState,
+            lambda t: TtlHeapMapState(self, name, t, ttl=ttl, clock_ms=self.clock_ms),
+            ttl,
+        )
 
-    def get_reducing_state(self, name: str, reduce: Callable[[Any, Any], Any],
-                           ttl: StateTtl | None = None) -> HeapReducingState:
+    def get_reducing_state(
+        self, name: str, reduce: Callable[[Any, Any], Any], ttl: StateTtl | None = None
+    ) -> HeapReducingState:
         if ttl is None:
             return self._state(  # type: ignore[no-any-return]
-                name, HeapReducingState, lambda t: HeapReducingState(self, name, t, reduce))
+                name, HeapReducingState, lambda t: HeapReducingState(self, name, t, reduce)
+            )
         return self._state(  # type: ignore[no-any-return]
-            name, TtlHeapReducingState,
-            lambda t: TtlHeapReducingState(self, name, t, reduce, ttl=ttl,
-                                           clock_ms=self.clock_ms), ttl)
+            name,
+            TtlHeapReducingState,
+            lambda t: TtlHeapReducingState(self, name, t, reduce, ttl=ttl, clock_ms=self.clock_ms),
+            ttl,
+        )
 
-    def get_aggregating_state(self, name: str, function: Any,
-                              ttl: StateTtl | None = None) -> HeapAggregatingState:
+    def get_aggregating_state(
+        self, name: str, function: Any, ttl: StateTtl | None = None
+    ) -> HeapAggregatingState:
         if ttl is None:
             return self._state(  # type: ignore[no-any-return]
-                name, HeapAggregatingState,
-                lambda t: HeapAggregatingState(self, name, t, function))
+                name, HeapAggregatingState, lambda t: HeapAggregatingState(self, name, t, function)
+            )
         return self._state(  # type: ignore[no-any-return]
-            name, TtlHeapAggregatingState,
-            lambda t: TtlHeapAggregatingState(self, name, t, function, ttl=ttl,
-                                              clock_ms=self.clock_ms), ttl)
+            name,
+            TtlHeapAggregatingState,
+            lambda t: TtlHeapAggregatingState(
+                self, name, t, function, ttl=ttl, clock_ms=self.clock_ms
+            ),
+            ttl,
+        )
 
     def get_raw_table(self, name: str) -> dict[Any, Any]:
         return self._tables.setdefault(name, {})

@@ -64,8 +64,7 @@ class _TtlSingleValue:
         stored = self._table.get(self._backend.current_key)
         if stored is None:
             return None
-        if (self._clock_ms() - stored[1] >= self.ttl.ttl_ms
-                and not self.ttl.return_expired):
+        if self._clock_ms() - stored[1] >= self.ttl.ttl_ms and not self.ttl.return_expired:
             return None
         return stored[0]
 
@@ -82,8 +81,15 @@ class TtlHeapValueState(_TtlSingleValue, HeapValueState):
 
     __slots__ = ("_clock_ms", "ttl")
 
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 *, ttl: StateTtl, clock_ms: Callable[[], int]):
+    def __init__(
+        self,
+        backend: HashMapKeyedStateBackend,
+        name: str,
+        table: dict[Any, Any],
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ):
         super().__init__(backend, name, table)
         self.ttl = ttl
         self._clock_ms = clock_ms
@@ -103,9 +109,16 @@ class TtlHeapReducingState(_TtlSingleValue, HeapReducingState):
 
     __slots__ = ("_clock_ms", "ttl")
 
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 reduce: Callable[[Any, Any], Any], *, ttl: StateTtl,
-                 clock_ms: Callable[[], int]):
+    def __init__(
+        self,
+        backend: HashMapKeyedStateBackend,
+        name: str,
+        table: dict[Any, Any],
+        reduce: Callable[[Any, Any], Any],
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ):
         super().__init__(backend, name, table, reduce)
         self.ttl = ttl
         self._clock_ms = clock_ms
@@ -123,8 +136,16 @@ class TtlHeapAggregatingState(_TtlSingleValue, HeapAggregatingState):
 
     __slots__ = ("_clock_ms", "ttl")
 
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 function: Any, *, ttl: StateTtl, clock_ms: Callable[[], int]):
+    def __init__(
+        self,
+        backend: HashMapKeyedStateBackend,
+        name: str,
+        table: dict[Any, Any],
+        function: Any,
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ):
         super().__init__(backend, name, table, function)
         self.ttl = ttl
         self._clock_ms = clock_ms
@@ -148,8 +169,15 @@ class TtlHeapListState(HeapListState):
 
     __slots__ = ("_clock_ms", "ttl")
 
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 *, ttl: StateTtl, clock_ms: Callable[[], int]):
+    def __init__(
+        self,
+        backend: HashMapKeyedStateBackend,
+        name: str,
+        table: dict[Any, Any],
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ):
         super().__init__(backend, name, table)
         self.ttl = ttl
         self._clock_ms = clock_ms
@@ -204,8 +232,15 @@ class TtlHeapMapState(HeapMapState):
 
     __slots__ = ("_clock_ms", "ttl")
 
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 *, ttl: StateTtl, clock_ms: Callable[[], int]):
+    def __init__(
+        self,
+        backend: HashMapKeyedStateBackend,
+        name: str,
+        table: dict[Any, Any],
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ):
         super().__init__(backend, name, table)
         self.ttl = ttl
         self._clock_ms = clock_ms

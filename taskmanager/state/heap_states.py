@@ -65,8 +65,9 @@ class MapStateIterator:
 
     __slots__ = ("_entries", "_index", "_last", "_part", "_remove")
 
-    def __init__(self, entries: list[tuple[Any, Any]], part: int,
-                 remove: Callable[[Any], None]) -> None:
+    def __init__(
+        self, entries: list[tuple[Any, Any]], part: int, remove: Callable[[Any], None]
+    ) -> None:
         self._entries = entries
         self._part = part  # 0: keys, 1: values, 2: items
         self._remove = remove
@@ -207,8 +208,13 @@ class HeapReducingState(_HeapState):
 
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 reduce: Callable[[Any, Any], Any]):
+    def __init__(
+        self,
+        backend: HashMapKeyedStateBackend,
+        name: str,
+        table: dict[Any, Any],
+        reduce: Callable[[Any, Any], Any],
+    ):
         super().__init__(backend, name, table)
         self._reduce = reduce
 
@@ -227,8 +233,9 @@ class HeapAggregatingState(_HeapState):
 
     __slots__ = ("_function",)
 
-    def __init__(self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any],
-                 function: Any):
+    def __init__(
+        self, backend: HashMapKeyedStateBackend, name: str, table: dict[Any, Any], function: Any
+    ):
         super().__init__(backend, name, table)
         self._function = function
 

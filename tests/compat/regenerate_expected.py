@@ -24,8 +24,13 @@ def main() -> int:
     names = sys.argv[1:] or sorted(p.stem for p in (HERE / "programs").glob("p*.py"))
     for name in names:
         program = HERE / "programs" / f"{name}.py"
-        result = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
-                                timeout=600, cwd=program.parent)
+        result = subprocess.run(
+            [sys.executable, str(program)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=program.parent,
+        )
         if result.returncode != 0:
             print(f"{name}: PyFlink failed\n{result.stderr[-3000:]}", file=sys.stderr)
             return 1

@@ -35,8 +35,14 @@ def test_program_prints_what_pyflink_prints(name, tmp_path):
     script = tmp_path / f"{name}.py"
     script.write_text(as_weir(source))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "WEIR_LOG_LEVEL": "ERROR"}
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                            timeout=300, cwd=tmp_path, env=env)
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     expected = (HERE / "expected" / f"{name}.out").read_text().splitlines()
     got = result.stdout.splitlines()
@@ -59,9 +65,15 @@ def test_output_redirected_to_a_file_keeps_every_line(tmp_path):
     out = tmp_path / "out.txt"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "WEIR_LOG_LEVEL": "ERROR"}
     with out.open("w") as stdout:
-        result = subprocess.run([sys.executable, str(script)], stdout=stdout,
-                                stderr=subprocess.PIPE, text=True, timeout=300, cwd=tmp_path,
-                                env=env)
+        result = subprocess.run(
+            [sys.executable, str(script)],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env=env,
+        )
     assert result.returncode == 0, result.stderr[-4000:]
     expected = (HERE / "expected" / f"{name}.out").read_text().splitlines()
     got = out.read_text().splitlines()

@@ -36,8 +36,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str,
-               interval_s: float = 0.2) -> None:
+def wait_until(
+    condition: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.2
+) -> None:
     """Poll ``condition`` until it holds; fail naming ``what`` past the deadline."""
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -113,16 +114,27 @@ class WeirCluster:
         return self.pid_dir / "weir-master.pid"
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("WEIR_", "PYSPARK_", "SPARK_"))}
-        env.update(WEIR_CONF_DIR=str(self.conf_dir), WEIR_PYTHON=PYTHON,
-                   WEIR_START_TIMEOUT=str(START_TIMEOUT_S))
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("WEIR_", "PYSPARK_", "SPARK_"))
+        }
+        env.update(
+            WEIR_CONF_DIR=str(self.conf_dir),
+            WEIR_PYTHON=PYTHON,
+            WEIR_START_TIMEOUT=str(START_TIMEOUT_S),
+        )
         return env
 
-    def script(self, name: str, *args: str, timeout_s: float = START_TIMEOUT_S + 30
-               ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(BIN / name), *args], env=self.env(), cwd=REPO,
-                              capture_output=True, text=True, timeout=timeout_s)
+    def script(
+        self, name: str, *args: str, timeout_s: float = START_TIMEOUT_S + 30
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BIN / name), *args],
+            env=self.env(),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
 
     def start(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.script("start-cluster.sh", *args)
@@ -130,8 +142,9 @@ class WeirCluster:
     def stop(self) -> subprocess.CompletedProcess[str]:
         return self.script("stop-cluster.sh", timeout_s=STOP_TIMEOUT_S + 30)
 
-    def weir(self, *args: str, timeout_s: float = JOB_TIMEOUT_S
-             ) -> subprocess.CompletedProcess[str]:
+    def weir(
+        self, *args: str, timeout_s: float = JOB_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
         return self.script("weir", *args, timeout_s=timeout_s)
 
     def master_pid(self) -> int:
@@ -144,5 +157,7 @@ class WeirCluster:
     def explain(self, result: subprocess.CompletedProcess[str]) -> str:
         """What to show when a command failed: its output and the master's log tail."""
         tail = "\n".join(self.log_text().splitlines()[-60:])
-        return (f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n"
-                f"{result.stderr}\n--- master log (tail)\n{tail}")
+        return (
+            f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n"
+            f"{result.stderr}\n--- master log (tail)\n{tail}"
+        )

@@ -32,8 +32,14 @@ class SparkStandalone:
 
 
 def _spark_daemon(env: dict[str, str], *args: str) -> None:
-    subprocess.run([str(SPARK_HOME / "sbin" / "spark-daemon.sh"), *args], env=env, check=True,
-                   capture_output=True, text=True, timeout=60)
+    subprocess.run(
+        [str(SPARK_HOME / "sbin" / "spark-daemon.sh"), *args],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _alive_workers(webui_url: str) -> int:
@@ -66,15 +72,44 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
     webui_url = f"http://127.0.0.1:{webui}"
     master_class = "org.apache.spark.deploy.master.Master"
     worker_class = "org.apache.spark.deploy.worker.Worker"
-    _spark_daemon(env, "start", master_class, "1", "--host", "127.0.0.1", "--port", str(port),
-                  "--webui-port", str(webui))
+    _spark_daemon(
+        env,
+        "start",
+        master_class,
+        "1",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--webui-port",
+        str(webui),
+    )
     try:
-        wait_until(lambda: _alive_workers(webui_url) >= 0, SPARK_READY_TIMEOUT_S,
-                   f"the Spark master's web UI at {webui_url}")
-        _spark_daemon(env, "start", worker_class, "1", master_url, "--host", "127.0.0.1",
-                      "--cores", "2", "--memory", "2g", "--webui-port", str(worker_webui))
-        wait_until(lambda: _alive_workers(webui_url) >= 1, SPARK_READY_TIMEOUT_S,
-                   f"a worker to register with {master_url}")
+        wait_until(
+            lambda: _alive_workers(webui_url) >= 0,
+            SPARK_READY_TIMEOUT_S,
+            f"the Spark master's web UI at {webui_url}",
+        )
+        _spark_daemon(
+            env,
+            "start",
+            worker_class,
+            "1",
+            master_url,
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            "2",
+            "--memory",
+            "2g",
+            "--webui-port",
+            str(worker_webui),
+        )
+        wait_until(
+            lambda: _alive_workers(webui_url) >= 1,
+            SPARK_READY_TIMEOUT_S,
+            f"a worker to register with {master_url}",
+        )
         yield SparkStandalone(master_url, webui_url, env)
     finally:
         for cls in (worker_class, master_class):

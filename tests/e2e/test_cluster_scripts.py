@@ -87,6 +87,7 @@ def stop_and_check_nothing_left(cluster: WeirCluster, pid: int) -> None:
 
 # --- local[2]: the fastest path, first --------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory):
     """One master on Spark local[2] with two TaskManagers leased at start, shared by the
@@ -127,21 +128,26 @@ class TestOnLocalSpark:
         assert match, result.stdout
         job_id = match.group(1)
         assert job_status(weir_cluster, job_id) is not None
-        wait_until(lambda: job_status(weir_cluster, job_id) == "FINISHED", 120,
-                   f"job {job_id} to finish")
+        wait_until(
+            lambda: job_status(weir_cluster, job_id) == "FINISHED", 120, f"job {job_id} to finish"
+        )
 
     def test_cancel_makes_a_running_job_canceled(self, cluster) -> None:
         weir_cluster, _ = cluster
         result = weir_cluster.weir("run", "-d", str(SLOW_JOB))
         assert result.returncode == 0, weir_cluster.explain(result)
         job_id = JOB_ID.search(result.stdout).group(1)
-        wait_until(lambda: job_status(weir_cluster, job_id) == "RUNNING", 120,
-                   f"job {job_id} to run")
+        wait_until(
+            lambda: job_status(weir_cluster, job_id) == "RUNNING", 120, f"job {job_id} to run"
+        )
         cancel = weir_cluster.weir("cancel", job_id)
         assert cancel.returncode == 0, weir_cluster.explain(cancel)
         assert job_id in cancel.stdout
-        wait_until(lambda: job_status(weir_cluster, job_id) == "CANCELED", 120,
-                   f"job {job_id} to be CANCELED")
+        wait_until(
+            lambda: job_status(weir_cluster, job_id) == "CANCELED",
+            120,
+            f"job {job_id} to be CANCELED",
+        )
 
     def test_stop_leaves_no_process_and_no_pid_file(self, cluster) -> None:
         weir_cluster, pid = cluster
@@ -151,6 +157,7 @@ class TestOnLocalSpark:
 
 
 # --- failures that need no running master -----------------------------------------------
+
 
 def test_list_against_a_wrong_address_fails_clearly(tmp_path: Path) -> None:
     cluster = WeirCluster(tmp_path, "local[2]")
@@ -186,6 +193,7 @@ def test_start_fails_naming_a_bad_value(tmp_path: Path) -> None:
 
 # --- Spark standalone on loopback -------------------------------------------------------
 
+
 @pytest.mark.spark
 def test_word_count_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -> None:
     cluster = WeirCluster(tmp_path / "weir", spark_standalone.master_url)
@@ -200,6 +208,7 @@ def test_word_count_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Pa
 
 # --- the master process itself ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int) -> None:
     # SparkContext installs a SIGINT handler of its own; the master's must win over it.
@@ -207,18 +216,35 @@ def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int
     out = tmp_path / "master.out"
     with out.open("w") as stdout, (tmp_path / "master.err").open("w") as stderr:
         master = subprocess.Popen(
-            [PYTHON, "-m", "weir.client.master_process", "--config-dir", str(cluster.conf_dir),
-             "--port", "0"],
-            stdout=stdout, stderr=stderr, env=cluster.env(), cwd=REPO)
+            [
+                PYTHON,
+                "-m",
+                "weir.client.master_process",
+                "--config-dir",
+                str(cluster.conf_dir),
+                "--port",
+                "0",
+            ],
+            stdout=stdout,
+            stderr=stderr,
+            env=cluster.env(),
+            cwd=REPO,
+        )
     try:
-        wait_until(lambda: "Weir master ready" in out.read_text() or master.poll() is not None,
-                   120, "the master's ready line")
+        wait_until(
+            lambda: "Weir master ready" in out.read_text() or master.poll() is not None,
+            120,
+            "the master's ready line",
+        )
         assert master.poll() is None, (tmp_path / "master.err").read_text()
         family = process_family(master.pid)
         master.send_signal(signum)
         assert master.wait(timeout=120) == 0, (tmp_path / "master.err").read_text()
-        wait_until(lambda: not [p for p in family if is_alive(p)], 30,
-                   "the Spark driver to exit after the master")
+        wait_until(
+            lambda: not [p for p in family if is_alive(p)],
+            30,
+            "the Spark driver to exit after the master",
+        )
     finally:
         if master.poll() is None:
             master.kill()
@@ -262,13 +288,25 @@ def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -
     print(f"chaos seed: {seed} (WEIR_CHAOS_SEED={seed} replays it)")
     rng = random.Random(seed)
     # Heartbeats as in the MiniCluster tests, so a lost TaskManager is noticed in seconds.
-    cluster = WeirCluster(tmp_path / "weir", spark_standalone.master_url,
-                          extra_conf={"heartbeat.interval": "500 ms", "heartbeat.timeout": "6 s"})
+    cluster = WeirCluster(
+        tmp_path / "weir",
+        spark_standalone.master_url,
+        extra_conf={"heartbeat.interval": "500 ms", "heartbeat.timeout": "6 s"},
+    )
     pid = start(cluster, "--taskmanagers", "2")
     out, checkpoints, records = tmp_path / "out", tmp_path / "checkpoints", 20_000
     try:
-        result = cluster.weir("run", "-d", str(RUNNING_SUM), "--output", str(out),
-                              "--checkpoints", str(checkpoints), "--records", str(records))
+        result = cluster.weir(
+            "run",
+            "-d",
+            str(RUNNING_SUM),
+            "--output",
+            str(out),
+            "--checkpoints",
+            str(checkpoints),
+            "--records",
+            str(records),
+        )
         assert result.returncode == 0, cluster.explain(result)
         match = JOB_ID.search(result.stdout)
         assert match, result.stdout
@@ -277,26 +315,37 @@ def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -
             attempt = 0
             for _ in range(3):
                 target = _latest_checkpoint(checkpoints) + rng.randint(1, 6)
-                wait_until(lambda t=target: _latest_checkpoint(checkpoints) >= t, JOB_TIMEOUT_S,
-                           f"checkpoint {target}", interval_s=0.05)
+                wait_until(
+                    lambda t=target: _latest_checkpoint(checkpoints) >= t,
+                    JOB_TIMEOUT_S,
+                    f"checkpoint {target}",
+                    interval_s=0.05,
+                )
                 details = gateway.job_details(job_id)
                 assert details.status == "RUNNING", details
                 hosts = sorted({t.resource_id for t in details.tasks if t.state == "RUNNING"})
                 victim_id = rng.choice(hosts)
-                (victim,) = [tm for tm in gateway.list_task_managers()
-                             if tm.resource_id == victim_id]
+                (victim,) = [
+                    tm for tm in gateway.list_task_managers() if tm.resource_id == victim_id
+                ]
                 os.kill(victim.pid, signal.SIGKILL)
                 attempt += 1
 
                 def running_again(a=attempt) -> bool:
                     d = gateway.job_details(job_id)
                     return d.status == "RUNNING" and all(
-                        t.state == "RUNNING" and t.attempt_number >= a for t in d.tasks)
+                        t.state == "RUNNING" and t.attempt_number >= a for t in d.tasks
+                    )
 
-                wait_until(running_again, JOB_TIMEOUT_S, f"attempt {attempt} to run",
-                           interval_s=0.05)
-            wait_until(lambda: gateway.job_details(job_id).status == "FINISHED", JOB_TIMEOUT_S,
-                       "the job to finish", interval_s=0.2)
+                wait_until(
+                    running_again, JOB_TIMEOUT_S, f"attempt {attempt} to run", interval_s=0.05
+                )
+            wait_until(
+                lambda: gateway.job_details(job_id).status == "FINISHED",
+                JOB_TIMEOUT_S,
+                "the job to finish",
+                interval_s=0.2,
+            )
         assert _committed(out) == _expected_running_sums(records)
     finally:
         stop_and_check_nothing_left(cluster, pid)

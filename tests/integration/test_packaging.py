@@ -23,9 +23,23 @@ SERVICE_FOLDERS = ("dispatcher", "resourcemanager", "jobmanager", "taskmanager",
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(out), str(ROOT)],
-        check=True, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     (found,) = out.glob("weir-*.whl")
     return found
 
@@ -59,13 +73,37 @@ def test_weir_and_proto_plus_import_side_by_side(wheel, tmp_path):
     python = env_dir / "bin" / "python"
     protobuf = importlib.metadata.version("protobuf")
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         f"protobuf=={protobuf}", "proto-plus"],
-        check=True, capture_output=True, text=True, timeout=300)
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"protobuf=={protobuf}",
+            "proto-plus",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-deps", str(wheel)],
-        check=True, capture_output=True, text=True, timeout=300)
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     probe = """
 import importlib.util
 import proto
@@ -84,15 +122,17 @@ for bare in ("dispatcher", "resourcemanager", "jobmanager", "taskmanager"):
     assert importlib.util.find_spec(bare) is None, bare
 print(proto.__file__)
 """
-    result = subprocess.run([str(python), "-c", probe], capture_output=True, text=True,
-                            cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("site-packages/proto/__init__.py")
 
 
 _BARE_IMPORT = re.compile(
     r"^\s*(?:from|import)\s+(?:dispatcher|resourcemanager|jobmanager|taskmanager|proto)\b",
-    re.MULTILINE)
+    re.MULTILINE,
+)
 
 
 def test_nothing_imports_the_bare_folder_names():

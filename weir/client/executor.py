@@ -39,8 +39,11 @@ def client_stdout_path() -> str | None:
             flags = fcntl.fcntl(fd, fcntl.F_GETFL)
             fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)
     except OSError as exc:  # the TaskManagers' lines may then be overwritten
-        logger.warning("could not put stdout in append mode (%s); print() output of "
-                       "the job may overwrite the client's", exc)
+        logger.warning(
+            "could not put stdout in append mode (%s); print() output of "
+            "the job may overwrite the client's",
+            exc,
+        )
     return path
 
 

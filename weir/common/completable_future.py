@@ -22,8 +22,9 @@ class CompletableFuture:
         >>> client.get_job_execution_result().result()   # waits for the job to end
     """
 
-    def __init__(self, compute: Callable[[], Any],
-                 is_done: Callable[[], bool] = lambda: False) -> None:
+    def __init__(
+        self, compute: Callable[[], Any], is_done: Callable[[], bool] = lambda: False
+    ) -> None:
         self._compute = compute
         self._is_done = is_done
         self._lock = threading.Lock()
@@ -82,6 +83,7 @@ class CompletableFuture:
         return None
 
     def __str__(self) -> str:
-        state = ("cancelled" if self._cancelled else "completed" if self._has_outcome()
-                 else "incomplete")
+        state = (
+            "cancelled" if self._cancelled else "completed" if self._has_outcome() else "incomplete"
+        )
         return f"CompletableFuture[{state}]"

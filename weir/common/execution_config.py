@@ -9,6 +9,7 @@ from weir.core import config as keys
 
 __all__ = ["ExecutionConfig"]
 
+
 class _Environment(Protocol):
     """What an ExecutionConfig shares with its environment (parallelism, configuration)."""
 
@@ -30,8 +31,9 @@ class ExecutionConfig:
     PARALLELISM_DEFAULT = -1
     PARALLELISM_UNKNOWN = -2
 
-    def __init__(self, environment: _Environment | None = None,
-                 configuration: Configuration | None = None) -> None:
+    def __init__(
+        self, environment: _Environment | None = None, configuration: Configuration | None = None
+    ) -> None:
         self._environment = environment
         # The settings Flink keeps under pipeline.* live in the environment's
         # configuration, so a Configuration given to the environment sets them too.
@@ -114,7 +116,8 @@ class ExecutionConfig:
         """Compress keyed state snapshots with lz4 (``execution.checkpointing.snapshot-
         compression``)."""
         self._configuration.set_boolean(
-            keys.CHECKPOINTING_SNAPSHOT_COMPRESSION.key, bool(use_snapshot_compression))
+            keys.CHECKPOINTING_SNAPSHOT_COMPRESSION.key, bool(use_snapshot_compression)
+        )
         return self
 
     # --- kept and reported only --------------------------------------------------------

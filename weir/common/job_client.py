@@ -37,8 +37,9 @@ class JobClient:
         self._client.cancel()
         return CompletableFuture.completed(None)
 
-    def stop_with_savepoint(self, advance_to_end_of_event_time: bool,
-                            savepoint_directory: str | None = None) -> CompletableFuture:
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool, savepoint_directory: str | None = None
+    ) -> CompletableFuture:
         raise _no_savepoints()
 
     def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
@@ -64,4 +65,5 @@ def _no_savepoints() -> WeirError:
     return WeirError(
         "savepoints are not available yet; to stop a job and resume it later, retain its "
         "checkpoints (execution.checkpointing.externalized-checkpoint-retention: "
-        "RETAIN_ON_CANCELLATION), cancel it and run it again with weir run -s <chk-N dir>")
+        "RETAIN_ON_CANCELLATION), cancel it and run it again with weir run -s <chk-N dir>"
+    )

@@ -112,7 +112,9 @@ class Instant:
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, Instant) and (self.seconds, self.nanos) == (
-            other.seconds, other.nanos)
+            other.seconds,
+            other.nanos,
+        )
 
     def __hash__(self) -> int:
         return hash((self.seconds, self.nanos))

@@ -51,8 +51,19 @@ class BasicTypeInfo(TypeInformation):
     BIG_DEC or INSTANT."""
 
     _MARSHALLABLE = frozenset(
-        {"String", "Byte", "Boolean", "Short", "Integer", "Long", "Float", "Double", "Char",
-         "BigInteger"})
+        {
+            "String",
+            "Byte",
+            "Boolean",
+            "Short",
+            "Integer",
+            "Long",
+            "Float",
+            "Double",
+            "Char",
+            "BigInteger",
+        }
+    )
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -210,14 +221,17 @@ class RowTypeInfo(TypeInformation):
     """Records are ``Row`` objects with these field types (and names: ``f0``, ``f1``, ... unless
     named)."""
 
-    def __init__(self, field_types: list[TypeInformation],
-                 field_names: list[str] | None = None) -> None:
+    def __init__(
+        self, field_types: list[TypeInformation], field_names: list[str] | None = None
+    ) -> None:
         self._field_types = list(field_types)
         if field_names is None:
             field_names = [f"f{i}" for i in range(len(self._field_types))]
         elif len(field_names) != len(self._field_types):
-            msg = (f"a Row type needs one name per field type: got {len(field_names)} names "
-                   f"for {len(self._field_types)} types")
+            msg = (
+                f"a Row type needs one name per field type: got {len(field_names)} names "
+                f"for {len(self._field_types)} types"
+            )
             raise ValueError(msg)
         self._field_names = list(field_names)
 
@@ -251,15 +265,16 @@ class RowTypeInfo(TypeInformation):
         return row
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{n}: {t!r}" for n, t in zip(self._field_names, self._field_types,
-                                                        strict=True))
+        inner = ", ".join(
+            f"{n}: {t!r}" for n, t in zip(self._field_names, self._field_types, strict=True)
+        )
         return f"RowTypeInfo({inner})"
 
 
 class Types:
     """PyFlink's constructors of TypeInformation::
 
-        Types.TUPLE([Types.STRING(), Types.INT()])
+    Types.TUPLE([Types.STRING(), Types.INT()])
     """
 
     @staticmethod
@@ -406,6 +421,9 @@ def print_format_spec(type_info: TypeInformation | None) -> tuple[Any, ...]:
         element = getattr(type_info, "elem_type", None) or getattr(type_info, "_element_type", None)
         return ("list", print_format_spec(element))
     if isinstance(type_info, MapTypeInfo):
-        return ("map", print_format_spec(type_info._key_type_info),
-                print_format_spec(type_info._value_type_info))
+        return (
+            "map",
+            print_format_spec(type_info._key_type_info),
+            print_format_spec(type_info._value_type_info),
+        )
     return ("plain",)

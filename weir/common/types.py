@@ -116,8 +116,9 @@ class Row:
     def __call__(self, *args: Any) -> Row:
         """A Row named by this one's values (``Row("a", "b")(1, 2)``)."""
         if len(args) > len(self):
-            msg = (f"Can not create Row with fields {self}, expected {len(self)} values "
-                   f"but got {args}")
+            msg = (
+                f"Can not create Row with fields {self}, expected {len(self)} values but got {args}"
+            )
             raise ValueError(msg)
         return _create_row(self._values, args, self._row_kind)
 

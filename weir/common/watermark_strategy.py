@@ -52,8 +52,12 @@ class WatermarkStrategy:
     NO_WATERMARKS = "no_watermarks"
     CUSTOM = "custom"
 
-    def __init__(self, kind: str, max_out_of_orderness: Duration | None = None,
-                 generator_supplier: Callable[[], WatermarkGenerator] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        max_out_of_orderness: Duration | None = None,
+        generator_supplier: Callable[[], WatermarkGenerator] | None = None,
+    ) -> None:
         self._kind = kind
         self._generator_supplier = generator_supplier
         self._max_out_of_orderness = max_out_of_orderness or Duration.of_millis(0)
@@ -69,8 +73,12 @@ class WatermarkStrategy:
         self._idle_timeout = idle_timeout
         return self
 
-    def with_watermark_alignment(self, watermark_group: str, max_allowed_watermark_drift: Duration,
-                                 update_interval: Duration | None = None) -> WatermarkStrategy:
+    def with_watermark_alignment(
+        self,
+        watermark_group: str,
+        max_allowed_watermark_drift: Duration,
+        update_interval: Duration | None = None,
+    ) -> WatermarkStrategy:
         self._alignment = (watermark_group, max_allowed_watermark_drift, update_interval)
         return self
 
@@ -91,8 +99,10 @@ class WatermarkStrategy:
         """A custom generator: ``generator_supplier()`` is called once per parallel
         instance and returns a ``WatermarkGenerator``."""
         if not callable(generator_supplier):
-            msg = ("for_generator() needs a callable returning a WatermarkGenerator, e.g. "
-                   "WatermarkStrategy.for_generator(lambda: MyGenerator())")
+            msg = (
+                "for_generator() needs a callable returning a WatermarkGenerator, e.g. "
+                "WatermarkStrategy.for_generator(lambda: MyGenerator())"
+            )
             raise TypeError(msg)
         return WatermarkStrategy(WatermarkStrategy.CUSTOM, generator_supplier=generator_supplier)
 
@@ -106,10 +116,13 @@ class WatermarkStrategy:
             assert self._generator_supplier is not None
             generator = self._generator_supplier()
             if not isinstance(generator, WatermarkGenerator) and not (
-                    callable(getattr(generator, "on_event", None))
-                    and callable(getattr(generator, "on_periodic_emit", None))):
-                msg = (f"the generator supplier returned {generator!r}; it must return a "
-                       "WatermarkGenerator (with on_event and on_periodic_emit)")
+                callable(getattr(generator, "on_event", None))
+                and callable(getattr(generator, "on_periodic_emit", None))
+            ):
+                msg = (
+                    f"the generator supplier returned {generator!r}; it must return a "
+                    "WatermarkGenerator (with on_event and on_periodic_emit)"
+                )
                 raise TypeError(msg)
         else:
             monotonous = self._kind == WatermarkStrategy.MONOTONOUS
@@ -138,5 +151,7 @@ class WatermarkStrategy:
         return None if self._idle_timeout is None else self._idle_timeout.to_milliseconds()
 
     def __repr__(self) -> str:
-        return (f"WatermarkStrategy({self._kind}, max_out_of_orderness="
-                f"{self.max_out_of_orderness_ms} ms, idle_timeout={self.idle_timeout_ms})")
+        return (
+            f"WatermarkStrategy({self._kind}, max_out_of_orderness="
+            f"{self.max_out_of_orderness_ms} ms, idle_timeout={self.idle_timeout_ms})"
+        )

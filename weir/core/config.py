@@ -165,17 +165,23 @@ AUTO_WATERMARK_INTERVAL = _option(
     "How often periodic watermark generators emit (ms); 0 turns periodic watermarks off.",
 )
 OBJECT_REUSE = _option(
-    "pipeline.object-reuse", False, _parse_bool,
+    "pipeline.object-reuse",
+    False,
+    _parse_bool,
     "Flink's object reuse switch; records are Python objects handed on as they are "
     "whatever it says.",
 )
 CLOSURE_CLEANER_LEVEL = _option(
-    "pipeline.closure-cleaner-level", "RECURSIVE", str.upper,
+    "pipeline.closure-cleaner-level",
+    "RECURSIVE",
+    str.upper,
     "Flink's closure cleaner; kept and reported only (functions are pickled whole).",
     ("none", "top_level", "recursive"),
 )
 AUTO_GENERATE_UIDS = _option(
-    "pipeline.auto-generate-uids", True, _parse_bool,
+    "pipeline.auto-generate-uids",
+    True,
+    _parse_bool,
     "Flink's switch for generated operator uids; kept and reported only.",
 )
 
@@ -218,14 +224,19 @@ def _unquote(text: str) -> str:
 
 
 GLOBAL_JOB_PARAMETERS: ConfigOption[dict[str, str]] = _option(
-    "pipeline.global-job-parameters", {}, parse_map,
+    "pipeline.global-job-parameters",
+    {},
+    parse_map,
     "What RuntimeContext.get_job_parameter returns: key:value pairs, comma-separated.",
 )
 RUNTIME_MODE = _option(
-    "execution.runtime-mode", "STREAMING", str.upper,
+    "execution.runtime-mode",
+    "STREAMING",
+    str.upper,
     "STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded). In BATCH mode "
     "keyed aggregations emit only their final value per key, at the end of the input.",
-    ("streaming", "batch", "automatic"))
+    ("streaming", "batch", "automatic"),
+)
 
 # --- TaskManager and network ------------------------------------------------------
 NUM_TASK_SLOTS = _option(

@@ -41,8 +41,7 @@ class JobDetailsInfo:
     def from_proto(message: common_pb2.JobDetails) -> JobDetailsInfo:
         return JobDetailsInfo(
             **_from_message(JobDetailsInfo, message, exclude=("tasks",)),
-            tasks=tuple(TaskStatusInfo(**_from_message(TaskStatusInfo, t))
-                        for t in message.tasks),
+            tasks=tuple(TaskStatusInfo(**_from_message(TaskStatusInfo, t)) for t in message.tasks),
         )
 
 
@@ -89,7 +88,8 @@ class CheckpointStatisticsInfo:
 
     def to_proto(self) -> common_pb2.CheckpointStatistics:
         message = common_pb2.CheckpointStatistics(
-            **_scalars(self, exclude=("history",)), num_triggered=self.num_triggered)
+            **_scalars(self, exclude=("history",)), num_triggered=self.num_triggered
+        )
         for e in self.history:
             message.history.add(**_scalars(e))
         return message
@@ -98,8 +98,10 @@ class CheckpointStatisticsInfo:
     def from_proto(message: common_pb2.CheckpointStatistics) -> CheckpointStatisticsInfo:
         return CheckpointStatisticsInfo(
             **_from_message(CheckpointStatisticsInfo, message, exclude=("history",)),
-            history=tuple(CheckpointStatisticsEntry(**_from_message(CheckpointStatisticsEntry, e))
-                          for e in message.history),
+            history=tuple(
+                CheckpointStatisticsEntry(**_from_message(CheckpointStatisticsEntry, e))
+                for e in message.history
+            ),
         )
 
 

@@ -41,14 +41,15 @@ class StateTtl:
             return None
         characteristic = config.get_ttl_time_characteristic().name
         if characteristic != "ProcessingTime":
-            msg = (f"state {getattr(descriptor, 'name', descriptor)!r}: TTL in "
-                   f"{characteristic} is not supported; use processing time "
-                   "(StateTtlConfig.Builder.use_processing_time())")
+            msg = (
+                f"state {getattr(descriptor, 'name', descriptor)!r}: TTL in "
+                f"{characteristic} is not supported; use processing time "
+                "(StateTtlConfig.Builder.use_processing_time())"
+            )
             raise ValueError(msg)
         return StateTtl(
             ttl_ms=int(config.get_ttl().to_milliseconds()),
             update_on_read=config.get_update_type().name == "OnReadAndWrite",
-            return_expired=(
-                config.get_state_visibility().name == "ReturnExpiredIfNotCleanedUp"),
+            return_expired=(config.get_state_visibility().name == "ReturnExpiredIfNotCleanedUp"),
             cleanup_full_snapshot=config.get_cleanup_strategies().in_full_snapshot(),
         )

@@ -95,8 +95,10 @@ class BoundedOutOfOrdernessWatermarks(WatermarkGenerator):
 
     def __init__(self, max_out_of_orderness_ms: int) -> None:
         if max_out_of_orderness_ms < 0:
-            msg = (f"the maximum out-of-orderness must not be negative; got "
-                   f"{max_out_of_orderness_ms} ms")
+            msg = (
+                f"the maximum out-of-orderness must not be negative; got "
+                f"{max_out_of_orderness_ms} ms"
+            )
             raise ValueError(msg)
         self._bound = max_out_of_orderness_ms
         # So that the first watermark, before any record, is Long.MIN_VALUE.
@@ -135,8 +137,9 @@ class WatermarksWithIdleness(WatermarkGenerator):
     time, so it stops holding back the watermark downstream; active again with the next
     record (Flink's ``WatermarksWithIdleness``)."""
 
-    def __init__(self, generator: WatermarkGenerator, idle_timeout_ms: int,
-                 clock_ms: Callable[[], int]) -> None:
+    def __init__(
+        self, generator: WatermarkGenerator, idle_timeout_ms: int, clock_ms: Callable[[], int]
+    ) -> None:
         if idle_timeout_ms <= 0:
             msg = f"the idle timeout must be positive; got {idle_timeout_ms} ms"
             raise ValueError(msg)

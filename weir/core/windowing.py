@@ -96,8 +96,8 @@ class Window(abc.ABC):
 class TimeWindow(Window):
     """The interval ``[start, end)`` in milliseconds::
 
-        >>> TimeWindow(0, 10).max_timestamp()
-        9
+    >>> TimeWindow(0, 10).max_timestamp()
+    9
     """
 
     __slots__ = ("_hash", "end", "start")
@@ -157,8 +157,11 @@ class TimeWindow(Window):
             return h
 
     def __eq__(self, other: object) -> bool:
-        return (self.__class__ == other.__class__ and self.end == other.end  # type: ignore[attr-defined]
-                and self.start == other.start)  # type: ignore[attr-defined]
+        return (
+            self.__class__ == other.__class__
+            and self.end == other.end  # type: ignore[attr-defined]
+            and self.start == other.start
+        )  # type: ignore[attr-defined]
 
     def __lt__(self, other: TimeWindow) -> bool:
         if not isinstance(other, TimeWindow):

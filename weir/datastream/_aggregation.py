@@ -44,9 +44,11 @@ def _copy_row(row: Row) -> Row:
 class AccumulateReduceFunction(ReduceFunction):
     def __init__(self, position: int | str, kind: AccumulateType) -> None:
         if not isinstance(position, int | str):
-            msg = ("The field position must be of int or str type to locate the value to "
-                   "calculate for min, max, min_by, max_by and sum. The given type is: "
-                   f"{type(position)}")
+            msg = (
+                "The field position must be of int or str type to locate the value to "
+                "calculate for min, max, min_by, max_by and sum. The given type is: "
+                f"{type(position)}"
+            )
             raise TypeError(msg)
         self._pos = position
         self._kind = kind
@@ -72,8 +74,10 @@ class AccumulateReduceFunction(ReduceFunction):
             fields[pos] = _combine(kind, value1[pos], value2[pos])  # type: ignore[index]
             return tuple(fields) if isinstance(value2, tuple) else fields
         if pos != 0:
-            msg = (f"The {pos} field selected on a basic type. A field expression on a basic "
-                   "type can only select the 0th field (which means selecting the entire "
-                   "basic type).")
+            msg = (
+                f"The {pos} field selected on a basic type. A field expression on a basic "
+                "type can only select the 0th field (which means selecting the entire "
+                "basic type)."
+            )
             raise TypeError(msg)
         return _combine(kind, value1, value2)

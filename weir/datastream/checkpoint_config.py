@@ -84,11 +84,13 @@ class CheckpointConfig:
         return self.get_tolerable_checkpoint_failure_number() == 0
 
     def set_fail_on_checkpointing_errors(
-            self, fail_on_checkpointing_errors: bool) -> CheckpointConfig:
+        self, fail_on_checkpointing_errors: bool
+    ) -> CheckpointConfig:
         """Deprecated in Flink for ``set_tolerable_checkpoint_failure_number``: True is 0
         tolerable failures, False tolerates any number."""
         return self.set_tolerable_checkpoint_failure_number(
-            0 if fail_on_checkpointing_errors else _TOLERATE_ALL)
+            0 if fail_on_checkpointing_errors else _TOLERATE_ALL
+        )
 
     def enable_unaligned_checkpoints(self, enabled: bool = True) -> CheckpointConfig:
         return self._set(keys.CHECKPOINTING_UNALIGNED.key, "true" if enabled else "false")
@@ -159,8 +161,10 @@ class CheckpointConfig:
         return self._set(keys.CHECKPOINTING_RETENTION.key, retention_mode.name)
 
     def is_externalized_checkpoints_enabled(self) -> bool:
-        return (self.get_externalized_checkpoint_retention()
-                is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)
+        return (
+            self.get_externalized_checkpoint_retention()
+            is not ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS
+        )
 
     def get_externalized_checkpoint_retention(self) -> ExternalizedCheckpointRetention:
         return ExternalizedCheckpointRetention[str(self._get(keys.CHECKPOINTING_RETENTION))]

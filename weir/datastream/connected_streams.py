@@ -28,22 +28,31 @@ class ConnectedStreams:
         self.stream1 = stream1
         self.stream2 = stream2
 
-    def key_by(self, key_selector1: Callable[[Any], Any] | KeySelector,
-               key_selector2: Callable[[Any], Any] | KeySelector,
-               key_type: TypeInformation | None = None) -> ConnectedStreams:
+    def key_by(
+        self,
+        key_selector1: Callable[[Any], Any] | KeySelector,
+        key_selector2: Callable[[Any], Any] | KeySelector,
+        key_type: TypeInformation | None = None,
+    ) -> ConnectedStreams:
         ds1, ds2 = self.stream1, self.stream2
         if isinstance(ds1, KeyedStream):
             ds1 = ds1._origin_stream
         if isinstance(ds2, KeyedStream):
             ds2 = ds2._origin_stream
-        return ConnectedStreams(ds1.key_by(key_selector1, key_type),
-                                ds2.key_by(key_selector2, key_type))
+        return ConnectedStreams(
+            ds1.key_by(key_selector1, key_type), ds2.key_by(key_selector2, key_type)
+        )
 
     def _is_keyed_stream(self) -> bool:
         return isinstance(self.stream1, KeyedStream) and isinstance(self.stream2, KeyedStream)
 
-    def _co_operator(self, kind: OperatorKind, name: str, func: Any,
-                     output_type: TypeInformation | list[TypeInformation] | None) -> DataStream:
+    def _co_operator(
+        self,
+        kind: OperatorKind,
+        name: str,
+        func: Any,
+        output_type: TypeInformation | list[TypeInformation] | None,
+    ) -> DataStream:
         payload: dict[str, Any] = {"function": func}
         if self._is_keyed_stream():
             assert isinstance(self.stream1, KeyedStream) and isinstance(self.stream2, KeyedStream)
@@ -56,9 +65,13 @@ class ConnectedStreams:
             resolved = output_type
         env = self.stream1._env
         t = PhysicalTransformation(
-            id=env._next_id(), name=name, output_type=resolved, kind=kind,
+            id=env._next_id(),
+            name=name,
+            output_type=resolved,
+            kind=kind,
             input_streams=[self.stream1._transformation, self.stream2._transformation],
-            payload=payload)
+            payload=payload,
+        )
         env._add_operator(t)
         return DataStream(env, t)
 
@@ -68,22 +81,28 @@ class ConnectedStreams:
             raise TypeError(msg)
         return self._co_operator(OperatorKind.CO_MAP, "Co-Map", func, output_type)
 
-    def flat_map(self, func: CoFlatMapFunction,
-                 output_type: TypeInformation | None = None) -> DataStream:
+    def flat_map(
+        self, func: CoFlatMapFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         if not isinstance(func, CoFlatMapFunction):
             msg = "The input must be a CoFlatMapFunction!"
             raise TypeError(msg)
         return self._co_operator(OperatorKind.CO_FLAT_MAP, "Co-Flat Map", func, output_type)
 
-    def process(self, func: CoProcessFunction | KeyedCoProcessFunction,
-                output_type: TypeInformation | None = None) -> DataStream:
+    def process(
+        self,
+        func: CoProcessFunction | KeyedCoProcessFunction,
+        output_type: TypeInformation | None = None,
+    ) -> DataStream:
         """Applies a CoProcessFunction (or, on two keyed streams, a KeyedCoProcessFunction):
         ``process_element1`` for records of the first stream, ``process_element2`` for the
         second; each may yield results, return an iterable, or return None."""
         if self._is_keyed_stream():
             if not isinstance(func, KeyedCoProcessFunction):
-                msg = ("The input function of two connected keyed streams must be a "
-                       "KeyedCoProcessFunction!")
+                msg = (
+                    "The input function of two connected keyed streams must be a "
+                    "KeyedCoProcessFunction!"
+                )
                 raise TypeError(msg)
             name = "Keyed Co-Process"
         else:

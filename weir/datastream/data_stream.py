@@ -58,7 +58,8 @@ def _output_type(output_type: TypeInformation | list[TypeInformation] | None) ->
 
 
 def _key_selector_callable(
-        key_selector: Callable[[Any], Any] | KeySelector) -> Callable[[Any], Any]:
+    key_selector: Callable[[Any], Any] | KeySelector,
+) -> Callable[[Any], Any]:
     if isinstance(key_selector, KeySelector):
         return key_selector.get_key
     if callable(key_selector):
@@ -110,16 +111,19 @@ class _OperatorSettings:
         return self._set(chaining=ChainingStrategy.NEVER)
 
     def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
-        group = slot_sharing_group if isinstance(slot_sharing_group, str) else getattr(
-            slot_sharing_group, "get_name", lambda: str(slot_sharing_group))()
+        group = (
+            slot_sharing_group
+            if isinstance(slot_sharing_group, str)
+            else getattr(slot_sharing_group, "get_name", lambda: str(slot_sharing_group))()
+        )
         return self._set(slot_sharing_group=group)
 
 
 class DataStream(_OperatorSettings):
     """A stream of elements; transform it with ``map``, ``filter``, ``key_by`` and so on::
 
-        >>> ds = env.from_collection([1, 2, 3])
-        >>> ds.map(lambda x: x * 2).filter(lambda x: x > 2).print()
+    >>> ds = env.from_collection([1, 2, 3])
+    >>> ds.map(lambda x: x * 2).filter(lambda x: x > 2).print()
     """
 
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
@@ -159,60 +163,84 @@ class DataStream(_OperatorSettings):
         return self._env.get_config()
 
     # -- operators --------------------------------------------------------------------
-    def _one_input(self, kind: OperatorKind, name: str, payload: dict[str, Any],
-                   output_type: TypeInformation | None) -> DataStream:
+    def _one_input(
+        self,
+        kind: OperatorKind,
+        name: str,
+        payload: dict[str, Any],
+        output_type: TypeInformation | None,
+    ) -> DataStream:
         t = PhysicalTransformation(
-            id=self._env._next_id(), name=name, output_type=output_type, kind=kind,
-            input_streams=[self._transformation], payload=payload)
+            id=self._env._next_id(),
+            name=name,
+            output_type=output_type,
+            kind=kind,
+            input_streams=[self._transformation],
+            payload=payload,
+        )
         self._env._add_operator(t)
         return DataStream(self._env, t)
 
-    def map(self, func: Callable[[Any], Any] | MapFunction,
-            output_type: TypeInformation | None = None) -> DataStream:
+    def map(
+        self, func: Callable[[Any], Any] | MapFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         """One output per element. Without ``output_type`` outputs are pickled."""
         if not isinstance(func, MapFunction) and not callable(func):
             msg = "The input must be a MapFunction or a callable function"
             raise TypeError(msg)
-        return self._one_input(OperatorKind.MAP, "Map", {"function": func},
-                               _output_type(output_type))
+        return self._one_input(
+            OperatorKind.MAP, "Map", {"function": func}, _output_type(output_type)
+        )
 
-    def flat_map(self, func: Callable[[Any], Any] | FlatMapFunction,
-                 output_type: TypeInformation | None = None) -> DataStream:
+    def flat_map(
+        self,
+        func: Callable[[Any], Any] | FlatMapFunction,
+        output_type: TypeInformation | None = None,
+    ) -> DataStream:
         """Any number of outputs per element: the function yields or returns an iterable."""
         if not isinstance(func, FlatMapFunction) and not callable(func):
             msg = "The input must be a FlatMapFunction or a callable function"
             raise TypeError(msg)
-        return self._one_input(OperatorKind.FLAT_MAP, "FlatMap", {"function": func},
-                               _output_type(output_type))
+        return self._one_input(
+            OperatorKind.FLAT_MAP, "FlatMap", {"function": func}, _output_type(output_type)
+        )
 
     def filter(self, func: Callable[[Any], bool] | FilterFunction) -> DataStream:
         """Keeps the elements for which ``func`` is true; the type is unchanged."""
         if not isinstance(func, FilterFunction) and not callable(func):
             msg = "The input must be a FilterFunction or a callable function"
             raise TypeError(msg)
-        return self._one_input(OperatorKind.FILTER, "Filter", {"function": func},
-                               self._transformation.output_type)
+        return self._one_input(
+            OperatorKind.FILTER, "Filter", {"function": func}, self._transformation.output_type
+        )
 
-    def process(self, func: ProcessFunction,
-                output_type: TypeInformation | None = None) -> DataStream:
+    def process(
+        self, func: ProcessFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         if not isinstance(func, ProcessFunction):
             msg = "The input must be a ProcessFunction!"
             raise TypeError(msg)
-        return self._one_input(OperatorKind.PROCESS, "PROCESS", {"function": func},
-                               _output_type(output_type))
+        return self._one_input(
+            OperatorKind.PROCESS, "PROCESS", {"function": func}, _output_type(output_type)
+        )
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
         """Stamps every element with its event time (the strategy's TimestampAssigner)
         and generates watermarks with the strategy's generator; the watermarks arriving
         from upstream are replaced, except the final one of a bounded input."""
         if not isinstance(watermark_strategy, WatermarkStrategy):
-            msg = ("assign_timestamps_and_watermarks() needs a WatermarkStrategy, e.g. "
-                   "WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))"
-                   f".with_timestamp_assigner(...); got {type(watermark_strategy).__name__!r}")
+            msg = (
+                "assign_timestamps_and_watermarks() needs a WatermarkStrategy, e.g. "
+                "WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))"
+                f".with_timestamp_assigner(...); got {type(watermark_strategy).__name__!r}"
+            )
             raise TypeError(msg)
-        return self._one_input(OperatorKind.TIMESTAMPS_WATERMARKS, "Timestamps/Watermarks",
-                               {"watermark_strategy": watermark_strategy},
-                               self._transformation.output_type)
+        return self._one_input(
+            OperatorKind.TIMESTAMPS_WATERMARKS,
+            "Timestamps/Watermarks",
+            {"watermark_strategy": watermark_strategy},
+            self._transformation.output_type,
+        )
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         """The records this operator emitted with ``ctx.output(output_tag, value)`` (or
@@ -221,19 +249,29 @@ class DataStream(_OperatorSettings):
             msg = f"get_side_output() needs an OutputTag; got {type(output_tag).__name__!r}"
             raise TypeError(msg)
         t = SideOutputTransformation(
-            id=self._env._next_id(), name=f"SideOutput({output_tag.tag_id})",
-            output_type=_output_type(output_tag.type_info), input=self._transformation,
-            tag_id=output_tag.tag_id)
+            id=self._env._next_id(),
+            name=f"SideOutput({output_tag.tag_id})",
+            output_type=_output_type(output_tag.type_info),
+            input=self._transformation,
+            tag_id=output_tag.tag_id,
+        )
         return DataStream(self._env, t)
 
-    def key_by(self, key_selector: Callable[[Any], Any] | KeySelector,
-               key_type: TypeInformation | None = None) -> KeyedStream:
+    def key_by(
+        self,
+        key_selector: Callable[[Any], Any] | KeySelector,
+        key_type: TypeInformation | None = None,
+    ) -> KeyedStream:
         """Partitions by key: elements with equal keys go to the same subtask and share state."""
         selector = _key_selector_callable(key_selector)
         t = PartitionTransformation(
-            id=self._env._next_id(), name="Partition", output_type=self._transformation.output_type,
-            input=self._transformation, partitioner=PartitionerKind.KEY_GROUP,
-            partitioner_payload={"key_selector": selector, "key_type": key_type_name(key_type)})
+            id=self._env._next_id(),
+            name="Partition",
+            output_type=self._transformation.output_type,
+            input=self._transformation,
+            partitioner=PartitionerKind.KEY_GROUP,
+            partitioner_payload={"key_selector": selector, "key_type": key_type_name(key_type)},
+        )
         return KeyedStream(self._env, t, selector, self, key_type)
 
     def union(self, *streams: DataStream) -> DataStream:
@@ -242,14 +280,18 @@ class DataStream(_OperatorSettings):
         for stream in streams:
             plain = stream._values() if isinstance(stream, KeyedStream) else stream
             inputs.append(plain._transformation)
-        t = UnionTransformation(id=self._env._next_id(), name="Union",
-                                output_type=self._transformation.output_type, union_inputs=inputs)
+        t = UnionTransformation(
+            id=self._env._next_id(),
+            name="Union",
+            output_type=self._transformation.output_type,
+            union_inputs=inputs,
+        )
         return DataStream(self._env, t)
 
     def window_all(self, window_assigner: WindowAssigner) -> AllWindowedStream:
         """Windows the whole (non-keyed) stream; the windows are evaluated in one subtask::
 
-            >>> ds.window_all(TumblingEventTimeWindows.of(Time.seconds(5))).reduce(max)
+        >>> ds.window_all(TumblingEventTimeWindows.of(Time.seconds(5))).reduce(max)
         """
         # windowed_stream builds on this module, so it can only be imported here.
         from weir.datastream.windowed_stream import AllWindowedStream  # noqa: PLC0415
@@ -264,11 +306,17 @@ class DataStream(_OperatorSettings):
         return ConnectedStreams(self, ds)
 
     # -- partitioning -----------------------------------------------------------------
-    def _partition(self, kind: PartitionerKind,
-                   payload: dict[str, Any] | None = None) -> DataStream:
+    def _partition(
+        self, kind: PartitionerKind, payload: dict[str, Any] | None = None
+    ) -> DataStream:
         t = PartitionTransformation(
-            id=self._env._next_id(), name="Partition", output_type=self._transformation.output_type,
-            input=self._transformation, partitioner=kind, partitioner_payload=payload or {})
+            id=self._env._next_id(),
+            name="Partition",
+            output_type=self._transformation.output_type,
+            input=self._transformation,
+            partitioner=kind,
+            partitioner_payload=payload or {},
+        )
         return DataStream(self._env, t)
 
     def project(self, *field_indexes: int) -> DataStream:
@@ -282,11 +330,15 @@ class DataStream(_OperatorSettings):
         indexes = tuple(field_indexes)
         for index in indexes:
             if not 0 <= index < len(field_types):
-                msg = (f"project(): field index {index} is out of range for a tuple of "
-                       f"{len(field_types)} fields")
+                msg = (
+                    f"project(): field index {index} is out of range for a tuple of "
+                    f"{len(field_types)} fields"
+                )
                 raise IndexError(msg)
-        out = self.map(lambda value: tuple([value[i] for i in indexes]),
-                       output_type=Types.TUPLE([field_types[i] for i in indexes]))
+        out = self.map(
+            lambda value: tuple([value[i] for i in indexes]),
+            output_type=Types.TUPLE([field_types[i] for i in indexes]),
+        )
         out._transformation.name = "Projection"
         return out
 
@@ -311,8 +363,11 @@ class DataStream(_OperatorSettings):
         """Every element goes to the first downstream subtask (Flink's ``global()``)."""
         return self._partition(PartitionerKind.GLOBAL)
 
-    def partition_custom(self, partitioner: Callable[[Any, int], int] | Partitioner,
-                         key_selector: Callable[[Any], Any] | KeySelector) -> DataStream:
+    def partition_custom(
+        self,
+        partitioner: Callable[[Any, int], int] | Partitioner,
+        key_selector: Callable[[Any], Any] | KeySelector,
+    ) -> DataStream:
         """``partitioner.partition(key, num_partitions)`` picks each element's subtask."""
         if isinstance(partitioner, Partitioner):
             partition: Callable[[Any, int], int] = partitioner.partition
@@ -321,23 +376,31 @@ class DataStream(_OperatorSettings):
         else:
             msg = "Parameter partitioner should be type of Partitioner or a callable function."
             raise TypeError(msg)
-        return self._partition(PartitionerKind.CUSTOM, {
-            "partitioner": partition, "key_selector": _key_selector_callable(key_selector)})
+        return self._partition(
+            PartitionerKind.CUSTOM,
+            {"partitioner": partition, "key_selector": _key_selector_callable(key_selector)},
+        )
 
     # -- sinks ------------------------------------------------------------------------
     def _sink(self, kind: OperatorKind, name: str, payload: dict[str, Any]) -> DataStreamSink:
         t = PhysicalTransformation(
-            id=self._env._next_id(), name=name, kind=kind,
-            input_streams=[self._transformation], payload=payload)
+            id=self._env._next_id(),
+            name=name,
+            kind=kind,
+            input_streams=[self._transformation],
+            payload=payload,
+        )
         self._env._add_operator(t)
         return DataStreamSink(t)
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         """Writes each element to standard output (prefixed by ``sink_identifier`` and the
         subtask index when the parallelism is above 1)."""
-        return self._sink(OperatorKind.PRINT, "Print to Std. Out",
-                          {"sink_identifier": sink_identifier,
-                           "format": print_format_spec(self.get_type())})
+        return self._sink(
+            OperatorKind.PRINT,
+            "Print to Std. Out",
+            {"sink_identifier": sink_identifier, "format": print_format_spec(self.get_type())},
+        )
 
     def add_sink(self, sink_func: SinkFunction | Callable[..., Any]) -> DataStreamSink:
         if not isinstance(sink_func, SinkFunction) and not callable(sink_func):
@@ -347,13 +410,16 @@ class DataStream(_OperatorSettings):
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         if not isinstance(sink, SinkFunction) and not callable(sink):
-            msg = (f"sink_to() needs a SinkFunction (or a callable); got {type(sink)!r}: "
-                   "connector sinks are not available yet")
+            msg = (
+                f"sink_to() needs a SinkFunction (or a callable); got {type(sink)!r}: "
+                "connector sinks are not available yet"
+            )
             raise TypeError(msg)
         return self._sink(OperatorKind.SINK, "Sink", {"function": sink})
 
-    def execute_and_collect(self, job_execution_name: str | None = None,
-                            limit: int | None = None) -> CloseableIterator | list[Any]:
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> CloseableIterator | list[Any]:
         """Runs the job and returns its elements: an iterator to use in ``with``, or, with
         ``limit``, a list of the first ``limit`` elements (the job is then cancelled)::
 
@@ -362,8 +428,9 @@ class DataStream(_OperatorSettings):
         """
         collect = self._sink(OperatorKind.COLLECT, "Data stream collect sink", {})
         collect._transformation.parallelism = 1
-        iterator = CloseableIterator(self._env._execute_and_collect(
-            collect._transformation, job_execution_name))
+        iterator = CloseableIterator(
+            self._env._execute_and_collect(collect._transformation, job_execution_name)
+        )
         if limit is None:
             return iterator
         results: list[Any] = []
@@ -411,29 +478,40 @@ class CloseableIterator:
 class KeyedStream(DataStream):
     """A stream partitioned by key; state and ``reduce``/``sum``/... are per key."""
 
-    def __init__(self, env: StreamExecutionEnvironment, transformation: PartitionTransformation,
-                 key_selector: Callable[[Any], Any], origin_stream: DataStream,
-                 key_type: TypeInformation | None = None) -> None:
+    def __init__(
+        self,
+        env: StreamExecutionEnvironment,
+        transformation: PartitionTransformation,
+        key_selector: Callable[[Any], Any],
+        origin_stream: DataStream,
+        key_type: TypeInformation | None = None,
+    ) -> None:
         super().__init__(env, transformation)
         self._key_selector = key_selector
         self._origin_stream = origin_stream
         self._key_type = key_type
         self._original_type = origin_stream._transformation.output_type
 
-    def _keyed(self, kind: OperatorKind, name: str, function: Any,
-               output_type: TypeInformation | None) -> DataStream:
-        return self._one_input(kind, name, {"function": function,
-                                            "key_selectors": [self._key_selector]}, output_type)
+    def _keyed(
+        self, kind: OperatorKind, name: str, function: Any, output_type: TypeInformation | None
+    ) -> DataStream:
+        return self._one_input(
+            kind, name, {"function": function, "key_selectors": [self._key_selector]}, output_type
+        )
 
-    def map(self, func: Callable[[Any], Any] | MapFunction,
-            output_type: TypeInformation | None = None) -> DataStream:
+    def map(
+        self, func: Callable[[Any], Any] | MapFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         if not isinstance(func, MapFunction) and not callable(func):
             msg = "The input must be a MapFunction or a callable function"
             raise TypeError(msg)
         return self._keyed(OperatorKind.MAP, "Map", func, _output_type(output_type))
 
-    def flat_map(self, func: Callable[[Any], Any] | FlatMapFunction,
-                 output_type: TypeInformation | None = None) -> DataStream:
+    def flat_map(
+        self,
+        func: Callable[[Any], Any] | FlatMapFunction,
+        output_type: TypeInformation | None = None,
+    ) -> DataStream:
         if not isinstance(func, FlatMapFunction) and not callable(func):
             msg = "The input must be a FlatMapFunction or a callable function"
             raise TypeError(msg)
@@ -452,13 +530,17 @@ class KeyedStream(DataStream):
             raise TypeError(msg)
         return self._keyed(OperatorKind.REDUCE, "Reduce", func, self._original_type)
 
-    def process(self, func: KeyedProcessFunction,  # type: ignore[override]
-                output_type: TypeInformation | None = None) -> DataStream:
+    def process(
+        self,
+        func: KeyedProcessFunction,  # type: ignore[override]
+        output_type: TypeInformation | None = None,
+    ) -> DataStream:
         if not isinstance(func, KeyedProcessFunction):
             msg = "KeyedProcessFunction is required for KeyedStream."
             raise TypeError(msg)
-        return self._keyed(OperatorKind.KEYED_PROCESS, "KEYED PROCESS", func,
-                           _output_type(output_type))
+        return self._keyed(
+            OperatorKind.KEYED_PROCESS, "KEYED PROCESS", func, _output_type(output_type)
+        )
 
     def window(self, window_assigner: WindowAssigner) -> WindowedStream:
         """Windows this keyed stream: elements are grouped by key and by the windows the
@@ -506,8 +588,11 @@ class KeyedStream(DataStream):
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
         return self._accumulate(position_to_max_by, AccumulateType.MAX_BY)
 
-    def key_by(self, key_selector: Callable[[Any], Any] | KeySelector,
-               key_type: TypeInformation | None = None) -> KeyedStream:
+    def key_by(
+        self,
+        key_selector: Callable[[Any], Any] | KeySelector,
+        key_type: TypeInformation | None = None,
+    ) -> KeyedStream:
         return self._origin_stream.key_by(key_selector, key_type)
 
     def _values(self) -> DataStream:
@@ -531,8 +616,9 @@ class KeyedStream(DataStream):
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         return self._values().print(sink_identifier)
 
-    def execute_and_collect(self, job_execution_name: str | None = None,
-                            limit: int | None = None) -> CloseableIterator | list[Any]:
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> CloseableIterator | list[Any]:
         return self._values().execute_and_collect(job_execution_name, limit)
 
     def get_type(self) -> TypeInformation:

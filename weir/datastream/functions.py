@@ -116,7 +116,8 @@ class RuntimeContext(abc.ABC):
 
     @abc.abstractmethod
     def get_aggregating_state(
-            self, state_descriptor: AggregatingStateDescriptor) -> AggregatingState:
+        self, state_descriptor: AggregatingStateDescriptor
+    ) -> AggregatingState:
         """The keyed AggregatingState of the current key."""
 
 
@@ -258,11 +259,13 @@ class KeyedProcessFunction(Function):
 
     @abc.abstractmethod
     def process_element(
-            self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterable[Any] | None:
+        self, value: Any, ctx: KeyedProcessFunction.Context
+    ) -> Iterable[Any] | None:
         pass
 
-    def on_timer(self, timestamp: int,
-                 ctx: KeyedProcessFunction.OnTimerContext) -> Iterable[Any] | None:
+    def on_timer(
+        self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext
+    ) -> Iterable[Any] | None:
         """Called when a timer fires; may yield outputs."""
         return None
 
@@ -443,8 +446,9 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
         if state is not None:
             restored = pickle.loads(state)
             for checkpoint_id, transaction in sorted(restored["pending"].items()):
-                logger.info("committing the transaction of checkpoint %d on recovery",
-                            checkpoint_id)
+                logger.info(
+                    "committing the transaction of checkpoint %d on recovery", checkpoint_id
+                )
                 self.recover_and_commit(transaction)
             if restored["has_current"]:
                 self.recover_and_abort(restored["current"])
@@ -457,18 +461,23 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
         new one, and returns the state to store with the checkpoint."""
         self._ensure_initialized()
         if checkpoint_id in self._pending_commit_transactions or any(
-                c > checkpoint_id for c in self._pending_commit_transactions):
-            msg = (f"snapshot_state({checkpoint_id}): checkpoint ids must increase; pending "
-                   f"ones are {sorted(self._pending_commit_transactions)}")
+            c > checkpoint_id for c in self._pending_commit_transactions
+        ):
+            msg = (
+                f"snapshot_state({checkpoint_id}): checkpoint ids must increase; pending "
+                f"ones are {sorted(self._pending_commit_transactions)}"
+            )
             raise ValueError(msg)
         self.pre_commit(self._current_transaction)
         self._pending_commit_transactions[checkpoint_id] = self._current_transaction
         self._begin()
-        return pickle.dumps({
-            "pending": dict(self._pending_commit_transactions),
-            "has_current": True,
-            "current": self._current_transaction,
-        })
+        return pickle.dumps(
+            {
+                "pending": dict(self._pending_commit_transactions),
+                "has_current": True,
+                "current": self._current_transaction,
+            }
+        )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Commits every pending transaction of a checkpoint up to ``checkpoint_id``."""

@@ -140,8 +140,10 @@ class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates direc
         """Lets the state's values expire, become unreadable and be cleaned up as
         ``ttl_config`` says; see ``StateTtlConfig``."""
         if not isinstance(ttl_config, StateTtlConfig):
-            msg = (f"enable_time_to_live({self.name!r}) takes a StateTtlConfig, built with "
-                   f"StateTtlConfig.new_builder(Time.seconds(...)).build(); got {ttl_config!r}")
+            msg = (
+                f"enable_time_to_live({self.name!r}) takes a StateTtlConfig, built with "
+                f"StateTtlConfig.new_builder(Time.seconds(...)).build(); got {ttl_config!r}"
+            )
             raise TypeError(msg)
         self._ttl_config = ttl_config
 
@@ -161,16 +163,19 @@ class ListStateDescriptor(StateDescriptor):
 
 
 class MapStateDescriptor(StateDescriptor):
-    def __init__(self, name: str, key_type_info: TypeInformation | None,
-                 value_type_info: TypeInformation | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        key_type_info: TypeInformation | None,
+        value_type_info: TypeInformation | None,
+    ) -> None:
         super().__init__(name, None)
         self.key_type_info = key_type_info
         self.value_type_info = value_type_info
 
 
 class ReducingStateDescriptor(StateDescriptor):
-    def __init__(self, name: str, reduce_function: Any,
-                 type_info: TypeInformation | None) -> None:
+    def __init__(self, name: str, reduce_function: Any, type_info: TypeInformation | None) -> None:
         super().__init__(name, type_info)
         self._reduce_function = reduce_function
 
@@ -179,8 +184,9 @@ class ReducingStateDescriptor(StateDescriptor):
 
 
 class AggregatingStateDescriptor(StateDescriptor):
-    def __init__(self, name: str, agg_function: Any,
-                 state_type_info: TypeInformation | None) -> None:
+    def __init__(
+        self, name: str, agg_function: Any, state_type_info: TypeInformation | None
+    ) -> None:
         super().__init__(name, state_type_info)
         self._agg_function = agg_function
 

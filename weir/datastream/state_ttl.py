@@ -18,12 +18,16 @@ def _checked_ttl(ttl: Time | Duration) -> Time | Duration:
     # ``to_milliseconds``, so a PyFlink program can only pass ``Time``. Ours carries
     # milliseconds too, so we also take it (Flink's Java builder takes a Duration).
     if not isinstance(ttl, (Time, Duration)):
-        msg = (f"a state TTL must be a Time or a Duration, e.g. Time.seconds(10); "
-               f"got {ttl!r} ({type(ttl).__name__})")
+        msg = (
+            f"a state TTL must be a Time or a Duration, e.g. Time.seconds(10); "
+            f"got {ttl!r} ({type(ttl).__name__})"
+        )
         raise TypeError(msg)
     if ttl.to_milliseconds() <= 0:
-        msg = (f"a state TTL must be positive; got {ttl.to_milliseconds()} ms. "
-               "To keep state forever, do not call enable_time_to_live()")
+        msg = (
+            f"a state TTL must be positive; got {ttl.to_milliseconds()} ms. "
+            "To keep state forever, do not call enable_time_to_live()"
+        )
         raise ValueError(msg)
     return ttl
 
@@ -106,8 +110,10 @@ class StateTtlConfig:
             self._state_visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
             self._ttl_time_characteristic = StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
             self._is_cleanup_in_background = True
-            self._strategies: dict[StateTtlConfig.CleanupStrategies.Strategies,
-                                   StateTtlConfig.CleanupStrategies.CleanupStrategy] = {}
+            self._strategies: dict[
+                StateTtlConfig.CleanupStrategies.Strategies,
+                StateTtlConfig.CleanupStrategies.CleanupStrategy,
+            ] = {}
 
         def set_update_type(self, update_type: StateTtlConfig.UpdateType) -> StateTtlConfig.Builder:
             """Sets when the last access timestamp, which prolongs the TTL, is updated."""
@@ -121,20 +127,23 @@ class StateTtlConfig:
             return self.set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
 
         def set_state_visibility(
-                self, state_visibility: StateTtlConfig.StateVisibility) -> StateTtlConfig.Builder:
+            self, state_visibility: StateTtlConfig.StateVisibility
+        ) -> StateTtlConfig.Builder:
             """Sets whether an expired value that is still stored may be returned."""
             self._state_visibility = state_visibility
             return self
 
         def return_expired_if_not_cleaned_up(self) -> StateTtlConfig.Builder:
             return self.set_state_visibility(
-                StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
+                StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
+            )
 
         def never_return_expired(self) -> StateTtlConfig.Builder:
             return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
 
         def set_ttl_time_characteristic(
-                self, ttl_time_characteristic: StateTtlConfig.TtlTimeCharacteristic,
+            self,
+            ttl_time_characteristic: StateTtlConfig.TtlTimeCharacteristic,
         ) -> StateTtlConfig.Builder:
             """Sets the time the TTL is measured in (only processing time exists)."""
             self._ttl_time_characteristic = ttl_time_characteristic
@@ -142,33 +151,41 @@ class StateTtlConfig:
 
         def use_processing_time(self) -> StateTtlConfig.Builder:
             return self.set_ttl_time_characteristic(
-                StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
+                StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
+            )
 
         def cleanup_full_snapshot(self) -> StateTtlConfig.Builder:
             """Leaves expired values out of full snapshots (checkpoints and savepoints)."""
-            self._strategies[StateTtlConfig.CleanupStrategies.Strategies.FULL_STATE_SCAN_SNAPSHOT] \
-                = StateTtlConfig.CleanupStrategies.EMPTY_STRATEGY
+            self._strategies[
+                StateTtlConfig.CleanupStrategies.Strategies.FULL_STATE_SCAN_SNAPSHOT
+            ] = StateTtlConfig.CleanupStrategies.EMPTY_STRATEGY
             return self
 
-        def cleanup_incrementally(self, cleanup_size: int,
-                                  run_cleanup_for_every_record: bool) -> StateTtlConfig.Builder:
+        def cleanup_incrementally(
+            self, cleanup_size: int, run_cleanup_for_every_record: bool
+        ) -> StateTtlConfig.Builder:
             """Checks up to ``cleanup_size`` keys for expiry on each state access (and, with
             ``run_cleanup_for_every_record``, on each record). Kept in the config; the
             hashmap backend cleans expired values when they are read."""
-            self._strategies[StateTtlConfig.CleanupStrategies.Strategies.INCREMENTAL_CLEANUP] = \
+            self._strategies[StateTtlConfig.CleanupStrategies.Strategies.INCREMENTAL_CLEANUP] = (
                 StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy(
-                    cleanup_size, run_cleanup_for_every_record)
+                    cleanup_size, run_cleanup_for_every_record
+                )
+            )
             return self
 
         def cleanup_in_rocksdb_compact_filter(
-                self, query_time_after_num_entries: int,
-                periodic_compaction_time: Duration | None = None) -> StateTtlConfig.Builder:
+            self,
+            query_time_after_num_entries: int,
+            periodic_compaction_time: Duration | None = None,
+        ) -> StateTtlConfig.Builder:
             """Drops expired values while RocksDB compacts, reading the current time every
             ``query_time_after_num_entries`` entries. Has no effect on the hashmap backend."""
             self._strategies[
-                StateTtlConfig.CleanupStrategies.Strategies.ROCKSDB_COMPACTION_FILTER] = \
-                StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(
-                    query_time_after_num_entries, periodic_compaction_time)
+                StateTtlConfig.CleanupStrategies.Strategies.ROCKSDB_COMPACTION_FILTER
+            ] = StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(
+                query_time_after_num_entries, periodic_compaction_time
+            )
             return self
 
         def disable_cleanup_in_background(self) -> StateTtlConfig.Builder:
@@ -186,8 +203,9 @@ class StateTtlConfig:
                 self._state_visibility,
                 self._ttl_time_characteristic,
                 self._ttl,
-                StateTtlConfig.CleanupStrategies(dict(self._strategies),
-                                                 self._is_cleanup_in_background),
+                StateTtlConfig.CleanupStrategies(
+                    dict(self._strategies), self._is_cleanup_in_background
+                ),
             )
 
     class CleanupStrategies:
@@ -217,12 +235,14 @@ class StateTtlConfig:
                 return self._run_cleanup_for_every_record
 
         class RocksdbCompactFilterCleanupStrategy(CleanupStrategy):
-            def __init__(self, query_time_after_num_entries: int,
-                         periodic_compaction_time: Duration | None = None) -> None:
+            def __init__(
+                self,
+                query_time_after_num_entries: int,
+                periodic_compaction_time: Duration | None = None,
+            ) -> None:
                 self._query_time_after_num_entries = query_time_after_num_entries
                 # Flink's default: a file is compacted, and so filtered, at least monthly.
-                self._periodic_compaction_time = (
-                    periodic_compaction_time or Duration.of_days(30))
+                self._periodic_compaction_time = periodic_compaction_time or Duration.of_days(30)
 
             def get_query_time_after_num_entries(self) -> int:
                 return self._query_time_after_num_entries
@@ -232,9 +252,14 @@ class StateTtlConfig:
 
         EMPTY_STRATEGY = EmptyCleanupStrategy()
 
-        def __init__(self, strategies: dict[StateTtlConfig.CleanupStrategies.Strategies,
-                                            StateTtlConfig.CleanupStrategies.CleanupStrategy],
-                     is_cleanup_in_background: bool) -> None:
+        def __init__(
+            self,
+            strategies: dict[
+                StateTtlConfig.CleanupStrategies.Strategies,
+                StateTtlConfig.CleanupStrategies.CleanupStrategy,
+            ],
+            is_cleanup_in_background: bool,
+        ) -> None:
             self._strategies = strategies
             self._is_cleanup_in_background = is_cleanup_in_background
 
@@ -242,41 +267,58 @@ class StateTtlConfig:
             return self._is_cleanup_in_background
 
         def in_full_snapshot(self) -> bool:
-            return (StateTtlConfig.CleanupStrategies.Strategies.FULL_STATE_SCAN_SNAPSHOT
-                    in self._strategies)
+            return (
+                StateTtlConfig.CleanupStrategies.Strategies.FULL_STATE_SCAN_SNAPSHOT
+                in self._strategies
+            )
 
         def get_incremental_cleanup_strategy(
-                self) -> StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy | None:
+            self,
+        ) -> StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy | None:
             """The explicit one, else Flink's background default (5 keys per access)."""
-            default = (StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy(5, False)
-                       if self._is_cleanup_in_background else None)
+            default = (
+                StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy(5, False)
+                if self._is_cleanup_in_background
+                else None
+            )
             found = self._strategies.get(
-                StateTtlConfig.CleanupStrategies.Strategies.INCREMENTAL_CLEANUP, default)
+                StateTtlConfig.CleanupStrategies.Strategies.INCREMENTAL_CLEANUP, default
+            )
             assert found is None or isinstance(  # only the builder fills it
-                found, StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy)
+                found, StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy
+            )
             return found
 
         def get_rocksdb_compact_filter_cleanup_strategy(
-                self,
+            self,
         ) -> StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy | None:
             """The explicit one, else Flink's background default (1000 entries)."""
-            default = (StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(1000)
-                       if self._is_cleanup_in_background else None)
+            default = (
+                StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy(1000)
+                if self._is_cleanup_in_background
+                else None
+            )
             found = self._strategies.get(
-                StateTtlConfig.CleanupStrategies.Strategies.ROCKSDB_COMPACTION_FILTER, default)
+                StateTtlConfig.CleanupStrategies.Strategies.ROCKSDB_COMPACTION_FILTER, default
+            )
             assert found is None or isinstance(  # only the builder fills it
-                found, StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy)
+                found, StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy
+            )
             return found
 
         def __eq__(self, other: object) -> bool:
-            return (isinstance(other, StateTtlConfig.CleanupStrategies)
-                    and other._strategies.keys() == self._strategies.keys()
-                    and other._is_cleanup_in_background == self._is_cleanup_in_background)
+            return (
+                isinstance(other, StateTtlConfig.CleanupStrategies)
+                and other._strategies.keys() == self._strategies.keys()
+                and other._is_cleanup_in_background == self._is_cleanup_in_background
+            )
 
         def __hash__(self) -> int:
             return hash((frozenset(self._strategies), self._is_cleanup_in_background))
 
         def __repr__(self) -> str:
             names = sorted(s.name for s in self._strategies)
-            return (f"CleanupStrategies({names}, "
-                    f"is_cleanup_in_background={self._is_cleanup_in_background})")
+            return (
+                f"CleanupStrategies({names}, "
+                f"is_cleanup_in_background={self._is_cleanup_in_background})"
+            )

@@ -41,10 +41,10 @@ _MAX_MAX_PARALLELISM = 1 << 15
 class StreamExecutionEnvironment:
     """The context a streaming program runs in, as PyFlink's::
 
-        >>> env = StreamExecutionEnvironment.get_execution_environment()
-        >>> env.set_parallelism(2)
-        >>> env.from_collection([1, 2, 3]).map(lambda x: x + 1).print()
-        >>> env.execute("my job")
+    >>> env = StreamExecutionEnvironment.get_execution_environment()
+    >>> env.set_parallelism(2)
+    >>> env.from_collection([1, 2, 3]).map(lambda x: x + 1).print()
+    >>> env.execute("my job")
     """
 
     def __init__(self, configuration: Configuration | None = None) -> None:
@@ -70,7 +70,8 @@ class StreamExecutionEnvironment:
 
     @staticmethod
     def get_execution_environment(
-            configuration: Configuration | None = None) -> StreamExecutionEnvironment:
+        configuration: Configuration | None = None,
+    ) -> StreamExecutionEnvironment:
         """A new environment; ``configuration`` holds Flink keys such as
         ``parallelism.default``."""
         return StreamExecutionEnvironment(configuration)
@@ -91,8 +92,9 @@ class StreamExecutionEnvironment:
 
     def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
         if not 0 < max_parallelism <= _MAX_MAX_PARALLELISM:
-            msg = (f"maximum parallelism must be in [1, {_MAX_MAX_PARALLELISM}], "
-                   f"got {max_parallelism}")
+            msg = (
+                f"maximum parallelism must be in [1, {_MAX_MAX_PARALLELISM}], got {max_parallelism}"
+            )
             raise ValueError(msg)
         self._max_parallelism = max_parallelism
         return self
@@ -166,8 +168,9 @@ class StreamExecutionEnvironment:
         """None when never set (the cluster's configuration decides)."""
         if not self._configuration.contains_key(config_keys.STATE_CHANGELOG_ENABLED.key):
             return None
-        return bool(config_keys.get(self._configuration.to_dict(),
-                                    config_keys.STATE_CHANGELOG_ENABLED))
+        return bool(
+            config_keys.get(self._configuration.to_dict(), config_keys.STATE_CHANGELOG_ENABLED)
+        )
 
     def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
         """Where savepoints go by default (``execution.checkpointing.savepoint-dir``)."""
@@ -223,22 +226,34 @@ class StreamExecutionEnvironment:
     def _add_operator(self, transformation: Transformation) -> None:
         self._transformations.append(transformation)
 
-    def _source(self, name: str, payload: dict[str, Any], output_type: TypeInformation | None,
-                non_parallel: bool) -> DataStream:
+    def _source(
+        self,
+        name: str,
+        payload: dict[str, Any],
+        output_type: TypeInformation | None,
+        non_parallel: bool,
+    ) -> DataStream:
         t = PhysicalTransformation(
-            id=self._next_id(), name=f"Source: {name}", output_type=output_type,
-            kind=OperatorKind.SOURCE, payload=payload, non_parallel=non_parallel,
-            parallelism=1 if non_parallel else None)
+            id=self._next_id(),
+            name=f"Source: {name}",
+            output_type=output_type,
+            kind=OperatorKind.SOURCE,
+            payload=payload,
+            non_parallel=non_parallel,
+            parallelism=1 if non_parallel else None,
+        )
         return DataStream(self, t)
 
-    def from_collection(self, collection: Iterable[Any],
-                        type_info: TypeInformation | None = None) -> DataStream:
+    def from_collection(
+        self, collection: Iterable[Any], type_info: TypeInformation | None = None
+    ) -> DataStream:
         """A non-parallel source of the collection's elements, in order."""
         source = CollectionSource(collection, type_info)
         # PyFlink forces the collection source non-parallel: parallelism and max
         # parallelism 1 (what operators chained to it report as their max parallelism).
-        return self._source("Collection Source", {"source": source}, type_info,
-                            True).force_non_parallel()
+        return self._source(
+            "Collection Source", {"source": source}, type_info, True
+        ).force_non_parallel()
 
     def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
         """The lines of the text file at ``file_path`` (a path or any fsspec URL), in order,
@@ -254,20 +269,28 @@ class StreamExecutionEnvironment:
         self._configuration.set_string(config_keys.RUNTIME_MODE.key, execution_mode.name)
         return self
 
-    def add_source(self, source_func: SourceFunction, source_name: str = "Custom Source",
-                   type_info: TypeInformation | None = None) -> DataStream:
+    def add_source(
+        self,
+        source_func: SourceFunction,
+        source_name: str = "Custom Source",
+        type_info: TypeInformation | None = None,
+    ) -> DataStream:
         """A non-parallel source running ``source_func.run(ctx)``."""
         if not isinstance(source_func, SourceFunction):
             msg = f"add_source() needs a SourceFunction; got {type(source_func)!r}"
             raise TypeError(msg)
         return self._source(source_name, {"source_function": source_func}, type_info, True)
 
-    def from_source(self, source: Any, watermark_strategy: WatermarkStrategy, source_name: str,
-                    type_info: TypeInformation | None = None) -> DataStream:
+    def from_source(
+        self,
+        source: Any,
+        watermark_strategy: WatermarkStrategy,
+        source_name: str,
+        type_info: TypeInformation | None = None,
+    ) -> DataStream:
         """A parallel source (``weir.core.source.Source``), e.g. NumberSequenceSource."""
         if not callable(getattr(source, "create_reader", None)):
-            msg = (f"from_source() needs a Source with create_reader(context); got "
-                   f"{type(source)!r}")
+            msg = f"from_source() needs a Source with create_reader(context); got {type(source)!r}"
             raise TypeError(msg)
         if type_info is None:
             produced = getattr(source, "get_produced_type", None)
@@ -292,14 +315,17 @@ class StreamExecutionEnvironment:
         mode = config_keys.get(self._configuration.to_dict(), config_keys.RUNTIME_MODE)
         if mode == "STREAMING":
             return mode
-        unbounded = [t.name for t in _all_transformations(self._transformations)
-                     if _is_unbounded_source(t)]
+        unbounded = [
+            t.name for t in _all_transformations(self._transformations) if _is_unbounded_source(t)
+        ]
         if mode == "AUTOMATIC":
             return "STREAMING" if unbounded else "BATCH"
         if unbounded:
-            msg = (f"detected an unbounded source ({', '.join(unbounded)}) with "
-                   f"'execution.runtime-mode' set to 'BATCH'; this combination is not "
-                   f"allowed: use STREAMING or AUTOMATIC, or a bounded source")
+            msg = (
+                f"detected an unbounded source ({', '.join(unbounded)}) with "
+                f"'execution.runtime-mode' set to 'BATCH'; this combination is not "
+                f"allowed: use STREAMING or AUTOMATIC, or a bounded source"
+            )
             raise ValueError(msg)
         return mode
 
@@ -311,9 +337,12 @@ class StreamExecutionEnvironment:
     def _stream_graph(self, job_name: str | None = None, clear: bool = True) -> StreamGraph:
         name = self._job_name(job_name)
         graph = build_stream_graph(
-            self._transformations, job_name=name, default_parallelism=self._parallelism,
+            self._transformations,
+            job_name=name,
+            default_parallelism=self._parallelism,
             default_max_parallelism_setting=self._max_parallelism,
-            chaining_enabled=self._chaining)
+            chaining_enabled=self._chaining,
+        )
         graph.config = self._job_config(name)
         graph.job_parameters = self._config.get_global_job_parameters()
         if clear:
@@ -341,11 +370,11 @@ class StreamExecutionEnvironment:
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
         """Runs the job and waits for it; raises JobExecutionError if it fails."""
-        return get_executor().submit(self._job_graph(job_name).job_graph) \
-            .get_job_execution_result()
+        return get_executor().submit(self._job_graph(job_name).job_graph).get_job_execution_result()
 
-    def _execute_and_collect(self, collect: Transformation,
-                             job_name: str | None) -> CloseableIterator:
+    def _execute_and_collect(
+        self, collect: Transformation, job_name: str | None
+    ) -> CloseableIterator:
         result = self._job_graph(job_name)
         client = get_executor().submit(result.job_graph)
         return client.collect(result.operator_ids[collect.id])
@@ -357,7 +386,7 @@ _default_local_parallelism: int | None = None
 def _normalize_uri(directory: str) -> str:
     """``file:///tmp/x`` as Flink's Path writes it: ``file:/tmp/x``."""
     if directory.startswith("file:///"):
-        return "file:/" + directory[len("file:///"):]
+        return "file:/" + directory[len("file:///") :]
     return directory
 
 

@@ -82,16 +82,17 @@ def _ms(value: Any, what: str) -> int:
     """Milliseconds of a ``Time`` or ``Duration``."""
     to_ms = getattr(value, "to_milliseconds", None)
     if to_ms is None:
-        msg = (f"{what} must be a Time or Duration (e.g. Time.seconds(10)); "
-               f"got {value!r}")
+        msg = f"{what} must be a Time or Duration (e.g. Time.seconds(10)); got {value!r}"
         raise TypeError(msg)
     return int(to_ms())
 
 
 def _missing_timestamp(assigner: WindowAssigner) -> MissingTimestampError:
-    msg = (f"{assigner!r} got a record without a timestamp (event-time windows need one); "
-           "call data_stream.assign_timestamps_and_watermarks(...) before the window, or use "
-           "a processing-time window")
+    msg = (
+        f"{assigner!r} got a record without a timestamp (event-time windows need one); "
+        "call data_stream.assign_timestamps_and_watermarks(...) before the window, or use "
+        "a processing-time window"
+    )
     return MissingTimestampError(msg)
 
 
@@ -144,8 +145,9 @@ class WindowAssigner(abc.ABC):
         def get_runtime_context(self) -> Any: ...
 
     @abc.abstractmethod
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[Any]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[Any]:
         """The windows ``element`` (with ``timestamp``) belongs to."""
 
     @abc.abstractmethod
@@ -171,8 +173,9 @@ class MergingWindowAssigner(WindowAssigner):
             """The windows ``to_be_merged`` become ``merge_result``."""
 
     @abc.abstractmethod
-    def merge_windows(self, windows: Iterable[Any],
-                      callback: MergingWindowAssigner.MergeCallback) -> None:
+    def merge_windows(
+        self, windows: Iterable[Any], callback: MergingWindowAssigner.MergeCallback
+    ) -> None:
         """Call ``callback.merge`` for each group of ``windows`` that should merge."""
 
 
@@ -189,13 +192,15 @@ class SessionWindowTimeGapExtractor(abc.ABC):
 class TumblingEventTimeWindows(WindowAssigner):
     """Non-overlapping windows of ``size`` by element timestamp::
 
-        >>> TumblingEventTimeWindows.of(Time.minutes(1))
+    >>> TumblingEventTimeWindows.of(Time.minutes(1))
     """
 
     def __init__(self, size: int, offset: int) -> None:
         if abs(offset) >= size:
-            msg = ("TumblingEventTimeWindows parameters must satisfy abs(offset) < size; "
-                   f"got size={size} ms, offset={offset} ms")
+            msg = (
+                "TumblingEventTimeWindows parameters must satisfy abs(offset) < size; "
+                f"got size={size} ms, offset={offset} ms"
+            )
             raise ValueError(msg)
         self._size = size
         self._offset = offset
@@ -205,10 +210,12 @@ class TumblingEventTimeWindows(WindowAssigner):
         """Windows of ``size`` whose starts are shifted by ``offset`` (e.g.
         ``of(Time.days(1), Time.hours(-8))`` for days starting at 00:00 UTC+08:00)."""
         return TumblingEventTimeWindows(
-            _ms(size, "size"), 0 if offset is None else _ms(offset, "offset"))
+            _ms(size, "size"), 0 if offset is None else _ms(offset, "offset")
+        )
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[TimeWindow]:
         if timestamp is None or timestamp <= MIN_LONG_VALUE:
             raise _missing_timestamp(self)
         start = TimeWindow.get_window_start_with_offset(timestamp, self._offset, self._size)
@@ -229,8 +236,10 @@ class TumblingProcessingTimeWindows(WindowAssigner):
 
     def __init__(self, size: int, offset: int) -> None:
         if abs(offset) >= size:
-            msg = ("TumblingProcessingTimeWindows parameters must satisfy abs(offset) < size; "
-                   f"got size={size} ms, offset={offset} ms")
+            msg = (
+                "TumblingProcessingTimeWindows parameters must satisfy abs(offset) < size; "
+                f"got size={size} ms, offset={offset} ms"
+            )
             raise ValueError(msg)
         self._size = size
         self._offset = offset
@@ -238,10 +247,12 @@ class TumblingProcessingTimeWindows(WindowAssigner):
     @staticmethod
     def of(size: Any, offset: Any = None) -> TumblingProcessingTimeWindows:
         return TumblingProcessingTimeWindows(
-            _ms(size, "size"), 0 if offset is None else _ms(offset, "offset"))
+            _ms(size, "size"), 0 if offset is None else _ms(offset, "offset")
+        )
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[TimeWindow]:
         now = context.get_current_processing_time()
         start = TimeWindow.get_window_start_with_offset(now, self._offset, self._size)
         return [TimeWindow(start, start + self._size)]
@@ -258,8 +269,10 @@ class TumblingProcessingTimeWindows(WindowAssigner):
 
 def _check_sliding(name: str, size: int, slide: int, offset: int) -> None:
     if abs(offset) >= slide or size <= 0:
-        msg = (f"{name} parameters must satisfy abs(offset) < slide and size > 0; got "
-               f"size={size} ms, slide={slide} ms, offset={offset} ms")
+        msg = (
+            f"{name} parameters must satisfy abs(offset) < slide and size > 0; got "
+            f"size={size} ms, slide={slide} ms, offset={offset} ms"
+        )
         raise ValueError(msg)
 
 
@@ -279,16 +292,20 @@ class SlidingEventTimeWindows(WindowAssigner):
 
     @staticmethod
     def of(size: Any, slide: Any, offset: Any = None) -> SlidingEventTimeWindows:
-        return SlidingEventTimeWindows(_ms(size, "size"), _ms(slide, "slide"),
-                                       0 if offset is None else _ms(offset, "offset"))
+        return SlidingEventTimeWindows(
+            _ms(size, "size"), _ms(slide, "slide"), 0 if offset is None else _ms(offset, "offset")
+        )
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[TimeWindow]:
         if timestamp is None or timestamp <= MIN_LONG_VALUE:
             raise _missing_timestamp(self)
         last_start = TimeWindow.get_window_start_with_offset(timestamp, self._offset, self._slide)
-        return [TimeWindow(start, start + self._size)
-                for start in range(last_start, timestamp - self._size, -self._slide)]
+        return [
+            TimeWindow(start, start + self._size)
+            for start in range(last_start, timestamp - self._size, -self._slide)
+        ]
 
     def get_default_trigger(self, env: Any) -> Trigger:
         return EventTimeTrigger()
@@ -312,15 +329,19 @@ class SlidingProcessingTimeWindows(WindowAssigner):
 
     @staticmethod
     def of(size: Any, slide: Any, offset: Any = None) -> SlidingProcessingTimeWindows:
-        return SlidingProcessingTimeWindows(_ms(size, "size"), _ms(slide, "slide"),
-                                            0 if offset is None else _ms(offset, "offset"))
+        return SlidingProcessingTimeWindows(
+            _ms(size, "size"), _ms(slide, "slide"), 0 if offset is None else _ms(offset, "offset")
+        )
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[TimeWindow]:
         now = context.get_current_processing_time()
         last_start = TimeWindow.get_window_start_with_offset(now, self._offset, self._slide)
-        return [TimeWindow(start, start + self._size)
-                for start in range(last_start, now - self._size, -self._slide)]
+        return [
+            TimeWindow(start, start + self._size)
+            for start in range(last_start, now - self._size, -self._slide)
+        ]
 
     def get_default_trigger(self, env: Any) -> Trigger:
         return ProcessingTimeTrigger()
@@ -344,8 +365,10 @@ def _check_gap(name: str, gap: int) -> None:
 def _dynamic_gap(extractor: SessionWindowTimeGapExtractor, element: Any) -> int:
     gap = extractor.extract(element)
     if gap <= 0:
-        msg = (f"Dynamic session time gap must satisfy 0 < gap; {extractor!r} returned {gap} "
-               f"for {element!r}")
+        msg = (
+            f"Dynamic session time gap must satisfy 0 < gap; {extractor!r} returned {gap} "
+            f"for {element!r}"
+        )
         raise ValueError(msg)
     return gap
 
@@ -357,8 +380,9 @@ class _SessionWindows(MergingWindowAssigner):
 
     event_time = True
 
-    def __init__(self, session_gap: int = 0,
-                 extractor: SessionWindowTimeGapExtractor | None = None) -> None:
+    def __init__(
+        self, session_gap: int = 0, extractor: SessionWindowTimeGapExtractor | None = None
+    ) -> None:
         if extractor is None:
             _check_gap(type(self).__name__, session_gap)
         self._session_gap = session_gap
@@ -367,8 +391,9 @@ class _SessionWindows(MergingWindowAssigner):
     def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
         TimeWindow.merge_windows(windows, callback)
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[TimeWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[TimeWindow]:
         if not self.event_time:
             start = context.get_current_processing_time()
         elif timestamp is None:
@@ -392,7 +417,7 @@ class _SessionWindows(MergingWindowAssigner):
 class EventTimeSessionWindows(_SessionWindows):
     """Sessions by element timestamp: a window closes after ``gap`` without elements::
 
-        >>> EventTimeSessionWindows.with_gap(Time.minutes(1))
+    >>> EventTimeSessionWindows.with_gap(Time.minutes(1))
     """
 
     @staticmethod
@@ -401,7 +426,8 @@ class EventTimeSessionWindows(_SessionWindows):
 
     @staticmethod
     def with_dynamic_gap(
-            extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
+        extractor: SessionWindowTimeGapExtractor,
+    ) -> DynamicEventTimeSessionWindows:
         return DynamicEventTimeSessionWindows(extractor)
 
 
@@ -416,7 +442,8 @@ class ProcessingTimeSessionWindows(_SessionWindows):
 
     @staticmethod
     def with_dynamic_gap(
-            extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
+        extractor: SessionWindowTimeGapExtractor,
+    ) -> DynamicProcessingTimeSessionWindows:
         return DynamicProcessingTimeSessionWindows(extractor)
 
 
@@ -428,7 +455,8 @@ class DynamicEventTimeSessionWindows(_SessionWindows):
 
     @staticmethod
     def with_dynamic_gap(
-            extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
+        extractor: SessionWindowTimeGapExtractor,
+    ) -> DynamicEventTimeSessionWindows:
         return DynamicEventTimeSessionWindows(extractor)
 
 
@@ -442,7 +470,8 @@ class DynamicProcessingTimeSessionWindows(_SessionWindows):
 
     @staticmethod
     def with_dynamic_gap(
-            extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
+        extractor: SessionWindowTimeGapExtractor,
+    ) -> DynamicProcessingTimeSessionWindows:
         return DynamicProcessingTimeSessionWindows(extractor)
 
 
@@ -452,8 +481,9 @@ class DynamicProcessingTimeSessionWindows(_SessionWindows):
 class GlobalWindows(WindowAssigner):
     """Puts every element in the one GlobalWindow; it fires only by a custom trigger."""
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[GlobalWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[GlobalWindow]:
         return [GlobalWindow.get()]
 
     @staticmethod
@@ -491,8 +521,9 @@ class CountTumblingWindowAssigner(WindowAssigner):
     def of(window_size: int) -> CountTumblingWindowAssigner:
         return CountTumblingWindowAssigner(window_size)
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[CountWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[CountWindow]:
         count_state = context.get_runtime_context().get_state(self._count_descriptor)
         current = count_state.value() or 0
         count_state.update(current + 1)
@@ -525,8 +556,9 @@ class CountSlidingWindowAssigner(WindowAssigner):
     def of(window_size: int, window_slide: int) -> CountSlidingWindowAssigner:
         return CountSlidingWindowAssigner(window_size, window_slide)
 
-    def assign_windows(self, element: Any, timestamp: int,
-                       context: WindowAssigner.WindowAssignerContext) -> Collection[CountWindow]:
+    def assign_windows(
+        self, element: Any, timestamp: int, context: WindowAssigner.WindowAssignerContext
+    ) -> Collection[CountWindow]:
         count_state = context.get_runtime_context().get_state(self._count_descriptor)
         current = count_state.value() or 0
         count_state.update(current + 1)

@@ -41,15 +41,16 @@ class KeyedStateStore(abc.ABC):
 
     @abc.abstractmethod
     def get_aggregating_state(
-            self, state_descriptor: AggregatingStateDescriptor) -> AggregatingState: ...
+        self, state_descriptor: AggregatingStateDescriptor
+    ) -> AggregatingState: ...
 
 
 class WindowFunction(Function):
     """Evaluates a keyed window: ``apply`` returns or yields the outputs::
 
-        >>> class CountPerWindow(WindowFunction):
-        ...     def apply(self, key, window, inputs):
-        ...         yield key, window.start, len(list(inputs))
+    >>> class CountPerWindow(WindowFunction):
+    ...     def apply(self, key, window, inputs):
+    ...         yield key, window.start, len(list(inputs))
     """
 
     @abc.abstractmethod
@@ -68,9 +69,9 @@ class AllWindowFunction(Function):
 class ProcessWindowFunction(Function):
     """Evaluates a keyed window with a context: the window, the clocks and state::
 
-        >>> class Report(ProcessWindowFunction):
-        ...     def process(self, key, context, elements):
-        ...         yield key, context.window().end, len(list(elements))
+    >>> class Report(ProcessWindowFunction):
+    ...     def process(self, key, context, elements):
+    ...         yield key, context.window().end, len(list(elements))
     """
 
     class Context(abc.ABC):
@@ -94,8 +95,9 @@ class ProcessWindowFunction(Function):
             """State of this key, shared by all its windows."""
 
     @abc.abstractmethod
-    def process(self, key: Any, context: ProcessWindowFunction.Context,
-                elements: Iterable[Any]) -> Iterable[Any]:
+    def process(
+        self, key: Any, context: ProcessWindowFunction.Context, elements: Iterable[Any]
+    ) -> Iterable[Any]:
         """Evaluates the window of ``key`` holding ``elements``."""
 
     def clear(self, context: ProcessWindowFunction.Context) -> None:
@@ -117,8 +119,9 @@ class ProcessAllWindowFunction(Function):
         def global_state(self) -> KeyedStateStore: ...
 
     @abc.abstractmethod
-    def process(self, context: ProcessAllWindowFunction.Context,
-                elements: Iterable[Any]) -> Iterable[Any]:
+    def process(
+        self, context: ProcessAllWindowFunction.Context, elements: Iterable[Any]
+    ) -> Iterable[Any]:
         """Evaluates the window holding ``elements``."""
 
     def clear(self, context: ProcessAllWindowFunction.Context) -> None:
@@ -225,22 +228,26 @@ class _InternalProcessFunction(InternalWindowFunction):
 class InternalSingleValueProcessWindowFunction(_InternalProcessFunction):
     def process(self, key: Any, window: Any, context: Any, input_data: Any) -> Iterable[Any]:
         return self._wrapped_function.process(  # type: ignore[no-any-return]
-            key, self._bind(window, context), [input_data])
+            key, self._bind(window, context), [input_data]
+        )
 
 
 class InternalSingleValueProcessAllWindowFunction(_InternalProcessFunction):
     def process(self, key: Any, window: Any, context: Any, input_data: Any) -> Iterable[Any]:
         return self._wrapped_function.process(  # type: ignore[no-any-return]
-            self._bind(window, context), [input_data])
+            self._bind(window, context), [input_data]
+        )
 
 
 class InternalIterableProcessWindowFunction(_InternalProcessFunction):
     def process(self, key: Any, window: Any, context: Any, input_data: Any) -> Iterable[Any]:
         return self._wrapped_function.process(  # type: ignore[no-any-return]
-            key, self._bind(window, context), input_data)
+            key, self._bind(window, context), input_data
+        )
 
 
 class InternalIterableProcessAllWindowFunction(_InternalProcessFunction):
     def process(self, key: Any, window: Any, context: Any, input_data: Any) -> Iterable[Any]:
         return self._wrapped_function.process(  # type: ignore[no-any-return]
-            self._bind(window, context), input_data)
+            self._bind(window, context), input_data
+        )

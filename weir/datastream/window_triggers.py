@@ -94,13 +94,15 @@ class Trigger(abc.ABC):
         def merge_partitioned_state(self, state_descriptor: StateDescriptor) -> None: ...
 
     @abc.abstractmethod
-    def on_element(self, element: Any, timestamp: int, window: Any,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: Any, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         """Called for every element added to a pane."""
 
     @abc.abstractmethod
-    def on_processing_time(self, time: int, window: Any,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: Any, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         """Called when a processing-time timer this trigger registered fires."""
 
     @abc.abstractmethod
@@ -123,19 +125,22 @@ class Trigger(abc.ABC):
 class EventTimeTrigger(Trigger):
     """Fires once the watermark passes the end of the window."""
 
-    def on_element(self, element: Any, timestamp: int, window: TimeWindow,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
         ctx.register_event_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: TimeWindow,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: TimeWindow,
-                      ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
@@ -157,17 +162,20 @@ class EventTimeTrigger(Trigger):
 class ProcessingTimeTrigger(Trigger):
     """Fires once the clock passes the end of the window."""
 
-    def on_element(self, element: Any, timestamp: int, window: TimeWindow,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         ctx.register_processing_time_timer(window.max_timestamp())
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: TimeWindow,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.FIRE
 
-    def on_event_time(self, time: int, window: TimeWindow,
-                      ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
@@ -213,8 +221,9 @@ class _ContinuousTrigger(Trigger):
     def _fire_state(self, ctx: Trigger.TriggerContext) -> ReducingState:
         return cast(ReducingState, ctx.get_partitioned_state(self.state_desc))
 
-    def _fire_if_due(self, time: int, window: TimeWindow,
-                     ctx: Trigger.TriggerContext) -> TriggerResult:
+    def _fire_if_due(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         fire_timestamp = self._fire_state(ctx)
         if fire_timestamp.get() == time:
             fire_timestamp.clear()
@@ -238,8 +247,9 @@ class _ContinuousTrigger(Trigger):
     def can_merge(self) -> bool:
         return True
 
-    def _register_next_fire_timestamp(self, time: int, window: TimeWindow,
-                                      ctx: Trigger.TriggerContext, state: ReducingState) -> None:
+    def _register_next_fire_timestamp(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext, state: ReducingState
+    ) -> None:
         next_fire = min(time + self.interval, window.max_timestamp())
         state.add(next_fire)
         self._register(ctx, next_fire)
@@ -248,7 +258,7 @@ class _ContinuousTrigger(Trigger):
 class ContinuousEventTimeTrigger(_ContinuousTrigger):
     """Fires every ``interval`` of event time within the window, and at its end::
 
-        >>> windowed.trigger(ContinuousEventTimeTrigger.of(Time.seconds(1)))
+    >>> windowed.trigger(ContinuousEventTimeTrigger.of(Time.seconds(1)))
     """
 
     @staticmethod
@@ -261,23 +271,27 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
     def _delete(self, ctx: Trigger.TriggerContext, time: int) -> None:
         ctx.delete_event_time_timer(time)
 
-    def on_element(self, element: Any, timestamp: int, window: TimeWindow,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
         ctx.register_event_time_timer(window.max_timestamp())
         fire_timestamp = self._fire_state(ctx)
         if fire_timestamp.get() is None:
             self._register_next_fire_timestamp(
-                timestamp - (timestamp % self.interval), window, ctx, fire_timestamp)
+                timestamp - (timestamp % self.interval), window, ctx, fire_timestamp
+            )
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: TimeWindow,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: TimeWindow,
-                      ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         if time == window.max_timestamp():
             return TriggerResult.FIRE
         return self._fire_if_due(time, window, ctx)
@@ -289,7 +303,8 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
     @staticmethod
     def of(interval: Any) -> ContinuousProcessingTimeTrigger:
         return ContinuousProcessingTimeTrigger(
-            _interval_ms(interval, "ContinuousProcessingTimeTrigger"))
+            _interval_ms(interval, "ContinuousProcessingTimeTrigger")
+        )
 
     def _register(self, ctx: Trigger.TriggerContext, time: int) -> None:
         ctx.register_processing_time_timer(time)
@@ -297,21 +312,25 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
     def _delete(self, ctx: Trigger.TriggerContext, time: int) -> None:
         ctx.delete_processing_time_timer(time)
 
-    def on_element(self, element: Any, timestamp: int, window: TimeWindow,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         fire_timestamp = self._fire_state(ctx)
         now = ctx.get_current_processing_time()
         if fire_timestamp.get() is None:
-            self._register_next_fire_timestamp(now - (now % self.interval), window, ctx,
-                                               fire_timestamp)
+            self._register_next_fire_timestamp(
+                now - (now % self.interval), window, ctx, fire_timestamp
+            )
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: TimeWindow,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return self._fire_if_due(time, window, ctx)
 
-    def on_event_time(self, time: int, window: TimeWindow,
-                      ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: TimeWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
 
@@ -329,16 +348,19 @@ class PurgingTrigger(Trigger):
     def _purging(result: TriggerResult) -> TriggerResult:
         return TriggerResult.FIRE_AND_PURGE if result.is_fire() else result
 
-    def on_element(self, element: Any, timestamp: int, window: Window,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return self._purging(self.nested_trigger.on_element(element, timestamp, window, ctx))
 
-    def on_event_time(self, time: int, window: Window,
-                      ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return self._purging(self.nested_trigger.on_event_time(time, window, ctx))
 
-    def on_processing_time(self, time: int, window: Window,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: Window, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return self._purging(self.nested_trigger.on_processing_time(time, window, ctx))
 
     def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None:
@@ -369,8 +391,9 @@ class CountTrigger(Trigger):
     def of(window_size: int) -> CountTrigger:
         return CountTrigger(window_size)
 
-    def on_element(self, element: Any, timestamp: int, window: CountWindow,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: CountWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         count = cast(ReducingState, ctx.get_partitioned_state(self._count_state_descriptor))
         count.add(1)
         if count.get() >= self._window_size:
@@ -378,12 +401,14 @@ class CountTrigger(Trigger):
             return TriggerResult.FIRE
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: CountWindow,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: CountWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: CountWindow,
-                      ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: CountWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def can_merge(self) -> bool:
@@ -399,16 +424,19 @@ class CountTrigger(Trigger):
 class NeverTrigger(Trigger):
     """Never fires: the default trigger of GlobalWindows."""
 
-    def on_element(self, element: Any, timestamp: int, window: GlobalWindow,
-                   ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_element(
+        self, element: Any, timestamp: int, window: GlobalWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_processing_time(self, time: int, window: GlobalWindow,
-                           ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_processing_time(
+        self, time: int, window: GlobalWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def on_event_time(self, time: int, window: GlobalWindow,
-                      ctx: Trigger.TriggerContext) -> TriggerResult:
+    def on_event_time(
+        self, time: int, window: GlobalWindow, ctx: Trigger.TriggerContext
+    ) -> TriggerResult:
         return TriggerResult.CONTINUE
 
     def on_merge(self, window: GlobalWindow, ctx: Trigger.OnMergeContext) -> None:

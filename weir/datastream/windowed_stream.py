@@ -78,8 +78,12 @@ def _fast_path(assigner: WindowAssigner, trigger: Trigger) -> dict[str, Any] | N
         return None
     size = assigner._size  # type: ignore[attr-defined]
     slide = getattr(assigner, "_slide", size)
-    return {"size": size, "slide": slide, "offset": assigner._offset,  # type: ignore[attr-defined]
-            "event_time": event_time}
+    return {
+        "size": size,
+        "slide": slide,
+        "offset": assigner._offset,  # type: ignore[attr-defined]
+        "event_time": event_time,
+    }
 
 
 class _Windowed:
@@ -90,8 +94,10 @@ class _Windowed:
 
     def __init__(self, keyed_stream: KeyedStream, window_assigner: WindowAssigner) -> None:
         if not isinstance(window_assigner, WindowAssigner):
-            msg = (f"window() needs a WindowAssigner (e.g. TumblingEventTimeWindows.of(...)); "
-                   f"got {window_assigner!r}")
+            msg = (
+                f"window() needs a WindowAssigner (e.g. TumblingEventTimeWindows.of(...)); "
+                f"got {window_assigner!r}"
+            )
             raise TypeError(msg)
         self._keyed_stream = keyed_stream
         self._window_assigner = window_assigner
@@ -138,16 +144,21 @@ class _Windowed:
             return self._internal(True, False, window_function)
         if isinstance(window_function, process):
             return self._internal(True, True, window_function)
-        msg = (f"{what}(): window_function should be a {plain.__name__} or "
-               f"{process.__name__}; got {type(window_function).__name__!r}")
+        msg = (
+            f"{what}(): window_function should be a {plain.__name__} or "
+            f"{process.__name__}; got {type(window_function).__name__!r}"
+        )
         raise TypeError(msg)
 
     def _internal(self, single: bool, process: bool, function: Any) -> InternalWindowFunction:
         raise NotImplementedError
 
-    def reduce(self, reduce_function: Callable[[Any, Any], Any] | ReduceFunction,
-               window_function: Any = None,
-               output_type: TypeInformation | None = None) -> DataStream:
+    def reduce(
+        self,
+        reduce_function: Callable[[Any, Any], Any] | ReduceFunction,
+        window_function: Any = None,
+        output_type: TypeInformation | None = None,
+    ) -> DataStream:
         """Reduces each window's elements incrementally (one value kept per key and window);
         with ``window_function`` that value is handed to it when the window fires::
 
@@ -168,15 +179,20 @@ class _Windowed:
             desc = f"{desc}, {type(window_function).__name__}"
         return self._result("reducing", reduce_function, internal, desc, result_type)
 
-    def aggregate(self, aggregate_function: AggregateFunction, window_function: Any = None,
-                  accumulator_type: TypeInformation | list[Any] | None = None,
-                  output_type: TypeInformation | None = None) -> DataStream:
+    def aggregate(
+        self,
+        aggregate_function: AggregateFunction,
+        window_function: Any = None,
+        accumulator_type: TypeInformation | list[Any] | None = None,
+        output_type: TypeInformation | None = None,
+    ) -> DataStream:
         """Aggregates each window's elements incrementally with ``aggregate_function``
         (``create_accumulator``/``add``/``get_result``/``merge``); with ``window_function``
         the result is handed to it when the window fires."""
         if not isinstance(aggregate_function, AggregateFunction):
-            msg = (f"aggregate() needs an AggregateFunction; got "
-                   f"{type(aggregate_function).__name__!r}")
+            msg = (
+                f"aggregate() needs an AggregateFunction; got {type(aggregate_function).__name__!r}"
+            )
             raise TypeError(msg)
         internal = self._single_value(window_function, "aggregate")
         if isinstance(accumulator_type, list):
@@ -184,8 +200,9 @@ class _Windowed:
         desc = type(aggregate_function).__name__
         if window_function is not None:
             desc = f"{desc}, {type(window_function).__name__}"
-        return self._result("aggregating", aggregate_function, internal, desc,
-                            _output_type(output_type))
+        return self._result(
+            "aggregating", aggregate_function, internal, desc, _output_type(output_type)
+        )
 
     def apply(self, window_function: Any, output_type: TypeInformation | None = None) -> DataStream:
         """Evaluates each window with ``window_function`` over all its elements (buffered
@@ -194,24 +211,42 @@ class _Windowed:
         if not isinstance(window_function, plain):
             msg = f"apply() needs a {plain.__name__}; got {type(window_function).__name__!r}"
             raise TypeError(msg)
-        return self._result("list", None, self._internal(False, False, window_function),
-                            type(window_function).__name__, _output_type(output_type))
+        return self._result(
+            "list",
+            None,
+            self._internal(False, False, window_function),
+            type(window_function).__name__,
+            _output_type(output_type),
+        )
 
-    def process(self, process_window_function: Any,
-                output_type: TypeInformation | None = None) -> DataStream:
+    def process(
+        self, process_window_function: Any, output_type: TypeInformation | None = None
+    ) -> DataStream:
         """Evaluates each window with a process window function over all its elements
         (buffered until the window fires); its context gives the window, clocks and state."""
         process = self._window_function_types[1]
         if not isinstance(process_window_function, process):
-            msg = (f"process() needs a {process.__name__}; got "
-                   f"{type(process_window_function).__name__!r}")
+            msg = (
+                f"process() needs a {process.__name__}; got "
+                f"{type(process_window_function).__name__!r}"
+            )
             raise TypeError(msg)
-        return self._result("list", None, self._internal(False, True, process_window_function),
-                            type(process_window_function).__name__, _output_type(output_type))
+        return self._result(
+            "list",
+            None,
+            self._internal(False, True, process_window_function),
+            type(process_window_function).__name__,
+            _output_type(output_type),
+        )
 
-    def _result(self, state_kind: str, state_function: Any,
-                window_function: InternalWindowFunction | None, func_desc: str,
-                output_type: TypeInformation | None) -> DataStream:
+    def _result(
+        self,
+        state_kind: str,
+        state_function: Any,
+        window_function: InternalWindowFunction | None,
+        func_desc: str,
+        output_type: TypeInformation | None,
+    ) -> DataStream:
         assigner = self._window_assigner
         trigger = self._window_trigger
         if trigger is None:
@@ -228,10 +263,12 @@ class _Windowed:
             "fast_path": _fast_path(assigner, trigger),
             "key_selectors": [self._keyed_stream._key_selector],
         }
-        out = self._keyed_stream._one_input(OperatorKind.WINDOW, type(assigner).__name__,
-                                            payload, output_type)
+        out = self._keyed_stream._one_input(
+            OperatorKind.WINDOW, type(assigner).__name__, payload, output_type
+        )
         out._transformation.description = (
-            f"{self._keyed_name}({assigner!r}, {type(trigger).__name__}, {func_desc})")
+            f"{self._keyed_name}({assigner!r}, {type(trigger).__name__}, {func_desc})"
+        )
         return out
 
 
@@ -246,10 +283,16 @@ class WindowedStream(_Windowed):
 
     def _internal(self, single: bool, process: bool, function: Any) -> InternalWindowFunction:
         if single:
-            return (InternalSingleValueProcessWindowFunction(function) if process
-                    else InternalSingleValueWindowFunction(function))
-        return (InternalIterableProcessWindowFunction(function) if process
-                else InternalIterableWindowFunction(function))
+            return (
+                InternalSingleValueProcessWindowFunction(function)
+                if process
+                else InternalSingleValueWindowFunction(function)
+            )
+        return (
+            InternalIterableProcessWindowFunction(function)
+            if process
+            else InternalIterableWindowFunction(function)
+        )
 
 
 class AllWindowedStream(_Windowed):
@@ -263,22 +306,35 @@ class AllWindowedStream(_Windowed):
 
     def trigger(self, trigger: Trigger) -> AllWindowedStream:
         if isinstance(self._window_assigner, MergingWindowAssigner) and not trigger.can_merge():
-            msg = ("A merging window assigner cannot be used with a trigger that does not "
-                   f"support merging: {type(trigger).__name__}.can_merge() returned False; "
-                   "implement can_merge() and on_merge() in the trigger")
+            msg = (
+                "A merging window assigner cannot be used with a trigger that does not "
+                f"support merging: {type(trigger).__name__}.can_merge() returned False; "
+                "implement can_merge() and on_merge() in the trigger"
+            )
             raise TypeError(msg)
         return super().trigger(trigger)  # type: ignore[no-any-return]
 
     def _internal(self, single: bool, process: bool, function: Any) -> InternalWindowFunction:
         if single:
-            return (InternalSingleValueProcessAllWindowFunction(function) if process
-                    else InternalSingleValueAllWindowFunction(function))
-        return (InternalIterableProcessAllWindowFunction(function) if process
-                else InternalIterableAllWindowFunction(function))
+            return (
+                InternalSingleValueProcessAllWindowFunction(function)
+                if process
+                else InternalSingleValueAllWindowFunction(function)
+            )
+        return (
+            InternalIterableProcessAllWindowFunction(function)
+            if process
+            else InternalIterableAllWindowFunction(function)
+        )
 
-    def _result(self, state_kind: str, state_function: Any,
-                window_function: InternalWindowFunction | None, func_desc: str,
-                output_type: TypeInformation | None) -> DataStream:
+    def _result(
+        self,
+        state_kind: str,
+        state_function: Any,
+        window_function: InternalWindowFunction | None,
+        func_desc: str,
+        output_type: TypeInformation | None,
+    ) -> DataStream:
         out = super()._result(state_kind, state_function, window_function, func_desc, output_type)
         t = out._transformation
         t.parallelism = 1

@@ -41,8 +41,11 @@ def execution_plan_json(graph: StreamGraph) -> str:
         }
         if node.in_edges:
             entry["predecessors"] = [
-                {"id": e.source_id, "ship_strategy": _SHIP_STRATEGY[e.partitioner],
-                 "side": "second"}
+                {
+                    "id": e.source_id,
+                    "ship_strategy": _SHIP_STRATEGY[e.partitioner],
+                    "side": "second",
+                }
                 for e in node.in_edges
             ]
         nodes.append(entry)

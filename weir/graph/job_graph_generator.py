@@ -41,10 +41,12 @@ def _pickle(what: dict[str, Any], description: str) -> bytes:
     try:
         return cloudpickle.dumps(what)
     except Exception as exc:  # pickling raises anything the object's __reduce__ raises
-        msg = (f"{description} cannot be pickled: {type(exc).__name__}: {exc}. Functions are "
-               f"pickled and sent to every subtask: make the function picklable, and create "
-               f"resources such as connections, clients, locks and open files in open() "
-               f"rather than in __init__ or a closure")
+        msg = (
+            f"{description} cannot be pickled: {type(exc).__name__}: {exc}. Functions are "
+            f"pickled and sent to every subtask: make the function picklable, and create "
+            f"resources such as connections, clients, locks and open files in open() "
+            f"rather than in __init__ or a closure"
+        )
         raise JobGraphError(msg) from exc
 
 
@@ -102,8 +104,9 @@ def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResul
     vertex_order = _vertex_order(graph, members, head_of, position)
     rank = {head: i for i, head in enumerate(vertex_order)}
     cross_edges = [e for e in graph.edges if not graph.is_chainable(e)]
-    cross_edges.sort(key=lambda e: (rank[head_of[e.target_id]], e.input_index,
-                                    position[e.source_id]))
+    cross_edges.sort(
+        key=lambda e: (rank[head_of[e.target_id]], e.input_index, position[e.source_id])
+    )
     job_edges = tuple(_job_edge(graph, e, ids, vertex_id, head_of) for e in cross_edges)
 
     job_graph = JobGraph(
@@ -118,8 +121,9 @@ def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResul
     return JobGraphResult(job_graph, ids)
 
 
-def _descriptor(graph: StreamGraph, node: StreamNode,
-                ids: dict[int, OperatorId]) -> OperatorDescriptor:
+def _descriptor(
+    graph: StreamGraph, node: StreamNode, ids: dict[int, OperatorId]
+) -> OperatorDescriptor:
     chained = tuple(ids[e.target_id] for e in node.out_edges if graph.is_chainable(e))
     content = node.payload
     if isinstance(node.output_type, RowTypeInfo) and isinstance(content, dict):
@@ -128,20 +132,31 @@ def _descriptor(graph: StreamGraph, node: StreamNode,
     payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(
-        operator_id=ids[node.id], name=node.name, kind=node.kind, payload=payload,
-        chained_outputs=chained, uid=node.uid, input_count=input_count,
+        operator_id=ids[node.id],
+        name=node.name,
+        kind=node.kind,
+        payload=payload,
+        chained_outputs=chained,
+        uid=node.uid,
+        input_count=input_count,
     )
 
 
-def _job_edge(graph: StreamGraph, edge: StreamEdge, ids: dict[int, OperatorId],
-              vertex_id: dict[int, JobVertexId], head_of: dict[int, int]) -> JobEdge:
+def _job_edge(
+    graph: StreamGraph,
+    edge: StreamEdge,
+    ids: dict[int, OperatorId],
+    vertex_id: dict[int, JobVertexId],
+    head_of: dict[int, int],
+) -> JobEdge:
     upstream = graph.nodes[edge.source_id]
     downstream = graph.nodes[edge.target_id]
     payload = b""
     if edge.partitioner_payload:
-        payload = _pickle(edge.partitioner_payload,
-                          f"the partitioner/key selector of the edge {upstream.name!r} -> "
-                          f"{downstream.name!r}")
+        payload = _pickle(
+            edge.partitioner_payload,
+            f"the partitioner/key selector of the edge {upstream.name!r} -> {downstream.name!r}",
+        )
     return JobEdge(
         source_vertex=vertex_id[head_of[edge.source_id]],
         source_operator=ids[edge.source_id],
@@ -149,14 +164,19 @@ def _job_edge(graph: StreamGraph, edge: StreamEdge, ids: dict[int, OperatorId],
         input_index=edge.input_index,
         partitioner=edge.partitioner,
         partitioner_payload=payload,
-        serializer=serializer_kind_of(edge.output_type if edge.output_tag
-                                      else upstream.output_type),
+        serializer=serializer_kind_of(
+            edge.output_type if edge.output_tag else upstream.output_type
+        ),
         output_tag=edge.output_tag,
     )
 
 
-def _vertex_order(graph: StreamGraph, members: dict[int, list[StreamNode]],
-                  head_of: dict[int, int], position: dict[int, int]) -> list[int]:
+def _vertex_order(
+    graph: StreamGraph,
+    members: dict[int, list[StreamNode]],
+    head_of: dict[int, int],
+    position: dict[int, int],
+) -> list[int]:
     """Vertices (by head) in topological order; ties by the head's position."""
     preds: dict[int, set[int]] = {head: set() for head in members}
     succs: dict[int, set[int]] = {head: set() for head in members}

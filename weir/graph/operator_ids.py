@@ -25,8 +25,10 @@ def uid_to_operator_id(uid: str) -> OperatorId:
 
 def _checked_uid_hash(uid_hash: str, name: str) -> OperatorId:
     if len(uid_hash) != 32 or not set(uid_hash) <= _HEX:
-        msg = (f"operator {name!r}: set_uid_hash({uid_hash!r}) needs 32 hexadecimal characters "
-               f"(the shape of an operator id as Flink logs it)")
+        msg = (
+            f"operator {name!r}: set_uid_hash({uid_hash!r}) needs 32 hexadecimal characters "
+            f"(the shape of an operator id as Flink logs it)"
+        )
         raise JobGraphError(msg)
     return OperatorId(uid_hash.lower())
 
@@ -38,8 +40,10 @@ def operator_ids(graph: StreamGraph) -> dict[int, OperatorId]:
     for position, node in enumerate(graph.topological_order()):
         if node.uid is not None:
             if node.uid in uids:
-                msg = (f"duplicate uid {node.uid!r}: operators {uids[node.uid]!r} and "
-                       f"{node.name!r} both use it; every uid must be unique in a job")
+                msg = (
+                    f"duplicate uid {node.uid!r}: operators {uids[node.uid]!r} and "
+                    f"{node.name!r} both use it; every uid must be unique in a job"
+                )
                 raise JobGraphError(msg)
             uids[node.uid] = node.name
         if node.uid_hash is not None:
@@ -51,13 +55,16 @@ def operator_ids(graph: StreamGraph) -> dict[int, OperatorId]:
             inputs = ",".join(ids[e.source_id] for e in node.in_edges)
             text = f"{position}:{chained}:{inputs}"
             ids[node.id] = OperatorId(
-                hashlib.md5(text.encode("ascii"), usedforsecurity=False).hexdigest())
+                hashlib.md5(text.encode("ascii"), usedforsecurity=False).hexdigest()
+            )
     seen: dict[str, str] = {}
     for node in graph.nodes.values():
         oid = ids[node.id]
         if oid in seen:
-            msg = (f"operators {seen[oid]!r} and {node.name!r} have the same id {oid}: "
-                   f"two set_uid_hash() calls (or a uid_hash and a uid) collide")
+            msg = (
+                f"operators {seen[oid]!r} and {node.name!r} have the same id {oid}: "
+                f"two set_uid_hash() calls (or a uid_hash and a uid) collide"
+            )
             raise JobGraphError(msg)
         seen[oid] = node.name
     return ids

@@ -122,8 +122,10 @@ def build_stream_graph(
 ) -> StreamGraph:
     """Translate the recorded transformations (and everything they read from)."""
     if not transformations:
-        msg = ("No operators defined in streaming topology. Cannot execute. Add a sink "
-               "(print(), add_sink(), execute_and_collect()) or another operation to a stream.")
+        msg = (
+            "No operators defined in streaming topology. Cannot execute. Add a sink "
+            "(print(), add_sink(), execute_and_collect()) or another operation to a stream."
+        )
         raise JobGraphError(msg)
     all_transformations = _collect(transformations)
     nodes: dict[int, StreamNode] = {}
@@ -154,20 +156,27 @@ def _resolve(t: Transformation) -> list[_Resolved]:
         return [(t.id, None, {}, None)]
     if isinstance(t, PartitionTransformation):
         assert t.input is not None
-        return [(nid, t.partitioner, t.partitioner_payload, side)
-                for nid, _, _, side in _resolve(t.input)]
+        return [
+            (nid, t.partitioner, t.partitioner_payload, side)
+            for nid, _, _, side in _resolve(t.input)
+        ]
     if isinstance(t, SideOutputTransformation):
         assert t.input is not None
-        return [(nid, partitioner, payload, t)
-                for nid, partitioner, payload, _ in _resolve(t.input)]
+        return [
+            (nid, partitioner, payload, t) for nid, partitioner, payload, _ in _resolve(t.input)
+        ]
     if isinstance(t, UnionTransformation):
         return [resolved for upstream in t.union_inputs for resolved in _resolve(upstream)]
     msg = f"unknown transformation {t!r}"
     raise JobGraphError(msg)
 
 
-def _make_node(t: PhysicalTransformation, nodes: dict[int, StreamNode],
-               default_parallelism: int, default_max: int) -> StreamNode:
+def _make_node(
+    t: PhysicalTransformation,
+    nodes: dict[int, StreamNode],
+    default_parallelism: int,
+    default_max: int,
+) -> StreamNode:
     parallelism = 1 if t.non_parallel else (t.parallelism or default_parallelism)
     if t.max_parallelism is not None and t.max_parallelism > 0:
         max_parallelism = t.max_parallelism
@@ -176,25 +185,44 @@ def _make_node(t: PhysicalTransformation, nodes: dict[int, StreamNode],
     else:
         max_parallelism = default_max_parallelism(parallelism)
     if max_parallelism < parallelism:
-        msg = (f"operator {t.name!r}: parallelism {parallelism} is larger than its max "
-               f"parallelism {max_parallelism}; raise the max parallelism or lower the "
-               f"parallelism")
+        msg = (
+            f"operator {t.name!r}: parallelism {parallelism} is larger than its max "
+            f"parallelism {max_parallelism}; raise the max parallelism or lower the "
+            f"parallelism"
+        )
         raise JobGraphError(msg)
     group = t.slot_sharing_group
     if group is None:
-        upstream_groups = {nodes[nid].slot_sharing_group
-                           for upstream in t.input_streams for nid, _, _, _ in _resolve(upstream)}
+        upstream_groups = {
+            nodes[nid].slot_sharing_group
+            for upstream in t.input_streams
+            for nid, _, _, _ in _resolve(upstream)
+        }
         group = upstream_groups.pop() if len(upstream_groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
     return StreamNode(
-        id=t.id, name=t.name, kind=t.kind, parallelism=parallelism,
-        max_parallelism=max_parallelism, slot_sharing_group=group, chaining=t.chaining,
-        uid=t.uid, uid_hash=t.uid_hash, payload=t.payload, input_count=len(t.input_streams),
-        output_type=t.output_type, transformation=t,
+        id=t.id,
+        name=t.name,
+        kind=t.kind,
+        parallelism=parallelism,
+        max_parallelism=max_parallelism,
+        slot_sharing_group=group,
+        chaining=t.chaining,
+        uid=t.uid,
+        uid_hash=t.uid_hash,
+        payload=t.payload,
+        input_count=len(t.input_streams),
+        output_type=t.output_type,
+        transformation=t,
     )
 
 
-def _make_edge(upstream: StreamNode, downstream: StreamNode, input_index: int,
-               partitioner: PartitionerKind | None, payload: dict[str, Any]) -> StreamEdge:
+def _make_edge(
+    upstream: StreamNode,
+    downstream: StreamNode,
+    input_index: int,
+    partitioner: PartitionerKind | None,
+    payload: dict[str, Any],
+) -> StreamEdge:
     same = upstream.parallelism == downstream.parallelism
     if partitioner is None:
         partitioner = PartitionerKind.FORWARD if same else PartitionerKind.REBALANCE

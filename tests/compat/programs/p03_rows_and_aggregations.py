@@ -13,7 +13,9 @@ keyed.min_by(1).print("min_by")
 keyed.max_by(2).print("max_by")
 rows = ds.map(lambda t: Row(t[0], t[1] * 2), output_type=Types.ROW([Types.STRING(), Types.INT()]))
 rows.print("row")
-named = ds.map(lambda t: Row(name=t[0], score=t[1]),
-               output_type=Types.ROW_NAMED(["name", "score"], [Types.STRING(), Types.INT()]))
+named = ds.map(
+    lambda t: Row(name=t[0], score=t[1]),
+    output_type=Types.ROW_NAMED(["name", "score"], [Types.STRING(), Types.INT()]),
+)
 named.key_by(lambda r: r.name).sum("score").print("named")
 env.execute("aggregations")

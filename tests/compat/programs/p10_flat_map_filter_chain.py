@@ -24,6 +24,7 @@ env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 src = env.from_collection(["alpha, be, gamma", "delta,,epsilon", "pi"], type_info=Types.STRING())
 src.flat_map(Words(), output_type=Types.STRING()).filter(LongWords()).map(
-    Upper(), output_type=Types.STRING()).print()
+    Upper(), output_type=Types.STRING()
+).print()
 src.map(lambda s: len(s), output_type=Types.INT()).filter(lambda n: n > 2).print("len")
 env.execute()

@@ -17,8 +17,10 @@ class Dedup(MapFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 events = [("u1", "click"), ("u2", "view"), ("u1", "view"), ("u3", "click"), ("u2", "click")]
-(env.from_collection(events, type_info=Types.TUPLE([Types.STRING(), Types.STRING()]))
+(
+    env.from_collection(events, type_info=Types.TUPLE([Types.STRING(), Types.STRING()]))
     .key_by(lambda e: e[0])
     .map(Dedup(), output_type=Types.TUPLE([Types.STRING(), Types.STRING(), Types.BOOLEAN()]))
-    .print())
+    .print()
+)
 env.execute()

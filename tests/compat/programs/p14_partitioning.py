@@ -19,7 +19,11 @@ class Where(MapFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(3)
 ds = env.from_collection(list(range(9)), type_info=Types.INT())
-ds.partition_custom(ByParity(), lambda x: x).map(Where(), output_type=Types.STRING()).print("custom")
+ds.partition_custom(ByParity(), lambda x: x).map(Where(), output_type=Types.STRING()).print(
+    "custom"
+)
 ds.broadcast().map(Where(), output_type=Types.STRING()).print("broadcast")
-ds.map(lambda x: x * 2, output_type=Types.INT()).set_parallelism(1).print("single").set_parallelism(1)
+ds.map(lambda x: x * 2, output_type=Types.INT()).set_parallelism(1).print("single").set_parallelism(
+    1
+)
 env.execute("partitioning")

@@ -20,10 +20,15 @@ class RunningAverage(KeyedProcessFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 readings = [("s1", 20.0), ("s2", 18.5), ("s1", 22.0), ("s1", 21.0), ("s2", 19.5), ("s3", 30.25)]
-(env.from_collection(readings, type_info=Types.TUPLE([Types.STRING(), Types.DOUBLE()]))
+(
+    env.from_collection(readings, type_info=Types.TUPLE([Types.STRING(), Types.DOUBLE()]))
     .key_by(lambda r: r[0])
-    .process(RunningAverage(),
-             output_type=Types.ROW_NAMED(["key", "avg", "n"],
-                                         [Types.STRING(), Types.DOUBLE(), Types.INT()]))
-    .print())
+    .process(
+        RunningAverage(),
+        output_type=Types.ROW_NAMED(
+            ["key", "avg", "n"], [Types.STRING(), Types.DOUBLE(), Types.INT()]
+        ),
+    )
+    .print()
+)
 env.execute("running average")

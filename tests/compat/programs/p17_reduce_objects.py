@@ -11,9 +11,11 @@ class MergeLists(ReduceFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 data = [("x", [1], 0.5), ("y", [2], 1.5), ("x", [3], 2.5), ("x", [4], 0.25), ("y", [5], 9.0)]
-(env.from_collection(data)
+(
+    env.from_collection(data)
     .key_by(lambda t: t[0])
     .reduce(MergeLists())
     .map(lambda t: "%s %s %.2f" % t, output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute()

@@ -27,11 +27,14 @@ class AllKinds(KeyedProcessFunction):
     def open(self, runtime_context: RuntimeContext):
         self.history = runtime_context.get_list_state(ListStateDescriptor("history", Types.INT()))
         self.by_parity = runtime_context.get_map_state(
-            MapStateDescriptor("by_parity", Types.STRING(), Types.INT()))
+            MapStateDescriptor("by_parity", Types.STRING(), Types.INT())
+        )
         self.maximum = runtime_context.get_reducing_state(
-            ReducingStateDescriptor("max", lambda a, b: max(a, b), Types.INT()))
+            ReducingStateDescriptor("max", lambda a, b: max(a, b), Types.INT())
+        )
         self.average = runtime_context.get_aggregating_state(
-            AggregatingStateDescriptor("avg", Average(), Types.TUPLE([Types.INT(), Types.INT()])))
+            AggregatingStateDescriptor("avg", Average(), Types.TUPLE([Types.INT(), Types.INT()]))
+        )
 
     def process_element(self, value, ctx):
         v = value[1]
@@ -43,16 +46,23 @@ class AllKinds(KeyedProcessFunction):
         if len(list(self.history.get())) >= 3:
             self.history.update([v])
         yield "%s history=%s parity=%s contains_even=%s max=%s avg=%.3f empty=%s" % (
-            ctx.get_current_key(), list(self.history.get()), sorted(self.by_parity.items()),
-            self.by_parity.contains("even"), self.maximum.get(), self.average.get(),
-            self.by_parity.is_empty())
+            ctx.get_current_key(),
+            list(self.history.get()),
+            sorted(self.by_parity.items()),
+            self.by_parity.contains("even"),
+            self.maximum.get(),
+            self.average.get(),
+            self.by_parity.is_empty(),
+        )
 
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 data = [("a", 1), ("b", 10), ("a", 4), ("a", 7), ("b", 3), ("a", 2), ("b", 8)]
-(env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+(
+    env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
     .key_by(lambda t: t[0])
     .process(AllKinds(), output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute("state kinds")

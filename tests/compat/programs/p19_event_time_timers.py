@@ -2,6 +2,7 @@
 duplicate registrations firing once, a deleted timer not firing, and every timer firing on
 the final watermark at end of input (the out-of-orderness bound exceeds the data's time
 range, so no timer can fire earlier)."""
+
 from pyflink.common import Duration, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -26,20 +27,33 @@ class Timers(KeyedProcessFunction):
 
     def on_timer(self, timestamp, ctx):
         yield "timer key=%s at=%s ctx_ts=%s domain=%s watermark=%s" % (
-            ctx.get_current_key(), timestamp, ctx.timestamp(),
+            ctx.get_current_key(),
+            timestamp,
+            ctx.timestamp(),
             ctx.time_domain(),
-            ctx.timer_service().current_watermark())
+            ctx.timer_service().current_watermark(),
+        )
 
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
-data = [("a", 1000, "x"), ("b", 1200, "y"), ("a", 900, "cancel"), ("a", 1500, "z"),
-        ("b", 1100, "w"), ("c", 3000, "cancel"), ("a", 1000, "again")]
-strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(60))
-            .with_timestamp_assigner(EventTime()))
-(env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.STRING()]))
+data = [
+    ("a", 1000, "x"),
+    ("b", 1200, "y"),
+    ("a", 900, "cancel"),
+    ("a", 1500, "z"),
+    ("b", 1100, "w"),
+    ("c", 3000, "cancel"),
+    ("a", 1000, "again"),
+]
+strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+    Duration.of_seconds(60)
+).with_timestamp_assigner(EventTime())
+(
+    env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.STRING()]))
     .assign_timestamps_and_watermarks(strategy)
     .key_by(lambda t: t[0], key_type=Types.STRING())
     .process(Timers(), output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute("event time timers")

@@ -3,6 +3,7 @@ interval, then the window end), PurgingTrigger wrapping it (each firing sees onl
 since the previous one), and a custom Trigger that fires and purges on a marker element and
 fires at the window end from an event-time timer it registers and clears. The watermark bound
 exceeds the data's time range, so all timers fire on the final watermark."""
+
 from pyflink.common import Duration, Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -53,30 +54,53 @@ class Contents(ProcessWindowFunction):
     def process(self, key, context, elements):
         w = context.window()
         yield "%s key=%s [%d,%d) values=%s" % (
-            self.label, key, w.start, w.end, sorted(e[2] for e in elements))
+            self.label,
+            key,
+            w.start,
+            w.end,
+            sorted(e[2] for e in elements),
+        )
 
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
-data = [("a", 100, "p"), ("a", 350, "q"), ("b", 120, "r"), ("a", 720, "!"), ("a", 610, "s"),
-        ("b", 980, "t"), ("a", 880, "u"), ("a", 1100, "v"), ("b", 1999, "!")]
-strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(30))
-            .with_timestamp_assigner(EventTime()))
-keyed = (env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.STRING()]))
-         .assign_timestamps_and_watermarks(strategy)
-         .key_by(lambda t: t[0], key_type=Types.STRING()))
+data = [
+    ("a", 100, "p"),
+    ("a", 350, "q"),
+    ("b", 120, "r"),
+    ("a", 720, "!"),
+    ("a", 610, "s"),
+    ("b", 980, "t"),
+    ("a", 880, "u"),
+    ("a", 1100, "v"),
+    ("b", 1999, "!"),
+]
+strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+    Duration.of_seconds(30)
+).with_timestamp_assigner(EventTime())
+keyed = (
+    env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.STRING()]))
+    .assign_timestamps_and_watermarks(strategy)
+    .key_by(lambda t: t[0], key_type=Types.STRING())
+)
 window = TumblingEventTimeWindows.of(Time.seconds(1))
 
-(keyed.window(window)
+(
+    keyed.window(window)
     .trigger(ContinuousEventTimeTrigger.of(Time.milliseconds(300)))
     .process(Contents("continuous"), output_type=Types.STRING())
-    .print())
-(keyed.window(window)
+    .print()
+)
+(
+    keyed.window(window)
     .trigger(PurgingTrigger.of(ContinuousEventTimeTrigger.of(Time.milliseconds(300))))
     .process(Contents("purging"), output_type=Types.STRING())
-    .print())
-(keyed.window(window)
+    .print()
+)
+(
+    keyed.window(window)
     .trigger(MarkerTrigger())
     .process(Contents("marker"), output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute("triggers")

@@ -1,6 +1,7 @@
 """Side outputs written by user functions: a ProcessFunction yielding (OutputTag, value) pairs
 (typed and untyped tags, alongside main output), and a KeyedProcessFunction emitting to a side
 output from on_timer when its event-time timer fires at end of input."""
+
 from pyflink.common import Duration, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import OutputTag, StreamExecutionEnvironment
@@ -38,18 +39,21 @@ class Expire(KeyedProcessFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 data = [("a", 10), ("bb", 21), ("c", 14), ("dd", 7), ("a", 33)]
-strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(10))
-            .with_timestamp_assigner(EventTime()))
-stream = (env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
-          .assign_timestamps_and_watermarks(strategy))
+strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+    Duration.of_seconds(10)
+).with_timestamp_assigner(EventTime())
+stream = env.from_collection(
+    data, type_info=Types.TUPLE([Types.STRING(), Types.INT()])
+).assign_timestamps_and_watermarks(strategy)
 
 split = stream.process(Split(), output_type=Types.STRING())
 split.print("main")
 split.get_side_output(odd).print("odd")
 split.get_side_output(words).print("words")
 
-expiring = (stream.key_by(lambda t: t[0], key_type=Types.STRING())
-            .process(Expire(), output_type=Types.STRING()))
+expiring = stream.key_by(lambda t: t[0], key_type=Types.STRING()).process(
+    Expire(), output_type=Types.STRING()
+)
 expiring.print("seen")
 expiring.get_side_output(expired).print("expired")
 env.execute("side outputs")

@@ -2,6 +2,7 @@
 both inputs per key, event-time timers registered from either input (the operator's watermark is
 the minimum of its inputs') and fired on the final watermark, reporting what each key saw; keys
 land on PyFlink's subtasks, so the N> prefixes are compared."""
+
 from pyflink.common import Duration, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -29,24 +30,44 @@ class Match(KeyedCoProcessFunction):
 
     def on_timer(self, timestamp, ctx):
         yield "timer key=%s at=%d domain=%s seen=%s" % (
-            ctx.get_current_key(), timestamp, ctx.time_domain(), sorted(self.seen.get()))
+            ctx.get_current_key(),
+            timestamp,
+            ctx.time_domain(),
+            sorted(self.seen.get()),
+        )
 
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(2)
 row_type = Types.TUPLE([Types.STRING(), Types.LONG(), Types.STRING()])
-strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(60))
-            .with_timestamp_assigner(EventTime()))
+strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+    Duration.of_seconds(60)
+).with_timestamp_assigner(EventTime())
 orders = env.from_collection(
-    [("k1", 1000, "o1"), ("k2", 1100, "o2"), ("k3", 900, "o3"), ("k1", 1300, "o4"),
-     ("k4", 2000, "o5"), ("k5", 1500, "o6")],
-    type_info=row_type).assign_timestamps_and_watermarks(strategy)
+    [
+        ("k1", 1000, "o1"),
+        ("k2", 1100, "o2"),
+        ("k3", 900, "o3"),
+        ("k1", 1300, "o4"),
+        ("k4", 2000, "o5"),
+        ("k5", 1500, "o6"),
+    ],
+    type_info=row_type,
+).assign_timestamps_and_watermarks(strategy)
 payments = env.from_collection(
-    [("k2", 1200, "p1"), ("k1", 1250, "p2"), ("k5", 1400, "p3"), ("k3", 3000, "p4"),
-     ("k6", 1000, "p5")],
-    type_info=row_type).assign_timestamps_and_watermarks(strategy)
-(orders.key_by(lambda t: t[0], key_type=Types.STRING())
+    [
+        ("k2", 1200, "p1"),
+        ("k1", 1250, "p2"),
+        ("k5", 1400, "p3"),
+        ("k3", 3000, "p4"),
+        ("k6", 1000, "p5"),
+    ],
+    type_info=row_type,
+).assign_timestamps_and_watermarks(strategy)
+(
+    orders.key_by(lambda t: t[0], key_type=Types.STRING())
     .connect(payments.key_by(lambda t: t[0], key_type=Types.STRING()))
     .process(Match(), output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute("keyed co-process timers")

@@ -1,6 +1,7 @@
 """execute_async and the JobClient's futures, tuple projection, and the settings a program may
 read back: checkpointing modes, snapshot compression, the savepoint directory, the execution
 config's parallelism shared with the environment, and Row kinds."""
+
 from pyflink.common import Configuration, JobStatus, Row, Types
 from pyflink.common.types import RowKind
 from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
@@ -25,7 +26,8 @@ print("domain", TimeDomain.EVENT_TIME)
 
 ds = env.from_collection(
     [(1, "a", 2.5), (2, "b", 3.5), (3, "a", 4.5)],
-    type_info=Types.TUPLE([Types.INT(), Types.STRING(), Types.DOUBLE()]))
+    type_info=Types.TUPLE([Types.INT(), Types.STRING(), Types.DOUBLE()]),
+)
 ds.project(2, 0).print()
 ds.key_by(lambda x: x[1]).project(1, 1).print()
 

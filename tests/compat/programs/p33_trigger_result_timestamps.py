@@ -2,6 +2,7 @@
 not the default end-of-window timer: a custom trigger firing on elements, early firings of
 ContinuousEventTimeTrigger, CountTrigger on event-time windows, count windows on a stream with
 timestamps and on one without."""
+
 from pyflink.common import Duration, Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -55,23 +56,45 @@ env.set_parallelism(1)
 data = [("a", 100, 1), ("a", 350, 2), ("b", 420, 3), ("a", 720, 4), ("a", 1300, 5)]
 row = Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()])
 source = env.from_collection(data, type_info=row)
-keyed = (source
-         .assign_timestamps_and_watermarks(
-             WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(30))
-             .with_timestamp_assigner(EventTime()))
-         .key_by(lambda t: t[0], key_type=Types.STRING()))
+keyed = source.assign_timestamps_and_watermarks(
+    WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(30)).with_timestamp_assigner(
+        EventTime()
+    )
+).key_by(lambda t: t[0], key_type=Types.STRING())
 tumbling = TumblingEventTimeWindows.of(Time.seconds(1))
 
-(keyed.window(tumbling).trigger(EveryElement()).process(Values(), output_type=Types.STRING())
-    .process(Stamp(), output_type=Types.STRING()).print("on-element"))
-(keyed.window(tumbling).trigger(ContinuousEventTimeTrigger.of(Time.milliseconds(400)))
+(
+    keyed.window(tumbling)
+    .trigger(EveryElement())
     .process(Values(), output_type=Types.STRING())
-    .process(Stamp(), output_type=Types.STRING()).print("continuous"))
-(keyed.window(tumbling).trigger(CountTrigger.of(2)).process(Values(), output_type=Types.STRING())
-    .process(Stamp(), output_type=Types.STRING()).print("count-trigger"))
-(keyed.count_window(2).process(Values(), output_type=Types.STRING())
-    .process(Stamp(), output_type=Types.STRING()).print("count-window-timed"))
-(source.key_by(lambda t: t[0], key_type=Types.STRING()).count_window(2)
+    .process(Stamp(), output_type=Types.STRING())
+    .print("on-element")
+)
+(
+    keyed.window(tumbling)
+    .trigger(ContinuousEventTimeTrigger.of(Time.milliseconds(400)))
     .process(Values(), output_type=Types.STRING())
-    .process(Stamp(), output_type=Types.STRING()).print("count-window-untimed"))
+    .process(Stamp(), output_type=Types.STRING())
+    .print("continuous")
+)
+(
+    keyed.window(tumbling)
+    .trigger(CountTrigger.of(2))
+    .process(Values(), output_type=Types.STRING())
+    .process(Stamp(), output_type=Types.STRING())
+    .print("count-trigger")
+)
+(
+    keyed.count_window(2)
+    .process(Values(), output_type=Types.STRING())
+    .process(Stamp(), output_type=Types.STRING())
+    .print("count-window-timed")
+)
+(
+    source.key_by(lambda t: t[0], key_type=Types.STRING())
+    .count_window(2)
+    .process(Values(), output_type=Types.STRING())
+    .process(Stamp(), output_type=Types.STRING())
+    .print("count-window-untimed")
+)
 env.execute("result timestamps")

@@ -1,4 +1,5 @@
 """A timer already due when the watermark arrives still fires when an earlier on_timer of the same round deletes it."""
+
 from pyflink.common import Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -25,10 +26,13 @@ class DeleteLater(KeyedProcessFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 env.get_config().set_auto_watermark_interval(0)
-(env.from_collection([("a", 1)], type_info=Types.TUPLE([Types.STRING(), Types.LONG()]))
+(
+    env.from_collection([("a", 1)], type_info=Types.TUPLE([Types.STRING(), Types.LONG()]))
     .assign_timestamps_and_watermarks(
-        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(EventTime()))
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(EventTime())
+    )
     .key_by(lambda t: t[0], key_type=Types.STRING())
     .process(DeleteLater(), output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute("delete in on_timer")

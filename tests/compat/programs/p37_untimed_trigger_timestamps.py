@@ -1,4 +1,5 @@
 """Trigger.on_element gets Long.MIN_VALUE as the timestamp of a record without one."""
+
 from pyflink.common import Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -43,16 +44,21 @@ class Show(ProcessWindowFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 source = env.from_collection([("a", 1)], type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
-(source.key_by(lambda t: t[0], key_type=Types.STRING())
+(
+    source.key_by(lambda t: t[0], key_type=Types.STRING())
     .window(GlobalWindows.create())
     .trigger(ShowTimestamp())
     .process(Show(), output_type=Types.STRING())
-    .print())
-(source.assign_timestamps_and_watermarks(
-        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(FromRecordTimestamp()))
+    .print()
+)
+(
+    source.assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(FromRecordTimestamp())
+    )
     .key_by(lambda t: t[0], key_type=Types.STRING())
     .window(GlobalWindows.create())
     .trigger(ShowTimestamp())
     .process(Show(), output_type=Types.STRING())
-    .print("assigned"))
+    .print("assigned")
+)
 env.execute("untimed timestamp arguments")

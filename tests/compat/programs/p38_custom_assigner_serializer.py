@@ -1,4 +1,5 @@
 """A user WindowAssigner returning TimeWindowSerializer from get_window_serializer."""
+
 from pyflink.common import Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -32,12 +33,17 @@ class Seconds(WindowAssigner):
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
-(env.from_collection([("a", 100, 1), ("a", 900, 2), ("a", 1200, 4)],
-                     type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()]))
+(
+    env.from_collection(
+        [("a", 100, 1), ("a", 900, 2), ("a", 1200, 4)],
+        type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()]),
+    )
     .assign_timestamps_and_watermarks(
-        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(EventTime()))
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(EventTime())
+    )
     .key_by(lambda t: t[0], key_type=Types.STRING())
     .window(Seconds())
     .reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2]))
-    .print())
+    .print()
+)
 env.execute("custom assigner")

@@ -1,4 +1,5 @@
 """print() inside a user function shows on the client's stdout beside the print sink's lines."""
+
 from pyflink.common import Types
 from pyflink.datastream import StreamExecutionEnvironment
 

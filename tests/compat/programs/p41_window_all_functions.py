@@ -2,6 +2,7 @@
 ProcessAllWindowFunction, aggregate with a ProcessAllWindowFunction, apply, and a
 ProcessAllWindowFunction under a ContinuousEventTimeTrigger counting firings in
 context.window_state() and windows in context.global_state(), cleaning up in clear()."""
+
 from pyflink.common import Duration, Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -63,7 +64,12 @@ class Firings(ProcessAllWindowFunction):
         seen.update(total)
         w = context.window()
         yield "state [%d,%d) firing=%d global=%d words=%s" % (
-            w.start, w.end, n, total, sorted(e[1] for e in elements))
+            w.start,
+            w.end,
+            n,
+            total,
+            sorted(e[1] for e in elements),
+        )
 
     def clear(self, context):
         context.window_state().get_state(ValueStateDescriptor("fired", Types.INT())).clear()
@@ -71,12 +77,24 @@ class Firings(ProcessAllWindowFunction):
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
-data = [(10, "ant"), (250, "bee"), (120, "cat"), (610, "dove"), (480, "eel"), (900, "fox"),
-        (1300, "gnu"), (1010, "hen"), (730, "ibis"), (2999, "jay")]
-strategy = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(50))
-            .with_timestamp_assigner(EventTime()))
-words = (env.from_collection(data, type_info=Types.TUPLE([Types.LONG(), Types.STRING()]))
-         .assign_timestamps_and_watermarks(strategy))
+data = [
+    (10, "ant"),
+    (250, "bee"),
+    (120, "cat"),
+    (610, "dove"),
+    (480, "eel"),
+    (900, "fox"),
+    (1300, "gnu"),
+    (1010, "hen"),
+    (730, "ibis"),
+    (2999, "jay"),
+]
+strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+    Duration.of_seconds(50)
+).with_timestamp_assigner(EventTime())
+words = env.from_collection(
+    data, type_info=Types.TUPLE([Types.LONG(), Types.STRING()])
+).assign_timestamps_and_watermarks(strategy)
 tumbling = TumblingEventTimeWindows.of(Time.seconds(1))
 pair = Types.TUPLE([Types.LONG(), Types.STRING()])
 
@@ -85,16 +103,23 @@ def longest(a, b):
     return a if (len(a[1]), a[1]) >= (len(b[1]), b[1]) else b
 
 
-words.window_all(tumbling).reduce(longest, window_function=Label(),
-                                  output_type=Types.STRING()).print()
-words.window_all(tumbling).reduce(longest, window_function=LabelProcess("reduce+process"),
-                                  output_type=Types.STRING()).print()
-words.window_all(tumbling).aggregate(SumLen(), window_function=LabelProcess("aggregate+process"),
-                                     accumulator_type=Types.PICKLED_BYTE_ARRAY(),
-                                     output_type=Types.STRING()).print()
+words.window_all(tumbling).reduce(
+    longest, window_function=Label(), output_type=Types.STRING()
+).print()
+words.window_all(tumbling).reduce(
+    longest, window_function=LabelProcess("reduce+process"), output_type=Types.STRING()
+).print()
+words.window_all(tumbling).aggregate(
+    SumLen(),
+    window_function=LabelProcess("aggregate+process"),
+    accumulator_type=Types.PICKLED_BYTE_ARRAY(),
+    output_type=Types.STRING(),
+).print()
 words.window_all(tumbling).apply(Everything(), output_type=Types.STRING()).print()
-(words.window_all(tumbling)
+(
+    words.window_all(tumbling)
     .trigger(ContinuousEventTimeTrigger.of(Time.milliseconds(400)))
     .process(Firings(), output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute("window all functions")

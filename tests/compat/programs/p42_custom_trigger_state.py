@@ -3,6 +3,7 @@ element, PURGE on a marker without firing, FIRE_AND_PURGE from an event-time tim
 dropping the state and deleting timers; and on GlobalWindows a trigger whose event-time timer at
 window.max_timestamp() (Long.MAX_VALUE) fires on the final watermark, reading
 ctx.get_current_watermark()."""
+
 from pyflink.common import Duration, Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -85,27 +86,49 @@ class Contents(ProcessWindowFunction):
 
     def process(self, key, context, elements):
         yield "%s key=%s window=%s watermark=%d values=%s" % (
-            self.label, key, context.window(), context.current_watermark(),
-            sorted(e[2] for e in elements))
+            self.label,
+            key,
+            context.window(),
+            context.current_watermark(),
+            sorted(e[2] for e in elements),
+        )
 
 
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 env.get_config().set_auto_watermark_interval(0)
-data = [("a", 100, 1), ("a", 200, 2), ("a", 300, 3), ("b", 150, 4), ("a", 400, -1),
-        ("a", 500, 5), ("b", 600, 6), ("a", 1100, 7), ("a", 1200, 8), ("a", 1300, 9)]
-keyed = (env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()]))
-         .assign_timestamps_and_watermarks(
-             WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(30))
-             .with_timestamp_assigner(EventTime()))
-         .key_by(lambda t: t[0], key_type=Types.STRING()))
+data = [
+    ("a", 100, 1),
+    ("a", 200, 2),
+    ("a", 300, 3),
+    ("b", 150, 4),
+    ("a", 400, -1),
+    ("a", 500, 5),
+    ("b", 600, 6),
+    ("a", 1100, 7),
+    ("a", 1200, 8),
+    ("a", 1300, 9),
+]
+keyed = (
+    env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()]))
+    .assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_bounded_out_of_orderness(
+            Duration.of_seconds(30)
+        ).with_timestamp_assigner(EventTime())
+    )
+    .key_by(lambda t: t[0], key_type=Types.STRING())
+)
 
-(keyed.window(TumblingEventTimeWindows.of(Time.seconds(1)))
+(
+    keyed.window(TumblingEventTimeWindows.of(Time.seconds(1)))
     .trigger(PairTrigger())
     .process(Contents("pairs"), output_type=Types.STRING())
-    .print())
-(keyed.window(GlobalWindows.create())
+    .print()
+)
+(
+    keyed.window(GlobalWindows.create())
     .trigger(EndOfTime())
     .process(Contents("global"), output_type=Types.STRING())
-    .print())
+    .print()
+)
 env.execute("custom trigger state")

@@ -2,6 +2,7 @@
 (its fields are separate results) or a string (its characters) from process_element, on_timer,
 ProcessWindowFunction.process, WindowFunction.apply and ProcessAllWindowFunction.process;
 returning None from process_element; yielding nothing."""
+
 from pyflink.common import Duration, Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
@@ -70,10 +71,13 @@ class AllProcess(ProcessAllWindowFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 data = [("a", 100, 1), ("b", 250, 2), ("a", 600, 3), ("b", 1300, 4), ("a", 1400, 5)]
-timed = (env.from_collection(data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()]))
-         .assign_timestamps_and_watermarks(
-             WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(10))
-             .with_timestamp_assigner(EventTime())))
+timed = env.from_collection(
+    data, type_info=Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()])
+).assign_timestamps_and_watermarks(
+    WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(10)).with_timestamp_assigner(
+        EventTime()
+    )
+)
 keyed = timed.key_by(lambda t: t[0], key_type=Types.STRING())
 w = TumblingEventTimeWindows.of(Time.seconds(1))
 keyed.process(Keyed()).print("keyed")

@@ -1,4 +1,5 @@
 """MapState.keys() is an iterator read once."""
+
 from pyflink.common import Types
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.functions import KeyedProcessFunction
@@ -18,5 +19,6 @@ class F(KeyedProcessFunction):
 env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(1)
 env.from_collection([1], type_info=Types.INT()).key_by(lambda x: 0).process(
-    F(), output_type=Types.STRING()).print()
+    F(), output_type=Types.STRING()
+).print()
 env.execute()

@@ -1,4 +1,5 @@
 """pipeline.* and other keys of a Configuration read back through env.get_config()."""
+
 from pyflink.common import Configuration
 from pyflink.datastream import StreamExecutionEnvironment
 

@@ -1,4 +1,5 @@
 """pipeline.global-job-parameters given in a Configuration reach RuntimeContext.get_job_parameter."""
+
 from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.functions import MapFunction

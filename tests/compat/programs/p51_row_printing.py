@@ -1,4 +1,5 @@
 """Rows print with each field's str(), as PyFlink turns them into text before printing."""
+
 from pyflink.common import Row, Types
 from pyflink.datastream import StreamExecutionEnvironment
 

@@ -1,4 +1,5 @@
 """env.configure(conf) applies parallelism, max parallelism, checkpoint interval and object reuse."""
+
 from pyflink.common import Configuration
 from pyflink.datastream import StreamExecutionEnvironment
 
@@ -9,5 +10,9 @@ conf.set_string("parallelism.default", "3")
 conf.set_string("execution.checkpointing.interval", "5 s")
 conf.set_string("pipeline.object-reuse", "true")
 env.configure(conf)
-print(env.get_max_parallelism(), env.get_parallelism(), env.get_checkpoint_interval(),
-      env.get_config().is_object_reuse_enabled())
+print(
+    env.get_max_parallelism(),
+    env.get_parallelism(),
+    env.get_checkpoint_interval(),
+    env.get_config().is_object_reuse_enabled(),
+)

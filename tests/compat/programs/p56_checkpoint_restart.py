@@ -1,4 +1,5 @@
 """A planned failure, a fixed-delay restart and restored keyed state; execute_and_collect exactly once."""
+
 import time
 
 from pyflink.common import Configuration, Types, WatermarkStrategy
@@ -39,9 +40,14 @@ env = StreamExecutionEnvironment.get_execution_environment(config)
 env.set_parallelism(1)
 env.enable_checkpointing(300)
 seq = env.from_source(NumberSequenceSource(1, 300), WatermarkStrategy.no_watermarks(), "seq")
-out = (seq.map(Slow(), output_type=Types.LONG())
-       .key_by(lambda x: x % 3, key_type=Types.LONG())
-       .process(RunningSum(), output_type=Types.TUPLE([Types.LONG(), Types.LONG(), Types.LONG(), Types.INT()])))
+out = (
+    seq.map(Slow(), output_type=Types.LONG())
+    .key_by(lambda x: x % 3, key_type=Types.LONG())
+    .process(
+        RunningSum(),
+        output_type=Types.TUPLE([Types.LONG(), Types.LONG(), Types.LONG(), Types.INT()]),
+    )
+)
 res = sorted(out.execute_and_collect("restart job"))
 for r in res:
     print(r)

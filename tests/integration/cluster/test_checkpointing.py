@@ -48,8 +48,10 @@ class FailOnceAfterACheckpoint(MapFunction):
     def map(self, value):
         if self.first_attempt and self.armed:
             # Both subtasks may get here; whichever is second finds the marker made.
-            with contextlib.suppress(FileExistsError), \
-                    open(os.path.join(self.directory, "failed"), "x"):
+            with (
+                contextlib.suppress(FileExistsError),
+                open(os.path.join(self.directory, "failed"), "x"),
+            ):
                 pass
             msg = f"injected failure at {value}"
             raise RuntimeError(msg)
@@ -92,8 +94,9 @@ def _running_sum_job(tmp_path: Path, config: dict[str, str], mode=CheckpointingM
         .build()
     )
     (
-        env.from_source(NumberSequenceSource(0, RECORDS - 1), WatermarkStrategy.no_watermarks(),
-                        "numbers")
+        env.from_source(
+            NumberSequenceSource(0, RECORDS - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
         .map(FailOnceAfterACheckpoint(str(marks)))
         .key_by(lambda kv: kv[0])
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
@@ -116,8 +119,7 @@ def _committed(out: Path) -> dict[int, list[int]]:
 def _expected() -> dict[int, tuple[int, int]]:
     """Per key: (records, final sum) of a failure-free run."""
     return {
-        k: (len(range(k, RECORDS, KEYS)), sum(range(k + 1, RECORDS + 1, KEYS)))
-        for k in range(KEYS)
+        k: (len(range(k, RECORDS, KEYS)), sum(range(k + 1, RECORDS + 1, KEYS))) for k in range(KEYS)
     }
 
 

@@ -100,10 +100,12 @@ def test_a_task_watermark_is_the_minimum_over_its_input_channels(cluster, tmp_pa
     the watermark 400, not A's 1000 (it would be late, its timer fired at once)."""
     ahead, behind = str(tmp_path / "a-ahead"), str(tmp_path / "b-done")
     env = StreamExecutionEnvironment.get_execution_environment()
-    fast = env.add_source(Scripted([
-        ("record", "a", 10), ("watermark", 1000), ("touch", ahead), ("await", behind)]))
-    slow = env.add_source(Scripted([
-        ("await", ahead), ("watermark", 400), ("record", "b", 450), ("touch", behind)]))
+    fast = env.add_source(
+        Scripted([("record", "a", 10), ("watermark", 1000), ("touch", ahead), ("await", behind)])
+    )
+    slow = env.add_source(
+        Scripted([("await", ahead), ("watermark", 400), ("record", "b", 450), ("touch", behind)])
+    )
     with fast.union(slow).key_by(lambda v: 0).process(SeenWatermark()).execute_and_collect() as it:
         results = list(it)
     seen = dict(r for r in results if r[0] != "timer")
@@ -122,10 +124,13 @@ def test_an_idle_input_does_not_hold_the_watermark_back(cluster, tmp_path):
     fired = str(tmp_path / "fired")
     env = StreamExecutionEnvironment.get_execution_environment()
     idle = env.add_source(Scripted([("watermark", 0), ("idle",), ("await", fired)]))
-    busy = env.add_source(Scripted([
-        ("record", "b", 300), ("watermark", 500), ("await", fired)]))
-    with idle.union(busy).key_by(lambda v: 0).process(
-            SeenWatermark(fired)).execute_and_collect() as it:
+    busy = env.add_source(Scripted([("record", "b", 300), ("watermark", 500), ("await", fired)]))
+    with (
+        idle.union(busy)
+        .key_by(lambda v: 0)
+        .process(SeenWatermark(fired))
+        .execute_and_collect() as it
+    ):
         results = list(it)
     timers = [r for r in results if r[0] == "timer"]
     assert timers == [("timer", 300, 500)]
@@ -188,16 +193,26 @@ def test_from_source_generates_watermarks_per_split(cluster):
     """Split a runs ahead to 1000 while split b is at 400: the source's watermark is b's.
     Once b is idle, a's 1000 goes out. One generator for the whole reader would have
     made b's records late (watermark 1000 before them)."""
-    script = [("a", ("a", 1000)), ("b", ("b", 400)), ("b", ("b", 450)),
-              ("b", ("idle", 0)), ("a", ("a", 1100))]
+    script = [
+        ("a", ("a", 1000)),
+        ("b", ("b", 400)),
+        ("b", ("b", 450)),
+        ("b", ("idle", 0)),
+        ("a", ("a", 1100)),
+    ]
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
     strategy = WatermarkStrategy.for_generator(Punctuated).with_timestamp_assigner(Stamp())
     stream = env.from_source(TwoPartitions(script), strategy, "partitions")
     with stream.key_by(lambda v: 0).process(SeenWatermark()).execute_and_collect() as it:
         seen = {r[0]: r[1] for r in it if r[0] != "timer"}
-    assert seen == {("a", 1000): MIN_WATERMARK, ("b", 400): MIN_WATERMARK,
-                    ("b", 450): 400, ("idle", 0): 450, ("a", 1100): 1000}
+    assert seen == {
+        ("a", 1000): MIN_WATERMARK,
+        ("b", 400): MIN_WATERMARK,
+        ("b", 450): 400,
+        ("idle", 0): 450,
+        ("a", 1100): 1000,
+    }
 
 
 class Route(ProcessFunction):
@@ -216,11 +231,15 @@ def test_side_outputs_carry_the_records_and_their_timestamps(cluster):
     env.set_parallelism(2)
     tag = OutputTag("late", Types.TUPLE([Types.STRING(), Types.LONG()]))
     data = [("on-time", 5), ("late", 1), ("on-time", 7), ("late", 2)]
-    routed = (env.from_collection(data)
-              .assign_timestamps_and_watermarks(
-                  WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5))
-                  .with_timestamp_assigner(Stamp()))
-              .process(Route(tag)))
+    routed = (
+        env.from_collection(data)
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_bounded_out_of_orderness(
+                Duration.of_millis(5)
+            ).with_timestamp_assigner(Stamp())
+        )
+        .process(Route(tag))
+    )
     with routed.get_side_output(tag).execute_and_collect() as it:
         assert sorted(it) == [("late", 1), ("late", 2)]
 
@@ -242,8 +261,9 @@ class PeriodSums(KeyedProcessFunction):
     emits the sum and drops it. Pending sums and timers live in keyed state."""
 
     def open(self, runtime_context):
-        self.sums = runtime_context.get_map_state(MapStateDescriptor(
-            "sums", Types.LONG(), Types.LONG()))
+        self.sums = runtime_context.get_map_state(
+            MapStateDescriptor("sums", Types.LONG(), Types.LONG())
+        )
 
     def process_element(self, value, ctx):
         period = value[1] // SPAN
@@ -268,15 +288,21 @@ def test_event_time_timers_are_restored_after_a_task_manager_is_killed(cluster, 
     records = 6_000
     out = tmp_path / "out"
     env = checkpointed_env(tmp_path, {"pipeline.auto-watermark-interval": "50 ms"})
-    (env.from_source(NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(),
-                     "numbers").set_parallelism(1)
-        .map(Paced()).set_parallelism(1)
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .set_parallelism(1)
+        .map(Paced())
+        .set_parallelism(1)
         .assign_timestamps_and_watermarks(
-            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp()))
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp())
+        )
         .set_parallelism(1)
         .key_by(lambda kv: kv[0])
         .process(PeriodSums(), output_type=Types.STRING())
-        .sink_to(exactly_once_lines(out)))
+        .sink_to(exactly_once_lines(out))
+    )
     client = env.execute_async("period sums, one TaskManager killed")
     job_id = str(client.get_job_id())
     with DispatcherGateway(cluster.address) as gateway:
@@ -302,9 +328,12 @@ class ProcessingTimer(KeyedProcessFunction):
 
     def on_timer(self, timestamp, ctx):
         Path(self.fired).touch()
-        yield (ctx.get_current_key(), ctx.time_domain() == TimeDomain.PROCESSING_TIME,
-               timestamp == self.registered,
-               timestamp <= ctx.timer_service().current_processing_time())
+        yield (
+            ctx.get_current_key(),
+            ctx.time_domain() == TimeDomain.PROCESSING_TIME,
+            timestamp == self.registered,
+            timestamp <= ctx.timer_service().current_processing_time(),
+        )
 
 
 def test_processing_time_timers_fire_on_the_wall_clock(cluster, tmp_path):
@@ -333,8 +362,15 @@ def test_state_ttl_expires_values_in_processing_time(cluster):
     """A value written 3 s before the next read (TTL 2 s) is gone; one written just
     before is not."""
     env = StreamExecutionEnvironment.get_execution_environment()
-    source = env.add_source(Scripted([
-        ("record", ("k", 1), 1), ("pause", 3.0), ("record", ("k", 2), 2),
-        ("record", ("k", 3), 3)]))
+    source = env.add_source(
+        Scripted(
+            [
+                ("record", ("k", 1), 1),
+                ("pause", 3.0),
+                ("record", ("k", 2), 2),
+                ("record", ("k", 3), 3),
+            ]
+        )
+    )
     with source.key_by(lambda v: v[0]).process(RemembersLast()).execute_and_collect() as it:
         assert list(it) == [(1, None), (2, None), (3, 2)]

@@ -24,16 +24,22 @@ def test_file_source_map_file_sink(cluster, tmp_path):
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
-    source = FileSource.for_record_stream_format(StreamFormat.text_line_format(),
-                                                 f"file://{src}").build()
-    sink = (FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_output_file_config(OutputFileConfig.builder().with_part_prefix("out")
-                                     .with_part_suffix(".txt").build())
-            .build())
-    (env.from_source(source, WatermarkStrategy.no_watermarks(), "files")
-     .map(str.upper, output_type=Types.STRING())
-     .sink_to(sink))
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), f"file://{src}"
+    ).build()
+    sink = (
+        FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_output_file_config(
+            OutputFileConfig.builder().with_part_prefix("out").with_part_suffix(".txt").build()
+        )
+        .build()
+    )
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "files")
+        .map(str.upper, output_type=Types.STRING())
+        .sink_to(sink)
+    )
     env.execute("file connectors")
 
     files = sorted(p for p in out.rglob("*") if p.is_file())

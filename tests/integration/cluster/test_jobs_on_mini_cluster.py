@@ -154,7 +154,8 @@ def test_connected_keyed_streams_process_with_shared_state(cluster):
         def open(self, runtime_context):
             self.name = runtime_context.get_state(ValueStateDescriptor("name", Types.STRING()))
             self.waiting = runtime_context.get_state(
-                ValueStateDescriptor("waiting", Types.PICKLED_BYTE_ARRAY()))
+                ValueStateDescriptor("waiting", Types.PICKLED_BYTE_ARRAY())
+            )
 
         def process_element1(self, user, ctx):
             self.name.update(user[1])
@@ -173,6 +174,10 @@ def test_connected_keyed_streams_process_with_shared_state(cluster):
     env.set_parallelism(2)
     users = env.from_collection([(i, f"user-{i}") for i in range(10)])
     clicks = env.from_collection([(i % 10, f"page-{i}") for i in range(40)])
-    out = list(users.connect(clicks).key_by(lambda u: u[0], lambda c: c[0])
-               .process(Enrich()).execute_and_collect())
+    out = list(
+        users.connect(clicks)
+        .key_by(lambda u: u[0], lambda c: c[0])
+        .process(Enrich())
+        .execute_and_collect()
+    )
     assert sorted(out) == sorted((i % 10, f"page-{i}", f"user-{i % 10}") for i in range(40))

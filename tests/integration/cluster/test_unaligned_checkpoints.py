@@ -74,8 +74,9 @@ def _run(tmp_path: Path, unaligned: bool) -> tuple[set[int], set[int]]:
         ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
     )
     (
-        env.from_source(NumberSequenceSource(0, RECORDS - 1), WatermarkStrategy.no_watermarks(),
-                        "numbers")
+        env.from_source(
+            NumberSequenceSource(0, RECORDS - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
         .key_by(lambda x: x % 8)
         .add_sink(SlowSink(str(marks)))
         .set_parallelism(1)
@@ -84,7 +85,8 @@ def _run(tmp_path: Path, unaligned: bool) -> tuple[set[int], set[int]]:
     job_dir = tmp_path / "checkpoints" / str(result.get_job_id())
     completed = {
         int(p.name.removeprefix("chk-"))
-        for p in job_dir.glob("chk-*") if (p / "_metadata").exists()
+        for p in job_dir.glob("chk-*")
+        if (p / "_metadata").exists()
     }
     aborted_file = marks / "aborted"
     aborted = set(map(int, aborted_file.read_text().split())) if aborted_file.exists() else set()

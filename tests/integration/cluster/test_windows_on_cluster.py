@@ -47,24 +47,35 @@ def test_allowed_lateness_late_firings_and_the_late_side_output(cluster):
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     late = OutputTag("late", Types.TUPLE([Types.STRING(), Types.LONG()]))
-    script = [("record", ("k", 10), 10), ("record", ("k", 20), 20), ("watermark", 99),
-              ("record", ("k", 30), 30), ("watermark", 150), ("record", ("k", 40), 40),
-              ("record", ("k", 120), 120)]
-    windows = (env.add_source(Scripted(script))
-               .key_by(lambda v: v[0])
-               .window(TumblingEventTimeWindows.of(Time.milliseconds(100)))
-               .allowed_lateness(50)
-               .side_output_late_data(late)
-               .process(Contents()))
+    script = [
+        ("record", ("k", 10), 10),
+        ("record", ("k", 20), 20),
+        ("watermark", 99),
+        ("record", ("k", 30), 30),
+        ("watermark", 150),
+        ("record", ("k", 40), 40),
+        ("record", ("k", 120), 120),
+    ]
+    windows = (
+        env.add_source(Scripted(script))
+        .key_by(lambda v: v[0])
+        .window(TumblingEventTimeWindows.of(Time.milliseconds(100)))
+        .allowed_lateness(50)
+        .side_output_late_data(late)
+        .process(Contents())
+    )
     both = windows.union(windows.get_side_output(late).map(lambda v: ("late", v[1])))
     with both.execute_and_collect() as it:
         results = list(it)
-    assert sorted(results, key=repr) == sorted([
-        ("window", "k", 0, [10, 20]),
-        ("window", "k", 0, [10, 20, 30]),
-        ("window", "k", 100, [120]),
-        ("late", 40),
-    ], key=repr)
+    assert sorted(results, key=repr) == sorted(
+        [
+            ("window", "k", 0, [10, 20]),
+            ("window", "k", 0, [10, 20, 30]),
+            ("window", "k", 100, [120]),
+            ("late", 40),
+        ],
+        key=repr,
+    )
 
 
 # --- windows across failures -------------------------------------------------------------
@@ -128,16 +139,22 @@ def expected_window_sums(records: int) -> Counter[str]:
 def windowed_sums_job(tmp_path: Path, records: int, marks: str = ""):
     out = tmp_path / "out"
     env = checkpointed_env(tmp_path, {"pipeline.auto-watermark-interval": "50 ms"})
-    (env.from_source(NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(),
-                     "numbers").set_parallelism(1)
-        .map(PacedOrFailing(marks)).set_parallelism(1)
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .set_parallelism(1)
+        .map(PacedOrFailing(marks))
+        .set_parallelism(1)
         .assign_timestamps_and_watermarks(
-            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp()))
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp())
+        )
         .set_parallelism(1)
         .key_by(lambda kv: kv[0])
         .window(TumblingEventTimeWindows.of(Time.milliseconds(SIZE)))
         .aggregate(Summed(), window_function=Labelled(), output_type=Types.STRING())
-        .sink_to(exactly_once_lines(out)))
+        .sink_to(exactly_once_lines(out))
+    )
     return env, out
 
 
@@ -177,9 +194,11 @@ class Announce(ProcessWindowFunction):
 def test_processing_time_windows_fire_on_the_wall_clock(cluster, tmp_path):
     fired = str(tmp_path / "fired")
     env = StreamExecutionEnvironment.get_execution_environment()
-    windows = (env.add_source(Scripted([("record", "a", 1), ("await", fired)]))
-               .key_by(lambda v: v)
-               .window(TumblingProcessingTimeWindows.of(Time.milliseconds(200)))
-               .process(Announce(fired)))
+    windows = (
+        env.add_source(Scripted([("record", "a", 1), ("await", fired)]))
+        .key_by(lambda v: v)
+        .window(TumblingProcessingTimeWindows.of(Time.milliseconds(200)))
+        .process(Announce(fired))
+    )
     with windows.execute_and_collect() as it:
         assert list(it) == [("a", ["a"], 200, 0)]

@@ -25,17 +25,22 @@ class Ctx:
 
 
 def committed(out) -> list[str]:
-    return [line for p in sorted(out.rglob("*")) if p.is_file() and not p.name.startswith(".")
-            for line in p.read_text().splitlines()]
+    return [
+        line
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+        for line in p.read_text().splitlines()
+    ]
 
 
 def make_sink(out) -> FileSink:
-    return (FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=200))
-            .with_output_file_config(OutputFileConfig.builder().with_part_suffix(".txt")
-                                     .build())
-            .build())
+    return (
+        FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=200))
+        .with_output_file_config(OutputFileConfig.builder().with_part_suffix(".txt").build())
+        .build()
+    )
 
 
 @pytest.mark.parametrize("crash_after_batches", [1, 4, 9])
@@ -48,8 +53,7 @@ def test_a_crash_between_checkpoints_gives_exactly_once_output(tmp_path, crash_a
         (src / f"{f}.txt").write_text("\n".join(lines) + "\n")
         expected += [line.upper() for line in lines]
     out = tmp_path / "out"
-    source = FileSource.for_record_stream_format(StreamFormat.text_line_format(),
-                                                 str(src)).build()
+    source = FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(src)).build()
 
     def run(reader, sink, checkpoint_every, start_checkpoint, stop_after=None):
         """Polls, maps, writes; checkpoints (source position + sink state) every few
@@ -101,10 +105,18 @@ def test_memory_filesystem_round_trip(tmp_path):
     root = f"/{tmp_path.name}"
     fs.pipe_file(f"{root}/in/a.txt", b"x\ny\n")
     try:
-        reader = FileSource.for_record_stream_format(
-            StreamFormat.text_line_format(), f"memory://{root}/in").build().create_reader(Ctx())
-        sink = (FileSink.for_row_format(f"memory://{root}/out", Encoder.simple_string_encoder())
-                .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+        reader = (
+            FileSource.for_record_stream_format(
+                StreamFormat.text_line_format(), f"memory://{root}/in"
+            )
+            .build()
+            .create_reader(Ctx())
+        )
+        sink = (
+            FileSink.for_row_format(f"memory://{root}/out", Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+            .build()
+        )
         while (batch := reader.poll_batch(10)) is not None:
             for line in batch:
                 sink.invoke(line, None)

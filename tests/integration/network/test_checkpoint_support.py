@@ -28,7 +28,10 @@ from weir.taskmanager.network import (
 
 HOST = "127.0.0.1"
 DATA, EVENT, PRIORITY, END = (
-    BufferKind.DATA, BufferKind.EVENT, BufferKind.PRIORITY_EVENT, BufferKind.END_OF_PARTITION
+    BufferKind.DATA,
+    BufferKind.EVENT,
+    BufferKind.PRIORITY_EVENT,
+    BufferKind.END_OF_PARTITION,
 )
 
 
@@ -78,10 +81,14 @@ class TestBlockedChannels:
         producer_env = make_env("a", config)
         consumer_env = producer_env if local else make_env("b", config)
         slow, fast = partition_id("p0"), partition_id("p1")
-        gate = consumer_env.create_input_gate((gate_of(
-            channel(slow, 0, producer_env, local=local),
-            channel(fast, 0, producer_env, local=local),
-        ),))
+        gate = consumer_env.create_input_gate(
+            (
+                gate_of(
+                    channel(slow, 0, producer_env, local=local),
+                    channel(fast, 0, producer_env, local=local),
+                ),
+            )
+        )
         slow_writer = producer_env.create_result_partition(partition_descriptor(slow, 1))
         fast_writer = producer_env.create_result_partition(partition_descriptor(fast, 1))
         total = 200
@@ -150,10 +157,12 @@ class TestPriorityEvents:
         config = NetworkConfig(buffers_per_channel=2, floating_buffers_per_gate=0)
         producer_env, consumer_env = make_env("a", config), make_env("b", config)
         pid, other = partition_id("p"), partition_id("q")
-        gate = consumer_env.create_input_gate((
-            gate_of(channel(pid, 0, producer_env, local=False)),
-            gate_of(channel(other, 0, producer_env, local=False)),
-        ))
+        gate = consumer_env.create_input_gate(
+            (
+                gate_of(channel(pid, 0, producer_env, local=False)),
+                gate_of(channel(other, 0, producer_env, local=False)),
+            )
+        )
         writer = producer_env.create_result_partition(partition_descriptor(pid, 1))
         other_writer = producer_env.create_result_partition(partition_descriptor(other, 1))
         other_writer.emit(0, b"other")  # another channel already waiting in the gate
@@ -176,7 +185,9 @@ class TestPriorityEvents:
         other_writer.finish()
         rest = read_all(gate)
         assert [(k, p) for g, _, k, p in rest if g == 0] == [
-            *((DATA, p) for p in data), (EVENT, b"in-order-event"), (END, b"")
+            *((DATA, p) for p in data),
+            (EVENT, b"in-order-event"),
+            (END, b""),
         ]
         assert [(k, p) for g, _, k, p in rest if g == 1] == [(DATA, b"other"), (END, b"")]
 
@@ -184,8 +195,9 @@ class TestPriorityEvents:
         config = NetworkConfig(buffers_per_channel=1, floating_buffers_per_gate=0)
         producer_env, consumer_env = make_env("a", config), make_env("b", config)
         pid = partition_id("p")
-        gate = consumer_env.create_input_gate((gate_of(channel(pid, 0, producer_env,
-                                                               local=False)),))
+        gate = consumer_env.create_input_gate(
+            (gate_of(channel(pid, 0, producer_env, local=False)),)
+        )
         writer = producer_env.create_result_partition(partition_descriptor(pid, 1))
         writer.emit(0, b"d0")
         writer.emit(0, b"d1")
@@ -196,26 +208,34 @@ class TestPriorityEvents:
         wait_until(lambda: len(received) == 3)
         writer.finish()
         polled = [(k, p) for _, _, k, p in read_all(gate)]
-        assert polled == [(PRIORITY, b"p1"), (PRIORITY, b"p2"), (DATA, b"d0"), (DATA, b"d1"),
-                          (END, b"")]
+        assert polled == [
+            (PRIORITY, b"p1"),
+            (PRIORITY, b"p2"),
+            (DATA, b"d0"),
+            (DATA, b"d1"),
+            (END, b""),
+        ]
 
     def test_a_priority_event_overtakes_queued_buffers_in_memory(self, make_env) -> None:
         env = make_env("a")
         pid = partition_id("p")
-        gate = env.create_input_gate((gate_of(channel(pid, 0, env, local=True),
-                                              channel(pid, 1, env, local=True)),))
+        gate = env.create_input_gate(
+            (gate_of(channel(pid, 0, env, local=True), channel(pid, 1, env, local=True)),)
+        )
         writer = env.create_result_partition(partition_descriptor(pid, 2))
         for i in range(3):
             writer.emit(0, b"a%d" % i)
             writer.emit(1, b"b%d" % i)
         assert writer.emit_priority_event(b"barrier") == [
-            [b"a0", b"a1", b"a2"], [b"b0", b"b1", b"b2"]
+            [b"a0", b"a1", b"a2"],
+            [b"b0", b"b1", b"b2"],
         ]
         writer.finish()
         polled = read_all(gate)
         for ch, prefix in ((0, b"a"), (1, b"b")):
             assert [(k, p) for _, c, k, p in polled if c == ch] == [
-                (PRIORITY, b"barrier"), *((DATA, prefix + b"%d" % i) for i in range(3)),
+                (PRIORITY, b"barrier"),
+                *((DATA, prefix + b"%d" % i) for i in range(3)),
                 (END, b""),
             ]
         assert gate.priority_event_overtaken(0, 0) == []  # the producer reported them

@@ -68,8 +68,7 @@ class TestingResourceManager(resourcemanager_pb2_grpc.ResourceManagerServicer):
         self._timeout_ms = timeout_ms
         self._lock = threading.Lock()
         # Its own thread names, so tests can tell its threads from the TaskExecutor's.
-        self._server = grpc.server(
-            futures.ThreadPoolExecutor(4, thread_name_prefix="testing-rm"))
+        self._server = grpc.server(futures.ThreadPoolExecutor(4, thread_name_prefix="testing-rm"))
         resourcemanager_pb2_grpc.add_ResourceManagerServicer_to_server(self, self._server)
         self.address = rpc.bind(self._server, "127.0.0.1", 0)
         self._server.start()
@@ -79,8 +78,10 @@ class TestingResourceManager(resourcemanager_pb2_grpc.ResourceManagerServicer):
             self.registrations.append(request)
             self.known = True
         return resourcemanager_pb2.RegisterTaskExecutorResponse(
-            accepted=True, heartbeat_interval_ms=self._interval_ms,
-            heartbeat_timeout_ms=self._timeout_ms)
+            accepted=True,
+            heartbeat_interval_ms=self._interval_ms,
+            heartbeat_timeout_ms=self._timeout_ms,
+        )
 
     def Heartbeat(self, request: Any, context: Any) -> Any:
         with self._lock:

@@ -45,19 +45,32 @@ class _Client:
         self.stub = resourcemanager_pb2_grpc.ResourceManagerStub(self.channel)
 
     def task_managers(self) -> list[Any]:
-        return list(rpc.call("ListTaskManagers", self.stub.ListTaskManagers,
-                             common_pb2.Empty()).task_managers)
+        return list(
+            rpc.call(
+                "ListTaskManagers", self.stub.ListTaskManagers, common_pb2.Empty()
+            ).task_managers
+        )
 
-    def request_slots(self, job_id: str, count: int, jobmaster: str,
-                      timeout_ms: int = 60_000) -> list[Any]:
-        return list(rpc.call("RequestSlots", self.stub.RequestSlots,
-                             resourcemanager_pb2.RequestSlotsRequest(
-                                 job_id=job_id, count=count, jobmaster_address=jobmaster,
-                                 timeout_ms=timeout_ms), timeout=120).slots)
+    def request_slots(
+        self, job_id: str, count: int, jobmaster: str, timeout_ms: int = 60_000
+    ) -> list[Any]:
+        return list(
+            rpc.call(
+                "RequestSlots",
+                self.stub.RequestSlots,
+                resourcemanager_pb2.RequestSlotsRequest(
+                    job_id=job_id, count=count, jobmaster_address=jobmaster, timeout_ms=timeout_ms
+                ),
+                timeout=120,
+            ).slots
+        )
 
     def release_slots(self, job_id: str) -> None:
-        rpc.call("ReleaseSlots", self.stub.ReleaseSlots,
-                 resourcemanager_pb2.ReleaseSlotsRequest(job_id=job_id))
+        rpc.call(
+            "ReleaseSlots",
+            self.stub.ReleaseSlots,
+            resourcemanager_pb2.ReleaseSlotsRequest(job_id=job_id),
+        )
 
 
 @pytest.fixture
@@ -79,10 +92,13 @@ def cluster(spark_session: Any) -> Iterator[tuple[ResourceManager, _Client]]:
 
 class TestResourceManager:
     def test_leases_the_minimum_which_register_from_inside_spark_tasks(
-            self, cluster: tuple[ResourceManager, _Client]) -> None:
+        self, cluster: tuple[ResourceManager, _Client]
+    ) -> None:
         rm, client = cluster
-        tms = wait_until(lambda: len(client.task_managers()) == 2 and client.task_managers(),
-                         "two TaskManagers to register")
+        tms = wait_until(
+            lambda: len(client.task_managers()) == 2 and client.task_managers(),
+            "two TaskManagers to register",
+        )
         assert len({tm.resource_id for tm in tms}) == 2
         for tm in tms:
             # TaskContext inside the lease job: a Spark task in a weir-tm-<lease> job group.
@@ -92,14 +108,19 @@ class TestResourceManager:
             assert tm.data_port > 0
             assert tm.num_slots == tm.free_slots == 1
         first = {tm.resource_id: tm.last_heartbeat_ms for tm in tms}
-        wait_until(lambda: all(tm.last_heartbeat_ms > first[tm.resource_id]
-                               for tm in client.task_managers()), "heartbeats from both")
+        wait_until(
+            lambda: all(
+                tm.last_heartbeat_ms > first[tm.resource_id] for tm in client.task_managers()
+            ),
+            "heartbeats from both",
+        )
         assert rm.max_task_managers == 2
         assert len(rm.registration_delays_ms) == 2
         print(f"lease-to-registration times: {rm.registration_delays_ms} ms")
 
     def test_request_slots_spreads_over_distinct_task_managers(
-            self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster) -> None:
+        self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
+    ) -> None:
         _, client = cluster
         slots = client.request_slots("job-a", 2, job_master.address)
         assert len(slots) == 2
@@ -110,7 +131,8 @@ class TestResourceManager:
         assert all(tm.free_slots == 1 for tm in client.task_managers())
 
     def test_a_request_that_can_never_be_met_fails_at_once_and_says_what_to_do(
-            self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster) -> None:
+        self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
+    ) -> None:
         _, client = cluster
         with pytest.raises(SlotAllocationError) as caught:
             client.request_slots("job-big", 5, job_master.address, timeout_ms=600_000)
@@ -121,7 +143,8 @@ class TestResourceManager:
         assert "parallelism" in message
 
     def test_a_killed_task_manager_is_lost_its_job_master_told_and_replaced(
-            self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster) -> None:
+        self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
+    ) -> None:
         rm, client = cluster
         slots = client.request_slots("job-k", 2, job_master.address)
         delays_before = len(rm.registration_delays_ms)
@@ -130,8 +153,10 @@ class TestResourceManager:
         killed_at = time.monotonic()
         os.kill(pid, signal.SIGKILL)
 
-        wait_until(lambda: any(lost[0] == victim for lost in job_master.lost),
-                   "NotifyTaskManagerLost for the killed TaskManager")
+        wait_until(
+            lambda: any(lost[0] == victim for lost in job_master.lost),
+            "NotifyTaskManagerLost for the killed TaskManager",
+        )
         print(f"SIGKILL to NotifyTaskManagerLost: {time.monotonic() - killed_at:.2f} s")
         assert victim not in {tm.resource_id for tm in client.task_managers()}
         client.release_slots("job-k")
@@ -143,12 +168,13 @@ class TestResourceManager:
         print(f"lease-to-registration times: {rm.registration_delays_ms} ms")
         client.release_slots("job-k2")
 
-    def test_close_stops_every_task_manager_and_ends_every_lease(
-            self, spark_session: Any) -> None:
+    def test_close_stops_every_task_manager_and_ends_every_lease(self, spark_session: Any) -> None:
         rm = ResourceManager(CONFIG, spark_session)
         client = _Client(rm.start())
-        tms = wait_until(lambda: len(client.task_managers()) == 2 and client.task_managers(),
-                         "two TaskManagers to register")
+        tms = wait_until(
+            lambda: len(client.task_managers()) == 2 and client.task_managers(),
+            "two TaskManagers to register",
+        )
         client.channel.close()
         rm.close()
         rm.close()  # idempotent
@@ -164,8 +190,8 @@ class TestResourceManager:
         def threads(_: Any) -> Iterator[list[str]]:
             yield [t.name for t in threading.enumerate()]
 
-        names = spark_session.sparkContext.parallelize(range(2), 2).mapPartitions(
-            threads).collect()
-        leftovers = [n for group in names for n in group
-                     if n.startswith(("weir-", "grpc")) or "_serve" in n]
+        names = spark_session.sparkContext.parallelize(range(2), 2).mapPartitions(threads).collect()
+        leftovers = [
+            n for group in names for n in group if n.startswith(("weir-", "grpc")) or "_serve" in n
+        ]
         assert leftovers == []

@@ -39,7 +39,8 @@ def _stub(address: str) -> tuple[object, taskexecutor_pb2_grpc.TaskExecutorStub]
 
 class TestTaskExecutor:
     def test_registers_heartbeats_and_stops_leaving_no_thread_behind(
-            self, resource_manager: TestingResourceManager) -> None:
+        self, resource_manager: TestingResourceManager
+    ) -> None:
         before = set(threading.enumerate())
         executor = TaskExecutor(CONFIG, resource_manager.address, "lease-1")
         executor.start()
@@ -66,7 +67,8 @@ class TestTaskExecutor:
         channel.close()
 
     def test_stops_when_the_resource_manager_is_gone(
-            self, resource_manager: TestingResourceManager) -> None:
+        self, resource_manager: TestingResourceManager
+    ) -> None:
         executor = TaskExecutor(CONFIG, resource_manager.address)
         executor.start()
         resource_manager.close()
@@ -76,7 +78,8 @@ class TestTaskExecutor:
         assert "lost the ResourceManager" in reason
 
     def test_registers_again_when_the_resource_manager_forgot_it(
-            self, resource_manager: TestingResourceManager) -> None:
+        self, resource_manager: TestingResourceManager
+    ) -> None:
         with TaskExecutor(CONFIG, resource_manager.address) as executor:
             executor.start()
             resource_manager.known = False
@@ -84,14 +87,21 @@ class TestTaskExecutor:
             assert resource_manager.registrations[1].resource_id == executor.resource_id
 
     def test_frees_a_slot_whose_free_slot_call_never_arrived(
-            self, resource_manager: TestingResourceManager) -> None:
-        with TaskExecutor({**CONFIG, "taskmanager.numberOfTaskSlots": "2"},
-                          resource_manager.address) as executor:
+        self, resource_manager: TestingResourceManager
+    ) -> None:
+        with TaskExecutor(
+            {**CONFIG, "taskmanager.numberOfTaskSlots": "2"}, resource_manager.address
+        ) as executor:
             executor.start()
             channel, stub = _stub(executor.rpc_address)
             for allocation_id in ("kept", "lost"):
-                rpc.call("AllocateSlot", stub.AllocateSlot, taskexecutor_pb2.AllocateSlotRequest(
-                    allocation_id=allocation_id, job_id="job", jobmaster_address="127.0.0.1:1"))
+                rpc.call(
+                    "AllocateSlot",
+                    stub.AllocateSlot,
+                    taskexecutor_pb2.AllocateSlotRequest(
+                        allocation_id=allocation_id, job_id="job", jobmaster_address="127.0.0.1:1"
+                    ),
+                )
             channel.close()
             # The ResourceManager freed "lost" but its FreeSlot call never reached us.
             resource_manager.stale_slots.add("lost")
@@ -105,49 +115,87 @@ class TestTaskExecutor:
         wait_until(lambda: not _new_threads(before), "threads to end")
 
     def test_slots_are_bounded_and_tasks_need_an_allocated_slot(
-            self, resource_manager: TestingResourceManager) -> None:
+        self, resource_manager: TestingResourceManager
+    ) -> None:
         with TaskExecutor(CONFIG, resource_manager.address) as executor:
             executor.start()
             channel, stub = _stub(executor.rpc_address)
             allocate = taskexecutor_pb2.AllocateSlotRequest(
-                allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1")
+                allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"
+            )
             rpc.call("AllocateSlot", stub.AllocateSlot, allocate)
             rpc.call("AllocateSlot", stub.AllocateSlot, allocate)  # idempotent
             with pytest.raises(SlotAllocationError, match="1 of its 1 slots"):
-                rpc.call("AllocateSlot", stub.AllocateSlot, taskexecutor_pb2.AllocateSlotRequest(
-                    allocation_id="a2", job_id="job", jobmaster_address="127.0.0.1:1"))
+                rpc.call(
+                    "AllocateSlot",
+                    stub.AllocateSlot,
+                    taskexecutor_pb2.AllocateSlotRequest(
+                        allocation_id="a2", job_id="job", jobmaster_address="127.0.0.1:1"
+                    ),
+                )
             assert executor.allocated_slots() == ["a1"]
             wait_until(lambda: resource_manager.heartbeats >= 1, "a heartbeat")
 
             tdd = _descriptor(allocation_id="nope")
             with pytest.raises(SlotAllocationError, match="not allocated to that job"):
-                rpc.call("SubmitTask", stub.SubmitTask, taskexecutor_pb2.SubmitTaskRequest(
-                    task_deployment_descriptor=pickle.dumps(tdd), jobmaster_address="x"))
-            rpc.call("FreeSlot", stub.FreeSlot,
-                     taskexecutor_pb2.FreeSlotRequest(allocation_id="a1"))
+                rpc.call(
+                    "SubmitTask",
+                    stub.SubmitTask,
+                    taskexecutor_pb2.SubmitTaskRequest(
+                        task_deployment_descriptor=pickle.dumps(tdd), jobmaster_address="x"
+                    ),
+                )
+            rpc.call(
+                "FreeSlot", stub.FreeSlot, taskexecutor_pb2.FreeSlotRequest(allocation_id="a1")
+            )
             assert executor.allocated_slots() == []
-            ack = rpc.call("CancelTask", stub.CancelTask,
-                           taskexecutor_pb2.CancelTaskRequest(execution_attempt_id="none"))
+            ack = rpc.call(
+                "CancelTask",
+                stub.CancelTask,
+                taskexecutor_pb2.CancelTaskRequest(execution_attempt_id="none"),
+            )
             assert isinstance(ack, common_pb2.Ack)
             channel.close()
 
-
     def test_a_cancel_that_overtakes_its_submit_still_cancels_the_task(
-            self, resource_manager: TestingResourceManager) -> None:
+        self, resource_manager: TestingResourceManager
+    ) -> None:
         with TaskExecutor(CONFIG, resource_manager.address) as executor:
             executor.start()
             channel, stub = _stub(executor.rpc_address)
-            rpc.call("AllocateSlot", stub.AllocateSlot, taskexecutor_pb2.AllocateSlotRequest(
-                allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"))
+            rpc.call(
+                "AllocateSlot",
+                stub.AllocateSlot,
+                taskexecutor_pb2.AllocateSlotRequest(
+                    allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"
+                ),
+            )
             # The JobMaster cancelled before the SubmitTask of attempt e1 arrived.
-            rpc.call("CancelTask", stub.CancelTask,
-                     taskexecutor_pb2.CancelTaskRequest(execution_attempt_id="e1"))
-            endless = _descriptor(allocation_id="a1", operators=(OperatorDescriptor(
-                OperatorId("src"), "endless", OperatorKind.SOURCE,
-                cloudpickle.dumps({"source": _EndlessSource()}), input_count=0),))
-            rpc.call("SubmitTask", stub.SubmitTask, taskexecutor_pb2.SubmitTaskRequest(
-                task_deployment_descriptor=pickle.dumps(endless),
-                jobmaster_address="127.0.0.1:1"))
+            rpc.call(
+                "CancelTask",
+                stub.CancelTask,
+                taskexecutor_pb2.CancelTaskRequest(execution_attempt_id="e1"),
+            )
+            endless = _descriptor(
+                allocation_id="a1",
+                operators=(
+                    OperatorDescriptor(
+                        OperatorId("src"),
+                        "endless",
+                        OperatorKind.SOURCE,
+                        cloudpickle.dumps({"source": _EndlessSource()}),
+                        input_count=0,
+                    ),
+                ),
+            )
+            rpc.call(
+                "SubmitTask",
+                stub.SubmitTask,
+                taskexecutor_pb2.SubmitTaskRequest(
+                    task_deployment_descriptor=pickle.dumps(endless),
+                    jobmaster_address="127.0.0.1:1",
+                ),
+            )
             # The source never ends: only the remembered cancel can end the task.
             wait_until(lambda: executor.running_tasks() == [], "the task to be cancelled")
             channel.close()
@@ -177,15 +225,24 @@ class _EndlessReader:
         """Nothing to release."""
 
 
-def _descriptor(allocation_id: str,
-                operators: tuple[OperatorDescriptor, ...] = ()) -> TaskDeploymentDescriptor:
+def _descriptor(
+    allocation_id: str, operators: tuple[OperatorDescriptor, ...] = ()
+) -> TaskDeploymentDescriptor:
     vertex = JobVertex(JobVertexId("v"), "map", 1, 128, operators)
     return TaskDeploymentDescriptor(
-        job_id=JobId("job"), job_name="j", vertex=vertex, subtask_index=0, attempt_number=0,
-        execution_attempt_id=ExecutionAttemptId("e1"), allocation_id=AllocationId(allocation_id),
-        input_gates=(), result_partitions=())
+        job_id=JobId("job"),
+        job_name="j",
+        vertex=vertex,
+        subtask_index=0,
+        attempt_number=0,
+        execution_attempt_id=ExecutionAttemptId("e1"),
+        allocation_id=AllocationId(allocation_id),
+        input_gates=(),
+        result_partitions=(),
+    )
 
 
 def _new_threads(before: set[threading.Thread]) -> list[str]:
-    return [t.name for t in set(threading.enumerate()) - before
-            if not t.name.startswith("testing-rm")]
+    return [
+        t.name for t in set(threading.enumerate()) - before if not t.name.startswith("testing-rm")
+    ]

@@ -21,7 +21,8 @@ def conf_dir(tmp_path: Path) -> Path:
         "jobmanager.rpc.port: 6123\n"
         "jobmanager.bind-host: 127.0.0.1\n"
         "resourcemanager.taskmanager.min: 0\n"
-        "spark.master: local[2]\n")
+        "spark.master: local[2]\n"
+    )
     return tmp_path
 
 
@@ -32,8 +33,17 @@ class TestLoadMasterConfig:
         assert config["spark.master"] == "local[2]"
 
     def test_command_line_wins_over_the_file(self, conf_dir: Path) -> None:
-        ns = parse(conf_dir, "--host", "0.0.0.0", "--port", "0",
-                   "--set", "resourcemanager.taskmanager.min=2", "--set", "spark.master=local[4]")
+        ns = parse(
+            conf_dir,
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--set",
+            "resourcemanager.taskmanager.min=2",
+            "--set",
+            "spark.master=local[4]",
+        )
         config = master_process.load_master_config(ns)
         assert config["jobmanager.bind-host"] == "0.0.0.0"
         assert config["jobmanager.rpc.port"] == "0"
@@ -43,7 +53,8 @@ class TestLoadMasterConfig:
     def test_an_unknown_key_in_set_is_named(self, conf_dir: Path) -> None:
         with pytest.raises(ConfigurationError, match=re.escape("resourcemanager.taskmanagers.min")):
             master_process.load_master_config(
-                parse(conf_dir, "--set", "resourcemanager.taskmanagers.min=2"))
+                parse(conf_dir, "--set", "resourcemanager.taskmanagers.min=2")
+            )
 
     def test_a_bad_value_in_the_file_is_named(self, conf_dir: Path) -> None:
         (conf_dir / "weir-conf.yaml").write_text("jobmanager.rpc.port: many\n")

@@ -53,16 +53,34 @@ class TestRow:
 
 
 class TestTypes:
-    @pytest.mark.parametrize("t", [
-        Types.STRING(), Types.INT(), Types.LONG(), Types.DOUBLE(), Types.BOOLEAN(),
-        Types.TUPLE([Types.STRING(), Types.INT()]), Types.LIST(Types.INT()),
-        Types.MAP(Types.STRING(), Types.LONG()), Types.PRIMITIVE_ARRAY(Types.INT())])
+    @pytest.mark.parametrize(
+        "t",
+        [
+            Types.STRING(),
+            Types.INT(),
+            Types.LONG(),
+            Types.DOUBLE(),
+            Types.BOOLEAN(),
+            Types.TUPLE([Types.STRING(), Types.INT()]),
+            Types.LIST(Types.INT()),
+            Types.MAP(Types.STRING(), Types.LONG()),
+            Types.PRIMITIVE_ARRAY(Types.INT()),
+        ],
+    )
     def test_primitive_shapes_marshal(self, t):
         assert serializer_kind_of(t) is SerializerKind.MARSHAL
 
-    @pytest.mark.parametrize("t", [
-        None, Types.PICKLED_BYTE_ARRAY(), Types.ROW([Types.INT()]), Types.BIG_DEC(),
-        Types.SQL_DATE(), Types.TUPLE([Types.INT(), Types.ROW([Types.INT()])])])
+    @pytest.mark.parametrize(
+        "t",
+        [
+            None,
+            Types.PICKLED_BYTE_ARRAY(),
+            Types.ROW([Types.INT()]),
+            Types.BIG_DEC(),
+            Types.SQL_DATE(),
+            Types.TUPLE([Types.INT(), Types.ROW([Types.INT()])]),
+        ],
+    )
     def test_others_pickle(self, t):
         assert serializer_kind_of(t) is SerializerKind.PICKLE
 
@@ -111,8 +129,9 @@ class TestTime:
         assert Time.milliseconds(9).to_milliseconds() == 9
 
     def test_watermark_strategy_keeps_settings(self):
-        ws = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)) \
-            .with_idleness(Duration.of_seconds(1))
+        ws = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)).with_idleness(
+            Duration.of_seconds(1)
+        )
         assert ws.max_out_of_orderness_ms == 5000 and ws.idle_timeout_ms == 1000
         assert WatermarkStrategy.for_monotonous_timestamps().kind == "monotonous"
         assert WatermarkStrategy.no_watermarks().timestamp_assigner is None

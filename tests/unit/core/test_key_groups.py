@@ -63,8 +63,7 @@ class TestPyFlinkKeyPlacement:
         assert placed == [1, 2, 1, 3, 1, 1, 3, 1]
 
     def test_string_keys_go_where_pyflink_puts_them(self):
-        placed = [assign_key_to_parallel_operator(f"k{i}", 128, 4, "String") + 1
-                  for i in range(8)]
+        placed = [assign_key_to_parallel_operator(f"k{i}", 128, 4, "String") + 1 for i in range(8)]
         assert placed == [1, 1, 3, 1, 2, 2, 4, 1]
 
     def test_java_hash_codes(self):

@@ -25,13 +25,15 @@ def test_enable_checkpointing_and_settings_reach_the_job_config():
     config.set_min_pause_between_checkpoints(100)
     config.set_tolerable_checkpoint_failure_number(3)
     config.set_externalized_checkpoint_retention(
-        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
     job = _job_config(env)
     assert job["execution.checkpointing.interval"] in ("500", "500 ms")
     assert job["execution.checkpointing.mode"] == "AT_LEAST_ONCE"
     assert job["execution.checkpointing.tolerable-failed-checkpoints"] == "3"
     assert job["execution.checkpointing.externalized-checkpoint-retention"] == (
-        "RETAIN_ON_CANCELLATION")
+        "RETAIN_ON_CANCELLATION"
+    )
     assert config.get_checkpointing_mode() is CheckpointingMode.AT_LEAST_ONCE
     assert config.is_externalized_checkpoints_enabled()
 
@@ -54,7 +56,8 @@ class TestAlignedCheckpointTimeout:
         assert config.get_aligned_checkpoint_timeout() == Duration.of_seconds(30)
         job = _job_config(env)
         assert parse_duration_ms(job["execution.checkpointing.aligned-checkpoint-timeout"]) == (
-            30_000)
+            30_000
+        )
 
     def test_the_deprecated_names_are_the_same_setting(self):
         env = StreamExecutionEnvironment.get_execution_environment()
@@ -90,17 +93,32 @@ def test_force_unaligned_checkpoints_reaches_the_job_config():
 def test_every_pyflink_checkpoint_config_method_exists():
     # PyFlink 2.x's CheckpointConfig, method by method.
     names = {
-        "is_checkpointing_enabled", "get_checkpointing_mode", "set_checkpointing_mode",
-        "get_checkpoint_interval", "set_checkpoint_interval", "get_checkpoint_timeout",
-        "set_checkpoint_timeout", "get_min_pause_between_checkpoints",
-        "set_min_pause_between_checkpoints", "get_max_concurrent_checkpoints",
-        "set_max_concurrent_checkpoints", "is_fail_on_checkpointing_errors",
-        "set_fail_on_checkpointing_errors", "get_tolerable_checkpoint_failure_number",
-        "set_tolerable_checkpoint_failure_number", "set_externalized_checkpoint_retention",
-        "is_externalized_checkpoints_enabled", "get_externalized_checkpoint_retention",
-        "is_unaligned_checkpoints_enabled", "enable_unaligned_checkpoints",
-        "disable_unaligned_checkpoints", "set_aligned_checkpoint_timeout",
-        "get_aligned_checkpoint_timeout", "set_alignment_timeout", "get_alignment_timeout",
-        "set_force_unaligned_checkpoints", "is_force_unaligned_checkpoints",
+        "is_checkpointing_enabled",
+        "get_checkpointing_mode",
+        "set_checkpointing_mode",
+        "get_checkpoint_interval",
+        "set_checkpoint_interval",
+        "get_checkpoint_timeout",
+        "set_checkpoint_timeout",
+        "get_min_pause_between_checkpoints",
+        "set_min_pause_between_checkpoints",
+        "get_max_concurrent_checkpoints",
+        "set_max_concurrent_checkpoints",
+        "is_fail_on_checkpointing_errors",
+        "set_fail_on_checkpointing_errors",
+        "get_tolerable_checkpoint_failure_number",
+        "set_tolerable_checkpoint_failure_number",
+        "set_externalized_checkpoint_retention",
+        "is_externalized_checkpoints_enabled",
+        "get_externalized_checkpoint_retention",
+        "is_unaligned_checkpoints_enabled",
+        "enable_unaligned_checkpoints",
+        "disable_unaligned_checkpoints",
+        "set_aligned_checkpoint_timeout",
+        "get_aligned_checkpoint_timeout",
+        "set_alignment_timeout",
+        "get_alignment_timeout",
+        "set_force_unaligned_checkpoints",
+        "is_force_unaligned_checkpoints",
     }
     assert not {n for n in names if not callable(getattr(CheckpointConfig, n, None))}

@@ -62,7 +62,9 @@ def fold(kind, position, values):
 class TestAggregations:
     def test_sum_on_tuples_keeps_first_other_fields(self):
         assert fold(AccumulateType.SUM, 1, [("a", 1, "x"), ("a", 2, "y")]) == [
-            ("a", 1, "x"), ("a", 3, "x")]
+            ("a", 1, "x"),
+            ("a", 3, "x"),
+        ]
 
     def test_min_vs_min_by(self):
         values = [("a", 3, "first"), ("a", 1, "second"), ("a", 1, "third")]

@@ -77,8 +77,9 @@ def test_number_sequence_resumes_exactly_after_the_snapshot(
 
 @settings(max_examples=150, deadline=None)
 @given(
-    elements=st.lists(st.one_of(st.integers(), st.text(max_size=3), st.tuples(st.integers())),
-                      max_size=120),
+    elements=st.lists(
+        st.one_of(st.integers(), st.text(max_size=3), st.tuples(st.integers())), max_size=120
+    ),
     parallelism=st.integers(1, 3),
     cut=st.integers(0, 130),
     batch=st.integers(1, 40),

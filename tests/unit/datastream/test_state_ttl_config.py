@@ -21,30 +21,38 @@ class TestStateTtlConfig:
         assert config.get_ttl() == Time.seconds(1)
         assert config.get_update_type() is StateTtlConfig.UpdateType.OnCreateAndWrite
         assert config.get_state_visibility() is StateTtlConfig.StateVisibility.NeverReturnExpired
-        assert (config.get_ttl_time_characteristic()
-                is StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
+        assert (
+            config.get_ttl_time_characteristic()
+            is StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
+        )
         assert config.is_enabled()
         strategies = config.get_cleanup_strategies()
         assert strategies.is_cleanup_in_background()
         assert not strategies.in_full_snapshot()
         assert strategies.get_incremental_cleanup_strategy().get_cleanup_size() == 5
-        assert (strategies.get_rocksdb_compact_filter_cleanup_strategy()
-                .get_query_time_after_num_entries() == 1000)
+        assert (
+            strategies.get_rocksdb_compact_filter_cleanup_strategy().get_query_time_after_num_entries()
+            == 1000
+        )
 
     def test_builder_setters(self):
-        config = (StateTtlConfig.new_builder(Time.seconds(1))
-                  .update_ttl_on_read_and_write()
-                  .return_expired_if_not_cleaned_up()
-                  .use_processing_time()
-                  .cleanup_full_snapshot()
-                  .cleanup_incrementally(10, True)
-                  .cleanup_in_rocksdb_compact_filter(50, Duration.of_hours(1))
-                  .disable_cleanup_in_background()
-                  .set_ttl(Duration.of_seconds(3))
-                  .build())
+        config = (
+            StateTtlConfig.new_builder(Time.seconds(1))
+            .update_ttl_on_read_and_write()
+            .return_expired_if_not_cleaned_up()
+            .use_processing_time()
+            .cleanup_full_snapshot()
+            .cleanup_incrementally(10, True)
+            .cleanup_in_rocksdb_compact_filter(50, Duration.of_hours(1))
+            .disable_cleanup_in_background()
+            .set_ttl(Duration.of_seconds(3))
+            .build()
+        )
         assert config.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite
-        assert (config.get_state_visibility()
-                is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
+        assert (
+            config.get_state_visibility()
+            is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
+        )
         assert config.get_ttl().to_milliseconds() == 3000
         strategies = config.get_cleanup_strategies()
         assert strategies.in_full_snapshot() and not strategies.is_cleanup_in_background()
@@ -55,14 +63,21 @@ class TestStateTtlConfig:
         assert rocksdb.get_periodic_compaction_time() == Duration.of_hours(1)
 
     def test_without_background_cleanup_no_default_strategies(self):
-        strategies = (StateTtlConfig.new_builder(Time.seconds(1))
-                      .disable_cleanup_in_background().build().get_cleanup_strategies())
+        strategies = (
+            StateTtlConfig.new_builder(Time.seconds(1))
+            .disable_cleanup_in_background()
+            .build()
+            .get_cleanup_strategies()
+        )
         assert strategies.get_incremental_cleanup_strategy() is None
         assert strategies.get_rocksdb_compact_filter_cleanup_strategy() is None
 
     def test_disabled_update_type_disables_it(self):
-        config = (StateTtlConfig.new_builder(Time.seconds(1))
-                  .set_update_type(StateTtlConfig.UpdateType.Disabled).build())
+        config = (
+            StateTtlConfig.new_builder(Time.seconds(1))
+            .set_update_type(StateTtlConfig.UpdateType.Disabled)
+            .build()
+        )
         assert not config.is_enabled()
         assert StateTtl.of_descriptor(_descriptor(config)) is None
 
@@ -96,11 +111,16 @@ class TestStateTtlOfDescriptor:
         assert StateTtl.of_descriptor(ValueStateDescriptor("v", None)) is None
 
     def test_reads_the_config(self):
-        config = (StateTtlConfig.new_builder(Time.seconds(2))
-                  .update_ttl_on_read_and_write().return_expired_if_not_cleaned_up()
-                  .cleanup_full_snapshot().build())
+        config = (
+            StateTtlConfig.new_builder(Time.seconds(2))
+            .update_ttl_on_read_and_write()
+            .return_expired_if_not_cleaned_up()
+            .cleanup_full_snapshot()
+            .build()
+        )
         assert StateTtl.of_descriptor(_descriptor(config)) == StateTtl(
-            ttl_ms=2000, update_on_read=True, return_expired=True, cleanup_full_snapshot=True)
+            ttl_ms=2000, update_on_read=True, return_expired=True, cleanup_full_snapshot=True
+        )
 
     def test_defaults(self):
         config = StateTtlConfig.new_builder(Duration.of_millis(7)).build()

@@ -106,7 +106,8 @@ class TestExecute:
     def test_execution_plan_has_flinks_shape(self):
         env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(2)
         env.from_collection([1]).map(lambda x: x).key_by(lambda x: x).reduce(
-            lambda a, b: a + b).print()
+            lambda a, b: a + b
+        ).print()
         plan = json.loads(env.get_execution_plan())
         nodes = plan["nodes"]
         assert nodes[0]["pact"] == "Data Source" and nodes[0]["parallelism"] == 1
@@ -173,10 +174,10 @@ def build(env):
 class TestOperators:
     def test_sources(self):
         env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(4)
-        env.from_source(NumberSequenceSource(1, 10), WatermarkStrategy.no_watermarks(),
-                        "seq").print()
-        env.from_collection([(1, "a")], type_info=Types.ROW([Types.INT(), Types.STRING()])) \
-            .print()
+        env.from_source(
+            NumberSequenceSource(1, 10), WatermarkStrategy.no_watermarks(), "seq"
+        ).print()
+        env.from_collection([(1, "a")], type_info=Types.ROW([Types.INT(), Types.STRING()])).print()
         graph = build(env)
         seq = next(v for v in graph.vertices if v.name.startswith("Source: seq"))
         coll = next(v for v in graph.vertices if v.name.startswith("Source: Collection"))
@@ -262,10 +263,16 @@ class TestOperators:
         content = cloudpickle.loads(edge.partitioner_payload)
         assert content["partitioner"](7, 4) == 3 and content["key_selector"](2) == 2
 
-    @pytest.mark.parametrize(("method", "kind"), [
-        ("rebalance", PartitionerKind.REBALANCE), ("rescale", PartitionerKind.RESCALE),
-        ("shuffle", PartitionerKind.SHUFFLE), ("broadcast", PartitionerKind.BROADCAST),
-        ("global_", PartitionerKind.GLOBAL)])
+    @pytest.mark.parametrize(
+        ("method", "kind"),
+        [
+            ("rebalance", PartitionerKind.REBALANCE),
+            ("rescale", PartitionerKind.RESCALE),
+            ("shuffle", PartitionerKind.SHUFFLE),
+            ("broadcast", PartitionerKind.BROADCAST),
+            ("global_", PartitionerKind.GLOBAL),
+        ],
+    )
     def test_partitioner_edges(self, method, kind):
         env = StreamExecutionEnvironment.get_execution_environment()
         getattr(env.from_collection([1]), method)().print()
@@ -275,13 +282,16 @@ class TestOperators:
     def test_edge_serializer_follows_the_upstream_type(self):
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(1)
-        env.from_collection([1]).map(lambda x: (x, "a"), output_type=Types.TUPLE(
-            [Types.INT(), Types.STRING()])).rebalance().print()
+        env.from_collection([1]).map(
+            lambda x: (x, "a"), output_type=Types.TUPLE([Types.INT(), Types.STRING()])
+        ).rebalance().print()
         env.from_collection([1]).map(lambda x: x).rebalance().print()
-        env.from_collection([1]).map(lambda x: Row(x), output_type=Types.ROW(
-            [Types.INT()])).rebalance().print()
-        kinds = [e.serializer for e in build(env).edges
-                 if e.partitioner is PartitionerKind.REBALANCE]
+        env.from_collection([1]).map(
+            lambda x: Row(x), output_type=Types.ROW([Types.INT()])
+        ).rebalance().print()
+        kinds = [
+            e.serializer for e in build(env).edges if e.partitioner is PartitionerKind.REBALANCE
+        ]
         assert kinds == [SerializerKind.MARSHAL, SerializerKind.PICKLE, SerializerKind.PICKLE]
 
     def test_map_type_checks(self):
@@ -306,7 +316,8 @@ class TestDefaultParallelism:
         import os
 
         assert StreamExecutionEnvironment.get_execution_environment().get_parallelism() == (
-            os.cpu_count() or 1)
+            os.cpu_count() or 1
+        )
 
     def test_a_cluster_defaults_to_parallelism_default(self, executor):
         assert StreamExecutionEnvironment.get_execution_environment().get_parallelism() == 1

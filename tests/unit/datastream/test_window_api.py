@@ -44,18 +44,23 @@ def test_window_values_print_compare_and_pickle_as_in_pyflink():
 
 def test_sizes_accept_time_and_duration():
     assert repr(TumblingEventTimeWindows.of(Time.seconds(1))) == "TumblingEventTimeWindows(1000, 0)"
-    assert repr(SlidingEventTimeWindows.of(Duration.of_seconds(10), Duration.of_seconds(5))) == \
-        "SlidingEventTimeWindows(10000, 5000, 0)"
+    assert (
+        repr(SlidingEventTimeWindows.of(Duration.of_seconds(10), Duration.of_seconds(5)))
+        == "SlidingEventTimeWindows(10000, 5000, 0)"
+    )
 
 
-@pytest.mark.parametrize(("build", "match"), [
-    (lambda: TumblingEventTimeWindows.of(Time.seconds(0)), "abs\\(offset\\) < size"),
-    (lambda: TumblingEventTimeWindows.of(Time.seconds(1), Time.seconds(1)), "offset=1000"),
-    (lambda: SlidingEventTimeWindows.of(Time.seconds(1), Time.seconds(0)), "< slide and size"),
-    (lambda: EventTimeSessionWindows.with_gap(Time.seconds(0)), "0 < size"),
-    (lambda: TumblingEventTimeWindows.of(10), "Time or Duration"),
-    (lambda: CountTrigger.of(0), "positive count"),
-])
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: TumblingEventTimeWindows.of(Time.seconds(0)), "abs\\(offset\\) < size"),
+        (lambda: TumblingEventTimeWindows.of(Time.seconds(1), Time.seconds(1)), "offset=1000"),
+        (lambda: SlidingEventTimeWindows.of(Time.seconds(1), Time.seconds(0)), "< slide and size"),
+        (lambda: EventTimeSessionWindows.with_gap(Time.seconds(0)), "0 < size"),
+        (lambda: TumblingEventTimeWindows.of(10), "Time or Duration"),
+        (lambda: CountTrigger.of(0), "positive count"),
+    ],
+)
 def test_bad_window_parameters_say_what_is_wrong(build, match):
     with pytest.raises((ValueError, TypeError), match=match):
         build()
@@ -66,15 +71,19 @@ def stream():
 
 
 def test_window_records_a_keyed_window_operator_with_its_settings():
-    ds = stream().key_by(lambda x: x[0]).window(TumblingEventTimeWindows.of(Time.seconds(5))) \
-        .allowed_lateness(100).reduce(lambda a, b: a)
+    ds = (
+        stream()
+        .key_by(lambda x: x[0])
+        .window(TumblingEventTimeWindows.of(Time.seconds(5)))
+        .allowed_lateness(100)
+        .reduce(lambda a, b: a)
+    )
     t = ds._transformation
     assert t.kind is OperatorKind.WINDOW
     assert t.name == "TumblingEventTimeWindows"
     assert t.payload["allowed_lateness"] == 100
     assert t.payload["window_state"] == "reducing"
-    assert t.payload["fast_path"] == {"size": 5000, "slide": 5000, "offset": 0,
-                                      "event_time": True}
+    assert t.payload["fast_path"] == {"size": 5000, "slide": 5000, "offset": 0, "event_time": True}
     assert len(t.payload["key_selectors"]) == 1
 
 
@@ -91,8 +100,13 @@ def test_a_custom_trigger_turns_the_fast_path_off():
         def clear(self, *a):
             pass
 
-    ds = stream().key_by(lambda x: x[0]).window(
-        TumblingProcessingTimeWindows.of(Time.seconds(5))).trigger(Never()).reduce(max)
+    ds = (
+        stream()
+        .key_by(lambda x: x[0])
+        .window(TumblingProcessingTimeWindows.of(Time.seconds(5)))
+        .trigger(Never())
+        .reduce(max)
+    )
     assert ds._transformation.payload["fast_path"] is None
 
 
@@ -104,8 +118,7 @@ def test_window_all_runs_at_parallelism_one():
 
 
 def test_negative_lateness_and_wrong_arguments_are_refused():
-    windowed = stream().key_by(lambda x: x[0]).window(
-        TumblingEventTimeWindows.of(Time.seconds(5)))
+    windowed = stream().key_by(lambda x: x[0]).window(TumblingEventTimeWindows.of(Time.seconds(5)))
     with pytest.raises(ValueError, match="cannot be negative"):
         windowed.allowed_lateness(-1)
     with pytest.raises(TypeError, match="WindowFunction or ProcessWindowFunction"):

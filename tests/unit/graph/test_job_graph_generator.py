@@ -33,8 +33,9 @@ def pipeline(env, uid=None):
 class TestChaining:
     def test_forward_equal_parallelism_chains(self):
         env = new_env()
-        env.from_collection([1]).rebalance().map(lambda x: x).name("m1") \
-            .map(lambda x: x).name("m2").print()
+        env.from_collection([1]).rebalance().map(lambda x: x).name("m1").map(lambda x: x).name(
+            "m2"
+        ).print()
         assert chains(build(env))[1] == ["m1", "m2", "Print to Std. Out"]
 
     def test_unequal_parallelism_is_rebalance_and_does_not_chain(self):
@@ -62,20 +63,23 @@ class TestChaining:
 
     def test_start_new_chain_breaks_before_only(self):
         env = new_env(1)
-        env.from_collection([1]).map(lambda x: x).name("m1").map(lambda x: x).name("m2") \
-            .start_new_chain().map(lambda x: x).name("m3")
+        env.from_collection([1]).map(lambda x: x).name("m1").map(lambda x: x).name(
+            "m2"
+        ).start_new_chain().map(lambda x: x).name("m3")
         assert chains(build(env)) == [["Source: Collection Source", "m1"], ["m2", "m3"]]
 
     def test_disable_chaining_breaks_both_sides(self):
         env = new_env(1)
-        env.from_collection([1]).map(lambda x: x).name("m1").disable_chaining() \
-            .map(lambda x: x).name("m2")
+        env.from_collection([1]).map(lambda x: x).name("m1").disable_chaining().map(
+            lambda x: x
+        ).name("m2")
         assert chains(build(env)) == [["Source: Collection Source"], ["m1"], ["m2"]]
 
     def test_slot_sharing_group_breaks_and_is_inherited(self):
         env = new_env(1)
-        env.from_collection([1]).map(lambda x: x).name("m1").slot_sharing_group("g") \
-            .map(lambda x: x).name("m2")
+        env.from_collection([1]).map(lambda x: x).name("m1").slot_sharing_group("g").map(
+            lambda x: x
+        ).name("m2")
         graph = build(env)
         assert chains(graph) == [["Source: Collection Source"], ["m1", "m2"]]
         assert graph.vertices[1].slot_sharing_group == "g"
@@ -113,13 +117,17 @@ class TestOperatorIds:
     def test_uid_gives_the_same_id_wherever_the_operator_is(self):
         graph = build(pipeline(new_env(), uid="my-uid"))
         env = new_env()
-        env.from_collection([1]).map(lambda x: x).map(lambda x: x).map(lambda x: x) \
-            .uid("my-uid").print()
+        env.from_collection([1]).map(lambda x: x).map(lambda x: x).map(lambda x: x).uid(
+            "my-uid"
+        ).print()
         other = build(env)
         expected = uid_to_operator_id("my-uid")
         for g in (graph, other):
-            assert any(op.operator_id == expected and op.uid == "my-uid"
-                       for v in g.vertices for op in v.operators)
+            assert any(
+                op.operator_id == expected and op.uid == "my-uid"
+                for v in g.vertices
+                for op in v.operators
+            )
 
     def test_duplicate_uid_is_named(self):
         env = new_env()
@@ -156,8 +164,9 @@ class TestParallelism:
 
     def test_env_and_operator_max_parallelism(self):
         env = new_env(2).set_max_parallelism(16)
-        env.from_collection([1]).map(lambda x: x).set_max_parallelism(8).name("m") \
-            .rebalance().print()
+        env.from_collection([1]).map(lambda x: x).set_max_parallelism(8).name(
+            "m"
+        ).rebalance().print()
         graph = build(env)
         by_name = {v.head.name: v for v in graph.vertices}
         assert by_name["m"].max_parallelism == 8

@@ -38,8 +38,16 @@ class TestingLauncher:
 
 
 def registration(n: int, lease_id: str = "", slots: int = 1) -> TaskManagerRegistration:
-    return TaskManagerRegistration(ResourceId(f"tm{n}"), f"127.0.0.1:{1000 + n}", "127.0.0.1",
-                                   2000 + n, slots, "spark task", 100 + n, lease_id)
+    return TaskManagerRegistration(
+        ResourceId(f"tm{n}"),
+        f"127.0.0.1:{1000 + n}",
+        "127.0.0.1",
+        2000 + n,
+        slots,
+        "spark task",
+        100 + n,
+        lease_id,
+    )
 
 
 def request(count: int, job: str = "job", timeout_ms: int = 0) -> SlotRequest:
@@ -75,7 +83,8 @@ class TestDefaultSlotManager:
         manager.register(registration(1))
         result: list[object] = []
         waiter = threading.Thread(
-            target=lambda: result.append(manager.reserve(request(2, timeout_ms=60_000))))
+            target=lambda: result.append(manager.reserve(request(2, timeout_ms=60_000)))
+        )
         waiter.start()
         deadline = threading.Event()
         while not launcher.leases and not deadline.wait(0.01):
@@ -136,8 +145,9 @@ class TestDefaultSlotManager:
 
     def test_idle_task_managers_beyond_the_minimum_are_released_after_the_timeout(self) -> None:
         clock = FakeClock()
-        manager = DefaultSlotManager(TestingLauncher(3), 1, min_task_managers=1,
-                                     idle_timeout_ms=1000, clock=clock)
+        manager = DefaultSlotManager(
+            TestingLauncher(3), 1, min_task_managers=1, idle_timeout_ms=1000, clock=clock
+        )
         for n in (1, 2, 3):
             manager.register(registration(n))
         manager.reserve(request(1))

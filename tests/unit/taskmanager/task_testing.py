@@ -236,16 +236,27 @@ def chain(*descriptors: OperatorDescriptor) -> list[OperatorDescriptor]:
     for i in range(len(out) - 1):
         d = out[i]
         out[i] = OperatorDescriptor(
-            d.operator_id, d.name, d.kind, d.payload, (out[i + 1].operator_id,), d.uid,
+            d.operator_id,
+            d.name,
+            d.kind,
+            d.payload,
+            (out[i + 1].operator_id,),
+            d.uid,
             d.input_count,
         )
     return out
 
 
-def vertex(operators: Sequence[OperatorDescriptor], *, parallelism: int = 1,
-           max_parallelism: int = 128, name: str = "vertex") -> JobVertex:
-    return JobVertex(JobVertexId(new_hex_id()), name, parallelism, max_parallelism,
-                     tuple(operators))
+def vertex(
+    operators: Sequence[OperatorDescriptor],
+    *,
+    parallelism: int = 1,
+    max_parallelism: int = 128,
+    name: str = "vertex",
+) -> JobVertex:
+    return JobVertex(
+        JobVertexId(new_hex_id()), name, parallelism, max_parallelism, tuple(operators)
+    )
 
 
 @dataclass
@@ -258,15 +269,25 @@ class Deployment:
     parameters: dict[str, str] = field(default_factory=dict)
     attempts: dict[tuple[str, int], ExecutionAttemptId] = field(default_factory=dict)
 
-    def connect(self, source: JobVertex, target: JobVertex, partitioner: PartitionerKind,
-                payload: dict[str, Any] | None = None, *, input_index: int = 0,
-                source_operator: OperatorDescriptor | None = None,
-                serializer: SerializerKind = SerializerKind.PICKLE) -> JobEdge:
+    def connect(
+        self,
+        source: JobVertex,
+        target: JobVertex,
+        partitioner: PartitionerKind,
+        payload: dict[str, Any] | None = None,
+        *,
+        input_index: int = 0,
+        source_operator: OperatorDescriptor | None = None,
+        serializer: SerializerKind = SerializerKind.PICKLE,
+    ) -> JobEdge:
         edge = JobEdge(
             source.vertex_id,
             (source_operator or source.operators[-1]).operator_id,
-            target.vertex_id, input_index, partitioner,
-            cloudpickle.dumps(payload) if payload else b"", serializer,
+            target.vertex_id,
+            input_index,
+            partitioner,
+            cloudpickle.dumps(payload) if payload else b"",
+            serializer,
         )
         self.edges.append(edge)
         return edge
@@ -297,26 +318,42 @@ class Deployment:
             if edge.source_vertex == v.vertex_id:
                 consumers = self._consumers(edge, subtask)
                 target = self._vertex(edge.target_vertex)
-                partitions.append(ResultPartitionDescriptor(
-                    ResultPartitionId(self.attempt(v, subtask), index), edge, len(consumers),
-                    consumers, target.parallelism, target.max_parallelism,
-                ))
+                partitions.append(
+                    ResultPartitionDescriptor(
+                        ResultPartitionId(self.attempt(v, subtask), index),
+                        edge,
+                        len(consumers),
+                        consumers,
+                        target.parallelism,
+                        target.max_parallelism,
+                    )
+                )
             if edge.target_vertex == v.vertex_id:
                 producer_vertex = self._vertex(edge.source_vertex)
                 channels = []
                 for producer in range(producer_vertex.parallelism):
                     consumers = self._consumers(edge, producer)
                     if subtask in consumers:
-                        channels.append(InputChannelDescriptor(
-                            ResultPartitionId(self.attempt(producer_vertex, producer), index),
-                            consumers.index(subtask), LOCATION, True,
-                        ))
+                        channels.append(
+                            InputChannelDescriptor(
+                                ResultPartitionId(self.attempt(producer_vertex, producer), index),
+                                consumers.index(subtask),
+                                LOCATION,
+                                True,
+                            )
+                        )
                 gates.append(InputGateDescriptor(index, edge, tuple(channels)))
         return TaskDeploymentDescriptor(
-            job_id=JobId("job"), job_name="test job", vertex=v, subtask_index=subtask,
-            attempt_number=0, execution_attempt_id=self.attempt(v, subtask),
-            allocation_id=AllocationId("alloc"), input_gates=tuple(gates),
-            result_partitions=tuple(partitions), job_config=dict(self.config),
+            job_id=JobId("job"),
+            job_name="test job",
+            vertex=v,
+            subtask_index=subtask,
+            attempt_number=0,
+            execution_attempt_id=self.attempt(v, subtask),
+            allocation_id=AllocationId("alloc"),
+            input_gates=tuple(gates),
+            result_partitions=tuple(partitions),
+            job_config=dict(self.config),
             job_parameters=dict(self.parameters),
         )
 
@@ -332,13 +369,13 @@ class Recorder:
         self.collect_epochs: list[int] = []
         """The checkpoint epoch of each collect call, in order."""
 
-    def report_state(self, attempt: ExecutionAttemptId, state: ExecutionState,
-                     cause: str | None) -> None:
+    def report_state(
+        self, attempt: ExecutionAttemptId, state: ExecutionState, cause: str | None
+    ) -> None:
         with self.lock:
             self.states[attempt].append(state)
 
-    def collect(self, operator_id: str, subtask: int, buffer: bytes, end: bool,
-                epoch: int) -> None:
+    def collect(self, operator_id: str, subtask: int, buffer: bytes, end: bool, epoch: int) -> None:
         records = deserialize_batch(buffer)
         with self.lock:
             self.collected[(operator_id, subtask)].extend(records)
@@ -353,15 +390,22 @@ class Recorder:
         return out
 
 
-def run_tasks(deployment: Deployment, env: TestingNetworkEnvironment | None = None,
-              recorder: Recorder | None = None, print_target: str | None = None,
-              only: Sequence[JobVertex] | None = None,
-              **task_kwargs: Any) -> tuple[list[Task], Recorder]:
+def run_tasks(
+    deployment: Deployment,
+    env: TestingNetworkEnvironment | None = None,
+    recorder: Recorder | None = None,
+    print_target: str | None = None,
+    only: Sequence[JobVertex] | None = None,
+    **task_kwargs: Any,
+) -> tuple[list[Task], Recorder]:
     env = env or TestingNetworkEnvironment()
     recorder = recorder or Recorder()
     services = TaskServices(env, recorder.report_state, recorder.collect, print_target)
-    tasks = [Task(deployment.tdd(v, i), services, **task_kwargs)
-             for v in (only or deployment.vertices) for i in range(v.parallelism)]
+    tasks = [
+        Task(deployment.tdd(v, i), services, **task_kwargs)
+        for v in (only or deployment.vertices)
+        for i in range(v.parallelism)
+    ]
     for t in tasks:
         t.start()
     for t in tasks:
@@ -388,7 +432,7 @@ class ListReader:
         if self._pos >= len(self._records):
             return None
         n = min(max_records, self._batch)
-        out = self._records[self._pos:self._pos + n]
+        out = self._records[self._pos : self._pos + n]
         self._pos += n
         return out
 

@@ -131,8 +131,10 @@ class TestTimers:
             be.current_key = key
             timers.register_event_time_timer(("w", key), 100 + key)
         snap = be.snapshot()
-        halves = [HashMapKeyedStateBackend(128, range(0, 64)),
-                  HashMapKeyedStateBackend(128, range(64, 128))]
+        halves = [
+            HashMapKeyedStateBackend(128, range(0, 64)),
+            HashMapKeyedStateBackend(128, range(64, 128)),
+        ]
         fired = []
         for half in halves:
             half.restore([snap])
@@ -166,9 +168,11 @@ class RecordingOutput:
         self.events: list = []
 
     def output(self) -> Output:
-        return Output(lambda b, ts: self.events.append(("records", list(b), list(ts))),
-                      lambda wm: self.events.append(("watermark", wm)),
-                      lambda idle: self.events.append(("idle", idle)))
+        return Output(
+            lambda b, ts: self.events.append(("records", list(b), list(ts))),
+            lambda wm: self.events.append(("watermark", wm)),
+            lambda idle: self.events.append(("idle", idle)),
+        )
 
 
 class EveryFifth(WatermarkGenerator):
@@ -184,13 +188,15 @@ class EveryFifth(WatermarkGenerator):
 
 class TestGeneratorsAndEmitter:
     def emitter(self, strategy, rec: RecordingOutput, clock=lambda: 0) -> WatermarkEmitter:
-        return WatermarkEmitter(strategy, rec.output(), clock_ms=clock, processing_timers=None,
-                                interval_ms=0)
+        return WatermarkEmitter(
+            strategy, rec.output(), clock_ms=clock, processing_timers=None, interval_ms=0
+        )
 
     def test_bounded_out_of_orderness_is_max_minus_bound_minus_one(self):
         rec = RecordingOutput()
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(
-            Duration.of_millis(10)).with_timestamp_assigner(Stamp())
+            Duration.of_millis(10)
+        ).with_timestamp_assigner(Stamp())
         em = self.emitter(strategy, rec)
         em._generator.on_periodic_emit(em)  # nothing seen: Long.MIN_VALUE, not forwarded
         em.process([100, 130, 120], None, rec.output().collect)
@@ -198,23 +204,33 @@ class TestGeneratorsAndEmitter:
         em.process([90], None, rec.output().collect)
         em._generator.on_periodic_emit(em)  # no progress: nothing new
         em.end_of_input()
-        assert rec.events == [("records", [100, 130, 120], [100, 130, 120]),
-                              ("watermark", 119), ("records", [90], [90]),
-                              ("watermark", MAX_WATERMARK)]
+        assert rec.events == [
+            ("records", [100, 130, 120], [100, 130, 120]),
+            ("watermark", 119),
+            ("records", [90], [90]),
+            ("watermark", MAX_WATERMARK),
+        ]
 
     def test_a_punctuated_generator_cuts_the_batch_after_its_record(self):
         rec = RecordingOutput()
         strategy = WatermarkStrategy.for_generator(EveryFifth).with_timestamp_assigner(Stamp())
         self.emitter(strategy, rec).process([1, 5, 3, 10, 11], None, rec.output().collect)
-        assert rec.events == [("records", [1, 5], [1, 5]), ("watermark", 5),
-                              ("records", [3, 10], [3, 10]), ("watermark", 10),
-                              ("records", [11], [11])]
+        assert rec.events == [
+            ("records", [1, 5], [1, 5]),
+            ("watermark", 5),
+            ("records", [3, 10], [3, 10]),
+            ("watermark", 10),
+            ("records", [11], [11]),
+        ]
 
     def test_idleness_marks_the_stream_idle_and_active_again(self):
         rec = RecordingOutput()
         now = [0]
-        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
-            Stamp()).with_idleness(Duration.of_millis(100))
+        strategy = (
+            WatermarkStrategy.for_monotonous_timestamps()
+            .with_timestamp_assigner(Stamp())
+            .with_idleness(Duration.of_millis(100))
+        )
         em = self.emitter(strategy, rec, lambda: now[0])
         em.process([5], None, rec.output().collect)
         for t in (0, 50, 100, 250):
@@ -233,7 +249,8 @@ class TestGeneratorsAndEmitter:
 
         rec = RecordingOutput()
         strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
-            Forgetful())
+            Forgetful()
+        )
         expected = "Forgetful returned None for the record 2"
         with pytest.raises(TimestampAssignerError, match=expected):
             self.emitter(strategy, rec).process([1, 2, 3], None, rec.output().collect)
@@ -265,10 +282,17 @@ class CapturingPartition:
 
 class TestTimestampsOnTheWire:
     def writer(self, kind, n, payload=None):
-        edge = JobEdge(JobVertexId("a"), OperatorId("op"), JobVertexId("b"), 0, kind,
-                       cloudpickle.dumps(payload) if payload else b"")
-        desc = ResultPartitionDescriptor(ResultPartitionId(ExecutionAttemptId("x"), 0), edge, n,
-                                         tuple(range(n)), n, 128)
+        edge = JobEdge(
+            JobVertexId("a"),
+            OperatorId("op"),
+            JobVertexId("b"),
+            0,
+            kind,
+            cloudpickle.dumps(payload) if payload else b"",
+        )
+        desc = ResultPartitionDescriptor(
+            ResultPartitionId(ExecutionAttemptId("x"), 0), edge, n, tuple(range(n)), n, 128
+        )
         cap = CapturingPartition()
         return RecordWriter(cap, desc, segment_size=32 * 1024, rng=random.Random(3)), cap
 
@@ -292,7 +316,11 @@ class TestTimestampsOnTheWire:
         rw, cap = self.writer(PartitionerKind.REBALANCE, 2)
         rw.emit(["a", "b", "c"], [1, 2, 3])
         rw.emit_watermark_status(True)
-        pairs = sorted((r, t) for _, kind, item in cap.items if kind == "data"
-                       for r, t in zip(*deserialize_records(item), strict=True))
+        pairs = sorted(
+            (r, t)
+            for _, kind, item in cap.items
+            if kind == "data"
+            for r, t in zip(*deserialize_records(item), strict=True)
+        )
         assert pairs == [("a", 1), ("b", 2), ("c", 3)]
         assert cap.items[-1] == (None, "event", WatermarkStatus(True))

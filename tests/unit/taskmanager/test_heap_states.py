@@ -87,8 +87,10 @@ def test_snapshot_holds_every_kind_by_key_group(backend):
     backend.get_list_state("l").add(1)
     backend.get_map_state("m").put("k", "v")
     snapshot = backend.snapshot()
-    groups = {name: [k for g in by_group.values() for k in g] for name, by_group in
-              snapshot.states.items()}
+    groups = {
+        name: [k for g in by_group.values() for k in g]
+        for name, by_group in snapshot.states.items()
+    }
     assert groups == {"l": ["a"], "m": ["a"]}
 
 

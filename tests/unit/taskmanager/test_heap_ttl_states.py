@@ -295,8 +295,7 @@ class TestSnapshots:
 
         assert entries("_weir_ttl_v") == {"j": ("new", 1060)}
         assert entries("_weir_ttl_l") == {"j": [("new", 1060)], "k": [("new", 1060)]}
-        assert entries("_weir_ttl_m") == {"j": {"new": (2, 1060)},
-                                          "k": {"new": (2, 1060)}}
+        assert entries("_weir_ttl_m") == {"j": {"new": (2, 1060)}, "k": {"new": (2, 1060)}}
         # The live state is untouched by the snapshot.
         assert backend.get_map_state("m", ttl).get("old") is None
 
@@ -350,15 +349,24 @@ class TestRegistration:
 
 def _context(backend):
     return StreamingRuntimeContext(
-        task_name="t", task_name_with_subtasks="t (1/1)", number_of_parallel_subtasks=1,
-        max_number_of_parallel_subtasks=128, index_of_this_subtask=0, attempt_number=0,
-        job_parameters={}, keyed_state_backend=backend)
+        task_name="t",
+        task_name_with_subtasks="t (1/1)",
+        number_of_parallel_subtasks=1,
+        max_number_of_parallel_subtasks=128,
+        index_of_this_subtask=0,
+        attempt_number=0,
+        job_parameters={},
+        keyed_state_backend=backend,
+    )
 
 
 class TestRuntimeContext:
     def test_a_descriptor_with_ttl_gets_an_expiring_state(self, backend, clock):
-        config = (StateTtlConfig.new_builder(Time.milliseconds(100))
-                  .update_ttl_on_read_and_write().build())
+        config = (
+            StateTtlConfig.new_builder(Time.milliseconds(100))
+            .update_ttl_on_read_and_write()
+            .build()
+        )
         descriptor = ValueStateDescriptor("v", None)
         descriptor.enable_time_to_live(config)
         state = _context(backend).get_state(descriptor)
@@ -377,8 +385,11 @@ class TestRuntimeContext:
         assert type(context.get_map_state(MapStateDescriptor("m", None, None))) is HeapMapState
 
     def test_a_disabled_ttl_is_no_ttl(self, backend):
-        config = (StateTtlConfig.new_builder(Time.seconds(1))
-                  .set_update_type(StateTtlConfig.UpdateType.Disabled).build())
+        config = (
+            StateTtlConfig.new_builder(Time.seconds(1))
+            .set_update_type(StateTtlConfig.UpdateType.Disabled)
+            .build()
+        )
         descriptor = ValueStateDescriptor("v", None)
         descriptor.enable_time_to_live(config)
         assert type(_context(backend).get_state(descriptor)) is HeapValueState

@@ -35,12 +35,31 @@ class CapturingWriter:
         return [r for s, b in self.buffers if s == sub for r in deserialize_batch(b)]
 
 
-def writer(kind: PartitionerKind, n: int = 4, payload=None, *, segment: int = 32 * 1024,
-           max_parallelism: int = 128, consumers=None) -> tuple[RecordWriter, CapturingWriter]:
-    edge = JobEdge(JobVertexId("a"), OperatorId("op"), JobVertexId("b"), 0, kind,
-                   cloudpickle.dumps(payload) if payload else b"")
-    desc = ResultPartitionDescriptor(ResultPartitionId(ExecutionAttemptId("x"), 0), edge, n,
-                                     tuple(consumers or range(n)), n, max_parallelism)
+def writer(
+    kind: PartitionerKind,
+    n: int = 4,
+    payload=None,
+    *,
+    segment: int = 32 * 1024,
+    max_parallelism: int = 128,
+    consumers=None,
+) -> tuple[RecordWriter, CapturingWriter]:
+    edge = JobEdge(
+        JobVertexId("a"),
+        OperatorId("op"),
+        JobVertexId("b"),
+        0,
+        kind,
+        cloudpickle.dumps(payload) if payload else b"",
+    )
+    desc = ResultPartitionDescriptor(
+        ResultPartitionId(ExecutionAttemptId("x"), 0),
+        edge,
+        n,
+        tuple(consumers or range(n)),
+        n,
+        max_parallelism,
+    )
     cap = CapturingWriter()
     return RecordWriter(cap, desc, segment_size=segment, rng=random.Random(7)), cap
 
@@ -90,8 +109,9 @@ class TestRouting:
     def test_key_group_routing_matches_the_key_group_ranges(self, parallelism):
         keys = [f"k{i}" for i in range(500)] + list(range(200)) + [(1, "a"), 2.5]
         # The writer is built without a key_type: keys are placed by their pickled form.
-        rw, cap = writer(P.KEY_GROUP, parallelism, {"key_selector": lambda r: r},
-                         max_parallelism=128)
+        rw, cap = writer(
+            P.KEY_GROUP, parallelism, {"key_selector": lambda r: r}, max_parallelism=128
+        )
         rw.emit(keys)
         rw.emit(keys[:50])  # memoised routes give the same answer
         rw.flush()
@@ -143,8 +163,9 @@ class TestBuffers:
 
     def test_compressed_buffers_round_trip(self):
         edge = JobEdge(JobVertexId("a"), OperatorId("op"), JobVertexId("b"), 0, P.FORWARD)
-        desc = ResultPartitionDescriptor(ResultPartitionId(ExecutionAttemptId("x"), 0), edge, 1,
-                                         (0,), 1, 128)
+        desc = ResultPartitionDescriptor(
+            ResultPartitionId(ExecutionAttemptId("x"), 0), edge, 1, (0,), 1, 128
+        )
         cap = CapturingWriter()
         rw = RecordWriter(cap, desc, segment_size=32 * 1024, compress=True)
         rw.emit([f"abc{i}" * 100 for i in range(50)])
@@ -194,8 +215,9 @@ class TestPendingBuffers:
         assert cap.buffers == []
         rw.flush()
         # The same records per subpartition as the flush then writes.
-        assert {s: [r for b in bufs for r in deserialize_batch(b)]
-                for s, bufs in pending.items()} == {s: cap.records(s) for s in (0, 1)}
+        assert {
+            s: [r for b in bufs for r in deserialize_batch(b)] for s, bufs in pending.items()
+        } == {s: cap.records(s) for s in (0, 1)}
         assert sorted(r for s in (0, 1) for r in cap.records(s)) == [1, 2, 3]
 
     def test_broadcast_pending_goes_to_every_subpartition(self):

@@ -53,17 +53,22 @@ class ScriptedSplits:
 
 
 class Harness:
-    def __init__(self, reader: ScriptedSplits, strategy: Any = None,
-                 clock_ms: Any = lambda: 0) -> None:
+    def __init__(
+        self, reader: ScriptedSplits, strategy: Any = None, clock_ms: Any = lambda: 0
+    ) -> None:
         self.events: list[Any] = []
         self.reader = reader
         strategy = strategy or WatermarkStrategy.for_generator(Punctuated).with_timestamp_assigner(
-            SecondField())
-        self.output = Output(lambda b, ts: self.events.append(("records", list(b))),
-                             lambda wm: self.events.append(("watermark", wm)),
-                             lambda idle: self.events.append(("idle", idle)))
-        self.splits = SplitWatermarks(strategy, reader, self.output, clock_ms=clock_ms,
-                                      processing_timers=None, interval_ms=0)
+            SecondField()
+        )
+        self.output = Output(
+            lambda b, ts: self.events.append(("records", list(b))),
+            lambda wm: self.events.append(("watermark", wm)),
+            lambda idle: self.events.append(("idle", idle)),
+        )
+        self.splits = SplitWatermarks(
+            strategy, reader, self.output, clock_ms=clock_ms, processing_timers=None, interval_ms=0
+        )
 
     def batch(self, split: str, *records: Any) -> None:
         self.reader.current = split
@@ -85,8 +90,11 @@ def test_a_split_that_runs_ahead_does_not_carry_the_watermark_past_the_others() 
     h.batch("b", ("y", 450))
     h.batch("a", ("x", 1100))
     assert h.watermarks() == [400, 450]
-    assert h.events[:3] == [("records", [("x", 1000)]), ("records", [("y", 400)]),
-                            ("watermark", 400)]
+    assert h.events[:3] == [
+        ("records", [("x", 1000)]),
+        ("records", [("y", 400)]),
+        ("watermark", 400),
+    ]
 
 
 def test_an_idle_split_stops_holding_the_watermark_back_until_it_has_data_again() -> None:
@@ -133,8 +141,7 @@ def test_the_end_of_input_is_the_end_of_event_time() -> None:
 
 
 def test_periodic_generators_run_per_split() -> None:
-    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
-        SecondField())
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(SecondField())
     h = Harness(ScriptedSplits("a", "b"), strategy)
     h.batch("a", ("x", 1000), ("x", 1001))
     h.batch("b", ("y", 200))
@@ -145,9 +152,11 @@ def test_periodic_generators_run_per_split() -> None:
 
 def test_with_idleness_a_silent_split_goes_idle_on_its_own() -> None:
     now = [0]
-    strategy = (WatermarkStrategy.for_monotonous_timestamps()
-                .with_timestamp_assigner(SecondField())
-                .with_idleness(Duration.of_millis(100)))
+    strategy = (
+        WatermarkStrategy.for_monotonous_timestamps()
+        .with_timestamp_assigner(SecondField())
+        .with_idleness(Duration.of_millis(100))
+    )
     h = Harness(ScriptedSplits("a", "b"), strategy, lambda: now[0])
     for t in (0, 50, 100, 150):
         now[0] = t

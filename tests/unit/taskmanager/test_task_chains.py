@@ -84,7 +84,10 @@ class TestOneInputChains:
         expected = [y for x in range(10) if (x * 10) % 20 for y in (x * 10, x * 10 + 1)]
         assert rec.records(sink) == expected
         assert rec.states[tasks[0].tdd.execution_attempt_id] == [
-            ExecutionState.INITIALIZING, ExecutionState.RUNNING, ExecutionState.FINISHED]
+            ExecutionState.INITIALIZING,
+            ExecutionState.RUNNING,
+            ExecutionState.FINISHED,
+        ]
 
     def test_flat_map_accepts_generator_functions(self):
         def gen(x):
@@ -95,8 +98,12 @@ class TestOneInputChains:
         assert rec.records(sink) == [0, 0, 1, 0, 1, 2]
 
     def test_process_function_may_yield_return_a_list_or_return_none(self):
-        d, sink = _single(source_op([1, 2, 3, 4]), op(K.PROCESS, {"function": GeneratorProcess()}),
-                          op(K.PROCESS, {"function": ReturningProcess()}), collect_op())
+        d, sink = _single(
+            source_op([1, 2, 3, 4]),
+            op(K.PROCESS, {"function": GeneratorProcess()}),
+            op(K.PROCESS, {"function": ReturningProcess()}),
+            collect_op(),
+        )
         _, rec = run_tasks(d)
         assert rec.records(sink) == [1, 1, -1, -1, -3, -3]
 
@@ -138,16 +145,28 @@ class TestOneInputChains:
     def test_runtime_context_describes_the_subtask(self):
         class Probe:
             def open(self, ctx):
-                self.info = (ctx.get_index_of_this_subtask(), ctx.get_number_of_parallel_subtasks(),
-                             ctx.get_max_number_of_parallel_subtasks(), ctx.get_task_name(),
-                             ctx.get_task_name_with_subtasks(), ctx.get_attempt_number(),
-                             ctx.get_job_parameter("k", "d"), ctx.get_job_parameter("x", "d"))
+                self.info = (
+                    ctx.get_index_of_this_subtask(),
+                    ctx.get_number_of_parallel_subtasks(),
+                    ctx.get_max_number_of_parallel_subtasks(),
+                    ctx.get_task_name(),
+                    ctx.get_task_name_with_subtasks(),
+                    ctx.get_attempt_number(),
+                    ctx.get_job_parameter("k", "d"),
+                    ctx.get_job_parameter("x", "d"),
+                )
 
             def map(self, v):
                 return self.info
 
-        d, sink = _single(source_op([1, 2]), op(K.MAP, {"function": Probe()}), collect_op(),
-                       parallelism=2, max_parallelism=64, name="Map")
+        d, sink = _single(
+            source_op([1, 2]),
+            op(K.MAP, {"function": Probe()}),
+            collect_op(),
+            parallelism=2,
+            max_parallelism=64,
+            name="Map",
+        )
         d.parameters["k"] = "v"
         _, rec = run_tasks(d)
         assert sorted(rec.records(sink)) == [
@@ -161,8 +180,10 @@ class TestKeyedOperators:
         records = [("a", 1), ("b", 10), ("a", 2), ("a", 3), ("b", 20)]
         d, sink = _single(
             source_op(records, batch=2),
-            op(K.REDUCE, {"function": lambda x, y: (x[0], x[1] + y[1]),
-                          "key_selectors": [lambda r: r[0]]}),
+            op(
+                K.REDUCE,
+                {"function": lambda x, y: (x[0], x[1] + y[1]), "key_selectors": [lambda r: r[0]]},
+            ),
             collect_op(),
         )
         _, rec = run_tasks(d)
@@ -171,8 +192,10 @@ class TestKeyedOperators:
     def test_value_state_counts_across_a_key_group_edge(self):
         words = [f"w{i % 7}" for i in range(200)]
         src = vertex([source_op(words, batch=16)], parallelism=2, name="src")
-        counter = chain(op(K.KEYED_PROCESS, {"function": CountPerKey(),
-                                             "key_selectors": [lambda w: w]}), collect_op())
+        counter = chain(
+            op(K.KEYED_PROCESS, {"function": CountPerKey(), "key_selectors": [lambda w: w]}),
+            collect_op(),
+        )
         keyed = vertex(counter, parallelism=2, name="count")
         d = Deployment([src, keyed])
         d.connect(src, keyed, PartitionerKind.KEY_GROUP, {"key_selector": lambda w: w})
@@ -201,9 +224,11 @@ class TestKeyedOperators:
                 self.seen.update(True)
                 return v, first
 
-        d, sink = _single(source_op([1, 2, 1, 3, 2]),
-                          op(K.MAP, {"function": Seen(), "key_selectors": [lambda v: v]}),
-                          collect_op())
+        d, sink = _single(
+            source_op([1, 2, 1, 3, 2]),
+            op(K.MAP, {"function": Seen(), "key_selectors": [lambda v: v]}),
+            collect_op(),
+        )
         _, rec = run_tasks(d)
         assert rec.records(sink) == [(1, True), (2, True), (1, False), (3, True), (2, False)]
 
@@ -247,8 +272,17 @@ class TestTwoInputOperators:
 
         left = vertex([source_op([("a", 1), ("b", 2)])], name="left")
         sink = collect_op()
-        co = vertex(chain(op(K.CO_FLAT_MAP, {"function": Join(), "key_selectors": [
-            lambda r: r[0], lambda r: r[0]]}, input_count=2), sink), name="co")
+        co = vertex(
+            chain(
+                op(
+                    K.CO_FLAT_MAP,
+                    {"function": Join(), "key_selectors": [lambda r: r[0], lambda r: r[0]]},
+                    input_count=2,
+                ),
+                sink,
+            ),
+            name="co",
+        )
         right = vertex([source_op([("a", "x"), ("c", "y")])], name="right")
         d = Deployment([left, right, co])
         d.connect(left, co, PartitionerKind.FORWARD, input_index=0)

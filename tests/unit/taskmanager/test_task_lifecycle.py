@@ -66,8 +66,13 @@ class TestFailures:
             def close(self):
                 closed.append(True)
 
-        d = Deployment([vertex(chain(source_op([1, 2, 3, 4]), op(K.MAP, {"function": Closing()}),
-                                     collect_op()))])
+        d = Deployment(
+            [
+                vertex(
+                    chain(source_op([1, 2, 3, 4]), op(K.MAP, {"function": Closing()}), collect_op())
+                )
+            ]
+        )
         (task,), rec = run_tasks(d)
         assert task.execution_state is ExecutionState.FAILED
         cause = task.failure_cause
@@ -102,8 +107,17 @@ class TestFailures:
                 yield (ctx.get_current_key(), timestamp, ctx.time_domain().name)
 
         sink = collect_op()
-        d = Deployment([vertex(chain(source_op([2, 1]), op(K.KEYED_PROCESS, {
-            "function": Timers(), "key_selectors": [lambda x: x]}), sink))])
+        d = Deployment(
+            [
+                vertex(
+                    chain(
+                        source_op([2, 1]),
+                        op(K.KEYED_PROCESS, {"function": Timers(), "key_selectors": [lambda x: x]}),
+                        sink,
+                    )
+                )
+            ]
+        )
         (task,), recorder = run_tasks(d)
         assert task.execution_state is ExecutionState.FINISHED, task.failure_cause
         # The final watermark fires both, in timestamp order.
@@ -114,8 +128,9 @@ class TestFailures:
             def process_element(self, value, ctx):
                 ctx.timer_service().register_event_time_timer(10)
 
-        d = Deployment([vertex(chain(source_op([1]), op(K.PROCESS, {"function": Timers()}),
-                                     collect_op()))])
+        d = Deployment(
+            [vertex(chain(source_op([1]), op(K.PROCESS, {"function": Timers()}), collect_op()))]
+        )
         (task,), _ = run_tasks(d)
         assert TimersNotSupportedError.__name__ in task.failure_cause
         assert "only supported on a keyed stream" in task.failure_cause
@@ -128,8 +143,9 @@ class TestFailures:
             def map(self, x):
                 return x
 
-        d = Deployment([vertex(chain(source_op([1]), op(K.MAP, {"function": Stateful()}),
-                                     collect_op()))])
+        d = Deployment(
+            [vertex(chain(source_op([1]), op(K.MAP, {"function": Stateful()}), collect_op()))]
+        )
         (task,), _ = run_tasks(d)
         assert "only accessible by functions executed on a KeyedStream" in task.failure_cause
 
@@ -171,7 +187,12 @@ class TestCancel:
     def test_cancel_a_source_function_calls_its_cancel(self):
         started = FOREVER_STARTED
         env, rec = TestingNetworkEnvironment(), Recorder()
-        v = vertex([op(K.SOURCE, {"source_function": Forever()}), ], name="src")
+        v = vertex(
+            [
+                op(K.SOURCE, {"source_function": Forever()}),
+            ],
+            name="src",
+        )
         d = Deployment([vertex(chain(v.operators[0], op(K.SINK, {"function": lambda x: None})))])
         task = Task(d.tdd(d.vertices[0]), _services(env, rec))
         task.start()
@@ -212,21 +233,40 @@ class TestMailbox:
 
 
 class TestPrint:
-    @pytest.mark.parametrize(("ident", "sub", "p", "prefix"), [
-        (None, 0, 1, ""), (None, 1, 3, "2> "), ("out", 0, 1, "out> "),
-        ("out", 2, 4, "out:3> "), ("", 0, 2, "1> "),
-    ])
+    @pytest.mark.parametrize(
+        ("ident", "sub", "p", "prefix"),
+        [
+            (None, 0, 1, ""),
+            (None, 1, 3, "2> "),
+            ("out", 0, 1, "out> "),
+            ("out", 2, 4, "out:3> "),
+            ("", 0, 2, "1> "),
+        ],
+    )
     def test_prefix_as_flink(self, ident, sub, p, prefix):
         assert print_prefix(ident, sub, p) == prefix
 
     def test_values_render_as_python_str(self):
         assert [render(v) for v in [(1, "a"), "s", 3, 0.5, None, True, [1]]] == [
-            "(1, 'a')", "s", "3", "0.5", "None", "True", "[1]"]
+            "(1, 'a')",
+            "s",
+            "3",
+            "0.5",
+            "None",
+            "True",
+            "[1]",
+        ]
 
     def test_print_sink_writes_one_line_per_record(self, tmp_path):
         target = tmp_path / "out.txt"
-        d = Deployment([vertex(chain(source_op([(1, "a"), "b"]), op(K.PRINT, {
-            "sink_identifier": "id"})), parallelism=1)])
+        d = Deployment(
+            [
+                vertex(
+                    chain(source_op([(1, "a"), "b"]), op(K.PRINT, {"sink_identifier": "id"})),
+                    parallelism=1,
+                )
+            ]
+        )
         run_tasks(d, print_target=str(target))
         assert target.read_text() == "id> (1, 'a')\nid> b\n"
 
@@ -289,14 +329,49 @@ class ScriptedNetwork:
         return Gate()
 
 
-@pytest.mark.parametrize(("timeout", "expected"), [
-    ("100", [("input", [1, 2]), ("tick", 0.05), ("tick", 0.06), ("buffer", [1, 2]),
-             ("input", [3]), ("input", None), ("buffer", [3]), ("finish",)]),
-    ("0", [("input", [1, 2]), ("buffer", [1, 2]), ("tick", 0.05), ("tick", 0.06),
-           ("input", [3]), ("buffer", [3]), ("input", None), ("finish",)]),
-    ("-1", [("input", [1, 2]), ("tick", 0.05), ("tick", 0.06), ("input", [3]),
-            ("input", None), ("buffer", [1, 2, 3]), ("finish",)]),
-])
+@pytest.mark.parametrize(
+    ("timeout", "expected"),
+    [
+        (
+            "100",
+            [
+                ("input", [1, 2]),
+                ("tick", 0.05),
+                ("tick", 0.06),
+                ("buffer", [1, 2]),
+                ("input", [3]),
+                ("input", None),
+                ("buffer", [3]),
+                ("finish",),
+            ],
+        ),
+        (
+            "0",
+            [
+                ("input", [1, 2]),
+                ("buffer", [1, 2]),
+                ("tick", 0.05),
+                ("tick", 0.06),
+                ("input", [3]),
+                ("buffer", [3]),
+                ("input", None),
+                ("finish",),
+            ],
+        ),
+        (
+            "-1",
+            [
+                ("input", [1, 2]),
+                ("tick", 0.05),
+                ("tick", 0.06),
+                ("input", [3]),
+                ("input", None),
+                ("buffer", [1, 2, 3]),
+                ("finish",),
+            ],
+        ),
+    ],
+)
 def test_buffer_timeout_modes_in_the_mailbox_loop(timeout, expected):
     clock, log = FakeClock(), []
     script = [("data", [1, 2]), ("tick", 0.05), ("tick", 0.06), ("data", [3]), ("end", None)]

@@ -82,8 +82,11 @@ def ms(n: int) -> Time:
 class TestTumblingAndSliding:
     @pytest.mark.parametrize("path", PATHS)
     def test_tumbling_reduce_fires_once_when_the_watermark_passes_the_end(self, path):
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).reduce(add)))
+        p = path(
+            window_payload(
+                lambda ds: ds.key_by(key).window(TumblingEventTimeWindows.of(ms(10))).reduce(add)
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 1), (("b", 1), 2), (("a", 2), 9), (("a", 5), 10))
         h.watermark(8)
@@ -99,19 +102,36 @@ class TestTumblingAndSliding:
 
     @pytest.mark.parametrize("path", PATHS)
     def test_sliding_aggregate_puts_each_element_in_size_over_slide_windows(self, path):
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            SlidingEventTimeWindows.of(ms(10), ms(5))).aggregate(
-                Sum(), window_function=KeyedWindowSum())))
+        p = path(
+            window_payload(
+                lambda ds: (
+                    ds.key_by(key)
+                    .window(SlidingEventTimeWindows.of(ms(10), ms(5)))
+                    .aggregate(Sum(), window_function=KeyedWindowSum())
+                )
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 3), (("a", 10), 7), (("a", 100), 12))
         h.watermark(MAX_WATERMARK)
-        assert h.results() == [(("a", -5, 1), 4), (("a", 0, 11), 9), (("a", 5, 110), 14),
-                               (("a", 10, 100), 19)]
+        assert h.results() == [
+            (("a", -5, 1), 4),
+            (("a", 0, 11), 9),
+            (("a", 5, 110), 14),
+            (("a", 10, 100), 19),
+        ]
 
     @pytest.mark.parametrize("path", PATHS)
     def test_offset_shifts_window_starts(self, path):
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10), ms(3))).process(Describe())))
+        p = path(
+            window_payload(
+                lambda ds: (
+                    ds.key_by(key)
+                    .window(TumblingEventTimeWindows.of(ms(10), ms(3)))
+                    .process(Describe())
+                )
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 2), (("a", 2), 3))
         h.watermark(MAX_WATERMARK)
@@ -119,8 +139,9 @@ class TestTumblingAndSliding:
         assert h.out.timestamps == [2, 12]
 
     def test_a_record_without_timestamp_in_an_event_time_window_fails_clearly(self):
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).reduce(add))
+        p = window_payload(
+            lambda ds: ds.key_by(key).window(TumblingEventTimeWindows.of(ms(10))).reduce(add)
+        )
         for payload in (p, general(p)):
             h = Harness(payload)
             with pytest.raises(MissingTimestampError, match="assign_timestamps_and_watermarks"):
@@ -130,8 +151,11 @@ class TestTumblingAndSliding:
 class TestLateness:
     @pytest.mark.parametrize("path", PATHS)
     def test_late_records_are_dropped_and_counted_without_a_side_output(self, path):
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).reduce(add)))
+        p = path(
+            window_payload(
+                lambda ds: ds.key_by(key).window(TumblingEventTimeWindows.of(ms(10))).reduce(add)
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 1))
         h.watermark(15)
@@ -143,8 +167,16 @@ class TestLateness:
     @pytest.mark.parametrize("path", PATHS)
     def test_late_records_go_to_the_side_output(self, path):
         tag = OutputTag("late", Types.TUPLE([Types.STRING(), Types.INT()]))
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).side_output_late_data(tag).reduce(add)))
+        p = path(
+            window_payload(
+                lambda ds: (
+                    ds.key_by(key)
+                    .window(TumblingEventTimeWindows.of(ms(10)))
+                    .side_output_late_data(tag)
+                    .reduce(add)
+                )
+            )
+        )
         h = Harness(p, tags=("late",))
         h.send((("a", 1), 1))
         h.watermark(9)
@@ -155,9 +187,17 @@ class TestLateness:
     @pytest.mark.parametrize("path", PATHS)
     def test_allowed_lateness_fires_again_for_each_late_record_then_drops(self, path):
         tag = OutputTag("late")
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).allowed_lateness(5)
-            .side_output_late_data(tag).reduce(add)))
+        p = path(
+            window_payload(
+                lambda ds: (
+                    ds.key_by(key)
+                    .window(TumblingEventTimeWindows.of(ms(10)))
+                    .allowed_lateness(5)
+                    .side_output_late_data(tag)
+                    .reduce(add)
+                )
+            )
+        )
         h = Harness(p, tags=("late",))
         h.send((("a", 1), 1))
         h.watermark(10)
@@ -177,8 +217,11 @@ class TestLateness:
 
 class TestSessions:
     def payload(self, **kw: Any) -> dict[str, Any]:
-        return window_payload(lambda ds: ds.key_by(key).window(
-            EventTimeSessionWindows.with_gap(ms(10))).process(Describe()))
+        return window_payload(
+            lambda ds: (
+                ds.key_by(key).window(EventTimeSessionWindows.with_gap(ms(10))).process(Describe())
+            )
+        )
 
     def test_sessions_close_after_the_gap_and_a_bridging_record_merges_two(self):
         h = Harness(self.payload())
@@ -199,8 +242,9 @@ class TestSessions:
         assert h.op.timers.num_event_time_timers == 0
 
     def test_sessions_with_reduce_merge_their_reduced_values(self):
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            EventTimeSessionWindows.with_gap(ms(10))).reduce(add))
+        p = window_payload(
+            lambda ds: ds.key_by(key).window(EventTimeSessionWindows.with_gap(ms(10))).reduce(add)
+        )
         h = Harness(p)
         h.send((("a", 1), 0), (("a", 10), 20), (("a", 100), 10))
         h.watermark(MAX_WATERMARK)
@@ -215,8 +259,13 @@ class TestSessions:
                 context.window_state().get_state(ValueStateDescriptor("s", Types.INT()))
                 return []
 
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            EventTimeSessionWindows.with_gap(ms(5))).process(UsesWindowState()))
+        p = window_payload(
+            lambda ds: (
+                ds.key_by(key)
+                .window(EventTimeSessionWindows.with_gap(ms(5)))
+                .process(UsesWindowState())
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 0))
         with pytest.raises(TypeError, match="Per-window state is not allowed"):
@@ -244,13 +293,20 @@ class TestTriggers:
         assert h.out.records == [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
 
     def test_purging_count_trigger_on_global_windows(self):
-        p = window_payload(lambda ds: ds.key_by(key).window(GlobalWindows.create()).trigger(
-            PurgingTrigger.of(CountTrigger.of(2))).reduce(add))
+        p = window_payload(
+            lambda ds: (
+                ds.key_by(key)
+                .window(GlobalWindows.create())
+                .trigger(PurgingTrigger.of(CountTrigger.of(2)))
+                .reduce(add)
+            )
+        )
         h = Harness(p)
         h.send(*[(("a", i), None) for i in range(1, 6)])
         assert h.out.records == [("a", 3), ("a", 7)]
-        assert h.backend.get_raw_table("_weir_window_contents") == {"a": {
-            next(iter(h.backend.get_raw_table("_weir_window_contents")["a"])): ("a", 5)}}
+        assert h.backend.get_raw_table("_weir_window_contents") == {
+            "a": {next(iter(h.backend.get_raw_table("_weir_window_contents")["a"])): ("a", 5)}
+        }
 
     def test_global_windows_never_fire_by_default(self):
         p = window_payload(lambda ds: ds.key_by(key).window(GlobalWindows.create()).reduce(add))
@@ -260,9 +316,14 @@ class TestTriggers:
         assert h.out.records == []
 
     def test_continuous_event_time_trigger_fires_every_interval_and_at_the_end(self):
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(100))).trigger(
-            ContinuousEventTimeTrigger.of(ms(10))).reduce(add))
+        p = window_payload(
+            lambda ds: (
+                ds.key_by(key)
+                .window(TumblingEventTimeWindows.of(ms(100)))
+                .trigger(ContinuousEventTimeTrigger.of(ms(10)))
+                .reduce(add)
+            )
+        )
         assert p["fast_path"] is None
         h = Harness(p)
         h.send((("a", 1), 3))
@@ -302,8 +363,14 @@ class TestTriggers:
             def clear(self, window, ctx):
                 ctx.get_partitioned_state(self.desc).clear()
 
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(100))).trigger(EverySecond()).reduce(add))
+        p = window_payload(
+            lambda ds: (
+                ds.key_by(key)
+                .window(TumblingEventTimeWindows.of(ms(100)))
+                .trigger(EverySecond())
+                .reduce(add)
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 1), (("a", 2), 2), (("a", 4), 3), (("b", 1), 3))
         h.watermark(MAX_WATERMARK)  # the window's end fires nothing: only the trigger decides
@@ -312,8 +379,9 @@ class TestTriggers:
 
     def test_processing_time_windows_fire_on_the_clock_and_not_at_end_of_input(self):
         clock = FakeClock(1_000)
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            TumblingProcessingTimeWindows.of(ms(100))).reduce(add))
+        p = window_payload(
+            lambda ds: ds.key_by(key).window(TumblingProcessingTimeWindows.of(ms(100))).reduce(add)
+        )
         for payload in (p, general(p)):
             h = Harness(payload, clock=clock)
             clock.now = 1_000
@@ -341,14 +409,26 @@ class TestProcessWindowFunction:
                 per_window.update((per_window.value() or 0) + 1)
                 per_key = context.global_state().get_state(self.windows)
                 per_key.update((per_key.value() or 0) + 1)
-                yield (key, repr(context.window()), context.current_watermark(),
-                       per_window.value(), per_key.value(), sum(v for _, v in elements))
+                yield (
+                    key,
+                    repr(context.window()),
+                    context.current_watermark(),
+                    per_window.value(),
+                    per_key.value(),
+                    sum(v for _, v in elements),
+                )
 
             def clear(self, context):
                 context.window_state().get_state(self.firings).clear()
 
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).allowed_lateness(10).process(Report()))
+        p = window_payload(
+            lambda ds: (
+                ds.key_by(key)
+                .window(TumblingEventTimeWindows.of(ms(10)))
+                .allowed_lateness(10)
+                .process(Report())
+            )
+        )
         for payload in (p, general(p)):
             h = Harness(payload)
             h.send((("a", 1), 1), (("a", 2), 12))
@@ -364,8 +444,15 @@ class TestProcessWindowFunction:
 
     @pytest.mark.parametrize("path", PATHS)
     def test_reduce_with_a_process_window_function_sees_the_reduced_value(self, path):
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).reduce(add, window_function=Describe())))
+        p = path(
+            window_payload(
+                lambda ds: (
+                    ds.key_by(key)
+                    .window(TumblingEventTimeWindows.of(ms(10)))
+                    .reduce(add, window_function=Describe())
+                )
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 1), (("a", 2), 2))
         h.watermark(MAX_WATERMARK)
@@ -376,8 +463,16 @@ class TestSnapshotRestore:
     @pytest.mark.parametrize("lateness", [0, 5])
     @pytest.mark.parametrize("path", PATHS)
     def test_a_window_restored_mid_way_fires_once_with_all_its_contents(self, path, lateness):
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            TumblingEventTimeWindows.of(ms(10))).allowed_lateness(lateness).reduce(add)))
+        p = path(
+            window_payload(
+                lambda ds: (
+                    ds.key_by(key)
+                    .window(TumblingEventTimeWindows.of(ms(10)))
+                    .allowed_lateness(lateness)
+                    .reduce(add)
+                )
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 1), (("b", 2), 2))
         h.watermark(5)
@@ -394,8 +489,13 @@ class TestSnapshotRestore:
 
     @pytest.mark.parametrize("path", PATHS)
     def test_sliding_windows_restored_from_a_second_checkpoint_fire_once(self, path):
-        p = path(window_payload(lambda ds: ds.key_by(key).window(
-            SlidingEventTimeWindows.of(ms(10), ms(5))).reduce(add)))
+        p = path(
+            window_payload(
+                lambda ds: (
+                    ds.key_by(key).window(SlidingEventTimeWindows.of(ms(10), ms(5))).reduce(add)
+                )
+            )
+        )
         h = Harness(p)
         h.send((("a", 1), 1), (("b", 2), 7))
         h.checkpoint()  # an earlier checkpoint, then more records
@@ -410,12 +510,17 @@ class TestSnapshotRestore:
         h2 = Harness(p, backend=restored)
         h2.watermark(MAX_WATERMARK)
         assert fired_before == [(("a", 1), 4)]
-        assert sorted(h2.results()) == [(("a", 10), 14), (("a", 11), 9), (("b", 2), 9),
-                                        (("b", 2), 14)]
+        assert sorted(h2.results()) == [
+            (("a", 10), 14),
+            (("a", 11), 9),
+            (("b", 2), 9),
+            (("b", 2), 14),
+        ]
 
     def test_session_windows_survive_a_restore(self):
-        p = window_payload(lambda ds: ds.key_by(key).window(
-            EventTimeSessionWindows.with_gap(ms(10))).reduce(add))
+        p = window_payload(
+            lambda ds: ds.key_by(key).window(EventTimeSessionWindows.with_gap(ms(10))).reduce(add)
+        )
         h = Harness(p)
         h.send((("a", 1), 0), (("a", 2), 20))
         restored = new_backend()

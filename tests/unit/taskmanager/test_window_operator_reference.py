@@ -100,8 +100,13 @@ def reference_sessions(batches: list[Any], gap: int) -> list[Any]:
 @settings(max_examples=60, deadline=None)
 @given(streams(), st.integers(1, 30))
 def test_tumbling_windows_match_the_reference(batches, size):
-    payload = window_payload(lambda ds: ds.key_by(key).window(
-        TumblingEventTimeWindows.of(Time.milliseconds(size))).process(Summary()))
+    payload = window_payload(
+        lambda ds: (
+            ds.key_by(key)
+            .window(TumblingEventTimeWindows.of(Time.milliseconds(size)))
+            .process(Summary())
+        )
+    )
     expected = reference_aligned(batches, size, size)
     assert run(payload, batches, fast=True) == expected
     assert run(payload, batches, fast=False) == expected
@@ -111,8 +116,13 @@ def test_tumbling_windows_match_the_reference(batches, size):
 @given(streams(), st.integers(1, 10), st.integers(1, 4))
 def test_sliding_windows_match_the_reference(batches, slide, factor):
     size = slide * factor
-    payload = window_payload(lambda ds: ds.key_by(key).window(SlidingEventTimeWindows.of(
-        Time.milliseconds(size), Time.milliseconds(slide))).process(Summary()))
+    payload = window_payload(
+        lambda ds: (
+            ds.key_by(key)
+            .window(SlidingEventTimeWindows.of(Time.milliseconds(size), Time.milliseconds(slide)))
+            .process(Summary())
+        )
+    )
     expected = reference_aligned(batches, size, slide)
     assert run(payload, batches, fast=True) == expected
     assert run(payload, batches, fast=False) == expected
@@ -121,6 +131,11 @@ def test_sliding_windows_match_the_reference(batches, slide, factor):
 @settings(max_examples=60, deadline=None)
 @given(streams(), st.integers(1, 25))
 def test_session_windows_match_the_reference(batches, gap):
-    payload = window_payload(lambda ds: ds.key_by(key).window(
-        EventTimeSessionWindows.with_gap(Time.milliseconds(gap))).process(Summary()))
+    payload = window_payload(
+        lambda ds: (
+            ds.key_by(key)
+            .window(EventTimeSessionWindows.with_gap(Time.milliseconds(gap)))
+            .process(Summary())
+        )
+    )
     assert run(payload, batches, fast=False) == reference_sessions(batches, gap)

@@ -42,10 +42,14 @@ class RecordingOutput:
         def side(tag: str) -> Callable[[list[Any], Any], None]:
             def collect(records: list[Any], timestamps: Any) -> None:
                 self.side.setdefault(tag, []).extend(zip(records, timestamps, strict=True))
+
             return collect
 
-        return Output(collect=self.collect, emit_watermark=self.emit_watermark,
-                      side_outputs={t: side(t) for t in tags})
+        return Output(
+            collect=self.collect,
+            emit_watermark=self.emit_watermark,
+            side_outputs={t: side(t) for t in tags},
+        )
 
     def take(self) -> list[Any]:
         records = self.records
@@ -79,22 +83,39 @@ def new_backend() -> HashMapKeyedStateBackend:
 class Harness:
     """A WindowOperator on a real backend and timer service, with a fake clock."""
 
-    def __init__(self, payload: dict[str, Any], *, backend: HashMapKeyedStateBackend | None = None,
-                 clock: FakeClock | None = None, tags: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        payload: dict[str, Any],
+        *,
+        backend: HashMapKeyedStateBackend | None = None,
+        clock: FakeClock | None = None,
+        tags: tuple[str, ...] = (),
+    ) -> None:
         self.backend = backend or new_backend()
         self.clock = clock or FakeClock()
         self.out = RecordingOutput()
         ctx = StreamingRuntimeContext(
-            task_name="window", task_name_with_subtasks="window (1/1)",
-            number_of_parallel_subtasks=1, max_number_of_parallel_subtasks=128,
-            index_of_this_subtask=0, attempt_number=0, job_parameters={},
-            keyed_state_backend=self.backend)
+            task_name="window",
+            task_name_with_subtasks="window (1/1)",
+            number_of_parallel_subtasks=1,
+            max_number_of_parallel_subtasks=128,
+            index_of_this_subtask=0,
+            attempt_number=0,
+            job_parameters={},
+            keyed_state_backend=self.backend,
+        )
         setup = OperatorSetup(
-            descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW,
-                                          b""),
-            payload=payload, runtime_context=ctx, keyed_state_backend=self.backend,
-            subtask_index=0, parallelism=1, segment_size=32768, collect=lambda *a: None,
-            print_target=None, clock_ms=self.clock)
+            descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW, b""),
+            payload=payload,
+            runtime_context=ctx,
+            keyed_state_backend=self.backend,
+            subtask_index=0,
+            parallelism=1,
+            segment_size=32768,
+            collect=lambda *a: None,
+            print_target=None,
+            clock_ms=self.clock,
+        )
         self.op = WindowOperator(setup)
         self.op.open(self.out.output(tags))
 

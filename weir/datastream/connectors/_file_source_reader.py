@@ -48,7 +48,7 @@ def enumerate_files(paths: tuple[str, ...]) -> list[str]:
         if fs.isdir(root):
             base = root.rstrip("/")
             for name in fs.find(root):
-                if not _hidden(name[len(base):]):
+                if not _hidden(name[len(base) :]):
                     found.add(fs.unstrip_protocol(name))
         elif fs.exists(root):
             found.add(fs.unstrip_protocol(root))
@@ -69,9 +69,16 @@ class FileSourceReader:
     are queued; ``[]`` while there is nothing to read.
     """
 
-    def __init__(self, paths: tuple[str, ...], charset_name: str, *, subtask: int,
-                 parallelism: int, discovery_interval_ms: int | None,
-                 clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        paths: tuple[str, ...],
+        charset_name: str,
+        *,
+        subtask: int,
+        parallelism: int,
+        discovery_interval_ms: int | None,
+        clock: Callable[[], float],
+    ) -> None:
         self._paths = paths
         self._charset = charset_name
         # Byte offsets of line starts are exact only when '\n' is the byte 0x0A; other
@@ -137,8 +144,9 @@ class FileSourceReader:
             if split.offset:
                 f.seek(split.offset)
             return f
-        f = fsspec.open(split.path, "rt", encoding=self._charset, newline="",
-                        compression="infer").open()
+        f = fsspec.open(
+            split.path, "rt", encoding=self._charset, newline="", compression="infer"
+        ).open()
         for _ in range(split.lines):
             f.readline()
         return f
@@ -154,8 +162,11 @@ class FileSourceReader:
         """Queues this subtask's files not seen before; True when there were any."""
         if self._interval_s is not None:
             self._next_discovery = self._clock() + self._interval_s
-        new = [p for p in enumerate_files(self._paths)
-               if p not in self._known and owner_of(p, self._parallelism) == self._subtask]
+        new = [
+            p
+            for p in enumerate_files(self._paths)
+            if p not in self._known and owner_of(p, self._parallelism) == self._subtask
+        ]
         for path in new:
             self._known.add(path)
             self._splits.append(FileSplit(path))
@@ -167,10 +178,12 @@ class FileSourceReader:
     def snapshot_state(self, checkpoint_id: int | None = None) -> bytes:
         """The splits still to read (the current one with its position first) and, when
         monitoring, the files already read."""
-        return json.dumps({
-            "splits": [[s.path, s.offset, s.lines] for s in self._splits],
-            "finished": sorted(self._finished) if self._interval_s is not None else [],
-        }).encode()
+        return json.dumps(
+            {
+                "splits": [[s.path, s.offset, s.lines] for s in self._splits],
+                "finished": sorted(self._finished) if self._interval_s is not None else [],
+            }
+        ).encode()
 
     def restore_state(self, state: bytes) -> None:
         """Resume exactly where ``snapshot_state`` was taken; called before the first poll."""

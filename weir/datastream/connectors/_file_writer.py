@@ -61,8 +61,14 @@ class FileWriter:
     """Writes encoded records into per-bucket part files and moves them through their
     states on the checkpoint hooks. Not thread-safe: the task thread calls everything."""
 
-    def __init__(self, base_path: str, part_prefix: str, part_suffix: str,
-                 rolling_policy: Any, clock: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        base_path: str,
+        part_prefix: str,
+        part_suffix: str,
+        rolling_policy: Any,
+        clock: Callable[[], int],
+    ) -> None:
         self._fs, root = url_to_fs(base_path)
         self._root = root.rstrip("/") or "/"
         self._prefix = part_prefix
@@ -109,8 +115,9 @@ class FileWriter:
             name = f"{self._prefix}-{self._uid}-{counter}{self._suffix}"
         temp = f"{directory}/.{name}.inprogress.{uuid.uuid4()}"
         self._fs.makedirs(directory, exist_ok=True)
-        part = InProgressFile(bucket_id, temp, f"{directory}/{name}", now, now,
-                              handle=self._fs.open(temp, "wb"))
+        part = InProgressFile(
+            bucket_id, temp, f"{directory}/{name}", now, now, handle=self._fs.open(temp, "wb")
+        )
         self._in_progress[bucket_id] = part
         return part
 
@@ -130,8 +137,10 @@ class FileWriter:
             if self._rolling_policy.should_roll_on_checkpoint(part):
                 self._close_part(part)
         if any(c >= checkpoint_id for c in self._pending_per_checkpoint):
-            msg = (f"FileSink: snapshot of checkpoint {checkpoint_id} after checkpoint "
-                   f"{max(self._pending_per_checkpoint)}; checkpoint ids must increase")
+            msg = (
+                f"FileSink: snapshot of checkpoint {checkpoint_id} after checkpoint "
+                f"{max(self._pending_per_checkpoint)}; checkpoint ids must increase"
+            )
             raise CheckpointError(msg)
         if self._pending:
             self._pending_per_checkpoint[checkpoint_id] = self._pending
@@ -143,17 +152,24 @@ class FileWriter:
         for part in self._in_progress.values():
             assert part.handle is not None
             part.handle.flush()
-            in_progress.append({
-                "bucket": part.bucket_id, "temp": part.temp_path, "final": part.final_path,
-                "size": part.size, "created": part.creation_time,
-            })
-        return json.dumps({
-            "version": _STATE_VERSION,
-            "uid": self._uid,
-            "pending": {str(c): files for c, files in self._pending_per_checkpoint.items()},
-            "in_progress": in_progress,
-            "cleanup": [p for paths in self._cleanup_per_checkpoint.values() for p in paths],
-        }).encode()
+            in_progress.append(
+                {
+                    "bucket": part.bucket_id,
+                    "temp": part.temp_path,
+                    "final": part.final_path,
+                    "size": part.size,
+                    "created": part.creation_time,
+                }
+            )
+        return json.dumps(
+            {
+                "version": _STATE_VERSION,
+                "uid": self._uid,
+                "pending": {str(c): files for c, files in self._pending_per_checkpoint.items()},
+                "in_progress": in_progress,
+                "cleanup": [p for paths in self._cleanup_per_checkpoint.values() for p in paths],
+            }
+        ).encode()
 
     def commit_up_to(self, checkpoint_id: int) -> None:
         for pending_id in sorted(self._pending_per_checkpoint):
@@ -171,8 +187,10 @@ class FileWriter:
         if fs.exists(temp):
             fs.mv(temp, final)
         elif not fs.exists(final):
-            msg = (f"FileSink: cannot commit {final!r}: its pending file {temp!r} is gone "
-                   "and it was not committed before; the output lost data")
+            msg = (
+                f"FileSink: cannot commit {final!r}: its pending file {temp!r} is gone "
+                "and it was not committed before; the output lost data"
+            )
             raise CheckpointError(msg)
 
     def _delete(self, paths: list[str]) -> None:
@@ -202,12 +220,16 @@ class FileWriter:
         try:
             data = fs.cat_file(temp, start=0, end=size) if size else b""
         except FileNotFoundError as exc:
-            msg = (f"FileSink: the in-progress file {temp!r} of the restored checkpoint is "
-                   "gone; its data cannot be recovered")
+            msg = (
+                f"FileSink: the in-progress file {temp!r} of the restored checkpoint is "
+                "gone; its data cannot be recovered"
+            )
             raise CheckpointError(msg) from exc
         if len(data) != size:
-            msg = (f"FileSink: the in-progress file {temp!r} holds {len(data)} bytes, the "
-                   f"checkpoint recorded {size}")
+            msg = (
+                f"FileSink: the in-progress file {temp!r} holds {len(data)} bytes, the "
+                f"checkpoint recorded {size}"
+            )
             raise CheckpointError(msg)
         final = entry["final"]
         name = final.rpartition("/")[2]
@@ -227,8 +249,7 @@ class FileWriter:
         for path in fs.find(self._root):
             name = path.rpartition("/")[2]
             if name.startswith(marker) and ".inprogress." in name and path not in keep:
-                logger.info("FileSink: discarding %s, written after the restored checkpoint",
-                            path)
+                logger.info("FileSink: discarding %s, written after the restored checkpoint", path)
                 fs.rm(path)
 
     # -- end ------------------------------------------------------------------------------
@@ -239,8 +260,9 @@ class FileWriter:
         for temp, final in self._pending:
             self._commit(temp, final)
         self._pending = []
-        self.commit_up_to(max([*self._pending_per_checkpoint, *self._cleanup_per_checkpoint],
-                              default=0))
+        self.commit_up_to(
+            max([*self._pending_per_checkpoint, *self._cleanup_per_checkpoint], default=0)
+        )
         self._delete(self._cleanup)
         self._cleanup = []
 

@@ -24,7 +24,7 @@ class CollectionReader:
     def poll_batch(self, max_records: int) -> list[Any] | None:
         if self._position >= len(self._elements):
             return None
-        batch = self._elements[self._position:self._position + max_records]
+        batch = self._elements[self._position : self._position + max_records]
         self._position += len(batch)
         return batch
 

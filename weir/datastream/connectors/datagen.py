@@ -83,8 +83,9 @@ class RateLimiterStrategy:
     def __init__(self, factory: Callable[[int, Callable[[], float]], RateLimiter]) -> None:
         self._factory = factory
 
-    def create_rate_limiter(self, parallelism: int,
-                            clock: Callable[[], float] = time.monotonic) -> RateLimiter:
+    def create_rate_limiter(
+        self, parallelism: int, clock: Callable[[], float] = time.monotonic
+    ) -> RateLimiter:
         return self._factory(parallelism, clock)
 
     @staticmethod
@@ -135,8 +136,9 @@ class _NoOp:
 class DataGeneratorReader:
     """Maps the indices of one range through the generator function, in order."""
 
-    def __init__(self, generate: Callable[[int], Any], indices: range,
-                 rate_limiter: RateLimiter) -> None:
+    def __init__(
+        self, generate: Callable[[int], Any], indices: range, rate_limiter: RateLimiter
+    ) -> None:
         self._generate = generate
         self._next = indices.start
         self._stop = indices.stop
@@ -161,8 +163,10 @@ class DataGeneratorReader:
         """Continue from a ``snapshot_state`` of a reader of the same range."""
         position = json.loads(state)
         if position["stop"] != self._stop:
-            msg = (f"DataGeneratorSource: the restored position ends at {position['stop']}, "
-                   f"this reader's range at {self._stop}; restore at the same parallelism")
+            msg = (
+                f"DataGeneratorSource: the restored position ends at {position['stop']}, "
+                f"this reader's range at {self._stop}; restore at the same parallelism"
+            )
             raise SourceStateError(msg)
         self._next = int(position["next"])
 
@@ -185,14 +189,21 @@ class DataGeneratorSource:
     GeneratorFunction). Use a large ``count`` to simulate an unbounded stream.
     """
 
-    def __init__(self, generator_function: Any, count: int,
-                 rate_limiter_strategy: RateLimiterStrategy | None = None,
-                 type_info: TypeInformation | None = None, *,
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        generator_function: Any,
+        count: int,
+        rate_limiter_strategy: RateLimiterStrategy | None = None,
+        type_info: TypeInformation | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         mapper = getattr(generator_function, "map", None)
         if not callable(mapper) and not callable(generator_function):
-            msg = ("DataGeneratorSource: generator_function must be a callable or have a "
-                   f"map(index) method; got {type(generator_function)!r}")
+            msg = (
+                "DataGeneratorSource: generator_function must be a callable or have a "
+                f"map(index) method; got {type(generator_function)!r}"
+            )
             raise TypeError(msg)
         if count < 0:
             msg = f"DataGeneratorSource: count must not be negative; got {count}"
@@ -208,10 +219,10 @@ class DataGeneratorSource:
 
     def create_reader(self, context: SourceReaderContext) -> DataGeneratorReader:
         parallelism = context.get_number_of_parallel_subtasks()
-        indices = split_range(0, self._count - 1, parallelism)[
-            context.get_index_of_this_subtask()]
+        indices = split_range(0, self._count - 1, parallelism)[context.get_index_of_this_subtask()]
         limiter = self._rate_limiter_strategy.create_rate_limiter(
-            parallelism, self._clock or time.monotonic)
+            parallelism, self._clock or time.monotonic
+        )
         mapper = getattr(self._generator_function, "map", None)
         generate = mapper if callable(mapper) else self._generator_function
         return DataGeneratorReader(generate, indices, limiter)

@@ -101,8 +101,11 @@ class FileSourceBuilder:
 
     def build(self) -> FileSource:
         interval = self._discovery_interval
-        return FileSource(self._paths, self._stream_format,
-                          None if interval is None else interval.to_milliseconds())
+        return FileSource(
+            self._paths,
+            self._stream_format,
+            None if interval is None else interval.to_milliseconds(),
+        )
 
 
 class FileSource:
@@ -119,9 +122,14 @@ class FileSource:
     checkpointed state.
     """
 
-    def __init__(self, paths: tuple[str, ...], stream_format: StreamFormat,
-                 discovery_interval_ms: int | None = None, *,
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        paths: tuple[str, ...],
+        stream_format: StreamFormat,
+        discovery_interval_ms: int | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         if not paths:
             msg = "FileSource: give at least one path"
             raise ValueError(msg)
@@ -141,18 +149,23 @@ class FileSource:
 
     def create_reader(self, context: SourceReaderContext) -> FileSourceReader:
         return FileSourceReader(
-            self._paths, self._stream_format.charset_name,
+            self._paths,
+            self._stream_format.charset_name,
             subtask=context.get_index_of_this_subtask(),
             parallelism=context.get_number_of_parallel_subtasks(),
             discovery_interval_ms=self._discovery_interval_ms,
-            clock=self._clock or time.monotonic)
+            clock=self._clock or time.monotonic,
+        )
 
     def get_produced_type(self) -> TypeInformation:
         return Types.STRING()
 
     def __repr__(self) -> str:
-        mode = ("bounded" if self._discovery_interval_ms is None
-                else f"every {self._discovery_interval_ms} ms")
+        mode = (
+            "bounded"
+            if self._discovery_interval_ms is None
+            else f"every {self._discovery_interval_ms} ms"
+        )
         return f"FileSource({', '.join(self._paths)}; {mode})"
 
 
@@ -164,8 +177,10 @@ class OutputFileConfig:
 
     def __init__(self, part_prefix: str, part_suffix: str) -> None:
         if "/" in part_prefix or "/" in part_suffix:
-            msg = f"OutputFileConfig: prefix and suffix must not contain '/'; got " \
-                  f"{part_prefix!r}, {part_suffix!r}"
+            msg = (
+                f"OutputFileConfig: prefix and suffix must not contain '/'; got "
+                f"{part_prefix!r}, {part_suffix!r}"
+            )
             raise ValueError(msg)
         self._part_prefix = part_prefix
         self._part_suffix = part_suffix
@@ -226,8 +241,9 @@ class BucketAssigner:
         return BucketAssigner()
 
     @staticmethod
-    def date_time_bucket_assigner(format_str: str = "yyyy-MM-dd--HH",
-                                  timezone_id: str | None = None) -> BucketAssigner:
+    def date_time_bucket_assigner(
+        format_str: str = "yyyy-MM-dd--HH", timezone_id: str | None = None
+    ) -> BucketAssigner:
         """Buckets by the current processing time, formatted with the Java DateTimeFormatter
         pattern ``format_str`` (hourly by default) in ``timezone_id`` (default: local)."""
         return _DateTimeBucketAssigner(format_str, timezone_id)
@@ -235,23 +251,34 @@ class BucketAssigner:
 
 # Java DateTimeFormatter letters and their strftime equivalents.
 _JAVA_PATTERN = re.compile(r"'[^']*'|y+|M+|d+|H+|h+|m+|s+|a|[A-Za-z]")
-_JAVA_TO_STRFTIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H",
-                     "hh": "%I", "mm": "%M", "ss": "%S", "a": "%p"}
+_JAVA_TO_STRFTIME = {
+    "yyyy": "%Y",
+    "yy": "%y",
+    "MM": "%m",
+    "dd": "%d",
+    "HH": "%H",
+    "hh": "%I",
+    "mm": "%M",
+    "ss": "%S",
+    "a": "%p",
+}
 
 
 def java_pattern_to_strftime(pattern: str) -> str:
     """``yyyy-MM-dd--HH`` → ``%Y-%m-%d--%H``; quoted text stays literal."""
     out, last = [], 0
     for match in _JAVA_PATTERN.finditer(pattern):
-        out.append(pattern[last:match.start()].replace("%", "%%"))
+        out.append(pattern[last : match.start()].replace("%", "%%"))
         token = match.group()
         if token.startswith("'"):
             out.append(token[1:-1].replace("%", "%%") or "'")
         elif token in _JAVA_TO_STRFTIME:
             out.append(_JAVA_TO_STRFTIME[token])
         else:
-            msg = (f"date_time_bucket_assigner: {token!r} in {pattern!r} is not supported; "
-                   f"use {', '.join(_JAVA_TO_STRFTIME)} or quoted text")
+            msg = (
+                f"date_time_bucket_assigner: {token!r} in {pattern!r} is not supported; "
+                f"use {', '.join(_JAVA_TO_STRFTIME)} or quoted text"
+            )
             raise ValueError(msg)
         last = match.end()
     out.append(pattern[last:].replace("%", "%%"))
@@ -284,14 +311,15 @@ class RollingPolicy:
     def should_roll_on_event(self, part_file: InProgressFile, element: Any) -> bool:
         return False
 
-    def should_roll_on_processing_time(self, part_file: InProgressFile,
-                                       current_time: int) -> bool:
+    def should_roll_on_processing_time(self, part_file: InProgressFile, current_time: int) -> bool:
         return False
 
     @staticmethod
-    def default_rolling_policy(part_size: int = 1024 * 1024 * 128,
-                               rollover_interval: int = 60 * 1000,
-                               inactivity_interval: int = 60 * 1000) -> DefaultRollingPolicy:
+    def default_rolling_policy(
+        part_size: int = 1024 * 1024 * 128,
+        rollover_interval: int = 60 * 1000,
+        inactivity_interval: int = 60 * 1000,
+    ) -> DefaultRollingPolicy:
         """Rolls when the part file is larger than ``part_size``, older than
         ``rollover_interval`` ms, or not written for ``inactivity_interval`` ms."""
         return DefaultRollingPolicy(part_size, rollover_interval, inactivity_interval)
@@ -303,10 +331,12 @@ class RollingPolicy:
 
 
 class DefaultRollingPolicy(RollingPolicy):
-    def __init__(self, part_size: int, rollover_interval: int,
-                 inactivity_interval: int) -> None:
-        for name, value in (("part_size", part_size), ("rollover_interval", rollover_interval),
-                            ("inactivity_interval", inactivity_interval)):
+    def __init__(self, part_size: int, rollover_interval: int, inactivity_interval: int) -> None:
+        for name, value in (
+            ("part_size", part_size),
+            ("rollover_interval", rollover_interval),
+            ("inactivity_interval", inactivity_interval),
+        ):
             if value <= 0:
                 msg = f"default_rolling_policy: {name} must be positive; got {value!r}"
                 raise ValueError(msg)
@@ -320,10 +350,11 @@ class DefaultRollingPolicy(RollingPolicy):
     def should_roll_on_event(self, part_file: InProgressFile, element: Any) -> bool:
         return part_file.get_size() > self.part_size
 
-    def should_roll_on_processing_time(self, part_file: InProgressFile,
-                                       current_time: int) -> bool:
-        return (current_time - part_file.get_creation_time() >= self.rollover_interval
-                or current_time - part_file.get_last_update_time() >= self.inactivity_interval)
+    def should_roll_on_processing_time(self, part_file: InProgressFile, current_time: int) -> bool:
+        return (
+            current_time - part_file.get_creation_time() >= self.rollover_interval
+            or current_time - part_file.get_last_update_time() >= self.inactivity_interval
+        )
 
 
 class OnCheckpointRollingPolicy(RollingPolicy):
@@ -351,10 +382,17 @@ class FileSink(SinkFunction, CheckpointListener):
     and pending files are hidden (their names start with a dot).
     """
 
-    def __init__(self, base_path: str, encoder: Encoder, *, bucket_assigner: BucketAssigner,
-                 rolling_policy: RollingPolicy, output_file_config: OutputFileConfig,
-                 bucket_check_interval: int = 60 * 1000,
-                 clock: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        base_path: str,
+        encoder: Encoder,
+        *,
+        bucket_assigner: BucketAssigner,
+        rolling_policy: RollingPolicy,
+        output_file_config: OutputFileConfig,
+        bucket_check_interval: int = 60 * 1000,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self._base_path = base_path
         self._encoder = encoder
         self._bucket_assigner = bucket_assigner
@@ -386,27 +424,36 @@ class FileSink(SinkFunction, CheckpointListener):
             self._bucket_check_interval = interval
             return self
 
-        def with_bucket_assigner(self, bucket_assigner: BucketAssigner,
-                                 ) -> FileSink.RowFormatBuilder:
+        def with_bucket_assigner(
+            self,
+            bucket_assigner: BucketAssigner,
+        ) -> FileSink.RowFormatBuilder:
             self._bucket_assigner = bucket_assigner
             return self
 
-        def with_rolling_policy(self, rolling_policy: RollingPolicy,
-                                ) -> FileSink.RowFormatBuilder:
+        def with_rolling_policy(
+            self,
+            rolling_policy: RollingPolicy,
+        ) -> FileSink.RowFormatBuilder:
             self._rolling_policy = rolling_policy
             return self
 
-        def with_output_file_config(self, output_file_config: OutputFileConfig,
-                                    ) -> FileSink.RowFormatBuilder:
+        def with_output_file_config(
+            self,
+            output_file_config: OutputFileConfig,
+        ) -> FileSink.RowFormatBuilder:
             self._output_file_config = output_file_config
             return self
 
         def build(self) -> FileSink:
-            return FileSink(self._base_path, self._encoder,
-                            bucket_assigner=self._bucket_assigner,
-                            rolling_policy=self._rolling_policy,
-                            output_file_config=self._output_file_config,
-                            bucket_check_interval=self._bucket_check_interval)
+            return FileSink(
+                self._base_path,
+                self._encoder,
+                bucket_assigner=self._bucket_assigner,
+                rolling_policy=self._rolling_policy,
+                output_file_config=self._output_file_config,
+                bucket_check_interval=self._bucket_check_interval,
+            )
 
     # -- lifecycle ------------------------------------------------------------------------
     def _now(self) -> int:
@@ -423,8 +470,13 @@ class FileSink(SinkFunction, CheckpointListener):
         pending files are committed (again, harmlessly), its in-progress files are cut
         back to their checkpointed length, and files written after it are discarded."""
         config = self._output_file_config
-        writer = FileWriter(self._base_path, config.get_part_prefix(), config.get_part_suffix(),
-                            self._rolling_policy, self._now)
+        writer = FileWriter(
+            self._base_path,
+            config.get_part_prefix(),
+            config.get_part_suffix(),
+            self._rolling_policy,
+            self._now,
+        )
         if state is not None:
             writer.restore(state)
         self._writer = writer

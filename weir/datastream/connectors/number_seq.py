@@ -62,7 +62,7 @@ class NumberSequenceReader:
 class NumberSequenceSource:
     """A parallel, bounded source of the longs ``start`` to ``end`` inclusive::
 
-        env.from_source(NumberSequenceSource(1, 1000), WatermarkStrategy.no_watermarks(), "seq")
+    env.from_source(NumberSequenceSource(1, 1000), WatermarkStrategy.no_watermarks(), "seq")
     """
 
     def __init__(self, start: int, end: int) -> None:

@@ -23,8 +23,9 @@ class TextFileSource:
         return True
 
     def create_reader(self, context: SourceReaderContext) -> TextFileReader:
-        return TextFileReader(self.path, self.charset_name,
-                              active=context.get_index_of_this_subtask() == 0)
+        return TextFileReader(
+            self.path, self.charset_name, active=context.get_index_of_this_subtask() == 0
+        )
 
 
 class TextFileReader:

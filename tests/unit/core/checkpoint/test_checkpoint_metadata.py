@@ -123,8 +123,7 @@ def metadata(draw):
 
 # Drawing whole metadata trees is slow on a loaded 2-core machine; the round trip, not the
 # generation speed, is under test.
-@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-          deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
 @given(metadata())
 def test_metadata_round_trips_exactly(meta):
     assert decode_metadata(encode_metadata(meta)) == meta

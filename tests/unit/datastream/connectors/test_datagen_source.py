@@ -69,8 +69,7 @@ def test_snapshot_and_restore():
 
 def test_per_second_limits_each_subtask_to_its_share_without_blocking():
     clock = FakeClock()
-    source = DataGeneratorSource(lambda i: i, 1000, RateLimiterStrategy.per_second(20),
-                                 clock=clock)
+    source = DataGeneratorSource(lambda i: i, 1000, RateLimiterStrategy.per_second(20), clock=clock)
     reader = source.create_reader(Ctx(0, 2))  # 10 records/s for this subtask
     assert reader.poll_batch(100) == []  # throttled: returns at once, empty
     clock.now += 0.35

@@ -29,13 +29,18 @@ class FakeClock:
         return self.now
 
 
-def make_sink(base: str, clock: FakeClock | None = None, *,
-              rolling: RollingPolicy | None = None,
-              config: OutputFileConfig | None = None,
-              assigner: BucketAssigner | None = None,
-              check_interval: int = 60_000) -> FileSink:
+def make_sink(
+    base: str,
+    clock: FakeClock | None = None,
+    *,
+    rolling: RollingPolicy | None = None,
+    config: OutputFileConfig | None = None,
+    assigner: BucketAssigner | None = None,
+    check_interval: int = 60_000,
+) -> FileSink:
     return FileSink(
-        base, Encoder.simple_string_encoder(),
+        base,
+        Encoder.simple_string_encoder(),
         bucket_assigner=assigner or BucketAssigner.base_path_bucket_assigner(),
         rolling_policy=rolling or RollingPolicy.default_rolling_policy(),
         output_file_config=config or OutputFileConfig.builder().build(),
@@ -48,16 +53,20 @@ def visible(base: str) -> list[str]:
     fs, root = fsspec.core.url_to_fs(base)
     if not fs.exists(root):
         return []
-    return sorted(p[len(root.rstrip("/")) + 1:] for p in fs.find(root)
-                  if not p.rpartition("/")[2].startswith("."))
+    return sorted(
+        p[len(root.rstrip("/")) + 1 :]
+        for p in fs.find(root)
+        if not p.rpartition("/")[2].startswith(".")
+    )
 
 
 def hidden(base: str) -> list[str]:
     fs, root = fsspec.core.url_to_fs(base)
     if not fs.exists(root):
         return []
-    return sorted(p.rpartition("/")[2] for p in fs.find(root)
-                  if p.rpartition("/")[2].startswith("."))
+    return sorted(
+        p.rpartition("/")[2] for p in fs.find(root) if p.rpartition("/")[2].startswith(".")
+    )
 
 
 def committed_lines(base: str) -> list[str]:
@@ -89,8 +98,13 @@ class TestFileLifecycle:
     def test_is_a_sink_function_with_checkpoint_hooks(self, base):
         sink = make_sink(base)
         assert isinstance(sink, SinkFunction)
-        for hook in ("snapshot_state", "notify_checkpoint_complete",
-                     "notify_checkpoint_aborted", "initialize_state", "finish"):
+        for hook in (
+            "snapshot_state",
+            "notify_checkpoint_complete",
+            "notify_checkpoint_aborted",
+            "initialize_state",
+            "finish",
+        ):
             assert callable(getattr(sink, hook))
 
     def test_nothing_is_visible_before_the_checkpoint_completes(self, base):
@@ -174,8 +188,9 @@ class TestRecovery:
         sink.snapshot_state(2)  # checkpoint 2 never completes
         write(sink, ["tail"])
         # crash: no notify, no close. A new instance restores checkpoint 1.
-        restored = make_sink(base, clock,
-                             rolling=RollingPolicy.default_rolling_policy(part_size=10))
+        restored = make_sink(
+            base, clock, rolling=RollingPolicy.default_rolling_policy(part_size=10)
+        )
         restored.initialize_state(state)
         assert sorted(committed_lines(base)) == sorted(before[:-1])  # pending ones only
         restored.snapshot_state(2)
@@ -238,9 +253,14 @@ class TestRollingAndNames:
 
     def test_rolls_on_rollover_and_inactivity_with_a_fake_clock(self, base):
         clock = FakeClock()
-        sink = make_sink(base, clock, check_interval=10,
-                         rolling=RollingPolicy.default_rolling_policy(
-                             rollover_interval=1000, inactivity_interval=300))
+        sink = make_sink(
+            base,
+            clock,
+            check_interval=10,
+            rolling=RollingPolicy.default_rolling_policy(
+                rollover_interval=1000, inactivity_interval=300
+            ),
+        )
         write(sink, ["a"])
         clock.now += 299
         write(sink, ["b"])  # still active: same file
@@ -256,10 +276,8 @@ class TestRollingAndNames:
         assert sorted(committed_lines(base)) == ["a", "b", "c"]
 
     def test_output_file_config_names(self, base):
-        config = (OutputFileConfig.builder().with_part_prefix("pre")
-                  .with_part_suffix(".txt").build())
-        sink = make_sink(base, config=config,
-                         rolling=RollingPolicy.on_checkpoint_rolling_policy())
+        config = OutputFileConfig.builder().with_part_prefix("pre").with_part_suffix(".txt").build()
+        sink = make_sink(base, config=config, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
         sink.snapshot_state(1)
         in_flight = hidden(base)
@@ -270,7 +288,9 @@ class TestRollingAndNames:
         assert re.fullmatch(rf"\.pre-{uuid}-0\.txt\.inprogress\.{uuid}", in_flight[0])
         names = visible(base)
         assert [re.fullmatch(rf"pre-({uuid})-(\d+)\.txt", n) is not None for n in names] == [
-            True, True]
+            True,
+            True,
+        ]
         assert sorted(n.rsplit("-", 1)[1] for n in names) == ["0.txt", "1.txt"]
         assert config.get_part_prefix() == "pre" and config.get_part_suffix() == ".txt"
 
@@ -278,12 +298,17 @@ class TestRollingAndNames:
         clock = FakeClock(1_700_000_000_000)  # 2023-11-14 22:13:20 UTC
         sink = FileSink.for_row_format(base, Encoder.simple_string_encoder()).build()
         sink._clock = clock
-        assert BucketAssigner.date_time_bucket_assigner(timezone_id="UTC").get_bucket_id(
-            "x", BucketAssigner.Context(clock.now)) == "2023-11-14--22"
-        utc = (FileSink.for_row_format(base, Encoder.simple_string_encoder())
-               .with_bucket_assigner(BucketAssigner.date_time_bucket_assigner(
-                   "yyyy/MM/dd", "UTC"))
-               .build())
+        assert (
+            BucketAssigner.date_time_bucket_assigner(timezone_id="UTC").get_bucket_id(
+                "x", BucketAssigner.Context(clock.now)
+            )
+            == "2023-11-14--22"
+        )
+        utc = (
+            FileSink.for_row_format(base, Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.date_time_bucket_assigner("yyyy/MM/dd", "UTC"))
+            .build()
+        )
         utc._clock = clock
         write(utc, ["a"])
         utc.finish()
@@ -304,8 +329,9 @@ class TestRollingAndNames:
         write(sink, range(5))
         sink.finish()
         fs, root = fsspec.core.url_to_fs(base)
-        by_bucket = {n.split("/")[0]: fs.cat_file(f"{root}/{n}").decode().split()
-                     for n in visible(base)}
+        by_bucket = {
+            n.split("/")[0]: fs.cat_file(f"{root}/{n}").decode().split() for n in visible(base)
+        }
         assert by_bucket == {"even": ["0", "2", "4"], "odd": ["1", "3"]}
 
     def test_bad_policy_arguments(self):

@@ -52,14 +52,16 @@ def files(tmp_path):
 
 def test_reads_every_line_of_every_visible_file(files):
     source = FileSource.for_record_stream_format(
-        StreamFormat.text_line_format(), f"file://{files}").build()
+        StreamFormat.text_line_format(), f"file://{files}"
+    ).build()
     assert source.is_bounded()
     assert sorted(drain(source.create_reader(Ctx()))) == ["a1", "a2", "a3", "b1", "b2", "c1"]
 
 
 def test_splits_are_assigned_to_exactly_one_subtask(files):
-    source = FileSource.for_record_stream_format(StreamFormat.text_line_format(),
-                                                 str(files)).build()
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(files)
+    ).build()
     parts = [drain(source.create_reader(Ctx(i, 3))) for i in range(3)]
     assert sorted(x for p in parts for x in p) == ["a1", "a2", "a3", "b1", "b2", "c1"]
     again = [drain(source.create_reader(Ctx(i, 3))) for i in range(3)]
@@ -72,7 +74,8 @@ def test_snapshot_and_restore_resume_exactly(tmp_path, charset):
     for name in ("x.txt", "y.txt"):
         (tmp_path / name).write_bytes(("\n".join(lines) + "\n").encode(charset))
     source = FileSource.for_record_stream_format(
-        StreamFormat.text_line_format(charset), str(tmp_path)).build()
+        StreamFormat.text_line_format(charset), str(tmp_path)
+    ).build()
     reader = source.create_reader(Ctx())
     head: list[str] = []
     for _ in range(20):  # 60 lines: past the end of the first file
@@ -88,8 +91,9 @@ def test_snapshot_and_restore_resume_exactly(tmp_path, charset):
 def test_compressed_files_are_decompressed(tmp_path):
     with gzip.open(tmp_path / "z.txt.gz", "wt") as f:
         f.write("g1\ng2\n")
-    source = FileSource.for_record_stream_format(StreamFormat.text_line_format(),
-                                                 str(tmp_path)).build()
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(tmp_path)
+    ).build()
     reader = source.create_reader(Ctx())
     assert reader.poll_batch(1) == ["g1"]
     state = reader.snapshot_state()
@@ -102,12 +106,13 @@ def test_monitor_continuously_discovers_new_files(tmp_path):
     clock = FakeClock()
     (tmp_path / "1.txt").write_text("one\n")
     builder = FileSource.for_record_stream_format(
-        StreamFormat.text_line_format(), str(tmp_path)).monitor_continuously(
-        Duration.of_seconds(10))
+        StreamFormat.text_line_format(), str(tmp_path)
+    ).monitor_continuously(Duration.of_seconds(10))
     built = builder.build()
     assert not built.is_bounded()
-    source = FileSource(built._paths, built._stream_format, built._discovery_interval_ms,
-                        clock=clock)
+    source = FileSource(
+        built._paths, built._stream_format, built._discovery_interval_ms, clock=clock
+    )
     reader = source.create_reader(Ctx())
     assert reader.poll_batch(10) == ["one"]
     assert reader.poll_batch(10) == []  # idle, not ended
@@ -126,8 +131,9 @@ def test_monitor_continuously_discovers_new_files(tmp_path):
 
 
 def test_a_missing_path_is_a_clear_error(tmp_path):
-    source = FileSource.for_record_stream_format(StreamFormat.text_line_format(),
-                                                 str(tmp_path / "nope")).build()
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(tmp_path / "nope")
+    ).build()
     with pytest.raises(FileNotFoundError, match="no file or directory"):
         source.create_reader(Ctx()).poll_batch(1)
 
@@ -139,8 +145,9 @@ def test_memory_filesystem(tmp_path):
     root = f"/{tmp_path.name}"
     fs.pipe_file(f"{root}/m.txt", b"m1\nm2\n")
     try:
-        source = FileSource.for_record_stream_format(StreamFormat.text_line_format(),
-                                                     f"memory://{root}").build()
+        source = FileSource.for_record_stream_format(
+            StreamFormat.text_line_format(), f"memory://{root}"
+        ).build()
         assert drain(source.create_reader(Ctx())) == ["m1", "m2"]
     finally:
         fs.rm(root, recursive=True)

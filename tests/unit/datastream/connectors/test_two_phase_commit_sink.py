@@ -41,8 +41,11 @@ class RecordingSink(TwoPhaseCommitSinkFunction):
 
 
 def output(store: dict) -> list:
-    return [v for txn in sorted(store.get("committed", {}), key=lambda t: int(t[1:]))
-            for v in store["committed"][txn]]
+    return [
+        v
+        for txn in sorted(store.get("committed", {}), key=lambda t: int(t[1:]))
+        for v in store["committed"][txn]
+    ]
 
 
 def test_is_a_sink_function_and_a_checkpoint_listener():

@@ -114,7 +114,9 @@ class TestCompletion:
         notify = h.gateway.notify_checkpoint_complete
         h.store.add_checkpoint = lambda *a: (heard.append(("store", [*h.completed])), add(*a))[1]
         h.gateway.notify_checkpoint_complete = lambda *a: (
-            heard.append(("notify", [*h.completed])), notify(*a))[1]
+            heard.append(("notify", [*h.completed])),
+            notify(*a),
+        )[1]
         first = h.coordinator.trigger_checkpoint()
         second = h.coordinator.trigger_checkpoint()
         h.coordinator.receive_decline(SOURCE, first, "no")

@@ -59,7 +59,9 @@ class TestAlignedBarrierHandler:
         handler.on_barrier(0, 1, barrier(1))
         # Channel 2 never delivered 1 (its upstream skipped it) but now delivers 2.
         assert handler.on_barrier(0, 2, barrier(2)) == [
-            AbortCheckpoint(1, SUBSUMED), UnblockAll(), BlockChannel(0, 2)
+            AbortCheckpoint(1, SUBSUMED),
+            UnblockAll(),
+            BlockChannel(0, 2),
         ]
         assert handler.pending_checkpoint_id == 2
         assert handler.on_barrier(0, 0, barrier(2)) == [BlockChannel(0, 0)]
@@ -177,9 +179,7 @@ class TestUnalignedBarrierHandler:
     def test_first_barrier_triggers_at_once_and_later_buffers_are_captured(self) -> None:
         handler = UnalignedBarrierHandler([3])
         assert handler.on_buffer(0, 1, b"before") is False
-        assert handler.on_barrier(0, 0, barrier(1, unaligned=True)) == [
-            trigger(1, unaligned=True)
-        ]
+        assert handler.on_barrier(0, 0, barrier(1, unaligned=True)) == [trigger(1, unaligned=True)]
         assert handler.on_buffer(0, 0, b"after-barrier") is False  # post-barrier data
         assert handler.on_buffer(0, 1, b"x1") is True
         assert handler.on_buffer(0, 2, b"y1") is True
@@ -194,8 +194,9 @@ class TestUnalignedBarrierHandler:
 
     def test_buffers_a_priority_barrier_overtook_in_the_gate_are_channel_state(self) -> None:
         handler = UnalignedBarrierHandler([1, 1])
-        assert handler.on_barrier(1, 0, barrier(4, unaligned=True), overtaken=[b"o1", b"o2"]) \
-            == [trigger(4, unaligned=True)]
+        assert handler.on_barrier(1, 0, barrier(4, unaligned=True), overtaken=[b"o1", b"o2"]) == [
+            trigger(4, unaligned=True)
+        ]
         handler.on_buffer(0, 0, b"a")
         assert handler.on_barrier(0, 0, barrier(4, unaligned=True), overtaken=[b"o3"]) == [
             ChannelStateComplete(4, {(1, 0): [b"o1", b"o2"], (0, 0): [b"a", b"o3"]})
@@ -204,7 +205,8 @@ class TestUnalignedBarrierHandler:
     def test_single_channel_completes_with_the_trigger(self) -> None:
         handler = UnalignedBarrierHandler([1])
         assert handler.on_barrier(0, 0, barrier(1, unaligned=True)) == [
-            trigger(1, unaligned=True), ChannelStateComplete(1, {})
+            trigger(1, unaligned=True),
+            ChannelStateComplete(1, {}),
         ]
 
     def test_a_newer_barrier_aborts_the_incomplete_capture(self) -> None:
@@ -212,7 +214,8 @@ class TestUnalignedBarrierHandler:
         handler.on_barrier(0, 0, barrier(1, unaligned=True))
         handler.on_buffer(0, 1, b"stale")
         assert handler.on_barrier(0, 0, barrier(2, unaligned=True)) == [
-            AbortCheckpoint(1, SUBSUMED), trigger(2, unaligned=True)
+            AbortCheckpoint(1, SUBSUMED),
+            trigger(2, unaligned=True),
         ]
         assert handler.on_barrier(0, 1, barrier(1, unaligned=True)) == []  # late
         handler.on_buffer(0, 1, b"fresh")
@@ -227,16 +230,15 @@ class TestUnalignedBarrierHandler:
         assert handler.on_end_of_partition(0, 1) == []
         assert handler.on_end_of_partition(0, 2) == [ChannelStateComplete(1, {(0, 1): [b"x"]})]
         assert handler.on_barrier(0, 0, barrier(2, unaligned=True)) == [
-            trigger(2, unaligned=True), ChannelStateComplete(2, {})
+            trigger(2, unaligned=True),
+            ChannelStateComplete(2, {}),
         ]
 
     def test_repeated_barrier_is_ignored(self) -> None:
         handler = UnalignedBarrierHandler([2])
         handler.on_barrier(0, 0, barrier(1, unaligned=True))
         assert handler.on_barrier(0, 0, barrier(1, unaligned=True)) == []
-        assert handler.on_barrier(0, 1, barrier(1, unaligned=True)) == [
-            ChannelStateComplete(1, {})
-        ]
+        assert handler.on_barrier(0, 1, barrier(1, unaligned=True)) == [ChannelStateComplete(1, {})]
 
     def test_coordinator_abort_drops_the_capture(self) -> None:
         handler = UnalignedBarrierHandler([2])

@@ -63,7 +63,8 @@ def contents(b: HashMapKeyedStateBackend) -> dict[str, dict[object, object]]:
     snap = b.snapshot()
     return {
         name: {k: v for group in groups.values() for k, v in group.items()}
-        for name, groups in snap.states.items() if groups
+        for name, groups in snap.states.items()
+        if groups
     }
 
 
@@ -90,8 +91,10 @@ class TestCaptureAndRestore:
 
         fresh = backend()
         fresh_reader = NumberSequenceSource(1, 100).create_reader(Context())
-        restore_task_snapshot([snapshot], [OperatorStateRefs("src", None, fresh_reader),
-                                           OperatorStateRefs("sum", fresh)])
+        restore_task_snapshot(
+            [snapshot],
+            [OperatorStateRefs("src", None, fresh_reader), OperatorStateRefs("sum", fresh)],
+        )
         assert contents(fresh) == expected
         assert fresh_reader.poll_batch(5) == [31, 32, 33, 34, 35]
         assert snapshot.checkpoint_id == 5
@@ -123,8 +126,7 @@ class TestCaptureAndRestore:
         gx = live.key_group_of("x")
         only_x = decode_keyed_state(encoded, range(gx, gx + 1))
         assert only_x.states == {"v": {gx: {"x": 1}}}
-        empty_group = next(g for g in range(M) if g not in
-                           (gx, live.key_group_of("y")))
+        empty_group = next(g for g in range(M) if g not in (gx, live.key_group_of("y")))
         assert encoded.key_group_bytes(empty_group) == b""
 
     def test_values_that_marshal_refuses_go_through_pickle(self) -> None:
@@ -177,16 +179,22 @@ class TestCaptureAndRestore:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(
-    st.one_of(st.integers(), st.text(max_size=5), st.tuples(st.integers(), st.text(max_size=2))),
-    st.one_of(st.integers(), st.floats(allow_nan=False), st.text(), st.lists(st.integers())),
-    max_size=40,
-))
+@given(
+    st.dictionaries(
+        st.one_of(
+            st.integers(), st.text(max_size=5), st.tuples(st.integers(), st.text(max_size=2))
+        ),
+        st.one_of(st.integers(), st.floats(allow_nan=False), st.text(), st.lists(st.integers())),
+        max_size=40,
+    )
+)
 def test_keyed_state_round_trips_for_any_keys_and_values(table: dict[object, object]) -> None:
     live = backend()
     for key, value in table.items():
         put(live, "s", key, value)
     fresh = backend()
-    restore_task_snapshot([capture_task_snapshot(1, [OperatorStateRefs("op", live)])],
-                          [OperatorStateRefs("op", fresh)])
+    restore_task_snapshot(
+        [capture_task_snapshot(1, [OperatorStateRefs("op", live)])],
+        [OperatorStateRefs("op", fresh)],
+    )
     assert contents(fresh).get("s", {}) == {k: v for k, v in table.items() if v is not None}

@@ -45,9 +45,11 @@ class TestingChain:
 
     def __init__(self) -> None:
         descriptor = SimpleNamespace(operator_id="op-head")
-        self.operators = [SimpleNamespace(
-            setup=SimpleNamespace(descriptor=descriptor, keyed_state_backend=None),
-        )]
+        self.operators = [
+            SimpleNamespace(
+                setup=SimpleNamespace(descriptor=descriptor, keyed_state_backend=None),
+            )
+        ]
         self.flushes = 0
 
         self.operator_flushes = 0
@@ -75,8 +77,13 @@ class Acks:
         self.declined: dict[int, str] = {}
         self.event = threading.Event()
 
-    def acknowledge(self, _attempt: ExecutionAttemptId, n: int, state: TaskStateSnapshot,
-                    _metrics: CheckpointMetrics) -> None:
+    def acknowledge(
+        self,
+        _attempt: ExecutionAttemptId,
+        n: int,
+        state: TaskStateSnapshot,
+        _metrics: CheckpointMetrics,
+    ) -> None:
         self.acked[n] = state
         self.event.set()
 

@@ -188,9 +188,7 @@ class TestResultPartitionManager:
 
 class TestAvailability:
     def test_unavailable_while_a_subpartition_is_full(self) -> None:
-        partition = ResultPartition(
-            descriptor(2), NetworkConfig(max_buffers_per_subpartition=2)
-        )
+        partition = ResultPartition(descriptor(2), NetworkConfig(max_buffers_per_subpartition=2))
         partition.emit(0, b"a")
         assert partition.is_available()
         partition.emit(0, b"b")
