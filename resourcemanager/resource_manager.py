@@ -168,9 +168,13 @@ class ResourceManager:
         """Leases whose Spark job has not ended."""
         return self._launcher.running_leases()
 
-    def close(self) -> None:
+    def close(self, *, stop_spark: bool = True) -> None:
         """Stop every TaskExecutor (cancelling the Spark job of any that does not stop),
-        wait for the leases to end, stop the server. Idempotent."""
+        wait for the leases to end, stop the server. Idempotent.
+
+        ``stop_spark=False`` leaves a SparkSession this ResourceManager created to the
+        end of the process: its JVM stops when the interpreter exits (the gateway's
+        stdin closes), so an embedded run does not wait for Spark's orderly stop."""
         with self._lock:
             if self._closed:
                 return
@@ -213,7 +217,7 @@ class ResourceManager:
         if self._server is not None:
             rpc.stop_server(self._server, 1.0)
         self._gateways.close()
-        if self._owns_spark:
+        if self._owns_spark and stop_spark:
             self._spark.stop()
         logger.info("ResourceManager at %s closed", self._address)
 

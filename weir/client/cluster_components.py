@@ -95,10 +95,10 @@ class ClusterComponents:
         job_master.start()
         return job_master
 
-    def close(self) -> None:
+    def close(self, *, stop_spark: bool = True) -> None:
         """Stop the Dispatcher (and with it every JobMaster), its server, then the
-        ResourceManager, which stops its TaskManagers and the SparkSession it created.
-        Idempotent."""
+        ResourceManager, which stops its TaskManagers and the SparkSession it created
+        (unless ``stop_spark`` is False: see ``ResourceManager.close``). Idempotent."""
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.dispatcher = None
@@ -106,7 +106,7 @@ class ClusterComponents:
             rpc.stop_server(self._server, _SERVER_STOP_GRACE_S)
             self._server = None
         if self.resource_manager is not None:
-            self.resource_manager.close()
+            self.resource_manager.close(stop_spark=stop_spark)
             self.resource_manager = None
 
     def __enter__(self) -> ClusterComponents:
