@@ -345,6 +345,7 @@ class JobMaster(LeaderContender):
             rpc.stop_server(self._server, 1.0)
 
     def _stop_workers(self) -> None:
+        self.scheduler.close()
         self._ack_worker.shutdown(wait=True)
         if self._timer is not None:
             self._timer.close()

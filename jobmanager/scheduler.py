@@ -11,11 +11,17 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from weir.core import config as cfg
 from weir.core import rpc
-from weir.core.checkpoint import OperatorState, TaskStateSnapshot, encode_task_state
+from weir.core.checkpoint import (
+    CheckpointingConfig,
+    OperatorState,
+    TaskStateSnapshot,
+    encode_task_state,
+)
 from weir.core.deployment import ExecutionState, JobStatus
 from weir.core.errors import (
     JobSubmissionError,
@@ -25,7 +31,12 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
 from weir.core.job_info import JobDetailsInfo
-from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
+from weir.jobmanager.checkpoint import (
+    CheckpointCoordinator,
+    CheckpointPlan,
+    CheckpointTask,
+    FinishedOperator,
+)
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
 from weir.proto import (
@@ -42,6 +53,8 @@ logger = logging.getLogger(__name__)
 CANCEL_CONFIRM_TIMEOUT_S = 15.0
 # RPCs to TaskExecutors are short control messages; a peer that needs longer is gone.
 TASK_RPC_TIMEOUT_S = 10.0
+# Task states in which a checkpoint can be taken when tasks may finish (FLIP-147).
+_CHECKPOINTABLE = (ExecutionState.RUNNING, ExecutionState.FINISHED)
 
 
 class DefaultScheduler:
@@ -79,6 +92,15 @@ class DefaultScheduler:
         self._lost_task_managers: set[str] = set()
         self._restored: dict[tuple[str, int], bytes] = {}
         self._restored_checkpoint_id = 0
+        # Subtasks the restored checkpoint recorded as finished: deployed so that they run
+        # nothing, and counted as finished by every checkpoint of this attempt.
+        self._finished_on_restore: set[tuple[str, int]] = set()
+        # FLIP-147: checkpoints go on after some tasks finished, and a finishing task
+        # waits for its final checkpoint (CheckpointingConfig.final_checkpoints).
+        self._final_checkpoints = CheckpointingConfig.from_config(config).final_checkpoints
+        self._coordinator_calls = ThreadPoolExecutor(
+            1, thread_name_prefix=f"coordinator-calls-{graph.job_graph.job_id[:8]}"
+        )
         self.failure_ms: int | None = None
         """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
@@ -174,6 +196,8 @@ class DefaultScheduler:
                 tdd = dataclasses.replace(tdd, restored_state=restored)
             if self._restored_checkpoint_id:
                 tdd = dataclasses.replace(tdd, restored_checkpoint_id=self._restored_checkpoint_id)
+            if (ev.job_vertex.vertex_id, ev.subtask_index) in self._finished_on_restore:
+                tdd = dataclasses.replace(tdd, finished_on_restore=True)
         slot = ev.current.slot
         assert slot is not None
         try:
@@ -216,23 +240,39 @@ class DefaultScheduler:
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
                 if self.status is JobStatus.RUNNING:
                     self._fail_over(f"{ev.task_name} failed:\n{ev.current.failure_cause}")
+            elif coordinator is not None and self._final_checkpoints:
+                # Checkpoints go on while tasks finish: a finishing task waits for one.
+                if state is ExecutionState.FINISHED:
+                    self._call_coordinator(coordinator.task_finished, ev.current.attempt_id)
+                if self.status is JobStatus.RUNNING and all(
+                    e.current.state in _CHECKPOINTABLE for e in self.graph.all_executions()
+                ):
+                    self._call_coordinator(coordinator.start_periodic_scheduler)
             elif state is ExecutionState.RUNNING and self.status is JobStatus.RUNNING:
                 if coordinator is not None and all(
                     e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()
                 ):
-                    coordinator.start_periodic_scheduler()
+                    self._call_coordinator(coordinator.start_periodic_scheduler)
             elif state is ExecutionState.FINISHED and coordinator is not None:
-                # Checkpoints need every task running (no checkpoints after tasks finish
-                # yet): stop triggering and drop those a finished task would never ack.
-                coordinator.stop_periodic_scheduler()
-                threading.Thread(
-                    target=coordinator.abort_pending,
-                    args=(f"{ev.task_name} finished",),
-                    daemon=True,
-                    name=f"abort-{self.job_id[:8]}",
-                ).start()
+                # execution.checkpointing.checkpoints-after-tasks-finish is off: stop
+                # triggering and drop the checkpoints a finished task would never ack.
+                self._call_coordinator(coordinator.stop_periodic_scheduler)
+                self._call_coordinator(coordinator.abort_pending, f"{ev.task_name} finished")
             self._check_terminal()
             return True
+
+    def _call_coordinator(self, method: Callable[..., None], *args: Any) -> None:
+        """Call the checkpoint coordinator, in order, on a thread of its own: never under
+        this scheduler's lock, since the coordinator calls ``checkpoint_plan`` (which takes
+        it) under its own lock."""
+        try:
+            self._coordinator_calls.submit(method, *args)
+        except RuntimeError:  # closed: the job is over and the coordinator shut down
+            logger.debug("job %s: coordinator call %s after close", self.job_id, method)
+
+    def close(self) -> None:
+        """Stop the thread that calls the coordinator (the JobMaster closes)."""
+        self._coordinator_calls.shutdown(wait=True)
 
     def fail_over(self, cause: str) -> None:
         """A failure of the whole job (e.g. too many failed checkpoints): restart or fail."""
@@ -248,7 +288,7 @@ class DefaultScheduler:
         self.failure_ms = now_ms
         coordinator = self.checkpoint_coordinator
         if coordinator is not None:
-            coordinator.stop_periodic_scheduler()
+            self._call_coordinator(coordinator.stop_periodic_scheduler)
         self._restart_strategy.notify_failure(now_ms)
         if not self._restart_strategy.can_restart():
             if self.restarts:
@@ -307,8 +347,11 @@ class DefaultScheduler:
                 return
             self._restored = {}
             self._restored_checkpoint_id = 0
+            self._finished_on_restore = set()
             if restored is not None:
-                self._restored = self._split_restored_state(restored.metadata.operator_states)
+                operator_states = restored.metadata.operator_states
+                self._restored = self._split_restored_state(operator_states)
+                self._finished_on_restore = self._finished_subtasks(operator_states)
                 self._restored_checkpoint_id = restored.checkpoint_id
             self.restarts += 1
             self.graph = ExecutionGraph(self.graph.job_graph, old.attempt_number + 1)
@@ -365,6 +408,7 @@ class DefaultScheduler:
                 raise JobSubmissionError(msg)
         with self._lock:
             self._restored = self._split_restored_state(operator_states)
+            self._finished_on_restore = self._finished_subtasks(operator_states)
             self._restored_checkpoint_id = checkpoint_id
 
     def _split_restored_state(self, operator_states: Any) -> dict[tuple[str, int], bytes]:
@@ -383,33 +427,74 @@ class DefaultScheduler:
                     )
         return restored
 
+    def _finished_subtasks(
+        self, operator_states: Mapping[OperatorId, OperatorState]
+    ) -> set[tuple[str, int]]:
+        """The subtasks every operator of whose vertex a checkpoint recorded as finished."""
+        finished: set[tuple[str, int]] = set()
+        for vertex in self.graph.job_graph.vertices:
+            for index in range(vertex.parallelism):
+                states = [
+                    operator_states.get(OperatorId(op.operator_id)) for op in vertex.operators
+                ]
+                if all(s is not None and index in s.finished_subtasks for s in states):
+                    finished.add((vertex.vertex_id, index))
+        return finished
+
+    def _is_finished(self, ev: ExecutionVertex) -> bool:
+        """Finished for checkpoints: exited after its final checkpoint, or deployed as
+        finished on restore (it runs nothing and acknowledges nothing)."""
+        return ev.current.state is ExecutionState.FINISHED or (
+            (ev.job_vertex.vertex_id, ev.subtask_index) in self._finished_on_restore
+        )
+
     def checkpoint_plan(self) -> CheckpointPlan | None:
-        """The running tasks, or None unless every task is RUNNING."""
+        """The tasks of a checkpoint now, or None when it cannot be taken: not every task
+        is RUNNING (or FINISHED, with final checkpoints), or none is left running.
+
+        With final checkpoints (FLIP-147) the finished tasks are recorded as finished, and
+        the checkpoint is triggered at the running tasks none of whose producers still
+        runs: the sources, and the tasks whose upstream tasks have all finished."""
         with self._lock:
             if self.status is not JobStatus.RUNNING:
                 return None
             executions = self.graph.all_executions()
-            if not all(ev.current.state is ExecutionState.RUNNING for ev in executions):
+            allowed = _CHECKPOINTABLE if self._final_checkpoints else (ExecutionState.RUNNING,)
+            if not all(ev.current.state in allowed for ev in executions):
                 return None
-            job_graph = self.graph.job_graph
-            sources = {
-                v.vertex_id for v in job_graph.vertices if not job_graph.inputs_of(v.vertex_id)
-            }
+            finished = {ev.current.attempt_id for ev in executions if self._is_finished(ev)}
             tasks = tuple(
                 CheckpointTask(
                     ev.current.attempt_id,
                     ev.subtask_index,
                     ev.job_vertex.parallelism,
-                    is_source=ev.job_vertex.vertex_id in sources,
+                    is_source=all(
+                        p.current.attempt_id in finished for p in self.graph.producers_of(ev)
+                    ),
                 )
                 for ev in executions
+                if ev.current.attempt_id not in finished
             )
+            if not tasks:
+                return None
+            job_graph = self.graph.job_graph
             max_parallelism = {
                 OperatorId(op.operator_id): v.max_parallelism
                 for v in job_graph.vertices
                 for op in v.operators
             }
-            return CheckpointPlan(tasks, max_parallelism)
+            finished_operators: dict[OperatorId, FinishedOperator] = {}
+            for vertex in job_graph.vertices:
+                indices = frozenset(
+                    ev.subtask_index
+                    for ev in self.graph.vertices[vertex.vertex_id]
+                    if ev.current.attempt_id in finished
+                )
+                for op in vertex.operators if indices else ():
+                    finished_operators[OperatorId(op.operator_id)] = FinishedOperator(
+                        vertex.parallelism, indices
+                    )
+            return CheckpointPlan(tasks, max_parallelism, finished_operators)
 
     def attempt_number_of(self, attempt_id: str) -> int | None:
         """The job attempt a task belongs to, or None if it is not of the current one."""

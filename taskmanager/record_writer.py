@@ -26,7 +26,7 @@ from weir.core.job_graph import PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, compute_operator_index_for_key_group
 from weir.core.serializers import serialize_batch, serialize_timestamped
 from weir.taskmanager.network.api import ResultPartitionWriter
-from weir.taskmanager.task_events import Watermark, WatermarkStatus, serialize_event
+from weir.taskmanager.task_events import EndOfData, Watermark, WatermarkStatus, serialize_event
 from weir.taskmanager.user_code import load_user_code
 
 # A first buffer is cut after this many records, before any size is known; small
@@ -38,6 +38,7 @@ _MAX_RECORDS_PER_BUFFER = 1 << 16
 # grows past this, so a high-cardinality key space costs memory in proportion to this
 # bound only.
 _ROUTE_CACHE_LIMIT = 1 << 16
+_END_OF_DATA = serialize_event(EndOfData())
 
 
 class PartitionerError(WeirError, ValueError):
@@ -325,6 +326,11 @@ class RecordWriter:
         """Flush, then end every subpartition (END_OF_PARTITION)."""
         self.flush()
         self._writer.finish()
+
+    def end_of_data(self) -> None:
+        """Flush, then tell every subpartition that no more records follow."""
+        self.flush()
+        self._writer.broadcast_event(_END_OF_DATA)
 
     def release(self, cause: BaseException | None = None) -> None:
         for pending in self._pending:

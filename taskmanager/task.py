@@ -15,6 +15,7 @@ Lifecycle (reported through ``TaskServices.report_state`` from the task thread):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -76,6 +77,7 @@ from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.task_events import (
     CheckpointBarrier,
     CheckpointType,
+    EndOfData,
     Watermark,
     WatermarkStatus,
     deserialize_event,
@@ -93,6 +95,10 @@ SOURCE_BATCH_SIZE = 1024
 # How long an idle source (``poll_batch`` returned []) waits before polling again; a
 # mailbox action or cancel ends the wait early. Short, since readers must not block.
 _IDLE_SOURCE_WAIT_S = 0.005
+# While a finished task waits for its final checkpoint it sleeps on the mailbox; a
+# trigger, notification or cancel wakes it at once, so this bound only limits how long
+# a wake-up that was missed could go unnoticed.
+_FINAL_CHECKPOINT_WAIT_S = 1.0
 
 _DATA = BufferKind.DATA
 _END = BufferKind.END_OF_PARTITION
@@ -169,6 +175,16 @@ class Task:
         self._restored: RestoredTaskState | None = None
         self._unaligned = False
         """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
+        self._final_checkpoint = False
+        """FLIP-147: at the end of input the task waits for a checkpoint before it ends."""
+        self._input_ended = False
+        self._open_channels = 0
+        """Input channels that have not delivered END_OF_PARTITION yet."""
+        self._data_ended: set[tuple[int, int]] = set()
+        """(gate, channel) of the input channels after whose last record we are."""
+        self._pending_trigger: CheckpointBarrier | None = None
+        """A checkpoint triggered here because every producer finished, taken once their
+        channels have ended."""
         self._alignment_started: float | None = None
         self._processing_timers = ProcessingTimeService(
             clock_ms, self.mailbox.put, name=tdd.task_name
@@ -238,8 +254,10 @@ class Task:
         timestamp_ms: int,
         checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
     ) -> None:
-        """Checkpoint ``checkpoint_id`` at this source task (any thread): taken between two
-        batches on the task thread. Savepoints are always aligned, as in Flink."""
+        """Checkpoint ``checkpoint_id`` at this task (any thread): a source, or a task whose
+        producers have all finished. Taken between two batches on the task thread (by a
+        task with inputs, once they have all ended). Savepoints are always aligned, as in
+        Flink."""
 
         def action() -> None:
             if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
@@ -254,6 +272,14 @@ class Task:
             barrier = CheckpointBarrier(
                 checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned
             )
+            if self._open_channels > 0:
+                # Triggered here because every producer finished (FLIP-147): taken once
+                # their last records are in, never ahead of them.
+                self._pending_trigger = barrier
+                return
+            if self._gate is not None:
+                # A task with inputs, all ended: nothing in flight, nothing to overtake.
+                barrier = dataclasses.replace(barrier, unaligned=False)
             self._checkpointing.checkpoint(barrier)
 
         self.mailbox.put(action)
@@ -306,19 +332,26 @@ class Task:
         try:
             self._check_canceled()
             self._transition(ExecutionState.INITIALIZING)
+            if self.tdd.finished_on_restore:
+                self._initialize_network()
+                self._transition(ExecutionState.RUNNING)
+                self._run_finished_on_restore()
+                self._close_finished()
+                return
             self._initialize()
             self._check_canceled()
             self._transition(ExecutionState.RUNNING)
             self._replay_channel_state()
             if self._source is not None:
                 self._run_source()
+                self._end_of_input()
             else:
                 self._run_inputs()
+            self._await_final_checkpoint()
             self._check_canceled()
             chain = self._chain
             assert chain is not None
-            chain.finish()
-            self._processing_timers.close()
+            chain.end_partitions()
             error = chain.close()
             if error is not None:
                 raise error
@@ -330,6 +363,73 @@ class Task:
             self._transition(ExecutionState.FINISHED)
         except BaseException as exc:  # every way out must end in a terminal state
             self._fail_or_cancel(exc)
+
+    def _end_of_input(self) -> None:
+        """Every input is consumed: the operators finish (windows fire, sinks close what
+        they write). With final checkpoints (FLIP-147) consumers learn that no record
+        follows, and the task waits for its final checkpoint before it ends its
+        partitions; otherwise they end at once."""
+        if self._input_ended:
+            return
+        self._input_ended = True
+        chain = self._chain
+        assert chain is not None
+        chain.finish_operators()
+        self._processing_timers.close()
+        if self._final_checkpoint:
+            assert self._checkpointing is not None
+            chain.emit_end_of_data()
+            self._checkpointing.operators_finished()
+
+    def _await_final_checkpoint(self) -> None:
+        """FLIP-147: serve checkpoints until one taken after the operators finished has
+        completed, so that the sinks commit everything they wrote, and a restore never
+        runs this task again. Nothing is committed outside a checkpoint meanwhile."""
+        checkpointing = self._checkpointing
+        if not self._final_checkpoint or checkpointing is None:
+            return
+        logger.info(
+            "task %s reached the end of its input; waiting for its final checkpoint",
+            self.tdd.task_name,
+        )
+        while not checkpointing.final_checkpoint_completed:
+            self._serve_actions()
+            if not checkpointing.final_checkpoint_completed:
+                # Woken by the next action (a trigger, a notification, a cancel).
+                self.mailbox.wait(_FINAL_CHECKPOINT_WAIT_S)
+
+    def _initialize_network(self) -> None:
+        """Partitions and gate only: a task finished on restore runs no operator."""
+        network = self._services.network
+        for descriptor in self.tdd.result_partitions:
+            partition = network.create_result_partition(descriptor)
+            with self._lock:
+                self._partitions.append(partition)
+        if self.tdd.input_gates:
+            gate = network.create_input_gate(self.tdd.input_gates)
+            with self._lock:
+                self._gate = gate
+            self.mailbox.set_waker(gate.wakeup)
+
+    def _run_finished_on_restore(self) -> None:
+        """The restored checkpoint recorded this subtask as finished: end the outputs at
+        once and wait for the inputs (their producers finished as well) to end."""
+        logger.info("task %s was finished when its checkpoint was taken", self.tdd.task_name)
+        for partition in self._partitions:
+            partition.finish()
+        gate = self._gate
+        open_channels = sum(len(g.channels) for g in self.tdd.input_gates)
+        while gate is not None and open_channels > 0:
+            self._serve_actions()
+            item = gate.poll(_FINAL_CHECKPOINT_WAIT_S)
+            if item is not None and item[2] == _END:
+                open_channels -= 1
+
+    def _close_finished(self) -> None:
+        if self._gate is not None:
+            self._gate.close()
+        self.mailbox.close()
+        self._transition(ExecutionState.FINISHED)
 
     def _fail_or_cancel(self, exc: BaseException) -> None:
         canceled = self._cancel_requested
@@ -384,6 +484,7 @@ class Task:
             with self._lock:
                 self._gate = gate
             self.mailbox.set_waker(gate.wakeup)
+            self._open_channels = sum(len(g.channels) for g in tdd.input_gates)
         setups = [
             self._setup(op, payload) for op, payload in zip(vertex.operators, payloads, strict=True)
         ]
@@ -405,7 +506,9 @@ class Task:
         if self._restored is None:
             return  # fresh start: such functions initialise themselves in open()
         for setup in setups:
-            function = setup.payload.get("function")
+            # The same functions whose snapshot_state a checkpoint stored (the chain's user
+            # functions, legacy SourceFunctions included).
+            function = setup.payload.get("function") or setup.payload.get("source_function")
             initialize = getattr(function, "initialize_state", None)
             if callable(initialize):
                 initialize(self._restored.function_state(str(setup.descriptor.operator_id)))
@@ -415,6 +518,7 @@ class Task:
         settings = CheckpointingConfig.from_config(tdd.job_config)
         if not settings.enabled:
             return
+        self._final_checkpoint = settings.final_checkpoints
         self._checkpointing = SubtaskCheckpointCoordinator(
             attempt_id=tdd.execution_attempt_id,
             subtask_index=tdd.subtask_index,
@@ -579,8 +683,8 @@ class Task:
         assert chain is not None
         tdd = self.tdd
         inputs = [chain.input(g.edge.input_index) for g in tdd.input_gates]
-        open_channels = sum(len(g.channels) for g in tdd.input_gates)
-        if gate is None or open_channels == 0:
+        if gate is None or self._open_channels == 0:
+            self._end_of_input()
             return
         self._build_valves()
         timeout = self._buffer_timeout
@@ -615,11 +719,26 @@ class Task:
                 )
                 if advanced is not None:
                     chain.input_watermark(tdd.input_gates[gate_index].edge.input_index)(advanced)
-                open_channels -= 1
-                if open_channels == 0:
+                self._channel_data_ended(gate_index, channel)
+                self._open_channels -= 1
+                if self._open_channels == 0:
+                    trigger, self._pending_trigger = self._pending_trigger, None
+                    if trigger is not None and self._checkpointing is not None:
+                        # Every input has ended: nothing is in flight to overtake, so the
+                        # checkpoint is taken aligned (no channel state to wait for).
+                        aligned = dataclasses.replace(trigger, unaligned=False)
+                        self._checkpointing.checkpoint(aligned)
                     return
             else:
                 self._on_event(gate_index, channel, payload)
+
+    def _channel_data_ended(self, gate_index: int, channel: int) -> None:
+        """No record follows on this channel (EndOfData, or END_OF_PARTITION); after the
+        last channel, the input has ended."""
+        ended = self._data_ended
+        ended.add((gate_index, channel))
+        if len(ended) == sum(len(g.channels) for g in self.tdd.input_gates):
+            self._end_of_input()
 
     def _build_valves(self) -> None:
         """One watermark valve per input of the head operator, over the channels of
@@ -655,6 +774,9 @@ class Task:
         event = deserialize_event(payload)
         if isinstance(event, Watermark | WatermarkStatus):
             self._on_watermark_event(gate_index, channel, event)
+            return
+        if isinstance(event, EndOfData):
+            self._channel_data_ended(gate_index, channel)
             return
         if isinstance(event, CheckpointBarrier):
             handler = self._barrier_handler
@@ -720,15 +842,16 @@ class Task:
         assert chain is not None
         flush_after_batch = self._buffer_timeout.flush_after_batch
 
-        def between_batches(slow: bool) -> None:
+        def serve() -> None:
             if self._cancel_requested:
                 raise SourceCanceledError
-            if flush_after_batch or slow:
-                # A slow source may block next: what it produced must not wait for it.
+            if flush_after_batch:
                 chain.flush()
             self._serve_mailbox()
 
-        ctx = SourceFunctionContext(source.emit, SOURCE_BATCH_SIZE, between_batches, source.output)
+        ctx = SourceFunctionContext(
+            source.emit, SOURCE_BATCH_SIZE, chain.flush, serve, source.output
+        )
         try:
             source.source_function.run(ctx)  # type: ignore[union-attr]
             ctx.close()

@@ -49,7 +49,9 @@ class CheckpointBarrier:
 
 @dataclass(frozen=True, slots=True)
 class EndOfData:
-    """The producer's input ended (sent before END_OF_PARTITION when draining)."""
+    """The producer reached the end of its input: no record follows. Its channel stays
+    open for checkpoint barriers until END_OF_PARTITION, which comes once the producer's
+    final checkpoint completed (FLIP-147)."""
 
 
 TaskEvent = Watermark | WatermarkStatus | CheckpointBarrier | EndOfData

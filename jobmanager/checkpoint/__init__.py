@@ -16,6 +16,7 @@ from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import (
     CheckpointPlan,
     CheckpointTask,
+    FinishedOperator,
     PendingCheckpoint,
 )
 from weir.jobmanager.checkpoint.scheduling import (
@@ -39,6 +40,7 @@ __all__ = [
     "CheckpointTriggerGateway",
     "Clock",
     "CompletedCheckpoint",
+    "FinishedOperator",
     "PendingCheckpoint",
     "ScheduledExecutor",
     "ScheduledTask",

@@ -37,7 +37,7 @@ from weir.core.highavailability import (
     CompletedCheckpointPointer,
     CompletedCheckpointStore,
 )
-from weir.core.ids import ExecutionAttemptId, JobId
+from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
 from weir.core.key_groups import default_max_parallelism
 from weir.jobmanager.checkpoint.checkpoint_stats import (
     CheckpointStatsSnapshot,
@@ -364,6 +364,21 @@ class CheckpointCoordinator:
         self._run(effects)
         self._try_trigger_requested()
 
+    def task_finished(self, attempt_id: ExecutionAttemptId) -> None:
+        """A task exited after its final checkpoint (FLIP-147): the checkpoints still
+        waiting for its acknowledgement never get it (it was triggered, or its barrier
+        arrived, after it ended). They are aborted, not counted as failures; the next
+        checkpoint records the task as finished."""
+        effects: list[_Effect] = []
+        with self._lock:
+            for pending in sorted(self._pending.values(), key=lambda p: p.checkpoint_id):
+                if pending.waits_for(attempt_id):
+                    effects += self._abort_locked(
+                        pending, f"task {attempt_id} finished before acknowledging it", False
+                    )
+        self._run(effects)
+        self._try_trigger_requested()
+
     def abort_pending(self, reason: str) -> None:
         """Abort every checkpoint in progress: a task failed or the job is restarting.
         Not counted against tolerable failures: the failover handles the cause."""
@@ -399,17 +414,7 @@ class CheckpointCoordinator:
     def _complete_locked(self, pending: PendingCheckpoint) -> list[_Effect]:
         now = self._clock()
         checkpoint_id = pending.checkpoint_id
-        operator_states = {
-            operator_id: OperatorState(
-                operator_id=operator_id,
-                parallelism=next(iter(subtasks.values()))[0],
-                max_parallelism=pending.plan.max_parallelism.get(
-                    operator_id, default_max_parallelism(next(iter(subtasks.values()))[0])
-                ),
-                subtask_states={index: state for index, (_, state) in subtasks.items()},
-            )
-            for operator_id, subtasks in pending.operator_states().items()
-        }
+        operator_states = self._operator_states(pending)
         metadata = CheckpointMetadata(
             job_id=self.job_id,
             checkpoint_id=checkpoint_id,
@@ -459,6 +464,27 @@ class CheckpointCoordinator:
                 self._pending[older], f"subsumed by checkpoint {checkpoint_id}", counted=False
             )
         return effects
+
+    @staticmethod
+    def _operator_states(pending: PendingCheckpoint) -> dict[OperatorId, OperatorState]:
+        """The acknowledged states, and the subtasks that had finished, per operator."""
+        plan = pending.plan
+        acked = pending.operator_states()
+        states: dict[OperatorId, OperatorState] = {}
+        for operator_id in acked.keys() | plan.finished.keys():
+            subtasks = acked.get(operator_id, {})
+            finished = plan.finished.get(operator_id)
+            parallelism = finished.parallelism if finished else next(iter(subtasks.values()))[0]
+            states[operator_id] = OperatorState(
+                operator_id=operator_id,
+                parallelism=parallelism,
+                max_parallelism=plan.max_parallelism.get(
+                    operator_id, default_max_parallelism(parallelism)
+                ),
+                subtask_states={index: state for index, (_, state) in subtasks.items()},
+                finished_subtasks=finished.finished_subtasks if finished else frozenset(),
+            )
+        return states
 
     def _abort_locked(
         self, pending: PendingCheckpoint, reason: str, counted: bool

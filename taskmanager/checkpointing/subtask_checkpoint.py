@@ -165,12 +165,30 @@ class SubtaskCheckpointCoordinator:
         self._has_inputs = has_inputs
         self._pending_channel_state: dict[int, _PendingChannelState] = {}
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{attempt_id[:8]}")
+        # FLIP-147: set when the operators finished; the first checkpoint taken after it
+        # is the task's final one, and its completion lets the task end.
+        self._operators_finished = False
+        self._first_after_finish: int | None = None
+        self._final_completed = False
+
+    def operators_finished(self) -> None:
+        """The operators reached the end of input and finished: the next checkpoint this
+        task takes is its final one."""
+        self._operators_finished = True
+
+    @property
+    def final_checkpoint_completed(self) -> bool:
+        """A checkpoint taken after the operators finished has completed: what the
+        task's sinks prepared is committed, and the task may end."""
+        return self._final_completed
 
     def checkpoint(self, barrier: CheckpointBarrier, alignment_ms: int = 0) -> None:
         """Snapshot now, then send the barrier on: behind everything emitted before it,
         or, for an unaligned barrier, ahead of it (see the module docstring)."""
         n = barrier.checkpoint_id
         started = time.monotonic()
+        if self._operators_finished and self._first_after_finish is None:
+            self._first_after_finish = n
         try:
             if barrier.unaligned:
                 # Partly filled buffers are not sent now (that may block on a
@@ -324,6 +342,9 @@ class SubtaskCheckpointCoordinator:
 
     def notify_complete(self, checkpoint_id: int) -> None:
         self._notify("notify_checkpoint_complete", checkpoint_id)
+        first = self._first_after_finish
+        if first is not None and checkpoint_id >= first:
+            self._final_completed = True
 
     def notify_aborted(self, checkpoint_id: int) -> None:
         self._pending_channel_state.pop(checkpoint_id, None)

@@ -52,10 +52,15 @@ _SLOW_COLLECT_S = 0.005
 class SourceFunctionContext:
     """``SourceFunction.SourceContext``: ``collect`` appends to a batch that is pushed
     through the chain every ``batch_size`` records, or at once when the source is slow
-    (its records more than 5 ms apart); ``between_batches(slow)`` serves the task's
-    mailbox, checks for cancellation and, for a slow source, sends the output on.
+    (its records more than 5 ms apart), in which case ``flush`` sends it on.
     ``collect_with_timestamp`` and ``emit_watermark`` give the records event time, as a
     legacy Flink source may.
+
+    After a batch went out, the next ``collect`` first calls ``serve``, which runs the
+    task's mailbox (checkpoints among it) and checks for cancellation: a checkpoint is
+    thus taken between one record's ``collect`` and the next, never inside one. A source
+    that advances its position after each ``collect`` (as Flink's legacy sources do
+    inside the checkpoint lock) snapshots a position consistent with what it emitted.
 
     The source function runs on the task thread, so while it blocks nothing else of the
     task runs: a source that blocks right after a fast burst keeps the burst's last
@@ -66,12 +71,15 @@ class SourceFunctionContext:
         self,
         output: Collect,
         batch_size: int,
-        between_batches: Callable[[bool], None],
+        flush: Callable[[], None],
+        serve: Callable[[], None],
         watermarks: Output | None = None,
     ) -> None:
         self._output = output
         self._batch_size = batch_size
-        self._between_batches = between_batches
+        self._flush = flush
+        self._serve = serve
+        self._serve_due = False
         self._watermarks = watermarks
         self._batch: list[Any] = []
         self._timestamps: list[int | None] | None = None
@@ -83,15 +91,24 @@ class SourceFunctionContext:
         self._last_collect = now
         if slow or len(self._batch) >= self._batch_size:
             self.emit_pending()
-            self._between_batches(slow)
+            if slow:
+                # A slow source may block next: what it produced must not wait for it.
+                self._flush()
+            self._serve_due = True
 
     def collect(self, value: Any) -> None:
+        if self._serve_due:
+            self._serve_due = False
+            self._serve()
         self._batch.append(value)
         if self._timestamps is not None:
             self._timestamps.append(None)
         self._after_collect()
 
     def collect_with_timestamp(self, value: Any, timestamp: int) -> None:
+        if self._serve_due:
+            self._serve_due = False
+            self._serve()
         if self._timestamps is None:
             self._timestamps = [None] * len(self._batch)
         self._timestamps.append(int(timestamp))

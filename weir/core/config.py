@@ -429,6 +429,15 @@ CHECKPOINTING_UNALIGNED_FORCED = _option(
     "feedback, custom partitioners). Weir takes them on every exchange anyway, so this "
     "changes nothing at runtime.",
 )
+CHECKPOINTING_AFTER_TASKS_FINISH = _option(
+    "execution.checkpointing.checkpoints-after-tasks-finish",
+    True,
+    _parse_bool,
+    "Keep checkpointing once some tasks have finished (Flink's FLIP-147): a task that reached "
+    "the end of its input waits for one more checkpoint, its final one, before it exits, so "
+    "its two-phase-commit sinks commit everything, and a restore does not run it again. Off: "
+    "checkpoints stop at the first finished task, as before Flink 1.14.",
+)
 # Flink 2.x defaults to NO_EXTERNALIZED_CHECKPOINTS; we keep the checkpoints of a failed
 # job by default, so that it can always be resumed with `weir run -s`.
 CHECKPOINTING_RETENTION = _option(

@@ -120,6 +120,9 @@ class TaskDeploymentDescriptor:
     restored_checkpoint_id: int = 0
     """The id of the checkpoint the job restores (also for a subtask without state of
     its own), 0 for a fresh start; the epoch collect sinks start in."""
+    finished_on_restore: bool = False
+    """The restored checkpoint recorded this subtask as finished: it runs none of its
+    operators, ends its outputs at once and waits for its inputs to end."""
 
     @property
     def parallelism(self) -> int:

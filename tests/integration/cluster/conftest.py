@@ -1,5 +1,5 @@
 """A MiniCluster shared by the cluster tests: real Dispatcher, ResourceManager and
-JobMasters over gRPC, TaskManagers leased from the session's Spark ``local[2]``."""
+JobMasters over gRPC, TaskManagers leased from the session's SparkSession."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from weir.core.executor import register_executor
 # Short heartbeats so a killed TaskManager is noticed within seconds; a long idle timeout
 # so TaskManagers stay leased between tests (leasing takes seconds).
 CLUSTER_CONFIG = {
-    "spark.master": "local[2]",
-    # Two TaskManagers of the shared session's four cores: the other two stay free for
-    # the ResourceManager suite, which runs while this cluster keeps its leases.
-    "resourcemanager.taskmanager.max": "2",
+    # Three TaskManagers (jobs up to parallelism 3) of the shared session's task slots;
+    # the others stay free for the compat cluster and the ResourceManager suite, which
+    # run while this cluster keeps its leases (tests/conftest.py counts them).
+    "resourcemanager.taskmanager.max": "3",
     "heartbeat.interval": "500 ms",
     "heartbeat.timeout": "6 s",
     "slot.request.timeout": "60 s",

@@ -61,10 +61,18 @@ class OperatorState:
     parallelism: int
     max_parallelism: int
     subtask_states: Mapping[int, OperatorSubtaskState] = field(default_factory=dict)
+    finished_subtasks: frozenset[int] = frozenset()
+    """Subtasks that had finished (their final checkpoint completed, they exited) when
+    the checkpoint was taken: restored as finished, never run again. They hold no state."""
 
     @property
     def state_size(self) -> int:
         return sum(state.state_size for state in self.subtask_states.values())
+
+    @property
+    def is_fully_finished(self) -> bool:
+        """Every subtask had finished (Flink's FullyFinishedOperatorState)."""
+        return len(self.finished_subtasks) == self.parallelism
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +185,7 @@ def _operator_to_json(op: OperatorState) -> dict[str, Any]:
             {"index": index, "state": _subtask_to_json(state)}
             for index, state in sorted(op.subtask_states.items())
         ],
+        "finished_subtasks": sorted(op.finished_subtasks),
     }
 
 
@@ -188,6 +197,8 @@ def _operator_from_json(doc: dict[str, Any]) -> OperatorState:
         subtask_states={
             int(sub["index"]): _subtask_from_json(sub["state"]) for sub in doc["subtasks"]
         },
+        # Absent in metadata written before finished tasks were recorded: none finished.
+        finished_subtasks=frozenset(int(i) for i in doc.get("finished_subtasks", ())),
     )
 
 

@@ -510,7 +510,10 @@ class FileSink(SinkFunction, CheckpointListener):
         next checkpoint that completes, as in Flink."""
 
     def finish(self) -> None:
-        """End of bounded input: every part file is closed and committed."""
+        """End of bounded input: every part file is closed; it becomes pending and is
+        committed by the next checkpoint that completes, the task's final one (FLIP-147).
+        Without checkpoints, the task commits it at once (``snapshot_state`` and
+        ``notify_checkpoint_complete`` with the end-of-input id)."""
         self._writer_or_fresh().finish()
         self._finished = True
 
