@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from weir.core import rpc
-from weir.core.deployment import JobStatus
 from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
 from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ class Dispatcher(LeaderContender):
         runner = entry.runner
         if runner is None:
             return JobDetailsInfo(
-                job_id, entry.graph.job_name, JobStatus.INITIALIZING.value, entry.submitted_ms
+                job_id, entry.graph.job_name, JobStatus.INITIALIZING.name, entry.submitted_ms
             )
         with rpc.create_channel(runner.address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
@@ -237,7 +237,7 @@ class Dispatcher(LeaderContender):
             except WeirError:
                 logger.warning("no details for job %s", job_id, exc_info=True)
                 continue
-            if include_terminated or not JobStatus(details.status).is_globally_terminal:
+            if include_terminated or not JobStatus[details.status].is_globally_terminal_state():
                 result.append(details)
         return result
 
@@ -263,7 +263,7 @@ class Dispatcher(LeaderContender):
         entry = self._entry(job_id)
         runner = entry.runner
         if runner is None:  # the JobMaster is gone: everything it had was handed over
-            status = entry.final.status if entry.final else JobStatus.INITIALIZING.value
+            status = entry.final.status if entry.final else JobStatus.INITIALIZING.name
             return common_pb2.FetchCollectResponse(
                 end_of_data=entry.final is not None, job_status=status
             )

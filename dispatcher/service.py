@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from weir.core.deployment import JobStatus
+from weir.core.job_status import JobStatus
 from weir.core.rpc import translate_server_errors
 from weir.dispatcher.dispatcher import Dispatcher
 from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
@@ -66,12 +66,13 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
     def ClusterOverview(self, request, context):
         jobs = self._dispatcher.list_jobs(include_terminated=True)
         tms = self._dispatcher.list_task_managers().task_managers
-        count = {s: sum(1 for j in jobs if j.status == s.value) for s in JobStatus}
+        count = {s: sum(1 for j in jobs if j.status == s.name) for s in JobStatus}
+        ended = sum(count[s] for s in JobStatus if s.is_globally_terminal_state())
         return dispatcher_pb2.ClusterOverviewResponse(
             task_managers=len(tms),
             slots_total=sum(t.num_slots for t in tms),
             slots_available=sum(t.free_slots for t in tms),
-            jobs_running=len(jobs) - sum(count[s] for s in JobStatus if s.is_globally_terminal),
+            jobs_running=len(jobs) - ended,
             jobs_finished=count[JobStatus.FINISHED],
             jobs_cancelled=count[JobStatus.CANCELED],
             jobs_failed=count[JobStatus.FAILED],

@@ -17,7 +17,7 @@ from weir.core.checkpoint import (
     create_checkpoint_storage,
     decode_task_state,
 )
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.deployment import ExecutionState
 from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import ExecutionAttemptId
@@ -27,6 +27,7 @@ from weir.core.job_info import (
     CheckpointStatisticsInfo,
     JobDetailsInfo,
 )
+from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import (
     CheckpointCoordinator,
     ThreadScheduledExecutor,
@@ -295,7 +296,7 @@ class JobMaster(LeaderContender):
         self.scheduler.task_manager_lost(resource_id, reason)
 
     def _on_status(self, status: JobStatus) -> None:
-        if status.is_globally_terminal:
+        if status.is_globally_terminal_state():
             coordinator = self.checkpoint_coordinator
             shutdown: Future[None] | None = None
             if coordinator is not None:
@@ -335,7 +336,7 @@ class JobMaster(LeaderContender):
             if self._closed:
                 return
             self._closed = True
-        if not self.scheduler.status.is_globally_terminal:
+        if not self.scheduler.status.is_globally_terminal_state():
             self.scheduler.cancel()
             self.scheduler.wait_terminated(30.0)
         self._stop_workers()

@@ -16,7 +16,7 @@ from typing import Any
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.checkpoint import OperatorState, TaskStateSnapshot, encode_task_state
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.deployment import ExecutionState
 from weir.core.errors import (
     JobSubmissionError,
     RemoteTimeoutError,
@@ -25,6 +25,7 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
 from weir.core.job_info import JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
@@ -441,7 +442,7 @@ class DefaultScheduler:
 
     def cancel(self) -> None:
         with self._lock:
-            if self.status.is_globally_terminal or self.status is JobStatus.CANCELLING:
+            if self.status.is_globally_terminal_state() or self.status is JobStatus.CANCELLING:
                 return
             self._transition(JobStatus.CANCELLING)
             for ev in self.graph.all_executions():
@@ -452,7 +453,7 @@ class DefaultScheduler:
 
     def _fail_job(self, cause: str) -> None:
         with self._lock:
-            if self.status.is_globally_terminal:
+            if self.status.is_globally_terminal_state():
                 return
             self.failure_cause = cause
             self._transition(JobStatus.FAILING)
@@ -543,13 +544,13 @@ class DefaultScheduler:
             "job %s (%s) switched from %s to %s",
             self.graph.job_graph.job_name,
             self.job_id,
-            self.status.value,
-            status.value,
+            self.status.name,
+            status.name,
         )
         self.status = status
         with self._lock:
             self._changed.notify_all()
-        if status.is_globally_terminal:
+        if status.is_globally_terminal_state():
             self.end_time_ms = int(time.time() * 1000)
             self._terminated.set()
             threading.Thread(
@@ -580,7 +581,7 @@ class DefaultScheduler:
             return JobDetailsInfo(
                 job_id=self.job_id,
                 job_name=self.graph.job_graph.job_name,
-                status=self.status.value,
+                status=self.status.name,
                 start_time_ms=self.start_time_ms,
                 end_time_ms=self.end_time_ms,
                 failure_cause=self.failure_cause,

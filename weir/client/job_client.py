@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.core.deployment import JobStatus
 from weir.core.errors import JobExecutionError
 from weir.core.executor import JobExecutionResult
 from weir.core.job_info import JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.core.serializers import deserialize_batch
 
 logger = logging.getLogger(__name__)
@@ -22,17 +22,17 @@ _WAIT_SLICE_MS = 10_000
 # Batches per fetch: enough to amortise the round trip, few enough to bound memory.
 _FETCH_BATCHES = 16
 _GOING_DOWN = frozenset(
-    s.value for s in (JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING)
+    s.name for s in (JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING)
 )
 
 
 def raise_for_status(details: JobDetailsInfo) -> None:
-    if details.status == JobStatus.FAILED.value:
+    if details.status == JobStatus.FAILED.name:
         msg = f"Job {details.job_name!r} ({details.job_id}) failed: {details.failure_cause}"
         raise JobExecutionError(
             msg, job_id=details.job_id, status=details.status, cause=details.failure_cause
         )
-    if details.status == JobStatus.CANCELED.value:
+    if details.status == JobStatus.CANCELED.name:
         msg = f"Job {details.job_name!r} ({details.job_id}) was cancelled"
         raise JobExecutionError(msg, job_id=details.job_id, status=details.status)
 
@@ -57,7 +57,7 @@ class ClusterJobClient:
     def wait_for_terminal(self) -> JobDetailsInfo:
         while True:
             details = self._gateway.wait_for_result(self._job_id, _WAIT_SLICE_MS)
-            if JobStatus(details.status).is_globally_terminal:
+            if JobStatus[details.status].is_globally_terminal_state():
                 return details
 
     def get_job_execution_result(self) -> JobExecutionResult:
@@ -113,7 +113,7 @@ class CollectResultIterator:
         self._closed = True
         if not self._ended:
             try:
-                if not JobStatus(self._client.get_job_status()).is_globally_terminal:
+                if not JobStatus[self._client.get_job_status()].is_globally_terminal_state():
                     self._client.cancel()
             except JobExecutionError:
                 logger.debug("job already gone while closing its result iterator", exc_info=True)
