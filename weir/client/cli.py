@@ -23,6 +23,7 @@ from weir.client.executor import RemoteExecutor
 from weir.client.job_client import ClusterJobClient
 from weir.client.plan import job_graph_plan_json
 from weir.core import config as cfg
+from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
@@ -59,16 +60,17 @@ class _CliExecutor(RemoteExecutor):
 
     def submit(self, job_graph: JobGraph) -> ClusterJobClient:
         client = super().submit(job_graph)
-        self.submitted.append(client.get_job_id())
-        print(f"Job has been submitted with JobID {client.get_job_id()}", flush=True)
+        job_id = str(client.get_job_id())
+        self.submitted.append(job_id)
+        print(f"Job has been submitted with JobID {job_id}", flush=True)
         if self.detached:
-            return _DetachedJobClient(self.gateway, client.get_job_id())
+            return _DetachedJobClient(self.gateway, job_id)
         return client
 
 
 class _DetachedJobClient(ClusterJobClient):
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return JobExecutionResult(self.get_job_id(), 0)
+    def get_job_execution_result(self) -> CompletableFuture:
+        return CompletableFuture.completed(JobExecutionResult(str(self.get_job_id()), 0))
 
 
 class _PlanCaptured(Exception):
