@@ -21,13 +21,13 @@ from pathlib import Path
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.executor import RemoteExecutor
 from weir.client.job_client import ClusterJobClient
-from weir.client.plan import job_graph_plan_json
 from weir.core import config as cfg
 from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
 from weir.core.job_info import CheckpointStatisticsInfo
+from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
 
