@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import grpc
 
+from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
 from weir.core.job_status import JobStatus
 from weir.core.rpc import translate_server_errors
 from weir.dispatcher.dispatcher import Dispatcher
@@ -39,7 +40,8 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
 
     @translate_server_errors
     def GetCheckpointStatistics(self, request, context):
-        return self._dispatcher.checkpoint_statistics(request.job_id).to_proto()
+        stats = self._dispatcher.checkpoint_statistics(request.job_id)
+        return encode_checkpoint_stats(stats, request.job_id)
 
     @translate_server_errors
     def CancelJob(self, request, context):

@@ -23,6 +23,7 @@ from weir.core.checkpoint import (
     CheckpointingMode,
     CheckpointMetadata,
     CheckpointMetrics,
+    CheckpointStatsSnapshot,
     CheckpointStorage,
     CheckpointType,
     OperatorState,
@@ -39,10 +40,7 @@ from weir.core.highavailability import (
 from weir.core.ids import ExecutionAttemptId, JobId
 from weir.core.job_status import JobStatus
 from weir.core.key_groups import default_max_parallelism
-from weir.jobmanager.checkpoint.checkpoint_stats import (
-    CheckpointStatsSnapshot,
-    CheckpointStatsTracker,
-)
+from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import (
     AckResult,

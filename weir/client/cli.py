@@ -22,11 +22,11 @@ from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.executor import RemoteExecutor
 from weir.client.job_client import ClusterJobClient
 from weir.core import config as cfg
+from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
-from weir.core.job_info import CheckpointStatisticsInfo
 from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
@@ -167,7 +167,7 @@ def _print_checkpoint_summary(gateway: DispatcherGateway, job_id: str) -> None:
             print(f"    latest completed: {stats.latest_completed_path}")
 
 
-def _counts(stats: CheckpointStatisticsInfo) -> str:
+def _counts(stats: CheckpointStatsSnapshot) -> str:
     return (
         f"triggered {stats.num_triggered}, in progress {stats.num_in_progress}, "
         f"completed {stats.num_completed}, failed {stats.num_failed}, "
