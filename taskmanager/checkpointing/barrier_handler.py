@@ -127,13 +127,20 @@ class _Inputs:
         )
         self.ended: set[ChannelId] = set()
 
-    def check(self, channel: ChannelId) -> None:
+    def check(self, gate_index: int, channel_index: int) -> ChannelId:
+        """The channel, once it is known to be an input of this task."""
+        channel = (gate_index, channel_index)
         if channel not in self.all:
             msg = (
                 f"barrier handling got channel {channel}, which is not an input of this "
                 f"task ({len(self.all)} channels); the handler was built for another gate"
             )
             raise ValueError(msg)
+        return channel
+
+    def end(self, gate_index: int, channel_index: int) -> None:
+        """The channel delivered END_OF_PARTITION."""
+        self.ended.add(self.check(gate_index, channel_index))
 
     def all_in(self, delivered: Iterable[ChannelId]) -> bool:
         """Every channel delivered the barrier or has ended."""
@@ -170,8 +177,7 @@ class _SingleCheckpointBarrierHandler(abc.ABC):
         barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
     ) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
+        channel = self._inputs.check(gate_index, channel_index)
         n = barrier.checkpoint_id
         actions: list[Action] = []
         if n < self._current or (n == self._current and self._delivered is None):
@@ -242,9 +248,7 @@ class AlignedBarrierHandler(_SingleCheckpointBarrierHandler):
         return False
 
     def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        self._inputs.ended.add(channel)
+        self._inputs.end(gate_index, channel_index)
         if self._delivered is not None and self._inputs.all_in(self._delivered):
             return self._complete()
         return []
@@ -309,8 +313,7 @@ class AtLeastOnceBarrierHandler:
         barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
     ) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
+        channel = self._inputs.check(gate_index, channel_index)
         n = barrier.checkpoint_id
         if n <= self._latest_triggered:
             logger.debug("dropping late barrier %d on %s", n, channel)
@@ -326,9 +329,7 @@ class AtLeastOnceBarrierHandler:
         return False
 
     def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        self._inputs.ended.add(channel)
+        self._inputs.end(gate_index, channel_index)
         return self._trigger_complete()
 
     def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
@@ -382,9 +383,7 @@ class UnalignedBarrierHandler(_SingleCheckpointBarrierHandler):
         return True
 
     def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        self._inputs.ended.add(channel)
+        self._inputs.end(gate_index, channel_index)
         return self._complete_if_done()
 
     def _subsume(self, newer: int) -> list[Action]:
