@@ -27,6 +27,7 @@ from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
+from weir.core.job_status import JobStatus
 from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
@@ -137,7 +138,7 @@ def _absolute_url(path: str) -> str:
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
-        running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
+        running = [j for j in jobs if not JobStatus[j.status].is_globally_terminal_state()]
         ended = [j for j in jobs if j not in running]
         print("------------------ Running/Restarting Jobs -------------------")
         for job in running or []:
