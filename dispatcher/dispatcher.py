@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from weir.core import rpc
-from weir.core.deployment import JobStatus
+from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
 from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
-from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
+from weir.core.job_info import JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ class _Job:
     collect_ids: tuple[str, ...]
     final: JobDetailsInfo | None = None
     drained: set[str] = field(default_factory=set)
-    final_checkpoints: CheckpointStatisticsInfo | None = None
+    final_checkpoints: CheckpointStatsSnapshot | None = None
 
 
 class Dispatcher(LeaderContender):
@@ -142,7 +144,7 @@ class Dispatcher(LeaderContender):
             self._close_runner(details.job_id)
         self._trim_archive()
 
-    def _archive_checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo | None:
+    def _archive_checkpoint_statistics(self, job_id: str) -> CheckpointStatsSnapshot | None:
         with self._cond:
             entry = self._jobs.get(job_id)
             runner = entry.runner if entry else None
@@ -158,7 +160,7 @@ class Dispatcher(LeaderContender):
             return None
 
     @staticmethod
-    def _fetch_checkpoint_statistics(address: str, job_id: str) -> CheckpointStatisticsInfo:
+    def _fetch_checkpoint_statistics(address: str, job_id: str) -> CheckpointStatsSnapshot:
         with rpc.create_channel(address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
             reply = rpc.call(
@@ -167,17 +169,17 @@ class Dispatcher(LeaderContender):
                 common_pb2.JobIdRequest(job_id=job_id),
                 timeout=10,
             )
-        return CheckpointStatisticsInfo.from_proto(reply)
+        return decode_checkpoint_stats(reply)
 
-    def checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo:
+    def checkpoint_statistics(self, job_id: str) -> CheckpointStatsSnapshot:
         """The job's checkpoint counts and history: from its JobMaster while it runs, the
         last ones archived with the job after it ended."""
         entry = self._entry(job_id)
         if entry.final is not None:
-            return entry.final_checkpoints or CheckpointStatisticsInfo(job_id)
+            return entry.final_checkpoints or CheckpointStatsSnapshot()
         runner = entry.runner
         if runner is None:  # still starting its JobMaster
-            return CheckpointStatisticsInfo(job_id)
+            return CheckpointStatsSnapshot()
         return self._fetch_checkpoint_statistics(runner.address, job_id)
 
     def _close_runner(self, job_id: str) -> None:
@@ -215,7 +217,7 @@ class Dispatcher(LeaderContender):
         runner = entry.runner
         if runner is None:
             return JobDetailsInfo(
-                job_id, entry.graph.job_name, JobStatus.INITIALIZING.value, entry.submitted_ms
+                job_id, entry.graph.job_name, JobStatus.INITIALIZING.name, entry.submitted_ms
             )
         with rpc.create_channel(runner.address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
@@ -237,7 +239,7 @@ class Dispatcher(LeaderContender):
             except WeirError:
                 logger.warning("no details for job %s", job_id, exc_info=True)
                 continue
-            if include_terminated or not JobStatus(details.status).is_globally_terminal:
+            if include_terminated or not JobStatus[details.status].is_globally_terminal_state():
                 result.append(details)
         return result
 
@@ -263,7 +265,7 @@ class Dispatcher(LeaderContender):
         entry = self._entry(job_id)
         runner = entry.runner
         if runner is None:  # the JobMaster is gone: everything it had was handed over
-            status = entry.final.status if entry.final else JobStatus.INITIALIZING.value
+            status = entry.final.status if entry.final else JobStatus.INITIALIZING.name
             return common_pb2.FetchCollectResponse(
                 end_of_data=entry.final is not None, job_status=status
             )

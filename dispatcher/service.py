@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import grpc
 
-from weir.core.deployment import JobStatus
+from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
+from weir.core.job_status import JobStatus
 from weir.core.rpc import translate_server_errors
 from weir.dispatcher.dispatcher import Dispatcher
 from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
@@ -39,7 +40,8 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
 
     @translate_server_errors
     def GetCheckpointStatistics(self, request, context):
-        return self._dispatcher.checkpoint_statistics(request.job_id).to_proto()
+        stats = self._dispatcher.checkpoint_statistics(request.job_id)
+        return encode_checkpoint_stats(stats, request.job_id)
 
     @translate_server_errors
     def CancelJob(self, request, context):
@@ -66,12 +68,13 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
     def ClusterOverview(self, request, context):
         jobs = self._dispatcher.list_jobs(include_terminated=True)
         tms = self._dispatcher.list_task_managers().task_managers
-        count = {s: sum(1 for j in jobs if j.status == s.value) for s in JobStatus}
+        count = {s: sum(1 for j in jobs if j.status == s.name) for s in JobStatus}
+        ended = sum(count[s] for s in JobStatus if s.is_globally_terminal_state())
         return dispatcher_pb2.ClusterOverviewResponse(
             task_managers=len(tms),
             slots_total=sum(t.num_slots for t in tms),
             slots_available=sum(t.free_slots for t in tms),
-            jobs_running=len(jobs) - sum(count[s] for s in JobStatus if s.is_globally_terminal),
+            jobs_running=len(jobs) - ended,
             jobs_finished=count[JobStatus.FINISHED],
             jobs_cancelled=count[JobStatus.CANCELED],
             jobs_failed=count[JobStatus.FAILED],

@@ -22,7 +22,7 @@ from weir.core.checkpoint import (
     TaskStateSnapshot,
     encode_task_state,
 )
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.deployment import ExecutionState
 from weir.core.errors import (
     JobSubmissionError,
     RemoteTimeoutError,
@@ -31,6 +31,7 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
 from weir.core.job_info import JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import (
     CheckpointCoordinator,
     CheckpointPlan,
@@ -526,7 +527,7 @@ class DefaultScheduler:
 
     def cancel(self) -> None:
         with self._lock:
-            if self.status.is_globally_terminal or self.status is JobStatus.CANCELLING:
+            if self.status.is_globally_terminal_state() or self.status is JobStatus.CANCELLING:
                 return
             self._transition(JobStatus.CANCELLING)
             for ev in self.graph.all_executions():
@@ -537,7 +538,7 @@ class DefaultScheduler:
 
     def _fail_job(self, cause: str) -> None:
         with self._lock:
-            if self.status.is_globally_terminal:
+            if self.status.is_globally_terminal_state():
                 return
             self.failure_cause = cause
             self._transition(JobStatus.FAILING)
@@ -628,13 +629,13 @@ class DefaultScheduler:
             "job %s (%s) switched from %s to %s",
             self.graph.job_graph.job_name,
             self.job_id,
-            self.status.value,
-            status.value,
+            self.status.name,
+            status.name,
         )
         self.status = status
         with self._lock:
             self._changed.notify_all()
-        if status.is_globally_terminal:
+        if status.is_globally_terminal_state():
             self.end_time_ms = int(time.time() * 1000)
             self._terminated.set()
             threading.Thread(
@@ -665,7 +666,7 @@ class DefaultScheduler:
             return JobDetailsInfo(
                 job_id=self.job_id,
                 job_name=self.graph.job_graph.job_name,
-                status=self.status.value,
+                status=self.status.name,
                 start_time_ms=self.start_time_ms,
                 end_time_ms=self.end_time_ms,
                 failure_cause=self.failure_cause,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 
 from weir.core.checkpoint import CheckpointMetrics
+from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
 from weir.core.errors import JobNotFoundError
 from weir.core.rpc import translate_server_errors
 from weir.jobmanager.job_master import JobMaster
@@ -65,7 +66,7 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
     @translate_server_errors
     def GetCheckpointStatistics(self, request, context):
         self._check_job(request.job_id)
-        return self._jm.checkpoint_statistics().to_proto()
+        return encode_checkpoint_stats(self._jm.checkpoint_statistics(), self._jm.job_id)
 
     @translate_server_errors
     def CancelJob(self, request, context):

@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 import grpc
 
 from weir.core import rpc
-from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot, encode_task_state
+from weir.core.checkpoint import (
+    CheckpointMetrics,
+    CheckpointType,
+    TaskStateSnapshot,
+    encode_task_state,
+)
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
 from weir.proto import (
     common_pb2,
@@ -21,7 +26,6 @@ from weir.proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
-from weir.taskmanager.task_events import CheckpointType
 
 if TYPE_CHECKING:
     from weir.taskmanager.task_executor import TaskExecutor

@@ -28,6 +28,7 @@ from weir.core import config
 from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointingMode,
+    CheckpointType,
     create_checkpoint_storage,
 )
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
@@ -76,7 +77,6 @@ from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.task_events import (
     CheckpointBarrier,
-    CheckpointType,
     EndOfData,
     Watermark,
     WatermarkStatus,

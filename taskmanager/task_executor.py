@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
 from weir.core import rpc
-from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot
+from weir.core.checkpoint import CheckpointMetrics, CheckpointType, TaskStateSnapshot
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import (
     RemoteTimeoutError,
@@ -40,7 +40,6 @@ from weir.taskmanager import service
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.task import Task, TaskServices
-from weir.taskmanager.task_events import CheckpointType
 
 if TYPE_CHECKING:
     import grpc

@@ -23,6 +23,7 @@ from weir.core.checkpoint import (
     CheckpointingMode,
     CheckpointMetadata,
     CheckpointMetrics,
+    CheckpointStatsSnapshot,
     CheckpointStorage,
     CheckpointType,
     OperatorState,
@@ -30,7 +31,6 @@ from weir.core.checkpoint import (
     decode_metadata,
     encode_metadata,
 )
-from weir.core.deployment import JobStatus
 from weir.core.errors import CheckpointError, CorruptCheckpointError, WeirError
 from weir.core.highavailability import (
     CheckpointIdCounter,
@@ -38,11 +38,9 @@ from weir.core.highavailability import (
     CompletedCheckpointStore,
 )
 from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
+from weir.core.job_status import JobStatus
 from weir.core.key_groups import default_max_parallelism
-from weir.jobmanager.checkpoint.checkpoint_stats import (
-    CheckpointStatsSnapshot,
-    CheckpointStatsTracker,
-)
+from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import (
     AckResult,
@@ -641,13 +639,13 @@ class CheckpointCoordinator:
             self.stop_periodic_scheduler()
             self._shut_down = True
             for pending in list(self._pending.values()):
-                self._abort_locked(pending, f"the job is {job_status.value}", counted=False)
+                self._abort_locked(pending, f"the job is {job_status.name}", counted=False)
             retain = self.config.retention.retains_on(job_status)
             logger.info(
                 "job %s: %s its checkpoints (job %s, %s)",
                 self.job_id,
                 "keeping" if retain else "deleting",
-                job_status.value,
+                job_status.name,
                 self.config.retention.name,
             )
             self._storage.discard_job(retain=retain)

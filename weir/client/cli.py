@@ -21,12 +21,14 @@ from pathlib import Path
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.executor import RemoteExecutor
 from weir.client.job_client import ClusterJobClient
-from weir.client.plan import job_graph_plan_json
 from weir.core import config as cfg
+from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
-from weir.core.job_info import CheckpointStatisticsInfo
+from weir.core.job_status import JobStatus
+from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
 
@@ -59,16 +61,17 @@ class _CliExecutor(RemoteExecutor):
 
     def submit(self, job_graph: JobGraph) -> ClusterJobClient:
         client = super().submit(job_graph)
-        self.submitted.append(client.get_job_id())
-        print(f"Job has been submitted with JobID {client.get_job_id()}", flush=True)
+        job_id = str(client.get_job_id())
+        self.submitted.append(job_id)
+        print(f"Job has been submitted with JobID {job_id}", flush=True)
         if self.detached:
-            return _DetachedJobClient(self.gateway, client.get_job_id())
+            return _DetachedJobClient(self.gateway, job_id)
         return client
 
 
 class _DetachedJobClient(ClusterJobClient):
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return JobExecutionResult(self.get_job_id(), 0)
+    def get_job_execution_result(self) -> CompletableFuture:
+        return CompletableFuture.completed(JobExecutionResult(str(self.get_job_id()), 0))
 
 
 class _PlanCaptured(Exception):
@@ -135,7 +138,7 @@ def _absolute_url(path: str) -> str:
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
-        running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
+        running = [j for j in jobs if not JobStatus[j.status].is_globally_terminal_state()]
         ended = [j for j in jobs if j not in running]
         print("------------------ Running/Restarting Jobs -------------------")
         for job in running or []:
@@ -165,7 +168,7 @@ def _print_checkpoint_summary(gateway: DispatcherGateway, job_id: str) -> None:
             print(f"    latest completed: {stats.latest_completed_path}")
 
 
-def _counts(stats: CheckpointStatisticsInfo) -> str:
+def _counts(stats: CheckpointStatsSnapshot) -> str:
     return (
         f"triggered {stats.num_triggered}, in progress {stats.num_in_progress}, "
         f"completed {stats.num_completed}, failed {stats.num_failed}, "

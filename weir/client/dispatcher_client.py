@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from weir.core import rpc
-from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
+from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
+from weir.core.job_info import JobDetailsInfo
 from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 
@@ -38,13 +40,13 @@ class DispatcherGateway:
         )
         return JobDetailsInfo.from_proto(reply)
 
-    def checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo:
+    def checkpoint_statistics(self, job_id: str) -> CheckpointStatsSnapshot:
         reply = rpc.call(
             f"GetCheckpointStatistics on the Dispatcher at {self.address}",
             self._stub.GetCheckpointStatistics,
             common_pb2.JobIdRequest(job_id=job_id),
         )
-        return CheckpointStatisticsInfo.from_proto(reply)
+        return decode_checkpoint_stats(reply)
 
     def cancel_job(self, job_id: str) -> None:
         rpc.call(

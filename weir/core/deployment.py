@@ -28,26 +28,6 @@ class ExecutionState(enum.Enum):
         return self in (ExecutionState.FINISHED, ExecutionState.CANCELED, ExecutionState.FAILED)
 
 
-class JobStatus(enum.Enum):
-    """Flink's JobStatus."""
-
-    INITIALIZING = "INITIALIZING"
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    FAILING = "FAILING"
-    FAILED = "FAILED"
-    CANCELLING = "CANCELLING"
-    CANCELED = "CANCELED"
-    FINISHED = "FINISHED"
-    RESTARTING = "RESTARTING"
-    SUSPENDED = "SUSPENDED"
-    RECONCILING = "RECONCILING"
-
-    @property
-    def is_globally_terminal(self) -> bool:
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
-
-
 @dataclass(frozen=True, slots=True)
 class TaskManagerLocation:
     resource_id: ResourceId

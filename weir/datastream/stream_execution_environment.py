@@ -366,11 +366,13 @@ class StreamExecutionEnvironment:
 
             >>> env.execute_async("job").get_job_execution_result().result()
         """
-        return JobClient(get_executor().submit(self._job_graph(job_name).job_graph))
+        return get_executor().submit(self._job_graph(job_name).job_graph)
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
         """Runs the job and waits for it; raises JobExecutionError if it fails."""
-        return get_executor().submit(self._job_graph(job_name).job_graph).get_job_execution_result()
+        client = get_executor().submit(self._job_graph(job_name).job_graph)
+        result: JobExecutionResult = client.get_job_execution_result().result()
+        return result
 
     def _execute_and_collect(
         self, collect: Transformation, job_name: str | None

@@ -4,7 +4,7 @@ producers still runs."""
 
 from __future__ import annotations
 
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.deployment import ExecutionState
 from weir.core.ids import OperatorId
 from weir.core.job_graph import (
     JobEdge,
@@ -14,6 +14,7 @@ from weir.core.job_graph import (
     OperatorKind,
     PartitionerKind,
 )
+from weir.core.job_status import JobStatus
 from weir.jobmanager.execution_graph import ExecutionGraph
 from weir.jobmanager.scheduler import DefaultScheduler
 

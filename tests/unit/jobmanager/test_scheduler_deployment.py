@@ -3,9 +3,10 @@ waiting to be deployed, so a restart does not wait out the cancel timeout for th
 
 from __future__ import annotations
 
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.deployment import ExecutionState
 from weir.core.ids import AllocationId, ResourceId
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
+from weir.core.job_status import JobStatus
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
 from weir.jobmanager.scheduler import DefaultScheduler
 

@@ -1,10 +1,18 @@
 """Checkpoint data shared by the JobMaster and the TaskExecutors: state handles, the
-``_metadata`` format, checkpoint storage and the checkpointing settings."""
+``_metadata`` format, checkpoint storage and the checkpointing settings; and the
+checkpoint statistics the JobMaster reports (their protobuf codec is
+``weir.core.checkpoint.checkpoint_stats_codec``)."""
 
 from weir.core.checkpoint.checkpoint_config import (
     CheckpointingConfig,
     CheckpointingMode,
     ExternalizedCheckpointRetention,
+)
+from weir.core.checkpoint.checkpoint_stats import (
+    CheckpointStats,
+    CheckpointStatsSnapshot,
+    CheckpointStatus,
+    RestoredCheckpointStats,
 )
 from weir.core.checkpoint.metadata import (
     CheckpointMetadata,
@@ -41,6 +49,9 @@ from weir.core.checkpoint.storage import (
 __all__ = [
     "CheckpointMetadata",
     "CheckpointMetrics",
+    "CheckpointStats",
+    "CheckpointStatsSnapshot",
+    "CheckpointStatus",
     "CheckpointStorage",
     "CheckpointStorageLocation",
     "CheckpointType",
@@ -57,6 +68,7 @@ __all__ = [
     "OperatorStateHandle",
     "OperatorStatePartition",
     "OperatorSubtaskState",
+    "RestoredCheckpointStats",
     "ResultSubpartitionStateHandle",
     "StreamStateHandle",
     "TaskStateSnapshot",

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from weir.core import config as cfg
-from weir.core.deployment import JobStatus
 from weir.core.errors import ConfigurationError
+from weir.core.job_status import JobStatus
 
 
 class CheckpointingMode(enum.Enum):

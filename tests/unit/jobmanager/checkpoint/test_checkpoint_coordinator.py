@@ -16,9 +16,9 @@ from _coordinator_testing import (
 )
 
 from weir.core.checkpoint import CheckpointType, ExternalizedCheckpointRetention, decode_metadata
-from weir.core.deployment import JobStatus
 from weir.core.errors import CheckpointError
 from weir.core.ids import ExecutionAttemptId
+from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import CheckpointStatus
 
 
