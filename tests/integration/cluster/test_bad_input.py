@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from weir.client.cluster_components import ClusterComponents
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.mini_cluster import MiniCluster
 from weir.common import Configuration
@@ -14,6 +15,7 @@ from weir.core.errors import (
     JobExecutionError,
     JobGraphError,
     JobNotFoundError,
+    ServiceUnavailableError,
 )
 from weir.datastream import StreamExecutionEnvironment
 
@@ -91,4 +93,21 @@ def test_user_function_raising_fails_the_job_with_the_remote_traceback(cluster):
     assert info.value.status == "FAILED"
     assert "ValueError: bad record 7" in info.value.cause
     assert "in explode" in info.value.cause  # the user's own frame
+    _cluster_still_serves()
+
+
+def test_a_second_master_on_the_same_port_does_not_start(cluster, spark_session):
+    port = int(cluster.address.rsplit(":", 1)[1])
+    second = ClusterComponents(cluster.config, spark_session)
+    with pytest.raises(ServiceUnavailableError, match="port in use") as info:
+        second.start(dispatcher_port=port)
+    assert "jobmanager.rpc.port" in str(info.value)
+    # Every client call reaches the first master: it knows the job it just ran.
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1]).map(lambda x: x).print()
+    job_id = str(env.execute("first master").get_job_id())
+    with DispatcherGateway(cluster.address) as gateway:
+        for _ in range(8):
+            ids = [j.job_id for j in gateway.list_jobs(include_terminated=True)]
+            assert job_id in ids
     _cluster_still_serves()
