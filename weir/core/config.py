@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -127,6 +128,44 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         msg = f"expected a positive integer, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:  # gRPC would take 99999 modulo 65536, another port
+        msg = f"expected a port from 0 to 65535 (0 = any free port), got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _positive_duration_ms(text: str) -> int:
+    value = parse_duration_ms(text)
+    if value <= 0:
+        msg = f"expected a duration longer than 0 ms, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+_SPARK_MASTER_FORMS = (
+    re.compile(r"local(\[(\*|[1-9]\d*)(\s*,\s*[1-9]\d*)?\])?"),
+    re.compile(r"local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]"),
+    re.compile(r"spark://[^\s:/,]+:\d+(,[^\s:/,]+:\d+)*"),
+    re.compile(r"yarn"),
+    re.compile(r"k8s://\S+"),
+)
+
+
+def _spark_master(text: str) -> str:
+    """A master URL Spark accepts; a bad one would otherwise only end Spark's JVM at start
+    (``JAVA_GATEWAY_EXITED``) without saying which setting it disliked."""
+    value = text.strip()
+    if not any(form.fullmatch(value) for form in _SPARK_MASTER_FORMS):
+        msg = (
+            f"expected local, local[N], local[*], spark://host:port, yarn or "
+            f"k8s://https://host:port, got {text!r}"
+        )
         raise ValueError(msg)
     return value
 
@@ -289,7 +328,7 @@ JOBMANAGER_ADDRESS = _option(
     "jobmanager.rpc.address", "127.0.0.1", str, "Host of the master process."
 )
 JOBMANAGER_PORT = _option(
-    "jobmanager.rpc.port", 6123, int, "Port of the Dispatcher's gRPC endpoint (0 = any free)."
+    "jobmanager.rpc.port", 6123, _port, "Port of the Dispatcher's gRPC endpoint (0 = any free)."
 )
 BIND_HOST = _option(
     "jobmanager.bind-host",
@@ -305,13 +344,17 @@ SLOT_REQUEST_TIMEOUT = _option(
     "How long a JobMaster waits for its slots before it fails the job (ms).",
 )
 HEARTBEAT_INTERVAL = _option(
-    "heartbeat.interval", 10_000, parse_duration_ms, "Time between heartbeats (ms)."
+    "heartbeat.interval", 10_000, _positive_duration_ms, "Time between heartbeats (ms)."
 )
+# Flink's defaults: five intervals before a peer is declared lost, so one slow or lost
+# heartbeat never is. A timeout below the interval would declare every peer lost between
+# two heartbeats, so check_relations() refuses it, as Flink's HeartbeatServices do.
 HEARTBEAT_TIMEOUT = _option(
     "heartbeat.timeout",
     50_000,
-    parse_duration_ms,
-    "A TaskManager (or ResourceManager) that has not answered for this long is lost (ms).",
+    _positive_duration_ms,
+    "A TaskManager (or ResourceManager) that has not answered for this long is lost (ms); "
+    "at least heartbeat.interval.",
 )
 RESOURCE_WAIT_IDLE_TIMEOUT = _option(
     "resourcemanager.taskmanager-timeout",
@@ -607,7 +650,7 @@ DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
 SPARK_MASTER = _option(
     "spark.master",
     "local[2]",
-    str,
+    _spark_master,
     "Where TaskManagers run: local[N], spark://host:7077, yarn or k8s://...",
 )
 
@@ -642,6 +685,21 @@ def validate(entries: Mapping[str, Any]) -> dict[str, str]:
             raise ConfigurationError(_unknown_key_message(key))
         checked[key] = text
     return checked
+
+
+def check_relations(entries: Mapping[str, str]) -> None:
+    """Check the keys that constrain each other, over a whole configuration (a missing key
+    counts at its default): ``validate`` checks each key alone, and its caller may merge
+    several sources first. Raises ConfigurationError naming the keys and their values."""
+    interval = get(entries, HEARTBEAT_INTERVAL)
+    timeout = get(entries, HEARTBEAT_TIMEOUT)
+    if timeout < interval:
+        msg = (
+            f"{HEARTBEAT_TIMEOUT.key} ({timeout} ms) is shorter than {HEARTBEAT_INTERVAL.key} "
+            f"({interval} ms): every peer would count as lost between two heartbeats; make "
+            f"the timeout several intervals long (Flink's defaults: 50 s and 10 s)"
+        )
+        raise ConfigurationError(msg)
 
 
 def _to_text(value: Any) -> str:

@@ -76,6 +76,10 @@ def test_invalid_configuration_key_and_value_are_named():
     conf.set_string("parallelism.default", "many")
     with pytest.raises(ConfigurationError, match="parallelism.default"):
         StreamExecutionEnvironment.get_execution_environment(conf)
+    with pytest.raises(ConfigurationError, match=r"'spark.master'.*'locla\[2\]'"):
+        MiniCluster({"spark.master": "locla[2]"})
+    with pytest.raises(ConfigurationError, match=r"heartbeat.timeout \(1000 ms\)"):
+        MiniCluster({"heartbeat.interval": "2 s", "heartbeat.timeout": "1 s"})
 
 
 def test_user_function_raising_fails_the_job_with_the_remote_traceback(cluster):
