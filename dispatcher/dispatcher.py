@@ -18,6 +18,7 @@ from weir.core import rpc
 from weir.core.deployment import JobStatus
 from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
+from weir.core.ids import parse_job_id
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
 from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
@@ -199,6 +200,7 @@ class Dispatcher(LeaderContender):
                 self._jobs.pop(jid, None)
 
     def _entry(self, job_id: str) -> _Job:
+        job_id = parse_job_id(job_id)  # a malformed id is refused, not looked up
         with self._cond:
             entry = self._jobs.get(job_id)
         if entry is None:

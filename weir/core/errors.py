@@ -5,6 +5,7 @@ WeirError
 ├── JobGraphError (ValueError)             a program cannot become a valid JobGraph
 ├── JobSubmissionError                     the cluster refused a job
 ├── JobNotFoundError (KeyError)            no job with that id
+├── InvalidJobIdError (ValueError)         a job id that is not 32 hex digits
 ├── JobExecutionError                      a job ended FAILED or CANCELED; carries the cause
 ├── SlotAllocationError                    not enough slots within slot.request.timeout
 ├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
@@ -43,6 +44,10 @@ class JobNotFoundError(WeirError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "job not found"
+
+
+class InvalidJobIdError(WeirError, ValueError):
+    """A job id from outside is not 32 hex digits."""
 
 
 class JobExecutionError(WeirError):

@@ -44,6 +44,7 @@ _SERVER_OPTIONS = [*_CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)]
 # Weir error class -> status code on the server side.
 _ERROR_TO_CODE: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (errors.JobNotFoundError, grpc.StatusCode.NOT_FOUND),
+    (errors.InvalidJobIdError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.ConfigurationError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobGraphError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobSubmissionError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -85,6 +86,7 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.JobGraphError,
         errors.JobSubmissionError,
         errors.JobNotFoundError,
+        errors.InvalidJobIdError,
         errors.SlotAllocationError,
         errors.TaskManagerLostError,
         errors.LeaderLostError,

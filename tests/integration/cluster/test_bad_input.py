@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
@@ -12,11 +13,13 @@ from weir.client.mini_cluster import MiniCluster
 from weir.common import Configuration
 from weir.core.errors import (
     ConfigurationError,
+    InvalidJobIdError,
     JobExecutionError,
     JobGraphError,
     JobNotFoundError,
     ServiceUnavailableError,
 )
+from weir.core.job_graph_codec import encode_job_graph
 from weir.datastream import StreamExecutionEnvironment
 
 pytestmark = pytest.mark.spark
@@ -51,11 +54,28 @@ def test_garbage_bytes_as_a_job_graph(cluster):
 
 
 def test_unknown_job_id(cluster):
+    unknown = "0123456789abcdef" * 2
     with DispatcherGateway(cluster.address) as gateway:
-        with pytest.raises(JobNotFoundError, match="no job with id 'not-a-job'"):
-            gateway.job_details("not-a-job")
+        with pytest.raises(JobNotFoundError, match=f"no job with id '{unknown}'"):
+            gateway.job_details(unknown)
         with pytest.raises(JobNotFoundError):
-            gateway.cancel_job("not-a-job")
+            gateway.cancel_job(unknown)
+    _cluster_still_serves()
+
+
+@pytest.mark.parametrize("bad_id", ["../../x", "not-a-job", "a" * 31, "g" * 32, "a" * 32 + "/"])
+def test_a_malformed_job_id_is_refused_wherever_a_client_gives_one(cluster, bad_id):
+    with DispatcherGateway(cluster.address) as gateway:
+        for call in (gateway.job_details, gateway.cancel_job, gateway.checkpoint_statistics):
+            with pytest.raises(InvalidJobIdError, match="32 hex digits") as info:
+                call(bad_id)
+            assert repr(bad_id) in str(info.value)
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection([1]).print()
+        graph = dataclasses.replace(env._job_graph("bad id").job_graph, job_id=bad_id)
+        with pytest.raises(JobGraphError, match="32 hex digits"):
+            gateway.submit_job(encode_job_graph(graph))
+        assert bad_id not in [j.job_id for j in gateway.list_jobs(include_terminated=True)]
     _cluster_still_serves()
 
 
