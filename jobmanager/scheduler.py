@@ -27,6 +27,7 @@ from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, Resource
 from weir.core.job_info import JobDetailsInfo
 from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
+from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
 from weir.proto import (
     resourcemanager_pb2,
@@ -216,6 +217,9 @@ class DefaultScheduler:
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
                 if self.status is JobStatus.RUNNING:
                     self._fail_over(f"{ev.task_name} failed:\n{ev.current.failure_cause}")
+                elif is_consequence(self.failure_cause) and not is_consequence(cause or ""):
+                    # The producer's own report came after its consumer's: it is the cause.
+                    self.failure_cause = f"{ev.task_name} failed:\n{ev.current.failure_cause}"
             elif state is ExecutionState.RUNNING and self.status is JobStatus.RUNNING:
                 if coordinator is not None and all(
                     e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()

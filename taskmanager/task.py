@@ -181,6 +181,7 @@ class Task:
         cfg = tdd.job_config
         self._segment_size = config.get(cfg, config.SEGMENT_SIZE)
         self._compress = config.get(cfg, config.NETWORK_COMPRESSION) == "lz4"
+        self._max_frame_size = config.get(cfg, config.MAX_FRAME_SIZE)
         timeout_ms = config.get(cfg, config.BUFFER_TIMEOUT)
         if not config.get(cfg, config.BUFFER_TIMEOUT_ENABLED):
             timeout_ms = -1
@@ -376,7 +377,11 @@ class Task:
                 self._partitions.append(partition)
             writers.append(
                 RecordWriter(
-                    partition, descriptor, segment_size=self._segment_size, compress=self._compress
+                    partition,
+                    descriptor,
+                    segment_size=self._segment_size,
+                    compress=self._compress,
+                    max_frame_size=self._max_frame_size,
                 )
             )
         if tdd.input_gates:

@@ -291,6 +291,30 @@ SEGMENT_SIZE = _option(
     parse_memory_bytes,
     "Size of a network buffer in bytes.",
 )
+# A frame carries one network buffer whole. The receiver allocates a frame's announced
+# length before it arrives, so it refuses lengths past this ceiling as a corrupt stream;
+# the per-job limit below may be raised up to it, never past it.
+MAX_FRAME_SIZE_CEILING = 1 << 30
+
+
+def _frame_size(text: str) -> int:
+    value = parse_memory_bytes(text)
+    if not 0 < value <= MAX_FRAME_SIZE_CEILING:
+        msg = f"expected a size above 0 and at most 1 gb, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+# Flink's records span buffers; ours travel in one buffer each, so one record must fit in
+# a frame. 64 MiB keeps what a receiver allocates for one frame bounded while no ordinary
+# record comes near it.
+MAX_FRAME_SIZE = _option(
+    "taskmanager.network.max-frame-size",
+    64 * 1024 * 1024,
+    _frame_size,
+    "Largest network frame (one serialized buffer) a task sends; a record that does not "
+    "fit in one alone fails the task with its size. At most 1 gb.",
+)
 BUFFERS_PER_CHANNEL = _option(
     "taskmanager.network.memory.buffers-per-channel",
     2,

@@ -13,6 +13,8 @@ WeirError
 │   ├── ServiceUnavailableError (ConnectionError)
 │   └── RemoteTimeoutError (TimeoutError)
 ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
+│   └── ProducerFailedError                 the task producing an input failed (a consequence)
+├── RecordTooLargeError (ValueError)       a record does not fit in one network frame
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
 ├── LeaderLostError                        a component lost leadership (fencing)
 ├── StateMigrationError                    restored state does not fit the descriptor reading it
@@ -90,6 +92,16 @@ class RemoteTimeoutError(RemoteError, TimeoutError):
 
 class NetworkError(WeirError, ConnectionError):
     """The data plane lost a connection or could not find a partition."""
+
+
+class ProducerFailedError(NetworkError):
+    """A consumer lost an input because the task producing it failed or was cancelled
+    (Flink's ProducerFailedException). A consequence: the producer reports its own
+    failure, which is the cause to show."""
+
+
+class RecordTooLargeError(WeirError, ValueError):
+    """A record, serialized alone, is larger than ``taskmanager.network.max-frame-size``."""
 
 
 class UserCodeError(WeirError):

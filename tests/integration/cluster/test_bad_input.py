@@ -135,3 +135,28 @@ def test_a_second_master_on_the_same_port_does_not_start(cluster, spark_session)
             ids = [j.job_id for j in gateway.list_jobs(include_terminated=True)]
             assert job_id in ids
     _cluster_still_serves()
+
+
+def test_a_record_larger_than_a_frame_names_its_size_the_limit_and_the_key(cluster):
+    def job(limit: str) -> StreamExecutionEnvironment:
+        conf = Configuration()
+        conf.set_string("taskmanager.network.max-frame-size", limit)
+        env = StreamExecutionEnvironment.get_execution_environment(conf)
+        env.set_parallelism(2)
+        (
+            env.from_collection([1, 2, 3, 4])
+            .map(lambda x: b"r" * (2 << 20) if x == 3 else b"small")
+            .rebalance()
+            .map(len)
+            .print()
+        )
+        return env
+
+    with pytest.raises(JobExecutionError) as info:
+        job("1 mb").execute("record too large")
+    cause = info.value.cause
+    assert "RecordTooLargeError: a record of 2097" in cause
+    assert "1048576 bytes (1 MiB, taskmanager.network.max-frame-size)" in cause
+    assert "producer failed" not in cause
+    job("4 mb").execute("record fits")  # raising the limit lets it through
+    _cluster_still_serves()
