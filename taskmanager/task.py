@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,9 @@ class TaskServices:
     """Called from the task's checkpoint writer thread once its state is written."""
     decline_checkpoint: Decline = lambda *_: None
     """Called when the task cannot take a checkpoint."""
+    task_thread: Callable[[], AbstractContextManager[object]] = nullcontext
+    """Entered on the task thread around its whole run: what the TaskManager sets up for
+    the user code of this task's job there (its working directory, exit monitoring)."""
 
 
 class TaskCanceledError(Exception):
@@ -300,7 +304,7 @@ class Task:
             raise TaskCanceledError
 
     def _run(self) -> None:
-        with task_stdout(self._services.print_target):
+        with task_stdout(self._services.print_target), self._services.task_thread():
             self._run_task()
 
     def _run_task(self) -> None:

@@ -36,7 +36,7 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
-from weir.taskmanager import service
+from weir.taskmanager import service, user_system_exit
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.task import Task, TaskServices
@@ -83,6 +83,7 @@ class TaskExecutorConfig:
     heartbeat_timeout_ms: int
     tmp_dir: str
     network: NetworkConfig
+    intercept_user_system_exit: str = cfg.INTERCEPT_USER_SYSTEM_EXIT.default
 
     @classmethod
     def from_config(cls, entries: Mapping[str, str]) -> TaskExecutorConfig:
@@ -98,6 +99,7 @@ class TaskExecutorConfig:
                 floating_buffers_per_gate=cfg.get(entries, cfg.FLOATING_BUFFERS_PER_GATE),
                 max_buffers_per_subpartition=cfg.get(entries, cfg.MAX_BUFFERS_PER_SUBPARTITION),
             ),
+            intercept_user_system_exit=cfg.get(entries, cfg.INTERCEPT_USER_SYSTEM_EXIT),
         )
 
 
@@ -171,6 +173,7 @@ class TaskExecutor:
         Raises TaskManagerLostError if the ResourceManager cannot be reached within
         ``heartbeat.timeout`` (everything opened is closed again)."""
         try:
+            user_system_exit.install(self.config.intercept_user_system_exit)
             self.working_dir = tempfile.mkdtemp(
                 prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None
             )
@@ -573,6 +576,7 @@ class TaskExecutor:
             print_target=tdd.job_config.get(PRINT_TARGET_KEY),
             acknowledge_checkpoint=acknowledge,
             decline_checkpoint=decline,
+            task_thread=lambda: user_system_exit.monitor_user_system_exit(tdd.task_name),
         )
 
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:

@@ -340,6 +340,19 @@ NETWORK_COMPRESSION = _option(
     "Compression of network buffers.",
     ("none", "lz4"),
 )
+# Flink's key and values; Flink's default is DISABLED. Ours is THROW: a TaskManager is
+# one Python process hosting the tasks of every job leased to it, so a user function that
+# ended the process would fail all of them and lose the lease, and the job would only
+# learn that a TaskManager was lost, not which task did it with which code.
+INTERCEPT_USER_SYSTEM_EXIT = _option(
+    "cluster.intercept-user-system-exit",
+    "THROW",
+    str.upper,
+    "What os._exit in user code does on a task thread: THROW fails the task naming the "
+    "exit code and keeps the TaskManager running; LOG logs the call and exits; DISABLED "
+    "exits.",
+    ("disabled", "log", "throw"),
+)
 TASKMANAGER_HOST = _option(
     "taskmanager.host", "127.0.0.1", str, "Address TaskManagers bind and advertise."
 )

@@ -16,6 +16,7 @@ WeirError
 │   └── ProducerFailedError                 the task producing an input failed (a consequence)
 ├── RecordTooLargeError (ValueError)       a record does not fit in one network frame
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
+│   └── UserSystemExitError                 user code called os._exit in a task
 ├── LeaderLostError                        a component lost leadership (fencing)
 ├── StateMigrationError                    restored state does not fit the descriptor reading it
 └── CheckpointError                        a checkpoint could not be taken, stored or restored
@@ -110,6 +111,11 @@ class UserCodeError(WeirError):
     def __init__(self, message: str, remote_traceback: str = ""):
         super().__init__(message)
         self.remote_traceback = remote_traceback
+
+
+class UserSystemExitError(UserCodeError):
+    """User code called ``os._exit`` on a task thread, and the TaskManager refused to end
+    (``cluster.intercept-user-system-exit: THROW``)."""
 
 
 class LeaderLostError(WeirError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import threading
 
 import pytest
@@ -160,3 +162,22 @@ def test_a_record_larger_than_a_frame_names_its_size_the_limit_and_the_key(clust
     assert "producer failed" not in cause
     job("4 mb").execute("record fits")  # raising the limit lets it through
     _cluster_still_serves()
+
+
+def test_a_user_function_calling_os_exit_fails_its_task_not_the_task_manager(cluster):
+    with DispatcherGateway(cluster.address) as gateway:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        env.from_collection(list(range(10))).rebalance().map(
+            lambda x: os._exit(3) if x == 7 else x
+        ).name("exits").print()
+        with pytest.raises(JobExecutionError) as info:
+            env.execute("calls os._exit")
+        cause = info.value.cause
+        assert re.search(r"user code in task exits[^\n]* \(\d/2\) called os._exit\(3\)", cause)
+        assert "exit code 3" in cause
+        assert "UserSystemExitError" in cause
+        before = {tm.resource_id for tm in gateway.list_task_managers()}
+        _cluster_still_serves()
+        # No TaskManager died: the same ones serve the next job.
+        assert {tm.resource_id for tm in gateway.list_task_managers()} == before
