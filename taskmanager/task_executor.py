@@ -12,6 +12,7 @@ the thread that started it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import pickle
@@ -20,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
 from weir.taskmanager import service, user_system_exit
+from weir.taskmanager.job_resources import JobResourceTable
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.task import Task, TaskServices
@@ -166,6 +168,7 @@ class TaskExecutor:
         self.rpc_address = ""
         self.data_port = 0
         self.working_dir = ""
+        self._job_resources: JobResourceTable | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -177,6 +180,7 @@ class TaskExecutor:
             self.working_dir = tempfile.mkdtemp(
                 prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None
             )
+            self._job_resources = JobResourceTable(self.working_dir)
             network = self._network_factory(self.resource_id, self.config.host, self.config.network)
             self._network = network
             self.data_port = network.start()
@@ -294,6 +298,11 @@ class TaskExecutor:
             self._reporter.join(_REPORT_DRAIN_S)
         self._jobmasters.close()
         self._rm.close()
+        if self._job_resources is not None:  # every job leaves with the TaskManager
+            for job_id in self._job_resources.jobs():
+                resources = self._job_resources.detach(job_id)
+                if resources is not None:
+                    JobResourceTable.release(resources)
         if self.working_dir:
             shutil.rmtree(self.working_dir, ignore_errors=True)
         logger.info("TaskManager %s closed (%s)", self.resource_id, self._stop_reason)
@@ -396,6 +405,7 @@ class TaskExecutor:
             task.cancel()
         if slot is not None:
             logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
+            self._release_jobs_that_left({slot.job_id})
 
     def submit_task(self, tdd_bytes: bytes, jobmaster_address: str) -> None:
         tdd = pickle.loads(tdd_bytes)
@@ -576,8 +586,34 @@ class TaskExecutor:
             print_target=tdd.job_config.get(PRINT_TARGET_KEY),
             acknowledge_checkpoint=acknowledge,
             decline_checkpoint=decline,
-            task_thread=lambda: user_system_exit.monitor_user_system_exit(tdd.task_name),
+            task_thread=lambda: self._task_thread(tdd),
         )
+
+    @contextlib.contextmanager
+    def _task_thread(self, tdd: TaskDeploymentDescriptor) -> Iterator[None]:
+        """Around a task, on its thread: its job's resources, exits refused (or not)."""
+        assert self._job_resources is not None
+        with (
+            self._job_resources.task_thread(tdd.job_id),
+            user_system_exit.monitor_user_system_exit(tdd.task_name),
+        ):
+            yield
+
+    def _release_jobs_that_left(self, job_ids: set[JobId]) -> None:
+        """Give back the resources of those of ``job_ids`` with neither a slot nor a task
+        here any more."""
+        if self._job_resources is None:
+            return
+        with self._lock:
+            present = {s.job_id for s in self._slots.values()}
+            present.update(task.tdd.job_id for task, _ in self._tasks.values())
+            left = [
+                detached
+                for job_id in job_ids - present
+                if (detached := self._job_resources.detach(job_id)) is not None
+            ]
+        for resources in left:
+            JobResourceTable.release(resources)
 
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
         with self._lock:
@@ -586,6 +622,8 @@ class TaskExecutor:
                 slot = self._slots.get(entry[1])
                 if slot is not None:
                     slot.tasks.discard(attempt_id)
+        if entry is not None:
+            self._release_jobs_that_left({entry[0].tdd.job_id})
 
     def _send_reports(self) -> None:
         while True:

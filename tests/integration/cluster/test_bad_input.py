@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import sys
 import threading
+import uuid
 
 import pytest
 
@@ -181,3 +183,51 @@ def test_a_user_function_calling_os_exit_fails_its_task_not_the_task_manager(clu
         _cluster_still_serves()
         # No TaskManager died: the same ones serve the next job.
         assert {tm.resource_id for tm in gateway.list_task_managers()} == before
+
+
+def test_jobs_that_ran_on_one_task_manager_share_no_files_and_no_module_state(cluster, tmp_path):
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "weir_probe_state.py").write_text("STATE = []\n")
+    module_dir = str(modules)
+    leftover = f"leftover-{uuid.uuid4().hex}.txt"
+
+    def import_probe():
+        if module_dir not in sys.path:
+            sys.path.insert(0, module_dir)
+        import weir_probe_state
+
+        return weir_probe_state
+
+    def first(x):
+        probe = import_probe()
+        probe.STATE.append(x)
+        with open(leftover, "w") as out:  # a relative path: the job's own directory
+            out.write("left behind")
+        return os.getcwd(), len(probe.STATE)
+
+    def second(x):
+        seen = len(import_probe().STATE)
+        return os.getcwd(), os.path.exists(leftover), seen
+
+    def run(function):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)  # one subtask on each of the cluster's two TaskManagers
+        return list(env.from_collection([1, 2]).rebalance().map(function).execute_and_collect())
+
+    try:
+        first_dirs = {cwd for cwd, _ in run(first)}
+        second_results = run(second)
+    finally:
+        if os.path.exists(leftover):  # only without per-job directories
+            os.remove(leftover)
+    second_dirs = {cwd for cwd, _, _ in second_results}
+    assert [(exists, seen) for _, exists, seen in second_results] == [(False, 0), (False, 0)]
+    for directories in (first_dirs, second_dirs):
+        names = {os.path.basename(d)[: len("job_") + 32] for d in directories}
+        assert len(directories) == 2 and len(names) == 1
+        assert re.fullmatch(r"job_[0-9a-f]{32}", names.pop())
+    assert first_dirs.isdisjoint(second_dirs)
+    # the first job's directories went when it left its TaskManagers
+    assert not any(os.path.exists(d) for d in first_dirs)
+    assert os.getcwd() not in first_dirs | second_dirs

@@ -23,6 +23,7 @@ from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
 
 CONFIG = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "2 s"}
+JOB_ID = "0123456789abcdef" * 2
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ class TestTaskExecutor:
                     "AllocateSlot",
                     stub.AllocateSlot,
                     taskexecutor_pb2.AllocateSlotRequest(
-                        allocation_id=allocation_id, job_id="job", jobmaster_address="127.0.0.1:1"
+                        allocation_id=allocation_id, job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
                     ),
                 )
             channel.close()
@@ -121,7 +122,7 @@ class TestTaskExecutor:
             executor.start()
             channel, stub = _stub(executor.rpc_address)
             allocate = taskexecutor_pb2.AllocateSlotRequest(
-                allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"
+                allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
             )
             rpc.call("AllocateSlot", stub.AllocateSlot, allocate)
             rpc.call("AllocateSlot", stub.AllocateSlot, allocate)  # idempotent
@@ -130,7 +131,7 @@ class TestTaskExecutor:
                     "AllocateSlot",
                     stub.AllocateSlot,
                     taskexecutor_pb2.AllocateSlotRequest(
-                        allocation_id="a2", job_id="job", jobmaster_address="127.0.0.1:1"
+                        allocation_id="a2", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
                     ),
                 )
             assert executor.allocated_slots() == ["a1"]
@@ -167,7 +168,7 @@ class TestTaskExecutor:
                 "AllocateSlot",
                 stub.AllocateSlot,
                 taskexecutor_pb2.AllocateSlotRequest(
-                    allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"
+                    allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
                 ),
             )
             # The JobMaster cancelled before the SubmitTask of attempt e1 arrived.
@@ -230,7 +231,7 @@ def _descriptor(
 ) -> TaskDeploymentDescriptor:
     vertex = JobVertex(JobVertexId("v"), "map", 1, 128, operators)
     return TaskDeploymentDescriptor(
-        job_id=JobId("job"),
+        job_id=JobId(JOB_ID),
         job_name="j",
         vertex=vertex,
         subtask_index=0,
