@@ -411,7 +411,34 @@ TASKMANAGERS_MIN = _option(
     int,
     "TaskManagers leased at start and kept while the cluster runs.",
 )
-CLUSTER_LOG_DIR = _option("env.log.dir", "", str, "Where cluster scripts put logs.")
+CLUSTER_LOG_DIR = _option(
+    "env.log.dir",
+    "",
+    str,
+    "Where cluster scripts put the master's log, and each TaskManager its taskmanager.log "
+    "and taskmanager.out (in taskmanager-<id>/). Empty: TaskManagers log and print where "
+    "their process does.",
+)
+# Flink keeps env.log.max old files of each log (log4j's DefaultRolloverStrategy) and
+# rolls a file over at 100 MB (its log4j.properties): a TaskManager's two files take at
+# most 2 x 11 x 100 MB however much its jobs print.
+LOG_MAX = _option("env.log.max", 10, _positive_int, "Old files kept of each TaskManager log file.")
+
+
+def _positive_size(text: str) -> int:
+    value = parse_memory_bytes(text)
+    if value <= 0:
+        msg = f"expected a size above 0, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+LOG_MAX_FILE_SIZE = _option(
+    "env.log.max-file-size",
+    100 * 1024 * 1024,
+    _positive_size,
+    "A TaskManager's taskmanager.log or taskmanager.out rolls over at this size.",
+)
 CLUSTER_PID_DIR = _option("env.pid.dir", "", str, "Where cluster scripts put pid files.")
 
 # --- high availability --------------------------------------------------------------

@@ -8,11 +8,13 @@ import re
 import sys
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 
 from weir.client.cluster_components import ClusterComponents
 from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.executor import RemoteExecutor
 from weir.client.mini_cluster import MiniCluster
 from weir.common import Configuration
 from weir.core.errors import (
@@ -23,6 +25,7 @@ from weir.core.errors import (
     JobNotFoundError,
     ServiceUnavailableError,
 )
+from weir.core.executor import register_executor
 from weir.core.job_graph_codec import encode_job_graph
 from weir.datastream import StreamExecutionEnvironment
 
@@ -231,3 +234,36 @@ def test_jobs_that_ran_on_one_task_manager_share_no_files_and_no_module_state(cl
     # the first job's directories went when it left its TaskManagers
     assert not any(os.path.exists(d) for d in first_dirs)
     assert os.getcwd() not in first_dirs | second_dirs
+
+
+def test_what_jobs_print_stays_in_task_manager_files_of_bounded_size(cluster, capfd):
+    # A job no client is attached to (`weir run -d`): its prints go to the TaskManagers.
+    register_executor(RemoteExecutor(cluster.address, attach_stdout=False))
+    marker = uuid.uuid4().hex
+    padding = "p" * 200
+
+    def chatty(x):
+        print(f"{marker} {x:06d} {padding}")
+        return x
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    # ~1.4 MB printed on each TaskManager: past its 3 files of 256 kB
+    env.from_collection(list(range(12000))).rebalance().map(chatty).print()
+    job_id = str(env.execute("prints a lot").get_job_id())
+
+    cap = int(cluster.config["env.log.max-file-size"])
+    log_dir = Path(cluster.config["env.log.dir"])
+    printed_in = {
+        p.parent for p in log_dir.glob("taskmanager-*/taskmanager.out*") if marker in p.read_text()
+    }
+    assert len(printed_in) == 2  # both TaskManagers
+    for directory in printed_in:
+        files = sorted(p.name for p in directory.glob("taskmanager.out*"))
+        assert files == ["taskmanager.out", "taskmanager.out.1", "taskmanager.out.2"]
+        assert all(p.stat().st_size <= cap for p in directory.iterdir())
+        # the newest lines are kept: the last record each TaskManager printed
+        assert re.search(rf"{marker} 01199[89]", (directory / "taskmanager.out").read_text())
+    logs = "".join(p.read_text() for p in log_dir.glob("taskmanager-*/taskmanager.log*"))
+    assert job_id in logs  # the TaskManagers' own logging, in their taskmanager.log
+    assert marker not in capfd.readouterr().err  # nothing of it in the master's output
