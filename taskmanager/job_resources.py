@@ -14,8 +14,9 @@ freed and its last task ended here), as Flink's ``TaskExecutor.releaseJobResourc
   job imports them afresh instead of seeing this one's module state. Installed packages
   and the standard library stay loaded: extension modules cannot be loaded twice.
 
-Threading: ``task_thread`` runs on task threads; ``detach`` on the TaskExecutor's, under
-its lock (cheap); ``release`` afterwards, outside it (file-system work).
+Threading: ``acquire`` and ``detach`` run on the TaskExecutor's RPC threads, under its
+lock (a directory made or unlinked from the table); ``release`` afterwards, outside it
+(file-system work); ``job_task_thread`` on task threads.
 """
 
 from __future__ import annotations
@@ -94,6 +95,36 @@ def _unshare_working_directory() -> bool:
     return False
 
 
+_warned_shared_directory = False
+
+
+@contextmanager
+def job_task_thread(resources: JobResources) -> Iterator[JobResources]:
+    """On a task thread, around the task: the job's directory is the thread's current
+    directory and the thread's imports are the job's. Never raises: a task runs in the
+    process's directory rather than not at all."""
+    global _warned_shared_directory
+    if not _unshare_working_directory():
+        if not _warned_shared_directory:
+            _warned_shared_directory = True
+            logger.warning(
+                "per-job working directories need Linux: tasks share the TaskManager's "
+                "directory; use absolute paths in user code"
+            )
+    else:
+        try:
+            os.chdir(resources.working_dir)
+        except OSError:  # released under it: the thread keeps the process's directory
+            logger.warning(
+                "job %s: cannot enter %s", resources.job_id, resources.working_dir, exc_info=True
+            )
+    _local.job = resources
+    try:
+        yield resources
+    finally:
+        _local.job = None
+
+
 class JobResourceTable:
     """The jobs present on one TaskManager; see the module docstring."""
 
@@ -101,10 +132,10 @@ class JobResourceTable:
         self._root_dir = root_dir
         self._lock = threading.Lock()
         self._jobs: dict[JobId, JobResources] = {}
-        self._warned_shared_directory = False
         _install_recorder()
 
-    def _resources(self, job_id: JobId) -> JobResources:
+    def acquire(self, job_id: JobId) -> JobResources:
+        """The job's resources, made when its first task arrives."""
         # Job ids come from the JobMaster, which had them checked when the client
         # submitted the job; this one names a directory, so it is checked again here.
         job_id = parse_job_id(job_id)
@@ -115,25 +146,6 @@ class JobResourceTable:
                 resources = self._jobs[job_id] = JobResources(job_id, working_dir)
                 logger.info("job %s: working directory %s", job_id, working_dir)
             return resources
-
-    @contextmanager
-    def task_thread(self, job_id: JobId) -> Iterator[JobResources]:
-        """On a task thread, around the task: the job's directory is the thread's current
-        directory and the thread's imports are the job's."""
-        resources = self._resources(job_id)
-        if _unshare_working_directory():
-            os.chdir(resources.working_dir)
-        elif not self._warned_shared_directory:
-            self._warned_shared_directory = True
-            logger.warning(
-                "per-job working directories need Linux: tasks share the TaskManager's "
-                "directory; use absolute paths in user code"
-            )
-        _local.job = resources
-        try:
-            yield resources
-        finally:
-            _local.job = None
 
     def jobs(self) -> list[JobId]:
         with self._lock:

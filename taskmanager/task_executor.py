@@ -38,7 +38,7 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
 from weir.taskmanager import service, user_system_exit
-from weir.taskmanager.job_resources import JobResourceTable
+from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.task import Task, TaskServices
@@ -430,7 +430,11 @@ class TaskExecutor:
             if attempt in self._tasks:
                 msg = f"task attempt {attempt} ({tdd.task_name}) is already deployed here"
                 raise WeirError(msg)
-            task = Task(tdd, self._services_for(tdd, jobmaster_address))
+            assert self._job_resources is not None
+            # Here, under the lock: a job with a task is never released, and a job id
+            # that cannot name a directory fails the deployment, not the task thread.
+            resources = self._job_resources.acquire(tdd.job_id)
+            task = Task(tdd, self._services_for(tdd, jobmaster_address, resources))
             self._tasks[attempt] = (task, tdd.allocation_id)
             slot.tasks.add(attempt)
             cancelled = attempt in self._cancelled_early
@@ -496,7 +500,9 @@ class TaskExecutor:
         with self._lock:
             return list(self._tasks)
 
-    def _services_for(self, tdd: TaskDeploymentDescriptor, jobmaster_address: str) -> TaskServices:
+    def _services_for(
+        self, tdd: TaskDeploymentDescriptor, jobmaster_address: str, resources: JobResources
+    ) -> TaskServices:
         assert self._network is not None
         job_id, attempt = tdd.job_id, tdd.execution_attempt_id
 
@@ -586,15 +592,15 @@ class TaskExecutor:
             print_target=tdd.job_config.get(PRINT_TARGET_KEY),
             acknowledge_checkpoint=acknowledge,
             decline_checkpoint=decline,
-            task_thread=lambda: self._task_thread(tdd),
+            task_thread=lambda: self._task_thread(tdd, resources),
         )
 
+    @staticmethod
     @contextlib.contextmanager
-    def _task_thread(self, tdd: TaskDeploymentDescriptor) -> Iterator[None]:
+    def _task_thread(tdd: TaskDeploymentDescriptor, resources: JobResources) -> Iterator[None]:
         """Around a task, on its thread: its job's resources, exits refused (or not)."""
-        assert self._job_resources is not None
         with (
-            self._job_resources.task_thread(tdd.job_id),
+            job_task_thread(resources),
             user_system_exit.monitor_user_system_exit(tdd.task_name),
         ):
             yield

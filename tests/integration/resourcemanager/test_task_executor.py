@@ -3,6 +3,7 @@ heartbeats, slots, Stop, and that a stopped TaskExecutor leaves no thread behind
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import signal
@@ -15,7 +16,12 @@ from _rm_testing import TestingResourceManager, wait_until
 
 from weir.core import rpc
 from weir.core.deployment import TaskDeploymentDescriptor
-from weir.core.errors import ServiceUnavailableError, SlotAllocationError, TaskManagerLostError
+from weir.core.errors import (
+    InvalidJobIdError,
+    ServiceUnavailableError,
+    SlotAllocationError,
+    TaskManagerLostError,
+)
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId, OperatorId
 from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
 from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
@@ -199,6 +205,64 @@ class TestTaskExecutor:
             )
             # The source never ends: only the remembered cancel can end the task.
             wait_until(lambda: executor.running_tasks() == [], "the task to be cancelled")
+            channel.close()
+
+    def test_a_job_id_that_cannot_name_a_directory_fails_the_deployment(
+        self, resource_manager: TestingResourceManager
+    ) -> None:
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            rpc.call(
+                "AllocateSlot",
+                stub.AllocateSlot,
+                taskexecutor_pb2.AllocateSlotRequest(
+                    allocation_id="a1", job_id="../../x", jobmaster_address="127.0.0.1:1"
+                ),
+            )
+            tdd = dataclasses.replace(_descriptor("a1"), job_id=JobId("../../x"))
+            with pytest.raises(InvalidJobIdError, match="32 hex digits"):
+                rpc.call(
+                    "SubmitTask",
+                    stub.SubmitTask,
+                    taskexecutor_pb2.SubmitTaskRequest(
+                        task_deployment_descriptor=pickle.dumps(tdd),
+                        jobmaster_address="127.0.0.1:1",
+                    ),
+                )
+            assert executor.running_tasks() == []
+            assert os.listdir(executor.working_dir) == []
+            channel.close()
+
+    def test_a_job_leaves_its_directory_behind_only_until_its_last_slot_is_freed(
+        self, resource_manager: TestingResourceManager
+    ) -> None:
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            rpc.call(
+                "AllocateSlot",
+                stub.AllocateSlot,
+                taskexecutor_pb2.AllocateSlotRequest(
+                    allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
+                ),
+            )
+            rpc.call(
+                "SubmitTask",
+                stub.SubmitTask,
+                taskexecutor_pb2.SubmitTaskRequest(
+                    task_deployment_descriptor=pickle.dumps(_descriptor("a1")),
+                    jobmaster_address="127.0.0.1:1",
+                ),
+            )
+            wait_until(lambda: executor.running_tasks() == [], "the empty task to end")
+            # the task ended, but the job still holds a slot here: its directory stays
+            [job_dir] = os.listdir(executor.working_dir)
+            assert job_dir.startswith(f"job_{JOB_ID}_")
+            rpc.call(
+                "FreeSlot", stub.FreeSlot, taskexecutor_pb2.FreeSlotRequest(allocation_id="a1")
+            )
+            assert os.listdir(executor.working_dir) == []
             channel.close()
 
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from weir.core.errors import InvalidJobIdError
-from weir.taskmanager.job_resources import JobResourceTable
+from weir.taskmanager.job_resources import JobResourceTable, job_task_thread
 
 JOB_A = "a" * 32
 JOB_B = "b" * 32
@@ -33,7 +33,7 @@ def test_a_task_thread_works_in_its_jobs_directory_and_the_process_does_not(tmp_
 
     def task(job_id):
         def run():
-            with table.task_thread(job_id) as resources:
+            with job_task_thread(table.acquire(job_id)) as resources:
                 with open("scratch.txt", "w") as out:
                     out.write(job_id)
                 return resources.working_dir, os.getcwd()
@@ -53,7 +53,7 @@ def test_tasks_of_one_job_share_its_directory(tmp_path):
     table = JobResourceTable(str(tmp_path))
 
     def task():
-        with table.task_thread(JOB_A):
+        with job_task_thread(table.acquire(JOB_A)):
             return os.getcwd()
 
     assert _in_thread(task) == _in_thread(task)
@@ -68,7 +68,7 @@ def test_release_deletes_the_directory_and_unloads_the_user_modules_it_imported(
     try:
 
         def task():
-            with table.task_thread(JOB_A) as resources:
+            with job_task_thread(table.acquire(JOB_A)) as resources:
                 importlib.import_module("weir_unit_probe").STATE.append(1)
                 importlib.import_module("colorsys")  # the standard library stays loaded
                 return resources
@@ -90,7 +90,7 @@ def test_imports_outside_task_threads_belong_to_no_job(tmp_path):
     table = JobResourceTable(str(tmp_path))
 
     def task():
-        with table.task_thread(JOB_A) as resources:
+        with job_task_thread(table.acquire(JOB_A)) as resources:
             return resources
 
     resources = _in_thread(task)
@@ -101,6 +101,6 @@ def test_imports_outside_task_threads_belong_to_no_job(tmp_path):
 
 def test_a_job_id_that_is_not_one_names_no_directory(tmp_path):
     table = JobResourceTable(str(tmp_path))
-    with pytest.raises(InvalidJobIdError), table.task_thread("../../x"):
-        pass
+    with pytest.raises(InvalidJobIdError):
+        table.acquire("../../x")
     assert list(tmp_path.iterdir()) == []
