@@ -19,6 +19,7 @@ from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
 from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
+from weir.core.ids import parse_job_id
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
 from weir.core.job_info import JobDetailsInfo
@@ -201,6 +202,7 @@ class Dispatcher(LeaderContender):
                 self._jobs.pop(jid, None)
 
     def _entry(self, job_id: str) -> _Job:
+        job_id = parse_job_id(job_id)  # a malformed id is refused, not looked up
         with self._cond:
             entry = self._jobs.get(job_id)
         if entry is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 
 from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
+from weir.core.ids import parse_job_id
 from weir.core.job_status import JobStatus
 from weir.core.rpc import translate_server_errors
 from weir.dispatcher.dispatcher import Dispatcher
@@ -36,28 +37,33 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
 
     @translate_server_errors
     def GetJobDetails(self, request, context):
-        return self._dispatcher.job_details(request.job_id).to_proto()
+        return self._dispatcher.job_details(parse_job_id(request.job_id)).to_proto()
 
     @translate_server_errors
     def GetCheckpointStatistics(self, request, context):
-        stats = self._dispatcher.checkpoint_statistics(request.job_id)
+        stats = self._dispatcher.checkpoint_statistics(parse_job_id(request.job_id))
         return encode_checkpoint_stats(stats, request.job_id)
 
     @translate_server_errors
     def CancelJob(self, request, context):
-        self._dispatcher.cancel_job(request.job_id)
+        self._dispatcher.cancel_job(parse_job_id(request.job_id))
         return common_pb2.Ack(ok=True)
 
     @translate_server_errors
     def WaitForJobResult(self, request, context):
         timeout_ms = min(max(request.timeout_ms, 0), MAX_WAIT_MS)
-        return self._dispatcher.wait_for_result(request.job_id, timeout_ms / 1000).to_proto()
+        return self._dispatcher.wait_for_result(
+            parse_job_id(request.job_id), timeout_ms / 1000
+        ).to_proto()
 
     @translate_server_errors
     def FetchCollectBatches(self, request, context):
         timeout_ms = min(max(request.timeout_ms, 0), MAX_WAIT_MS)
         return self._dispatcher.fetch_collect(
-            request.job_id, request.operator_id, request.max_batches or 16, timeout_ms
+            parse_job_id(request.job_id),
+            request.operator_id,
+            request.max_batches or 16,
+            timeout_ms,
         )
 
     @translate_server_errors

@@ -39,6 +39,7 @@ from weir.jobmanager.checkpoint import (
     FinishedOperator,
 )
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
+from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
 from weir.proto import (
     resourcemanager_pb2,
@@ -241,6 +242,9 @@ class DefaultScheduler:
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
                 if self.status is JobStatus.RUNNING:
                     self._fail_over(f"{ev.task_name} failed:\n{ev.current.failure_cause}")
+                elif is_consequence(self.failure_cause) and not is_consequence(cause or ""):
+                    # The producer's own report came after its consumer's: it is the cause.
+                    self.failure_cause = f"{ev.task_name} failed:\n{ev.current.failure_cause}"
             elif coordinator is not None and self._final_checkpoints:
                 # Checkpoints go on while tasks finish: a finishing task waits for one.
                 if state is ExecutionState.FINISHED:

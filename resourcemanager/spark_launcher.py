@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark import InheritableThread
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from weir.core import config as cfg
@@ -86,7 +87,21 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
         if key != "spark.master":
             builder = builder.config(key, value)
     with driver_environment(cfg.get(config, cfg.BIND_HOST)):
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except PySparkRuntimeError as exc:
+            if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+                raise
+            given = ", ".join(
+                f"{k}={v!r}" for k, v in sorted(config.items()) if k.startswith("spark.")
+            )
+            msg = (
+                f"the Spark driver's JVM exited while starting (configured: "
+                f"{given or 'no spark.* keys'}): Spark refused one of the spark.* settings "
+                "(its own output above names it), or no Java runtime is installed "
+                "(`java -version`); fix the setting and start again"
+            )
+            raise ConfigurationError(msg) from exc
     if settings.get("spark.ui.enabled") == "true":
         logger.info("Spark UI of the driver: %s", spark.sparkContext.uiWebUrl)
     return spark

@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +120,9 @@ class TaskServices:
     """Called from the task's checkpoint writer thread once its state is written."""
     decline_checkpoint: Decline = lambda *_: None
     """Called when the task cannot take a checkpoint."""
+    task_thread: Callable[[], AbstractContextManager[object]] = nullcontext
+    """Entered on the task thread around its whole run: what the TaskManager sets up for
+    the user code of this task's job there (its working directory, exit monitoring)."""
 
 
 class TaskCanceledError(Exception):
@@ -197,6 +201,7 @@ class Task:
         cfg = tdd.job_config
         self._segment_size = config.get(cfg, config.SEGMENT_SIZE)
         self._compress = config.get(cfg, config.NETWORK_COMPRESSION) == "lz4"
+        self._max_frame_size = config.get(cfg, config.MAX_FRAME_SIZE)
         timeout_ms = config.get(cfg, config.BUFFER_TIMEOUT)
         if not config.get(cfg, config.BUFFER_TIMEOUT_ENABLED):
             timeout_ms = -1
@@ -325,7 +330,7 @@ class Task:
             raise TaskCanceledError
 
     def _run(self) -> None:
-        with task_stdout(self._services.print_target):
+        with task_stdout(self._services.print_target), self._services.task_thread():
             self._run_task()
 
     def _run_task(self) -> None:
@@ -476,7 +481,11 @@ class Task:
                 self._partitions.append(partition)
             writers.append(
                 RecordWriter(
-                    partition, descriptor, segment_size=self._segment_size, compress=self._compress
+                    partition,
+                    descriptor,
+                    segment_size=self._segment_size,
+                    compress=self._compress,
+                    max_frame_size=self._max_frame_size,
                 )
             )
         if tdd.input_gates:

@@ -12,6 +12,7 @@ the thread that started it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import pickle
@@ -20,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -36,7 +37,8 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
-from weir.taskmanager import service
+from weir.taskmanager import service, user_system_exit
+from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.task import Task, TaskServices
@@ -82,6 +84,7 @@ class TaskExecutorConfig:
     heartbeat_timeout_ms: int
     tmp_dir: str
     network: NetworkConfig
+    intercept_user_system_exit: str = cfg.INTERCEPT_USER_SYSTEM_EXIT.default
 
     @classmethod
     def from_config(cls, entries: Mapping[str, str]) -> TaskExecutorConfig:
@@ -97,6 +100,7 @@ class TaskExecutorConfig:
                 floating_buffers_per_gate=cfg.get(entries, cfg.FLOATING_BUFFERS_PER_GATE),
                 max_buffers_per_subpartition=cfg.get(entries, cfg.MAX_BUFFERS_PER_SUBPARTITION),
             ),
+            intercept_user_system_exit=cfg.get(entries, cfg.INTERCEPT_USER_SYSTEM_EXIT),
         )
 
 
@@ -163,6 +167,7 @@ class TaskExecutor:
         self.rpc_address = ""
         self.data_port = 0
         self.working_dir = ""
+        self._job_resources: JobResourceTable | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -170,9 +175,11 @@ class TaskExecutor:
         Raises TaskManagerLostError if the ResourceManager cannot be reached within
         ``heartbeat.timeout`` (everything opened is closed again)."""
         try:
+            user_system_exit.install(self.config.intercept_user_system_exit)
             self.working_dir = tempfile.mkdtemp(
                 prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None
             )
+            self._job_resources = JobResourceTable(self.working_dir)
             network = self._network_factory(self.resource_id, self.config.host, self.config.network)
             self._network = network
             self.data_port = network.start()
@@ -290,6 +297,11 @@ class TaskExecutor:
             self._reporter.join(_REPORT_DRAIN_S)
         self._jobmasters.close()
         self._rm.close()
+        if self._job_resources is not None:  # every job leaves with the TaskManager
+            for job_id in self._job_resources.jobs():
+                resources = self._job_resources.detach(job_id)
+                if resources is not None:
+                    JobResourceTable.release(resources)
         if self.working_dir:
             shutil.rmtree(self.working_dir, ignore_errors=True)
         logger.info("TaskManager %s closed (%s)", self.resource_id, self._stop_reason)
@@ -392,6 +404,7 @@ class TaskExecutor:
             task.cancel()
         if slot is not None:
             logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
+            self._release_jobs_that_left({slot.job_id})
 
     def submit_task(self, tdd_bytes: bytes, jobmaster_address: str) -> None:
         tdd = pickle.loads(tdd_bytes)
@@ -416,7 +429,11 @@ class TaskExecutor:
             if attempt in self._tasks:
                 msg = f"task attempt {attempt} ({tdd.task_name}) is already deployed here"
                 raise WeirError(msg)
-            task = Task(tdd, self._services_for(tdd, jobmaster_address))
+            assert self._job_resources is not None
+            # Here, under the lock: a job with a task is never released, and a job id
+            # that cannot name a directory fails the deployment, not the task thread.
+            resources = self._job_resources.acquire(tdd.job_id)
+            task = Task(tdd, self._services_for(tdd, jobmaster_address, resources))
             self._tasks[attempt] = (task, tdd.allocation_id)
             slot.tasks.add(attempt)
             cancelled = attempt in self._cancelled_early
@@ -482,7 +499,9 @@ class TaskExecutor:
         with self._lock:
             return list(self._tasks)
 
-    def _services_for(self, tdd: TaskDeploymentDescriptor, jobmaster_address: str) -> TaskServices:
+    def _services_for(
+        self, tdd: TaskDeploymentDescriptor, jobmaster_address: str, resources: JobResources
+    ) -> TaskServices:
         assert self._network is not None
         job_id, attempt = tdd.job_id, tdd.execution_attempt_id
 
@@ -572,7 +591,34 @@ class TaskExecutor:
             print_target=tdd.job_config.get(PRINT_TARGET_KEY),
             acknowledge_checkpoint=acknowledge,
             decline_checkpoint=decline,
+            task_thread=lambda: self._task_thread(tdd, resources),
         )
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _task_thread(tdd: TaskDeploymentDescriptor, resources: JobResources) -> Iterator[None]:
+        """Around a task, on its thread: its job's resources, exits refused (or not)."""
+        with (
+            job_task_thread(resources),
+            user_system_exit.monitor_user_system_exit(tdd.task_name),
+        ):
+            yield
+
+    def _release_jobs_that_left(self, job_ids: set[JobId]) -> None:
+        """Give back the resources of those of ``job_ids`` with neither a slot nor a task
+        here any more."""
+        if self._job_resources is None:
+            return
+        with self._lock:
+            present = {s.job_id for s in self._slots.values()}
+            present.update(task.tdd.job_id for task, _ in self._tasks.values())
+            left = [
+                detached
+                for job_id in job_ids - present
+                if (detached := self._job_resources.detach(job_id)) is not None
+            ]
+        for resources in left:
+            JobResourceTable.release(resources)
 
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
         with self._lock:
@@ -581,6 +627,8 @@ class TaskExecutor:
                 slot = self._slots.get(entry[1])
                 if slot is not None:
                     slot.tasks.discard(attempt_id)
+        if entry is not None:
+            self._release_jobs_that_left({entry[0].tdd.job_id})
 
     def _send_reports(self) -> None:
         while True:

@@ -28,6 +28,7 @@ from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
 from weir.core.job_status import JobStatus
+from weir.core.local_paths import absolute_local_path
 from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
@@ -106,7 +107,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     if ns.parallelism:
         context[cfg.PARALLELISM_DEFAULT.key] = str(ns.parallelism)
     if ns.from_savepoint:
-        context[cfg.STATE_RECOVERY_PATH.key] = _absolute_url(ns.from_savepoint)
+        context[cfg.STATE_RECOVERY_PATH.key] = absolute_local_path(ns.from_savepoint)
     if ns.allow_non_restored_state:
         context[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] = "true"
     set_context_configuration(context)
@@ -127,12 +128,6 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
             print(f"Job with JobID {job_id} has finished.")
         print(f"Job Runtime: {int((time.monotonic() - started) * 1000)} ms")
     return 0
-
-
-def _absolute_url(path: str) -> str:
-    # The JobMaster reads the path, possibly in another working directory: make local
-    # paths absolute; URLs (file://, s3://, ...) are passed as they are.
-    return path if "://" in path else os.path.abspath(path)
 
 
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:

@@ -79,7 +79,9 @@ class ClusterComponents:
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
             self._server = rpc.create_server(max_workers=_DISPATCHER_WORKERS)
             DispatcherServicer.register(self.dispatcher, self._server)
-            self.address = rpc.bind(self._server, self.host, dispatcher_port)
+            self.address = rpc.bind(
+                self._server, self.host, dispatcher_port, port_key=cfg.JOBMANAGER_PORT.key
+            )
             self._ha.dispatcher_address = self.address
             self._server.start()
             self.dispatcher.start(self.address)

@@ -37,6 +37,7 @@ _EMBEDDED_DEFAULTS = {
 class MiniCluster:
     def __init__(self, config: Mapping[str, str] | None = None, spark_session: Any = None) -> None:
         self.config = cfg.validate({**_EMBEDDED_DEFAULTS, **(config or {})})
+        cfg.check_relations(self.config)
         self._components = ClusterComponents(self.config, spark_session)
         self.address = ""
 

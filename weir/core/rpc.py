@@ -37,9 +37,14 @@ _CHANNEL_OPTIONS = [
     ("grpc.enable_retries", 0),
 ]
 
+# Servers own their port: gRPC sets SO_REUSEPORT by default, which lets a second server
+# (a second master on jobmanager.rpc.port) bind the same port and take half the calls.
+_SERVER_OPTIONS = [*_CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)]
+
 # Weir error class -> status code on the server side.
 _ERROR_TO_CODE: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (errors.JobNotFoundError, grpc.StatusCode.NOT_FOUND),
+    (errors.InvalidJobIdError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.ConfigurationError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobGraphError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobSubmissionError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -81,6 +86,7 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.JobGraphError,
         errors.JobSubmissionError,
         errors.JobNotFoundError,
+        errors.InvalidJobIdError,
         errors.SlotAllocationError,
         errors.TaskManagerLostError,
         errors.LeaderLostError,
@@ -157,7 +163,7 @@ _server_pools: weakref.WeakKeyDictionary[grpc.Server, futures.ThreadPoolExecutor
 
 def create_server(max_workers: int = 16) -> grpc.Server:
     pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
-    server = grpc.server(pool, options=_CHANNEL_OPTIONS)
+    server = grpc.server(pool, options=_SERVER_OPTIONS)
     _server_pools[server] = pool
     return server
 
@@ -175,13 +181,19 @@ def stop_server(server: grpc.Server, grace_s: float) -> None:
         pool.shutdown(wait=not sys.is_finalizing())
 
 
-def bind(server: grpc.Server, host: str, port: int = 0) -> str:
-    """Bind ``server`` to ``host:port`` (0 picks a free port, race-free) and return the address."""
+def bind(server: grpc.Server, host: str, port: int = 0, *, port_key: str = "") -> str:
+    """Bind ``server`` to ``host:port`` (0 picks a free port, race-free) and return the
+    address. ``port_key`` names the configuration key the port came from, for the error."""
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError:  # grpcio raises where older versions returned 0
         bound = 0
     if bound == 0:
-        msg = f"cannot bind a gRPC server to {host}:{port}; is the port in use?"
+        where = f" ({port_key})" if port_key else ""
+        msg = (
+            f"cannot bind a gRPC server to {host}:{port}: port in use, or {host} is not an "
+            f"address of this host; stop what listens there (another Weir master?) or "
+            f"choose another port{where}"
+        )
         raise errors.ServiceUnavailableError(msg)
     return f"{host}:{bound}"

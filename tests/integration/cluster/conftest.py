@@ -24,9 +24,21 @@ CLUSTER_CONFIG = {
 }
 
 
+# TaskManagers keep taskmanager.log and taskmanager.out in a directory of the session,
+# rolled over small enough that a test can print past the cap.
+TASK_MANAGER_LOG_CAP = 256 * 1024
+TASK_MANAGER_LOG_BACKUPS = 2
+
+
 @pytest.fixture(scope="session")
-def mini_cluster(spark_session) -> Iterator[MiniCluster]:
-    cluster = MiniCluster(CLUSTER_CONFIG, spark_session=spark_session).start()
+def mini_cluster(spark_session, tmp_path_factory) -> Iterator[MiniCluster]:
+    config = {
+        **CLUSTER_CONFIG,
+        "env.log.dir": str(tmp_path_factory.mktemp("task-manager-logs")),
+        "env.log.max-file-size": str(TASK_MANAGER_LOG_CAP),
+        "env.log.max": str(TASK_MANAGER_LOG_BACKUPS),
+    }
+    cluster = MiniCluster(config, spark_session=spark_session).start()
     yield cluster
     cluster.close()
 
