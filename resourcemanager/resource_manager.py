@@ -326,13 +326,6 @@ class ResourceManager:
         ahead = self._slot_manager.request(queued)
         with self._lock:
             self._jobmaster_addresses[request.job_id] = request.jobmaster_address
-        logger.info(
-            "job %s: request %s for %d slots queued (%d ahead)",
-            request.job_id,
-            request.request_id,
-            request.count,
-            ahead,
-        )
         self._serve_slot_requests()
         return ahead
 
@@ -350,14 +343,7 @@ class ResourceManager:
         run on the slot workers. Called whenever slots or requests may have changed."""
         if self._closed:
             return
-        for grant in self._slot_manager.match():
-            logger.info(
-                "job %s: request %s gets %d slots on %s",
-                grant.request.job_id,
-                grant.request.request_id,
-                len(grant.slots),
-                sorted({a.resource_id for a in grant.slots}),
-            )
+        for grant in self._slot_manager.match():  # it logs the grants, in order
             try:
                 self._slot_workers.submit(self._deliver, grant)
             except RuntimeError:  # shutting down: the JobMasters are closing too

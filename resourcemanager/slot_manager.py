@@ -305,6 +305,15 @@ class DefaultSlotManager:
                 _PendingRequest(self._sequence, request, now, now + request.timeout_ms / 1000)
             )
             ahead = len(self._queue) - 1
+            # Logged under the lock, so the log shows the queue's own order.
+            logger.info(
+                "job %s: request %s for %d slots queued as #%d (%d ahead)",
+                request.job_id,
+                request.request_id,
+                request.count,
+                self._sequence,
+                ahead,
+            )
             leases = self._new_leases(self._leases_needed(self._demand() - self._free_slots()))
         self._start(leases)
         return ahead
@@ -321,7 +330,16 @@ class DefaultSlotManager:
                 if head.request.count > self._free_slots():
                     break
                 self._queue.popleft()
-                grants.append(SlotGrant(head.sequence, head.request, self._take(head.request)))
+                grant = SlotGrant(head.sequence, head.request, self._take(head.request))
+                grants.append(grant)
+                logger.info(
+                    "job %s: request %s (#%d) gets %d slots on %s",
+                    head.request.job_id,
+                    head.request.request_id,
+                    head.sequence,
+                    len(grant.slots),
+                    sorted({a.resource_id for a in grant.slots}),
+                )
             leases = self._new_leases(self._leases_needed(self._demand() - self._free_slots()))
         self._start(leases)
         return grants
