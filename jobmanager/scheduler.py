@@ -215,9 +215,9 @@ class DefaultScheduler:
             pending = self._slot_request
             if pending is None or pending.request_id != request_id:
                 return False, f"job {self.job_id} is not waiting for slot request {request_id}"
+            if len(slots) != self.graph.required_slots():
+                return False, f"job {self.job_id} needs {self.graph.required_slots()} slots"
             self._slot_request = None
-        if len(slots) != self.graph.required_slots():
-            return False, f"job {self.job_id} needs {self.graph.required_slots()} slots"
         pending.slots.set_result(slots)
         return True, ""
 

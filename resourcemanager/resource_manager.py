@@ -139,6 +139,9 @@ class ResourceManager:
         self._closed = False
         self._registration_delays_ms: list[int] = []
         self._jobmaster_addresses: dict[JobId, str] = {}
+        # Leases of TaskManagers declared lost: they may not register again (a few bytes
+        # per lost TaskManager for the life of the cluster).
+        self._ended_leases: set[str] = set()
 
     def _task_manager_config(self) -> dict[str, str]:
         # The TaskExecutor gets the whole configuration (plain strings, in the closure).
@@ -262,6 +265,21 @@ class ResourceManager:
 
         if self._closed:
             return result(False, "the ResourceManager is shutting down")
+        with self._lock:
+            ended = registration.lease_id in self._ended_leases
+        if ended:
+            # Declared lost (a long pause, say) and its Spark job cancelled: taking it
+            # back would hand out slots of a process about to be killed.
+            logger.info(
+                "TaskManager %s of ended lease %s refused",
+                registration.resource_id,
+                registration.lease_id,
+            )
+            return result(
+                False,
+                f"its lease {registration.lease_id} was ended when it was declared lost; "
+                "this TaskManager stops (a new lease replaces it)",
+            )
         if not self._slot_manager.register(registration):
             # A re-registration of a TaskExecutor we still know: keep the first one.
             self._heartbeats.receive_heartbeat(registration.resource_id)
@@ -524,6 +542,9 @@ class ResourceManager:
         logger.info(
             "TaskManager %s lost: %s (held slots of %d JobMasters)", resource_id, reason, len(held)
         )
+        if registration.lease_id:
+            with self._lock:
+                self._ended_leases.add(registration.lease_id)
         if self._closed:
             return
         for jobmaster_address in held:

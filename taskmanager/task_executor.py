@@ -334,6 +334,9 @@ class TaskExecutor:
                 else:
                     self._register()
                 last_ok = time.monotonic()
+            except TaskManagerLostError as exc:  # the ResourceManager refused it
+                self.stop(str(exc))
+                return
             except WeirError as exc:
                 silent_s = time.monotonic() - last_ok
                 if silent_s > self._heartbeat_timeout_s:
