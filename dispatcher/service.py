@@ -28,7 +28,9 @@ from weir.proto import (
 # asks again: a client that went away frees its waiter soon, and no call outlives a
 # proxy's idle timeout.
 MAX_WAIT_MS = 30_000
-# A collect fetch forwarded to a JobMaster gets this long beyond its own wait to answer.
+# A collect fetch forwarded to a JobMaster gets this long beyond its own wait to answer:
+# the answer is a few batches from memory, so 10 s only passes when the JobMaster is
+# gone, and it is still well inside the client's own deadline (its wait plus 30 s).
 _FETCH_RPC_GRACE_S = 10.0
 
 
