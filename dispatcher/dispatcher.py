@@ -382,5 +382,7 @@ class Dispatcher(LeaderContender):
                 runner.close()
             except Exception:  # keep closing the others; the process is going down anyway
                 logger.warning("closing the JobMaster of %s failed", job_id, exc_info=True)
+            for listener in self._runner_closed_listeners:
+                listener(runner.address)
         self._election.stop()
         self._rm_retriever.stop()
