@@ -32,7 +32,7 @@ from weir.jobmanager.checkpoint import (
 )
 from weir.jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from weir.jobmanager.collect_buffer import CollectBuffer, FetchResult
-from weir.jobmanager.execution_graph import ExecutionGraph
+from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
 from weir.jobmanager.scheduler import DefaultScheduler
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,11 @@ logger = logging.getLogger(__name__)
 # delete checkpoints) before reporting the result anyway; far below the client's result
 # wait (WaitForJobResult re-asks every 30 s).
 _SHUTDOWN_REPORT_WAIT_S = 10.0
+# A collect push that finds the buffer full is answered at once with this delay; the
+# sink retries after it (backing off further while the buffer stays full). A client that
+# reads drains a 64-batch buffer in well under this, so the sink rarely waits longer than
+# it takes the buffer to make room; no server thread waits meanwhile.
+COLLECT_RETRY_AFTER_MS = 20
 
 
 class JobMaster(LeaderContender):
@@ -216,8 +221,11 @@ class JobMaster(LeaderContender):
                 attempt_id,
             )
             return True
-        # Bounded wait: a server thread is not held for long; the sink retries.
-        return buffer.push(subtask, batch, end, timeout=2.0, epoch=epoch, attempt=attempt)
+        # No wait: a full buffer answers "retry" at once, the sink backs off and retries.
+        return buffer.push(subtask, batch, end, timeout=0.0, epoch=epoch, attempt=attempt)
+
+    def offer_slots(self, request_id: str, slots: list[SlotInfo]) -> tuple[bool, str]:
+        return self.scheduler.offer_slots(request_id, slots)
 
     def fetch_collect(self, operator_id: str, max_batches: int, timeout: float) -> FetchResult:
         buffer = self._collect.get(operator_id)
@@ -325,9 +333,9 @@ class JobMaster(LeaderContender):
         self._rm_retriever.stop()
         if self._server is not None:
             rpc.stop_server(self._server, 1.0)
+        self.scheduler.close()
 
     def _stop_workers(self) -> None:
-        self.scheduler.close()
         self._ack_worker.shutdown(wait=True)
         if self._timer is not None:
             self._timer.close()

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from weir.core import config as cfg
-from weir.core import rpc
 from weir.core.checkpoint import (
     CheckpointingConfig,
     OperatorState,
@@ -27,9 +26,10 @@ from weir.core.errors import (
     JobSubmissionError,
     RemoteTimeoutError,
     ServiceUnavailableError,
+    SlotAllocationError,
     WeirError,
 )
-from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
+from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
 from weir.core.job_info import JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import (
@@ -40,15 +40,19 @@ from weir.jobmanager.checkpoint import (
 )
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.failure_cause import is_consequence
+from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
 from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
-from weir.proto import (
-    resourcemanager_pb2,
-    resourcemanager_pb2_grpc,
-    taskexecutor_pb2,
-    taskexecutor_pb2_grpc,
-)
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingSlotRequest:
+    """A slot request queued with the ResourceManager; ``slots`` completes with its offer."""
+
+    request_id: str
+    slots: Future[list[SlotInfo]]
+
 
 # Tasks that do not confirm a cancel within this time (their TaskManager is unreachable)
 # are taken as cancelled, so a job always reaches a terminal status.
@@ -92,6 +96,13 @@ class DefaultScheduler:
         self.checkpoint_coordinator: CheckpointCoordinator | None = None
         self._restart_strategy: RestartBackoffTimeStrategy = create_restart_strategy(config)
         self._lost_task_managers: set[str] = set()
+        # rpc addresses of TaskManagers known to be lost: no calls to them (they could
+        # only time out), their tasks are taken as gone.
+        self._lost_addresses: set[str] = set()
+        self._resource_manager = ResourceManagerGateway()
+        self._task_executors = TaskExecutorGateways()
+        self._slot_request: _PendingSlotRequest | None = None
+        self._final_release: threading.Thread | None = None
         self._restored: dict[tuple[str, int], bytes] = {}
         self._restored_checkpoint_id = 0
         # Subtasks the restored checkpoint recorded as finished: deployed so that they run
@@ -123,10 +134,17 @@ class DefaultScheduler:
         try:
             slots = reuse or self._request_slots()
         except WeirError as exc:
-            self._fail_job(f"{type(exc).__name__}: {exc}")
+            with self._lock:
+                running = self.status is JobStatus.RUNNING
+            if running:
+                self._fail_job(f"{type(exc).__name__}: {exc}")
+            else:  # cancelled or failed while it waited: nothing to deploy
+                self._cancel_undeployed(list(self.graph.all_executions()))
             return
         with self._lock:
             self._slots = slots
+            # A port of a lost TaskManager may be reused by a new one.
+            self._lost_addresses.difference_update(s.rpc_address for s in slots)
             if self.status is not JobStatus.RUNNING:  # cancelled or failed meanwhile
                 for ev in self.graph.all_executions():
                     if not ev.current.state.is_terminal:
@@ -154,36 +172,83 @@ class DefaultScheduler:
             self._check_terminal()
 
     def _request_slots(self) -> list[SlotInfo]:
+        """Queue a request with the ResourceManager and wait (on this scheduler thread, no
+        server thread) for its offer, at most slot.request.timeout; then withdraw it and
+        fail with the ResourceManager's account of why it was not met."""
         needed = self.graph.required_slots()
         timeout_ms = cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
         address = self._rm_address()
         if not address:
             msg = "no ResourceManager is known; is the cluster running?"
             raise WeirError(msg)
-        logger.info("job %s: requesting %d slots", self.job_id, needed)
-        with rpc.create_channel(address) as channel:
-            stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
-            response = rpc.call(
-                "RequestSlots",
-                stub.RequestSlots,
-                resourcemanager_pb2.RequestSlotsRequest(
-                    job_id=self.job_id,
-                    count=needed,
-                    jobmaster_address=self._jobmaster_address(),
-                    timeout_ms=timeout_ms,
-                ),
-                timeout=timeout_ms / 1000 + 30,
+        pending = _PendingSlotRequest(new_hex_id(), Future())
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                msg = f"job {self.job_id} is {self.status.name}; it needs no slots"
+                raise WeirError(msg)
+            self._slot_request = pending
+        try:
+            ahead = self._resource_manager.request_slots(
+                address,
+                job_id=self.job_id,
+                request_id=pending.request_id,
+                count=needed,
+                jobmaster_address=self._jobmaster_address(),
+                timeout_ms=timeout_ms,
+                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
             )
-        return [
-            SlotInfo(
-                AllocationId(s.allocation_id),
-                ResourceId(s.resource_id),
-                s.rpc_address,
-                s.data_host,
-                s.data_port,
+            logger.info(
+                "job %s: requested %d slots (request %s, %d requests ahead)",
+                self.job_id,
+                needed,
+                pending.request_id,
+                ahead,
             )
-            for s in response.slots
-        ]
+            try:
+                return pending.slots.result(timeout=timeout_ms / 1000)
+            except TimeoutError:
+                pass
+            with self._lock:
+                if self._slot_request is pending:
+                    self._slot_request = None
+            if pending.slots.done():  # offered just before the timeout: take them
+                return pending.slots.result()
+            explanation = self._resource_manager.cancel_slot_request(
+                address,
+                job_id=self.job_id,
+                request_id=pending.request_id,
+                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
+            )
+            msg = explanation or (
+                f"job {self.job_id} asked for {needed} slots and got none within "
+                f"{timeout_ms} ms; lower the parallelism, free the cluster, or raise "
+                "slot.request.timeout"
+            )
+            raise SlotAllocationError(msg)
+        finally:
+            with self._lock:
+                if self._slot_request is pending:
+                    self._slot_request = None
+
+    def offer_slots(self, request_id: str, slots: list[SlotInfo]) -> tuple[bool, str]:
+        """The ResourceManager offers the slots of a request (JobMaster.OfferSlots); taken
+        only while this scheduler waits for that request. Not taken: the ResourceManager
+        frees them."""
+        with self._lock:
+            pending = self._slot_request
+            if pending is None or pending.request_id != request_id:
+                return False, f"job {self.job_id} is not waiting for slot request {request_id}"
+            if len(slots) != self.graph.required_slots():
+                return False, f"job {self.job_id} needs {self.graph.required_slots()} slots"
+            self._slot_request = None
+        pending.slots.set_result(slots)
+        return True, ""
+
+    def _abandon_slot_request(self, reason: str) -> None:
+        """Under the lock: wake the scheduler thread waiting for slots (the job ended)."""
+        pending, self._slot_request = self._slot_request, None
+        if pending is not None and not pending.slots.done():
+            pending.slots.set_exception(SlotAllocationError(reason))
 
     def _deploy(self, ev: ExecutionVertex) -> bool:
         with self._lock:
@@ -203,23 +268,16 @@ class DefaultScheduler:
         slot = ev.current.slot
         assert slot is not None
         try:
-            with rpc.create_channel(slot.rpc_address) as channel:
-                stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
-                rpc.call(
-                    "SubmitTask",
-                    stub.SubmitTask,
-                    taskexecutor_pb2.SubmitTaskRequest(
-                        task_deployment_descriptor=pickle.dumps(tdd, protocol=5),
-                        jobmaster_address=self._jobmaster_address(),
-                    ),
-                    timeout=TASK_RPC_TIMEOUT_S,
-                )
+            self._task_executors.submit_task(
+                slot.rpc_address, tdd, self._jobmaster_address(), TASK_RPC_TIMEOUT_S
+            )
         except WeirError as exc:
             if isinstance(exc, (ServiceUnavailableError, RemoteTimeoutError)):
                 # Its TaskManager cannot be reached: a restart must not reuse its slots,
                 # even before the ResourceManager has declared it lost.
                 with self._lock:
                     self._lost_task_managers.add(slot.resource_id)
+                    self._lost_addresses.add(slot.rpc_address)
             self.update_task_state(
                 ev.current.attempt_id,
                 ExecutionState.FAILED,
@@ -274,10 +332,6 @@ class DefaultScheduler:
             self._coordinator_calls.submit(method, *args)
         except RuntimeError:  # closed: the job is over and the coordinator shut down
             logger.debug("job %s: coordinator call %s after close", self.job_id, method)
-
-    def close(self) -> None:
-        """Stop the thread that calls the coordinator (the JobMaster closes)."""
-        self._coordinator_calls.shutdown(wait=True)
 
     def fail_over(self, cause: str) -> None:
         """A failure of the whole job (e.g. too many failed checkpoints): restart or fail."""
@@ -519,6 +573,15 @@ class DefaultScheduler:
         cause = f"TaskManagerLostError: TaskManager {resource_id} was lost: {reason}"
         with self._lock:
             self._lost_task_managers.add(resource_id)
+            addresses = {
+                ev.current.slot.rpc_address
+                for ev in self.graph.all_executions()
+                if ev.current.slot is not None and ev.current.slot.resource_id == resource_id
+            }
+            self._lost_addresses.update(addresses)
+        for address in addresses:
+            self._task_executors.forget(address)
+        with self._lock:
             lost = [
                 ev
                 for ev in self.graph.all_executions()
@@ -577,21 +640,27 @@ class DefaultScheduler:
         self._await_cancels()
 
     def _deliver_cancels(self, targets: list[tuple[str, str]]) -> None:
+        """CancelTask to every target at once. A task on a TaskManager known to be lost is
+        gone with it: taken as cancelled without a call that could only time out."""
+        with self._lock:
+            lost = set(self._lost_addresses)
         for attempt_id, address in targets:
-            try:
-                with rpc.create_channel(address) as channel:
-                    stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
-                    rpc.call(
-                        "CancelTask",
-                        stub.CancelTask,
-                        taskexecutor_pb2.CancelTaskRequest(execution_attempt_id=attempt_id),
-                        timeout=TASK_RPC_TIMEOUT_S,
-                    )
-            except WeirError as exc:  # its TaskManager is gone: the task is gone with it
-                logger.info(
-                    "cancel of %s not delivered (%s); taking it as cancelled", attempt_id, exc
-                )
+            if address in lost:
                 self.update_task_state(attempt_id, ExecutionState.CANCELED, None)
+        reachable = [(a, address) for a, address in targets if address not in lost]
+        for outcome in self._task_executors.cancel_tasks(reachable, TASK_RPC_TIMEOUT_S):
+            if outcome.error is None:
+                continue
+            # Its TaskManager is gone: the task is gone with it.
+            logger.info(
+                "cancel of %s not delivered (%s); taking it as cancelled",
+                outcome.attempt_id,
+                outcome.error,
+            )
+            if isinstance(outcome.error, (ServiceUnavailableError, RemoteTimeoutError)):
+                with self._lock:
+                    self._lost_addresses.add(outcome.address)
+            self.update_task_state(outcome.attempt_id, ExecutionState.CANCELED, None)
 
     def _await_cancels(self) -> None:
         deadline = self._cancel_deadline or time.monotonic()
@@ -641,10 +710,13 @@ class DefaultScheduler:
             self._changed.notify_all()
         if status.is_globally_terminal_state():
             self.end_time_ms = int(time.time() * 1000)
+            with self._lock:
+                self._abandon_slot_request(f"job {self.job_id} is {status.name}")
             self._terminated.set()
-            threading.Thread(
+            self._final_release = threading.Thread(
                 target=self._release_slots, daemon=True, name=f"release-{self.job_id[:8]}"
-            ).start()
+            )
+            self._final_release.start()
         self._on_status(status)
 
     def _release_slots(self) -> None:
@@ -652,18 +724,24 @@ class DefaultScheduler:
         if not address:
             return
         try:
-            with rpc.create_channel(address) as channel:
-                stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
-                rpc.call(
-                    "ReleaseSlots",
-                    stub.ReleaseSlots,
-                    resourcemanager_pb2.ReleaseSlotsRequest(job_id=self.job_id),
-                    timeout=TASK_RPC_TIMEOUT_S,
-                )
+            self._resource_manager.release_slots(
+                address, job_id=self.job_id, rpc_timeout_s=TASK_RPC_TIMEOUT_S
+            )
         except WeirError:
             # The ResourceManager frees the slots of a finished job itself when its
             # TaskManagers report them idle; a lost release costs only time.
             logger.warning("job %s: releasing slots failed", self.job_id, exc_info=True)
+
+    def close(self) -> None:
+        """Stop the thread that calls the coordinator, and close the channels to the
+        ResourceManager and the TaskExecutors (the JobMaster closes; the job is over),
+        once the job's slots are released."""
+        self._coordinator_calls.shutdown(wait=True)
+        if self._final_release is not None:
+            # Bounded by the ReleaseSlots call's own timeout.
+            self._final_release.join(TASK_RPC_TIMEOUT_S + 1)
+        self._resource_manager.close()
+        self._task_executors.close()
 
     def details(self, jobmaster_address: str) -> JobDetailsInfo:
         with self._lock:

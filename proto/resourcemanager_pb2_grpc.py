@@ -50,6 +50,11 @@ class ResourceManagerStub:
                 request_serializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.FromString,
                 _registered_method=True)
+        self.CancelSlotRequest = channel.unary_unary(
+                '/weir.ResourceManager/CancelSlotRequest',
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestResponse.FromString,
+                _registered_method=True)
         self.ReleaseSlots = channel.unary_unary(
                 '/weir.ResourceManager/ReleaseSlots',
                 request_serializer=weir_dot_proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.SerializeToString,
@@ -79,14 +84,26 @@ class ResourceManagerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RequestSlots(self, request, context):
-        """Blocks until `count` slots are allocated to the job or slot.request.timeout passes.
+        """Queues a request for `count` slots and answers at once (slot protocol 2, Flink's
+        requestSlot acknowledged before it is served). Queued requests are served in the
+        order they arrived, as slots free up: the slots are allocated on their TaskExecutors
+        and offered to the JobMaster with JobMaster.OfferSlots. No server thread waits.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelSlotRequest(self, request, context):
+        """Withdraws a queued request (its JobMaster stopped waiting); says why it was not met.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseSlots(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Frees the job's slots (and drops its queued requests when allocation_ids is empty);
+        answers at once, the FreeSlot calls to the TaskExecutors follow in the background.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -114,6 +131,11 @@ def add_ResourceManagerServicer_to_server(servicer, server):
                     servicer.RequestSlots,
                     request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.FromString,
                     response_serializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.SerializeToString,
+            ),
+            'CancelSlotRequest': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelSlotRequest,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestResponse.SerializeToString,
             ),
             'ReleaseSlots': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseSlots,
@@ -207,6 +229,33 @@ class ResourceManager:
             '/weir.ResourceManager/RequestSlots',
             weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.SerializeToString,
             weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelSlotRequest(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.ResourceManager/CancelSlotRequest',
+            weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestRequest.SerializeToString,
+            weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestResponse.FromString,
             options,
             channel_credentials,
             insecure,

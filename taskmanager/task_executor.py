@@ -61,6 +61,10 @@ _TASK_CANCEL_WAIT_S = 5.0
 # A collect sink blocks while the JobMaster's buffer is full (back-pressure); this bounds
 # how long a reader that stopped fetching can stall the task before it fails.
 _COLLECT_TIMEOUT_S = 300.0
+# While the JobMaster's collect buffer stays full, the sink doubles its wait between
+# pushes up to this: a reader that paused costs one push per half second, and one that
+# resumes sees new results at most this much later.
+_COLLECT_MAX_BACKOFF_MS = 500
 # The last state updates (CANCELED, FAILED) matter to the JobMaster; close() gives the
 # sender this long to deliver what is queued.
 _REPORT_DRAIN_S = 10.0
@@ -341,6 +345,9 @@ class TaskExecutor:
                 else:
                     self._register()
                 last_ok = time.monotonic()
+            except TaskManagerLostError as exc:  # the ResourceManager refused it
+                self.stop(str(exc))
+                return
             except WeirError as exc:
                 silent_s = time.monotonic() - last_ok
                 if silent_s > self._heartbeat_timeout_s:
@@ -369,9 +376,12 @@ class TaskExecutor:
         with self._lock:
             self._registered = False
             tasks = [task for task, _ in self._tasks.values()]
+            slots = list(self._slots.values())
             self._slots.clear()
         for task in tasks:
             task.cancel()
+        for slot in slots:
+            self._jobmasters.disconnect(slot.jobmaster_address)
 
     def allocated_slots(self) -> list[AllocationId]:
         with self._lock:
@@ -393,6 +403,7 @@ class TaskExecutor:
                 )
                 raise SlotAllocationError(msg)
             self._slots[allocation_id] = _Slot(job_id, jobmaster_address)
+            self._jobmasters.connect(jobmaster_address)
         logger.info("slot %s allocated to job %s", allocation_id, job_id)
 
     def free_slot(self, allocation_id: AllocationId) -> None:
@@ -403,6 +414,8 @@ class TaskExecutor:
         for task in tasks:
             task.cancel()
         if slot is not None:
+            # The job's channel closes with its last slot here.
+            self._jobmasters.disconnect(slot.jobmaster_address)
             logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
             self._release_jobs_that_left({slot.job_id})
 
@@ -516,20 +529,25 @@ class TaskExecutor:
         def collect(
             operator_id: str, subtask_index: int, batch: bytes, end: bool, epoch: int
         ) -> None:
-            # The JobMaster answers "full" after a short wait; retrying here keeps the
-            # back-pressure on the task thread without losing the batch.
+            # On the task thread. The JobMaster answers "full, retry after N ms" at once;
+            # retrying here, backing off while it stays full, keeps the back-pressure on
+            # the task thread without losing the batch or holding a JobMaster thread.
             deadline = time.monotonic() + _COLLECT_TIMEOUT_S
-            while not self._jobmasters.push_collect_batch(
-                jobmaster_address,
-                job_id=job_id,
-                attempt_id=attempt,
-                operator_id=operator_id,
-                subtask_index=subtask_index,
-                batch=batch,
-                end=end,
-                epoch=epoch,
-                timeout_s=_COLLECT_TIMEOUT_S,
-            ):
+            backoff_ms = 0
+            while True:
+                retry_after_ms = self._jobmasters.push_collect_batch(
+                    jobmaster_address,
+                    job_id=job_id,
+                    attempt_id=attempt,
+                    operator_id=operator_id,
+                    subtask_index=subtask_index,
+                    batch=batch,
+                    end=end,
+                    epoch=epoch,
+                    timeout_s=_RPC_TIMEOUT_S,
+                )
+                if retry_after_ms is None:
+                    return
                 with self._lock:
                     entry = self._tasks.get(attempt)
                 if entry is None or entry[0].cancel_requested:
@@ -541,6 +559,9 @@ class TaskExecutor:
                         "more; read the results iterator (or close it to cancel the job)"
                     )
                     raise RemoteTimeoutError(msg)
+                backoff_ms = min(max(retry_after_ms, 2 * backoff_ms), _COLLECT_MAX_BACKOFF_MS)
+                # The back-off is the back-pressure: the task waits for the client here.
+                self._stop_requested.wait(backoff_ms / 1000)
 
         def acknowledge(
             attempt_id: ExecutionAttemptId,

@@ -55,11 +55,18 @@ class DispatcherGateway:
             common_pb2.JobIdRequest(job_id=job_id),
         )
 
-    def wait_for_result(self, job_id: str, timeout_ms: int) -> JobDetailsInfo:
+    def wait_for_result(
+        self, job_id: str, timeout_ms: int, known_version: int = 0
+    ) -> JobDetailsInfo:
+        """The job's details once they differ from ``known_version`` (their
+        ``status_version``; 0: once the job is globally terminal), or after ``timeout_ms``
+        (the server bounds it). Re-ask with the version you got."""
         reply = rpc.call(
             f"WaitForJobResult on the Dispatcher at {self.address}",
             self._stub.WaitForJobResult,
-            dispatcher_pb2.WaitForJobResultRequest(job_id=job_id, timeout_ms=timeout_ms),
+            dispatcher_pb2.WaitForJobResultRequest(
+                job_id=job_id, timeout_ms=timeout_ms, known_version=known_version
+            ),
             timeout=timeout_ms / 1000 + 30,
         )
         return JobDetailsInfo.from_proto(reply)

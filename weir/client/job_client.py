@@ -19,7 +19,9 @@ from weir.core.serializers import deserialize_batch
 
 logger = logging.getLogger(__name__)
 
-# How long one result query waits on the server before the client asks again.
+# How long one result query waits on the server before the client asks again. The
+# server answers as soon as the job changes, so this adds no latency; it only bounds how
+# long a call stays open.
 _WAIT_SLICE_MS = 10_000
 # Batches per fetch: enough to amortise the round trip, few enough to bound memory.
 _FETCH_BATCHES = 16
@@ -64,10 +66,14 @@ class ClusterJobClient(JobClient):
         return CollectResultIterator(self, self._gateway, operator_id)
 
     def wait_for_terminal(self) -> JobDetailsInfo:
+        """A long poll: each answer carries the version of what the Dispatcher knows, and
+        the next question waits until that changes (the server holds no thread for it)."""
+        version = 0
         while True:
-            details = self._gateway.wait_for_result(self._job_id, _WAIT_SLICE_MS)
+            details = self._gateway.wait_for_result(self._job_id, _WAIT_SLICE_MS, version)
             if JobStatus[details.status].is_globally_terminal_state():
                 return details
+            version = details.status_version
 
     def _status(self) -> JobStatus:
         return JobStatus[self._gateway.job_details(self._job_id).status]

@@ -30,6 +30,7 @@ class JobDetailsInfo:
     failure_cause: str = ""
     tasks: tuple[TaskStatusInfo, ...] = field(default_factory=tuple)
     jobmaster_address: str = ""
+    status_version: int = 0
 
     def to_proto(self) -> common_pb2.JobDetails:
         message = common_pb2.JobDetails(**_scalars(self, exclude=("tasks",)))

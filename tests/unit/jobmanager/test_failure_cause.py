@@ -6,9 +6,9 @@ from __future__ import annotations
 import traceback
 
 from weir.core.deployment import ExecutionState
-from weir.core.job_status import JobStatus
 from weir.core.errors import ProducerFailedError, RecordTooLargeError
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
+from weir.core.job_status import JobStatus
 from weir.jobmanager.execution_graph import ExecutionGraph
 from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.scheduler import DefaultScheduler
