@@ -256,6 +256,10 @@ class JobMaster(LeaderContender):
             coordinator.receive_decline, ExecutionAttemptId(attempt_id), checkpoint_id, reason
         )
 
+    def end_of_data(self, attempt_id: str) -> None:
+        """A task reached the end of its input and waits for its final checkpoint."""
+        self.scheduler.end_of_data(ExecutionAttemptId(attempt_id))
+
     def _on_checkpoint_completed(self, checkpoint_id: int) -> None:
         # Under the coordinator's lock: only moves batches between in-memory queues.
         for buffer in self._collect.values():

@@ -108,6 +108,8 @@ class DefaultScheduler:
         # Subtasks the restored checkpoint recorded as finished: deployed so that they run
         # nothing, and counted as finished by every checkpoint of this attempt.
         self._finished_on_restore: set[tuple[str, int]] = set()
+        # Tasks of the current attempt that reached the end of their input.
+        self._end_of_data: set[ExecutionAttemptId] = set()
         # FLIP-147: checkpoints go on after some tasks finished, and a finishing task
         # waits for its final checkpoint (CheckpointingConfig.final_checkpoints).
         self._final_checkpoints = CheckpointingConfig.from_config(config).final_checkpoints
@@ -324,7 +326,7 @@ class DefaultScheduler:
             self._check_terminal()
             return True
 
-    def _call_coordinator(self, method: Callable[..., None], *args: Any) -> None:
+    def _call_coordinator(self, method: Callable[..., object], *args: Any) -> None:
         """Call the checkpoint coordinator, in order, on a thread of its own: never under
         this scheduler's lock, since the coordinator calls ``checkpoint_plan`` (which takes
         it) under its own lock."""
@@ -332,6 +334,26 @@ class DefaultScheduler:
             self._coordinator_calls.submit(method, *args)
         except RuntimeError:  # closed: the job is over and the coordinator shut down
             logger.debug("job %s: coordinator call %s after close", self.job_id, method)
+
+    def end_of_data(self, attempt_id: ExecutionAttemptId) -> None:
+        """A task of the current attempt finished its operators and waits for its final
+        checkpoint (FLIP-147). Once every task has (or has exited), that checkpoint is
+        triggered at once rather than at the next interval, so a bounded job ends as soon
+        as its data does."""
+        with self._lock:
+            ev = self.graph.find(attempt_id)
+            coordinator = self.checkpoint_coordinator
+            if ev is None or coordinator is None or self.status is not JobStatus.RUNNING:
+                return
+            self._end_of_data.add(attempt_id)
+            if all(
+                e.current.state is ExecutionState.FINISHED
+                or e.current.attempt_id in self._end_of_data
+                or self._is_finished(e)
+                for e in self.graph.all_executions()
+            ):
+                logger.info("job %s: every task reached the end of its input", self.job_id)
+                self._call_coordinator(coordinator.trigger_checkpoint)
 
     def fail_over(self, cause: str) -> None:
         """A failure of the whole job (e.g. too many failed checkpoints): restart or fail."""
@@ -383,15 +405,18 @@ class DefaultScheduler:
         deadline = time.monotonic() + max(backoff_ms / 1000, 0)
         self._deliver_cancels(targets)
         cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
+        unconfirmed = False
         with self._lock:
             while not all(ev.current.state.is_terminal for ev in old.all_executions()):
                 left = cancel_deadline - time.monotonic()
                 if left <= 0:
                     logger.warning(
                         "job %s: tasks of the failed attempt did not confirm their "
-                        "cancellation; taking them as cancelled",
+                        "cancellation; taking them as cancelled and deploying the next "
+                        "attempt into other slots",
                         self.job_id,
                     )
+                    unconfirmed = True
                     break
                 self._changed.wait(left)
         # The backoff is the restart strategy's (restart-strategy.*.delay): a wait by design.
@@ -407,6 +432,7 @@ class DefaultScheduler:
             self._restored = {}
             self._restored_checkpoint_id = 0
             self._finished_on_restore = set()
+            self._end_of_data = set()
             if restored is not None:
                 operator_states = restored.metadata.operator_states
                 self._restored = self._split_restored_state(operator_states)
@@ -416,7 +442,9 @@ class DefaultScheduler:
             self.graph = ExecutionGraph(self.graph.job_graph, old.attempt_number + 1)
             if self._on_restart is not None:
                 self._on_restart(self.graph.attempt_number)
-            reuse = self._slots if not self._lost_task_managers else []
+            # Slots whose old tasks may still run are given back (they stay RELEASING on
+            # their TaskExecutors until those tasks end), never deployed into again.
+            reuse = self._slots if not self._lost_task_managers and not unconfirmed else []
             self._lost_task_managers.clear()
             self._transition(JobStatus.RUNNING)
         if not reuse:

@@ -116,6 +116,12 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
         return common_pb2.Ack(ok=True)
 
     @translate_server_errors
+    def NotifyEndOfData(self, request, context):
+        self._check_job(request.job_id)
+        self._jm.end_of_data(request.execution_attempt_id)
+        return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
     def NotifyTaskManagerLost(self, request, context):
         self._jm.task_manager_lost(request.resource_id, request.reason)
         return common_pb2.Ack(ok=True)

@@ -7,6 +7,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class EndOfDataNotice(_message.Message):
+    __slots__ = ("job_id", "execution_attempt_id")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    execution_attempt_id: str
+    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ...) -> None: ...
+
 class TaskExecutionStateUpdate(_message.Message):
     __slots__ = ("job_id", "execution_attempt_id", "state", "failure_cause")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

@@ -85,6 +85,11 @@ class JobMasterStub:
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.NotifyEndOfData = channel.unary_unary(
+                '/weir.JobMaster/NotifyEndOfData',
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class JobMasterServicer:
@@ -156,6 +161,14 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def NotifyEndOfData(self, request, context):
+        """A task reached the end of its input and waits for its final checkpoint (Flink's
+        notifyEndOfData): once every task has, the JobMaster takes that checkpoint at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -207,6 +220,11 @@ def add_JobMasterServicer_to_server(servicer, server):
             'DeclineCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.DeclineCheckpoint,
                     request_deserializer=weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyEndOfData': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyEndOfData,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
@@ -479,6 +497,33 @@ class JobMaster:
             target,
             '/weir.JobMaster/DeclineCheckpoint',
             weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyEndOfData(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/NotifyEndOfData',
+            weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
             weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,

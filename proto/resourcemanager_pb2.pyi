@@ -7,6 +7,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SlotAvailableRequest(_message.Message):
+    __slots__ = ("resource_id", "allocation_id")
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    resource_id: str
+    allocation_id: str
+    def __init__(self, resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ...) -> None: ...
+
 class RegisterTaskExecutorRequest(_message.Message):
     __slots__ = ("resource_id", "rpc_address", "data_host", "data_port", "num_slots", "spark_executor_id", "pid", "lease_id")
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]

@@ -65,6 +65,11 @@ class ResourceManagerStub:
                 request_serializer=weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
                 _registered_method=True)
+        self.NotifySlotAvailable = channel.unary_unary(
+                '/weir.ResourceManager/NotifySlotAvailable',
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class ResourceManagerServicer:
@@ -114,6 +119,15 @@ class ResourceManagerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def NotifySlotAvailable(self, request, context):
+        """TaskExecutor -> ResourceManager: a slot whose FreeSlot found tasks still in it
+        (RELEASING) is free now that they ended (Flink's notifySlotAvailable). A heartbeat
+        that no longer reports the slot says the same, should this call be lost.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ResourceManagerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +160,11 @@ def add_ResourceManagerServicer_to_server(servicer, server):
                     servicer.ListTaskManagers,
                     request_deserializer=weir_dot_proto_dot_common__pb2.Empty.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.SerializeToString,
+            ),
+            'NotifySlotAvailable': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifySlotAvailable,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,6 +329,33 @@ class ResourceManager:
             '/weir.ResourceManager/ListTaskManagers',
             weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
             weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifySlotAvailable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.ResourceManager/NotifySlotAvailable',
+            weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,

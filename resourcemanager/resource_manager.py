@@ -316,7 +316,10 @@ class ResourceManager:
         here, for it to free; None tells it to register again."""
         if not self._heartbeats.receive_heartbeat(resource_id):
             return None
+        before = self._slot_manager.free_slot_count()
         stale = self._slot_manager.heartbeat(resource_id, allocated, process)
+        if self._slot_manager.free_slot_count() > before:
+            self._serve_slot_requests()  # a releasing slot was let go
         if stale:
             logger.warning(
                 "TaskManager %s still holds freed slots %s; telling it to free them",
@@ -462,10 +465,11 @@ class ResourceManager:
         self, freed: list[tuple[AllocationId, TaskManagerRegistration]]
     ) -> None:
         for allocation_id, registration in freed:
+            released = True
             try:
                 if not self._heartbeats.is_monitored(registration.resource_id):
                     continue  # lost or released: its slots went with it
-                self._gateways.free_slot(
+                released = self._gateways.free_slot(
                     registration.rpc_address, allocation_id, _CONTROL_RPC_TIMEOUT_S
                 )
             except WeirError:
@@ -478,7 +482,22 @@ class ResourceManager:
                     exc_info=True,
                 )
             finally:
-                self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
+                if released:
+                    self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
+                else:
+                    # Its tasks are still ending: the slot stays taken until the
+                    # TaskExecutor says it is available (or stops reporting it).
+                    logger.info(
+                        "slot %s on TaskManager %s is releasing: its tasks are still ending",
+                        allocation_id,
+                        registration.resource_id,
+                    )
+        self._serve_slot_requests()
+
+    def slot_available(self, resource_id: ResourceId, allocation_id: AllocationId) -> None:
+        """A RELEASING slot's tasks ended on its TaskExecutor: it may be handed out."""
+        logger.info("slot %s on TaskManager %s is available again", allocation_id, resource_id)
+        self._slot_manager.confirm_freed(resource_id, allocation_id)
         self._serve_slot_requests()
 
     # --- loss and release ----------------------------------------------------------------

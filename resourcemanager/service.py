@@ -124,6 +124,15 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
         return common_pb2.Ack(ok=True)
 
     @rpc.translate_server_errors
+    def NotifySlotAvailable(
+        self, request: resourcemanager_pb2.SlotAvailableRequest, context: grpc.ServicerContext
+    ) -> common_pb2.Ack:
+        self._rm.slot_available(
+            ResourceId(request.resource_id), AllocationId(request.allocation_id)
+        )
+        return common_pb2.Ack(ok=True)
+
+    @rpc.translate_server_errors
     def ListTaskManagers(
         self,
         request: common_pb2.Empty,
@@ -205,14 +214,16 @@ class Gateways:
         )
         rpc.call("TaskExecutor.AllocateSlot", stub.AllocateSlot, request, timeout=timeout_s)
 
-    def free_slot(self, address: str, allocation_id: AllocationId, timeout_s: float) -> None:
+    def free_slot(self, address: str, allocation_id: AllocationId, timeout_s: float) -> bool:
+        """True when the slot is free; False when it is RELEASING (tasks still ending)."""
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
-        rpc.call(
+        answer = rpc.call(
             "TaskExecutor.FreeSlot",
             stub.FreeSlot,
             taskexecutor_pb2.FreeSlotRequest(allocation_id=allocation_id),
             timeout=timeout_s,
         )
+        return bool(answer.ok)
 
     def stop_task_executor(self, address: str, reason: str, timeout_s: float) -> None:
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))

@@ -219,13 +219,19 @@ class DefaultSlotManager:
         allocated here (their FreeSlot was lost), or None for an unknown TaskManager.
 
         Allocation ids are never reused and a slot is reserved here before its
-        TaskExecutor hears of it, so a reported slot unknown here is safe to free."""
+        TaskExecutor hears of it, so a reported slot unknown here is safe to free. A slot
+        being freed that the TaskExecutor no longer reports has been let go (a RELEASING
+        slot whose tasks ended, its NotifySlotAvailable lost): it is free again."""
         with self._lock:
             tm = self._task_managers.get(resource_id)
             if tm is None:
                 return None
             tm.last_heartbeat_ms = int(time.time() * 1000)
             tm.process = process or tm.process
+            held = set(reported)
+            let_go = [a for a in tm.freeing if a not in held]
+            for allocation_id in let_go:
+                self._freed_locked(tm, allocation_id)
             return [a for a in reported if a not in tm.allocations and a not in tm.freeing]
 
     def unregister(self, resource_id: ResourceId) -> dict[str, list[AllocationId]]:
@@ -395,6 +401,11 @@ class DefaultSlotManager:
     def _demand(self) -> int:
         return sum(p.request.count for p in self._queue)
 
+    def free_slot_count(self) -> int:
+        """Slots that can be handed out now."""
+        with self._lock:
+            return self._free_slots()
+
     def _free_slots(self) -> int:
         return sum(tm.free_slots for tm in self._task_managers.values() if not tm.releasing)
 
@@ -459,11 +470,13 @@ class DefaultSlotManager:
         """The TaskExecutor freed the slot (or cannot be reached): it may be handed out."""
         with self._lock:
             tm = self._task_managers.get(resource_id)
-            if tm is None:
-                return
-            tm.freeing.discard(allocation_id)
-            if not tm.allocations and not tm.freeing:
-                tm.idle_since = self._clock()
+            if tm is not None:
+                self._freed_locked(tm, allocation_id)
+
+    def _freed_locked(self, tm: _TaskManager, allocation_id: AllocationId) -> None:
+        tm.freeing.discard(allocation_id)
+        if not tm.allocations and not tm.freeing:
+            tm.idle_since = self._clock()
 
     def idle_task_managers(self) -> list[ResourceId]:
         """TaskManagers idle for longer than the idle timeout, beyond the minimum kept."""

@@ -53,8 +53,8 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     def FreeSlot(
         self, request: taskexecutor_pb2.FreeSlotRequest, context: grpc.ServicerContext
     ) -> common_pb2.Ack:
-        self._te.free_slot(AllocationId(request.allocation_id))
-        return common_pb2.Ack(ok=True)
+        released = self._te.free_slot(AllocationId(request.allocation_id))
+        return common_pb2.Ack(ok=released, message="" if released else "releasing")
 
     @rpc.translate_server_errors
     def SubmitTask(
@@ -187,6 +187,18 @@ class ResourceManagerGateway:
             timeout=timeout_s,
         )
         return [AllocationId(a) for a in answer.stale_slots] if answer.known else None
+
+    def notify_slot_available(
+        self, resource_id: ResourceId, allocation_id: AllocationId, timeout_s: float
+    ) -> None:
+        rpc.call(
+            "ResourceManager.NotifySlotAvailable",
+            self._stub.NotifySlotAvailable,
+            resourcemanager_pb2.SlotAvailableRequest(
+                resource_id=resource_id, allocation_id=allocation_id
+            ),
+            timeout=timeout_s,
+        )
 
     def close(self) -> None:
         self._channel.close()
@@ -345,6 +357,17 @@ class JobMasterGateways:
                         state_size_bytes=metrics.state_size_bytes,
                     ),
                 ),
+                timeout=timeout_s,
+            )
+
+    def notify_end_of_data(
+        self, address: str, *, job_id: JobId, attempt_id: ExecutionAttemptId, timeout_s: float
+    ) -> None:
+        with self._stub(address) as stub:
+            rpc.call(
+                "JobMaster.NotifyEndOfData",
+                stub.NotifyEndOfData,
+                jobmaster_pb2.EndOfDataNotice(job_id=job_id, execution_attempt_id=attempt_id),
                 timeout=timeout_s,
             )
 

@@ -120,6 +120,9 @@ class TaskServices:
     """Called from the task's checkpoint writer thread once its state is written."""
     decline_checkpoint: Decline = lambda *_: None
     """Called when the task cannot take a checkpoint."""
+    end_of_data: Callable[[ExecutionAttemptId], None] = lambda _: None
+    """Called from the task thread when the task reached the end of its input and waits
+    for its final checkpoint; must not block."""
     task_thread: Callable[[], AbstractContextManager[object]] = nullcontext
     """Entered on the task thread around its whole run: what the TaskManager sets up for
     the user code of this task's job there (its working directory, exit monitoring)."""
@@ -190,6 +193,7 @@ class Task:
         """A checkpoint triggered here because every producer finished, taken once their
         channels have ended."""
         self._alignment_started: float | None = None
+        self._interruptible = False
         self._processing_timers = ProcessingTimeService(
             clock_ms, self.mailbox.put, name=tdd.task_name
         )
@@ -229,12 +233,25 @@ class Task:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def cancel(self) -> None:
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    @property
+    def interruptible(self) -> bool:
+        """The task thread runs operators and user code, not its own ending: an
+        interrupt (``task_canceler``) may be raised in it."""
+        return self._interruptible
+
+    def cancel(self) -> bool:
         """Thread-safe and idempotent: the task ends CANCELED promptly, also when it is
-        blocked writing (its partitions are released) or reading (its gate is woken)."""
+        blocked writing (its partitions are released) or reading (its gate is woken).
+        Returns True for the call that cancelled it, False when it was cancelled or
+        ended already. User code that loops on its own is interrupted by the
+        TaskExecutor's watchdog (``task_canceler``)."""
         with self._lock:
             if self._cancel_requested or self._state.is_terminal:
-                return
+                return False
             self._cancel_requested = True
             gate, partitions, source = self._gate, list(self._partitions), self._source
         logger.info("cancelling task %s", self.tdd.task_name)
@@ -252,6 +269,7 @@ class Task:
             gate.wakeup()
         for partition in partitions:
             partition.release(None)
+        return True
 
     def trigger_checkpoint(
         self,
@@ -337,6 +355,7 @@ class Task:
         try:
             self._check_canceled()
             self._transition(ExecutionState.INITIALIZING)
+            self._interruptible = True
             if self.tdd.finished_on_restore:
                 self._initialize_network()
                 self._transition(ExecutionState.RUNNING)
@@ -354,6 +373,7 @@ class Task:
                 self._run_inputs()
             self._await_final_checkpoint()
             self._check_canceled()
+            self._interruptible = False
             chain = self._chain
             assert chain is not None
             chain.end_partitions()
@@ -385,6 +405,7 @@ class Task:
             assert self._checkpointing is not None
             chain.emit_end_of_data()
             self._checkpointing.operators_finished()
+            self._services.end_of_data(self.tdd.execution_attempt_id)
 
     def _await_final_checkpoint(self) -> None:
         """FLIP-147: serve checkpoints until one taken after the operators finished has
@@ -437,6 +458,7 @@ class Task:
         self._transition(ExecutionState.FINISHED)
 
     def _fail_or_cancel(self, exc: BaseException) -> None:
+        self._interruptible = False
         canceled = self._cancel_requested
         cleanup_error = self._cleanup(None if canceled else exc)
         self.mailbox.close()

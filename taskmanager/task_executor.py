@@ -41,7 +41,8 @@ from weir.taskmanager import service, user_system_exit
 from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
-from weir.taskmanager.task import Task, TaskServices
+from weir.taskmanager.task import Task, TaskCanceledError, TaskServices
+from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
 
 if TYPE_CHECKING:
     import grpc
@@ -119,9 +120,31 @@ class _StateUpdate:
 
 @dataclass(slots=True)
 class _Slot:
+    """A slot of this TaskManager (Flink's TaskSlot). ALLOCATED until freed; a freed slot
+    whose tasks are still ending is RELEASING (``releasing``): it holds its place, so no
+    other job's task is deployed beside a task that has not ended, until its last task
+    ends, when it is gone and the ResourceManager hears that it is available."""
+
     job_id: JobId
     jobmaster_address: str
     tasks: set[ExecutionAttemptId] = field(default_factory=set)
+    releasing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _EndOfData:
+    """For the report thread: a task reached the end of its input (FLIP-147)."""
+
+    jobmaster_address: str
+    job_id: JobId
+    attempt_id: ExecutionAttemptId
+
+
+@dataclass(frozen=True, slots=True)
+class _SlotAvailable:
+    """For the report thread: tell the ResourceManager that a RELEASING slot is free."""
+
+    allocation_id: AllocationId
 
 
 class TaskExecutor:
@@ -143,6 +166,7 @@ class TaskExecutor:
         resource_id: ResourceId | None = None,
     ) -> None:
         self.config = TaskExecutorConfig.from_config(config)
+        self._config = dict(config)
         self.resource_id = resource_id or new_resource_id()
         self.lease_id = lease_id
         self._spark_task_info = spark_task_info
@@ -166,7 +190,9 @@ class TaskExecutor:
         self._network: NetworkEnvironment | None = None
         self._server: grpc.Server | None = None
         self._heartbeat_thread: threading.Thread | None = None
-        self._reports: queue.Queue[_StateUpdate | None] = queue.Queue()
+        self._reports: queue.Queue[_StateUpdate | _EndOfData | _SlotAvailable | None] = (
+            queue.Queue()
+        )
         self._reporter: threading.Thread | None = None
         self.rpc_address = ""
         self.data_port = 0
@@ -379,13 +405,29 @@ class TaskExecutor:
             slots = list(self._slots.values())
             self._slots.clear()
         for task in tasks:
-            task.cancel()
+            self._cancel(task)
         for slot in slots:
             self._jobmasters.disconnect(slot.jobmaster_address)
 
     def allocated_slots(self) -> list[AllocationId]:
+        """The slots that are taken: allocated, or releasing (their tasks still ending)."""
         with self._lock:
             return list(self._slots)
+
+    def _cancel(self, task: Task) -> None:
+        """Cancel ``task`` and watch that it ends (``task_canceler``): a task that keeps
+        running is interrupted, and past ``task.cancellation.timeout`` the TaskManager
+        exits."""
+        if not task.cancel():
+            return  # already cancelled (and watched) or ended
+        settings = cancellation_settings(self._config, task.tdd.job_config)
+        TaskCancelerWatchDog(
+            task.tdd.task_name,
+            task.thread,
+            settings,
+            TaskCanceledError,
+            interruptible=lambda: task.interruptible,
+        ).start()
 
     # --- slots and tasks (the RPC side) --------------------------------------------------------
     def allocate_slot(
@@ -406,18 +448,37 @@ class TaskExecutor:
             self._jobmasters.connect(jobmaster_address)
         logger.info("slot %s allocated to job %s", allocation_id, job_id)
 
-    def free_slot(self, allocation_id: AllocationId) -> None:
-        """Free a slot, cancelling any task still in it; unknown slots are ignored."""
+    def free_slot(self, allocation_id: AllocationId) -> bool:
+        """Free a slot (unknown slots are ignored). Returns True when it is free now; False
+        when tasks are still in it: they are cancelled and the slot is RELEASING until the
+        last one ends, when the ResourceManager is told it is available."""
         with self._lock:
-            slot = self._slots.pop(allocation_id, None)
-            tasks = [self._tasks[a][0] for a in slot.tasks if a in self._tasks] if slot else []
+            slot = self._slots.get(allocation_id)
+            if slot is None:
+                return True
+            tasks = [self._tasks[a][0] for a in slot.tasks if a in self._tasks]
+            if tasks:
+                slot.releasing = True
+            else:
+                del self._slots[allocation_id]
         for task in tasks:
-            task.cancel()
-        if slot is not None:
-            # The job's channel closes with its last slot here.
-            self._jobmasters.disconnect(slot.jobmaster_address)
-            logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
-            self._release_jobs_that_left({slot.job_id})
+            self._cancel(task)
+        if tasks:
+            logger.info(
+                "slot %s of job %s releasing: %d task(s) still ending",
+                allocation_id,
+                slot.job_id,
+                len(tasks),
+            )
+            return False
+        self._slot_gone(allocation_id, slot)
+        return True
+
+    def _slot_gone(self, allocation_id: AllocationId, slot: _Slot) -> None:
+        # The job's channel closes with its last slot here.
+        self._jobmasters.disconnect(slot.jobmaster_address)
+        logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
+        self._release_jobs_that_left({slot.job_id})
 
     def submit_task(self, tdd_bytes: bytes, jobmaster_address: str) -> None:
         tdd = pickle.loads(tdd_bytes)
@@ -470,7 +531,7 @@ class TaskExecutor:
                 while len(self._cancelled_early) > _MAX_EARLY_CANCELS:
                     self._cancelled_early.popitem(last=False)
                 return False
-        entry[0].cancel()
+        self._cancel(entry[0])
         return True
 
     def trigger_checkpoint(
@@ -612,6 +673,9 @@ class TaskExecutor:
             print_target=tdd.job_config.get(PRINT_TARGET_KEY),
             acknowledge_checkpoint=acknowledge,
             decline_checkpoint=decline,
+            end_of_data=lambda attempt_id: self._reports.put(
+                _EndOfData(jobmaster_address, job_id, attempt_id)
+            ),
             task_thread=lambda: self._task_thread(tdd, resources),
         )
 
@@ -642,13 +706,22 @@ class TaskExecutor:
             JobResourceTable.release(resources)
 
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
+        released: _Slot | None = None
         with self._lock:
             entry = self._tasks.pop(attempt_id, None)
             if entry is not None:
                 slot = self._slots.get(entry[1])
                 if slot is not None:
                     slot.tasks.discard(attempt_id)
-        if entry is not None:
+                    if slot.releasing and not slot.tasks:
+                        released = self._slots.pop(entry[1])
+        if entry is None:
+            return
+        if released is not None:
+            # On the task thread: the RPC goes out from the report thread.
+            self._reports.put(_SlotAvailable(entry[1]))
+            self._slot_gone(entry[1], released)
+        else:
             self._release_jobs_that_left({entry[0].tdd.job_id})
 
     def _send_reports(self) -> None:
@@ -656,6 +729,36 @@ class TaskExecutor:
             update = self._reports.get()
             if update is None:
                 return
+            if isinstance(update, _EndOfData):
+                try:
+                    self._jobmasters.notify_end_of_data(
+                        update.jobmaster_address,
+                        job_id=update.job_id,
+                        attempt_id=update.attempt_id,
+                        timeout_s=_RPC_TIMEOUT_S,
+                    )
+                except WeirError:
+                    # The final checkpoint then comes at the next interval instead.
+                    logger.warning(
+                        "telling JobMaster %s that %s reached its end of data failed",
+                        update.jobmaster_address,
+                        update.attempt_id,
+                        exc_info=True,
+                    )
+                continue
+            if isinstance(update, _SlotAvailable):
+                try:
+                    self._rm.notify_slot_available(
+                        self.resource_id, update.allocation_id, _RPC_TIMEOUT_S
+                    )
+                except WeirError:
+                    # The next heartbeat, which no longer reports the slot, says the same.
+                    logger.warning(
+                        "telling the ResourceManager that slot %s is available failed",
+                        update.allocation_id,
+                        exc_info=True,
+                    )
+                continue
             try:
                 self._jobmasters.update_task_execution_state(
                     update.jobmaster_address,

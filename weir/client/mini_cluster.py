@@ -31,6 +31,9 @@ _EMBEDDED_DEFAULTS = {
     "spark.master": "local[16]",
     "spark.ui.enabled": "false",
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # Nothing to clean up in a driver that lives for one program and is not stopped but
+    # left to end with it: no cleaner thread to complain as the JVM goes down.
+    "spark.cleaner.referenceTracking": "false",
 }
 
 

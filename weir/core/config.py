@@ -148,6 +148,14 @@ def _positive_duration_ms(text: str) -> int:
     return value
 
 
+def _non_negative_duration_ms(text: str) -> int:
+    value = parse_duration_ms(text)
+    if value < 0:
+        msg = f"expected a duration of 0 ms or more, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
 _SPARK_MASTER_FORMS = (
     re.compile(r"local(\[(\*|[1-9]\d*)(\s*,\s*[1-9]\d*)?\])?"),
     re.compile(r"local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]"),
@@ -392,6 +400,23 @@ HEARTBEAT_TIMEOUT = _option(
     _positive_duration_ms,
     "A TaskManager (or ResourceManager) that has not answered for this long is lost (ms); "
     "at least heartbeat.interval.",
+)
+# Flink's task cancellation settings (TaskManagerOptions); ExecutionConfig's setters write
+# them per job. The interval is how often a cancelled task that keeps running is
+# interrupted; the timeout, after which its TaskManager gives up on it and exits, is a
+# last resort measured in minutes, far beyond any cleanup a task does on cancel.
+TASK_CANCELLATION_INTERVAL = _option(
+    "task.cancellation.interval",
+    30_000,
+    _positive_duration_ms,
+    "Between two interrupts of a cancelled task that keeps running (ms).",
+)
+TASK_CANCELLATION_TIMEOUT = _option(
+    "task.cancellation.timeout",
+    180_000,
+    _non_negative_duration_ms,
+    "A task still running this long after its cancellation is a fatal error: its "
+    "TaskManager logs the task's stack and exits, and is replaced (ms); 0 disables it.",
 )
 RESOURCE_WAIT_IDLE_TIMEOUT = _option(
     "resourcemanager.taskmanager-timeout",

@@ -4,14 +4,17 @@ Dispatcher nor each other, and every one gets its result."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.common import Configuration, WatermarkStrategy
+from weir.core.errors import WeirError
 from weir.datastream import StreamExecutionEnvironment
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 
@@ -42,7 +45,7 @@ def _threads_parked_in_result_waits() -> int:
 
 def _tiny_job(n: int) -> StreamExecutionEnvironment:
     config = Configuration()
-    # They queue behind each other for the cluster's two slots; none may give up.
+    # They queue behind each other for the cluster's slots; none may give up.
     config.set_string("slot.request.timeout", "10 min")
     env = StreamExecutionEnvironment.get_execution_environment(config)
     env.set_parallelism(1)
@@ -50,16 +53,27 @@ def _tiny_job(n: int) -> StreamExecutionEnvironment:
     return env
 
 
+@contextlib.contextmanager
+def _cancelled_at_the_end(gateway: DispatcherGateway, client) -> Iterator[None]:
+    """Cancel the job however the test ends: a blocker left running would hold the shared
+    cluster's slots from the tests after this one."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(WeirError):
+            gateway.cancel_job(str(client.get_job_id()))
+
+
 def test_a_hundred_attached_clients_all_get_their_results(cluster):
-    # A job holding both slots until cancelled: the hundred jobs wait behind it, and
+    # A job holding every slot until cancelled: the hundred jobs wait behind it, and
     # their clients wait for their results all at once.
     blocker_env = StreamExecutionEnvironment.get_execution_environment()
-    blocker_env.set_parallelism(2)
+    blocker_env.set_parallelism(int(cluster.config["resourcemanager.taskmanager.max"]))
     blocker_env.from_source(
         NumberSequenceSource(0, 10**12), WatermarkStrategy.no_watermarks(), "endless"
     ).add_sink(lambda x: None)
     blocker = blocker_env.execute_async("blocker")
-    with DispatcherGateway(cluster.address) as gateway:
+    with DispatcherGateway(cluster.address) as gateway, _cancelled_at_the_end(gateway, blocker):
         _await(
             lambda: (
                 gateway.job_details(str(blocker.get_job_id())).status == "RUNNING"

@@ -88,6 +88,7 @@ class TestingResourceManager(resourcemanager_pb2_grpc.ResourceManagerServicer):
         self.heartbeats = 0
         self.known = True
         self.stale_slots: set[str] = set()  # answered as freed when a heartbeat reports them
+        self.available: list[str] = []  # slots a NotifySlotAvailable said are free again
         self._interval_ms = interval_ms
         self._timeout_ms = timeout_ms
         self._lock = threading.Lock()
@@ -112,6 +113,11 @@ class TestingResourceManager(resourcemanager_pb2_grpc.ResourceManagerServicer):
             self.heartbeats += 1
             stale = [a for a in request.allocated_slots if a in self.stale_slots]
             return resourcemanager_pb2.HeartbeatResponse(known=self.known, stale_slots=stale)
+
+    def NotifySlotAvailable(self, request: Any, context: Any) -> Any:
+        with self._lock:
+            self.available.append(request.allocation_id)
+        return common_pb2.Ack(ok=True)
 
     def close(self) -> None:
         self._server.stop(grace=0.5).wait()

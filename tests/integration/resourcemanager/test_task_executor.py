@@ -311,3 +311,89 @@ def _new_threads(before: set[threading.Thread]) -> list[str]:
     return [
         t.name for t in set(threading.enumerate()) - before if not t.name.startswith("testing-rm")
     ]
+
+
+# A source whose reader holds on (ignoring interrupts) until the test lets it go: a task
+# that takes its time to end after a cancel. Shared through this module: the task runs in
+# this process and its pickled reader refers to this module by name.
+_HOLD = threading.Event()
+_HOLDING = threading.Event()
+
+
+class _HoldingSource:
+    def create_reader(self, context):
+        return _HoldingReader()
+
+
+class _HoldingReader:
+    def poll_batch(self, max_records):
+        _HOLDING.set()
+        while not _HOLD.is_set():
+            try:
+                _HOLD.wait(0.01)
+            except BaseException:
+                pass
+        return None
+
+    def close(self):
+        """Nothing to release."""
+
+
+class TestSlotLifecycle:
+    def test_a_freed_slot_stays_releasing_until_its_last_task_has_ended(
+        self, resource_manager: TestingResourceManager
+    ) -> None:
+        _HOLD.clear()
+        _HOLDING.clear()
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            allocate = taskexecutor_pb2.AllocateSlotRequest(
+                allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
+            )
+            rpc.call("AllocateSlot", stub.AllocateSlot, allocate)
+            holding = dataclasses.replace(
+                _descriptor(
+                    "a1",
+                    operators=(
+                        OperatorDescriptor(
+                            OperatorId("src"),
+                            "holding",
+                            OperatorKind.SOURCE,
+                            cloudpickle.dumps({"source": _HoldingSource()}),
+                            input_count=0,
+                        ),
+                    ),
+                ),
+                # Interrupted often, never given up on (this is the test's own process).
+                job_config={
+                    "task.cancellation.interval": "20 ms",
+                    "task.cancellation.timeout": "0",
+                },
+            )
+            rpc.call(
+                "SubmitTask",
+                stub.SubmitTask,
+                taskexecutor_pb2.SubmitTaskRequest(
+                    task_deployment_descriptor=pickle.dumps(holding),
+                    jobmaster_address="127.0.0.1:1",
+                ),
+            )
+            wait_until(_HOLDING.is_set, "the task to run")
+            freed = rpc.call(
+                "FreeSlot", stub.FreeSlot, taskexecutor_pb2.FreeSlotRequest(allocation_id="a1")
+            )
+            assert not freed.ok and freed.message == "releasing"
+            # Its task still runs: the slot is still taken, for every job.
+            assert executor.allocated_slots() == ["a1"]
+            other = taskexecutor_pb2.AllocateSlotRequest(
+                allocation_id="a2", job_id="f" * 32, jobmaster_address="127.0.0.1:1"
+            )
+            with pytest.raises(SlotAllocationError, match="slots are taken"):
+                rpc.call("AllocateSlot", stub.AllocateSlot, other)
+            _HOLD.set()
+            wait_until(lambda: executor.allocated_slots() == [], "the slot to be released")
+            wait_until(lambda: resource_manager.available == ["a1"], "NotifySlotAvailable")
+            rpc.call("AllocateSlot", stub.AllocateSlot, other)
+            assert executor.allocated_slots() == ["a2"]
+            channel.close()

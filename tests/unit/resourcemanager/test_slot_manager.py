@@ -182,6 +182,19 @@ class TestDefaultSlotManager:
         assert manager.heartbeat(ResourceId("tm1"), reported) == [freed.allocation_id]
         assert manager.heartbeat(ResourceId("tm9"), reported) is None
 
+    def test_a_releasing_slot_is_free_once_its_task_executor_stops_reporting_it(self) -> None:
+        """A FreeSlot that found tasks still ending leaves the slot taken; a heartbeat that
+        no longer reports it (the tasks ended, the NotifySlotAvailable lost) frees it."""
+        manager = DefaultSlotManager(TestingLauncher(1), 1)
+        manager.register(registration(1, slots=1))
+        (slot,) = reserve(manager, request(1, job="a"))
+        manager.free(JobId("a"), [slot.allocation_id])
+        assert manager.free_slot_count() == 0
+        manager.heartbeat(ResourceId("tm1"), [slot.allocation_id])  # still releasing
+        assert manager.free_slot_count() == 0
+        manager.heartbeat(ResourceId("tm1"), [])
+        assert manager.free_slot_count() == 1
+
     def test_a_lost_task_manager_reports_the_job_masters_holding_its_slots(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(2), 1)
         manager.register(registration(1, lease_id="L1"))
