@@ -33,7 +33,11 @@ from weir.taskmanager.network.frames import (
 )
 from weir.taskmanager.network.input_channel import RemoteInputChannel
 from weir.taskmanager.network.input_gate import DefaultInputGate, RemoteBuffer
-from weir.taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
+from weir.taskmanager.network.result_partition import (
+    PartitionReleasedError,
+    ResultPartition,
+    SubpartitionInUseError,
+)
 from weir.taskmanager.network.result_partition_manager import ResultPartitionManager
 from weir.taskmanager.network.subpartition import SubpartitionView
 
@@ -599,7 +603,13 @@ class ConnectionManager:
                 f"subpartitions; subpartition {reader.view.index} does not exist",
             )
             return
-        if partition.attach(reader.view):
+        try:
+            readable = partition.attach(reader.view)
+        except SubpartitionInUseError as exc:
+            logger.warning("refused a partition request from %s: %s", reader.conn.peer, exc)
+            self._send_error(reader.conn, reader, str(exc))
+            return
+        if readable:
             self._queue_reader(reader)
 
     def _send_error(self, conn: _ServerConnection, reader: _Reader, message: str) -> None:

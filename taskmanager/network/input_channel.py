@@ -18,7 +18,11 @@ from weir.core.deployment import InputChannelDescriptor
 from weir.core.errors import NetworkError, ProducerFailedError
 from weir.taskmanager.network.api import BufferKind
 from weir.taskmanager.network.credit_based_channel import ChannelCredit, FloatingBufferPool
-from weir.taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
+from weir.taskmanager.network.result_partition import (
+    PartitionReleasedError,
+    ResultPartition,
+    SubpartitionInUseError,
+)
 from weir.taskmanager.network.result_partition_manager import ResultPartitionManager
 from weir.taskmanager.network.subpartition import UNLIMITED_CREDIT, SubpartitionView
 
@@ -87,7 +91,12 @@ class LocalInputChannel(InputChannel):
                 partition.num_subpartitions,
             )
             return
-        if partition.attach(self._view):
+        try:
+            readable = partition.attach(self._view)
+        except SubpartitionInUseError:
+            logger.exception("%s cannot be read", self.describe())
+            return
+        if readable:
             self._enqueue(self)
 
     def _on_available(self, _view: SubpartitionView) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
+from weir.core.errors import NetworkError
 from weir.taskmanager.network.api import (
     BufferKind,
     NetworkConfig,
@@ -43,6 +44,10 @@ class PartitionReleasedError(Exception):
         super().__init__(f"result partition {partition_id} was released{reason}")
         self.partition_id = partition_id
         self.cause = cause
+
+
+class SubpartitionInUseError(NetworkError):
+    """A subpartition was requested while another consumer reads it (or has read it)."""
 
 
 class ResultPartition:
@@ -196,16 +201,25 @@ class ResultPartition:
     def attach(self, view: SubpartitionView) -> bool:
         """Make ``view`` the consumer of its subpartition. Returns True if the caller must
         queue the view for reading now (it has something to read); never calls the
-        listener itself."""
+        listener itself. Raises SubpartitionInUseError when another view consumes it, or
+        consumed it to its end: a subpartition has one consumer, whoever asks."""
         sub = self._subpartitions[view.index]
         with self._cond:
             if sub.view is not None and sub.view is not view:
-                logger.warning(
-                    "subpartition %d of %s was requested again; the new request replaces "
-                    "the old one",
-                    view.index,
-                    self.partition_id,
+                # Never swapped: a second reader would take the records of the consumer
+                # the JobMaster deployed, which would then wait for them for ever.
+                msg = (
+                    f"subpartition {view.index} of {self.partition_id} already has a "
+                    "consumer; a second request for it is refused (one consumer per "
+                    "subpartition; a restarted consumer asks again once the first is gone)"
                 )
+                raise SubpartitionInUseError(msg)
+            if sub.consumed:
+                msg = (
+                    f"subpartition {view.index} of {self.partition_id} was consumed to its "
+                    "end already; it cannot be read again"
+                )
+                raise SubpartitionInUseError(msg)
             sub.view = view
             view.partition = self
             readable = self._released or sub.is_sendable(view)

@@ -425,3 +425,29 @@ class TestLifecycle:
 class _FakeStarted:
     resource_id = "elsewhere"
     data_port = 1
+
+
+class TestOneConsumerPerSubpartition:
+    def test_a_second_request_is_refused_and_the_consumer_gets_every_buffer(self, make_env) -> None:
+        producer_env, consumer_env, thief_env = make_env("a"), make_env("b"), make_env("c")
+        pid = partition_id("p")
+        writer = producer_env.create_result_partition(partition_descriptor(pid, 1))
+        gate = consumer_env.create_input_gate(
+            (gate_of(channel(pid, 0, producer_env, local=False)),)
+        )
+        writer.emit(0, b"first")
+        first = None
+        deadline = time.monotonic() + 10
+        while first is None:  # the consumer is attached once its first buffer arrived
+            assert time.monotonic() < deadline, "the consumer got nothing"
+            first = gate.poll(0.5)
+        thief = thief_env.create_input_gate((gate_of(channel(pid, 0, producer_env, local=False)),))
+        with pytest.raises(NetworkError, match="already has a consumer"):
+            while True:  # bounded: read_all's deadline below, the error comes first
+                assert time.monotonic() < deadline + 10, "the second request was not refused"
+                thief.poll(0.5)
+        thread = produce(writer, 1000)
+        polled = read_all(gate)
+        thread.join()
+        assert first[3] == b"first"
+        assert payloads(polled, 0, 0) == [f"0:{i}".encode() for i in range(1000)]
