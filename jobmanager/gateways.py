@@ -4,7 +4,6 @@ closes. The only JobMaster module besides the servicer that touches protobuf typ
 
 from __future__ import annotations
 
-import pickle
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -14,6 +13,7 @@ import grpc
 
 from weir.core import rpc
 from weir.core.deployment import TaskDeploymentDescriptor
+from weir.core.deployment_codec import encode_deployment
 from weir.core.errors import SlotAllocationError, WeirError
 from weir.core.ids import AllocationId, ResourceId
 from weir.jobmanager.execution_graph import SlotInfo
@@ -178,7 +178,7 @@ class TaskExecutorGateways:
             "TaskExecutor.SubmitTask",
             self._stub(address).SubmitTask,
             taskexecutor_pb2.SubmitTaskRequest(
-                task_deployment_descriptor=pickle.dumps(tdd, protocol=5),
+                deployment=encode_deployment(tdd),
                 jobmaster_address=jobmaster_address,
             ),
             timeout=timeout_s,

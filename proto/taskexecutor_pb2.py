@@ -25,29 +25,49 @@ _sym_db = _symbol_database.Default()
 from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dweir/proto/taskexecutor.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"W\n\x13\x41llocateSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\"(\n\x0f\x46reeSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\"R\n\x11SubmitTaskRequest\x12\"\n\x1atask_deployment_descriptor\x18\x01 \x01(\x0c\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\"1\n\x11\x43\x61ncelTaskRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\"\x1d\n\x0bStopRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\"k\n\x11\x43heckpointOptions\x12\x17\n\x0f\x63heckpoint_type\x18\x01 \x01(\t\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x11\n\tunaligned\x18\x03 \x01(\x08\x12\x1c\n\x14snapshot_compression\x18\x04 \x01(\x08\"\x8f\x01\n\x18TriggerCheckpointRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12(\n\x07options\x18\x04 \x01(\x0b\x32\x17.weir.CheckpointOptions\"M\n\x16\x43heckpointNotification\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x32\xc5\x03\n\x0cTaskExecutor\x12\x34\n\x0c\x41llocateSlot\x12\x19.weir.AllocateSlotRequest\x1a\t.weir.Ack\x12,\n\x08\x46reeSlot\x12\x15.weir.FreeSlotRequest\x1a\t.weir.Ack\x12\x30\n\nSubmitTask\x12\x17.weir.SubmitTaskRequest\x1a\t.weir.Ack\x12\x30\n\nCancelTask\x12\x17.weir.CancelTaskRequest\x1a\t.weir.Ack\x12$\n\x04Stop\x12\x11.weir.StopRequest\x1a\t.weir.Ack\x12>\n\x11TriggerCheckpoint\x12\x1e.weir.TriggerCheckpointRequest\x1a\t.weir.Ack\x12\x43\n\x18NotifyCheckpointComplete\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ack\x12\x42\n\x17NotifyCheckpointAborted\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dweir/proto/taskexecutor.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"W\n\x13\x41llocateSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\"(\n\x0f\x46reeSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\"\x89\x01\n\x11SubmitTaskRequest\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\x12\x37\n\ndeployment\x18\x03 \x01(\x0b\x32#.weir.TaskDeploymentDescriptorProtoJ\x04\x08\x01\x10\x02R\x1atask_deployment_descriptor\"\xd9\x05\n\x1dTaskDeploymentDescriptorProto\x12\x0f\n\x07version\x18\x01 \x01(\r\x12\x14\n\x0cweir_version\x18\x02 \x01(\t\x12\x0e\n\x06job_id\x18\x03 \x01(\t\x12\x10\n\x08job_name\x18\x04 \x01(\t\x12$\n\x06vertex\x18\x05 \x01(\x0b\x32\x14.weir.JobVertexProto\x12\x15\n\rsubtask_index\x18\x06 \x01(\x05\x12\x16\n\x0e\x61ttempt_number\x18\x07 \x01(\x05\x12\x1c\n\x14\x65xecution_attempt_id\x18\x08 \x01(\t\x12\x15\n\rallocation_id\x18\t \x01(\t\x12\x33\n\x0binput_gates\x18\n \x03(\x0b\x32\x1e.weir.InputGateDescriptorProto\x12?\n\x11result_partitions\x18\x0b \x03(\x0b\x32$.weir.ResultPartitionDescriptorProto\x12\x46\n\njob_config\x18\x0c \x03(\x0b\x32\x32.weir.TaskDeploymentDescriptorProto.JobConfigEntry\x12N\n\x0ejob_parameters\x18\r \x03(\x0b\x32\x36.weir.TaskDeploymentDescriptorProto.JobParametersEntry\x12\x16\n\x0erestored_state\x18\x0e \x01(\x0c\x12\x1a\n\x12has_restored_state\x18\x0f \x01(\x08\x12\x1e\n\x16restored_checkpoint_id\x18\x10 \x01(\x03\x12\x1b\n\x13\x66inished_on_restore\x18\x11 \x01(\x08\x1a\x30\n\x0eJobConfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x34\n\x12JobParametersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\">\n\x16ResultPartitionIdProto\x12\x10\n\x08producer\x18\x01 \x01(\t\x12\x12\n\nedge_index\x18\x02 \x01(\x05\"\xec\x01\n\x1eResultPartitionDescriptorProto\x12\x32\n\x0cpartition_id\x18\x01 \x01(\x0b\x32\x1c.weir.ResultPartitionIdProto\x12 \n\x04\x65\x64ge\x18\x02 \x01(\x0b\x32\x12.weir.JobEdgeProto\x12\x19\n\x11num_subpartitions\x18\x03 \x01(\x05\x12\x19\n\x11\x63onsumer_subtasks\x18\x04 \x03(\x05\x12\x1c\n\x14\x63onsumer_parallelism\x18\x05 \x01(\x05\x12 \n\x18\x63onsumer_max_parallelism\x18\x06 \x01(\x05\"P\n\x18TaskManagerLocationProto\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x11\n\tdata_port\x18\x03 \x01(\x05\"\xba\x01\n\x1bInputChannelDescriptorProto\x12\x32\n\x0cpartition_id\x18\x01 \x01(\x0b\x32\x1c.weir.ResultPartitionIdProto\x12\x1a\n\x12subpartition_index\x18\x02 \x01(\x05\x12\x39\n\x11producer_location\x18\x03 \x01(\x0b\x32\x1e.weir.TaskManagerLocationProto\x12\x10\n\x08is_local\x18\x04 \x01(\x08\"\x85\x01\n\x18InputGateDescriptorProto\x12\x12\n\nedge_index\x18\x01 \x01(\x05\x12 \n\x04\x65\x64ge\x18\x02 \x01(\x0b\x32\x12.weir.JobEdgeProto\x12\x33\n\x08\x63hannels\x18\x03 \x03(\x0b\x32!.weir.InputChannelDescriptorProto\"1\n\x11\x43\x61ncelTaskRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\"\x1d\n\x0bStopRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\"k\n\x11\x43heckpointOptions\x12\x17\n\x0f\x63heckpoint_type\x18\x01 \x01(\t\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x11\n\tunaligned\x18\x03 \x01(\x08\x12\x1c\n\x14snapshot_compression\x18\x04 \x01(\x08\"\x8f\x01\n\x18TriggerCheckpointRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12(\n\x07options\x18\x04 \x01(\x0b\x32\x17.weir.CheckpointOptions\"M\n\x16\x43heckpointNotification\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x32\xc5\x03\n\x0cTaskExecutor\x12\x34\n\x0c\x41llocateSlot\x12\x19.weir.AllocateSlotRequest\x1a\t.weir.Ack\x12,\n\x08\x46reeSlot\x12\x15.weir.FreeSlotRequest\x1a\t.weir.Ack\x12\x30\n\nSubmitTask\x12\x17.weir.SubmitTaskRequest\x1a\t.weir.Ack\x12\x30\n\nCancelTask\x12\x17.weir.CancelTaskRequest\x1a\t.weir.Ack\x12$\n\x04Stop\x12\x11.weir.StopRequest\x1a\t.weir.Ack\x12>\n\x11TriggerCheckpoint\x12\x1e.weir.TriggerCheckpointRequest\x1a\t.weir.Ack\x12\x43\n\x18NotifyCheckpointComplete\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ack\x12\x42\n\x17NotifyCheckpointAborted\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'weir.proto.taskexecutor_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBCONFIGENTRY']._loaded_options = None
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBCONFIGENTRY']._serialized_options = b'8\001'
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBPARAMETERSENTRY']._loaded_options = None
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBPARAMETERSENTRY']._serialized_options = b'8\001'
   _globals['_ALLOCATESLOTREQUEST']._serialized_start=64
   _globals['_ALLOCATESLOTREQUEST']._serialized_end=151
   _globals['_FREESLOTREQUEST']._serialized_start=153
   _globals['_FREESLOTREQUEST']._serialized_end=193
-  _globals['_SUBMITTASKREQUEST']._serialized_start=195
-  _globals['_SUBMITTASKREQUEST']._serialized_end=277
-  _globals['_CANCELTASKREQUEST']._serialized_start=279
-  _globals['_CANCELTASKREQUEST']._serialized_end=328
-  _globals['_STOPREQUEST']._serialized_start=330
-  _globals['_STOPREQUEST']._serialized_end=359
-  _globals['_CHECKPOINTOPTIONS']._serialized_start=361
-  _globals['_CHECKPOINTOPTIONS']._serialized_end=468
-  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_start=471
-  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_end=614
-  _globals['_CHECKPOINTNOTIFICATION']._serialized_start=616
-  _globals['_CHECKPOINTNOTIFICATION']._serialized_end=693
-  _globals['_TASKEXECUTOR']._serialized_start=696
-  _globals['_TASKEXECUTOR']._serialized_end=1149
+  _globals['_SUBMITTASKREQUEST']._serialized_start=196
+  _globals['_SUBMITTASKREQUEST']._serialized_end=333
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO']._serialized_start=336
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO']._serialized_end=1065
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBCONFIGENTRY']._serialized_start=963
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBCONFIGENTRY']._serialized_end=1011
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBPARAMETERSENTRY']._serialized_start=1013
+  _globals['_TASKDEPLOYMENTDESCRIPTORPROTO_JOBPARAMETERSENTRY']._serialized_end=1065
+  _globals['_RESULTPARTITIONIDPROTO']._serialized_start=1067
+  _globals['_RESULTPARTITIONIDPROTO']._serialized_end=1129
+  _globals['_RESULTPARTITIONDESCRIPTORPROTO']._serialized_start=1132
+  _globals['_RESULTPARTITIONDESCRIPTORPROTO']._serialized_end=1368
+  _globals['_TASKMANAGERLOCATIONPROTO']._serialized_start=1370
+  _globals['_TASKMANAGERLOCATIONPROTO']._serialized_end=1450
+  _globals['_INPUTCHANNELDESCRIPTORPROTO']._serialized_start=1453
+  _globals['_INPUTCHANNELDESCRIPTORPROTO']._serialized_end=1639
+  _globals['_INPUTGATEDESCRIPTORPROTO']._serialized_start=1642
+  _globals['_INPUTGATEDESCRIPTORPROTO']._serialized_end=1775
+  _globals['_CANCELTASKREQUEST']._serialized_start=1777
+  _globals['_CANCELTASKREQUEST']._serialized_end=1826
+  _globals['_STOPREQUEST']._serialized_start=1828
+  _globals['_STOPREQUEST']._serialized_end=1857
+  _globals['_CHECKPOINTOPTIONS']._serialized_start=1859
+  _globals['_CHECKPOINTOPTIONS']._serialized_end=1966
+  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_start=1969
+  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_end=2112
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_start=2114
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_end=2191
+  _globals['_TASKEXECUTOR']._serialized_start=2194
+  _globals['_TASKEXECUTOR']._serialized_end=2647
 # @@protoc_insertion_point(module_scope)

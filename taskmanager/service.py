@@ -18,6 +18,7 @@ from weir.core.checkpoint import (
     TaskStateSnapshot,
     encode_task_state,
 )
+from weir.core.deployment_codec import decode_deployment
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
 from weir.core.process_status import current_process_status
 from weir.proto import (
@@ -60,7 +61,7 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     def SubmitTask(
         self, request: taskexecutor_pb2.SubmitTaskRequest, context: grpc.ServicerContext
     ) -> common_pb2.Ack:
-        self._te.submit_task(request.task_deployment_descriptor, request.jobmaster_address)
+        self._te.submit_task(decode_deployment(request.deployment), request.jobmaster_address)
         return common_pb2.Ack(ok=True)
 
     @rpc.translate_server_errors

@@ -15,7 +15,6 @@ import collections
 import contextlib
 import logging
 import os
-import pickle
 import queue
 import shutil
 import tempfile
@@ -480,11 +479,7 @@ class TaskExecutor:
         logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
         self._release_jobs_that_left({slot.job_id})
 
-    def submit_task(self, tdd_bytes: bytes, jobmaster_address: str) -> None:
-        tdd = pickle.loads(tdd_bytes)
-        if not isinstance(tdd, TaskDeploymentDescriptor):
-            msg = f"SubmitTask carried a {type(tdd).__name__}, not a TaskDeploymentDescriptor"
-            raise WeirError(msg)
+    def submit_task(self, tdd: TaskDeploymentDescriptor, jobmaster_address: str) -> None:
         attempt = tdd.execution_attempt_id
         with self._lock:
             if self._stop_requested.is_set():

@@ -9,9 +9,11 @@ WeirError
 ├── JobExecutionError                      a job ended FAILED or CANCELED; carries the cause
 ├── SlotAllocationError                    not enough slots within slot.request.timeout
 ├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
+├── DeploymentVersionError                 a task deployment of another Weir version
 ├── RemoteError                            a gRPC call failed (mapped from grpc.StatusCode)
 │   ├── ServiceUnavailableError (ConnectionError)
-│   └── RemoteTimeoutError (TimeoutError)
+│   ├── RemoteTimeoutError (TimeoutError)
+│   └── AuthenticationError (PermissionError)  the peer refused our credentials
 ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
 │   └── ProducerFailedError                 the task producing an input failed (a consequence)
 ├── RecordTooLargeError (ValueError)       a record does not fit in one network frame
@@ -75,6 +77,10 @@ class TaskManagerLostError(WeirError):
     """A TaskManager stopped heart-beating or its process died."""
 
 
+class DeploymentVersionError(WeirError):
+    """A TaskManager refused a task deployment descriptor of another version."""
+
+
 class RemoteError(WeirError):
     """A call to another Weir service failed."""
 
@@ -89,6 +95,11 @@ class ServiceUnavailableError(RemoteError, ConnectionError):
 
 class RemoteTimeoutError(RemoteError, TimeoutError):
     """The service did not answer in time."""
+
+
+class AuthenticationError(RemoteError, PermissionError):
+    """The service refused the call: no, or the wrong, certificate or token (UNAUTHENTICATED),
+    or the TLS handshake with it failed."""
 
 
 class NetworkError(WeirError, ConnectionError):

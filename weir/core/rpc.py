@@ -82,7 +82,7 @@ CODE_TO_ERROR: dict[grpc.StatusCode, type[errors.RemoteError] | type[errors.Weir
     grpc.StatusCode.INTERNAL: errors.RemoteError,
     grpc.StatusCode.UNAVAILABLE: errors.ServiceUnavailableError,
     grpc.StatusCode.DATA_LOSS: errors.RemoteError,
-    grpc.StatusCode.UNAUTHENTICATED: errors.RemoteError,
+    grpc.StatusCode.UNAUTHENTICATED: errors.AuthenticationError,
 }
 
 # The client-side class for an error the server raised on purpose, by name (so a
@@ -99,6 +99,7 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.TaskManagerLostError,
         errors.LeaderLostError,
         errors.JobExecutionError,
+        errors.DeploymentVersionError,
     )
 }
 _NAME_SEPARATOR = ": "

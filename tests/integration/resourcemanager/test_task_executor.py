@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 import signal
 import threading
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from _rm_testing import TestingResourceManager, wait_until
 
 from weir.core import rpc
 from weir.core.deployment import TaskDeploymentDescriptor
+from weir.core.deployment_codec import encode_deployment
 from weir.core.errors import (
     InvalidJobIdError,
     ServiceUnavailableError,
@@ -149,7 +149,7 @@ class TestTaskExecutor:
                     "SubmitTask",
                     stub.SubmitTask,
                     taskexecutor_pb2.SubmitTaskRequest(
-                        task_deployment_descriptor=pickle.dumps(tdd), jobmaster_address="x"
+                        deployment=encode_deployment(tdd), jobmaster_address="x"
                     ),
                 )
             rpc.call(
@@ -199,7 +199,7 @@ class TestTaskExecutor:
                 "SubmitTask",
                 stub.SubmitTask,
                 taskexecutor_pb2.SubmitTaskRequest(
-                    task_deployment_descriptor=pickle.dumps(endless),
+                    deployment=encode_deployment(endless),
                     jobmaster_address="127.0.0.1:1",
                 ),
             )
@@ -226,7 +226,7 @@ class TestTaskExecutor:
                     "SubmitTask",
                     stub.SubmitTask,
                     taskexecutor_pb2.SubmitTaskRequest(
-                        task_deployment_descriptor=pickle.dumps(tdd),
+                        deployment=encode_deployment(tdd),
                         jobmaster_address="127.0.0.1:1",
                     ),
                 )
@@ -251,7 +251,7 @@ class TestTaskExecutor:
                 "SubmitTask",
                 stub.SubmitTask,
                 taskexecutor_pb2.SubmitTaskRequest(
-                    task_deployment_descriptor=pickle.dumps(_descriptor("a1")),
+                    deployment=encode_deployment(_descriptor("a1")),
                     jobmaster_address="127.0.0.1:1",
                 ),
             )
@@ -375,7 +375,7 @@ class TestSlotLifecycle:
                 "SubmitTask",
                 stub.SubmitTask,
                 taskexecutor_pb2.SubmitTaskRequest(
-                    task_deployment_descriptor=pickle.dumps(holding),
+                    deployment=encode_deployment(holding),
                     jobmaster_address="127.0.0.1:1",
                 ),
             )
