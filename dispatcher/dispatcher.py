@@ -25,6 +25,7 @@ from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
 from weir.core.job_info import JobDetailsInfo
 from weir.core.job_status import JobStatus
+from weir.core.security import SecurityConfig
 from weir.proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class Dispatcher(LeaderContender):
         address: str = "",
     ) -> None:
         self._config = dict(config)
+        self._security = SecurityConfig.from_config(config)
         self._ha = ha_services
         self._factory = job_master_factory
         self._address = address
@@ -237,9 +239,8 @@ class Dispatcher(LeaderContender):
             )
             return None
 
-    @staticmethod
-    def _fetch_checkpoint_statistics(address: str, job_id: str) -> CheckpointStatsSnapshot:
-        with rpc.create_channel(address) as channel:
+    def _fetch_checkpoint_statistics(self, address: str, job_id: str) -> CheckpointStatsSnapshot:
+        with rpc.create_channel(address, self._security) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
             reply = rpc.call(
                 "GetCheckpointStatistics",
@@ -306,7 +307,7 @@ class Dispatcher(LeaderContender):
                 entry.submitted_ms,
                 status_version=version,
             )
-        with rpc.create_channel(runner.address) as channel:
+        with rpc.create_channel(runner.address, self._security) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
             reply = rpc.call(
                 "GetJobDetails",
@@ -334,7 +335,7 @@ class Dispatcher(LeaderContender):
         entry = self._entry(job_id)
         if entry.final is not None or entry.runner is None:
             return
-        with rpc.create_channel(entry.runner.address) as channel:
+        with rpc.create_channel(entry.runner.address, self._security) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
             rpc.call(
                 "CancelJob", stub.CancelJob, common_pb2.JobIdRequest(job_id=job_id), timeout=10
@@ -361,7 +362,7 @@ class Dispatcher(LeaderContender):
     def list_task_managers(self) -> common_pb2.ListTaskManagersResponse:
         if not self._rm_address:
             return common_pb2.ListTaskManagersResponse()
-        with rpc.create_channel(self._rm_address) as channel:
+        with rpc.create_channel(self._rm_address, self._security) as channel:
             stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
             return rpc.call(
                 "ListTaskManagers", stub.ListTaskManagers, common_pb2.Empty(), timeout=10

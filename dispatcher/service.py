@@ -132,7 +132,7 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
     def _jobmaster_channel(self, address: str) -> grpc.aio.Channel:
         channel = self._jobmasters.get(address)
         if channel is None:
-            channel = rpc.create_aio_channel(address)
+            channel = rpc.create_aio_channel(address, self._server.security)
             self._jobmasters[address] = channel
         return channel
 

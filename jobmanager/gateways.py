@@ -16,6 +16,7 @@ from weir.core.deployment import TaskDeploymentDescriptor
 from weir.core.deployment_codec import encode_deployment
 from weir.core.errors import SlotAllocationError, WeirError
 from weir.core.ids import AllocationId, ResourceId
+from weir.core.security import SecurityConfig
 from weir.jobmanager.execution_graph import SlotInfo
 from weir.proto import (
     common_pb2,
@@ -52,7 +53,8 @@ class ResourceManagerGateway:
     """The JobMaster's client of the ResourceManager; ``address`` may change (a new
     leader), the channel follows it. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: SecurityConfig) -> None:
+        self._security = security
         self._lock = threading.Lock()
         self._address = ""
         self._channel: grpc.Channel | None = None
@@ -66,7 +68,7 @@ class ResourceManagerGateway:
             if self._channel is None or address != self._address:
                 if self._channel is not None:
                     self._channel.close()
-                self._channel = rpc.create_channel(address)
+                self._channel = rpc.create_channel(address, self._security)
                 self._address = address
             return resourcemanager_pb2_grpc.ResourceManagerStub(self._channel)
 
@@ -139,7 +141,8 @@ class TaskExecutorGateways:
     deployments and cancellations of every attempt. Thread-safe; ``close()`` closes them
     all (the job's JobMaster closes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: SecurityConfig) -> None:
+        self._security = security
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._closed = False
@@ -151,7 +154,7 @@ class TaskExecutorGateways:
                 raise WeirError(msg)
             channel = self._channels.get(address)
             if channel is None:
-                channel = rpc.create_channel(address)
+                channel = rpc.create_channel(address, self._security)
                 self._channels[address] = channel
             return taskexecutor_pb2_grpc.TaskExecutorStub(channel)
 

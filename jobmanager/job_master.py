@@ -25,6 +25,7 @@ from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_info import JobDetailsInfo
 from weir.core.job_status import JobStatus
+from weir.core.security import SecurityConfig
 from weir.jobmanager.checkpoint import (
     CheckpointCoordinator,
     ThreadScheduledExecutor,
@@ -59,6 +60,8 @@ class JobMaster(LeaderContender):
     ) -> None:
         self.job_graph = job_graph
         self._config = {**config, **job_graph.config}
+        # The cluster's settings, never the job's: a job must not weaken them.
+        self._security = SecurityConfig.from_config(config)
         self._ha = ha_services
         self._on_terminated = on_terminated
         self._host = host
@@ -74,6 +77,7 @@ class JobMaster(LeaderContender):
             lambda: self._rm_address,
             self._on_status,
             on_restart=self._on_restart,
+            security=self._security,
         )
         checkpointing = CheckpointingConfig.from_config(self._config)
         # With checkpoints, collect batches wait for the checkpoint that covers them, so a
@@ -100,7 +104,7 @@ class JobMaster(LeaderContender):
                 store=ha_services.create_completed_checkpoint_store(
                     job_graph.job_id, checkpointing.num_retained
                 ),
-                gateway=TaskExecutorCheckpointGateway(self.scheduler.task_address),
+                gateway=TaskExecutorCheckpointGateway(self.scheduler.task_address, self._security),
                 plan_provider=self.scheduler.checkpoint_plan,
                 clock=system_clock_ms,
                 executor=self._timer,
@@ -129,7 +133,7 @@ class JobMaster(LeaderContender):
         except BaseException:
             self._stop_workers()
             raise
-        server = rpc.create_server(max_workers=16)
+        server = rpc.create_server(max_workers=16, security=self._security)
         JobMasterServicer.register(self, server)
         self._address = rpc.bind(server, self._host, 0)
         server.start()

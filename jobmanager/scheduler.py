@@ -32,6 +32,7 @@ from weir.core.errors import (
 from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
 from weir.core.job_info import JobDetailsInfo
 from weir.core.job_status import JobStatus
+from weir.core.security import SecurityConfig
 from weir.jobmanager.checkpoint import (
     CheckpointCoordinator,
     CheckpointPlan,
@@ -73,6 +74,7 @@ class DefaultScheduler:
         on_status: Callable[[JobStatus], None],
         *,
         on_restart: Callable[[int], None] | None = None,
+        security: SecurityConfig,
     ) -> None:
         """``on_restart(attempt_number)`` is called, under the scheduler's lock, when a
         restart has ended the failed attempt's tasks and is about to deploy attempt
@@ -99,8 +101,8 @@ class DefaultScheduler:
         # rpc addresses of TaskManagers known to be lost: no calls to them (they could
         # only time out), their tasks are taken as gone.
         self._lost_addresses: set[str] = set()
-        self._resource_manager = ResourceManagerGateway()
-        self._task_executors = TaskExecutorGateways()
+        self._resource_manager = ResourceManagerGateway(security)
+        self._task_executors = TaskExecutorGateways(security)
         self._slot_request: _PendingSlotRequest | None = None
         self._final_release: threading.Thread | None = None
         self._restored: dict[tuple[str, int], bytes] = {}

@@ -32,6 +32,7 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, JobId, ResourceId
 from weir.core.process_status import ProcessStatus
+from weir.core.security import SecurityConfig
 from weir.resourcemanager import service
 from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
 from weir.resourcemanager.slot_manager import (
@@ -102,6 +103,7 @@ class ResourceManager:
         entry_point: str = DEFAULT_ENTRY_POINT,
     ) -> None:
         self._config = dict(config)
+        self._security = SecurityConfig.from_config(config)
         self._heartbeat_interval_ms = cfg.get(config, cfg.HEARTBEAT_INTERVAL)
         self._heartbeat_timeout_ms = cfg.get(config, cfg.HEARTBEAT_TIMEOUT)
         # The session comes first: gRPC's fork handlers must not see a server when the
@@ -125,7 +127,7 @@ class ResourceManager:
         self._heartbeats: HeartbeatMonitor[ResourceId] = HeartbeatMonitor(
             self._heartbeat_timeout_ms
         )
-        self._gateways = service.Gateways()
+        self._gateways = service.Gateways(self._security)
         # Lost-notices and releases run here, so neither the heartbeat check nor a
         # lease thread waits on another process.
         self._background = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-rm")
@@ -151,7 +153,7 @@ class ResourceManager:
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Start the gRPC server and lease ``resourcemanager.taskmanager.min`` TaskManagers;
         returns ``host:port``."""
-        server = rpc.create_server()
+        server = rpc.create_server(security=self._security)
         service.add_to_server(self, server)
         self._address = rpc.bind(server, host, port)
         server.start()

@@ -12,6 +12,7 @@ from weir.core import rpc
 from weir.core.errors import SlotAllocationError
 from weir.core.ids import AllocationId, JobId, ResourceId
 from weir.core.process_status import ProcessStatus
+from weir.core.security import SecurityConfig
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -175,7 +176,8 @@ class Gateways:
     """Clients of the TaskExecutors and JobMasters the ResourceManager talks to, one
     channel per address. Thread-safe; ``close()`` closes every channel."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: SecurityConfig) -> None:
+        self._security = security
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
 
@@ -183,7 +185,7 @@ class Gateways:
         with self._lock:
             channel = self._channels.get(address)
             if channel is None:
-                channel = rpc.create_channel(address)
+                channel = rpc.create_channel(address, self._security)
                 self._channels[address] = channel
             return channel
 

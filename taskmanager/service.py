@@ -21,6 +21,7 @@ from weir.core.checkpoint import (
 from weir.core.deployment_codec import decode_deployment
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
 from weir.core.process_status import current_process_status
+from weir.core.security import SecurityConfig
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -127,9 +128,9 @@ class RegistrationAnswer:
 class ResourceManagerGateway:
     """The TaskExecutor's client of the ResourceManager."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, security: SecurityConfig) -> None:
         self.address = address
-        self._channel = rpc.create_channel(address)
+        self._channel = rpc.create_channel(address, security)
         self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(self._channel)
 
     def register(
@@ -221,7 +222,8 @@ class JobMasterGateways:
     leak. A call to a JobMaster without a slot here (a last state report after the slot
     was freed) goes over a channel of its own, closed after the call."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: SecurityConfig) -> None:
+        self._security = security
         self._lock = threading.Lock()
         self._connections: dict[str, _Connection] = {}
         self._closed = False
@@ -232,7 +234,7 @@ class JobMasterGateways:
                 return
             connection = self._connections.get(address)
             if connection is None:
-                connection = _Connection(rpc.create_channel(address))
+                connection = _Connection(rpc.create_channel(address, self._security))
                 self._connections[address] = connection
             connection.slots += 1
 
@@ -263,7 +265,7 @@ class JobMasterGateways:
             if connection is not None:
                 connection.calls += 1
         if connection is None:
-            with rpc.create_channel(address) as transient:
+            with rpc.create_channel(address, self._security) as transient:
                 yield jobmaster_pb2_grpc.JobMasterStub(transient)
             return
         try:

@@ -36,6 +36,7 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
+from weir.core.security import SecurityConfig
 from weir.taskmanager import service, user_system_exit
 from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
 from weir.taskmanager.mailbox import MailboxClosedError
@@ -170,8 +171,9 @@ class TaskExecutor:
         self.lease_id = lease_id
         self._spark_task_info = spark_task_info
         self._network_factory = network_factory
-        self._rm = service.ResourceManagerGateway(rm_address)
-        self._jobmasters = service.JobMasterGateways()
+        self._security = SecurityConfig.from_config(config)
+        self._rm = service.ResourceManagerGateway(rm_address, self._security)
+        self._jobmasters = service.JobMasterGateways(self._security)
         self._heartbeat_interval_s = self.config.heartbeat_interval_ms / 1000
         self._heartbeat_timeout_s = self.config.heartbeat_timeout_ms / 1000
         self._lock = threading.Lock()
@@ -212,7 +214,7 @@ class TaskExecutor:
             network = self._network_factory(self.resource_id, self.config.host, self.config.network)
             self._network = network
             self.data_port = network.start()
-            server = rpc.create_server()
+            server = rpc.create_server(security=self._security)
             service.add_to_server(self, server)
             self.rpc_address = rpc.bind(server, self.config.host, 0)
             server.start()

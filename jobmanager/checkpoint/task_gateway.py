@@ -10,6 +10,7 @@ import grpc
 from weir.core import rpc
 from weir.core.errors import RemoteError
 from weir.core.ids import ExecutionAttemptId
+from weir.core.security import SecurityConfig
 from weir.jobmanager.checkpoint.checkpoint_coordinator import CheckpointOptions
 from weir.proto import taskexecutor_pb2, taskexecutor_pb2_grpc
 
@@ -24,8 +25,11 @@ class TaskExecutorCheckpointGateway:
     """Implements ``CheckpointTriggerGateway`` over gRPC; ``address_of`` finds the
     TaskExecutor that runs an attempt (None when the attempt is no longer known)."""
 
-    def __init__(self, address_of: Callable[[ExecutionAttemptId], str | None]) -> None:
+    def __init__(
+        self, address_of: Callable[[ExecutionAttemptId], str | None], security: SecurityConfig
+    ) -> None:
         self._address_of = address_of
+        self._security = security
 
     def _stub(
         self, attempt_id: ExecutionAttemptId
@@ -34,7 +38,7 @@ class TaskExecutorCheckpointGateway:
         if address is None:
             msg = f"task {attempt_id} is not part of the job any more"
             raise RemoteError(msg)
-        channel = rpc.create_channel(address)
+        channel = rpc.create_channel(address, self._security)
         return channel, taskexecutor_pb2_grpc.TaskExecutorStub(channel)
 
     def trigger_checkpoint(

@@ -29,6 +29,7 @@ from weir.core.executor import JobExecutionResult, register_executor, set_contex
 from weir.core.job_graph import JobGraph
 from weir.core.job_status import JobStatus
 from weir.core.local_paths import absolute_local_path
+from weir.core.security import SecurityConfig
 from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
@@ -52,11 +53,17 @@ def default_address(conf: dict[str, str]) -> str:
     return f"{host}:{port}"
 
 
+def _gateway(ns: argparse.Namespace, conf: dict[str, str]) -> DispatcherGateway:
+    return DispatcherGateway(
+        ns.jobmanager or default_address(conf), SecurityConfig.from_config(conf)
+    )
+
+
 class _CliExecutor(RemoteExecutor):
     """Submits, tells the user the job id, and in detached mode returns at once."""
 
-    def __init__(self, address: str, detached: bool) -> None:
-        super().__init__(address)
+    def __init__(self, address: str, detached: bool, security: SecurityConfig) -> None:
+        super().__init__(address, security=security)
         self.detached = detached
         self.submitted: list[str] = []
 
@@ -111,7 +118,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     if ns.allow_non_restored_state:
         context[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] = "true"
     set_context_configuration(context)
-    executor = _CliExecutor(address, ns.detached)
+    executor = _CliExecutor(address, ns.detached, SecurityConfig.from_config(conf))
     register_executor(executor)
     started = time.monotonic()
     try:
@@ -131,7 +138,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
 
 
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+    with _gateway(ns, conf) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
         running = [j for j in jobs if not JobStatus[j.status].is_globally_terminal_state()]
         ended = [j for j in jobs if j not in running]
@@ -186,7 +193,7 @@ _HISTORY_COLUMNS = (
 
 
 def cmd_checkpoints(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+    with _gateway(ns, conf) as gateway:
         stats = gateway.checkpoint_statistics(ns.job_id)
     if not stats.checkpointing_enabled:
         print(f"Checkpointing is not enabled for job {ns.job_id}.")
@@ -236,7 +243,7 @@ def _when(ms: int) -> str:
 
 
 def cmd_cancel(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+    with _gateway(ns, conf) as gateway:
         gateway.cancel_job(ns.job_id)
     print(f"Cancelled job {ns.job_id}.")
     return 0

@@ -26,6 +26,7 @@ from weir.core import rpc
 from weir.core.highavailability import StandaloneHaServices
 from weir.core.job_graph import JobGraph
 from weir.core.job_info import JobDetailsInfo
+from weir.core.security import Endpoint, SecurityConfig
 from weir.dispatcher.dispatcher import Dispatcher
 from weir.dispatcher.service import DispatcherServicer
 from weir.jobmanager.job_master import JobMaster
@@ -76,7 +77,12 @@ class ClusterComponents:
             self.resource_manager = ResourceManager(self.config, self._spark_session)
             self._ha.resource_manager_address = self.resource_manager.start(self.host, 0)
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
-            self._server = rpc.AsyncioServer("weir-dispatcher", _DISPATCHER_WORKERS)
+            self._server = rpc.AsyncioServer(
+                "weir-dispatcher",
+                _DISPATCHER_WORKERS,
+                security=SecurityConfig.from_config(self.config),
+                endpoint=Endpoint.REST,
+            )
             DispatcherServicer.register(self.dispatcher, self._server)
             self.address = self._server.bind(
                 self.host, dispatcher_port, port_key=cfg.JOBMANAGER_PORT.key

@@ -6,13 +6,17 @@ from weir.core import rpc
 from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
 from weir.core.job_info import JobDetailsInfo
+from weir.core.security import Endpoint, SecurityConfig
 from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 
 class DispatcherGateway:
-    def __init__(self, address: str) -> None:
+    """``security``: how to reach the Dispatcher (its REST endpoint settings, and the
+    token); plaintext without a token unless given."""
+
+    def __init__(self, address: str, security: SecurityConfig | None = None) -> None:
         self.address = address
-        self._channel = rpc.create_channel(address)
+        self._channel = rpc.create_channel(address, security or SecurityConfig(), Endpoint.REST)
         self._stub = dispatcher_pb2_grpc.DispatcherStub(self._channel)
 
     def submit_job(self, job_graph: bytes) -> str:

@@ -13,6 +13,7 @@ from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.job_client import ClusterJobClient
 from weir.core.job_graph import JobGraph
 from weir.core.job_graph_codec import encode_job_graph
+from weir.core.security import SecurityConfig
 
 PRINT_TARGET_KEY = "weir.internal.print-target"
 
@@ -50,15 +51,18 @@ def client_stdout_path() -> str | None:
 class RemoteExecutor:
     """Submits to the Dispatcher at ``address`` (``weir run -m host:port``)."""
 
-    def __init__(self, address: str, attach_stdout: bool = False) -> None:
+    def __init__(
+        self, address: str, attach_stdout: bool = False, security: SecurityConfig | None = None
+    ) -> None:
         self.address = address
         self._attach_stdout = attach_stdout
+        self._security = security
         self._gateway: DispatcherGateway | None = None
 
     @property
     def gateway(self) -> DispatcherGateway:
         if self._gateway is None:
-            self._gateway = DispatcherGateway(self.address)
+            self._gateway = DispatcherGateway(self.address, self._security)
         return self._gateway
 
     def submit(self, job_graph: JobGraph) -> ClusterJobClient:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from weir.client.cluster_components import ClusterComponents
 from weir.client.executor import RemoteExecutor
 from weir.core import config as cfg
+from weir.core.security import SecurityConfig
 
 if TYPE_CHECKING:
     from weir.dispatcher.dispatcher import Dispatcher
@@ -58,7 +59,9 @@ class MiniCluster:
         return self
 
     def executor(self) -> RemoteExecutor:
-        return RemoteExecutor(self.address, attach_stdout=True)
+        return RemoteExecutor(
+            self.address, attach_stdout=True, security=SecurityConfig.from_config(self.config)
+        )
 
     def close(self, *, stop_spark: bool = True) -> None:
         """Stop the cluster. ``stop_spark=False`` (the end of an embedded run) leaves the

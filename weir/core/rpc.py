@@ -23,6 +23,12 @@ from typing import Any, TypeVar
 import grpc
 
 from weir.core import errors
+from weir.core.security import (
+    AioTokenClientInterceptor,
+    Endpoint,
+    SecurityConfig,
+    TokenClientInterceptor,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -168,10 +174,39 @@ def map_rpc_error(exc: grpc.RpcError, what: str) -> errors.WeirError:
     cls = CODE_TO_ERROR.get(code, errors.RemoteError)
     message = f"{what} failed ({code.name}): {details}"
     if code is grpc.StatusCode.UNAVAILABLE:
-        message += "; is the service running and its address right?"
+        tls_hint = _tls_hint(details)
+        if tls_hint and "Socket closed" not in details:
+            return errors.AuthenticationError(f"{message}; {tls_hint}", code=code.name)
+        # A server that closes at once may be a TLS server or one that just went away:
+        # still unavailable (failover treats it so), with both explanations.
+        message += f"; {tls_hint or 'is the service running and its address right?'}"
     if issubclass(cls, errors.RemoteError):
         return cls(message, code=code.name)
     return cls(message)
+
+
+def _tls_hint(details: str) -> str:
+    """What to do about a connection that failed for TLS reasons ("" if it did not)."""
+    if "WRONG_VERSION_NUMBER" in details:
+        return (
+            "this side uses TLS and the server does not (or the other way round): turn "
+            "security.ssl.internal.enabled (inside the cluster) or security.ssl.rest.enabled "
+            "(clients of the Dispatcher) on or off alike on both sides"
+        )
+    if "CERTIFICATE_VERIFY_FAILED" in details or "Tls handshake failed" in details:
+        return (
+            "the TLS handshake failed: each side's certificate must be signed by a CA in the "
+            "other's trust-cert (security.ssl.*.trust-cert), and name the host it is "
+            "reached at unless security.ssl.verify-hostname is off"
+        )
+    if "Socket closed" in details:
+        return (
+            "is the service running and its address right? If it has TLS on "
+            "(security.ssl.internal.enabled, or security.ssl.rest.enabled for the "
+            "Dispatcher), this side needs TLS too, with the cluster's cert, key and "
+            "trust-cert"
+        )
+    return ""
 
 
 def call(what: str, stub_method: Callable[..., T], request: Any, timeout: float | None = 30.0) -> T:
@@ -182,13 +217,32 @@ def call(what: str, stub_method: Callable[..., T], request: Any, timeout: float 
         raise map_rpc_error(exc, what) from exc
 
 
-def create_channel(address: str) -> grpc.Channel:
-    return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+def create_channel(
+    address: str, security: SecurityConfig, endpoint: Endpoint = Endpoint.INTERNAL
+) -> grpc.Channel:
+    """A channel to an ``endpoint`` of that kind at ``address``, with TLS and the token as
+    ``security`` says."""
+    options = [*_CHANNEL_OPTIONS, *security.channel_options(endpoint)]
+    credentials = security.channel_credentials(endpoint)
+    if credentials is None:
+        channel = grpc.insecure_channel(address, options=options)
+    else:
+        channel = grpc.secure_channel(address, credentials, options=options)
+    if security.token:
+        channel = grpc.intercept_channel(channel, TokenClientInterceptor(security.token))
+    return channel
 
 
-def create_aio_channel(address: str) -> grpc.aio.Channel:
+def create_aio_channel(
+    address: str, security: SecurityConfig, endpoint: Endpoint = Endpoint.INTERNAL
+) -> grpc.aio.Channel:
     """A channel for coroutines of an ``AsyncioServer``'s loop; create it on that loop."""
-    return grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
+    options = [*_CHANNEL_OPTIONS, *security.channel_options(endpoint)]
+    interceptors = [AioTokenClientInterceptor(security.token)] if security.token else None
+    credentials = security.channel_credentials(endpoint)
+    if credentials is None:
+        return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
+    return grpc.aio.secure_channel(address, credentials, options=options, interceptors=interceptors)
 
 
 async def call_async(
@@ -210,7 +264,16 @@ class AsyncioServer:
     Thread-safe: ``start``, ``bind``, ``stop`` and ``call_soon`` may be called from any
     thread other than the loop's."""
 
-    def __init__(self, name: str, max_workers: int = 16) -> None:
+    def __init__(
+        self,
+        name: str,
+        max_workers: int = 16,
+        *,
+        security: SecurityConfig,
+        endpoint: Endpoint = Endpoint.REST,
+    ) -> None:
+        self.security = security
+        self._credentials = security.server_credentials(endpoint)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
@@ -218,7 +281,9 @@ class AsyncioServer:
         self._stopped = False
 
         async def create() -> grpc.aio.Server:
-            return grpc.aio.server(options=_SERVER_OPTIONS)
+            return grpc.aio.server(
+                options=_SERVER_OPTIONS, interceptors=security.aio_server_interceptors(endpoint)
+            )
 
         self.server: grpc.aio.Server = self._run(create())
 
@@ -243,7 +308,7 @@ class AsyncioServer:
 
     def bind(self, host: str, port: int = 0, *, port_key: str = "") -> str:
         """As ``bind()`` for a server of the thread pool kind."""
-        return bind(self.server, host, port, port_key=port_key)
+        return _bind(self.server, self._credentials, host, port, port_key)
 
     def start(self) -> None:
         self._run(self.server.start())
@@ -273,10 +338,24 @@ _server_pools: weakref.WeakKeyDictionary[grpc.Server, futures.ThreadPoolExecutor
 )
 
 
-def create_server(max_workers: int = 16) -> grpc.Server:
+# The credentials each server binds its ports with (None: plaintext), for bind().
+_server_credentials: weakref.WeakKeyDictionary[grpc.Server, grpc.ServerCredentials | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def create_server(
+    max_workers: int = 16, *, security: SecurityConfig, endpoint: Endpoint = Endpoint.INTERNAL
+) -> grpc.Server:
+    """A server for an ``endpoint`` of that kind: its ports use TLS and its calls need the
+    token as ``security`` says (the token is checked before a request is decoded)."""
+    credentials = security.server_credentials(endpoint)
     pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
-    server = grpc.server(pool, options=_SERVER_OPTIONS)
+    server = grpc.server(
+        pool, options=_SERVER_OPTIONS, interceptors=security.server_interceptors(endpoint)
+    )
     _server_pools[server] = pool
+    _server_credentials[server] = credentials
     return server
 
 
@@ -293,13 +372,25 @@ def stop_server(server: grpc.Server, grace_s: float) -> None:
         pool.shutdown(wait=not sys.is_finalizing())
 
 
-def bind(
-    server: grpc.Server | grpc.aio.Server, host: str, port: int = 0, *, port_key: str = ""
+def bind(server: grpc.Server, host: str, port: int = 0, *, port_key: str = "") -> str:
+    """Bind ``server`` (made by ``create_server``) to ``host:port`` (0 picks a free port,
+    race-free) and return the address. ``port_key`` names the configuration key the port
+    came from, for the error."""
+    return _bind(server, _server_credentials.get(server), host, port, port_key)
+
+
+def _bind(
+    server: grpc.Server | grpc.aio.Server,
+    credentials: grpc.ServerCredentials | None,
+    host: str,
+    port: int,
+    port_key: str,
 ) -> str:
-    """Bind ``server`` to ``host:port`` (0 picks a free port, race-free) and return the
-    address. ``port_key`` names the configuration key the port came from, for the error."""
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        if credentials is None:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        else:
+            bound = server.add_secure_port(f"{host}:{port}", credentials)
     except RuntimeError:  # grpcio raises where older versions returned 0
         bound = 0
     if bound == 0:

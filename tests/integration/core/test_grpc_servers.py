@@ -6,11 +6,12 @@ import pytest
 
 from weir.core import rpc
 from weir.core.errors import ServiceUnavailableError
+from weir.core.security import SecurityConfig
 
 
 def test_a_second_server_on_a_taken_port_fails_with_port_in_use():
-    first = rpc.create_server(max_workers=1)
-    second = rpc.create_server(max_workers=1)
+    first = rpc.create_server(max_workers=1, security=SecurityConfig())
+    second = rpc.create_server(max_workers=1, security=SecurityConfig())
     try:
         address = rpc.bind(first, "127.0.0.1", 0)
         first.start()

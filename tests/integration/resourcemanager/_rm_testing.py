@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 
 from weir.core import rpc
+from weir.core.security import SecurityConfig
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -44,7 +45,7 @@ class TestingJobMaster(jobmaster_pb2_grpc.JobMasterServicer):
         self.offers: dict[str, list[Any]] = {}  # request id -> slots, in arrival order
         self.refuse_offers = False
         self._offered = threading.Condition()
-        self._server = rpc.create_server(4)
+        self._server = rpc.create_server(4, security=SecurityConfig())
         jobmaster_pb2_grpc.add_JobMasterServicer_to_server(self, self._server)
         self.address = rpc.bind(self._server, "127.0.0.1", 0)
         self._server.start()

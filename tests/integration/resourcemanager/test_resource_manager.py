@@ -15,6 +15,7 @@ from _rm_testing import TestingJobMaster, wait_until
 
 from weir.core import rpc
 from weir.core.errors import ServiceUnavailableError, SlotAllocationError
+from weir.core.security import SecurityConfig
 from weir.proto import (
     common_pb2,
     resourcemanager_pb2,
@@ -46,7 +47,7 @@ TASK_EXECUTOR_CONFIG = {"heartbeat.interval": "200 ms", "heartbeat.timeout": "3 
 
 class _Client:
     def __init__(self, address: str) -> None:
-        self.channel = rpc.create_channel(address)
+        self.channel = rpc.create_channel(address, SecurityConfig())
         self.stub = resourcemanager_pb2_grpc.ResourceManagerStub(self.channel)
 
     def task_managers(self) -> list[Any]:
@@ -200,7 +201,7 @@ class TestResourceManager:
         rm.close()  # idempotent
         assert rm.running_leases() == []
         for tm in tms:
-            channel = rpc.create_channel(tm.rpc_address)
+            channel = rpc.create_channel(tm.rpc_address, SecurityConfig())
             stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
             with pytest.raises(ServiceUnavailableError):
                 rpc.call("Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason="x"), timeout=5)

@@ -14,6 +14,7 @@ from _rm_testing import TestingResourceManager
 from weir.core import rpc
 from weir.core.deployment_codec import DEPLOYMENT_VERSION
 from weir.core.errors import DeploymentVersionError
+from weir.core.security import SecurityConfig
 from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
 from weir.taskmanager.task_executor import TaskExecutor
 
@@ -42,7 +43,7 @@ def executor() -> Iterator[TaskExecutor]:
 
 def _raw_submit(address: str, body: bytes) -> None:
     """SubmitTask with a request body of our own making, as an attacker would send it."""
-    with rpc.create_channel(address) as channel:
+    with rpc.create_channel(address, SecurityConfig()) as channel:
         method = channel.unary_unary(
             "/weir.TaskExecutor/SubmitTask",
             request_serializer=lambda b: b,
@@ -73,7 +74,7 @@ def test_a_pickle_in_submit_task_is_never_unpickled(executor, tmp_path: Path) ->
 
 
 def test_a_descriptor_of_another_version_is_refused_naming_both(executor) -> None:
-    with rpc.create_channel(executor.rpc_address) as channel:
+    with rpc.create_channel(executor.rpc_address, SecurityConfig()) as channel:
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
         request = taskexecutor_pb2.SubmitTaskRequest(
             deployment=taskexecutor_pb2.TaskDeploymentDescriptorProto(

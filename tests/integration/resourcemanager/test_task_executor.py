@@ -24,6 +24,7 @@ from weir.core.errors import (
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId, OperatorId
 from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
+from weir.core.security import SecurityConfig
 from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
 from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
@@ -40,7 +41,7 @@ def resource_manager() -> Iterator[TestingResourceManager]:
 
 
 def _stub(address: str) -> tuple[object, taskexecutor_pb2_grpc.TaskExecutorStub]:
-    channel = rpc.create_channel(address)
+    channel = rpc.create_channel(address, SecurityConfig())
     return channel, taskexecutor_pb2_grpc.TaskExecutorStub(channel)
 
 

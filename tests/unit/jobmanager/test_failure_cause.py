@@ -9,6 +9,7 @@ from weir.core.deployment import ExecutionState
 from weir.core.errors import ProducerFailedError, RecordTooLargeError
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
 from weir.core.job_status import JobStatus
+from weir.core.security import SecurityConfig
 from weir.jobmanager.execution_graph import ExecutionGraph
 from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.scheduler import DefaultScheduler
@@ -61,6 +62,7 @@ def _scheduler() -> DefaultScheduler:
         jobmaster_address=lambda: "127.0.0.1:1",
         resource_manager_address=lambda: None,
         on_status=lambda status: None,
+        security=SecurityConfig(),
     )
 
 

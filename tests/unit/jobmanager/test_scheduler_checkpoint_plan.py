@@ -15,6 +15,7 @@ from weir.core.job_graph import (
     PartitionerKind,
 )
 from weir.core.job_status import JobStatus
+from weir.core.security import SecurityConfig
 from weir.jobmanager.execution_graph import ExecutionGraph
 from weir.jobmanager.scheduler import DefaultScheduler
 
@@ -46,6 +47,7 @@ def _scheduler(partitioner: PartitionerKind, config: dict | None = None) -> Defa
         jobmaster_address=lambda: "127.0.0.1:1",
         resource_manager_address=lambda: None,
         on_status=lambda status: None,
+        security=SecurityConfig(),
     )
     scheduler.status = JobStatus.RUNNING
     for ev in scheduler.graph.all_executions():

@@ -7,6 +7,7 @@ from weir.core.deployment import ExecutionState
 from weir.core.ids import AllocationId, ResourceId
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
 from weir.core.job_status import JobStatus
+from weir.core.security import SecurityConfig
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
 from weir.jobmanager.scheduler import DefaultScheduler
 
@@ -22,6 +23,7 @@ def _scheduler() -> DefaultScheduler:
         jobmaster_address=lambda: "127.0.0.1:1",
         resource_manager_address=lambda: None,
         on_status=lambda status: None,
+        security=SecurityConfig(),
     )
 
 
