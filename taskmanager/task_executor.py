@@ -100,6 +100,7 @@ class TaskExecutorConfig:
             heartbeat_timeout_ms=cfg.get(entries, cfg.HEARTBEAT_TIMEOUT),
             tmp_dir=cfg.get(entries, cfg.TASKMANAGER_TMP_DIR).split(",")[0].strip(),
             network=NetworkConfig(
+                security=SecurityConfig.from_config(entries),
                 segment_size=cfg.get(entries, cfg.SEGMENT_SIZE),
                 buffers_per_channel=cfg.get(entries, cfg.BUFFERS_PER_CHANNEL),
                 floating_buffers_per_gate=cfg.get(entries, cfg.FLOATING_BUFFERS_PER_GATE),
@@ -171,7 +172,7 @@ class TaskExecutor:
         self.lease_id = lease_id
         self._spark_task_info = spark_task_info
         self._network_factory = network_factory
-        self._security = SecurityConfig.from_config(config)
+        self._security = self.config.network.security
         self._rm = service.ResourceManagerGateway(rm_address, self._security)
         self._jobmasters = service.JobMasterGateways(self._security)
         self._heartbeat_interval_s = self.config.heartbeat_interval_ms / 1000

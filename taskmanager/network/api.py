@@ -13,10 +13,11 @@ a lock per record; at most one per buffer.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from weir.core.deployment import InputGateDescriptor, ResultPartitionDescriptor, ResultPartitionId
+from weir.core.security import SecurityConfig
 
 
 class BufferKind(enum.IntEnum):
@@ -39,6 +40,11 @@ class PartitionClosedError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class NetworkConfig:
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+    """TLS (``security.ssl.internal.*``) and the token of every data connection."""
+    data_ports: tuple[int, int] = (0, 0)
+    """The data server's port: the first free one of this range (``taskmanager.data.port``);
+    ``(0, 0)`` lets the system pick."""
     segment_size: int = 32 * 1024
     buffers_per_channel: int = 2
     """Exclusive credits each input channel grants at start."""

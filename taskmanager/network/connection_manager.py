@@ -14,6 +14,7 @@ import errno
 import logging
 import selectors
 import socket
+import ssl
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -21,14 +22,19 @@ from typing import Any
 
 from weir.core.deployment import ResultPartitionId
 from weir.core.errors import NetworkError, ProducerFailedError
+from weir.core.security import SecurityConfig
 from weir.taskmanager.network.api import BufferKind
 from weir.taskmanager.network.frames import (
     HEADER,
+    MAX_HANDSHAKE_PAYLOAD,
     Frame,
     FrameDecoder,
     FrameType,
+    HandshakeError,
+    check_handshake,
     decode_partition_request,
     encode_frame,
+    encode_handshake,
     encode_partition_request,
 )
 from weir.taskmanager.network.input_channel import RemoteInputChannel
@@ -57,26 +63,60 @@ far more than it needs and only protects the caller against a bug."""
 
 _ACCEPT_BACKLOG = 128
 
+_TLS_CHUNK = 256 * 1024
+"""Plaintext encrypted per SSL write, and ciphertext received per read: TLS records are
+16 KiB, so one call covers several 32 KiB frames without copying megabytes at once."""
+
+
+class _Tls:
+    """One side of a TLS session over a non-blocking socket, through memory BIOs: the
+    I/O thread moves ciphertext between the socket and the BIOs itself, so TLS fits the
+    selector loop with no hidden buffering (an SSLSocket can hold decrypted bytes that
+    select() does not report)."""
+
+    __slots__ = ("handshaking", "incoming", "obj", "outgoing")
+
+    def __init__(self, context: ssl.SSLContext, *, server_side: bool, hostname: str) -> None:
+        self.incoming = ssl.MemoryBIO()
+        self.outgoing = ssl.MemoryBIO()
+        self.obj = context.wrap_bio(
+            self.incoming,
+            self.outgoing,
+            server_side=server_side,
+            server_hostname=None if server_side else hostname,
+        )
+        self.handshaking = True
+
 
 class _Connection:
     """Socket plus decoder plus output buffer; touched by the I/O thread only."""
 
-    def __init__(self, sock: socket.socket, peer: str) -> None:
+    def __init__(
+        self, sock: socket.socket, peer: str, tls: _Tls | None, decoder: FrameDecoder
+    ) -> None:
         self.sock = sock
         self.peer = peer
-        self.decoder = FrameDecoder()
+        self.tls = tls
+        self.decoder = decoder
         # A bytearray rather than a list of buffers: CPython deletes a bytearray's prefix
         # in O(1), and sending one contiguous buffer makes a single syscall per flush.
         self.out = bytearray()
+        self.raw_out = bytearray()
+        """With TLS: ciphertext waiting for the socket (``out`` holds plaintext)."""
         self.want_write = False
         self.closed = False
+
+    @property
+    def pending(self) -> int:
+        """Bytes queued for the peer, plaintext and ciphertext."""
+        return len(self.out) + len(self.raw_out)
 
 
 class _ClientConnection(_Connection):
     """Consumer side: receives buffers for the channels this environment requested."""
 
-    def __init__(self, sock: socket.socket, address: tuple[str, int]) -> None:
-        super().__init__(sock, f"{address[0]}:{address[1]}")
+    def __init__(self, sock: socket.socket, address: tuple[str, int], tls: _Tls | None) -> None:
+        super().__init__(sock, f"{address[0]}:{address[1]}", tls, FrameDecoder())
         self.address = address
         self.connected = False
         self.channels: dict[int, RemoteInputChannel] = {}
@@ -85,10 +125,14 @@ class _ClientConnection(_Connection):
 class _ServerConnection(_Connection):
     """Producer side: sends subpartitions to one consumer environment."""
 
-    def __init__(self, sock: socket.socket, peer: str) -> None:
-        super().__init__(sock, peer)
+    def __init__(self, sock: socket.socket, peer: str, tls: _Tls | None) -> None:
+        # A consumer sends only small frames (handshake, requests, credits): the server
+        # never allocates more than a handshake's worth for one, whoever connects.
+        super().__init__(sock, peer, tls, FrameDecoder(64 * 1024, MAX_HANDSHAKE_PAYLOAD))
         self.readers: dict[int, _Reader] = {}
         self.available: deque[_Reader] = deque()
+        self.authenticated = False
+        """The first frame was a handshake of this protocol version with the token."""
 
 
 class _Reader:
@@ -115,10 +159,24 @@ class _Reader:
 class ConnectionManager:
     """Owns the I/O thread. Implements the gates' ``RemoteTransport``."""
 
-    def __init__(self, resource_id: str, host: str, partitions: ResultPartitionManager) -> None:
+    def __init__(
+        self,
+        resource_id: str,
+        host: str,
+        partitions: ResultPartitionManager,
+        security: SecurityConfig | None = None,
+        ports: tuple[int, int] = (0, 0),
+    ) -> None:
         self._resource_id = resource_id
         self._host = host
         self._partitions = partitions
+        self._security = security or SecurityConfig()
+        self._ports = ports
+        self._server_context = self._security.data_server_context()
+        self._client_context = self._security.data_client_context()
+        self._handshake = encode_handshake(self._security.token)
+        self._scratch = bytearray(_TLS_CHUNK)
+        self._scratch_view = memoryview(self._scratch)
         self._selector = selectors.DefaultSelector()
         self._commands: deque[tuple[Any, ...]] = deque()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -143,17 +201,7 @@ class ConnectionManager:
         if self._thread is not None:
             msg = "the network environment was already started"
             raise NetworkError(msg)
-        server = socket.socket(socket.AF_INET6 if ":" in self._host else socket.AF_INET)
-        try:
-            server.bind((self._host, 0))
-            server.listen(_ACCEPT_BACKLOG)
-            server.setblocking(False)
-        except OSError as exc:
-            server.close()
-            msg = (
-                f"cannot bind the data server on {self._host!r}: {exc}; check the TaskManager host"
-            )
-            raise NetworkError(msg) from exc
+        server = self._bind_server()
         self._server = server
         self._selector.register(self._wake_r, selectors.EVENT_READ, self._on_wake)
         self._selector.register(server, selectors.EVENT_READ, self._on_accept)
@@ -164,6 +212,28 @@ class ConnectionManager:
         self._thread.start()
         logger.info("data server of %s listening on %s:%d", self._resource_id, self._host, port)
         return port
+
+    def _bind_server(self) -> socket.socket:
+        """The listening socket on the first free port of the range (any port for 0)."""
+        first, last = self._ports
+        error: OSError | None = None
+        for port in range(first, last + 1):
+            server = socket.socket(socket.AF_INET6 if ":" in self._host else socket.AF_INET)
+            try:
+                server.bind((self._host, port))
+                server.listen(_ACCEPT_BACKLOG)
+                server.setblocking(False)
+            except OSError as exc:
+                server.close()
+                error = exc
+                continue
+            return server
+        where = f"port {first}" if first == last else f"ports {first}-{last}"
+        msg = (
+            f"cannot bind the data server on {self._host!r}, {where}: {error}; check "
+            "taskmanager.bind-host and taskmanager.data.port (a range of free ports)"
+        )
+        raise NetworkError(msg) from error
 
     def close(self) -> None:
         with self._close_lock:
@@ -264,7 +334,10 @@ class ConnectionManager:
             return
         conn_sock.setblocking(False)
         conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _ServerConnection(conn_sock, f"{address[0]}:{address[1]}")
+        tls = None
+        if self._server_context is not None:
+            tls = _Tls(self._server_context, server_side=True, hostname="")
+        conn = _ServerConnection(conn_sock, f"{address[0]}:{address[1]}", tls)
         self._servers.add(conn)
         self._selector.register(conn_sock, selectors.EVENT_READ, self._on_server_event(conn))
         logger.debug("accepted a data connection from %s", conn.peer)
@@ -287,6 +360,9 @@ class ConnectionManager:
                     self._close_client(conn, f"cannot connect: {errno.errorcode.get(err, err)}")
                     return
                 conn.connected = True
+                self._flush(conn)  # the handshake (TLS, then Weir's) goes out now
+                if conn.closed:
+                    return
             if mask & selectors.EVENT_READ and not self._read(conn, self._on_client_frames):
                 self._close_client(conn, "the producer closed the connection")
                 return
@@ -297,6 +373,8 @@ class ConnectionManager:
 
     def _read(self, conn: _Connection, dispatch: Callable[[Any, list[Frame]], None]) -> bool:
         """Receive once and dispatch whole frames; False once the peer is gone."""
+        if conn.tls is not None:
+            return self._read_tls(conn, conn.tls, dispatch)
         try:
             count = conn.sock.recv_into(conn.decoder.writable())
         except (BlockingIOError, InterruptedError):
@@ -308,32 +386,127 @@ class ConnectionManager:
             return False
         try:
             frames = conn.decoder.commit(count)
-        except NetworkError:
-            logger.warning("dropping the data connection to %s", conn.peer, exc_info=True)
+        except NetworkError as exc:
+            logger.warning("dropping the data connection with %s: %s", conn.peer, exc)
             return False
         dispatch(conn, frames)
         return not conn.closed
+
+    def _read_tls(
+        self, conn: _Connection, tls: _Tls, dispatch: Callable[[Any, list[Frame]], None]
+    ) -> bool:
+        try:
+            count = conn.sock.recv_into(self._scratch)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError as exc:
+            logger.debug("receive from %s failed: %r", conn.peer, exc)
+            return False
+        if count == 0:
+            return False
+        tls.incoming.write(self._scratch_view[:count])
+        if tls.handshaking:
+            if not self._tls_handshake(conn, tls):
+                return False
+            self._flush(conn)  # the handshake's own messages
+            if conn.closed:
+                return False
+            if tls.handshaking:
+                return True
+        frames: list[Frame] = []
+        decoder = conn.decoder
+        try:
+            while True:
+                target = decoder.writable()
+                try:
+                    # With a buffer, read() fills it and returns a count (typeshed
+                    # only knows the bytes-returning form).
+                    read: int = tls.obj.read(len(target), target)  # type: ignore[assignment]
+                except ssl.SSLWantReadError:
+                    break
+                if read == 0:
+                    return False
+                frames.extend(decoder.commit(read))
+        except ssl.SSLZeroReturnError:
+            return False
+        except ssl.SSLError as exc:
+            logger.warning("TLS error on the data connection with %s: %s", conn.peer, exc)
+            return False
+        except NetworkError as exc:
+            logger.warning("dropping the data connection with %s: %s", conn.peer, exc)
+            return False
+        if frames:
+            dispatch(conn, frames)
+        if not conn.closed:
+            self._flush(conn)  # what the frames queued, and anything TLS has to say
+        return not conn.closed
+
+    def _tls_handshake(self, conn: _Connection, tls: _Tls) -> bool:
+        """Advance the TLS handshake; False when it failed (logged once, naming the peer)."""
+        try:
+            tls.obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            logger.warning(
+                "TLS handshake on the data connection with %s failed: %s (both sides need "
+                "security.ssl.internal.* with certificates of the same CA)",
+                conn.peer,
+                getattr(exc, "verify_message", None) or exc,
+            )
+            return False
+        else:
+            tls.handshaking = False
+        conn.raw_out += tls.outgoing.read()
+        return True
 
     # -- writing ---------------------------------------------------------------------
 
     def _flush(self, conn: _Connection) -> None:
         if conn.closed:
             return
-        if conn.out and (not isinstance(conn, _ClientConnection) or conn.connected):
+        connected = not isinstance(conn, _ClientConnection) or conn.connected
+        tls = conn.tls
+        if tls is None:
+            buffer = conn.out
+        else:
+            buffer = conn.raw_out
+            if connected and not self._encrypt(conn, tls):
+                self._close_any(conn, "the TLS handshake failed")
+                return
+        if buffer and connected:
             try:
-                sent = conn.sock.send(conn.out)
+                sent = conn.sock.send(buffer)
             except (BlockingIOError, InterruptedError):
                 sent = 0
             except OSError as exc:
                 logger.debug("send to %s failed: %r", conn.peer, exc)
                 self._close_any(conn, f"sending failed: {exc}")
                 return
-            del conn.out[:sent]
-        want = bool(conn.out) or (isinstance(conn, _ClientConnection) and not conn.connected)
+            del buffer[:sent]
+        want = bool(buffer) or not connected
+        if tls is not None and conn.out and not tls.handshaking:
+            want = True  # plaintext left behind a full ciphertext buffer
         if want != conn.want_write:
             conn.want_write = want
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
             self._selector.modify(conn.sock, events, self._selector.get_key(conn.sock).data)
+
+    def _encrypt(self, conn: _Connection, tls: _Tls) -> bool:
+        """Move plaintext of ``conn.out`` into ciphertext while ``raw_out`` has room (once
+        the handshake is done; until then, advance it). False if the handshake failed."""
+        if tls.handshaking:
+            if not self._tls_handshake(conn, tls):
+                return False
+            if tls.handshaking:
+                return True
+        out = conn.out
+        while out and len(conn.raw_out) < _HIGH_WATER:
+            with memoryview(out) as view, view[:_TLS_CHUNK] as chunk:
+                written = tls.obj.write(chunk)
+            del out[:written]
+            conn.raw_out += tls.outgoing.read()
+        return True
 
     def _pump(self) -> None:
         """Move readable subpartitions into their connections' output buffers."""
@@ -342,7 +515,7 @@ class ConnectionManager:
             out = conn.out
             available = conn.available
             for _ in range(_PUMP_ROUNDS):
-                while available and len(out) < _HIGH_WATER:
+                while available and len(out) + len(conn.raw_out) < _HIGH_WATER:
                     reader = available.popleft()
                     if reader.closed:
                         continue
@@ -369,7 +542,7 @@ class ConnectionManager:
                     elif polled.more:
                         available.append(reader)
                 self._flush(conn)
-                if conn.closed or not available or len(out) >= _HIGH_WATER:
+                if conn.closed or not available or conn.pending >= _HIGH_WATER:
                     break
             if conn.closed or not available:
                 self._pumping.discard(conn)
@@ -448,7 +621,15 @@ class ConnectionManager:
                 f"cannot connect to {address[0]}:{address[1]}: {errno.errorcode.get(err, err)}",
             )
             return None
-        conn = _ClientConnection(sock, address)
+        tls = None
+        if self._client_context is not None:
+            tls = _Tls(
+                self._client_context,
+                server_side=False,
+                hostname=self._security.data_server_hostname(address[0]),
+            )
+        conn = _ClientConnection(sock, address, tls)
+        conn.out += self._handshake  # the first frame, before any request
         conn.connected = err == 0
         conn.want_write = not conn.connected
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.want_write else 0)
@@ -500,7 +681,11 @@ class ConnectionManager:
 
     def _on_client_frame(self, conn: _ClientConnection, frame: Frame) -> None:
         frame_type = frame.frame_type
-        if frame_type == FrameType.ERROR_RESPONSE:
+        if frame_type == FrameType.ERROR_RESPONSE and frame.channel_id == 0:
+            # Channel 0 is the connection itself: the producer refused our handshake.
+            reason = frame.payload.decode(errors="replace")
+            self._close_client(conn, f"the producer's TaskManager refused the connection: {reason}")
+        elif frame_type == FrameType.ERROR_RESPONSE:
             channel = conn.channels.pop(frame.channel_id, None)
             if channel is not None:
                 # The producer's TaskManager answered: its task ended, and reports why.
@@ -552,7 +737,22 @@ class ConnectionManager:
         for frame in frames:
             if conn.closed:
                 return
+            if not conn.authenticated:
+                try:
+                    check_handshake(frame, self._security.token_matches)
+                except HandshakeError as exc:
+                    logger.warning("refused the data connection from %s: %s", conn.peer, exc)
+                    self._refuse(conn, str(exc))
+                    return
+                conn.authenticated = True
+                continue
             self._on_server_frame(conn, frame)
+
+    def _refuse(self, conn: _ServerConnection, reason: str) -> None:
+        """Tell the peer why (best effort: one small frame) and close."""
+        conn.out += encode_frame(FrameType.ERROR_RESPONSE, 0, 0, reason.encode())
+        self._flush(conn)
+        self._close_server_conn(conn)
 
     def _on_server_frame(self, conn: _ServerConnection, frame: Frame) -> None:
         frame_type = frame.frame_type

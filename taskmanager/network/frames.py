@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 import struct
+from collections.abc import Callable
 from typing import NamedTuple
 
 from weir.core.config import MAX_FRAME_SIZE_CEILING
@@ -49,6 +50,18 @@ class FrameType(enum.IntEnum):
     """Producer -> consumer: the channel's partition failed; payload is the UTF-8 reason."""
     CLOSE = 6
     """Either side: the connection is being closed on purpose."""
+    HANDSHAKE = 7
+    """Consumer -> producer, the first frame of every connection: magic, protocol version
+    and the cluster's token (``encode_handshake``). Nothing else is read before it."""
+
+
+PROTOCOL_MAGIC = b"WEIR"
+PROTOCOL_VERSION = 1
+"""Raised whenever a frame's meaning changes; both ends of a connection must agree."""
+_HANDSHAKE = struct.Struct(">4sH")
+MAX_HANDSHAKE_PAYLOAD = 4096
+"""Until its handshake is checked, a connection may announce no larger frame: a stranger
+cannot make the server allocate more than this."""
 
 
 class Frame(NamedTuple):
@@ -98,6 +111,38 @@ def decode_partition_request(payload: bytes) -> tuple[ResultPartitionId, int]:
     return ResultPartitionId(producer, edge_index), subpartition_index
 
 
+def encode_handshake(token: str) -> bytes:
+    body = _HANDSHAKE.pack(PROTOCOL_MAGIC, PROTOCOL_VERSION) + token.encode()
+    return encode_frame(FrameType.HANDSHAKE, 0, 0, body)
+
+
+class HandshakeError(NetworkError):
+    """A connection's first frame is not a handshake this server accepts."""
+
+
+def check_handshake(frame: Frame, token_matches: Callable[[bytes], bool]) -> None:
+    """Raises HandshakeError saying what is wrong with a connection's first frame."""
+    if frame.frame_type != FrameType.HANDSHAKE or len(frame.payload) < _HANDSHAKE.size:
+        msg = (
+            f"the first frame is a {frame.frame_type.name} frame, not a handshake; the peer "
+            "is not a Weir TaskManager of this version"
+        )
+        raise HandshakeError(msg)
+    magic, version = _HANDSHAKE.unpack_from(frame.payload)
+    if magic != PROTOCOL_MAGIC:
+        msg = f"the handshake's magic is {magic!r}, not {PROTOCOL_MAGIC!r}: not a Weir peer"
+        raise HandshakeError(msg)
+    if version != PROTOCOL_VERSION:
+        msg = (
+            f"the peer speaks data protocol version {version}, this TaskManager version "
+            f"{PROTOCOL_VERSION}; run the same Weir on every host"
+        )
+        raise HandshakeError(msg)
+    if not token_matches(frame.payload[_HANDSHAKE.size :]):
+        msg = "the handshake carried no or a wrong security.auth.token"
+        raise HandshakeError(msg)
+
+
 class FrameDecoder:
     """Turns a byte stream into frames without a per-byte Python loop.
 
@@ -106,7 +151,10 @@ class FrameDecoder:
     into its own ``bytes``. Not thread-safe: one decoder belongs to one connection.
     """
 
-    def __init__(self, capacity: int = 1024 * 1024) -> None:
+    def __init__(self, capacity: int = 1024 * 1024, max_payload: int = MAX_FRAME_PAYLOAD) -> None:
+        self.max_payload = max_payload
+        """The largest payload a frame may announce; a connection raises it once its
+        handshake is checked."""
         self._buf = bytearray(capacity)
         self._view = memoryview(self._buf)
         self._start = 0
@@ -143,11 +191,11 @@ class FrameDecoder:
         unpack = HEADER.unpack_from
         while end - start >= HEADER_SIZE:
             length, frame_type, kind, channel_id, value = unpack(view, start)
-            if length > MAX_FRAME_PAYLOAD:
+            if length > self.max_payload:
                 msg = (
                     f"received a frame header announcing {length} bytes (more than "
-                    f"{MAX_FRAME_PAYLOAD}); the stream is corrupt or the peer is not a Weir "
-                    "data server"
+                    f"{self.max_payload}); the stream is corrupt or the peer is not a Weir "
+                    "TaskManager"
                 )
                 raise NetworkError(msg)
             total = HEADER_SIZE + length

@@ -55,7 +55,9 @@ class DefaultNetworkEnvironment:
         self.config = config
         self.data_port: int | None = None
         self._partitions = ResultPartitionManager()
-        self._connections = ConnectionManager(resource_id, host, self._partitions)
+        self._connections = ConnectionManager(
+            resource_id, host, self._partitions, config.security, config.data_ports
+        )
         self._channel_ids = itertools.count(1)
         self._lock = threading.Lock()
         self._gates: set[DefaultInputGate] = set()
