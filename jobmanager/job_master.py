@@ -57,7 +57,11 @@ class JobMaster(LeaderContender):
         ha_services: HighAvailabilityServices,
         on_terminated: Callable[[JobDetailsInfo], None],
         host: str = "127.0.0.1",
+        *,
+        advertised_host: str = "",
     ) -> None:
+        """``host`` is the interface the JobMaster binds; ``advertised_host`` (else
+        ``host``) the address TaskManagers and the Dispatcher are told."""
         self.job_graph = job_graph
         self._config = {**config, **job_graph.config}
         # The cluster's settings, never the job's: a job must not weaken them.
@@ -65,6 +69,7 @@ class JobMaster(LeaderContender):
         self._ha = ha_services
         self._on_terminated = on_terminated
         self._host = host
+        self._advertised_host = advertised_host
         self._address = ""
         self._server: grpc.Server | None = None
         self._rm_address: str | None = None
@@ -135,7 +140,7 @@ class JobMaster(LeaderContender):
             raise
         server = rpc.create_server(max_workers=16, security=self._security)
         JobMasterServicer.register(self, server)
-        self._address = rpc.bind(server, self._host, 0)
+        self._address = rpc.bind(server, self._host, 0, advertise=self._advertised_host)
         server.start()
         self._server = server
         self._rm_retriever.start(self._on_resource_manager)

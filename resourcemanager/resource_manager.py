@@ -150,12 +150,13 @@ class ResourceManager:
         return {k: str(v) for k, v in self._config.items()}
 
     # --- lifecycle -----------------------------------------------------------------------
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Start the gRPC server and lease ``resourcemanager.taskmanager.min`` TaskManagers;
-        returns ``host:port``."""
+    def start(self, host: str = "127.0.0.1", port: int = 0, *, advertise: str = "") -> str:
+        """Start the gRPC server on ``host:port`` and lease ``resourcemanager.taskmanager.min``
+        TaskManagers; returns the address TaskManagers are told, ``advertise`` (else
+        ``host``) with the port."""
         server = rpc.create_server(security=self._security)
         service.add_to_server(self, server)
-        self._address = rpc.bind(server, host, port)
+        self._address = rpc.bind(server, host, port, advertise=advertise)
         server.start()
         self._server = server
         self._maintenance = threading.Thread(

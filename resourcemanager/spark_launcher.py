@@ -81,7 +81,14 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
         "spark.speculation": "false",
         "spark.dynamicAllocation.enabled": "false",
     }
+    settings.update(_driver_network_settings(config))
     settings.update({k: v for k, v in config.items() if k.startswith("spark.")})
+    if settings.get("spark.authenticate") != "true":
+        logger.warning(
+            "Spark's authentication is off: anyone who reaches the driver's RPC port can "
+            "talk to it. Set spark.authenticate: true and spark.authenticate.secret here and "
+            "on the Spark master and workers (spark-defaults.conf) to turn it on"
+        )
     settings[EXTRA_JAVA_OPTIONS] = driver_java_options(settings.get(EXTRA_JAVA_OPTIONS, ""))
     for key, value in settings.items():
         if key != "spark.master":
@@ -105,6 +112,26 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
     if settings.get("spark.ui.enabled") == "true":
         logger.info("Spark UI of the driver: %s", spark.sparkContext.uiWebUrl)
     return spark
+
+
+def _driver_network_settings(config: Mapping[str, str]) -> dict[str, str]:
+    """Where the driver's RPC and BlockManager listen, and who may talk to them: bound as
+    the master binds (not the machine's external interface), advertised as the master is,
+    with Spark's authentication on wherever Weir can give it a secret, and Spark's own RPC
+    encryption when the cluster's TLS is on. ``spark.*`` keys of the user's win."""
+    bind_host = cfg.get(config, cfg.BIND_HOST)
+    settings = {
+        "spark.driver.bindAddress": bind_host or "0.0.0.0",
+        "spark.driver.host": cfg.advertised_master_host(config),
+    }
+    local = cfg.get(config, cfg.SPARK_MASTER).startswith("local")
+    # Spark generates the secret itself for local masters; a standalone cluster's master
+    # and workers must be given the same one (spark.authenticate.secret) by the user.
+    if local or config.get("spark.authenticate.secret"):
+        settings["spark.authenticate"] = "true"
+        if cfg.get(config, cfg.SSL_INTERNAL_ENABLED):
+            settings["spark.network.crypto.enabled"] = "true"
+    return settings
 
 
 def derive_max_task_managers(config: Mapping[str, str], spark: SparkSession) -> int:

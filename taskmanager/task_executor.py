@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
 from weir.core import rpc
+from weir.core.addresses import local_address_towards
 from weir.core.checkpoint import CheckpointMetrics, CheckpointType, TaskStateSnapshot
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import (
@@ -84,12 +85,16 @@ def default_network(
 @dataclass(frozen=True, slots=True)
 class TaskExecutorConfig:
     host: str
+    """Advertised (``taskmanager.host``); empty: found towards the ResourceManager."""
     num_slots: int
     heartbeat_interval_ms: int
     heartbeat_timeout_ms: int
     tmp_dir: str
     network: NetworkConfig
     intercept_user_system_exit: str = cfg.INTERCEPT_USER_SYSTEM_EXIT.default
+    bind_host: str = ""
+    """``taskmanager.bind-host``; empty: the advertised host."""
+    rpc_ports: tuple[int, int] = (0, 0)
 
     @classmethod
     def from_config(cls, entries: Mapping[str, str]) -> TaskExecutorConfig:
@@ -101,12 +106,15 @@ class TaskExecutorConfig:
             tmp_dir=cfg.get(entries, cfg.TASKMANAGER_TMP_DIR).split(",")[0].strip(),
             network=NetworkConfig(
                 security=SecurityConfig.from_config(entries),
+                data_ports=cfg.get(entries, cfg.TASKMANAGER_DATA_PORT),
                 segment_size=cfg.get(entries, cfg.SEGMENT_SIZE),
                 buffers_per_channel=cfg.get(entries, cfg.BUFFERS_PER_CHANNEL),
                 floating_buffers_per_gate=cfg.get(entries, cfg.FLOATING_BUFFERS_PER_GATE),
                 max_buffers_per_subpartition=cfg.get(entries, cfg.MAX_BUFFERS_PER_SUBPARTITION),
             ),
             intercept_user_system_exit=cfg.get(entries, cfg.INTERCEPT_USER_SYSTEM_EXIT),
+            bind_host=cfg.get(entries, cfg.TASKMANAGER_BIND_HOST),
+            rpc_ports=cfg.get(entries, cfg.TASKMANAGER_RPC_PORT),
         )
 
 
@@ -196,6 +204,8 @@ class TaskExecutor:
             queue.Queue()
         )
         self._reporter: threading.Thread | None = None
+        self.host = self.config.host
+        """The address advertised to the cluster (known once started)."""
         self.rpc_address = ""
         self.data_port = 0
         self.working_dir = ""
@@ -212,12 +222,20 @@ class TaskExecutor:
                 prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None
             )
             self._job_resources = JobResourceTable(self.working_dir)
-            network = self._network_factory(self.resource_id, self.config.host, self.config.network)
+            self.host = self.config.host or local_address_towards(self._rm.address)
+            bind_host = self.config.bind_host or self.host
+            network = self._network_factory(self.resource_id, bind_host, self.config.network)
             self._network = network
             self.data_port = network.start()
             server = rpc.create_server(security=self._security)
             service.add_to_server(self, server)
-            self.rpc_address = rpc.bind(server, self.config.host, 0)
+            self.rpc_address = rpc.bind_in_range(
+                server,
+                bind_host,
+                self.config.rpc_ports,
+                port_key=cfg.TASKMANAGER_RPC_PORT.key,
+                advertise=self.host,
+            )
             server.start()
             self._server = server
             self._reporter = threading.Thread(
@@ -254,7 +272,7 @@ class TaskExecutor:
         answer = self._rm.register(
             resource_id=self.resource_id,
             rpc_address=self.rpc_address,
-            data_host=self.config.host,
+            data_host=self.host,
             data_port=self.data_port,
             num_slots=self.config.num_slots,
             spark_executor_id=self._spark_task_info,

@@ -59,6 +59,7 @@ class ClusterComponents:
         self.config = dict(config)
         self._spark_session = spark_session
         self.host = cfg.get(self.config, cfg.BIND_HOST)
+        self.advertised_host = cfg.advertised_master_host(self.config)
         self._ha = StandaloneHaServices()
         self.resource_manager: ResourceManager | None = None
         self.dispatcher: Dispatcher | None = None
@@ -75,7 +76,9 @@ class ClusterComponents:
             # The ResourceManager creates the SparkSession: that must happen before any
             # gRPC server exists in this process (gRPC's fork handlers).
             self.resource_manager = ResourceManager(self.config, self._spark_session)
-            self._ha.resource_manager_address = self.resource_manager.start(self.host, 0)
+            self._ha.resource_manager_address = self.resource_manager.start(
+                self.host, 0, advertise=self.advertised_host
+            )
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
             self._server = rpc.AsyncioServer(
                 "weir-dispatcher",
@@ -85,7 +88,10 @@ class ClusterComponents:
             )
             DispatcherServicer.register(self.dispatcher, self._server)
             self.address = self._server.bind(
-                self.host, dispatcher_port, port_key=cfg.JOBMANAGER_PORT.key
+                self.host,
+                dispatcher_port,
+                port_key=cfg.JOBMANAGER_PORT.key,
+                advertise=self.advertised_host,
             )
             self._ha.dispatcher_address = self.address
             self._server.start()
@@ -98,7 +104,14 @@ class ClusterComponents:
     def _start_job_master(
         self, graph: JobGraph, on_terminated: Callable[[JobDetailsInfo], None]
     ) -> JobMaster:
-        job_master = JobMaster(graph, self.config, self._ha, on_terminated, self.host)
+        job_master = JobMaster(
+            graph,
+            self.config,
+            self._ha,
+            on_terminated,
+            self.host,
+            advertised_host=self.advertised_host,
+        )
         job_master.start()
         return job_master
 

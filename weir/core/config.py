@@ -361,8 +361,52 @@ INTERCEPT_USER_SYSTEM_EXIT = _option(
     "exits.",
     ("disabled", "log", "throw"),
 )
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    """Flink's port syntax: ``0`` (any free port), ``50100`` or ``50100-50200``."""
+    first, sep, last = str(text).strip().partition("-")
+    try:
+        low = int(first)
+        high = int(last) if sep else low
+    except ValueError:
+        msg = f"expected a port, or a range such as 50100-50200, got {text!r}"
+        raise ValueError(msg) from None
+    if not (0 <= low <= high <= 65535) or (low == 0 and high != 0):
+        msg = (
+            f"expected ports from 1 to 65535 with the first not above the last (or 0), got {text!r}"
+        )
+        raise ValueError(msg)
+    return low, high
+
+
 TASKMANAGER_HOST = _option(
-    "taskmanager.host", "127.0.0.1", str, "Address TaskManagers bind and advertise."
+    "taskmanager.host",
+    "",
+    str,
+    "Address a TaskManager advertises to the cluster (its gRPC and data endpoints). Empty: "
+    "the address of the TaskManager's host on the interface that routes to the "
+    "ResourceManager (127.0.0.1 when the master is on loopback).",
+)
+TASKMANAGER_BIND_HOST = _option(
+    "taskmanager.bind-host",
+    "",
+    str,
+    "Interface TaskManagers bind their gRPC and data servers to (0.0.0.0: all). Empty: "
+    "taskmanager.host.",
+)
+TASKMANAGER_DATA_PORT = _option(
+    "taskmanager.data.port",
+    (0, 0),
+    parse_port_range,
+    "Port of a TaskManager's data server: 0 (any free), a port, or a range such as "
+    "50100-50200 for firewalled clusters (the first free one is taken).",
+)
+TASKMANAGER_RPC_PORT = _option(
+    "taskmanager.rpc.port",
+    (0, 0),
+    parse_port_range,
+    "Port of a TaskManager's gRPC endpoint: 0 (any free), a port, or a range.",
 )
 TASKMANAGER_TMP_DIR = _option(
     "io.tmp.dirs", "", str, "Working directories of TaskManagers (default: the system temp dir)."
@@ -370,7 +414,12 @@ TASKMANAGER_TMP_DIR = _option(
 
 # --- master services ----------------------------------------------------------------
 JOBMANAGER_ADDRESS = _option(
-    "jobmanager.rpc.address", "127.0.0.1", str, "Host of the master process."
+    "jobmanager.rpc.address",
+    "127.0.0.1",
+    str,
+    "Address of the master process as clients and TaskManagers reach it (the CLI's "
+    "default, and what the master advertises). Unset on the master: jobmanager.bind-host "
+    "when that is one address.",
 )
 JOBMANAGER_PORT = _option(
     "jobmanager.rpc.port", 6123, _port, "Port of the Dispatcher's gRPC endpoint (0 = any free)."
@@ -924,3 +973,16 @@ def get_with_deprecated_keys(entries: Mapping[str, str], opt: ConfigOption[T]) -
             if old_key in entries:
                 return opt.from_string(entries[old_key])
     return get(entries, opt)
+
+
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def advertised_master_host(entries: Mapping[str, str]) -> str:
+    """What the master tells clients and TaskManagers its address is:
+    ``jobmanager.rpc.address`` when set, else ``jobmanager.bind-host`` unless that is a
+    wildcard, else 127.0.0.1."""
+    if entries.get(JOBMANAGER_ADDRESS.key):
+        return get(entries, JOBMANAGER_ADDRESS)
+    bind = get(entries, BIND_HOST)
+    return JOBMANAGER_ADDRESS.default if bind in _WILDCARDS else bind

@@ -306,9 +306,9 @@ class AsyncioServer:
         """Run a blocking ``function(*args)`` on the pool and await its result."""
         return await self._loop.run_in_executor(self._pool, functools.partial(function, *args))
 
-    def bind(self, host: str, port: int = 0, *, port_key: str = "") -> str:
+    def bind(self, host: str, port: int = 0, *, port_key: str = "", advertise: str = "") -> str:
         """As ``bind()`` for a server of the thread pool kind."""
-        return _bind(self.server, self._credentials, host, port, port_key)
+        return _advertised(_bind(self.server, self._credentials, host, port, port_key), advertise)
 
     def start(self) -> None:
         self._run(self.server.start())
@@ -372,11 +372,39 @@ def stop_server(server: grpc.Server, grace_s: float) -> None:
         pool.shutdown(wait=not sys.is_finalizing())
 
 
-def bind(server: grpc.Server, host: str, port: int = 0, *, port_key: str = "") -> str:
+def bind(
+    server: grpc.Server, host: str, port: int = 0, *, port_key: str = "", advertise: str = ""
+) -> str:
     """Bind ``server`` (made by ``create_server``) to ``host:port`` (0 picks a free port,
-    race-free) and return the address. ``port_key`` names the configuration key the port
-    came from, for the error."""
-    return _bind(server, _server_credentials.get(server), host, port, port_key)
+    race-free) and return the address others reach it at: ``advertise`` (else ``host``)
+    with the bound port. ``port_key`` names the configuration key the port came from, for
+    the error."""
+    address = _bind(server, _server_credentials.get(server), host, port, port_key)
+    return _advertised(address, advertise)
+
+
+def bind_in_range(
+    server: grpc.Server,
+    host: str,
+    ports: tuple[int, int],
+    *,
+    port_key: str = "",
+    advertise: str = "",
+) -> str:
+    """As ``bind`` on the first free port of ``ports`` (``(0, 0)``: any free port)."""
+    first, last = ports
+    for port in range(first, last):  # all but the last: their failure is not the answer
+        try:
+            return bind(server, host, port, advertise=advertise)
+        except errors.ServiceUnavailableError:
+            continue
+    return bind(server, host, last, port_key=port_key, advertise=advertise)
+
+
+def _advertised(address: str, advertise: str) -> str:
+    if not advertise:
+        return address
+    return f"{advertise}:{address.rpartition(':')[2]}"
 
 
 def _bind(

@@ -398,3 +398,46 @@ class TestSlotLifecycle:
             rpc.call("AllocateSlot", stub.AllocateSlot, other)
             assert executor.allocated_slots() == ["a2"]
             channel.close()
+
+
+def _free_port_range(size: int) -> tuple[int, int]:
+    """``size`` consecutive ports nothing listens on now (checked by binding each)."""
+    import socket
+
+    for start in range(47000, 60000, size):
+        sockets = []
+        try:
+            for port in range(start, start + size):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+        return start, start + size - 1
+    raise AssertionError("no free port range")
+
+
+def test_binds_in_its_port_ranges_and_advertises_the_host_towards_the_resource_manager(
+    resource_manager: TestingResourceManager,
+) -> None:
+    first, last = _free_port_range(6)
+    config = {
+        **CONFIG,
+        "taskmanager.rpc.port": f"{first}-{first + 2}",
+        "taskmanager.data.port": f"{first + 3}-{last}",
+    }
+    with (
+        TaskExecutor(config, resource_manager.address) as one,
+        TaskExecutor(config, resource_manager.address) as two,
+    ):
+        one.start()
+        two.start()
+        registrations = resource_manager.registrations
+        assert {r.data_host for r in registrations} == {"127.0.0.1"}
+        rpc_ports = {int(r.rpc_address.rpartition(":")[2]) for r in registrations}
+        data_ports = {r.data_port for r in registrations}
+        assert len(rpc_ports) == 2 and rpc_ports <= set(range(first, first + 3))
+        assert len(data_ports) == 2 and data_ports <= set(range(first + 3, last + 1))
