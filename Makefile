@@ -23,13 +23,14 @@ $(CDS_STAMP): $(STAMP)
 	$(PY) -m weir.resourcemanager.spark_driver_jvm
 	touch $(CDS_STAMP)
 
-# Spark needs a JVM, and the cluster scripts pgrep/setsid: install them on a fresh Debian
-# machine if they are missing.
+# Spark needs a JVM, the cluster scripts pgrep/setsid, and the multi-host tests `ip`
+# (network namespaces): install them on a fresh Debian machine if they are missing.
 java:
-	@command -v java >/dev/null 2>&1 && command -v pgrep >/dev/null 2>&1 || { \
-	  echo "installing a Java runtime and procps"; \
+	@command -v java >/dev/null 2>&1 && command -v pgrep >/dev/null 2>&1 \
+	  && command -v ip >/dev/null 2>&1 || { \
+	  echo "installing a Java runtime, procps and iproute2"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq openjdk-17-jre-headless procps) >/dev/null; }
+	    apt-get install -y -qq openjdk-17-jre-headless procps iproute2) >/dev/null; }
 
 run: setup
 	$(PY) examples/word_count.py

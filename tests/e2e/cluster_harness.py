@@ -81,6 +81,10 @@ class WeirCluster:
     spark_master: str
     port: int = field(default_factory=free_port)
     extra_conf: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    """The master's address (bound and advertised)."""
+    command_prefix: list[str] = field(default_factory=list)
+    """Put before every command: ``ip netns exec NAME`` runs it on a host of a HostNetwork."""
 
     def __post_init__(self) -> None:
         self.conf_dir = self.root / "conf"
@@ -91,10 +95,10 @@ class WeirCluster:
 
     def write_conf(self, **overrides: str) -> None:
         conf = {
-            "jobmanager.rpc.address": "127.0.0.1",
+            "jobmanager.rpc.address": self.host,
             "jobmanager.rpc.port": str(self.port),
-            "jobmanager.bind-host": "127.0.0.1",
-            "taskmanager.host": "127.0.0.1",
+            "jobmanager.bind-host": self.host,
+            "taskmanager.host": self.host,
             "spark.master": self.spark_master,
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
@@ -107,7 +111,7 @@ class WeirCluster:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def pid_file(self) -> Path:
@@ -128,7 +132,7 @@ class WeirCluster:
         self, name: str, *args: str, timeout_s: float = START_TIMEOUT_S + 30
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(BIN / name), *args],
+            [*self.command_prefix, str(BIN / name), *args],
             env=self.env(),
             cwd=REPO,
             capture_output=True,

@@ -5,6 +5,7 @@ weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
 weir checkpoints [-m host:port] JOB_ID
 weir info [-p N] job.py [args...]
+weir certs --out DIR --hosts HOST[,HOST...] [--days N]
 """
 
 from __future__ import annotations
@@ -264,6 +265,20 @@ def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 1
 
 
+def cmd_certs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    from weir.client.certificates import write_cluster_certificates  # noqa: PLC0415 (only here)
+
+    hosts = [h.strip() for h in ",".join(ns.hosts).split(",") if h.strip()]
+    written = write_cluster_certificates(ns.out, hosts, days=ns.days)
+    print(f"Wrote a CA and the cluster's certificates to {written.ca_cert.parent}.")
+    print("Copy that directory to the same path on every host of the cluster (the master and")
+    print("each Spark worker), keep ca-key.pem elsewhere, and add to weir-conf.yaml:")
+    print()
+    for line in written.config_lines():
+        print(f"  {line}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="weir", description="Run and manage Weir jobs.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -313,6 +328,19 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("script")
     info.add_argument("args", nargs=argparse.REMAINDER)
     info.set_defaults(func=cmd_info)
+
+    certs = sub.add_parser(
+        "certs", help="make a CA and the TLS certificates of a cluster (PEM files)"
+    )
+    certs.add_argument("--out", required=True, help="directory to write the files to")
+    certs.add_argument(
+        "--hosts",
+        required=True,
+        action="append",
+        help="comma-separated addresses and names of the cluster's hosts (repeatable)",
+    )
+    certs.add_argument("--days", type=int, default=365, help="validity (default 365)")
+    certs.set_defaults(func=cmd_certs)
     return parser
 
 
