@@ -17,9 +17,10 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 
 # Spark task slots of the shared session. Leases are long-running Spark tasks, one per
 # TaskManager, and the session-scoped clusters keep theirs between tests: the cluster
-# suite (2), the compat cluster (3) and the ResourceManager suite (2) fit side by side.
+# suite (2), the compat cluster (3), the ResourceManager suite (2) and the TLS cluster of
+# tests/integration/security (1) fit side by side.
 # Slots cost nothing until a lease takes one.
-SPARK_TASK_SLOTS = 8
+SPARK_TASK_SLOTS = 9
 
 
 @pytest.fixture(scope="session")

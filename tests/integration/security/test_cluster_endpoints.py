@@ -1,0 +1,226 @@
+"""Every endpoint of a running cluster with mutual TLS and a token: the Dispatcher, the
+ResourceManager, a JobMaster, a TaskExecutor and a TaskManager's data port. The attacks a
+local user could make on a cluster without them (kill a TaskManager, register a fake
+one, force a failover, read a running job's records) are tried by a plaintext client, a
+client of another CA and a client with the wrong token; each is refused, and the job
+runs on untouched."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from security_testing import ClusterTestCertificates, make_test_certificates
+
+from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.mini_cluster import MiniCluster
+from weir.common import Types
+from weir.core import rpc
+from weir.core.deployment import ResultPartitionId
+from weir.core.errors import AuthenticationError, ServiceUnavailableError
+from weir.core.executor import register_executor
+from weir.core.ids import ExecutionAttemptId
+from weir.core.security import CLUSTER_NAME, Endpoint, SecurityConfig
+from weir.datastream import StreamExecutionEnvironment
+from weir.proto import (
+    common_pb2,
+    dispatcher_pb2_grpc,
+    jobmaster_pb2,
+    jobmaster_pb2_grpc,
+    resourcemanager_pb2,
+    resourcemanager_pb2_grpc,
+    taskexecutor_pb2,
+    taskexecutor_pb2_grpc,
+)
+from weir.taskmanager.network.frames import (
+    FrameDecoder,
+    FrameType,
+    encode_handshake,
+    encode_partition_request,
+)
+
+# A refused connection is closed at once; this only bounds a read that would hang.
+READ_TIMEOUT_S = 10.0
+
+
+def _slow(x: int) -> int:
+    time.sleep(0.01)  # keeps the job running while it is attacked
+    return x
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> ClusterTestCertificates:
+    return make_test_certificates(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(spark_session, certs) -> Iterator[tuple[MiniCluster, str]]:
+    """A MiniCluster with TLS and a token, one TaskManager, and a job running on it."""
+    config = {
+        **certs.config(),
+        "resourcemanager.taskmanager.max": "1",
+        "heartbeat.interval": "500 ms",
+        "heartbeat.timeout": "6 s",
+    }
+    cluster = MiniCluster(config, spark_session=spark_session).start()
+    register_executor(cluster.executor())
+    try:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(1)
+        env.from_collection(list(range(100_000)), type_info=Types.INT()).map(
+            _slow
+        ).disable_chaining().map(lambda x: x).add_sink(lambda x: None)
+        job = env.execute_async("attacked")
+        job_id = str(job.get_job_id())
+        with _good_gateway(cluster, certs) as gateway:
+            deadline = time.monotonic() + 120
+            while not _running(gateway, job_id):
+                assert time.monotonic() < deadline, "the job never ran"
+                time.sleep(0.1)  # polling interval
+        yield cluster, job_id
+    finally:
+        register_executor(None)
+        cluster.close(stop_spark=False)
+
+
+def _good_gateway(cluster: MiniCluster, certs: ClusterTestCertificates) -> DispatcherGateway:
+    return DispatcherGateway(cluster.address, SecurityConfig.from_config(certs.config()))
+
+
+def _running(gateway: DispatcherGateway, job_id: str) -> bool:
+    details = gateway.job_details(job_id)
+    return details.status == "RUNNING" and all(t.state == "RUNNING" for t in details.tasks)
+
+
+BAD_CLIENTS: dict[str, Callable[[ClusterTestCertificates], SecurityConfig]] = {
+    "plaintext": lambda certs: SecurityConfig(),
+    "plaintext-with-the-token": lambda certs: SecurityConfig(
+        token=certs.config()["security.auth.token"]
+    ),
+    "another-ca": lambda certs: SecurityConfig.from_config(certs.other_ca_config()),
+    "wrong-token": lambda certs: SecurityConfig.from_config(certs.config(token="guess")),
+}
+
+
+def _attacks(cluster: MiniCluster, job_id: str, certs) -> dict[str, tuple[str, Endpoint, Any]]:
+    with _good_gateway(cluster, certs) as gateway:
+        details = gateway.job_details(job_id)
+        (tm,) = gateway.list_task_managers()
+    assert cluster.resource_manager is not None
+    return {
+        "Dispatcher.CancelJob": (
+            cluster.address,
+            Endpoint.REST,
+            lambda ch: dispatcher_pb2_grpc.DispatcherStub(ch).CancelJob(
+                common_pb2.JobIdRequest(job_id=job_id), timeout=10
+            ),
+        ),
+        "ResourceManager.RegisterTaskExecutor": (
+            cluster.resource_manager.address,
+            Endpoint.INTERNAL,
+            lambda ch: resourcemanager_pb2_grpc.ResourceManagerStub(ch).RegisterTaskExecutor(
+                resourcemanager_pb2.RegisterTaskExecutorRequest(
+                    resource_id="f" * 32, rpc_address="127.0.0.1:1", num_slots=8
+                ),
+                timeout=10,
+            ),
+        ),
+        "JobMaster.NotifyTaskManagerLost": (
+            details.jobmaster_address,
+            Endpoint.INTERNAL,
+            lambda ch: jobmaster_pb2_grpc.JobMasterStub(ch).NotifyTaskManagerLost(
+                jobmaster_pb2.TaskManagerLostNotice(resource_id=tm.resource_id, reason="x"),
+                timeout=10,
+            ),
+        ),
+        "TaskExecutor.Stop": (
+            tm.rpc_address,
+            Endpoint.INTERNAL,
+            lambda ch: taskexecutor_pb2_grpc.TaskExecutorStub(ch).Stop(
+                taskexecutor_pb2.StopRequest(reason="attack"), timeout=10
+            ),
+        ),
+    }
+
+
+@pytest.mark.parametrize("client", list(BAD_CLIENTS))
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "Dispatcher.CancelJob",
+        "ResourceManager.RegisterTaskExecutor",
+        "JobMaster.NotifyTaskManagerLost",
+        "TaskExecutor.Stop",
+    ],
+)
+def test_every_grpc_endpoint_refuses_a_stranger(tls_cluster, certs, client, attack) -> None:
+    cluster, job_id = tls_cluster
+    address, endpoint, call = _attacks(cluster, job_id, certs)[attack]
+    with rpc.create_channel(address, BAD_CLIENTS[client](certs), endpoint) as channel:
+        with pytest.raises((AuthenticationError, ServiceUnavailableError)):
+            rpc.call(attack, lambda request, timeout: call(channel), None)
+    with _good_gateway(cluster, certs) as gateway:
+        assert _running(gateway, job_id)
+        assert [tm.num_slots for tm in gateway.list_task_managers()] == [1]
+
+
+def _producer_partition(cluster, certs, job_id) -> tuple[tuple[str, int], ResultPartitionId]:
+    """The data address of the TaskManager and a partition its running source produces:
+    what an attacker learns from GetJobDetails and ListTaskManagers."""
+    with _good_gateway(cluster, certs) as gateway:
+        details = gateway.job_details(job_id)
+        (tm,) = gateway.list_task_managers()
+    source = min(details.tasks, key=lambda t: t.task_name.startswith("Map"))
+    pid = ResultPartitionId(ExecutionAttemptId(source.execution_attempt_id), 0)
+    return (tm.data_host, tm.data_port), pid
+
+
+def _read_frames(sock: socket.socket | ssl.SSLSocket) -> list[FrameType]:
+    decoder = FrameDecoder()
+    kinds: list[FrameType] = []
+    sock.settimeout(READ_TIMEOUT_S)
+    try:
+        while data := sock.recv(65536):
+            kinds += [f.frame_type for f in decoder.feed(data)]
+    except (ssl.SSLError, ConnectionResetError):
+        pass  # refused during or after the TLS handshake
+    return kinds
+
+
+def _tls_socket(address: tuple[str, int], conf: dict[str, str]) -> ssl.SSLSocket:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_cert_chain(conf["security.ssl.internal.cert"], conf["security.ssl.internal.key"])
+    context.load_verify_locations(conf["security.ssl.internal.trust-cert"])
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the attacker does not care who the server is
+    raw = socket.create_connection(address, timeout=READ_TIMEOUT_S)
+    return context.wrap_socket(raw, server_hostname=CLUSTER_NAME)
+
+
+@pytest.mark.parametrize("client", ["plaintext", "another-ca", "wrong-token"])
+def test_the_data_port_gives_no_records_to_a_stranger(tls_cluster, certs, client) -> None:
+    cluster, job_id = tls_cluster
+    address, pid = _producer_partition(cluster, certs, job_id)
+    token = "guess" if client == "wrong-token" else certs.config()["security.auth.token"]
+    request = encode_handshake(token) + encode_partition_request(1, pid, 0, 100)
+    if client == "plaintext":
+        sock: socket.socket = socket.create_connection(address, timeout=READ_TIMEOUT_S)
+    else:
+        conf = certs.other_ca_config() if client == "another-ca" else certs.config()
+        try:
+            sock = _tls_socket(address, conf)
+        except (ssl.SSLError, ConnectionResetError):
+            return  # refused in the TLS handshake: nothing could be read
+    with sock:
+        try:
+            sock.sendall(request)
+        except (ssl.SSLError, BrokenPipeError, ConnectionResetError):
+            return
+        frames = _read_frames(sock)
+    assert FrameType.BUFFER_RESPONSE not in frames, frames
+    with _good_gateway(cluster, certs) as gateway:
+        assert _running(gateway, job_id)
