@@ -37,6 +37,7 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
+from weir.core.print_target import local_print_target
 from weir.core.security import SecurityConfig
 from weir.taskmanager import service, user_system_exit
 from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
@@ -686,7 +687,8 @@ class TaskExecutor:
             network=self._network,
             report_state=report_state,
             collect=collect,
-            print_target=tdd.job_config.get(PRINT_TARGET_KEY),
+            # The client's stdout only on the client's host; else taskmanager.out.
+            print_target=local_print_target(tdd.job_config.get(PRINT_TARGET_KEY)),
             acknowledge_checkpoint=acknowledge,
             decline_checkpoint=decline,
             end_of_data=lambda attempt_id: self._reports.put(

@@ -13,6 +13,7 @@ from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.job_client import ClusterJobClient
 from weir.core.job_graph import JobGraph
 from weir.core.job_graph_codec import encode_job_graph
+from weir.core.print_target import encode_print_target
 from weir.core.security import SecurityConfig
 
 PRINT_TARGET_KEY = "weir.internal.print-target"
@@ -70,7 +71,8 @@ class RemoteExecutor:
             target = client_stdout_path()
             if target is not None:
                 job_graph = dataclasses.replace(
-                    job_graph, config={**job_graph.config, PRINT_TARGET_KEY: target}
+                    job_graph,
+                    config={**job_graph.config, PRINT_TARGET_KEY: encode_print_target(target)},
                 )
         job_id = self.gateway.submit_job(encode_job_graph(job_graph))
         return ClusterJobClient(self.gateway, job_id)
