@@ -18,7 +18,12 @@ from typing import Protocol
 from weir.core import rpc
 from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
-from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
+from weir.core.errors import (
+    JobNotFoundError,
+    JobSubmissionError,
+    ServiceUnavailableError,
+    WeirError,
+)
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import parse_job_id
 from weir.core.job_graph import JobGraph, OperatorKind
@@ -35,6 +40,9 @@ MAX_ARCHIVED_JOBS = 1000
 # close() waits this long for JobMasters still starting (a start takes well under a
 # second: the JobMaster's server and its leader election) before it closes the others.
 _STARTING_WAIT_S = 30.0
+# The ResourceManager gives a TaskExecutor 30 s to send a file's tail; this covers that
+# and the hop to the ResourceManager.
+_FILE_REQUEST_TIMEOUT_S = 40.0
 
 
 class JobManagerRunner(Protocol):
@@ -366,6 +374,22 @@ class Dispatcher(LeaderContender):
             stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
             return rpc.call(
                 "ListTaskManagers", stub.ListTaskManagers, common_pb2.Empty(), timeout=10
+            )
+
+    def request_task_manager_file(
+        self, request: common_pb2.TaskManagerFileRequest
+    ) -> common_pb2.TaskManagerFileResponse:
+        """Forwarded to the ResourceManager, which asks the TaskManager's TaskExecutor."""
+        if not self._rm_address:
+            msg = "no ResourceManager is known yet; ask again once the cluster has started"
+            raise ServiceUnavailableError(msg)
+        with rpc.create_channel(self._rm_address, self._security) as channel:
+            stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+            return rpc.call(
+                "RequestTaskManagerFile",
+                stub.RequestTaskManagerFile,
+                request,
+                timeout=_FILE_REQUEST_TIMEOUT_S,
             )
 
     def close(self) -> None:

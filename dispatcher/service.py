@@ -148,6 +148,10 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
         return await self._server.run_blocking(self._dispatcher.list_task_managers)
 
     @translate_server_errors
+    async def RequestTaskManagerFile(self, request, context):
+        return await self._server.run_blocking(self._dispatcher.request_task_manager_file, request)
+
+    @translate_server_errors
     async def ClusterOverview(self, request, context):
         jobs = await self._server.run_blocking(self._dispatcher.list_jobs, True)
         reply = await self._server.run_blocking(self._dispatcher.list_task_managers)

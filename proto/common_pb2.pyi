@@ -1,10 +1,18 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class TaskManagerFileType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_MANAGER_FILE_STDOUT: _ClassVar[TaskManagerFileType]
+    TASK_MANAGER_FILE_LOG: _ClassVar[TaskManagerFileType]
+TASK_MANAGER_FILE_STDOUT: TaskManagerFileType
+TASK_MANAGER_FILE_LOG: TaskManagerFileType
 
 class Empty(_message.Message):
     __slots__ = ()
@@ -285,3 +293,23 @@ class CheckpointStatistics(_message.Message):
     latest_restored_id: int
     latest_restored_path: str
     def __init__(self, job_id: _Optional[str] = ..., checkpointing_enabled: _Optional[bool] = ..., num_triggered: _Optional[int] = ..., num_in_progress: _Optional[int] = ..., num_completed: _Optional[int] = ..., num_failed: _Optional[int] = ..., num_restored: _Optional[int] = ..., history: _Optional[_Iterable[_Union[CheckpointStatisticsEntry, _Mapping]]] = ..., latest_completed_path: _Optional[str] = ..., latest_restored_id: _Optional[int] = ..., latest_restored_path: _Optional[str] = ...) -> None: ...
+
+class TaskManagerFileRequest(_message.Message):
+    __slots__ = ("resource_id", "file_type", "max_bytes")
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    FILE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    resource_id: str
+    file_type: TaskManagerFileType
+    max_bytes: int
+    def __init__(self, resource_id: _Optional[str] = ..., file_type: _Optional[_Union[TaskManagerFileType, str]] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class TaskManagerFileResponse(_message.Message):
+    __slots__ = ("content", "truncated", "path")
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    content: bytes
+    truncated: bool
+    path: str
+    def __init__(self, content: _Optional[bytes] = ..., truncated: _Optional[bool] = ..., path: _Optional[str] = ...) -> None: ...

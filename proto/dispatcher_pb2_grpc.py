@@ -80,6 +80,11 @@ class DispatcherStub:
                 request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
                 _registered_method=True)
+        self.RequestTaskManagerFile = channel.unary_unary(
+                '/weir.Dispatcher/RequestTaskManagerFile',
+                request_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
+                _registered_method=True)
 
 
 class DispatcherServicer:
@@ -146,6 +151,14 @@ class DispatcherServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestTaskManagerFile(self, request, context):
+        """A TaskManager's taskmanager.out or .log, through the ResourceManager (`weir logs`,
+        Flink's /taskmanagers/:id/stdout and /log).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DispatcherServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +206,11 @@ def add_DispatcherServicer_to_server(servicer, server):
                     servicer.GetCheckpointStatistics,
                     request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
+            ),
+            'RequestTaskManagerFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestTaskManagerFile,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -438,6 +456,33 @@ class Dispatcher:
             '/weir.Dispatcher/GetCheckpointStatistics',
             weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
             weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestTaskManagerFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.Dispatcher/RequestTaskManagerFile',
+            weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
             options,
             channel_credentials,
             insecure,

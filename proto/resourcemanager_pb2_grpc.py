@@ -70,6 +70,11 @@ class ResourceManagerStub:
                 request_serializer=weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.RequestTaskManagerFile = channel.unary_unary(
+                '/weir.ResourceManager/RequestTaskManagerFile',
+                request_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
+                _registered_method=True)
 
 
 class ResourceManagerServicer:
@@ -128,6 +133,14 @@ class ResourceManagerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestTaskManagerFile(self, request, context):
+        """A registered TaskManager's file, asked of its TaskExecutor (Flink's
+        requestTaskManagerFileUploadByType); NOT_FOUND for a TaskManager it does not know.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ResourceManagerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -165,6 +178,11 @@ def add_ResourceManagerServicer_to_server(servicer, server):
                     servicer.NotifySlotAvailable,
                     request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'RequestTaskManagerFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestTaskManagerFile,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -356,6 +374,33 @@ class ResourceManager:
             '/weir.ResourceManager/NotifySlotAvailable',
             weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.SerializeToString,
             weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestTaskManagerFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.ResourceManager/RequestTaskManagerFile',
+            weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -75,6 +75,11 @@ class TaskExecutorStub:
                 request_serializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.RequestFileUpload = channel.unary_unary(
+                '/weir.TaskExecutor/RequestFileUpload',
+                request_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
+                _registered_method=True)
 
 
 class TaskExecutorServicer:
@@ -132,6 +137,14 @@ class TaskExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestFileUpload(self, request, context):
+        """The tail of the TaskManager's taskmanager.out or taskmanager.log (Flink's
+        requestFileUploadByType); FAILED_PRECONDITION when it keeps no such file.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -174,6 +187,11 @@ def add_TaskExecutorServicer_to_server(servicer, server):
                     servicer.NotifyCheckpointAborted,
                     request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'RequestFileUpload': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestFileUpload,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -392,6 +410,33 @@ class TaskExecutor:
             '/weir.TaskExecutor/NotifyCheckpointAborted',
             weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
             weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestFileUpload(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.TaskExecutor/RequestFileUpload',
+            weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -28,11 +28,13 @@ from weir.core.errors import (
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
+    TaskManagerNotFoundError,
     WeirError,
 )
 from weir.core.ids import AllocationId, JobId, ResourceId
 from weir.core.process_status import ProcessStatus
 from weir.core.security import SecurityConfig
+from weir.core.task_manager_files import TaskManagerFile, TaskManagerFileType
 from weir.resourcemanager import service
 from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
 from weir.resourcemanager.slot_manager import (
@@ -59,6 +61,8 @@ logger = logging.getLogger(__name__)
 # A TaskExecutor answers a control RPC (AllocateSlot, FreeSlot, Stop) at once; 10 s is
 # far beyond that and still short next to slot.request.timeout.
 _CONTROL_RPC_TIMEOUT_S = 10.0
+# A file upload reads at most a few MiB on the TaskManager's host and sends it back.
+_FILE_UPLOAD_TIMEOUT_S = 30.0
 # After a Stop RPC, a TaskExecutor cancels its tasks (they get a few seconds) and stops
 # its servers with a 1 s grace; past this its Spark job is cancelled instead (which
 # kills the Python worker some 3 s later).
@@ -333,6 +337,24 @@ class ResourceManager:
 
     def task_managers(self) -> list[TaskManagerStatus]:
         return self._slot_manager.task_managers()
+
+    def request_task_manager_file(
+        self, resource_id: ResourceId, file_type: TaskManagerFileType, max_bytes: int
+    ) -> TaskManagerFile:
+        """A registered TaskManager's taskmanager.out or .log, asked of its TaskExecutor."""
+        registration = self._slot_manager.get(resource_id)
+        if registration is None:
+            known = ", ".join(
+                s.registration.resource_id for s in self._slot_manager.task_managers()
+            )
+            msg = (
+                f"no registered TaskManager {resource_id!r}; the registered ones are: "
+                f"{known or 'none'} (`weir logs` without --taskmanager shows them all)"
+            )
+            raise TaskManagerNotFoundError(msg)
+        return self._gateways.request_file_upload(
+            registration.rpc_address, file_type, max_bytes, _FILE_UPLOAD_TIMEOUT_S
+        )
 
     # --- JobMaster side ------------------------------------------------------------------
     def request_slots(self, request: SlotRequest) -> int:

@@ -13,6 +13,7 @@ from weir.core.errors import SlotAllocationError
 from weir.core.ids import AllocationId, JobId, ResourceId
 from weir.core.process_status import ProcessStatus
 from weir.core.security import SecurityConfig
+from weir.core.task_manager_files import TaskManagerFile, TaskManagerFileType
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -165,6 +166,21 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
             ]
         )
 
+    @rpc.translate_server_errors
+    def RequestTaskManagerFile(
+        self,
+        request: common_pb2.TaskManagerFileRequest,
+        context: grpc.ServicerContext,
+    ) -> common_pb2.TaskManagerFileResponse:
+        found = self._rm.request_task_manager_file(
+            ResourceId(request.resource_id),
+            TaskManagerFileType(request.file_type),
+            request.max_bytes,
+        )
+        return common_pb2.TaskManagerFileResponse(
+            content=found.content, truncated=found.truncated, path=found.path
+        )
+
 
 def add_to_server(resource_manager: ResourceManager, server: grpc.Server) -> None:
     resourcemanager_pb2_grpc.add_ResourceManagerServicer_to_server(
@@ -235,6 +251,20 @@ class Gateways:
             taskexecutor_pb2.StopRequest(reason=reason),
             timeout=timeout_s,
         )
+
+    def request_file_upload(
+        self, address: str, file_type: TaskManagerFileType, max_bytes: int, timeout_s: float
+    ) -> TaskManagerFile:
+        stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
+        answer = rpc.call(
+            "TaskExecutor.RequestFileUpload",
+            stub.RequestFileUpload,
+            common_pb2.TaskManagerFileRequest(
+                file_type=common_pb2.TaskManagerFileType.Name(file_type.value), max_bytes=max_bytes
+            ),
+            timeout=timeout_s,
+        )
+        return TaskManagerFile(answer.content, answer.truncated, answer.path)
 
     # --- JobMaster -----------------------------------------------------------------------
     def offer_slots(

@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from types import TracebackType
 
 from weir.core import config as cfg
+from weir.core.errors import WeirError
+from weir.core.task_manager_files import MAX_UPLOAD_BYTES, TaskManagerFile, TaskManagerFileType
 from weir.taskmanager.task_stdout import untargeted_output
 
 LOG_FILE = "taskmanager.log"
@@ -85,12 +87,42 @@ class RollingTextFile(io.TextIOBase):
         super().close()
 
 
+def log_directory(config: Mapping[str, str], resource_id: str) -> str:
+    """Where the TaskManager ``resource_id`` keeps its files; "" without ``env.log.dir``."""
+    log_dir = cfg.get(config, cfg.CLUSTER_LOG_DIR)
+    return os.path.join(log_dir, f"taskmanager-{resource_id}") if log_dir else ""
+
+
+def read_file_tail(
+    directory: str, file_type: TaskManagerFileType, max_bytes: int
+) -> TaskManagerFile:
+    """The last ``max_bytes`` (at most ``MAX_UPLOAD_BYTES``; 0: that cap) of the file of
+    ``file_type`` in ``directory``. Raises a WeirError saying why there is none."""
+    name = OUT_FILE if file_type is TaskManagerFileType.STDOUT else LOG_FILE
+    if not directory:
+        msg = (
+            f"this TaskManager keeps no {name}: env.log.dir is not set, so it prints and "
+            "logs to its process's own output; set env.log.dir in weir-conf.yaml"
+        )
+        raise WeirError(msg)
+    path = os.path.join(directory, name)
+    limit = min(max_bytes, MAX_UPLOAD_BYTES) if max_bytes > 0 else MAX_UPLOAD_BYTES
+    try:
+        with open(path, "rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - limit))
+            content = file.read(limit)
+    except OSError as exc:
+        msg = f"cannot read {path} on the TaskManager's host: {exc}"
+        raise WeirError(msg) from exc
+    return TaskManagerFile(content=content, truncated=size > len(content), path=path)
+
+
 class TaskManagerLogFiles:
     """Sends a TaskManager's logging and output to its files; see the module docstring."""
 
     def __init__(self, config: Mapping[str, str], resource_id: str) -> None:
-        log_dir = cfg.get(config, cfg.CLUSTER_LOG_DIR)
-        self.directory = os.path.join(log_dir, f"taskmanager-{resource_id}") if log_dir else ""
+        self.directory = log_directory(config, resource_id)
         self._max_bytes = cfg.get(config, cfg.LOG_MAX_FILE_SIZE)
         self._backups = cfg.get(config, cfg.LOG_MAX)
         self._undo = contextlib.ExitStack()

@@ -22,6 +22,7 @@ from weir.core.deployment_codec import decode_deployment
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
 from weir.core.process_status import current_process_status
 from weir.core.security import SecurityConfig
+from weir.core.task_manager_files import TaskManagerFileType
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -102,6 +103,17 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
             ExecutionAttemptId(request.execution_attempt_id), request.checkpoint_id, complete=False
         )
         return common_pb2.Ack(ok=found)
+
+    @rpc.translate_server_errors
+    def RequestFileUpload(
+        self, request: common_pb2.TaskManagerFileRequest, context: grpc.ServicerContext
+    ) -> common_pb2.TaskManagerFileResponse:
+        found = self._te.request_file_upload(
+            TaskManagerFileType(request.file_type), request.max_bytes
+        )
+        return common_pb2.TaskManagerFileResponse(
+            content=found.content, truncated=found.truncated, path=found.path
+        )
 
     @rpc.translate_server_errors
     def Stop(

@@ -39,8 +39,10 @@ from weir.core.errors import (
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
 from weir.core.print_target import local_print_target
 from weir.core.security import SecurityConfig
+from weir.core.task_manager_files import TaskManagerFile, TaskManagerFileType
 from weir.taskmanager import service, user_system_exit
 from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
+from weir.taskmanager.log_files import log_directory, read_file_tail
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.task import Task, TaskCanceledError, TaskServices
@@ -297,6 +299,13 @@ class TaskExecutor:
             self.rpc_address,
             self.data_port,
         )
+
+    def request_file_upload(
+        self, file_type: TaskManagerFileType, max_bytes: int
+    ) -> TaskManagerFile:
+        """The end of this TaskManager's ``taskmanager.out`` or ``.log`` (Flink's
+        requestFileUploadByType); read on the calling (gRPC) thread."""
+        return read_file_tail(log_directory(self._config, self.resource_id), file_type, max_bytes)
 
     def stop(self, reason: str) -> None:
         """Ask the TaskExecutor to stop; ``wait()`` returns. Thread-safe, idempotent."""

@@ -4,6 +4,7 @@ weir run [-d] [-p N] [-m host:port] [-s PATH [-n]] job.py [args...]
 weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
 weir checkpoints [-m host:port] JOB_ID
+weir logs [-m host:port] [--taskmanager ID] [--log] [--tail-bytes N]
 weir info [-p N] job.py [args...]
 weir certs --out DIR --hosts HOST[,HOST...] [--days N]
 """
@@ -31,6 +32,7 @@ from weir.core.job_graph import JobGraph
 from weir.core.job_status import JobStatus
 from weir.core.local_paths import absolute_local_path
 from weir.core.security import SecurityConfig
+from weir.core.task_manager_files import TaskManagerFileType
 from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
@@ -250,6 +252,34 @@ def cmd_cancel(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 0
 
 
+def cmd_logs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    """What the TaskManagers' tasks printed (taskmanager.out) or logged, wherever they
+    run: Flink's TaskManager stdout and log pages, through the Dispatcher."""
+    file_type = TaskManagerFileType.LOG if ns.log else TaskManagerFileType.STDOUT
+    failed = False
+    with _gateway(ns, conf) as gateway:
+        hosts = {tm.resource_id: tm.data_host for tm in gateway.list_task_managers()}
+        ids = [ns.taskmanager] if ns.taskmanager else sorted(hosts)
+        if not ids:
+            print("No TaskManagers are registered.")
+        for resource_id in ids:
+            try:
+                found = gateway.task_manager_file(resource_id, file_type, ns.tail_bytes)
+            except WeirError as exc:
+                if ns.taskmanager:
+                    raise
+                # One TaskManager may have gone since the list: show the others.
+                print(f"error: TaskManager {resource_id}: {exc}", file=sys.stderr)
+                failed = True
+                continue
+            cut = f" (its last {_size(len(found.content))})" if found.truncated else ""
+            host = hosts.get(resource_id, "?")
+            print(f"==> TaskManager {resource_id} on {host}: {found.path}{cut} <==", flush=True)
+            sys.stdout.write(found.content.decode("utf-8", "replace"))
+            sys.stdout.flush()
+    return 1 if failed else 0
+
+
 def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     if ns.parallelism:
         set_context_configuration({cfg.PARALLELISM_DEFAULT.key: str(ns.parallelism)})
@@ -322,6 +352,21 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoints.add_argument("-m", "--jobmanager")
     checkpoints.add_argument("job_id")
     checkpoints.set_defaults(func=cmd_checkpoints)
+
+    logs = sub.add_parser(
+        "logs", help="show what the TaskManagers printed (taskmanager.out) or logged"
+    )
+    logs.add_argument("-m", "--jobmanager")
+    logs.add_argument("--taskmanager", metavar="ID", help="only this TaskManager (resource id)")
+    logs.add_argument("--log", action="store_true", help="taskmanager.log instead of .out")
+    logs.add_argument(
+        "--tail-bytes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="at most the last N bytes of each file (default: the last 3 MiB)",
+    )
+    logs.set_defaults(func=cmd_logs)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
     info.add_argument("-p", "--parallelism", type=int)

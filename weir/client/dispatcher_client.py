@@ -7,6 +7,7 @@ from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
 from weir.core.job_info import JobDetailsInfo
 from weir.core.security import Endpoint, SecurityConfig
+from weir.core.task_manager_files import TaskManagerFile, TaskManagerFileType
 from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 
@@ -98,6 +99,23 @@ class DispatcherGateway:
                 common_pb2.Empty(),
             ).task_managers
         )
+
+    def task_manager_file(
+        self, resource_id: str, file_type: TaskManagerFileType, max_bytes: int = 0
+    ) -> TaskManagerFile:
+        """The end of a TaskManager's taskmanager.out (``STDOUT``) or taskmanager.log
+        (at most ``max_bytes``; 0: as much as the cluster sends, a few MiB)."""
+        answer = rpc.call(
+            f"RequestTaskManagerFile on the Dispatcher at {self.address}",
+            self._stub.RequestTaskManagerFile,
+            common_pb2.TaskManagerFileRequest(
+                resource_id=resource_id,
+                file_type=common_pb2.TaskManagerFileType.Name(file_type.value),
+                max_bytes=max_bytes,
+            ),
+            timeout=60,
+        )
+        return TaskManagerFile(answer.content, answer.truncated, answer.path)
 
     def overview(self) -> dispatcher_pb2.ClusterOverviewResponse:
         return rpc.call(

@@ -9,6 +9,7 @@ WeirError
 ├── JobExecutionError                      a job ended FAILED or CANCELED; carries the cause
 ├── SlotAllocationError                    not enough slots within slot.request.timeout
 ├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
+├── TaskManagerNotFoundError (KeyError)    no registered TaskManager with that id
 ├── DeploymentVersionError                 a task deployment of another Weir version
 ├── RemoteError                            a gRPC call failed (mapped from grpc.StatusCode)
 │   ├── ServiceUnavailableError (ConnectionError)
@@ -75,6 +76,13 @@ class SlotAllocationError(WeirError):
 
 class TaskManagerLostError(WeirError):
     """A TaskManager stopped heart-beating or its process died."""
+
+
+class TaskManagerNotFoundError(WeirError, KeyError):
+    """No registered TaskManager has the given resource id."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "TaskManager not found"
 
 
 class DeploymentVersionError(WeirError):

@@ -58,6 +58,7 @@ SLOT_PROTOCOL_VERSION = 2
 # Weir error class -> status code on the server side.
 _ERROR_TO_CODE: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (errors.JobNotFoundError, grpc.StatusCode.NOT_FOUND),
+    (errors.TaskManagerNotFoundError, grpc.StatusCode.NOT_FOUND),
     (errors.InvalidJobIdError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.ConfigurationError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobGraphError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -103,6 +104,7 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.InvalidJobIdError,
         errors.SlotAllocationError,
         errors.TaskManagerLostError,
+        errors.TaskManagerNotFoundError,
         errors.LeaderLostError,
         errors.JobExecutionError,
         errors.DeploymentVersionError,

@@ -24,9 +24,11 @@ from weir.core.errors import (
     JobGraphError,
     JobNotFoundError,
     ServiceUnavailableError,
+    TaskManagerNotFoundError,
 )
 from weir.core.executor import register_executor
 from weir.core.job_graph_codec import encode_job_graph
+from weir.core.task_manager_files import TaskManagerFileType
 from weir.datastream import StreamExecutionEnvironment
 
 pytestmark = pytest.mark.spark
@@ -267,3 +269,36 @@ def test_what_jobs_print_stays_in_task_manager_files_of_bounded_size(cluster, ca
     logs = "".join(p.read_text() for p in log_dir.glob("taskmanager-*/taskmanager.log*"))
     assert job_id in logs  # the TaskManagers' own logging, in their taskmanager.log
     assert marker not in capfd.readouterr().err  # nothing of it in the master's output
+
+
+def test_task_manager_files_are_read_through_the_dispatcher(cluster):
+    # What `weir logs` shows: each TaskManager's taskmanager.out and .log, from its host.
+    register_executor(RemoteExecutor(cluster.address, attach_stdout=False))
+    marker = uuid.uuid4().hex
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.from_collection(list(range(20))).rebalance().map(lambda x: f"{marker} {x}").print()
+    job_id = str(env.execute("prints its marker").get_job_id())
+
+    with DispatcherGateway(cluster.address) as gateway:
+        ids = [tm.resource_id for tm in gateway.list_task_managers()]
+        outs = {rid: gateway.task_manager_file(rid, TaskManagerFileType.STDOUT) for rid in ids}
+        printed = "".join(f.content.decode() for f in outs.values())
+        assert {f"{marker} {x}" for x in range(20)} <= set(re.findall(rf"{marker} \d+", printed))
+        assert all(f.path.endswith(f"taskmanager-{rid}/taskmanager.out") for rid, f in outs.items())
+        logs = "".join(
+            gateway.task_manager_file(rid, TaskManagerFileType.LOG).content.decode() for rid in ids
+        )
+        assert job_id in logs
+
+        # A tail: the newest bytes, said to be cut.
+        some = next(rid for rid, f in outs.items() if marker in f.content.decode())
+        tail = gateway.task_manager_file(some, TaskManagerFileType.STDOUT, max_bytes=10)
+        assert tail.truncated and len(tail.content) == 10
+        assert gateway.task_manager_file(some, TaskManagerFileType.STDOUT).content.endswith(
+            tail.content
+        )
+
+        with pytest.raises(TaskManagerNotFoundError, match="no registered TaskManager 'nope'"):
+            gateway.task_manager_file("nope", TaskManagerFileType.STDOUT)
+    _cluster_still_serves()

@@ -7,7 +7,11 @@ import logging
 import sys
 import threading
 
-from weir.taskmanager.log_files import RollingTextFile, TaskManagerLogFiles
+import pytest
+
+from weir.core.errors import WeirError
+from weir.core.task_manager_files import TaskManagerFileType
+from weir.taskmanager.log_files import RollingTextFile, TaskManagerLogFiles, read_file_tail
 from weir.taskmanager.task_stdout import task_stdout
 
 
@@ -76,3 +80,21 @@ def test_without_a_log_directory_nothing_changes(tmp_path, capsys):
         print("to the process's stdout")
     assert capsys.readouterr().out == "to the process's stdout\n"
     assert list(tmp_path.iterdir()) == []
+
+
+class TestReadFileTail:
+    def test_reads_the_newest_bytes_and_says_when_it_cut(self, tmp_path):
+        (tmp_path / "taskmanager.out").write_bytes(b"0123456789")
+        whole = read_file_tail(str(tmp_path), TaskManagerFileType.STDOUT, 0)
+        assert (whole.content, whole.truncated) == (b"0123456789", False)
+        assert whole.path == str(tmp_path / "taskmanager.out")
+        tail = read_file_tail(str(tmp_path), TaskManagerFileType.STDOUT, 4)
+        assert (tail.content, tail.truncated) == (b"6789", True)
+
+    def test_without_a_log_directory_it_names_the_key_to_set(self):
+        with pytest.raises(WeirError, match="env.log.dir is not set"):
+            read_file_tail("", TaskManagerFileType.LOG, 0)
+
+    def test_a_missing_file_is_named(self, tmp_path):
+        with pytest.raises(WeirError, match="taskmanager.log"):
+            read_file_tail(str(tmp_path), TaskManagerFileType.LOG, 0)
