@@ -7,6 +7,8 @@ runs on untouched."""
 
 from __future__ import annotations
 
+import os
+import pickle
 import socket
 import ssl
 import time
@@ -21,6 +23,7 @@ from weir.client.mini_cluster import MiniCluster
 from weir.common import Types
 from weir.core import rpc
 from weir.core.deployment import ResultPartitionId
+from weir.core.deployment_codec import DEPLOYMENT_VERSION
 from weir.core.errors import AuthenticationError, ServiceUnavailableError
 from weir.core.executor import register_executor
 from weir.core.ids import ExecutionAttemptId
@@ -28,6 +31,7 @@ from weir.core.security import CLUSTER_NAME, Endpoint, SecurityConfig
 from weir.datastream import StreamExecutionEnvironment
 from weir.proto import (
     common_pb2,
+    dispatcher_pb2,
     dispatcher_pb2_grpc,
     jobmaster_pb2,
     jobmaster_pb2_grpc,
@@ -39,6 +43,7 @@ from weir.proto import (
 from weir.taskmanager.network.frames import (
     FrameDecoder,
     FrameType,
+    encode_frame,
     encode_handshake,
     encode_partition_request,
 )
@@ -137,6 +142,20 @@ def _attacks(cluster: MiniCluster, job_id: str, certs) -> dict[str, tuple[str, E
                 timeout=10,
             ),
         ),
+        "Dispatcher.RequestTaskManagerFile": (
+            cluster.address,
+            Endpoint.REST,
+            lambda ch: dispatcher_pb2_grpc.DispatcherStub(ch).RequestTaskManagerFile(
+                common_pb2.TaskManagerFileRequest(resource_id=tm.resource_id), timeout=10
+            ),
+        ),
+        "TaskExecutor.RequestFileUpload": (
+            tm.rpc_address,
+            Endpoint.INTERNAL,
+            lambda ch: taskexecutor_pb2_grpc.TaskExecutorStub(ch).RequestFileUpload(
+                common_pb2.TaskManagerFileRequest(), timeout=10
+            ),
+        ),
         "TaskExecutor.Stop": (
             tm.rpc_address,
             Endpoint.INTERNAL,
@@ -155,6 +174,8 @@ def _attacks(cluster: MiniCluster, job_id: str, certs) -> dict[str, tuple[str, E
         "ResourceManager.RegisterTaskExecutor",
         "JobMaster.NotifyTaskManagerLost",
         "TaskExecutor.Stop",
+        "Dispatcher.RequestTaskManagerFile",
+        "TaskExecutor.RequestFileUpload",
     ],
 )
 def test_every_grpc_endpoint_refuses_a_stranger(tls_cluster, certs, client, attack) -> None:
@@ -222,5 +243,87 @@ def test_the_data_port_gives_no_records_to_a_stranger(tls_cluster, certs, client
             return
         frames = _read_frames(sock)
     assert FrameType.BUFFER_RESPONSE not in frames, frames
+    with _good_gateway(cluster, certs) as gateway:
+        assert _running(gateway, job_id)
+
+
+class _CreatesAFile:
+    """Unpickling this creates ``path``: the proof that something was unpickled."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
+
+
+def _evil_graph(evil: bytes) -> common_pb2.JobGraphProto:
+    operator = common_pb2.OperatorDescriptorProto(
+        operator_id="o" * 32, name="map", kind="map", payload=evil
+    )
+    vertex = common_pb2.JobVertexProto(
+        vertex_id="v" * 32, name="map", parallelism=1, max_parallelism=128, operators=[operator]
+    )
+    return common_pb2.JobGraphProto(job_id="e" * 32, job_name="evil", vertices=[vertex])
+
+
+@pytest.mark.parametrize("client", list(BAD_CLIENTS))
+@pytest.mark.parametrize("target", ["Dispatcher.SubmitJob", "TaskExecutor.SubmitTask", "data"])
+def test_a_payload_that_would_create_a_file_if_unpickled_creates_nothing(
+    tls_cluster, certs, client, target, tmp_path
+) -> None:
+    cluster, job_id = tls_cluster
+    marker = tmp_path / "unpickled"
+    evil = pickle.dumps(_CreatesAFile(str(marker)))
+    with _good_gateway(cluster, certs) as gateway:
+        (tm,) = gateway.list_task_managers()
+    if target == "data":
+        token = "guess" if client == "wrong-token" else certs.config()["security.auth.token"]
+        # A handshake, then the payload as a buffer: nothing after a refused handshake
+        # is read, and a producer decodes no buffer a peer sends it anyway.
+        data = encode_handshake(token) + encode_frame(FrameType.BUFFER_RESPONSE, 1, 0, evil)
+        try:
+            if client.startswith("plaintext"):
+                sock: socket.socket = socket.create_connection(
+                    (tm.data_host, tm.data_port), timeout=READ_TIMEOUT_S
+                )
+            else:
+                conf = certs.other_ca_config() if client == "another-ca" else certs.config()
+                sock = _tls_socket((tm.data_host, tm.data_port), conf)
+            with sock:
+                sock.sendall(data)
+                _read_frames(sock)  # until the producer closes the connection
+        except (ssl.SSLError, BrokenPipeError, ConnectionResetError):
+            pass  # refused in the TLS handshake
+    else:
+        if target == "Dispatcher.SubmitJob":
+            address, endpoint = cluster.address, Endpoint.REST
+
+            def call(channel):
+                return dispatcher_pb2_grpc.DispatcherStub(channel).SubmitJob(
+                    dispatcher_pb2.SubmitJobRequest(
+                        job_graph=_evil_graph(evil).SerializeToString()
+                    ),
+                    timeout=10,
+                )
+        else:
+            address, endpoint = tm.rpc_address, Endpoint.INTERNAL
+            vertex = _evil_graph(evil).vertices[0]
+
+            def call(channel):
+                return taskexecutor_pb2_grpc.TaskExecutorStub(channel).SubmitTask(
+                    taskexecutor_pb2.SubmitTaskRequest(
+                        jobmaster_address=address,
+                        deployment=taskexecutor_pb2.TaskDeploymentDescriptorProto(
+                            version=DEPLOYMENT_VERSION, vertex=vertex
+                        ),
+                    ),
+                    timeout=10,
+                )
+
+        with rpc.create_channel(address, BAD_CLIENTS[client](certs), endpoint) as channel:
+            with pytest.raises((AuthenticationError, ServiceUnavailableError)):
+                rpc.call(target, lambda request, timeout: call(channel), None)
+    assert not marker.exists()
     with _good_gateway(cluster, certs) as gateway:
         assert _running(gateway, job_id)
