@@ -1,7 +1,12 @@
 """Driving a Weir cluster through deploy/bin from tests: a conf, log and pid dir per
 cluster, the scripts as subprocesses, and process checks with pgrep and /proc.
 
-Everything is a real process on loopback; readiness is polled with deadlines."""
+Everything is a real process on loopback; readiness is polled with deadlines.
+
+``WEIR_E2E_TLS=1`` runs every cluster of the end-to-end suite with mutual TLS and a token
+(certificates from ``weir certs``' code, in the cluster's own directory), as
+``make test-e2e-tls`` does; a test asks for TLS whatever the switch with ``tls=True``.
+Tests that talk to a cluster themselves use ``cluster.security()``."""
 
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from weir.client.certificates import write_cluster_certificates
+from weir.core.security import SecurityConfig
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "deploy" / "bin"
 PYTHON = sys.executable
@@ -28,6 +36,14 @@ START_TIMEOUT_S = 120
 JOB_TIMEOUT_S = 120
 # The ResourceManager's stop budget (10 s stop + 30 s cancel) plus Spark's stop.
 STOP_TIMEOUT_S = 120
+
+
+TLS_SWITCH = "WEIR_E2E_TLS"
+
+
+def tls_by_default() -> bool:
+    """Whether the suite runs with TLS (``WEIR_E2E_TLS=1``)."""
+    return os.environ.get(TLS_SWITCH) == "1"
 
 
 def free_port() -> int:
@@ -85,12 +101,19 @@ class WeirCluster:
     """The master's address (bound and advertised)."""
     command_prefix: list[str] = field(default_factory=list)
     """Put before every command: ``ip netns exec NAME`` runs it on a host of a HostNetwork."""
+    tls: bool = field(default_factory=tls_by_default)
+    """Mutual TLS on every endpoint and a token, with certificates made for ``host``."""
 
     def __post_init__(self) -> None:
         self.conf_dir = self.root / "conf"
         self.log_dir = self.root / "log"
         self.pid_dir = self.root / "pid"
         self.conf_dir.mkdir(parents=True, exist_ok=True)
+        self._tls_conf: dict[str, str] = {}
+        if self.tls:
+            certs = write_cluster_certificates(self.root / "certs", [self.host])
+            self._tls_conf = dict(line.split(": ", 1) for line in certs.config_lines())
+            self._tls_conf["security.auth.token"] = os.urandom(16).hex()
         self.write_conf()
 
     def write_conf(self, **overrides: str) -> None:
@@ -104,10 +127,16 @@ class WeirCluster:
             "spark.ui.showConsoleProgress": "false",
             "env.log.dir": str(self.log_dir),
             "env.pid.dir": str(self.pid_dir),
+            **self._tls_conf,
             **self.extra_conf,
             **overrides,
         }
+        self.conf = conf
         (self.conf_dir / "weir-conf.yaml").write_text(yaml.safe_dump(conf, sort_keys=False))
+
+    def security(self) -> SecurityConfig:
+        """How a client of this cluster reaches it (TLS and token as its conf says)."""
+        return SecurityConfig.from_config(self.conf)
 
     @property
     def address(self) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cluster_harness import (
+    BIN,
     JOB_TIMEOUT_S,
     PYTHON,
     REPO,
@@ -66,6 +67,16 @@ def run_word_count(cluster: WeirCluster, tmp_path: Path) -> None:
     tm_logs = list(cluster.log_dir.glob("taskmanager-*/taskmanager.log"))
     assert any("registered with the ResourceManager" in p.read_text() for p in tm_logs)
     assert "registered with the ResourceManager" not in cluster.log_text()
+
+
+def check_printed_counts_in_weir_logs(cluster: WeirCluster) -> None:
+    """What a detached word count printed on the TaskManagers, as `weir logs` shows it."""
+    logs = cluster.weir("logs")
+    assert logs.returncode == 0, cluster.explain(logs)
+    assert logs.stdout.count("==> TaskManager ") == 2, logs.stdout
+    printed = re.findall(r"^(?:\d+> )?\((.+),(\d+)\)$", logs.stdout, re.MULTILINE)
+    final = {word: max(int(n) for w, n in printed if w == word) for word, _ in printed}
+    assert final == expected_word_counts()
 
 
 def job_status(cluster: WeirCluster, job_id: str) -> str | None:
@@ -135,6 +146,7 @@ class TestOnLocalSpark:
         wait_until(
             lambda: job_status(weir_cluster, job_id) == "FINISHED", 120, f"job {job_id} to finish"
         )
+        check_printed_counts_in_weir_logs(weir_cluster)
 
     def test_cancel_makes_a_running_job_canceled(self, cluster) -> None:
         weir_cluster, _ = cluster
@@ -158,6 +170,37 @@ class TestOnLocalSpark:
         stop_and_check_nothing_left(weir_cluster, pid)
         again = weir_cluster.stop()  # nothing to stop is not an error
         assert again.returncode == 0 and "No Weir master" in again.stdout
+
+
+# --- the same with mutual TLS and a token ------------------------------------------------
+
+
+def test_a_cluster_with_tls_runs_jobs_shows_logs_and_refuses_plaintext(tmp_path: Path) -> None:
+    cluster = WeirCluster(tmp_path / "weir", "local[2]", tls=True)
+    assert cluster.conf["security.ssl.internal.enabled"] == "true"
+    pid = start(cluster, "-n", "2")
+    try:
+        run_word_count(cluster, tmp_path)
+        detached = cluster.weir("run", "-d", str(WORD_COUNT))
+        assert detached.returncode == 0, cluster.explain(detached)
+        job_id = JOB_ID.search(detached.stdout).group(1)
+        wait_until(lambda: job_status(cluster, job_id) == "FINISHED", 120, f"job {job_id}")
+        check_printed_counts_in_weir_logs(cluster)
+        # A client without the cluster's certificates and token is told what to set.
+        bare = tmp_path / "bare-conf"
+        bare.mkdir()
+        plaintext = subprocess.run(
+            [str(BIN / "weir"), "list", "-m", cluster.address],
+            env={**cluster.env(), "WEIR_CONF_DIR": str(bare)},
+            capture_output=True,
+            text=True,
+            timeout=JOB_TIMEOUT_S,
+        )
+        assert plaintext.returncode == 1
+        assert "security.ssl.rest" in plaintext.stderr, plaintext.stderr
+        assert job_status(cluster, job_id) == "FINISHED"  # and the cluster serves on
+    finally:
+        stop_and_check_nothing_left(cluster, pid)
 
 
 # --- failures that need no running master -----------------------------------------------
@@ -315,7 +358,7 @@ def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -
         match = JOB_ID.search(result.stdout)
         assert match, result.stdout
         job_id = match.group(1)
-        with DispatcherGateway(cluster.address) as gateway:
+        with DispatcherGateway(cluster.address, cluster.security()) as gateway:
             attempt = 0
             for _ in range(3):
                 target = _latest_checkpoint(checkpoints) + rng.randint(1, 6)

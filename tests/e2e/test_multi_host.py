@@ -142,6 +142,7 @@ def test_a_keyed_job_across_hosts_recovers_exactly_once_with_tls(
         spark_master,
         host=a.address,
         command_prefix=["ip", "netns", "exec", a.name],
+        tls=False,  # turned on below as a user does it, with `weir certs`
     )
     # Step one of turning TLS on: `weir certs` for the cluster's hosts.
     made = cluster.weir(
@@ -262,6 +263,15 @@ def test_a_keyed_job_across_hosts_recovers_exactly_once_with_tls(
         assert printed, "no task's print() output found in any taskmanager.out"
         current = {tm["resource_id"]: tm["data_host"] for tm in _query(cluster, a, "taskmanagers")}
         assert {{**hosts_of, **current}.get(rid) for rid in printed} <= {b.address, c.address}
+        # ... and on host A, where the job was run from, through `weir logs`.
+        # (The killed TaskManager may still be listed, and be named as unreachable.)
+        logs = cluster.weir("logs")
+        shown = re.findall(
+            r"^==> TaskManager (\w+) on ([\d.]+): .*taskmanager\.out", logs.stdout, re.M
+        )
+        assert len(shown) >= 3, cluster.explain(logs)
+        assert {host for _, host in shown} <= {b.address, c.address}, logs.stdout
+        assert PRINT_MARK in logs.stdout, logs.stdout
     finally:
         stopped = cluster.stop()
         assert stopped.returncode == 0, cluster.explain(stopped)
