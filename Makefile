@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CDS_STAMP := $(VENV)/.spark-cds
 PROTOS := $(wildcard proto/*.proto)
 
-.PHONY: setup run test test-long lint site layers typecheck proto bench clean java
+.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java
 
 setup: java $(STAMP) $(CDS_STAMP)
 
@@ -79,6 +79,13 @@ test: setup
 
 test-long: setup
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m long
+	$(MAKE) --no-print-directory test-e2e-tls
+
+# The whole end-to-end suite again, with mutual TLS and a token on every cluster it
+# starts (tests/e2e/cluster_harness.py); `make test` runs one TLS cluster and the
+# multi-host test, which is TLS throughout.
+test-e2e-tls: setup
+	WEIR_E2E_TLS=1 $(VENV)/bin/pytest -q -p no:cacheprovider --durations=10 tests/e2e
 
 bench: setup
 	$(PY) benchmarks/run_all.py
