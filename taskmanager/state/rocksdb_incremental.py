@@ -109,7 +109,11 @@ class RocksDBNativeSnapshot:
                 if name.endswith(_SST):
                     handle = self.uploaded.get(name)
                     if handle is None:
-                        handle = storage.write_shared_file(f"{self.backend_id}-{name}", path)
+                        # Named by checkpoint too: a file an aborted checkpoint uploaded
+                        # may be deleted by the coordinator while this one goes up.
+                        handle = storage.write_shared_file(
+                            f"{self.backend_id}-{self.checkpoint_id}-{name}", path
+                        )
                         written += handle.size
                     self.written[name] = handle
                     shared.append(SharedFile(name, handle))
