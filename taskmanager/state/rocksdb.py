@@ -179,7 +179,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._db: Rdict | None = None
         self._cfs: dict[str, Rdict] = {}
         self.write_options = WriteOptions()
-        self.write_options.disable_wal = True
+        self.write_options.disable_wal = True  # type: ignore[method-assign,assignment]
         self.incremental = False
         """Checkpoints upload SST files (``rocksdb_incremental``) instead of the
         canonical form."""
