@@ -46,9 +46,7 @@ def security_config(tls: bool, certs_dir: str) -> dict[str, str]:
 
 def data_plane_frames_per_s(tls: bool, seconds: float) -> float:
     with tempfile.TemporaryDirectory(prefix="weir-bench-certs-") as certs_dir:
-        config = NetworkConfig(
-            security=SecurityConfig.from_config(security_config(tls, certs_dir))
-        )
+        config = NetworkConfig(security=SecurityConfig.from_config(security_config(tls, certs_dir)))
         with (
             DefaultNetworkEnvironment("producer" * 4, HOST, config) as a,
             DefaultNetworkEnvironment("consumer" * 4, HOST, config) as b,
@@ -61,10 +59,11 @@ def data_plane_frames_per_s(tls: bool, seconds: float) -> float:
 
 def _cluster_rates(tls: bool, events: int, keyed_events: int) -> dict[str, float]:
     """In a child process: both jobs on a MiniCluster with TLS ``tls``."""
-    from run_all import run_job  # noqa: PLC0415 (imports the DataStream API; child only)
+    # Imported here: only the child processes start clusters.
+    from run_all import run_job
 
-    from weir.client.mini_cluster import MiniCluster  # noqa: PLC0415
-    from weir.core.executor import register_executor  # noqa: PLC0415
+    from weir.client.mini_cluster import MiniCluster
+    from weir.core.executor import register_executor
 
     with tempfile.TemporaryDirectory(prefix="weir-bench-certs-") as certs_dir:
         config = {**security_config(tls, certs_dir), "resourcemanager.taskmanager.max": "2"}
@@ -119,8 +118,7 @@ def main() -> None:
                 flush=True,
             )
     median = {
-        tls: {k: statistics.median(v) for k, v in series.items()}
-        for tls, series in results.items()
+        tls: {k: statistics.median(v) for k, v in series.items()} for tls, series in results.items()
     }
     off, on = median[False], median[True]
     print("\nmedians              TLS off        TLS on   overhead")
