@@ -275,7 +275,8 @@ def cmd_logs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
             cut = f" (its last {_size(len(found.content))})" if found.truncated else ""
             host = hosts.get(resource_id, "?")
             print(f"==> TaskManager {resource_id} on {host}: {found.path}{cut} <==", flush=True)
-            sys.stdout.write(found.content.decode("utf-8", "replace"))
+            text = found.content.decode("utf-8", "replace")
+            sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
             sys.stdout.flush()
     return 1 if failed else 0
 
