@@ -81,7 +81,7 @@ test-long: setup
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m long
 	$(MAKE) --no-print-directory test-e2e-tls
 
-# The whole end-to-end suite again, with mutual TLS and a token on every cluster it
+# The end-to-end suite again (its soak tests aside), with mutual TLS and a token on every cluster it
 # starts (tests/e2e/cluster_harness.py); `make test` runs one TLS cluster and the
 # multi-host test, which is TLS throughout.
 test-e2e-tls: setup
