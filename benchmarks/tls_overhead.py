@@ -10,7 +10,7 @@ Each cluster run is a process of its own (one SparkSession per setting), and the
 alternate off and on so that load from elsewhere on the machine falls on both; the
 medians are reported. The keyed count's exchange crosses between the two TaskManagers,
 so its overhead is TLS on the data plane; q1 chains source and map, so only the control
-plane (deployment, checkpoints' absence here, reports) is encrypted.
+plane (deployment, task reports) is encrypted there.
 """
 
 from __future__ import annotations
