@@ -81,11 +81,12 @@ test-long: setup
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m long
 	$(MAKE) --no-print-directory test-e2e-tls
 
-# The end-to-end suite again (its soak tests aside), with mutual TLS and a token on every cluster it
-# starts (tests/e2e/cluster_harness.py); `make test` runs one TLS cluster and the
-# multi-host test, which is TLS throughout.
+# The whole end-to-end suite again, soak tests included, with mutual TLS and a token on
+# every cluster it starts (tests/e2e/cluster_harness.py). `make test` runs one TLS
+# cluster; the multi-host test is TLS throughout whatever the switch, and -m long runs it.
 test-e2e-tls: setup
-	WEIR_E2E_TLS=1 $(VENV)/bin/pytest -q -p no:cacheprovider --durations=10 tests/e2e
+	WEIR_E2E_TLS=1 $(VENV)/bin/pytest -q -p no:cacheprovider --durations=10 -m "" \
+	  --ignore=tests/e2e/test_multi_host.py tests/e2e
 
 bench: setup
 	$(PY) benchmarks/run_all.py

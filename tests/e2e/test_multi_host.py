@@ -31,7 +31,10 @@ KEYS = 8
 SPARK_PORT = 7077
 SPARK_WEBUI_PORT = 8080
 
-pytestmark = pytest.mark.spark
+# Six JVMs (two Spark daemons per host side, executors, the master's driver) and a job
+# killed halfway: two to four minutes on two cores, so it runs in `make test-long`, and
+# its own deadlines (each phase's wait_until) sum past the suite's 300 s per test.
+pytestmark = [pytest.mark.spark, pytest.mark.long, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
