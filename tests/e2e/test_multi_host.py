@@ -30,6 +30,10 @@ RECORDS = 6_000
 KEYS = 8
 SPARK_PORT = 7077
 SPARK_WEBUI_PORT = 8080
+# Four leases on the standalone workers: an executor JVM per worker, then a Python worker
+# and a TaskManager per lease. Well under a minute on an idle machine; past 120 s on a
+# two-core machine under a load of 20+, so it gets START_TIMEOUT_S twice and more.
+LEASES_TIMEOUT_S = 2.5 * START_TIMEOUT_S
 
 # Six JVMs (two Spark daemons per host side, executors, the master's driver) and a job
 # killed halfway: two to four minutes on two cores, so it runs in `make test-long`, and
@@ -203,11 +207,17 @@ def test_a_keyed_job_across_hosts_recovers_exactly_once_with_tls(
     started = cluster.start("-n", "4")
     assert started.returncode == 0, cluster.explain(started)
     try:
-        wait_until(
-            lambda: len(_query(cluster, a, "taskmanagers")) == 4,
-            START_TIMEOUT_S,
-            "four TaskManagers to register",
-        )
+        registered: list[dict] = []
+
+        def four_registered() -> bool:
+            registered[:] = _query(cluster, a, "taskmanagers")
+            return len(registered) == 4
+
+        try:
+            wait_until(four_registered, LEASES_TIMEOUT_S, "four TaskManagers to register")
+        except pytest.fail.Exception as exc:
+            tail = "\n".join(cluster.log_text().splitlines()[-40:])
+            pytest.fail(f"{exc}; registered: {registered}\n--- master log (tail)\n{tail}")
         taskmanagers = _query(cluster, a, "taskmanagers")
         # Each TaskManager advertises its own host's address, found towards the master.
         by_host = Counter(tm["data_host"] for tm in taskmanagers)
