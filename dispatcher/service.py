@@ -79,6 +79,13 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
         return encode_checkpoint_stats(stats, request.job_id)
 
     @translate_server_errors
+    async def GetJobPlan(self, request, context):
+        plan, config = await self._server.run_blocking(
+            self._dispatcher.job_plan, parse_job_id(request.job_id)
+        )
+        return dispatcher_pb2.JobPlanResponse(plan_json=plan, config=config)
+
+    @translate_server_errors
     async def CancelJob(self, request, context):
         await self._server.run_blocking(self._dispatcher.cancel_job, parse_job_id(request.job_id))
         return common_pb2.Ack(ok=True)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from weir.core.state_ttl import StateTtl
+from weir.metrics.metricbase import MetricGroup
 from weir.taskmanager.state.backend import (
     KeyedStateBackend,
     StateAccessError,
@@ -49,6 +50,7 @@ class StreamingRuntimeContext:
         attempt_number: int,
         job_parameters: Mapping[str, str],
         keyed_state_backend: KeyedStateBackend | None = None,
+        metric_group: MetricGroup | None = None,
     ) -> None:
         self._task_name = task_name
         self._task_name_with_subtasks = task_name_with_subtasks
@@ -58,6 +60,7 @@ class StreamingRuntimeContext:
         self._attempt_number = attempt_number
         self._job_parameters = dict(job_parameters)
         self._keyed_state_backend = keyed_state_backend
+        self._metric_group = metric_group
 
     def get_task_name(self) -> str:
         """The name of the task in which the function runs, as assigned in the plan."""
@@ -83,6 +86,21 @@ class StreamingRuntimeContext:
 
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._job_parameters.get(key, default_value)
+
+    def get_metrics_group(self) -> MetricGroup:
+        """The root metric group of this operator (PyFlink's ``get_metrics_group``):
+        register counters, gauges, meters and distributions in ``open``; the TaskManager
+        reports them through the REST API and its Prometheus endpoint.
+
+        Example::
+
+            def open(self, runtime_context):
+                self.seen = runtime_context.get_metrics_group().counter("seen")
+        """
+        if self._metric_group is None:
+            msg = "this runtime context has no metric group (it was made outside a task)"
+            raise RuntimeError(msg)
+        return self._metric_group
 
     def _backend(self, what: str, state_descriptor: Any) -> KeyedStateBackend:
         backend = self._keyed_state_backend

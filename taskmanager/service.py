@@ -19,6 +19,7 @@ from weir.core.checkpoint import (
     encode_task_state,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
+from weir.core.metrics.metric_codec import encode_metrics
 from weir.core.process_status import current_process_status
 from weir.proto import (
     common_pb2,
@@ -107,6 +108,13 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     ) -> common_pb2.Ack:
         self._te.stop(request.reason or "told to stop")
         return common_pb2.Ack(ok=True)
+
+    @rpc.translate_server_errors
+    def GetMetrics(
+        self, request: common_pb2.Empty, context: grpc.ServicerContext
+    ) -> taskexecutor_pb2.MetricsDump:
+        metrics = self._te.metrics
+        return encode_metrics(metrics.snapshot(), metrics.prometheus_address)
 
 
 def add_to_server(task_executor: TaskExecutor, server: grpc.Server) -> None:

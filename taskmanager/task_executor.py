@@ -43,6 +43,7 @@ from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.task import Task, TaskCanceledError, TaskServices
 from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
+from weir.taskmanager.task_manager_metrics import TaskManagerMetrics
 
 if TYPE_CHECKING:
     import grpc
@@ -198,6 +199,9 @@ class TaskExecutor:
         self.data_port = 0
         self.working_dir = ""
         self._job_resources: JobResourceTable | None = None
+        self.metrics = TaskManagerMetrics(
+            self.resource_id, self.config.host, self._config, self._buffers_in_use
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -218,6 +222,7 @@ class TaskExecutor:
             self.rpc_address = rpc.bind(server, self.config.host, 0)
             server.start()
             self._server = server
+            self.metrics.start()
             self._reporter = threading.Thread(
                 target=self._send_reports, name="weir-tm-state-reports", daemon=True
             )
@@ -320,6 +325,7 @@ class TaskExecutor:
                 )
         if self._server is not None:
             rpc.stop_server(self._server, _GRPC_STOP_GRACE_S)
+        self.metrics.close()
         if self._network is not None:
             self._network.close()
         if self._reporter is not None:
@@ -677,6 +683,7 @@ class TaskExecutor:
                 _EndOfData(jobmaster_address, job_id, attempt_id)
             ),
             task_thread=lambda: self._task_thread(tdd, resources),
+            metric_group=self.metrics.task_group(tdd),
         )
 
     @staticmethod
@@ -705,6 +712,17 @@ class TaskExecutor:
         for resources in left:
             JobResourceTable.release(resources)
 
+    def _buffers_in_use(self) -> int:
+        """Network buffers the tasks here hold in their gates and partitions."""
+        with self._lock:
+            tasks = [task for task, _ in self._tasks.values()]
+        used = 0
+        for task in tasks:
+            gate = task.input_gate
+            used += gate.queued_buffers() if gate is not None else 0
+            used += sum(p.queued_buffers() for p in task.result_partitions)
+        return used
+
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
         released: _Slot | None = None
         with self._lock:
@@ -717,6 +735,9 @@ class TaskExecutor:
                         released = self._slots.pop(entry[1])
         if entry is None:
             return
+        group = entry[0].metric_group
+        if group is not None:
+            self.metrics.task_ended(entry[0].tdd, group)
         if released is not None:
             # On the task thread: the RPC goes out from the report thread.
             self._reports.put(_SlotAvailable(entry[1]))

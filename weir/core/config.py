@@ -466,6 +466,44 @@ LOG_MAX_FILE_SIZE = _option(
 )
 CLUSTER_PID_DIR = _option("env.pid.dir", "", str, "Where cluster scripts put pid files.")
 
+# --- REST endpoint and metrics (Flink's RestOptions, PrometheusReporter) --------------
+REST_ADDRESS = _option(
+    "rest.address",
+    "",
+    str,
+    "The address clients and the dashboard are told to reach the REST endpoint at. "
+    "Empty: the bind address.",
+)
+REST_PORT = _option(
+    "rest.port",
+    8081,
+    _port,
+    "The REST endpoint's (and the web dashboard's) port; 0 = any free port. The embedded "
+    "MiniCluster starts the endpoint only when this key is set, as Flink's local "
+    "environment needs createLocalEnvironmentWithWebUI.",
+)
+REST_BIND_ADDRESS = _option(
+    "rest.bind-address",
+    "",
+    str,
+    "The interface the REST endpoint binds. Empty: jobmanager.bind-host (loopback unless "
+    "set: the endpoint accepts jobs, and a job is code).",
+)
+PROMETHEUS_FACTORY_CLASS = _option(
+    "metrics.reporter.prom.factory.class",
+    "",
+    str,
+    "org.apache.flink.metrics.prometheus.PrometheusReporterFactory starts a Prometheus "
+    "endpoint on the master and on every TaskManager. Empty: none.",
+)
+PROMETHEUS_PORT = _option(
+    "metrics.reporter.prom.port",
+    "9249",
+    str,
+    "The Prometheus endpoint's port, a range (9250-9260) or a list of both: each process "
+    "takes the first free one, so give a range when several run on one host. 0 = any.",
+)
+
 # --- high availability --------------------------------------------------------------
 HA_TYPE = _option(
     "high-availability.type", "none", str.lower, "High-availability mode.", ("none", "zookeeper")

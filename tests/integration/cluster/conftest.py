@@ -21,6 +21,13 @@ CLUSTER_CONFIG = {
     "heartbeat.timeout": "6 s",
     "slot.request.timeout": "60 s",
     "resourcemanager.taskmanager-timeout": "10 min",
+    # The REST API, the dashboard and Prometheus endpoints on any free port: the REST,
+    # dashboard and metrics tests read this cluster's.
+    "rest.port": "0",
+    "metrics.reporter.prom.factory.class": (
+        "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
+    ),
+    "metrics.reporter.prom.port": "0",
 }
 
 
