@@ -101,7 +101,7 @@ class ClusterView:
             return TaskManagerMetricsView(info)
         return TaskManagerMetricsView(info, tuple(decode_metrics(dump)), dump.prometheus_address)
 
-    def task_metrics(self) -> dict[str, Mapping[str, float]]:
+    def task_metrics(self) -> dict[str, dict[str, float]]:
         """Task metrics by execution attempt id: ``{attempt: {name: value}}``."""
         result: dict[str, dict[str, float]] = {}
         for view in self.task_managers().values():

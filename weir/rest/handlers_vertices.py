@@ -91,7 +91,8 @@ def get_vertex(view: ClusterView, req: RestRequest) -> Any:
 def get_back_pressure(view: ClusterView, req: RestRequest) -> Any:
     _, _, subtasks = _vertex(view, req)
     metrics = view.task_metrics()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    worst = 0.0
     for t in subtasks:
         m = metrics.get(t.execution_attempt_id, {})
         ratio = m.get("backPressuredTimeMsPerSecond", 0.0) / 1000
@@ -107,7 +108,7 @@ def get_back_pressure(view: ClusterView, req: RestRequest) -> Any:
                 "busyRatio": round(busy, 4) if not math.isnan(busy) else None,
             }
         )
-    worst = max((r["ratio"] for r in rows), default=0.0)
+        worst = max(worst, ratio)
     return {
         "status": "ok",
         "backpressure-level": back_pressure_level(worst),

@@ -201,7 +201,8 @@ class RestServerEndpoint:
             site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True)
             await site.start()
             self._runner = runner
-            sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+            server: Any = site._server  # aiohttp keeps the asyncio server private
+            sockets = server.sockets if server is not None else []
             bound = sockets[0].getsockname()[1] if sockets else port
             self.address = f"{advertised_host or host}:{bound}"
             scheme = "https" if ssl_context is not None else "http"

@@ -264,7 +264,7 @@ class TestMetrics:
         await_condition(seen_in_prometheus, "the user counter in the TaskManagers' scrape")
 
     def test_task_managers_expose_task_metrics_for_prometheus(self, running_job):
-        url, job_id = running_job
+        url, _ = running_job
         tm = _get(f"{url}/taskmanagers")["taskmanagers"][0]
         families = _scrape(tm["prometheusAddress"])
         for name in (

@@ -47,23 +47,23 @@ class _SampleCollector(Collector):
         self._source = source
 
     def collect(self) -> Iterator[Any]:
-        families: dict[str, Any] = {}
+        families: dict[str, tuple[GaugeMetricFamily, list[str]]] = {}
         for sample in self._source():
             full = prometheus_name(sample.scope, sample.name)
             labels = {_INVALID.sub("_", k): v for k, v in sample.variables.items()}
-            family = families.get(full)
-            if family is None:
-                label_names = sorted(labels)
+            entry = families.get(full)
+            if entry is None:
                 # Flink's reporter exposes counters as gauges too, under the metric's
                 # own name (prometheus_client would append _total to a counter).
-                family = GaugeMetricFamily(full, sample.name, labels=label_names)
-                family._weir_labels = label_names
-                families[full] = family
-            names = family._weir_labels
+                names = sorted(labels)
+                entry = (GaugeMetricFamily(full, sample.name, labels=names), names)
+                families[full] = entry
+            family, names = entry
             if sorted(labels) != names:
                 continue  # one family, one label set: a clash of user groups is skipped
             family.add_metric([labels[n] for n in names], sample.value)
-        yield from families.values()
+        for family, _ in families.values():
+            yield family
 
     def describe(self) -> list[Any]:
         return []  # names are only known at scrape time
