@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 import yaml
 
 from weir.core.errors import ConfigurationError
+from weir.core.port_range import parse_port_range
 
 T = TypeVar("T")
 
@@ -502,6 +503,44 @@ PROMETHEUS_PORT = _option(
     str,
     "The Prometheus endpoint's port, a range (9250-9260) or a list of both: each process "
     "takes the first free one, so give a range when several run on one host. 0 = any.",
+)
+
+
+# --- queryable state (Flink's QueryableStateOptions) ---------------------------------
+def _port_range(key: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:  # refuse a bad spec when the configuration is read, not when a server binds
+            parse_port_range(text, key)
+        except ConfigurationError as exc:
+            msg = f"expected a port, a range like 9067-9077 or a list of them, got {text!r}"
+            raise ValueError(msg) from exc
+        return str(text).strip()
+
+    return parse
+
+
+QUERYABLE_STATE_ENABLE = _option(
+    "queryable-state.enable",
+    False,
+    _parse_bool,
+    "Serve queryable state: a KvStateServer on every TaskManager and the client proxy "
+    "on the master (Flink puts it on TaskManagers; here TaskManagers live in Spark "
+    "executors, so the one address clients know is the master's).",
+)
+QUERYABLE_STATE_PROXY_PORTS = _option(
+    "queryable-state.proxy.ports",
+    "9069",
+    _port_range("queryable-state.proxy.ports"),
+    "Port of the queryable state client proxy on the master, a range (9069-9079) or a "
+    "list; the first free one is taken. 0 = any free port.",
+)
+QUERYABLE_STATE_SERVER_PORTS = _option(
+    "queryable-state.server.ports",
+    "9067",
+    _port_range("queryable-state.server.ports"),
+    "Port of each TaskManager's queryable state server, a range (9067-9077) or a list: "
+    "each TaskManager takes the first free one, so give a range when several run on one "
+    "host. 0 = any free port.",
 )
 
 # --- high availability --------------------------------------------------------------

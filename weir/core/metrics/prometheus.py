@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from weir.core.errors import ConfigurationError
 from weir.core.metrics.metric_group import MetricSample
+from weir.core.port_range import parse_port_range
 
 __all__ = ["PROMETHEUS_FACTORY_CLASSES", "PrometheusReporter", "prometheus_name"]
 
@@ -71,25 +72,7 @@ class _SampleCollector(Collector):
 
 def _ports(spec: str) -> list[int]:
     """Flink's port syntax: ``9249``, ``9250-9260``, or a comma-separated list of both."""
-    ports: list[int] = []
-    for raw in str(spec).split(","):
-        part = raw.strip()
-        if not part:
-            continue
-        low, sep, high = part.partition("-")
-        try:
-            first = int(low)
-            last = int(high) if sep else first
-        except ValueError:
-            first, last = -1, -1
-        if not (0 <= first <= last <= 65535):
-            msg = (
-                f"bad value {spec!r} for configuration key 'metrics.reporter.prom.port': "
-                "expected a port, a range like 9250-9260, or a list of them (0 = any free)"
-            )
-            raise ConfigurationError(msg)
-        ports.extend(range(first, last + 1))
-    return ports
+    return parse_port_range(spec, "metrics.reporter.prom.port")
 
 
 class PrometheusReporter:
