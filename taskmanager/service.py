@@ -30,6 +30,7 @@ from weir.proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
+from weir.taskmanager.queryablestate.kv_state_registry import KvStateRegistration
 
 if TYPE_CHECKING:
     from weir.taskmanager.task_executor import TaskExecutor
@@ -281,6 +282,32 @@ class JobMasterGateways:
                 close = connection.calls == 0 and self._connections.get(address) is not connection
             if close:
                 connection.channel.close()
+
+    def notify_kv_state_registered(
+        self, address: str, registration: KvStateRegistration, timeout_s: float
+    ) -> None:
+        """Tell the JobMaster where a queryable state of one subtask is served; raises
+        what it refuses (a registration name clash)."""
+        r = registration
+        with self._stub(address) as stub:
+            rpc.call(
+                "JobMaster.NotifyKvStateRegistered",
+                stub.NotifyKvStateRegistered,
+                jobmaster_pb2.KvStateRegistration(
+                    job_id=r.job_id,
+                    execution_attempt_id=r.attempt_id,
+                    operator_id=r.operator_id,
+                    registration_name=r.registration_name,
+                    start_key_group=r.key_groups.start,
+                    end_key_group=r.key_groups.stop - 1,
+                    num_key_groups=r.num_key_groups,
+                    key_type=r.key_type,
+                    kv_state_id=r.kv_state_id,
+                    server_address=r.server_address,
+                    subtask_index=r.subtask_index,
+                ),
+                timeout=timeout_s,
+            )
 
     def update_task_execution_state(
         self,

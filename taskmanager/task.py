@@ -108,6 +108,11 @@ _DATA = BufferKind.DATA
 _END = BufferKind.END_OF_PARTITION
 
 
+RegisterKvState = Callable[
+    [str, str, KeyedStateBackend, Callable[[], Any], Callable[[Callable[[], None]], None]], None
+]
+
+
 @dataclass(frozen=True)
 class TaskServices:
     network: NetworkEnvironment
@@ -129,6 +134,10 @@ class TaskServices:
     task_thread: Callable[[], AbstractContextManager[object]] = nullcontext
     metric_group: ScopedMetricGroup | None = None
     """The task's metric group (scope taskmanager.job.task); None: metrics go nowhere."""
+    register_kv_state: RegisterKvState | None = None
+    """``(operator_id, name, backend, read, put_mail)`` from the task thread when an
+    operator creates a queryable state (in ``open``); may block on one RPC. None: the
+    TaskManager serves no queryable state."""
     """Entered on the task thread around its whole run: what the TaskManager sets up for
     the user code of this task's job there (its working directory, exit monitoring)."""
 
@@ -728,6 +737,7 @@ class Task:
             job_parameters=tdd.job_parameters,
             keyed_state_backend=backend,
             metric_group=self._operator_metric_group(descriptor),
+            register_queryable=self._queryable_state_registrar(descriptor, backend),
         )
         return OperatorSetup(
             descriptor=descriptor,
@@ -750,6 +760,15 @@ class Task:
             ),
             restored_checkpoint_id=tdd.restored_checkpoint_id,
         )
+
+    def _queryable_state_registrar(
+        self, descriptor: OperatorDescriptor, backend: KeyedStateBackend | None
+    ) -> Callable[[str, Callable[[], Any]], None] | None:
+        register = self._services.register_kv_state
+        if register is None or backend is None:
+            return None
+        operator_id, put_mail = str(descriptor.operator_id), self.mailbox.put
+        return lambda name, read: register(operator_id, name, backend, read, put_mail)
 
     def _operator_metric_group(self, descriptor: OperatorDescriptor) -> ScopedMetricGroup:
         """The group a function's ``get_metrics_group()`` returns (scope
