@@ -29,6 +29,7 @@ from weir.core.job_info import JobDetailsInfo
 from weir.dispatcher.dispatcher import Dispatcher
 from weir.dispatcher.service import DispatcherServicer
 from weir.jobmanager.job_master import JobMaster
+from weir.queryablestate.client_proxy import KvStateClientProxy
 from weir.resourcemanager.resource_manager import ResourceManager
 from weir.rest import ClusterView, RestServerEndpoint
 from weir.rest.job_manager_metrics import JobManagerMetrics
@@ -72,6 +73,7 @@ class ClusterComponents:
         self._start_rest = start_rest
         self.rest: RestServerEndpoint | None = None
         self.metrics: JobManagerMetrics | None = None
+        self.kv_state_proxy: KvStateClientProxy | None = None
 
     def start(self, dispatcher_port: int = 0) -> str:
         """Start the ResourceManager, then the Dispatcher on ``bind-host:dispatcher_port``
@@ -97,6 +99,11 @@ class ClusterComponents:
                 self._start_rest_endpoint()
             self.metrics = JobManagerMetrics(self.address, self.config)
             self.metrics.start(self.host)
+            if cfg.get(self.config, cfg.QUERYABLE_STATE_ENABLE):
+                self.kv_state_proxy = KvStateClientProxy(self.address)
+                self.kv_state_proxy.start(
+                    self.host, cfg.get(self.config, cfg.QUERYABLE_STATE_PROXY_PORTS)
+                )
         except BaseException:
             self.close()
             raise
@@ -125,6 +132,9 @@ class ClusterComponents:
         """Stop the Dispatcher (and with it every JobMaster), its server, then the
         ResourceManager, which stops its TaskManagers and the SparkSession it created
         (unless ``stop_spark`` is False: see ``ResourceManager.close``). Idempotent."""
+        if self.kv_state_proxy is not None:
+            self.kv_state_proxy.close()
+            self.kv_state_proxy = None
         if self.metrics is not None:
             self.metrics.close()
             self.metrics = None

@@ -65,6 +65,12 @@ class MiniCluster:
         return metrics.prometheus_address if metrics is not None else ""
 
     @property
+    def queryable_state_proxy_address(self) -> str:
+        """The queryable state proxy's ``host:port``; empty unless queryable-state.enable."""
+        proxy = self._components.kv_state_proxy
+        return proxy.address if proxy is not None else ""
+
+    @property
     def dispatcher(self) -> Dispatcher | None:
         return self._components.dispatcher
 

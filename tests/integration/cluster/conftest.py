@@ -28,6 +28,11 @@ CLUSTER_CONFIG = {
         "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
     ),
     "metrics.reporter.prom.port": "0",
+    # Queryable state: the proxy on the master and a server on every TaskManager, each on
+    # any free loopback port (the queryable state tests read a running job's state).
+    "queryable-state.enable": "true",
+    "queryable-state.proxy.ports": "0",
+    "queryable-state.server.ports": "0",
 }
 
 
