@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -317,3 +318,76 @@ class TestMetrics:
         ]
         assert uptime[0].value > 0
         assert families["flink_jobmanager_numRegisteredTaskManagers"][0].value >= 2
+
+
+_SUBMITTED_JOB = """
+import sys
+
+from weir.common import Types
+from weir.datastream import StreamExecutionEnvironment
+
+name, out = sys.argv[1], sys.argv[2]
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(1)
+env.from_collection(list(range(10)), Types.INT()).map(
+    lambda x: x * x, output_type=Types.INT()
+).add_sink(lambda x: open(out, "a").write(f"{x}\\n"))
+env.execute(name)
+"""
+
+
+def _post_file(url: str, filename: str, content: bytes) -> tuple[int, dict[str, Any]]:
+    """POST ``content`` as the multipart field ``jobfile``; (status, JSON answer)."""
+    boundary = "weir-test-boundary"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="jobfile"; '
+            f'filename="{filename}"\r\nContent-Type: text/x-python\r\n\r\n'
+        ).encode()
+        + content
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    request = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=180) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+class TestJobSubmission:
+    def test_a_job_file_posted_to_jobs_runs_to_the_end(self, running_job, tmp_path):
+        url, _ = running_job
+        out = tmp_path / "squares.txt"
+        query = urllib.parse.urlencode({"programArg": f"posted job,{out}"})
+        status, body = _post_file(f"{url}/jobs?{query}", "squares.py", _SUBMITTED_JOB.encode())
+        assert status == 202, body
+        job_url = body["jobUrl"]
+        job_id = job_url.rsplit("/", 1)[-1]
+        assert job_url == f"/jobs/{job_id}" and len(job_id) == 32
+        assert job_id in [j["id"] for j in _get(f"{url}/jobs")["jobs"]]
+        await_condition(
+            lambda: _get(f"{url}{job_url}")["state"] == "FINISHED", "the posted job to finish"
+        )
+        assert _get(f"{url}{job_url}")["name"] == "posted job"
+        assert sorted(int(line) for line in out.read_text().split()) == [x * x for x in range(10)]
+
+    def test_a_job_file_that_fails_is_refused_with_its_error(self, running_job):
+        url, _ = running_job
+        status, body = _post_file(f"{url}/jobs", "broken.py", b"raise ValueError('no job here')")
+        assert status == 400
+        assert "broken.py did not submit a job" in body["errors"][0]
+        assert "no job here" in body["errors"][0]
+        status, body = _post_file(f"{url}/jobs", "empty.py", b"x = 1\n")
+        assert status == 400 and "did not submit a job" in body["errors"][0]
+        request = urllib.request.Request(f"{url}/jobs", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(request, timeout=30)
+        assert info.value.code == 400 and "jobfile" in json.loads(info.value.read())["errors"][0]
+        # The cluster goes on: the running job still runs.
+        assert _get(f"{url}/overview")["jobs-running"] >= 1
