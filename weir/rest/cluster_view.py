@@ -73,14 +73,22 @@ class ClusterView:
             if not fresh and time.monotonic() - cache.fetched_at < _METRICS_MAX_AGE_S:
                 return cache.views
         infos = self.dispatcher.list_task_managers()
-        views = {info.resource_id: self._fetch(info) for info in infos}
+        previous = cache.views
+        views = {
+            info.resource_id: self._fetch(info, previous.get(info.resource_id)) for info in infos
+        }
         with self._lock:
             self._cache = _Cache(time.monotonic(), views)
             for address in set(self._channels) - {i.rpc_address for i in infos}:
                 self._channels.pop(address).close()
         return views
 
-    def _fetch(self, info: common_pb2.TaskManagerInfo) -> TaskManagerMetricsView:
+    def _fetch(
+        self, info: common_pb2.TaskManagerInfo, previous: TaskManagerMetricsView | None
+    ) -> TaskManagerMetricsView:
+        """The TaskManager's metrics now; when it does not answer in time, the values of
+        the last fetch that worked (Flink's MetricStore keeps them the same way), so a
+        loaded TaskManager's metrics read as slightly old rather than as zero."""
         with self._lock:
             channel = self._channels.get(info.rpc_address)
             if channel is None:
@@ -98,7 +106,9 @@ class ClusterView:
             # A TaskManager going away while we ask: its metrics are missing from this
             # answer, and the heartbeat monitor deals with it.
             logger.warning("no metrics from TaskManager %s", info.resource_id, exc_info=True)
-            return TaskManagerMetricsView(info)
+            if previous is None:
+                return TaskManagerMetricsView(info)
+            return TaskManagerMetricsView(info, previous.samples, previous.prometheus_address)
         return TaskManagerMetricsView(info, tuple(decode_metrics(dump)), dump.prometheus_address)
 
     def task_metrics(self) -> dict[str, dict[str, float]]:

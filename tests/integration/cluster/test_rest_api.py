@@ -115,9 +115,24 @@ class TestClusterEndpoints:
         assert tms
         for tm in tms:
             assert {"id", "path", "dataPort", "slotsNumber", "freeSlots", "hardware"} <= set(tm)
-        one = _get(f"{url}/taskmanagers/{tms[0]['id']}")
+
+        def details_with_metrics():
+            # Asked afresh each time: on a loaded machine a TaskManager may be lost and
+            # replaced meanwhile (404 for the old id), and its first metrics fetch may
+            # not have answered yet (no values to show until one has).
+            for tm in _get(f"{url}/taskmanagers")["taskmanagers"]:
+                try:
+                    one = _get(f"{url}/taskmanagers/{tm['id']}")
+                except urllib.error.HTTPError as error:
+                    if error.code != 404:
+                        raise
+                    continue
+                if one["metrics"]["residentMemory"] > 0:
+                    return one
+            return None
+
+        one = await_condition(details_with_metrics, "a TaskManager's details with its metrics")
         assert "spark task" in one["sparkExecutorId"]
-        assert one["metrics"]["residentMemory"] > 0
         assert one["host"] == "127.0.0.1"
         code, body = _error(f"{url}/taskmanagers/nosuchtaskmanager")
         assert code == 404 and "nosuchtaskmanager" in body["errors"][0]
