@@ -14,7 +14,7 @@ from weir.core.completable_future import CompletableFuture
 from weir.core.ids import parse_job_id
 from weir.core.queryable_keys import encode_key
 from weir.proto import queryablestate_pb2, queryablestate_pb2_grpc
-from weir.queryablestate.immutable_state import immutable_state
+from weir.queryablestate.immutable_state import immutable_state, immutable_state_class
 
 # A query is one proxy call, a location lookup and one read on the task's thread; the
 # TaskManager gives up on a blocked task after 10 s, so this leaves room for that answer.
@@ -58,7 +58,7 @@ class QueryableStateClient:
         ``key_type_info`` is the key's type, as in Flink; the key travels as a basic
         value (None, bool, int, float, str, bytes, or a tuple of them)."""
         del key_type_info  # the job's own key_by decides the key group; kept for Flink
-        immutable_state(state_descriptor, None)  # refuse a bad descriptor before asking
+        immutable_state_class(state_descriptor)  # refuse a bad descriptor before asking
         request = queryablestate_pb2.KvStateRequest(
             job_id=parse_job_id(str(job_id)),
             queryable_state_name=queryable_state_name,

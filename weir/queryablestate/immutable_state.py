@@ -120,20 +120,27 @@ class ImmutableAggregatingState(_ReadOnly, AggregatingState):
         _refuse()
 
 
-def immutable_state(descriptor: Any, value: Any) -> Any:
-    """The read-only state of ``descriptor``'s kind holding ``value``."""
-    if isinstance(descriptor, ValueStateDescriptor):
-        return ImmutableValueState(value)
-    if isinstance(descriptor, ListStateDescriptor):
-        return ImmutableListState(value)
-    if isinstance(descriptor, MapStateDescriptor):
-        return ImmutableMapState(value)
-    if isinstance(descriptor, ReducingStateDescriptor):
-        return ImmutableReducingState(value)
-    if isinstance(descriptor, AggregatingStateDescriptor):
-        return ImmutableAggregatingState(value)
+_BY_DESCRIPTOR: list[tuple[type, type]] = [
+    (ValueStateDescriptor, ImmutableValueState),
+    (ListStateDescriptor, ImmutableListState),
+    (MapStateDescriptor, ImmutableMapState),
+    (ReducingStateDescriptor, ImmutableReducingState),
+    (AggregatingStateDescriptor, ImmutableAggregatingState),
+]
+
+
+def immutable_state_class(descriptor: Any) -> type:
+    """The read-only state class of ``descriptor``'s kind; TypeError for a non-descriptor."""
+    for descriptor_class, state_class in _BY_DESCRIPTOR:
+        if isinstance(descriptor, descriptor_class):
+            return state_class
     msg = (
         "get_kv_state needs the state's descriptor (ValueStateDescriptor, "
         f"ListStateDescriptor, MapStateDescriptor, ...) to know its kind; got {descriptor!r}"
     )
     raise TypeError(msg)
+
+
+def immutable_state(descriptor: Any, value: Any) -> Any:
+    """The read-only state of ``descriptor``'s kind holding ``value``."""
+    return immutable_state_class(descriptor)(value)

@@ -20,7 +20,7 @@ from weir.core.errors import (
 )
 from weir.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from weir.datastream.connectors.number_seq import NumberSequenceSource
-from weir.datastream.state import ValueStateDescriptor
+from weir.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from weir.proto import common_pb2, dispatcher_pb2_grpc
 from weir.queryablestate import ImmutableStateError, QueryableStateClient
 
@@ -184,3 +184,53 @@ class TestQueryableState:
         with _client(address) as client:
             first = _count(client, job_id, "k0") or 0
             await_condition(lambda: (_count(client, job_id, "k0") or 0) > first, "k0 to grow")
+
+
+class SeenPerKey(KeyedProcessFunction):
+    """Per key, in a queryable MapState: how often each residue mod 3 was seen."""
+
+    def open(self, runtime_context):
+        descriptor = MapStateDescriptor("seen", Types.INT(), Types.LONG())
+        descriptor.set_queryable("seen-by-key")
+        self.seen = runtime_context.get_map_state(descriptor)
+
+    def process_element(self, value, ctx):
+        residue = value % 3
+        self.seen.put(residue, (self.seen.get(residue) or 0) + 1)
+
+
+def test_map_state_on_rocksdb_is_queryable_too(cluster):
+    """A job on the rocksdb backend (state serialized in RocksDB, read back on the task's
+    thread) at parallelism 1, next to the module's job."""
+    configuration = Configuration()
+    configuration.set_string("state.backend.type", "rocksdb")
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(1)
+    env.from_source(
+        NumberSequenceSource(1, 10**12), WatermarkStrategy.no_watermarks(), "numbers"
+    ).key_by(lambda n: n % 2, key_type=Types.INT()).process(SeenPerKey())
+    job = env.execute_async("queryable map state on rocksdb")
+    job_id = str(job.get_job_id())
+    descriptor = MapStateDescriptor("seen", Types.INT(), Types.LONG())
+    try:
+        with _client(cluster.queryable_state_proxy_address) as client:
+
+            def seen_of_odd_numbers():
+                future = client.get_kv_state(job_id, "seen-by-key", 1, Types.INT(), descriptor)
+                try:
+                    state = future.result()
+                except (
+                    UnknownKeyOrNamespaceError,
+                    UnknownKvStateLocationError,
+                    UnknownKvStateKeyGroupLocationError,
+                ):
+                    return None
+                return dict(state.items()) if len(list(state.keys())) == 3 else None
+
+            first = await_condition(seen_of_odd_numbers, "every residue of an odd number")
+            assert set(first) == {0, 1, 2} and all(v > 0 for v in first.values())
+            await_condition(
+                lambda: (seen_of_odd_numbers() or {}).get(1, 0) > first[1], "the counts to grow"
+            )
+    finally:
+        job.cancel().result()
