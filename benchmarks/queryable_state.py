@@ -3,7 +3,7 @@ JobMaster location -> TaskManager -> the task's mailbox and back), and what a cl
 querying as fast as it can costs the job it reads (records/s of a keyed count at p=2
 with no queries, then while one client queries in a loop).
 
-    python benchmarks/queryable_state.py [--seconds S] [--queries N]
+    python benchmarks/queryable_state.py [--seconds S] [--rounds N]
 
 The job's record count is read through the state itself: the sum of the per-key counts.
 """
@@ -52,7 +52,7 @@ def _total(client: QueryableStateClient, job_id: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     config = {
         "queryable-state.enable": "true",
@@ -76,18 +76,23 @@ def main() -> None:
                 time.sleep(0.2)  # deploying: not a measurement
             time.sleep(3.0)  # let the job reach its steady rate before measuring
 
-            start, t0 = _total(client, job_id), time.perf_counter()
-            time.sleep(args.seconds)
-            quiet = (_total(client, job_id) - start) / (time.perf_counter() - t0)
+            # Alternate the two phases: the machine's load drifts, and one pair of
+            # phases would compare the drift rather than the queries.
+            quiet_rates: list[float] = []
+            queried_rates: list[float] = []
+            latencies: list[float] = []
+            for _ in range(args.rounds):
+                start, t0 = _total(client, job_id), time.perf_counter()
+                time.sleep(args.seconds)
+                quiet_rates.append((_total(client, job_id) - start) / (time.perf_counter() - t0))
 
-            latencies = []
-            start, t0 = _total(client, job_id), time.perf_counter()
-            deadline = t0 + args.seconds
-            while time.perf_counter() < deadline or len(latencies) < args.queries:
-                q0 = time.perf_counter()
-                _count(client, job_id, KEYS[len(latencies) % len(KEYS)])
-                latencies.append(time.perf_counter() - q0)
-            queried = (_total(client, job_id) - start) / (time.perf_counter() - t0)
+                start, t0 = _total(client, job_id), time.perf_counter()
+                deadline = t0 + args.seconds
+                while time.perf_counter() < deadline:
+                    q0 = time.perf_counter()
+                    _count(client, job_id, KEYS[len(latencies) % len(KEYS)])
+                    latencies.append(time.perf_counter() - q0)
+                queried_rates.append((_total(client, job_id) - start) / (time.perf_counter() - t0))
         job.cancel().result()
 
     latencies.sort()
@@ -97,8 +102,13 @@ def main() -> None:
         f"latency ms: p50 {statistics.median(ms):.2f}  p90 {ms[int(len(ms) * 0.9)]:.2f}  "
         f"p99 {ms[int(len(ms) * 0.99)]:.2f}  max {ms[-1]:.2f}"
     )
-    print(f"job records/s: {quiet:,.0f} without queries, {queried:,.0f} while queried")
-    print(f"throughput while queried: {100 * queried / quiet:.1f} % of unqueried")
+    quiet, queried = statistics.median(quiet_rates), statistics.median(queried_rates)
+    print(f"job records/s without queries, per round: {[round(r) for r in quiet_rates]}")
+    print(f"job records/s while queried, per round:   {[round(r) for r in queried_rates]}")
+    print(
+        f"medians: {quiet:,.0f} without, {queried:,.0f} while queried "
+        f"({100 * queried / quiet:.1f} %)"
+    )
 
 
 if __name__ == "__main__":
