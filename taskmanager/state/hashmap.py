@@ -180,6 +180,9 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
     def get_raw_table(self, name: str) -> dict[Any, Any]:
         return self._tables.setdefault(name, {})
 
+    def get_keys(self, name: str) -> list[Any]:
+        return list(self._tables.get(name) or self._tables.get(_ttl_table(name)) or ())
+
     def snapshot(self) -> KeyedStateSnapshot:
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         now = self.clock_ms() if self._snapshot_filters else 0

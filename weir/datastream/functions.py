@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "BaseBroadcastProcessFunction",
+    "BroadcastProcessFunction",
     "CheckpointListener",
     "CheckpointedFunction",
     "CoFlatMapFunction",
@@ -62,8 +64,10 @@ __all__ = [
     "FunctionInitializationContext",
     "FunctionSnapshotContext",
     "KeySelector",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
+    "KeyedStateFunction",
     "KeyedStateStore",
     "MapFunction",
     "Partitioner",
@@ -581,8 +585,15 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointedFunction, CheckpointL
     _dispatch_invoke._dispatches = True  # type: ignore[attr-defined]
 
 
-# The window functions live in their own module; PyFlink programs import them from here.
-from weir.datastream.window_functions import (  # noqa: E402 - they subclass Function above
+# The window and broadcast process functions live in their own modules; PyFlink programs
+# import them from here. They subclass Function above.
+from weir.datastream.broadcast_functions import (  # noqa: E402
+    BaseBroadcastProcessFunction,
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedStateFunction,
+)
+from weir.datastream.window_functions import (  # noqa: E402
     AllWindowFunction,
     KeyedStateStore,
     ProcessAllWindowFunction,
