@@ -4,12 +4,20 @@ read-only view of broadcast state."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from weir.common import Time, Types
-from weir.core.checkpoint import OperatorStateDistributionMode, OperatorStatePartition
+from weir.core.checkpoint import (
+    OperatorStateDistributionMode,
+    OperatorStateHandle,
+    OperatorStatePartition,
+    StreamStateHandle,
+    repartition_operator_state,
+)
 from weir.core.errors import CorruptCheckpointError, StateMigrationError
 from weir.datastream.state import ListStateDescriptor, MapStateDescriptor, StateTtlConfig
 from weir.taskmanager.state.backend import StateAccessError
@@ -230,3 +238,39 @@ class TestReadOnlyBroadcastState:
         state, view = self._view()
         view.clear()
         assert state.is_empty()
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (3, 1), (1, 4)])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_restored_at_another_parallelism_through_the_handles(old, new, data):
+    """Real snapshots of ``old`` subtasks, redistributed by mode as the JobMaster does and
+    read back by ``new`` subtasks: list elements each once, union elements everywhere,
+    one copy of the broadcast state each."""
+    lists = [data.draw(_elements) for _ in range(old)]
+    unions = [data.draw(_elements) for _ in range(old)]
+    rules = data.draw(st.dictionaries(st.text(max_size=4), st.integers(), max_size=5))
+    handles = []
+    for i in range(old):
+        backend = DefaultOperatorStateBackend()
+        backend.get_list_state(BUFFER).update(lists[i])
+        backend.get_union_list_state(OFFSETS).update(unions[i])
+        backend.get_broadcast_state(RULES).put_all(rules)
+        snapshot = backend.snapshot()
+        stream = StreamStateHandle(None, len(snapshot.data), i, inline=snapshot.data)
+        handles.append([OperatorStateHandle(stream, snapshot.partitions)])
+
+    restored = []
+    for assigned in repartition_operator_state(handles, new):
+        backend = DefaultOperatorStateBackend()
+        backend.restore([(h.handle.inline, h.partitions) for h in assigned])
+        restored.append(backend)
+
+    every_list_element = [e for elements in lists for e in elements]
+    got = [e for b in restored for e in b.get_list_state(BUFFER).get()]
+    assert got == every_list_element  # each once, and in order read subtask by subtask
+    for backend in restored:
+        assert Counter(backend.get_union_list_state(OFFSETS).get()) == Counter(
+            e for elements in unions for e in elements
+        )
+        assert dict(backend.get_broadcast_state(RULES).items()) == rules
