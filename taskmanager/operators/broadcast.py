@@ -66,19 +66,20 @@ class BroadcastStates:
     """The broadcast states of one operator in one subtask, by name: each writable (the
     broadcast side) and as its read-only view (the element side)."""
 
-    __slots__ = ("_read_only", "_store", "_writable")
+    __slots__ = ("_store", "_writable", "read_only_by_name")
 
     def __init__(self, store: DefaultOperatorStateBackend, declared: Sequence[Any]) -> None:
         self._store = store
         self._writable: dict[str, HeapBroadcastState] = {}
-        self._read_only: dict[str, ReadOnlyBroadcastState] = {}
+        self.read_only_by_name: dict[str, ReadOnlyBroadcastState] = {}
+        """The read-only views by state name; the element-side contexts look them up here."""
         for descriptor in declared:
             self._register(descriptor)
 
     def _register(self, descriptor: Any) -> HeapBroadcastState:
         state = self._store.get_broadcast_state(descriptor)
         self._writable[state.name] = state
-        self._read_only[state.name] = state.read_only
+        self.read_only_by_name[state.name] = state.read_only
         return state
 
     def writable(self, descriptor: Any) -> HeapBroadcastState:
@@ -89,7 +90,7 @@ class BroadcastStates:
 
     def read_only(self, descriptor: Any) -> ReadOnlyBroadcastState:
         try:
-            return self._read_only[descriptor.name]
+            return self.read_only_by_name[descriptor.name]
         except (KeyError, AttributeError):
             return self._register(descriptor).read_only
 
@@ -98,28 +99,38 @@ class BroadcastReadOnlyContext(ProcessContext):
     """``BroadcastProcessFunction.ReadOnlyContext``: the element's timestamp, time, side
     outputs, and the broadcast state, read-only."""
 
-    __slots__ = ("_states",)
+    __slots__ = ("_read_only", "_states")
 
     def __init__(self, timers: TimerService, output: Output, states: BroadcastStates) -> None:
         super().__init__(timers, output)
         self._states = states
+        self._read_only = states.read_only_by_name
 
     def get_broadcast_state(self, state_descriptor: Any) -> ReadOnlyBroadcastState:
-        return self._states.read_only(state_descriptor)
+        # The per-record path: one dict lookup by name (the dict grows as states register).
+        try:
+            return self._read_only[state_descriptor.name]
+        except (KeyError, AttributeError):
+            return self._states.read_only(state_descriptor)
 
 
 class KeyedBroadcastReadOnlyContext(KeyedProcessContext):
     """``KeyedBroadcastProcessFunction.ReadOnlyContext`` and ``OnTimerContext``: adds the
     current key, timers and, in ``on_timer``, the time domain."""
 
-    __slots__ = ("_states",)
+    __slots__ = ("_read_only", "_states")
 
     def __init__(self, timers: TimerService, output: Output, states: BroadcastStates) -> None:
         super().__init__(timers, output)
         self._states = states
+        self._read_only = states.read_only_by_name
 
     def get_broadcast_state(self, state_descriptor: Any) -> ReadOnlyBroadcastState:
-        return self._states.read_only(state_descriptor)
+        # The per-record path: one dict lookup by name (the dict grows as states register).
+        try:
+            return self._read_only[state_descriptor.name]
+        except (KeyError, AttributeError):
+            return self._states.read_only(state_descriptor)
 
 
 class BroadcastContext(ProcessContext):

@@ -29,7 +29,7 @@ Everything runs on the task thread; nothing takes locks.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -172,50 +172,57 @@ class ReadOnlyBroadcastState:
     change the values it returns). Writing it raises ReadOnlyBroadcastStateError: every
     subtask must hold the same broadcast state, so only ``process_broadcast_element``,
     which every subtask runs for every broadcast element, may change it. ``clear()``
-    empties it, as in PyFlink and Flink."""
+    empties it, as in PyFlink and Flink.
 
-    __slots__ = ("_state",)
+    ``get`` and ``contains`` are the map's own (C) methods, bound once: they are what the
+    element side calls per record."""
 
-    _WRITES = frozenset({"put", "put_all", "remove"})
+    __slots__ = ("_content", "_name", "contains", "get")
 
     def __init__(self, state: HeapBroadcastState) -> None:
-        self._state = state
-
-    def get(self, key: Any) -> Any:
-        return self._state._content.get(key)
-
-    def contains(self, key: Any) -> bool:
-        return key in self._state._content
+        content = state._content  # the state keeps this dict for good (cleared in place)
+        self._content = content
+        self._name = state.name
+        self.get: Callable[[Any], Any] = content.get
+        self.contains: Callable[[Any], bool] = content.__contains__
 
     def items(self) -> MapStateIterator:
-        return MapStateIterator(list(self._state._content.items()), 2, self._refuse_remove)
+        return MapStateIterator(list(self._content.items()), 2, self._refuse_remove)
 
     def keys(self) -> MapStateIterator:
-        return MapStateIterator(list(self._state._content.items()), 0, self._refuse_remove)
+        return MapStateIterator(list(self._content.items()), 0, self._refuse_remove)
 
     def values(self) -> MapStateIterator:
-        return MapStateIterator(list(self._state._content.items()), 1, self._refuse_remove)
+        return MapStateIterator(list(self._content.items()), 1, self._refuse_remove)
 
     def is_empty(self) -> bool:
-        return not self._state._content
+        return not self._content
 
     def clear(self) -> None:
-        self._state._content.clear()
+        self._content.clear()
 
     def __getitem__(self, key: Any) -> Any:
-        return self._state._content.get(key)
+        return self._content.get(key)
 
     def __contains__(self, key: Any) -> bool:
-        return key in self._state._content
+        return key in self._content
 
     def __iter__(self) -> Iterator[Any]:
         return self.keys()
 
-    def __getattr__(self, attribute: str) -> Any:
-        if attribute in ReadOnlyBroadcastState._WRITES:
-            self._refuse(f"{attribute}()")
-        msg = f"{type(self).__name__!r} object has no attribute {attribute!r}"
-        raise AttributeError(msg)
+    # No put, put_all or remove: reading them raises (an AttributeError, so hasattr() is
+    # False, as for PyFlink's read-only state), saying where to write instead.
+    @property
+    def put(self) -> NoReturn:
+        self._refuse("put()")
+
+    @property
+    def put_all(self) -> NoReturn:
+        self._refuse("put_all()")
+
+    @property
+    def remove(self) -> NoReturn:
+        self._refuse("remove()")
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._refuse("item assignment")
@@ -228,7 +235,7 @@ class ReadOnlyBroadcastState:
 
     def _refuse(self, what: str) -> NoReturn:
         msg = (
-            f"broadcast state {self._state.name!r} is read-only in process_element() and "
+            f"broadcast state {self._name!r} is read-only in process_element() and "
             f"on_timer(), so {what} is not allowed there: change it in "
             "process_broadcast_element(), which every parallel instance runs for every "
             "broadcast element, so that all instances keep the same state"
