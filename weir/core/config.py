@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 import yaml
 
 from weir.core.errors import ConfigurationError
+from weir.core.port_range import parse_port_range
 
 T = TypeVar("T")
 
@@ -363,8 +364,9 @@ INTERCEPT_USER_SYSTEM_EXIT = _option(
 )
 
 
-def parse_port_range(text: str) -> tuple[int, int]:
-    """Flink's port syntax: ``0`` (any free port), ``50100`` or ``50100-50200``."""
+def parse_port_span(text: str) -> tuple[int, int]:
+    """A TaskManager port as Flink writes it: ``0`` (any free port), ``50100`` or
+    ``50100-50200``, as (first, last). (``port_range.parse_port_range`` also takes lists.)"""
     first, sep, last = str(text).strip().partition("-")
     try:
         low = int(first)
@@ -398,14 +400,14 @@ TASKMANAGER_BIND_HOST = _option(
 TASKMANAGER_DATA_PORT = _option(
     "taskmanager.data.port",
     (0, 0),
-    parse_port_range,
+    parse_port_span,
     "Port of a TaskManager's data server: 0 (any free), a port, or a range such as "
     "50100-50200 for firewalled clusters (the first free one is taken).",
 )
 TASKMANAGER_RPC_PORT = _option(
     "taskmanager.rpc.port",
     (0, 0),
-    parse_port_range,
+    parse_port_span,
     "Port of a TaskManager's gRPC endpoint: 0 (any free), a port, or a range.",
 )
 TASKMANAGER_TMP_DIR = _option(
@@ -586,6 +588,82 @@ AUTH_TOKEN = _option(
     "A shared secret every client and cluster process sends with each call and data "
     "connection, compared in constant time; calls without it are refused (UNAUTHENTICATED). "
     "Sent in the clear unless TLS is on.",
+)
+
+# --- REST endpoint and metrics (Flink's RestOptions, PrometheusReporter) --------------
+REST_ADDRESS = _option(
+    "rest.address",
+    "",
+    str,
+    "The address clients and the dashboard are told to reach the REST endpoint at. "
+    "Empty: the bind address.",
+)
+REST_PORT = _option(
+    "rest.port",
+    8081,
+    _port,
+    "The REST endpoint's (and the web dashboard's) port; 0 = any free port. The embedded "
+    "MiniCluster starts the endpoint only when this key is set, as Flink's local "
+    "environment needs createLocalEnvironmentWithWebUI.",
+)
+REST_BIND_ADDRESS = _option(
+    "rest.bind-address",
+    "",
+    str,
+    "The interface the REST endpoint binds. Empty: jobmanager.bind-host (loopback unless "
+    "set: the endpoint accepts jobs, and a job is code).",
+)
+PROMETHEUS_FACTORY_CLASS = _option(
+    "metrics.reporter.prom.factory.class",
+    "",
+    str,
+    "org.apache.flink.metrics.prometheus.PrometheusReporterFactory starts a Prometheus "
+    "endpoint on the master and on every TaskManager. Empty: none.",
+)
+PROMETHEUS_PORT = _option(
+    "metrics.reporter.prom.port",
+    "9249",
+    str,
+    "The Prometheus endpoint's port, a range (9250-9260) or a list of both: each process "
+    "takes the first free one, so give a range when several run on one host. 0 = any.",
+)
+
+
+# --- queryable state (Flink's QueryableStateOptions) ---------------------------------
+def _port_range(key: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:  # refuse a bad spec when the configuration is read, not when a server binds
+            parse_port_range(text, key)
+        except ConfigurationError as exc:
+            msg = f"expected a port, a range like 9067-9077 or a list of them, got {text!r}"
+            raise ValueError(msg) from exc
+        return str(text).strip()
+
+    return parse
+
+
+QUERYABLE_STATE_ENABLE = _option(
+    "queryable-state.enable",
+    False,
+    _parse_bool,
+    "Serve queryable state: a KvStateServer on every TaskManager and the client proxy "
+    "on the master (Flink puts it on TaskManagers; here TaskManagers live in Spark "
+    "executors, so the one address clients know is the master's).",
+)
+QUERYABLE_STATE_PROXY_PORTS = _option(
+    "queryable-state.proxy.ports",
+    "9069",
+    _port_range("queryable-state.proxy.ports"),
+    "Port of the queryable state client proxy on the master, a range (9069-9079) or a "
+    "list; the first free one is taken. 0 = any free port.",
+)
+QUERYABLE_STATE_SERVER_PORTS = _option(
+    "queryable-state.server.ports",
+    "9067",
+    _port_range("queryable-state.server.ports"),
+    "Port of each TaskManager's queryable state server, a range (9067-9077) or a list: "
+    "each TaskManager takes the first free one, so give a range when several run on one "
+    "host. 0 = any free port.",
 )
 
 # --- high availability --------------------------------------------------------------

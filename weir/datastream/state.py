@@ -16,10 +16,13 @@ from weir.datastream.state_ttl import StateTtlConfig
 __all__ = [
     "AggregatingState",
     "AggregatingStateDescriptor",
+    "BroadcastState",
     "ListState",
     "ListStateDescriptor",
     "MapState",
     "MapStateDescriptor",
+    "OperatorStateStore",
+    "ReadOnlyBroadcastState",
     "ReducingState",
     "ReducingStateDescriptor",
     "State",
@@ -125,6 +128,91 @@ class AggregatingState(State):
         pass
 
 
+class ReadOnlyBroadcastState(State):
+    """A read-only view of a BroadcastState: what ``process_element`` (and ``on_timer``) of a
+    broadcast process function gets. Do not modify the values it returns: they are the
+    state's own, not copies. ``put``, ``put_all`` and ``remove`` are refused here."""
+
+    @abc.abstractmethod
+    def get(self, key: Any) -> Any:
+        """The value of ``key``, or None."""
+
+    @abc.abstractmethod
+    def contains(self, key: Any) -> bool:
+        pass
+
+    @abc.abstractmethod
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        pass
+
+    @abc.abstractmethod
+    def keys(self) -> Iterable[Any]:
+        pass
+
+    @abc.abstractmethod
+    def values(self) -> Iterable[Any]:
+        pass
+
+    @abc.abstractmethod
+    def is_empty(self) -> bool:
+        pass
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.get(key)
+
+    def __contains__(self, key: Any) -> bool:
+        return self.contains(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+
+class BroadcastState(ReadOnlyBroadcastState):
+    """The state of a BroadcastStream, declared by a MapStateDescriptor in
+    ``broadcast(...)``: a map every parallel instance keeps its own copy of. Only
+    ``process_broadcast_element`` may change it, and it must change it the same way in
+    every instance (every instance sees every broadcast element), so that the copies stay
+    equal; on recovery or rescaling each instance is given one of them."""
+
+    @abc.abstractmethod
+    def put(self, key: Any, value: Any) -> None:
+        pass
+
+    @abc.abstractmethod
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        pass
+
+    @abc.abstractmethod
+    def remove(self, key: Any) -> None:
+        pass
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.remove(key)
+
+
+class OperatorStateStore(abc.ABC):
+    """The operator (non-keyed) state of one parallel instance of an operator: broadcast
+    state, as in PyFlink, and (beyond PyFlink, as in Flink) list and union list state for
+    a ``CheckpointedFunction``, from ``context.get_operator_state_store()``."""
+
+    @abc.abstractmethod
+    def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState:
+        """The BroadcastState described by ``state_descriptor`` (empty when new)."""
+
+    @abc.abstractmethod
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+        """A list state whose elements are split between the parallel instances when
+        the job is restored at another parallelism (each element goes to one of them)."""
+
+    @abc.abstractmethod
+    def get_union_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+        """A list state of which every parallel instance gets the elements of all
+        instances whenever the job is restored."""
+
+
 class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates directly
     """Names a state and declares the type of what it holds."""
 
@@ -132,9 +220,40 @@ class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates direc
         self.name = name
         self.type_info = type_info
         self._ttl_config: StateTtlConfig | None = None
+        self.queryable_state_name: str | None = None
 
     def get_name(self) -> str:
         return self.name
+
+    def set_queryable(self, queryable_state_name: str) -> None:
+        """Makes the keyed state of this descriptor queryable from outside the job under
+        ``queryable_state_name`` (Flink's ``StateDescriptor.setQueryable``), read with
+        ``weir.queryablestate.QueryableStateClient`` while the job runs. The cluster must
+        serve queryable state (``queryable-state.enable: true``). As in Flink, a state
+        with a time-to-live cannot be queryable.
+
+        Example::
+
+            descriptor = ValueStateDescriptor("count", Types.LONG())
+            descriptor.set_queryable("count-by-word")
+        """
+        if self._ttl_config is not None:
+            msg = f"state {self.name!r}: queryable state is not supported with TTL"
+            raise ValueError(msg)
+        if self.queryable_state_name is not None:
+            msg = f"state {self.name!r} is queryable as {self.queryable_state_name!r} already"
+            raise ValueError(msg)
+        if not isinstance(queryable_state_name, str) or not queryable_state_name:
+            msg = f"a queryable state name must be a non-empty str; got {queryable_state_name!r}"
+            raise ValueError(msg)
+        self.queryable_state_name = queryable_state_name
+
+    def get_queryable_state_name(self) -> str | None:
+        """The name set by ``set_queryable``; None when the state is not queryable."""
+        return self.queryable_state_name
+
+    def is_queryable(self) -> bool:
+        return self.queryable_state_name is not None
 
     def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
         """Lets the state's values expire, become unreadable and be cleaned up as
@@ -145,6 +264,9 @@ class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates direc
                 f"StateTtlConfig.new_builder(Time.seconds(...)).build(); got {ttl_config!r}"
             )
             raise TypeError(msg)
+        if self.queryable_state_name is not None:
+            msg = f"state {self.name!r}: queryable state is not supported with TTL"
+            raise ValueError(msg)
         self._ttl_config = ttl_config
 
     def __repr__(self) -> str:
