@@ -258,10 +258,10 @@ class TaskExecutor:
             )
             server.start()
             self._server = server
-            self.metrics.start()
+            self.metrics.start(self.host)
             if self.kv_state_server is not None:
                 self.kv_state_server.start(
-                    self.config.host, cfg.get(self._config, cfg.QUERYABLE_STATE_SERVER_PORTS)
+                    self.host, cfg.get(self._config, cfg.QUERYABLE_STATE_SERVER_PORTS)
                 )
             self._reporter = threading.Thread(
                 target=self._send_reports, name="weir-tm-state-reports", daemon=True

@@ -78,8 +78,9 @@ class TaskManagerMetrics:
     def prometheus_address(self) -> str:
         return self._reporter.address if self._reporter is not None else ""
 
-    def start(self) -> None:
-        """Start the Prometheus endpoint if it is configured."""
+    def start(self, host: str = "") -> None:
+        """Start the Prometheus endpoint if it is configured, on ``host`` (the TaskManager's
+        address once it is known; taskmanager.host may be empty until then)."""
         factory = cfg.get(self._config, cfg.PROMETHEUS_FACTORY_CLASS)
         if not factory:
             return
@@ -91,7 +92,7 @@ class TaskManagerMetrics:
             )
             raise ConfigurationError(msg)
         reporter = PrometheusReporter(self.registry.snapshot)
-        reporter.start(self._host, cfg.get(self._config, cfg.PROMETHEUS_PORT))
+        reporter.start(host or self._host, cfg.get(self._config, cfg.PROMETHEUS_PORT))
         self._reporter = reporter
 
     def task_group(self, tdd: TaskDeploymentDescriptor) -> ScopedMetricGroup:

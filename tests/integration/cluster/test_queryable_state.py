@@ -18,6 +18,7 @@ from weir.core.errors import (
     UnknownKvStateKeyGroupLocationError,
     UnknownKvStateLocationError,
 )
+from weir.core.security import Endpoint, SecurityConfig
 from weir.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 from weir.datastream.state import MapStateDescriptor, ValueStateDescriptor
@@ -102,7 +103,7 @@ class TestQueryableState:
         _, job_id = counting_job
         with _client(counting_job[0]) as client:
             await_condition(lambda: _count(client, job_id, "k0"), "a count of k0")
-        with rpc.create_channel(mini_cluster.address) as channel:
+        with rpc.create_channel(mini_cluster.address, SecurityConfig(), Endpoint.REST) as channel:
             stub = dispatcher_pb2_grpc.DispatcherStub(channel)
 
             def registered_by_both():
