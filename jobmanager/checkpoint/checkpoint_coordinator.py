@@ -718,6 +718,36 @@ class CheckpointCoordinator:
         if self._counter.get() <= restored_id:
             self._counter.set_count(restored_id + 1)
 
+    # -- leadership ----------------------------------------------------------------------
+    def suspend(self) -> None:
+        """This JobMaster lost its leadership: stop for good without writing anything.
+        Checkpoints in progress are dropped without touching storage or tasks (the next
+        leader's ids come after them and its coordinator owns the files), and a later
+        ``shutdown`` keeps every retained checkpoint: they are the next leader's."""
+        with self._lock:
+            if self._shut_down:
+                return
+            self.stop_periodic_scheduler()
+            self._shut_down = True
+            for pending in self._pending.values():
+                pending.dispose()
+            dropped = sorted(self._pending)
+            self._pending.clear()
+        logger.info(
+            "job %s: checkpoint coordinator suspended (leadership lost); dropped checkpoints %s",
+            self.job_id,
+            dropped or "none",
+        )
+
+    def pause(self, paused: bool) -> None:
+        """While the leadership is in doubt (ZooKeeper SUSPENDED), trigger nothing and drop
+        what is in progress (uncounted: no failover for a connection blip); resume after."""
+        if paused:
+            self.stop_periodic_scheduler()
+            self.abort_pending("the ZooKeeper connection is suspended")
+        else:
+            self.start_periodic_scheduler()
+
     # -- shutdown ------------------------------------------------------------------------
     def shutdown(self, job_status: JobStatus) -> None:
         """The job reached ``job_status``: stop triggering, abort what is in progress, and

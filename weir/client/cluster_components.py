@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
 from weir.core import rpc
-from weir.core.highavailability import StandaloneHaServices
+from weir.core.highavailability import (
+    HighAvailabilityServices,
+    LeaderContender,
+    LeaderElectionService,
+    StandaloneHaServices,
+)
 from weir.core.job_graph import JobGraph
 from weir.core.job_info import JobDetailsInfo
 from weir.dispatcher.dispatcher import Dispatcher
@@ -44,6 +49,25 @@ _DISPATCHER_WORKERS = 16
 _SERVER_STOP_GRACE_S = 1.0
 
 
+class _PublishedAddress(LeaderContender):
+    """A leader whose only duty is to be found: the ResourceManager, whose registrations
+    are fenced by living in the leader's Spark application (see docs/high-availability)."""
+
+    def __init__(self, name: str, address: str) -> None:
+        self._name = name
+        self._address = address
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    def grant_leadership(self, fencing_token: str) -> None:
+        logger.info("%s at %s is leader (session %s)", self._name, self._address, fencing_token[:8])
+
+    def revoke_leadership(self) -> None:
+        logger.info("%s at %s is no longer leader", self._name, self._address)
+
+
 class ClusterComponents:
     """ResourceManager + Dispatcher + JobMaster factory; see the module docstring.
 
@@ -53,15 +77,21 @@ class ClusterComponents:
     """
 
     def __init__(
-        self, config: Mapping[str, str], spark_session: SparkSession | None = None
+        self,
+        config: Mapping[str, str],
+        spark_session: SparkSession | None = None,
+        ha_services: HighAvailabilityServices | None = None,
     ) -> None:
         self.config = dict(config)
         self._spark_session = spark_session
         self.host = cfg.get(self.config, cfg.BIND_HOST)
-        self._ha = StandaloneHaServices()
+        # Without high availability, leaders are found where this process put them.
+        self._standalone = StandaloneHaServices() if ha_services is None else None
+        self._ha: HighAvailabilityServices = ha_services or self._standalone  # type: ignore[assignment]
         self.resource_manager: ResourceManager | None = None
         self.dispatcher: Dispatcher | None = None
         self._server: rpc.AsyncioServer | None = None
+        self._rm_election: LeaderElectionService | None = None
         self.address = ""
 
     def start(self, dispatcher_port: int = 0) -> str:
@@ -74,14 +104,21 @@ class ClusterComponents:
             # The ResourceManager creates the SparkSession: that must happen before any
             # gRPC server exists in this process (gRPC's fork handlers).
             self.resource_manager = ResourceManager(self.config, self._spark_session)
-            self._ha.resource_manager_address = self.resource_manager.start(self.host, 0)
+            rm_address = self.resource_manager.start(self.host, 0)
+            if self._standalone is not None:
+                self._standalone.resource_manager_address = rm_address
+            # Published before the Dispatcher leads: the JobMasters of the jobs it recovers
+            # find the ResourceManager through it.
+            self._rm_election = self._ha.get_resource_manager_leader_election()
+            self._rm_election.start(_PublishedAddress("ResourceManager", rm_address))
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
             self._server = rpc.AsyncioServer("weir-dispatcher", _DISPATCHER_WORKERS)
             DispatcherServicer.register(self.dispatcher, self._server)
             self.address = self._server.bind(
                 self.host, dispatcher_port, port_key=cfg.JOBMANAGER_PORT.key
             )
-            self._ha.dispatcher_address = self.address
+            if self._standalone is not None:
+                self._standalone.dispatcher_address = self.address
             self._server.start()
             self.dispatcher.start(self.address)
         except BaseException:
@@ -103,6 +140,9 @@ class ClusterComponents:
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.dispatcher = None
+        if self._rm_election is not None:
+            self._rm_election.stop()
+            self._rm_election = None
         if self._server is not None:
             self._server.stop(_SERVER_STOP_GRACE_S)
             self._server = None

@@ -23,6 +23,11 @@ class LeaderContender(abc.ABC):
     def revoke_leadership(self) -> None:
         """Called when leadership is lost; the contender must stop acting as leader."""
 
+    def suspend_leadership(self, suspended: bool) -> None:  # noqa: B027 (optional hook)
+        """Leadership is in doubt (``True``: the ZooKeeper connection is suspended, the
+        session may expire) or confirmed again (``False``). A leader commits nothing
+        while in doubt. Called from a service thread; by default nothing happens."""
+
     @property
     @abc.abstractmethod
     def address(self) -> str:
