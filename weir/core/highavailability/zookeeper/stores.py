@@ -11,6 +11,7 @@ finalized (nothing is committed).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -115,6 +116,10 @@ class ZooKeeperJobGraphStore(JobGraphStore):
             return []
 
 
+def _set_data(path: str, data: bytes, version: int, transaction: Any) -> None:
+    transaction.set_data(path, data, version)
+
+
 class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
     """The next checkpoint id of a job in one node, advanced by compare-and-set."""
 
@@ -149,8 +154,7 @@ class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
                 new = str(update(value)).encode()
                 try:
                     self._latch.guarded_transaction(
-                        self._token(),
-                        lambda t, new=new, version=version: t.set_data(self._path, new, version),
+                        self._token(), functools.partial(_set_data, self._path, new, version)
                     )
                 except BadVersionError:
                     continue  # another writer came first: read again
