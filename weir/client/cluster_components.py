@@ -51,7 +51,7 @@ _SERVER_STOP_GRACE_S = 1.0
 
 class _PublishedAddress(LeaderContender):
     """A leader whose only duty is to be found: the ResourceManager, whose registrations
-    are fenced by living in the leader's Spark application (see docs/high-availability)."""
+    are fenced by living in the leader's Spark application (see the README, High availability)."""
 
     def __init__(self, name: str, address: str) -> None:
         self._name = name

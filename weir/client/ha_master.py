@@ -3,8 +3,8 @@ the election, then starts its services (the SparkSession first), recovers the jo
 previous leader, and serves until it stops or loses its leadership; a master that lost
 it (its session expired) stops its services without writing anything and contends again.
 
-A standby keeps no Spark application: it starts one on winning (see
-docs/high-availability.md for the measured cost and why). Lines on stdout, for the scripts::
+A standby keeps no Spark application: it starts one on winning (the README's High
+availability section says why, and what it costs). Lines on stdout, for the scripts::
 
     Weir master standby: waiting for leadership (ZooKeeper 127.0.0.1:2181)
     Weir master ready: Dispatcher at 127.0.0.1:6123
