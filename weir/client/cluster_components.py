@@ -35,6 +35,7 @@ from weir.dispatcher.dispatcher import Dispatcher
 from weir.dispatcher.service import DispatcherServicer
 from weir.jobmanager.job_master import JobMaster
 from weir.resourcemanager.resource_manager import ResourceManager
+from weir.resourcemanager.spark_launcher import prestart_driver_jvm
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,6 +48,14 @@ _DISPATCHER_WORKERS = 16
 # In-flight calls (list, cancel, a result wait being answered) get this long to finish
 # when the master stops; waits for job results are ended by Dispatcher.close() first.
 _SERVER_STOP_GRACE_S = 1.0
+
+
+def prestart_spark_driver(config: Mapping[str, str]) -> None:
+    """Start the Spark driver's JVM of this process without an application (a standby
+    master's warm start; see ``weir.resourcemanager.spark_launcher.prestart_driver_jvm``).
+    Call before any gRPC server exists in the process."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    prestart_driver_jvm(config)
 
 
 class _PublishedAddress(LeaderContender):
