@@ -220,6 +220,11 @@ def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
         wait_until(lambda: b.leading, MASTER_START_S, "the standby to take over the paused leader")
         wait_until(lambda: "recovering from checkpoint" in b.text(), JOB_S, "recovery on b")
         wait_until(lambda: completed_checkpoints(b.text()) >= 1, JOB_S, "a checkpoint on b")
+        status = ha_cluster.weir("ha", "status")
+        assert status.returncode == 0, status.stderr
+        assert f"dispatcher: 127.0.0.1:{b.port}" in status.stdout, status.stdout
+        assert "submittedJobGraph" in status.stdout, status.stdout
+        assert "latest checkpoint" in status.stdout, status.stdout
         paused_log = a.text()
     finally:
         os.killpg(a.process.pid, signal.SIGCONT)

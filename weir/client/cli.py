@@ -5,6 +5,7 @@ weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
 weir checkpoints [-m host:port] JOB_ID
 weir info [-p N] job.py [args...]
+weir ha status
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from weir.client.dispatcher_client import DispatcherGateway, LeaderLookup
 from weir.client.executor import RemoteExecutor
+from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
 from weir.client.leader_lookup import dispatcher_lookup
 from weir.core import config as cfg
@@ -281,6 +283,11 @@ def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 1
 
 
+def cmd_ha_status(_ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    print(format_ha_status(read_ha_status(conf)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="weir", description="Run and manage Weir jobs.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -324,6 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoints.add_argument("-m", "--jobmanager")
     checkpoints.add_argument("job_id")
     checkpoints.set_defaults(func=cmd_checkpoints)
+
+    ha = sub.add_parser("ha", help="high availability: what ZooKeeper holds")
+    ha_sub = ha.add_subparsers(dest="ha_command", required=True)
+    ha_sub.add_parser(
+        "status", help="leaders, stored job graphs and each job's latest checkpoint"
+    ).set_defaults(func=cmd_ha_status)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
     info.add_argument("-p", "--parallelism", type=int)
