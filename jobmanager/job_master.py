@@ -86,6 +86,7 @@ class JobMaster(LeaderContender):
         }
         self._closed = False
         self._suspended = False
+        self._leader_token: str | None = None
         self._close_lock = threading.Lock()
         self._timer: ThreadScheduledExecutor | None = None
         # Acks complete checkpoints, which writes _metadata: off the gRPC threads, in order.
@@ -107,6 +108,7 @@ class JobMaster(LeaderContender):
                 executor=self._timer,
                 on_failure=self._on_checkpoint_failure,
                 on_completed=self._on_checkpoint_completed,
+                confirm_leadership=self._confirm_leadership,
             )
             self.scheduler.checkpoint_coordinator = self.checkpoint_coordinator
 
@@ -210,6 +212,7 @@ class JobMaster(LeaderContender):
             self._address,
             fencing_token[:8],
         )
+        self._leader_token = fencing_token
         self.scheduler.start()
 
     def revoke_leadership(self) -> None:
@@ -217,9 +220,14 @@ class JobMaster(LeaderContender):
         nothing is written: no checkpoint completes, none is deleted, and the job's end
         is not reported (the job is the next leader's)."""
         self._suspended = True
+        self._leader_token = None
         if self.checkpoint_coordinator is not None:
             self.checkpoint_coordinator.suspend()
         logger.info("JobMaster for job %s lost leadership", self.job_id)
+
+    def _confirm_leadership(self) -> bool:
+        token = self._leader_token
+        return token is not None and self._election.confirm_leadership(token)
 
     def suspend_leadership(self, suspended: bool) -> None:
         if self.checkpoint_coordinator is not None:

@@ -380,12 +380,14 @@ class DefaultScheduler:
             self._cancel_all_tasks()
             return
         backoff_ms = self._restart_strategy.get_backoff_time_ms()
+        lines = [line for line in cause.splitlines() if line.strip()] or [cause]
         logger.info(
-            "job %s: restarting in %d ms (%s) after: %s",
+            "job %s: restarting in %d ms (%s) after: %s%s",
             self.job_id,
             backoff_ms,
             self._restart_strategy,
-            cause.splitlines()[0],
+            lines[0],
+            f" ... {lines[-1].strip()}" if len(lines) > 1 else "",
         )
         self._transition(JobStatus.RESTARTING)
         targets = self._cancel_targets()

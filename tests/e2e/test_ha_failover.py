@@ -10,6 +10,7 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cluster_harness import PYTHON, REPO, free_port, wait_until
+from cluster_harness import PYTHON, REPO, free_port, is_alive, wait_until
 
 RUNNING_SUM = Path(__file__).parent / "jobs" / "running_sum_to_files.py"
 MASTER_START_S = 120
@@ -49,16 +50,29 @@ def latest_checkpoint(checkpoints: Path) -> int:
 
 @dataclass
 class Master:
-    process: subprocess.Popen[str]
+    """A master process: started directly (``process``) or by start-cluster.sh (then
+    known by its pid file only). Either way it leads its own process group."""
+
+    pid: int
     log: Path
     port: int
+    process: subprocess.Popen[str] | None = None
 
     def text(self) -> str:
-        return self.log.read_text(errors="replace")
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     @property
     def leading(self) -> bool:
         return "Weir master ready" in self.text()
+
+    def signal(self, signum: int) -> None:
+        os.killpg(self.pid, signum)
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait()
+        wait_until(lambda: not is_alive(self.pid), 30, f"master {self.pid} to die")
 
 
 class HaCluster:
@@ -66,13 +80,16 @@ class HaCluster:
         self.root = root
         self.conf_dir = root / "conf"
         self.conf_dir.mkdir(parents=True)
+        self.pid_dir = root / "pid"
+        self.log_dir = root / "log"
         conf = {
             "jobmanager.bind-host": "127.0.0.1",
             "taskmanager.host": "127.0.0.1",
             "spark.master": "local[2]",
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
-            "env.log.dir": str(root / "log"),
+            "env.log.dir": str(self.log_dir),
+            "env.pid.dir": str(self.pid_dir),
             "high-availability.type": "zookeeper",
             "high-availability.zookeeper.quorum": quorum,
             "high-availability.cluster-id": f"e2e-{uuid.uuid4().hex[:8]}",
@@ -83,13 +100,43 @@ class HaCluster:
         }
         (self.conf_dir / "weir-conf.yaml").write_text(yaml.safe_dump(conf))
         self.masters: list[Master] = []
+        self.scripted = False
 
     def env(self) -> dict[str, str]:
         env = {
             k: v for k, v in os.environ.items() if not k.startswith(("WEIR_", "PYSPARK_", "SPARK_"))
         }
-        env.update(WEIR_CONF_DIR=str(self.conf_dir))
+        env.update(WEIR_CONF_DIR=str(self.conf_dir), WEIR_PYTHON=PYTHON)
         return env
+
+    def script(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(REPO / "deploy" / "bin" / name), *args],
+            env=self.env(),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=2 * MASTER_START_S,
+        )
+
+    def start_scripted(self, count: int) -> list[Master]:
+        """A ``masters`` file of ``count`` lines and start-cluster.sh: the first leads."""
+        ports = [free_port() for _ in range(count)]
+        (self.conf_dir / "masters").write_text(
+            "# the leader first\n" + "".join(f"127.0.0.1:{port}\n" for port in ports)
+        )
+        started = self.script("start-cluster.sh")
+        assert started.returncode == 0, started.stdout + started.stderr
+        self.scripted = True
+        host = socket.gethostname()
+        files = [("weir-master.pid", f"weir-master-{host}.log")] + [
+            (f"weir-master-standby-{i}.pid", f"weir-master-{host}-standby-{i}.log")
+            for i in range(1, count)
+        ]
+        for (pid_file, log_file), port in zip(files, ports, strict=True):
+            pid = int((self.pid_dir / pid_file).read_text())
+            self.masters.append(Master(pid, self.log_dir / log_file, port))
+        return self.masters
 
     def start_master(self) -> Master:
         port = free_port()
@@ -111,7 +158,7 @@ class HaCluster:
             text=True,
             start_new_session=True,
         )
-        master = Master(process, log, port)
+        master = Master(process.pid, log, port, process)
         self.masters.append(master)
         return master
 
@@ -125,16 +172,23 @@ class HaCluster:
             timeout=timeout,
         )
 
-    def stop(self) -> None:
+    def stop(self) -> subprocess.CompletedProcess[str] | None:
         for master in self.masters:
-            if master.process.poll() is None:
-                os.killpg(master.process.pid, signal.SIGTERM)
+            if is_alive(master.pid):
+                master.signal(signal.SIGCONT)  # a paused one must be able to stop
+        if self.scripted:
+            return self.script("stop-cluster.sh")
         for master in self.masters:
-            try:
-                master.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(master.process.pid, signal.SIGKILL)
-                master.process.wait()
+            if is_alive(master.pid):
+                master.signal(signal.SIGTERM)
+        for master in self.masters:
+            if master.process is not None:
+                try:
+                    master.process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    master.signal(signal.SIGKILL)
+                    master.process.wait()
+        return None
 
 
 @pytest.fixture
@@ -187,8 +241,7 @@ def kill_leaders(cluster: HaCluster, records: int, kills: int, rng: random.Rando
         wait_until(lambda t=target: latest_checkpoint(checkpoints) >= t, JOB_S, "checkpoints")
         assert "reached FINISHED" not in leader.text(), f"the job ended before kill {kill + 1}"
         killed_at = time.monotonic()
-        os.killpg(leader.process.pid, signal.SIGKILL)
-        leader.process.wait()
+        leader.kill()
         wait_until(lambda s=standby: "recovering from checkpoint" in s.text(), JOB_S, "recovery")
         recoveries.append(time.monotonic() - killed_at)
         leader = standby
@@ -209,13 +262,17 @@ def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
     as a standby; then the new leader is SIGKILLed and the old one takes the job back. The
     committed output is exactly the failure-free output."""
     records = 40_000
-    a, b = leader_and_standby(ha_cluster)
-    out, checkpoints = submit(ha_cluster, records)
-    wait_until(
-        lambda: latest_checkpoint(checkpoints) >= 2, JOB_S, "checkpoints on the first leader"
-    )
+    a, b = ha_cluster.start_scripted(2)
+    assert a.leading
+    assert "Weir master standby" in b.text()
+    assert not b.leading
+    out, _ = submit(ha_cluster, records)
+    # Paused between checkpoints (once the second is fully registered): whatever the
+    # paused master does after it resumes is then its own doing, not the tail of a
+    # completion that ZooKeeper had already accepted.
+    wait_until(lambda: completed_checkpoints(a.text()) >= 2, JOB_S, "checkpoints on the leader")
 
-    os.killpg(a.process.pid, signal.SIGSTOP)
+    a.signal(signal.SIGSTOP)
     try:
         wait_until(lambda: b.leading, MASTER_START_S, "the standby to take over the paused leader")
         wait_until(lambda: "recovering from checkpoint" in b.text(), JOB_S, "recovery on b")
@@ -227,7 +284,7 @@ def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
         assert "latest checkpoint" in status.stdout, status.stdout
         paused_log = a.text()
     finally:
-        os.killpg(a.process.pid, signal.SIGCONT)
+        a.signal(signal.SIGCONT)
     wait_until(lambda: "session LOST" in a.text(), MASTER_START_S, "the resumed master to notice")
     wait_until(lambda: a.text().count("Weir master standby") == 2, MASTER_START_S, "a to step down")
     resumed = a.text()[len(paused_log) :]
@@ -236,16 +293,20 @@ def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
     assert completed_checkpoints(resumed) == 0, resumed
     assert "reached FINISHED" not in b.text(), "the job ended before the second failover"
 
-    os.killpg(b.process.pid, signal.SIGKILL)
-    b.process.wait()
+    b.kill()
     wait_until(
         lambda: a.text().count("recovering from checkpoint") == 1, JOB_S, "recovery back on a"
     )
     wait_until(lambda: "reached FINISHED" in a.text(), JOB_S, "the job to be FINISHED on a")
     assert committed(out) == expected_running_sums(records)
-    listed = ha_cluster.weir("list", "-a")
+    listed = ha_cluster.weir("list", "-a")  # no -m: the leader is found in ZooKeeper
     assert listed.returncode == 0, listed.stderr
     assert "FINISHED" in listed.stdout
+    stopped = ha_cluster.stop()
+    assert stopped is not None
+    assert stopped.returncode == 0, stopped.stderr
+    assert "Weir master stopped." in stopped.stdout
+    assert list(ha_cluster.pid_dir.glob("weir-master*.pid")) == []
 
 
 @pytest.mark.spark

@@ -45,6 +45,12 @@ class LeaderElectionService(abc.ABC):
     def has_leadership(self, fencing_token: str) -> bool:
         """True while the contender holding ``fencing_token`` is the leader."""
 
+    def confirm_leadership(self, fencing_token: str) -> bool:
+        """Like ``has_leadership``, but asks the source of truth (ZooKeeper) now instead
+        of trusting this process's view; for the moments before an irrevocable act
+        (telling tasks to commit). May block for a round trip."""
+        return self.has_leadership(fencing_token)
+
 
 LeaderListener = Callable[[str | None, str | None], None]
 """Called with ``(address, fencing_token)`` when the leader changes; ``(None, None)`` when

@@ -123,6 +123,9 @@ class ZooKeeperLeaderElectionService(LeaderElectionService):
             mine = self._token
         return mine is not None and mine == fencing_token and self._latch.has_leadership(mine)
 
+    def confirm_leadership(self, fencing_token: str) -> bool:
+        return self.has_leadership(fencing_token) and self._latch.confirm(fencing_token)
+
 
 class ZooKeeperLeaderRetrievalService(LeaderRetrievalService):
     """Watches a component's connection info; the listener hears every change, and

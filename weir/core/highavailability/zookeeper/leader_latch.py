@@ -126,6 +126,21 @@ class ZooKeeperLeaderLatch:
         with self._changed:
             return self._changed.wait_for(lambda: self._token is None, timeout)
 
+    def confirm(self, token: str) -> bool:
+        """Ask ZooKeeper, now, whether the latch node of leadership ``token`` still exists
+        in a live session (a paused leader's view of itself may be stale)."""
+        from kazoo.exceptions import KazooException  # noqa: PLC0415 (optional dependency)
+
+        with self._lock:
+            node = self._node if token == self._token and not self._suspended else None
+        if node is None:
+            return False
+        try:
+            self._client.sync(node)
+            return self._client.exists(node) is not None and self.has_leadership(token)
+        except KazooException:
+            return False
+
     # -- fenced writes -----------------------------------------------------------------
     def guarded_transaction(self, token: str, build: Callable[[Any], None]) -> list[Any]:
         """Run the operations ``build`` adds to a kazoo transaction, together with a check
