@@ -74,6 +74,8 @@ class JobMaster(LeaderContender):
             lambda: self._rm_address,
             self._on_status,
             on_restart=self._on_restart,
+            confirm_leadership=self._confirm_leadership,
+            fencing_token=lambda: self._leader_token or "",
         )
         checkpointing = CheckpointingConfig.from_config(self._config)
         # With checkpoints, collect batches wait for the checkpoint that covers them, so a
@@ -221,6 +223,7 @@ class JobMaster(LeaderContender):
         is not reported (the job is the next leader's)."""
         self._suspended = True
         self._leader_token = None
+        self._rm_address = None
         if self.checkpoint_coordinator is not None:
             self.checkpoint_coordinator.suspend()
         logger.info("JobMaster for job %s lost leadership", self.job_id)
@@ -234,6 +237,8 @@ class JobMaster(LeaderContender):
             self.checkpoint_coordinator.pause(suspended)
 
     def _on_resource_manager(self, address: str | None, _token: str | None) -> None:
+        if self._suspended:
+            return  # deposed: it must not reach the next leader's ResourceManager
         self._rm_address = address
 
     # -- called by the servicer --------------------------------------------------------

@@ -59,12 +59,15 @@ def prestart_spark_driver(config: Mapping[str, str]) -> None:
 
 
 class _PublishedAddress(LeaderContender):
-    """A leader whose only duty is to be found: the ResourceManager, whose registrations
-    are fenced by living in the leader's Spark application (see the README, High availability)."""
+    """The ResourceManager as a leader: found through its published address, its
+    session handed to it so that it refuses slot calls of JobMasters of other sessions.
+    Its TaskManagers need no fencing: they live and die with this leader's Spark
+    application."""
 
-    def __init__(self, name: str, address: str) -> None:
+    def __init__(self, name: str, address: str, on_session: Callable[[str | None], None]) -> None:
         self._name = name
         self._address = address
+        self._on_session = on_session
 
     @property
     def address(self) -> str:
@@ -72,8 +75,10 @@ class _PublishedAddress(LeaderContender):
 
     def grant_leadership(self, fencing_token: str) -> None:
         logger.info("%s at %s is leader (session %s)", self._name, self._address, fencing_token[:8])
+        self._on_session(fencing_token)
 
     def revoke_leadership(self) -> None:
+        self._on_session(None)
         logger.info("%s at %s is no longer leader", self._name, self._address)
 
 
@@ -119,7 +124,11 @@ class ClusterComponents:
             # Published before the Dispatcher leads: the JobMasters of the jobs it recovers
             # find the ResourceManager through it.
             self._rm_election = self._ha.get_resource_manager_leader_election()
-            self._rm_election.start(_PublishedAddress("ResourceManager", rm_address))
+            self._rm_election.start(
+                _PublishedAddress(
+                    "ResourceManager", rm_address, self.resource_manager.set_leader_session
+                )
+            )
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
             self._server = rpc.AsyncioServer("weir-dispatcher", _DISPATCHER_WORKERS)
             DispatcherServicer.register(self.dispatcher, self._server)
