@@ -254,6 +254,7 @@ def kill_leaders(cluster: HaCluster, records: int, kills: int, rng: random.Rando
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)  # three Spark starts and two failovers on a loaded machine
 def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
     ha_cluster: HaCluster,
 ):
@@ -311,6 +312,7 @@ def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
 
 @pytest.mark.spark
 @pytest.mark.long
+@pytest.mark.timeout(1800)
 def test_five_consecutive_leader_kills_keep_the_output_exactly_once(ha_cluster: HaCluster):
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")

@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 STANDBY_LINE = "Weir master standby: waiting for leadership (ZooKeeper {quorum})"
 # How often the standby's wait looks at the stop request; the election itself wakes it.
 _WAIT_SLICE_S = 0.5
+# A master that wins at once (the first one started) skips the warm start: its services
+# start the JVM anyway. A ZooKeeper round trip or two decides an uncontested election.
+_FIRST_LEADER_WAIT_S = 1.0
 
 
 def run_highly_available(
@@ -46,11 +49,13 @@ def run_highly_available(
         logger.error("the master could not reach ZooKeeper: %s", exc)
         return 1
     try:
-        # The standby's warm start: the Spark driver's JVM runs, but no application (so
-        # it holds no executors a leader needs); winning then costs about a second of
-        # Spark start instead of the JVM's. Before contending: no gRPC server exists yet.
-        prestart_spark_driver(config)
         services.start_contending()
+        if services.latch.await_leadership(_FIRST_LEADER_WAIT_S) is None:
+            # A standby's warm start: the Spark driver's JVM runs, warmed, but no
+            # application (it holds no executor a leader needs); winning then costs
+            # about a second of Spark start instead of the JVM's. No gRPC server exists
+            # in this process yet, as the JVM's launch requires.
+            prestart_spark_driver(config)
         while not stop.is_set():
             print(STANDBY_LINE.format(quorum=cfg.get(config, cfg.HA_ZK_QUORUM)), flush=True)
             logger.info("standby (%s): waiting for leadership", identifier)
