@@ -149,6 +149,8 @@ launcher=(nohup)
 if command -v setsid >/dev/null 2>&1; then
     launcher=(setsid nohup)
 fi
+# Created here: the background job opens it asynchronously, and the wait below reads it.
+: >"$WEIR_MASTER_LOG_FILE"
 "${launcher[@]}" "$WEIR_PYTHON" -m weir.client.master_process "${master_args[@]}" \
     >"$WEIR_MASTER_LOG_FILE" 2>&1 </dev/null &
 pid=$!
