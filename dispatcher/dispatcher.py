@@ -19,7 +19,12 @@ from typing import Protocol
 from weir.core import rpc
 from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
-from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
+from weir.core.errors import (
+    JobNotFoundError,
+    JobSubmissionError,
+    LeaderLostError,
+    WeirError,
+)
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import parse_job_id
 from weir.core.job_graph import JobGraph, OperatorKind
@@ -93,6 +98,7 @@ class Dispatcher(LeaderContender):
         self._election = ha_services.get_dispatcher_leader_election()
         self._rm_retriever = ha_services.get_resource_manager_leader_retriever()
         self._rm_address: str | None = None
+        self._leader_token: str | None = None
         self._closed = False
         # Submissions whose JobMaster is still starting: close() waits for them, so it
         # cannot miss a JobMaster that started while it was closing the others.
@@ -110,18 +116,43 @@ class Dispatcher(LeaderContender):
         self._election.start(self)
 
     def grant_leadership(self, fencing_token: str) -> None:
-        # The fencing token is not kept: nothing checks it until the Dispatcher runs with
-        # ZooKeeper high availability, which fences every call with it.
-        logger.info("Dispatcher at %s is leader", self._address)
+        """Lead: recover every job whose graph the store holds (with high availability,
+        the jobs the previous leader was running), each from its latest checkpoint."""
+        logger.info("Dispatcher at %s is leader (session %s)", self._address, fencing_token[:8])
+        self._leader_token = fencing_token
+        for job_id in self._job_graph_store.get_job_ids():
+            with self._cond:
+                known = job_id in self._jobs
+            graph_bytes = None if known else self._job_graph_store.recover_job_graph(job_id)
+            if graph_bytes is None:
+                continue
+            logger.info("recovering job %s from its stored job graph", job_id)
+            try:
+                self.submit_job(graph_bytes)
+            except WeirError:
+                # The job stays in the store: a later leader tries it again.
+                logger.exception("job %s could not be recovered", job_id)
 
     def revoke_leadership(self) -> None:
+        """Leadership is gone: jobs are stopped here without being reported or removed
+        from the store; they belong to the next leader."""
+        self._leader_token = None
         logger.info("Dispatcher at %s is no longer leader", self._address)
+
+    def check_leadership(self) -> None:
+        """Raises LeaderLostError when this Dispatcher does not lead (a client that
+        reached a deposed leader looks the leader up again)."""
+        token = self._leader_token
+        if token is None or not self._election.has_leadership(token):
+            msg = f"the Dispatcher at {self._address} is not the leader; ask the current one"
+            raise LeaderLostError(msg)
 
     def _on_resource_manager(self, address: str | None, _token: str | None) -> None:
         self._rm_address = address
 
     # -- jobs ----------------------------------------------------------------------
     def submit_job(self, job_graph_bytes: bytes) -> str:
+        self.check_leadership()
         graph = decode_job_graph(job_graph_bytes)  # JobGraphError says what is wrong
         with self._cond:
             if self._closed:
@@ -219,7 +250,12 @@ class Dispatcher(LeaderContender):
             self._bump(entry)
             close_now = not entry.collect_ids
         logger.info("job %s reached %s", details.job_id, details.status)
-        self._job_graph_store.remove_job_graph(details.job_id)  # type: ignore[arg-type]
+        try:
+            self._job_graph_store.remove_job_graph(details.job_id)  # type: ignore[arg-type]
+        except LeaderLostError as exc:
+            # Deposed meanwhile: the graph stays for the next leader, which recovers the
+            # job from its last checkpoint.
+            logger.warning("job %s: its job graph stays stored: %s", details.job_id, exc)
         if close_now:
             self._close_runner(details.job_id)
         self._trim_archive()

@@ -75,6 +75,8 @@ class JobMaster(LeaderContender):
             lambda: self._rm_address,
             self._on_status,
             on_restart=self._on_restart,
+            confirm_leadership=self._confirm_leadership,
+            fencing_token=lambda: self._leader_token or "",
         )
         checkpointing = CheckpointingConfig.from_config(self._config)
         # With checkpoints, collect batches wait for the checkpoint that covers them, so a
@@ -87,6 +89,8 @@ class JobMaster(LeaderContender):
         }
         self.kv_state_locations = KvStateLocationRegistry(job_graph.job_id)
         self._closed = False
+        self._suspended = False
+        self._leader_token: str | None = None
         self._close_lock = threading.Lock()
         self._timer: ThreadScheduledExecutor | None = None
         # Acks complete checkpoints, which writes _metadata: off the gRPC threads, in order.
@@ -108,6 +112,7 @@ class JobMaster(LeaderContender):
                 executor=self._timer,
                 on_failure=self._on_checkpoint_failure,
                 on_completed=self._on_checkpoint_completed,
+                confirm_leadership=self._confirm_leadership,
             )
             self.scheduler.checkpoint_coordinator = self.checkpoint_coordinator
 
@@ -143,10 +148,12 @@ class JobMaster(LeaderContender):
     def _restore_initial_state(self) -> None:
         """``weir run -s PATH``: register the retained checkpoint or savepoint as the job's
         latest and deploy the first attempt with its state. Errors refuse the submission."""
+        coordinator = self.checkpoint_coordinator
+        if coordinator is not None and self._recover_latest(coordinator):
+            return
         path = cfg.get(self._config, cfg.STATE_RECOVERY_PATH)
         if not path:
             return
-        coordinator = self.checkpoint_coordinator
         if coordinator is None:
             msg = (
                 f"job {self.job_id}: cannot start from {path}: checkpointing is off for this "
@@ -175,20 +182,65 @@ class JobMaster(LeaderContender):
             path,
         )
 
+    def _recover_latest(self, coordinator: CheckpointCoordinator) -> bool:
+        """A job this JobMaster takes over (high availability: the previous leader died)
+        resumes from the latest checkpoint registered for it, which wins over the path it
+        was first submitted with. False when none is registered."""
+        try:
+            restored = coordinator.restore_latest()
+        except CheckpointError as exc:
+            msg = f"job {self.job_id}: cannot recover: {exc}"
+            raise JobSubmissionError(msg) from exc
+        if restored is None:
+            return False
+        self.scheduler.set_initial_state(
+            restored.metadata.operator_states,
+            restored.external_pointer,
+            cfg.get(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
+            checkpoint_id=restored.checkpoint_id,
+        )
+        logger.info(
+            "job %s: recovering from checkpoint %d at %s",
+            self.job_id,
+            restored.checkpoint_id,
+            restored.external_pointer,
+        )
+        return True
+
     # -- leadership ------------------------------------------------------------------
     def grant_leadership(self, fencing_token: str) -> None:
         logger.info(
-            "JobMaster for job %s (%s) at %s is leader",
+            "JobMaster for job %s (%s) at %s is leader (session %s)",
             self.job_graph.job_name,
             self.job_id,
             self._address,
+            fencing_token[:8],
         )
+        self._leader_token = fencing_token
         self.scheduler.start()
 
     def revoke_leadership(self) -> None:
+        """Leadership is gone (the session expired, or this master stops): from now on
+        nothing is written: no checkpoint completes, none is deleted, and the job's end
+        is not reported (the job is the next leader's)."""
+        self._suspended = True
+        self._leader_token = None
+        self._rm_address = None
+        if self.checkpoint_coordinator is not None:
+            self.checkpoint_coordinator.suspend()
         logger.info("JobMaster for job %s lost leadership", self.job_id)
 
+    def _confirm_leadership(self) -> bool:
+        token = self._leader_token
+        return token is not None and self._election.confirm_leadership(token)
+
+    def suspend_leadership(self, suspended: bool) -> None:
+        if self.checkpoint_coordinator is not None:
+            self.checkpoint_coordinator.pause(suspended)
+
     def _on_resource_manager(self, address: str | None, _token: str | None) -> None:
+        if self._suspended:
+            return  # deposed: it must not reach the next leader's ResourceManager
         self._rm_address = address
 
     # -- called by the servicer --------------------------------------------------------
@@ -314,6 +366,11 @@ class JobMaster(LeaderContender):
             ).start()
 
     def _report_terminated(self, details: JobDetailsInfo, shutdown: Future[None] | None) -> None:
+        if self._suspended:
+            # Cancelled because leadership was lost: the job is not over, the next leader
+            # recovers it; the Dispatcher must not archive it nor drop its job graph.
+            logger.info("job %s: stopped here without leadership; not reported", self.job_id)
+            return
         if shutdown is not None:
             # The Dispatcher archives the checkpoint statistics when told: let the coordinator
             # first abort what was in progress, so the archive shows no checkpoint running.

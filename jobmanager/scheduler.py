@@ -58,6 +58,9 @@ class _PendingSlotRequest:
 CANCEL_CONFIRM_TIMEOUT_S = 15.0
 # RPCs to TaskExecutors are short control messages; a peer that needs longer is gone.
 TASK_RPC_TIMEOUT_S = 10.0
+# While its leadership is unconfirmed (ZooKeeper unreachable or the session in doubt) a
+# JobMaster asks again this often before deploying; a revocation ends the wait sooner.
+_LEADERSHIP_POLL_S = 0.2
 # Task states in which a checkpoint can be taken when tasks may finish (FLIP-147).
 _CHECKPOINTABLE = (ExecutionState.RUNNING, ExecutionState.FINISHED)
 
@@ -72,16 +75,22 @@ class DefaultScheduler:
         on_status: Callable[[JobStatus], None],
         *,
         on_restart: Callable[[int], None] | None = None,
+        confirm_leadership: Callable[[], bool] | None = None,
+        fencing_token: Callable[[], str] = lambda: "",
     ) -> None:
         """``on_restart(attempt_number)`` is called, under the scheduler's lock, when a
         restart has ended the failed attempt's tasks and is about to deploy attempt
-        ``attempt_number`` (collect buffers drop what they held back for the old one)."""
+        ``attempt_number`` (collect buffers drop what they held back for the old one).
+        ``confirm_leadership()`` is asked before each attempt is deployed: a JobMaster
+        that may have been deposed (paused past its ZooKeeper session) deploys nothing,
+        since restored tasks write to the job's sinks."""
         self.graph = graph
         self._config = config
         self._jobmaster_address = jobmaster_address
         self._rm_address = resource_manager_address
         self._on_status = on_status
         self._on_restart = on_restart
+        self._confirm_leadership = confirm_leadership
         self._lock = threading.RLock()
         self.status = JobStatus.CREATED
         self.failure_cause = ""
@@ -98,7 +107,7 @@ class DefaultScheduler:
         # rpc addresses of TaskManagers known to be lost: no calls to them (they could
         # only time out), their tasks are taken as gone.
         self._lost_addresses: set[str] = set()
-        self._resource_manager = ResourceManagerGateway()
+        self._resource_manager = ResourceManagerGateway(fencing_token)
         self._task_executors = TaskExecutorGateways()
         self._slot_request: _PendingSlotRequest | None = None
         self._final_release: threading.Thread | None = None
@@ -142,6 +151,8 @@ class DefaultScheduler:
             else:  # cancelled or failed while it waited: nothing to deploy
                 self._cancel_undeployed(list(self.graph.all_executions()))
             return
+        if not self._await_leadership():
+            return
         with self._lock:
             self._slots = slots
             # A port of a lost TaskManager may be reused by a new one.
@@ -163,6 +174,26 @@ class DefaultScheduler:
                 # attempt to be terminal, so end them now rather than at the cancel timeout.
                 self._cancel_undeployed(executions[index + 1 :])
                 return
+
+    def _await_leadership(self) -> bool:
+        """True once leadership is confirmed; False when the job stopped running first
+        (leadership lost: the JobMaster is being closed). Polls while unconfirmed."""
+        if self._confirm_leadership is None:
+            return True
+        warned = False
+        while not self._confirm_leadership():
+            with self._lock:
+                if self.status is not JobStatus.RUNNING:
+                    return False
+            if not warned:
+                logger.warning(
+                    "job %s: leadership unconfirmed; attempt %d waits before deploying",
+                    self.job_id,
+                    self.graph.attempt_number,
+                )
+                warned = True
+            time.sleep(_LEADERSHIP_POLL_S)  # polling interval; the confirmation decides
+        return True
 
     def _cancel_undeployed(self, executions: list[ExecutionVertex]) -> None:
         with self._lock:
@@ -379,12 +410,14 @@ class DefaultScheduler:
             self._cancel_all_tasks()
             return
         backoff_ms = self._restart_strategy.get_backoff_time_ms()
+        lines = [line for line in cause.splitlines() if line.strip()] or [cause]
         logger.info(
-            "job %s: restarting in %d ms (%s) after: %s",
+            "job %s: restarting in %d ms (%s) after: %s%s",
             self.job_id,
             backoff_ms,
             self._restart_strategy,
-            cause.splitlines()[0],
+            lines[0],
+            f" ... {lines[-1].strip()}" if len(lines) > 1 else "",
         )
         self._transition(JobStatus.RESTARTING)
         targets = self._cancel_targets()

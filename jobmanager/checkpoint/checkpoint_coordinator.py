@@ -126,6 +126,7 @@ class CheckpointCoordinator:
         on_failure: FailureListener,
         stats: CheckpointStatsTracker | None = None,
         on_completed: CompletionListener | None = None,
+        confirm_leadership: Callable[[], bool] | None = None,
     ) -> None:
         self.job_id = job_id
         self.config = config
@@ -138,6 +139,11 @@ class CheckpointCoordinator:
         self._executor = executor
         self._on_failure = on_failure
         self._on_completed = on_completed
+        # Asked (without the lock, once per completed checkpoint) before the tasks are told
+        # to commit: a leader deposed while it completed the checkpoint commits nothing.
+        self._confirm_leadership = confirm_leadership
+        self._confirmed: dict[int, bool] = {}
+        self._confirm_lock = threading.Lock()
         self._stats = stats or CheckpointStatsTracker()
         self._lock = threading.RLock()
         self._pending: dict[int, PendingCheckpoint] = {}
@@ -605,6 +611,8 @@ class CheckpointCoordinator:
         self, attempt_id: ExecutionAttemptId, checkpoint_id: int, complete: bool
     ) -> _Effect:
         def effect() -> None:
+            if complete and not self._leadership_confirmed(checkpoint_id):
+                return
             try:
                 if complete:
                     self._gateway.notify_checkpoint_complete(attempt_id, checkpoint_id)
@@ -623,6 +631,25 @@ class CheckpointCoordinator:
                 )
 
         return effect
+
+    def _leadership_confirmed(self, checkpoint_id: int) -> bool:
+        """Whether this JobMaster still leads, asked once per checkpoint (a ZooKeeper round
+        trip with high availability) by the first of its notifications."""
+        if self._confirm_leadership is None:
+            return True
+        with self._confirm_lock:
+            known = self._confirmed.get(checkpoint_id)
+            if known is None:
+                known = self._confirm_leadership()
+                self._confirmed = {checkpoint_id: known}  # only the latest is asked again
+                if not known:
+                    logger.warning(
+                        "job %s: checkpoint %d: this JobMaster no longer leads; its tasks "
+                        "are not told to commit (the next leader restores and commits it)",
+                        self.job_id,
+                        checkpoint_id,
+                    )
+            return known
 
     @staticmethod
     def _run(effects: list[_Effect]) -> None:
@@ -717,6 +744,36 @@ class CheckpointCoordinator:
         # Ids never repeat: after restoring checkpoint n the next one is at least n + 1.
         if self._counter.get() <= restored_id:
             self._counter.set_count(restored_id + 1)
+
+    # -- leadership ----------------------------------------------------------------------
+    def suspend(self) -> None:
+        """This JobMaster lost its leadership: stop for good without writing anything.
+        Checkpoints in progress are dropped without touching storage or tasks (the next
+        leader's ids come after them and its coordinator owns the files), and a later
+        ``shutdown`` keeps every retained checkpoint: they are the next leader's."""
+        with self._lock:
+            if self._shut_down:
+                return
+            self.stop_periodic_scheduler()
+            self._shut_down = True
+            for pending in self._pending.values():
+                pending.dispose()
+            dropped = sorted(self._pending)
+            self._pending.clear()
+        logger.info(
+            "job %s: checkpoint coordinator suspended (leadership lost); dropped checkpoints %s",
+            self.job_id,
+            dropped or "none",
+        )
+
+    def pause(self, paused: bool) -> None:
+        """While the leadership is in doubt (ZooKeeper SUSPENDED), trigger nothing and drop
+        what is in progress (uncounted: no failover for a connection blip); resume after."""
+        if paused:
+            self.stop_periodic_scheduler()
+            self.abort_pending("the ZooKeeper connection is suspended")
+        else:
+            self.start_periodic_scheduler()
 
     # -- shutdown ------------------------------------------------------------------------
     def shutdown(self, job_status: JobStatus) -> None:

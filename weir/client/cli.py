@@ -5,22 +5,26 @@ weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
 weir checkpoints [-m host:port] JOB_ID
 weir info [-p N] job.py [args...]
+weir ha status
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import runpy
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.dispatcher_client import DispatcherGateway, LeaderLookup
 from weir.client.executor import RemoteExecutor
+from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
+from weir.client.leader_lookup import dispatcher_lookup
 from weir.core import config as cfg
 from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.completable_future import CompletableFuture
@@ -46,6 +50,23 @@ def load_cli_config() -> dict[str, str]:
     return cfg.load_config_file(path) if path.exists() else {}
 
 
+@contextlib.contextmanager
+def open_gateway(ns: argparse.Namespace, conf: dict[str, str]) -> Iterator[DispatcherGateway]:
+    """The Dispatcher ``-m`` names; else, with high availability, the leader found in
+    ZooKeeper (followed when it changes); else the configured address."""
+    lookup = None if ns.jobmanager else dispatcher_lookup(conf)
+    try:
+        if lookup is not None:
+            gateway = DispatcherGateway(leader=lookup)
+        else:
+            gateway = DispatcherGateway(ns.jobmanager or default_address(conf))
+        with gateway:
+            yield gateway
+    finally:
+        if lookup is not None:
+            lookup.close()
+
+
 def default_address(conf: dict[str, str]) -> str:
     host = cfg.get(conf, cfg.JOBMANAGER_ADDRESS)
     port = cfg.get(conf, cfg.JOBMANAGER_PORT)
@@ -55,8 +76,10 @@ def default_address(conf: dict[str, str]) -> str:
 class _CliExecutor(RemoteExecutor):
     """Submits, tells the user the job id, and in detached mode returns at once."""
 
-    def __init__(self, address: str, detached: bool) -> None:
-        super().__init__(address)
+    def __init__(
+        self, address: str | None, detached: bool, leader: LeaderLookup | None = None
+    ) -> None:
+        super().__init__(address, leader=leader)
         self.detached = detached
         self.submitted: list[str] = []
 
@@ -100,7 +123,8 @@ def _run_script(script: str, args: Sequence[str]) -> None:
 
 
 def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    address = ns.jobmanager or default_address(conf)
+    lookup = None if ns.jobmanager else dispatcher_lookup(conf)
+    address = None if lookup is not None else ns.jobmanager or default_address(conf)
     context = {}
     if cfg.PARALLELISM_DEFAULT.key in conf:  # the cluster's default, as flink run reads it
         context[cfg.PARALLELISM_DEFAULT.key] = conf[cfg.PARALLELISM_DEFAULT.key]
@@ -111,13 +135,15 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     if ns.allow_non_restored_state:
         context[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] = "true"
     set_context_configuration(context)
-    executor = _CliExecutor(address, ns.detached)
+    executor = _CliExecutor(address, ns.detached, lookup)
     register_executor(executor)
     started = time.monotonic()
     try:
         _run_script(ns.script, ns.args)
     finally:
         register_executor(None)
+        if lookup is not None:
+            lookup.close()
         set_context_configuration({})  # -p and -s are for this program only
     if not executor.submitted:
         print("The program did not submit a job (it never called execute()).", file=sys.stderr)
@@ -131,7 +157,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
 
 
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+    with open_gateway(ns, conf) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
         running = [j for j in jobs if not JobStatus[j.status].is_globally_terminal_state()]
         ended = [j for j in jobs if j not in running]
@@ -186,7 +212,7 @@ _HISTORY_COLUMNS = (
 
 
 def cmd_checkpoints(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+    with open_gateway(ns, conf) as gateway:
         stats = gateway.checkpoint_statistics(ns.job_id)
     if not stats.checkpointing_enabled:
         print(f"Checkpointing is not enabled for job {ns.job_id}.")
@@ -236,7 +262,7 @@ def _when(ms: int) -> str:
 
 
 def cmd_cancel(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+    with open_gateway(ns, conf) as gateway:
         gateway.cancel_job(ns.job_id)
     print(f"Cancelled job {ns.job_id}.")
     return 0
@@ -255,6 +281,11 @@ def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
         register_executor(None)
     print("The program did not call execute(); there is no plan to show.", file=sys.stderr)
     return 1
+
+
+def cmd_ha_status(_ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    print(format_ha_status(read_ha_status(conf)))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -300,6 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoints.add_argument("-m", "--jobmanager")
     checkpoints.add_argument("job_id")
     checkpoints.set_defaults(func=cmd_checkpoints)
+
+    ha = sub.add_parser("ha", help="high availability: what ZooKeeper holds")
+    ha_sub = ha.add_subparsers(dest="ha_command", required=True)
+    ha_sub.add_parser(
+        "status", help="leaders, stored job graphs and each job's latest checkpoint"
+    ).set_defaults(func=cmd_ha_status)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
     info.add_argument("-p", "--parallelism", type=int)
