@@ -723,16 +723,20 @@ class DefaultScheduler:
         self.status = status
         with self._lock:
             self._changed.notify_all()
-        if status.is_globally_terminal_state():
+        terminal = status.is_globally_terminal_state()
+        if terminal:
             self.end_time_ms = int(time.time() * 1000)
             with self._lock:
                 self._abandon_slot_request(f"job {self.job_id} is {status.name}")
-            self._terminated.set()
             self._final_release = threading.Thread(
                 target=self._release_slots, daemon=True, name=f"release-{self.job_id[:8]}"
             )
             self._final_release.start()
         self._on_status(status)
+        if terminal:
+            # Only once the JobMaster has heard: wait_terminated() is what its close()
+            # waits for before it stops the workers _on_status hands work to.
+            self._terminated.set()
 
     def _release_slots(self) -> None:
         address = self._rm_address()

@@ -76,8 +76,9 @@ from weir.taskmanager.operators.timers import ProcessingTimeService
 from weir.taskmanager.record_writer import BufferTimeout, RecordWriter
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
-from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
+from weir.taskmanager.state.rocksdb_incremental import restore_native
+from weir.taskmanager.state.state_backend_loader import create_keyed_state_backend, rocksdb_root
 from weir.taskmanager.task_events import (
     CheckpointBarrier,
     EndOfData,
@@ -182,6 +183,7 @@ class Task:
         self._checkpointing: SubtaskCheckpointCoordinator | None = None
         self._barrier_handler: CheckpointBarrierHandler | None = None
         self._restored: RestoredTaskState | None = None
+        self._backends: list[KeyedStateBackend] = []
         self._unaligned = False
         """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
         self._final_checkpoint = False
@@ -489,6 +491,13 @@ class Task:
             self._gate.close()
         if self._checkpointing is not None:
             self._checkpointing.close()
+        for backend in self._backends:
+            try:
+                backend.dispose()
+            except Exception as exc:
+                # A database left on disk goes with the job's working directory; the
+                # task's own outcome matters more than this cleanup.
+                logger.warning("disposing a state backend failed: %s", exc, exc_info=True)
         return error
 
     def _initialize(self) -> None:
@@ -639,6 +648,13 @@ class Task:
                 process(*deserialize_records(buffer))
         chain.flush()
 
+    def _checkpoint_storage_shares(self) -> bool:
+        """The job's checkpoint storage keeps shared files (incremental checkpoints)."""
+        job_config = self.tdd.job_config
+        directory = config.get_with_deprecated_keys(job_config, config.CHECKPOINTING_DIR)
+        kind = config.get(job_config, config.CHECKPOINTING_STORAGE)
+        return kind == "filesystem" or (not kind and bool(directory))
+
     def _input_key_type(self) -> str:
         """The declared key type of the keyed input edges (their senders route by it)."""
         for gate in self.tdd.input_gates:
@@ -652,20 +668,26 @@ class Task:
         vertex = tdd.vertex
         backend: KeyedStateBackend | None = None
         if any(s is not None for s in payload.get("key_selectors") or ()):
-            backend = HashMapKeyedStateBackend(
-                vertex.max_parallelism,
-                key_group_range_for_operator(
+            backend = create_keyed_state_backend(
+                tdd.job_config,
+                name=f"{descriptor.operator_id}-{tdd.subtask_index}",
+                max_parallelism=vertex.max_parallelism,
+                key_group_range=key_group_range_for_operator(
                     vertex.max_parallelism, vertex.parallelism, tdd.subtask_index
                 ),
-                PyFlinkKeyHasher(self._input_key_type()),
+                key_hasher=PyFlinkKeyHasher(self._input_key_type()),
                 clock_ms=self._clock_ms,
+                shared_state=self._checkpoint_storage_shares(),
             )
+            self._backends.append(backend)
             if self._restored is not None:
-                keyed = self._restored.keyed_state(
+                keyed, native = self._restored.keyed_state(
                     str(descriptor.operator_id), backend.key_group_range
                 )
                 if keyed:
                     backend.restore(keyed)
+                if native:
+                    restore_native(backend, native, rocksdb_root(tdd.job_config))
         operator_state = DefaultOperatorStateBackend()
         if self._restored is not None:
             operator_state.restore(self._restored.operator_state(str(descriptor.operator_id)))

@@ -5,9 +5,16 @@ the state to restore after a failure (Flink's CheckpointCoordinator).
 Threading: every public method may be called from any thread (gRPC handlers for acks and
 declines, the scheduler's thread for failures, the executor's thread for timers). State
 changes happen under one lock; RPCs to tasks are made after it is released, so a slow
-TaskExecutor never blocks acknowledgements. Storage I/O (creating ``chk-N``, writing
-``_metadata``, deleting subsumed checkpoints) happens under the lock, which keeps the order
-"``_metadata`` written, then registered, then tasks notified" without extra bookkeeping.
+TaskExecutor never blocks acknowledgements. Storage I/O that orders completion (creating
+``chk-N``, writing ``_metadata``) happens under the lock, which keeps the order
+"``_metadata`` written, then registered, then tasks notified" without extra bookkeeping;
+deleting subsumed checkpoints and unreferenced shared files is an effect run after it.
+
+Shared files of incremental checkpoints are reference-counted (``SharedStateRegistry``):
+registered when a checkpoint completes, released when it is subsumed, deleted at zero;
+files an aborted checkpoint uploaded that nothing refers to are deleted with it. The
+counts are rebuilt from the retained checkpoints' metadata the first time they are
+needed (a JobMaster that took over a job starts with none).
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from weir.jobmanager.checkpoint.pending_checkpoint import (
     PendingCheckpoint,
 )
 from weir.jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
+from weir.jobmanager.checkpoint.shared_state_registry import SharedStateRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +148,8 @@ class CheckpointCoordinator:
         self._consecutive_failures = 0
         self._restored_external: set[int] = set()
         self._shut_down = False
+        self._shared = SharedStateRegistry()
+        self._shared_loaded = False
 
     # -- inspection ----------------------------------------------------------------------
     @property
@@ -294,28 +304,33 @@ class CheckpointCoordinator:
         for unknown, aborted or completed checkpoints and duplicates are logged and
         ignored (state of an aborted checkpoint is deleted)."""
         effects: list[_Effect] = []
+        used = False
         with self._lock:
             pending = self._pending.get(checkpoint_id)
             if pending is None or self._shut_down:
-                self._late_message_locked(attempt_id, checkpoint_id)
-                return False
-            now = self._clock()
-            result = pending.acknowledge(attempt_id, snapshot, metrics or CheckpointMetrics(), now)
-            if result is not AckResult.SUCCESS:
-                logger.warning(
-                    "job %s: checkpoint %d: ignoring acknowledgement from %s (%s)",
-                    self.job_id,
-                    checkpoint_id,
-                    attempt_id,
-                    result.value,
+                effects = self._late_message_locked(attempt_id, checkpoint_id, snapshot)
+            else:
+                now = self._clock()
+                result = pending.acknowledge(
+                    attempt_id, snapshot, metrics or CheckpointMetrics(), now
                 )
-                return False
-            self._stats.report_acknowledged(checkpoint_id, now, pending.metrics.values())
-            if pending.is_fully_acknowledged:
-                effects = self._complete_locked(pending)
+                if result is not AckResult.SUCCESS:
+                    logger.warning(
+                        "job %s: checkpoint %d: ignoring acknowledgement from %s (%s)",
+                        self.job_id,
+                        checkpoint_id,
+                        attempt_id,
+                        result.value,
+                    )
+                else:
+                    used = True
+                    self._stats.report_acknowledged(checkpoint_id, now, pending.metrics.values())
+                    if pending.is_fully_acknowledged:
+                        effects = self._complete_locked(pending)
         self._run(effects)
-        self._try_trigger_requested()
-        return True
+        if used:
+            self._try_trigger_requested()
+        return used
 
     def receive_decline(
         self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str
@@ -386,7 +401,12 @@ class CheckpointCoordinator:
                 effects += self._abort_locked(pending, reason, counted=False)
         self._run(effects)
 
-    def _late_message_locked(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
+    def _late_message_locked(
+        self,
+        attempt_id: ExecutionAttemptId,
+        checkpoint_id: int,
+        snapshot: TaskStateSnapshot | None = None,
+    ) -> list[_Effect]:
         retained = {p.checkpoint_id for p in self._store.get_all()}
         if checkpoint_id in retained or checkpoint_id >= self._counter.get():
             logger.info(
@@ -396,7 +416,7 @@ class CheckpointCoordinator:
                 attempt_id,
                 "already completed" if checkpoint_id in retained else "never triggered",
             )
-            return
+            return []
         # Aborted or subsumed: the task may have written files after the directory was
         # deleted, so delete it again (ids never repeat, so nothing live is there).
         logger.info(
@@ -407,6 +427,57 @@ class CheckpointCoordinator:
         )
         if checkpoint_id not in self._restored_external:
             self._storage.discard_checkpoint(checkpoint_id)
+        if snapshot is None:
+            return []
+        # Shared files this late task uploaded for nothing (not those it referred to).
+        self._load_shared_locked()
+        uploaded = self._shared.unreferenced(
+            path for state in snapshot.subtask_states.values() for path in state.shared_paths()
+        )
+        return [self._discard_shared_effect(uploaded)] if uploaded else []
+
+    # -- shared state --------------------------------------------------------------------
+    def _load_shared_locked(self) -> None:
+        """Count the shared files of the retained checkpoints, once."""
+        if self._shared_loaded:
+            return
+        self._shared_loaded = True
+        for pointer in self._store.get_all():
+            try:
+                metadata = decode_metadata(
+                    self._storage.read_metadata(pointer.external_pointer),
+                    source=pointer.external_pointer,
+                )
+            except (CorruptCheckpointError, OSError):
+                logger.warning(
+                    "job %s: cannot read checkpoint %d to count its shared files",
+                    self.job_id,
+                    pointer.checkpoint_id,
+                    exc_info=True,
+                )
+                continue
+            if pointer.checkpoint_id in self._restored_external:
+                self._shared.pin(metadata.shared_paths())
+            self._shared.register(pointer.checkpoint_id, metadata.shared_paths())
+
+    def _discard_shared_effect(self, paths: list[str]) -> _Effect:
+        def effect() -> None:
+            logger.info("job %s: deleting %d unreferenced shared files", self.job_id, len(paths))
+            self._storage.discard_shared(paths)
+
+        return effect
+
+    def _discard_effect(self, checkpoint_id: int, shared: list[str]) -> _Effect:
+        def effect() -> None:
+            self._storage.discard_checkpoint(checkpoint_id)
+            if shared:
+                self._storage.discard_shared(shared)
+
+        return effect
+
+    @property
+    def shared_state_registry(self) -> SharedStateRegistry:
+        return self._shared
 
     # -- completion and abort ------------------------------------------------------------
     def _complete_locked(self, pending: PendingCheckpoint) -> list[_Effect]:
@@ -422,7 +493,9 @@ class CheckpointCoordinator:
             operator_states=operator_states,
         )
         try:
+            self._load_shared_locked()
             pointer = self._storage.write_metadata(checkpoint_id, encode_metadata(metadata))
+            self._shared.register(checkpoint_id, metadata.shared_paths())
             subsumed = self._store.add_checkpoint(
                 CompletedCheckpointPointer(self.job_id, checkpoint_id, pointer, now)
             )
@@ -436,9 +509,11 @@ class CheckpointCoordinator:
             return self._abort_locked(pending, f"finalizing it failed: {exc}", counted=True)
         del self._pending[checkpoint_id]
         pending.dispose()
-        for old in subsumed:
-            if old.checkpoint_id not in self._restored_external:
-                self._storage.discard_checkpoint(old.checkpoint_id)
+        discards = [
+            self._discard_effect(old.checkpoint_id, self._shared.unregister(old.checkpoint_id))
+            for old in subsumed
+            if old.checkpoint_id not in self._restored_external
+        ]
         self._last_end_ms = now
         self._consecutive_failures = 0
         self._stats.report_completed(
@@ -457,6 +532,7 @@ class CheckpointCoordinator:
             self._notify_effect(task.attempt_id, checkpoint_id, complete=True)
             for task in pending.plan.tasks
         ]
+        effects += discards
         for older in sorted(p for p in self._pending if p < checkpoint_id):
             effects += self._abort_locked(
                 self._pending[older], f"subsumed by checkpoint {checkpoint_id}", counted=False
@@ -492,12 +568,18 @@ class CheckpointCoordinator:
         self._pending.pop(checkpoint_id, None)
         pending.dispose()
         self._storage.discard_checkpoint(checkpoint_id)
+        uploaded = self._shared.unreferenced(
+            path
+            for subtasks in pending.operator_states().values()
+            for _, state in subtasks.values()
+            for path in state.shared_paths()
+        )
         self._stats.report_failed(checkpoint_id, now, reason)
         self._last_end_ms = now
         logger.info("job %s: checkpoint %d aborted: %s", self.job_id, checkpoint_id, reason)
-        effects: list[_Effect] = []
+        effects: list[_Effect] = [self._discard_shared_effect(uploaded)] if uploaded else []
         if not self._shut_down:
-            effects = [
+            effects += [
                 self._notify_effect(task.attempt_id, checkpoint_id, complete=False)
                 for task in pending.plan.tasks
             ]
@@ -577,6 +659,8 @@ class CheckpointCoordinator:
                 )
                 continue
             self._bump_counter(metadata.checkpoint_id)
+            with self._lock:
+                self._load_shared_locked()
             self._stats.report_restored(
                 metadata.checkpoint_id, self._clock(), pointer.external_pointer
             )
@@ -598,6 +682,10 @@ class CheckpointCoordinator:
         with self._lock:
             self._bump_counter(metadata.checkpoint_id)
             self._restored_external.add(metadata.checkpoint_id)
+            self._load_shared_locked()
+            # Its shared files belong to the job that wrote it: never deleted here.
+            self._shared.pin(metadata.shared_paths())
+            self._shared.register(metadata.checkpoint_id, metadata.shared_paths())
             subsumed = self._store.add_checkpoint(
                 CompletedCheckpointPointer(
                     self.job_id, metadata.checkpoint_id, pointer, metadata.completion_timestamp_ms
@@ -606,6 +694,7 @@ class CheckpointCoordinator:
             for old in subsumed:
                 if old.checkpoint_id not in self._restored_external:
                     self._storage.discard_checkpoint(old.checkpoint_id)
+                    self._storage.discard_shared(self._shared.unregister(old.checkpoint_id))
             self._stats.report_restored(metadata.checkpoint_id, self._clock(), pointer)
         logger.info(
             "job %s: restoring from checkpoint %d at %s",

@@ -13,7 +13,9 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
-JOB = """
+JOBS = {
+    # printed by the TaskManagers
+    "print": """
 import sys, time
 from weir.common import Types
 from weir.datastream import StreamExecutionEnvironment
@@ -27,15 +29,35 @@ env.set_parallelism(2)
     .print())
 env.execute("small job")
 print(f"finished at {time.time()}", file=sys.stderr, flush=True)
-"""
+""",
+    # collected by the client, with checkpoints: the last results come with the final
+    # checkpoint, before the tasks have exited, and the program returns right after
+    "collect": """
+import sys, time
+from weir.common import Types
+from weir.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+env.enable_checkpointing(200)
+results = list(
+    env.from_collection(list(range(100)), type_info=Types.INT())
+    .map(lambda x: x * 2, output_type=Types.INT())
+    .execute_and_collect()
+)
+for r in sorted(results):
+    print(r)
+print(f"finished at {time.time()}", file=sys.stderr, flush=True)
+""",
+}
 # What the JVM prints as it starts (the incubator module Spark's launcher adds); nothing
 # else may appear.
 ALLOWED_STDERR = ("WARNING: Using incubator modules: jdk.incubator.vector",)
 
 
-def _runs(tmp_path, count: int) -> list[float]:
+def _runs(tmp_path, count: int, job: str) -> list[float]:
     script = tmp_path / "small_job.py"
-    script.write_text(JOB)
+    script.write_text(JOBS[job])
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     exits = []
     for run in range(count):
@@ -59,10 +81,12 @@ def _runs(tmp_path, count: int) -> list[float]:
     return exits
 
 
-def test_consecutive_embedded_runs_end_cleanly(tmp_path):
-    _runs(tmp_path, 3)
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_consecutive_embedded_runs_end_cleanly(tmp_path, job):
+    _runs(tmp_path, 2, job)
 
 
 @pytest.mark.long
-def test_twenty_consecutive_embedded_runs_end_cleanly(tmp_path):
-    _runs(tmp_path, 20)
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_twenty_consecutive_embedded_runs_end_cleanly(tmp_path, job):
+    _runs(tmp_path, 20, job)

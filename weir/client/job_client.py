@@ -102,6 +102,7 @@ class CollectResultIterator:
         self._operator_id = operator_id
         self._records: deque[Any] = deque()
         self._ended = False
+        self._job_ended = False
         self._closed = False
 
     def __iter__(self) -> Iterator[Any]:
@@ -109,10 +110,21 @@ class CollectResultIterator:
 
     def __next__(self) -> Any:
         while not self._records:
-            if self._ended or self._closed:
+            if self._closed:
+                raise StopIteration
+            if self._ended:
+                self._await_job_end()
                 raise StopIteration
             self._fetch()
         return self._records.popleft()
+
+    def _await_job_end(self) -> None:
+        """Every record is read: the iteration ends when the job does, as Flink's does
+        (with final checkpoints the last results are out before the tasks have exited),
+        so a program that returns right after does not cancel a job about to finish."""
+        if not self._job_ended:
+            self._job_ended = True
+            raise_for_status(self._client.wait_for_terminal())
 
     def _fetch(self) -> None:
         reply = self._gateway.fetch_collect(
@@ -123,7 +135,7 @@ class CollectResultIterator:
         if reply.end_of_data:
             self._ended = True
             if reply.job_status in _GOING_DOWN:
-                raise_for_status(self._client.wait_for_terminal())
+                self._await_job_end()
 
     def close(self) -> None:
         if self._closed:

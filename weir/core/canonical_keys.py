@@ -75,6 +75,16 @@ def canonical_key_bytes(key: Any) -> bytes:
     return _plain_pickle(canonical)
 
 
+def is_canonical(key: Any) -> bool:
+    """``canonical_key_bytes(key)`` is the plain pickle of ``key`` and unpickles to a key
+    of the same type: true of ints, strings, bytes, None, floats that are not whole
+    numbers and flat tuples of them (a serialized key needs no copy of the original)."""
+    t = type(key)
+    if t is int or t is str or t is bytes or key is None:
+        return True
+    return (t is float and not key.is_integer()) or (t is tuple and _canonical_tuple(key))
+
+
 def _canonical_tuple(key: tuple[Any, ...]) -> bool:
     """A flat tuple already in canonical form: ints, strings, bytes, None and floats that
     are not whole numbers, no string or bytes value in it twice (pickle would write an

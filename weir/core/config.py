@@ -625,6 +625,29 @@ SAVEPOINT_DIR = _option(
     str,
     "The default directory for savepoints (kept for the savepoint commands to come).",
 )
+STATE_BACKEND_TYPE = _option(
+    "state.backend.type",
+    "hashmap",
+    str.lower,
+    "Where keyed state lives: hashmap keeps it as Python objects on the TaskManager; "
+    "rocksdb in an embedded RocksDB in taskmanager.state.local.root-dirs (state larger "
+    "than memory, incremental checkpoints).",
+    ("hashmap", "rocksdb"),
+)
+STATE_BACKEND_INCREMENTAL = _option(
+    "state.backend.incremental",
+    False,
+    _parse_bool,
+    "rocksdb: checkpoints upload only the SST files earlier checkpoints did not, into "
+    "the checkpoint directory's shared/ (needs filesystem checkpoint storage).",
+)
+STATE_LOCAL_ROOT_DIRS = _option(
+    "taskmanager.state.local.root-dirs",
+    "",
+    str,
+    "Where the rocksdb state backend keeps its databases on a TaskManager (the first of "
+    "a comma-separated list); default: the job's working directory on the TaskManager.",
+)
 STATE_CHANGELOG_ENABLED = _option(
     "state.changelog.enabled",
     False,

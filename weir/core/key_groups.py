@@ -175,5 +175,13 @@ class PyFlinkKeyHasher:
         code = 0 if key is None else self._java_hash(key)
         return murmur_hash(_signed32(code + _ROW_OF_ONE_FIELD)) % max_parallelism
 
+    def key_group_of_canonical(self, key: Any, canonical: bytes, max_parallelism: int) -> int:
+        """``key_group(key)`` when ``canonical`` is ``canonical_key_bytes(key)`` already
+        (the rocksdb backend has them as the key's serialized form): no second pickle."""
+        if self.key_type != "pickled" or key is None:
+            return self.key_group(key, max_parallelism)
+        code = java_bytes_hash(canonical)
+        return murmur_hash(_signed32(code + _ROW_OF_ONE_FIELD)) % max_parallelism
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (PyFlinkKeyHasher, (self.key_type,))

@@ -49,6 +49,11 @@ from weir.datastream.state import (
     ValueState,
     ValueStateDescriptor,
 )
+from weir.datastream.state_backend import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StateBackend,
+)
 from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
 from weir.datastream.timerservice import TimerService
 from weir.datastream.window import (
@@ -81,11 +86,13 @@ __all__ = [
     "CountWindow",
     "DataStream",
     "DataStreamSink",
+    "EmbeddedRocksDBStateBackend",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
     "GlobalWindow",
+    "HashMapStateBackend",
     "KeySelector",
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
@@ -105,6 +112,7 @@ __all__ = [
     "RuntimeExecutionMode",
     "SinkFunction",
     "SourceFunction",
+    "StateBackend",
     "StateDescriptor",
     "StreamExecutionEnvironment",
     "TimeDomain",
