@@ -25,6 +25,7 @@ from weir.core.errors import (
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
+    StateMigrationError,
     WeirError,
 )
 from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
@@ -36,7 +37,7 @@ from weir.jobmanager.checkpoint import (
     CheckpointTask,
     FinishedOperator,
 )
-from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states
+from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states, check_restorable
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
@@ -60,6 +61,11 @@ CANCEL_CONFIRM_TIMEOUT_S = 15.0
 TASK_RPC_TIMEOUT_S = 10.0
 # Task states in which a checkpoint can be taken when tasks may finish (FLIP-147).
 _CHECKPOINTABLE = (ExecutionState.RUNNING, ExecutionState.FINISHED)
+
+
+def _operator_label(operator_id: OperatorId, state: OperatorState) -> str:
+    """How messages name an operator of a checkpoint: by uid when it had one."""
+    return f"uid {state.uid!r}" if state.uid else f"operator id {operator_id}"
 
 
 class DefaultScheduler:
@@ -459,21 +465,26 @@ class DefaultScheduler:
         checkpoint_id: int = 0,
     ) -> None:
         """Deploy the first attempt with this state (``weir run -s``) of checkpoint
-        ``checkpoint_id``. Call before ``start``. Raises JobSubmissionError when the
-        checkpoint holds state of operators this job lacks (unless
-        ``allow_non_restored``) or was taken at another parallelism."""
+        ``checkpoint_id``, at the job's parallelism (rescaled when it differs). Call
+        before ``start``. Raises JobSubmissionError when the checkpoint holds state of
+        operators this job lacks (unless ``allow_non_restored``) or state that cannot be
+        restored into it (``check_restorable``)."""
         vertex_of = {
             op.operator_id: vertex
             for vertex in self.graph.job_graph.vertices
             for op in vertex.operators
         }
-        unclaimed = sorted(op_id for op_id in operator_states if op_id not in vertex_of)
+        unclaimed = sorted(
+            _operator_label(op_id, state)
+            for op_id, state in operator_states.items()
+            if op_id not in vertex_of
+        )
         if unclaimed and not allow_non_restored:
             msg = (
-                f"job {self.job_id}: the checkpoint at {source} holds state of operators this "
-                f"job does not have (operator ids {', '.join(unclaimed)}); give the stateful "
-                "operators the uid they had when it was taken, or drop that state on purpose "
-                "with --allowNonRestoredState (-n, execution.state-recovery.ignore-unclaimed-state)"
+                f"job {self.job_id}: the state at {source} holds state of operators this job "
+                f"does not have ({', '.join(unclaimed)}); give the stateful operators the uid "
+                "they had when it was taken, or drop that state on purpose with "
+                "--allowNonRestoredState (-n, execution.state-recovery.ignore-unclaimed-state)"
             )
             raise JobSubmissionError(msg)
         if unclaimed:
@@ -482,16 +493,19 @@ class DefaultScheduler:
                 self.job_id,
                 ", ".join(unclaimed),
             )
-        for op_id, state in operator_states.items():
-            vertex = vertex_of.get(op_id)
-            if vertex is not None and state.parallelism != vertex.parallelism:
-                msg = (
-                    f"job {self.job_id}: operator {op_id} ({vertex.name}) runs at parallelism "
-                    f"{vertex.parallelism}, but the checkpoint at {source} was taken at "
-                    f"{state.parallelism}; restoring at another parallelism is not supported "
-                    "yet: run the job at the parallelism it had (-p)"
-                )
-                raise JobSubmissionError(msg)
+        try:
+            check_restorable(self.graph.job_graph.vertices, operator_states, source)
+        except StateMigrationError as exc:
+            msg = f"job {self.job_id}: {exc}"
+            raise JobSubmissionError(msg) from exc
+        rescaled = sorted(
+            f"{_operator_label(op_id, state)} {state.parallelism} -> {vertex.parallelism}"
+            for op_id, state in operator_states.items()
+            if (vertex := vertex_of.get(op_id)) is not None
+            and state.parallelism != vertex.parallelism
+        )
+        if rescaled:
+            logger.info("job %s: rescaling restored state: %s", self.job_id, ", ".join(rescaled))
         with self._lock:
             self._restored = self._split_restored_state(operator_states)
             self._finished_on_restore = self._finished_subtasks(operator_states)
@@ -504,14 +518,22 @@ class DefaultScheduler:
     def _finished_subtasks(
         self, operator_states: Mapping[OperatorId, OperatorState]
     ) -> set[tuple[str, int]]:
-        """The subtasks every operator of whose vertex a checkpoint recorded as finished."""
+        """The subtasks every operator of whose vertex a checkpoint recorded as finished.
+        At another parallelism only a fully finished operator counts: the new subtasks
+        of a partly finished one are not the old ones, so they all run."""
         finished: set[tuple[str, int]] = set()
         for vertex in self.graph.job_graph.vertices:
+            states = [operator_states.get(OperatorId(op.operator_id)) for op in vertex.operators]
             for index in range(vertex.parallelism):
-                states = [
-                    operator_states.get(OperatorId(op.operator_id)) for op in vertex.operators
-                ]
-                if all(s is not None and index in s.finished_subtasks for s in states):
+                if all(
+                    s is not None
+                    and (
+                        index in s.finished_subtasks
+                        if s.parallelism == vertex.parallelism
+                        else s.is_fully_finished
+                    )
+                    for s in states
+                ):
                     finished.add((vertex.vertex_id, index))
         return finished
 
@@ -568,7 +590,13 @@ class DefaultScheduler:
                     finished_operators[OperatorId(op.operator_id)] = FinishedOperator(
                         vertex.parallelism, indices
                     )
-            return CheckpointPlan(tasks, max_parallelism, finished_operators)
+            uids = {
+                OperatorId(op.operator_id): op.uid
+                for v in job_graph.vertices
+                for op in v.operators
+                if op.uid
+            }
+            return CheckpointPlan(tasks, max_parallelism, finished_operators, uids)
 
     def attempt_number_of(self, attempt_id: str) -> int | None:
         """The job attempt a task belongs to, or None if it is not of the current one."""

@@ -557,6 +557,7 @@ class CheckpointCoordinator:
                 ),
                 subtask_states={index: state for index, (_, state) in subtasks.items()},
                 finished_subtasks=finished.finished_subtasks if finished else frozenset(),
+                uid=plan.uids.get(operator_id, ""),
             )
         return states
 

@@ -68,6 +68,8 @@ class OperatorState:
     finished_subtasks: frozenset[int] = frozenset()
     """Subtasks that had finished (their final checkpoint completed, they exited) when
     the checkpoint was taken: restored as finished, never run again. They hold no state."""
+    uid: str = ""
+    """The operator's uid when it had one (``operator_id`` is derived from it)."""
 
     @property
     def state_size(self) -> int:
@@ -209,6 +211,7 @@ def _operator_to_json(op: OperatorState) -> dict[str, Any]:
             for index, state in sorted(op.subtask_states.items())
         ],
         "finished_subtasks": sorted(op.finished_subtasks),
+        **({"uid": op.uid} if op.uid else {}),
     }
 
 
@@ -222,6 +225,7 @@ def _operator_from_json(doc: dict[str, Any]) -> OperatorState:
         },
         # Absent in metadata written before finished tasks were recorded: none finished.
         finished_subtasks=frozenset(int(i) for i in doc.get("finished_subtasks", ())),
+        uid=str(doc.get("uid", "")),
     )
 
 
