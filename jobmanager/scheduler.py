@@ -121,6 +121,8 @@ class DefaultScheduler:
         self._coordinator_calls = ThreadPoolExecutor(
             1, thread_name_prefix=f"coordinator-calls-{graph.job_graph.job_id[:8]}"
         )
+        # Set by a completed stop with savepoint: the cancellation that follows ends FINISHED.
+        self._stopped_with_savepoint = False
         self.failure_ms: int | None = None
         """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
@@ -646,6 +648,15 @@ class DefaultScheduler:
             self._cancel_all_tasks()
             self._check_terminal()
 
+    def stop_after_savepoint(self) -> None:
+        """End the job after its stop-with-savepoint completed: its tasks are cancelled
+        and it ends FINISHED (Flink's ``flink stop``), not CANCELED."""
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                return
+            self._stopped_with_savepoint = True
+        self.cancel()
+
     def _fail_job(self, cause: str) -> None:
         with self._lock:
             if self.status.is_globally_terminal_state():
@@ -733,7 +744,8 @@ class DefaultScheduler:
         elif self.status is JobStatus.FAILING:
             self._transition(JobStatus.FAILED)
         elif self.status is JobStatus.CANCELLING:
-            self._transition(JobStatus.CANCELED)
+            stopped = self._stopped_with_savepoint
+            self._transition(JobStatus.FINISHED if stopped else JobStatus.CANCELED)
         elif self.status is JobStatus.RUNNING:  # every task ended but not all finished
             self.failure_cause = self.failure_cause or "tasks ended without finishing"
             self._transition(JobStatus.FAILED)

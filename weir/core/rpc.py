@@ -99,6 +99,8 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.TaskManagerLostError,
         errors.LeaderLostError,
         errors.JobExecutionError,
+        errors.CheckpointError,
+        errors.StateMigrationError,
     )
 }
 _NAME_SEPARATOR = ": "
