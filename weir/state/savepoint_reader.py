@@ -111,7 +111,11 @@ class SavepointReader:
             known = ", ".join(sorted(info.keyed_states)) or "none"
             msg = f"operator {uid!r} has no keyed state {name!r}; it has: {known}"
             raise KeyError(msg)
-        kind = info.keyed_states.get(name, "")
+        return self._keyed_entries(uid, state, name, info.keyed_states.get(name, ""))
+
+    def _keyed_entries(
+        self, uid: str, state: OperatorState, name: str, kind: str
+    ) -> Iterator[tuple[Any, Any]]:
         tables = {name, _TTL_PREFIX + name}
         for _, subtask in sorted(state.subtask_states.items()):
             for handle in subtask.managed_keyed_state:
@@ -152,13 +156,18 @@ class SavepointReader:
                 return dict(entries)
         return {}
 
-    def _operator_state(self, uid: str, name: str) -> Iterator[list[Any]]:
+    def _operator_state(self, uid: str, name: str) -> list[list[Any]]:
+        """Per subtask (in order), the elements of operator state ``name`` it wrote."""
         info = self.operator(uid)
         if name not in info.operator_states:
             known = ", ".join(sorted(info.operator_states)) or "none"
             msg = f"operator {uid!r} has no operator state {name!r}; it has: {known}"
             raise KeyError(msg)
         state = self.metadata.operator_states[info.operator_id]  # type: ignore[index]
+        return list(self._operator_elements(state, name))
+
+    @staticmethod
+    def _operator_elements(state: OperatorState, name: str) -> Iterator[list[Any]]:
         for _, subtask in sorted(state.subtask_states.items()):
             for handle in subtask.managed_operator_state:
                 partitions = [p for p in handle.partitions if p.name == name]
