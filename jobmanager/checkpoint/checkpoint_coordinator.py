@@ -294,10 +294,18 @@ class CheckpointCoordinator:
                         effects += self._abort_locked(
                             pending, "a stop with savepoint is in progress", counted=False
                         )
-            effects += self._trigger_locked(
-                self._clock(), CheckpointType.SAVEPOINT, plan=plan, savepoint=request
-            )
+            error: CheckpointError | None = None
+            try:
+                effects += self._trigger_locked(
+                    self._clock(), CheckpointType.SAVEPOINT, plan=plan, savepoint=request
+                )
+            except CheckpointError as exc:
+                error = exc
+                if terminate:
+                    self.start_periodic_scheduler()  # the job goes on as before
         self._run(effects)
+        if error is not None:
+            raise error
         return result
 
     def _trigger_locked(
@@ -319,7 +327,6 @@ class CheckpointCoordinator:
             location: CheckpointStorageLocation
             if savepoint is not None:
                 location = savepoint_location(savepoint.directory, checkpoint_id)
-                self._savepoints[checkpoint_id] = savepoint
             else:
                 location = self._storage.init_checkpoint(checkpoint_id)
         except (OSError, CheckpointError) as exc:
@@ -338,6 +345,8 @@ class CheckpointCoordinator:
             return self._count_failure(checkpoint_id, f"its storage location failed: {exc}")
         pending = PendingCheckpoint(checkpoint_id, now, plan, location, checkpoint_type)
         self._pending[checkpoint_id] = pending
+        if savepoint is not None:
+            self._savepoints[checkpoint_id] = savepoint
         pending.timeout_task = self._executor.schedule(
             self.config.timeout_ms, lambda: self._on_timeout(checkpoint_id)
         )
