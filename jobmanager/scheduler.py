@@ -500,6 +500,20 @@ class DefaultScheduler:
         except StateMigrationError as exc:
             msg = f"job {self.job_id}: {exc}"
             raise JobSubmissionError(msg) from exc
+        derived = sorted(
+            f"{op.name} ({op_id})"
+            for vertex in self.graph.job_graph.vertices
+            for op in vertex.operators
+            if (op_id := OperatorId(op.operator_id)) in operator_states and not op.uid
+        )
+        if derived:
+            logger.warning(
+                "job %s: state restored into operators without a uid, matched by the id "
+                "derived from the job's graph: %s. That id changes when operators are added "
+                "or removed before them; give every stateful operator a uid (.uid(...))",
+                self.job_id,
+                ", ".join(derived),
+            )
         rescaled = sorted(
             f"{_operator_label(op_id, state)} {state.parallelism} -> {vertex.parallelism}"
             for op_id, state in operator_states.items()
