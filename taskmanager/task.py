@@ -696,6 +696,8 @@ class Task:
                     backend.restore(keyed)
                 if native:
                     restore_native(backend, native, rocksdb_root(tdd.job_config))
+        # Operator state stays on the heap with either keyed state backend, as Flink's
+        # DefaultOperatorStateBackend does beside RocksDB.
         operator_state = DefaultOperatorStateBackend()
         if self._restored is not None:
             operator_state.restore(self._restored.operator_state(str(descriptor.operator_id)))

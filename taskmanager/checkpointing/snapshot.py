@@ -13,7 +13,8 @@ asynchronous part only writes bytes. Per operator of the chain it captures:
 - the source reader's position (``CheckpointedSourceReader.snapshot_state``);
 - operator state (list, union list and broadcast state, and raw function state) as its
   backend serializes it (``DefaultOperatorStateBackend.snapshot``), after the user
-  functions' ``snapshot_state`` updated it.
+  functions' ``snapshot_state`` updated it. It stays on the heap whichever keyed state
+  backend the job uses, as Flink keeps it.
 
 Per task it carries the in-flight data of an unaligned checkpoint: the input buffers
 the barrier handler captured and the output buffers ``emit_priority_event`` overtook.

@@ -2,7 +2,8 @@
 once after a checkpoint completed, restarts from it, and its exactly-once FileSink must
 commit exactly the lines of a failure-free run. The broadcast source has finished by
 then, so the rules after the restart can only come from the restored broadcast state; the
-records that arrived before their rule are kept in operator list state."""
+records that arrived before their rule are kept in operator list state. The keyed job
+runs on both keyed state backends: operator state stays on the heap beside rocksdb."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from test_checkpoint_recovery import checkpointed_env, committed_lines, exactly_once_lines
 
 from weir.common import Types, WatermarkStrategy
+from weir.core.checkpoint import IncrementalKeyGroupsStateHandle, decode_metadata
 from weir.datastream import MapFunction
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 from weir.datastream.functions import (
@@ -143,10 +145,17 @@ class Totals(KeyedBroadcastProcessFunction):
         yield f"key {key}: total {self.total.value()} {rules.get('unit')}, tag {self.tag.value()}"
 
 
-def test_keyed_broadcast_state_timers_and_keyed_state_across_a_failure(cluster, tmp_path):
+BACKENDS = {
+    "hashmap": {},
+    "rocksdb-incremental": {"state.backend.type": "rocksdb", "state.backend.incremental": "true"},
+}
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_keyed_broadcast_state_timers_and_keyed_state_across_a_failure(cluster, tmp_path, backend):
     out, marks = tmp_path / "out", tmp_path / "marks"
     marks.mkdir()
-    env = checkpointed_env(tmp_path, {})
+    env = checkpointed_env(tmp_path, BACKENDS[backend])
     rules = env.from_collection(
         [("unit", 100), ("tag", 7)], type_info=Types.TUPLE([Types.STRING(), Types.INT()])
     )
@@ -172,6 +181,16 @@ def test_keyed_broadcast_state_timers_and_keyed_state_across_a_failure(cluster, 
     assert committed_lines(out) == Counter(
         f"key {k}: total {totals[k]} 100, tag 7" for k in range(KEYS)
     )
+    keyed = [
+        handle
+        for path in tmp_path.glob("checkpoints/*/chk-*/_metadata")
+        for op in decode_metadata(path.read_bytes()).operator_states.values()
+        for sub in op.subtask_states.values()
+        for handle in sub.managed_keyed_state
+    ]
+    assert keyed, "no retained checkpoint holds keyed state"
+    incremental = [isinstance(h, IncrementalKeyGroupsStateHandle) for h in keyed]
+    assert all(incremental) if backend.startswith("rocksdb") else not any(incremental)
 
 
 class _NumberTime:

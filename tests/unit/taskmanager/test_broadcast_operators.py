@@ -1,5 +1,6 @@
 """The broadcast operators driven directly: payloads built by the DataStream API, a real
-keyed backend, operator state backend and timer service, and a recording output."""
+keyed backend (hashmap and rocksdb), operator state backend and timer service, and a
+recording output."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from weir.datastream.state import (
     MapStateDescriptor,
     ValueStateDescriptor,
 )
+from weir.taskmanager.checkpointing.snapshot import decode_keyed_state, encode_keyed_state
 from weir.taskmanager.operators.base import MAX_WATERMARK, MIN_WATERMARK, OperatorSetup
 from weir.taskmanager.operators.broadcast import (
     CoBroadcastWithKeyedOperator,
@@ -31,12 +33,14 @@ from weir.taskmanager.operators.broadcast import (
 )
 from weir.taskmanager.operators.contexts import TimersNotSupportedError
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.operator_state import (
     DefaultOperatorStateBackend,
     OperatorStateSnapshot,
     ReadOnlyBroadcastStateError,
 )
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
 
 RULES = MapStateDescriptor("rules", Types.STRING(), Types.INT())
 ALIASES = MapStateDescriptor("aliases", Types.STRING(), Types.STRING())
@@ -61,6 +65,25 @@ def payload_of(function: Any, *, keyed: bool, descriptors=(RULES,)) -> dict[str,
     return cloudpickle.loads(cloudpickle.dumps(t.payload))  # type: ignore[no-any-return]
 
 
+@pytest.fixture(params=["hashmap", "rocksdb"])
+def new_backend(request, tmp_path):
+    """Makes keyed backends of one kind; a test that uses it runs on both."""
+    made: list[KeyedStateBackend] = []
+
+    def make() -> KeyedStateBackend:
+        if request.param == "hashmap":
+            backend: KeyedStateBackend = HashMapKeyedStateBackend(128, range(128))
+        else:
+            directory = tmp_path / f"rocksdb-{len(made)}"
+            backend = RocksDBKeyedStateBackend(128, range(128), str(directory))
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.dispose()
+
+
 class Recording(RecordingOutput):
     """RecordingOutput for batches without timestamps as well."""
 
@@ -78,9 +101,12 @@ class Harness:
         keyed: bool,
         restored: OperatorStateSnapshot | None = None,
         tags: tuple[str, ...] = (),
+        backend: KeyedStateBackend | None = None,
     ) -> None:
         payload = payload_of(function, keyed=keyed)
-        self.backend = HashMapKeyedStateBackend(128, range(128)) if keyed else None
+        if keyed and backend is None:
+            backend = HashMapKeyedStateBackend(128, range(128))
+        self.backend = backend
         self.store = DefaultOperatorStateBackend()
         if restored is not None:
             self.store.restore([(restored.data, restored.partitions)])
@@ -220,8 +246,8 @@ class CountAndAlert(KeyedBroadcastProcessFunction):
 
 
 class TestKeyed:
-    def test_keyed_state_and_timers_with_the_broadcast_state_in_on_timer(self):
-        h = Harness(CountAndAlert(), keyed=True)
+    def test_keyed_state_and_timers_with_the_broadcast_state_in_on_timer(self, new_backend):
+        h = Harness(CountAndAlert(), keyed=True, backend=new_backend())
         h.element(("a", 1), ("b", 1), ("a", 2), timestamps=[100, 105, 100])
         h.broadcast(("a", 7))
         h.op.process_watermark(MAX_WATERMARK)
@@ -230,13 +256,13 @@ class TestKeyed:
         assert h.out.timestamps == [110, 115]
         assert h.take() == [("a", 110, "EVENT_TIME", 2, 7), ("b", 115, "EVENT_TIME", 1, None)]
 
-    def test_side_outputs_by_yielding_a_tag(self):
-        h = Harness(CountAndAlert(), keyed=True, tags=("dropped",))
+    def test_side_outputs_by_yielding_a_tag(self, new_backend):
+        h = Harness(CountAndAlert(), keyed=True, tags=("dropped",), backend=new_backend())
         h.broadcast(("drop", 2))
         h.element(("a", 1), ("b", 2), timestamps=[1, 2])
         assert h.out.side == {"dropped": [("b", 2)]}
 
-    def test_apply_to_keyed_state_visits_every_key_with_state(self):
+    def test_apply_to_keyed_state_visits_every_key_with_state(self, new_backend):
         class Reset(CountAndAlert):
             def process_broadcast_element(self, value, ctx):
                 seen = []
@@ -252,7 +278,7 @@ class TestKeyed:
                 ctx.apply_to_keyed_state(COUNT, Visit())
                 yield (value, sorted(seen))
 
-        h = Harness(Reset(), keyed=True)
+        h = Harness(Reset(), keyed=True, backend=new_backend())
         h.element(("a", 1), ("b", 1), ("a", 2), timestamps=[1, 2, 3])
         h.broadcast("times ten")
         assert h.take() == [("times ten", [("a", 2), ("b", 1)])]
@@ -260,7 +286,7 @@ class TestKeyed:
         h.broadcast("after clearing")
         assert h.take() == [("clear", [("a", 20), ("b", 10)]), ("after clearing", [])]
 
-    def test_apply_to_keyed_state_takes_a_callable_and_keeps_the_current_key(self):
+    def test_apply_to_keyed_state_takes_a_callable_and_keeps_the_current_key(self, new_backend):
         class Collect(CountAndAlert):
             def process_broadcast_element(self, value, ctx):
                 found = []
@@ -276,29 +302,49 @@ class TestKeyed:
                 self.seen.add(value[1])
                 return None
 
-        h = Harness(Remember(), keyed=True)
+        h = Harness(Remember(), keyed=True, backend=new_backend())
         h.element(("a", 1), ("b", 2), ("a", 3))
         key_before = h.backend.current_key
         h.broadcast("x")
         assert h.take() == [[("a", [1, 3]), ("b", [2])]]
         assert h.backend.current_key == key_before
 
-    def test_apply_to_keyed_state_refuses_what_it_cannot_apply(self):
+    def test_keyed_state_timers_and_broadcast_state_are_restored(self, new_backend):
+        h = Harness(CountAndAlert(), keyed=True, backend=new_backend())
+        h.element(("a", 1), ("b", 1), ("a", 2), timestamps=[100, 105, 100])
+        h.broadcast(("a", 7))
+        # As a checkpoint stores them: keyed state (timers too) in bytes, operator state.
+        keyed = encode_keyed_state(h.backend.snapshot(), range(128))
+        operator = h.store.snapshot()
+
+        backend = new_backend()
+        backend.restore([decode_keyed_state(keyed, range(128))])
+        restored = Harness(CountAndAlert(), keyed=True, restored=operator, backend=backend)
+        restored.element(("b", 5), timestamps=[200])
+        restored.op.process_watermark(MAX_WATERMARK)
+        restored.op.process_watermark2(MAX_WATERMARK)
+        assert restored.take() == [
+            ("a", 110, "EVENT_TIME", 2, 7),
+            ("b", 115, "EVENT_TIME", 2, None),
+            ("b", 210, "EVENT_TIME", 2, None),
+        ]
+
+    def test_apply_to_keyed_state_refuses_what_it_cannot_apply(self, new_backend):
         class Bad(CountAndAlert):
             def process_broadcast_element(self, value, ctx):
                 ctx.apply_to_keyed_state(*value)
 
-        h = Harness(Bad(), keyed=True)
+        h = Harness(Bad(), keyed=True, backend=new_backend())
         with pytest.raises(TypeError, match="KeyedStateFunction"):
             h.broadcast((COUNT, "not a function"))
         with pytest.raises(TypeError, match="descriptor of a keyed state"):
             h.broadcast((RULES.name, lambda k, s: None))
 
-    def test_no_timers_on_the_broadcast_side(self):
+    def test_no_timers_on_the_broadcast_side(self, new_backend):
         class TimerOnBroadcast(CountAndAlert):
             def process_broadcast_element(self, value, ctx):
                 ctx.timer_service().register_event_time_timer(5)
 
-        h = Harness(TimerOnBroadcast(), keyed=True)
+        h = Harness(TimerOnBroadcast(), keyed=True, backend=new_backend())
         with pytest.raises(TimersNotSupportedError, match="process_broadcast_element"):
             h.broadcast("x")

@@ -7,9 +7,14 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from weir.common import Types
 from weir.core.checkpoint import (
     CheckpointMetrics,
+    CheckpointStorage,
+    FileSystemCheckpointStorage,
+    IncrementalKeyGroupsStateHandle,
     JobManagerCheckpointStorage,
     OperatorStateDistributionMode,
     TaskStateSnapshot,
@@ -23,7 +28,11 @@ from weir.taskmanager.checkpointing.subtask_checkpoint import (
     SubtaskCheckpointCoordinator,
 )
 from weir.taskmanager.operators.function_state import initialize_function_state
+from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_incremental import restore_native
 from weir.taskmanager.task_events import CheckpointBarrier, deserialize_event
 
 _ACK_WAIT_S = 10  # an upper bound for the writer thread, not a synchronisation delay
@@ -49,14 +58,14 @@ class TestingPartition:
 class TestingChain:
     __test__ = False
 
-    def __init__(self, function: Any = None) -> None:
+    def __init__(self, function: Any = None, keyed: KeyedStateBackend | None = None) -> None:
         descriptor = SimpleNamespace(operator_id="op-head")
         self.store = DefaultOperatorStateBackend()
         self.operators = [
             SimpleNamespace(
                 setup=SimpleNamespace(
                     descriptor=descriptor,
-                    keyed_state_backend=None,
+                    keyed_state_backend=keyed,
                     operator_state_backend=self.store,
                 ),
                 function=function,
@@ -104,13 +113,19 @@ class Acks:
 
 
 def _coordinator(
-    partition: TestingPartition, acks: Acks, *, has_inputs: bool, function: Any = None
+    partition: TestingPartition,
+    acks: Acks,
+    *,
+    has_inputs: bool,
+    function: Any = None,
+    keyed: KeyedStateBackend | None = None,
+    storage: CheckpointStorage | None = None,
 ) -> tuple[SubtaskCheckpointCoordinator, TestingChain]:
-    chain = TestingChain(function)
+    chain = TestingChain(function, keyed)
     coordinator = SubtaskCheckpointCoordinator(
         attempt_id=ExecutionAttemptId("a" * 32),
         subtask_index=0,
-        storage=JobManagerCheckpointStorage(JobId("j" * 32)),
+        storage=storage or JobManagerCheckpointStorage(JobId("j" * 32)),
         chain=chain,  # type: ignore[arg-type]
         partitions=[partition],  # type: ignore[list-item]
         acknowledge=acks.acknowledge,
@@ -277,3 +292,75 @@ class TestFunctionState:
         coordinator.checkpoint(CheckpointBarrier(2, 0))
         coordinator.close()
         assert acks.declined == {2: "RuntimeError: no state today"}
+
+
+class KeyedRemembering(Remembering):
+    """Remembering, and a count per value in the keyed state of ``keyed``."""
+
+    keyed: KeyedStateBackend
+
+    def map(self, value):
+        self.keyed.current_key = value
+        counts = self.keyed.get_value_state("count")
+        counts.update((counts.value() or 0) + 1)
+        return super().map(value)
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb", "rocksdb incremental"])
+def test_operator_state_is_written_beside_either_keyed_backend(backend, tmp_path):
+    """Operator state stays on the heap whichever keyed backend the operator has (as in
+    Flink); a checkpoint writes both, the rocksdb one also as shared SST files."""
+
+    def keyed_backend(name: str) -> KeyedStateBackend:
+        if backend == "hashmap":
+            return HashMapKeyedStateBackend(128, range(128))
+        rocks = RocksDBKeyedStateBackend(128, range(128), str(tmp_path / name))
+        rocks.incremental = backend == "rocksdb incremental"
+        return rocks
+
+    keyed = keyed_backend("before")
+    storage = FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}", JobId("j" * 32))
+    acks = Acks()
+    function = KeyedRemembering([])
+    function.keyed = keyed
+    coordinator, chain = _coordinator(
+        TestingPartition([[]]),
+        acks,
+        has_inputs=False,
+        function=function,
+        keyed=keyed,
+        storage=storage,
+    )
+    initialize_function_state(function, chain.store)
+    for value in ("a", "b", "a"):
+        function.map(value)
+    function.rules.put("r", "x")
+    coordinator.checkpoint(CheckpointBarrier(5, 0))
+    assert acks.event.wait(_ACK_WAIT_S)
+    coordinator.close()
+    keyed.dispose()
+
+    state = acks.acked[5].subtask_states[OperatorId("op-head")]
+    (keyed_handle,) = state.managed_keyed_state
+    incremental = isinstance(keyed_handle, IncrementalKeyGroupsStateHandle)
+    assert incremental == (backend == "rocksdb incremental")
+    (operator_handle,) = state.managed_operator_state
+    assert {p.name for p in operator_handle.partitions} == {"seen", "last", "rules"}
+
+    restored = RestoredTaskState(encode_task_state(acks.acked[5]), 128)
+    again_keyed = keyed_backend("after")
+    canonical, native = restored.keyed_state("op-head", range(128))
+    again_keyed.restore(canonical)
+    restore_native(again_keyed, native, str(tmp_path / "scratch"))
+    store = DefaultOperatorStateBackend()
+    store.restore(restored.operator_state("op-head"))
+    again = KeyedRemembering([])
+    again.keyed = again_keyed
+    initialize_function_state(again, store, restored=True, restored_checkpoint_id=5)
+    assert again.seen == ["a", "b", "a"]
+    assert again.last.get() == [5]
+    assert dict(again.rules.items()) == {"r": "x"}
+    counts = again_keyed.get_value_state("count")
+    again_keyed.current_key = "a"
+    assert counts.value() == 2
+    again_keyed.dispose()
