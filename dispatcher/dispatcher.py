@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from weir.core import rpc
-from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint import CheckpointingConfig, CheckpointStatsSnapshot
 from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
 from weir.core.errors import (
+    CheckpointError,
     JobNotFoundError,
     JobSubmissionError,
     LeaderLostError,
@@ -38,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 # Finished jobs kept for `weir list -a` and result queries (Flink's jobstore.max-capacity).
 MAX_ARCHIVED_JOBS = 1000
+# A forwarded savepoint is answered within the job's checkpoint timeout (the coordinator
+# aborts it then); this much more covers the JobMaster writing _metadata and answering.
+_SAVEPOINT_RPC_GRACE_S = 30.0
 # close() waits this long for JobMasters still starting (a start takes well under a
 # second: the JobMaster's server and its leader election) before it closes the others.
 _STARTING_WAIT_S = 30.0
@@ -382,6 +386,44 @@ class Dispatcher(LeaderContender):
             rpc.call(
                 "CancelJob", stub.CancelJob, common_pb2.JobIdRequest(job_id=job_id), timeout=10
             )
+
+    def trigger_savepoint(
+        self,
+        job_id: str,
+        target_directory: str | None = None,
+        *,
+        stop: bool = False,
+        drain: bool = False,
+    ) -> str:
+        """Take a savepoint of a running job (``weir savepoint``; with ``stop``, ``weir
+        stop``) and return its directory once it completed. The JobMaster's errors (not
+        RUNNING, no savepoint directory, the savepoint failed) come back as they are; the
+        job keeps running after each."""
+        entry = self._entry(job_id)
+        with self._cond:
+            final, runner = entry.final, entry.runner
+        if final is not None or runner is None:
+            status = final.status if final is not None else JobStatus.INITIALIZING.name
+            msg = (
+                f"cannot take a savepoint of job {job_id}: it is {status}, and a savepoint "
+                "is taken only while a job is RUNNING"
+            )
+            raise CheckpointError(msg)
+        timeout_s = CheckpointingConfig.from_config({**self._config, **entry.graph.config})
+        with rpc.create_channel(runner.address) as channel:
+            stub = jobmaster_pb2_grpc.JobMasterStub(channel)
+            reply = rpc.call(
+                "TriggerSavepoint",
+                stub.TriggerSavepoint,
+                common_pb2.TriggerSavepointRequest(
+                    job_id=job_id,
+                    target_directory=target_directory or "",
+                    stop=stop,
+                    drain=drain,
+                ),
+                timeout=timeout_s.timeout_ms / 1000 + _SAVEPOINT_RPC_GRACE_S,
+            )
+        return str(reply.savepoint_path)
 
     def collect_source(self, job_id: str) -> tuple[str | None, JobDetailsInfo | None]:
         """Where a collect fetch goes: the address of the job's JobMaster (None while it

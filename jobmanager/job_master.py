@@ -18,6 +18,10 @@ from weir.core.checkpoint import (
     create_checkpoint_storage,
     decode_task_state,
 )
+from weir.core.checkpoint.savepoint_storage import (
+    new_savepoint_directory,
+    savepoint_parent_directory,
+)
 from weir.core.deployment import ExecutionState
 from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
@@ -151,7 +155,7 @@ class JobMaster(LeaderContender):
         coordinator = self.checkpoint_coordinator
         if coordinator is not None and self._recover_latest(coordinator):
             return
-        path = cfg.get(self._config, cfg.STATE_RECOVERY_PATH)
+        path = cfg.get_with_deprecated_keys(self._config, cfg.STATE_RECOVERY_PATH)
         if not path:
             return
         if coordinator is None:
@@ -172,7 +176,7 @@ class JobMaster(LeaderContender):
         self.scheduler.set_initial_state(
             restored.metadata.operator_states,
             path,
-            cfg.get(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
+            cfg.get_with_deprecated_keys(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
             checkpoint_id=restored.checkpoint_id,
         )
         logger.info(
@@ -332,6 +336,68 @@ class JobMaster(LeaderContender):
 
     def details(self) -> JobDetailsInfo:
         return self.scheduler.details(self._address)
+
+    def trigger_savepoint(
+        self, target_directory: str | None = None, *, stop: bool = False, drain: bool = False
+    ) -> Future[str]:
+        """Take a savepoint of the running job under ``target_directory`` (default
+        ``execution.checkpointing.savepoint-dir``): ``weir savepoint`` and, with ``stop``,
+        ``weir stop`` (the job ends FINISHED once the savepoint completed; if it fails, the
+        job keeps running; ``drain``: event time ends first, MAX_WATERMARK from the sources,
+        so every timer and window fires into the savepoint). The future completes with the
+        savepoint's directory, or fails with a CheckpointError saying why. Raises
+        CheckpointError or ConfigurationError at once, saying why, when no savepoint can be
+        taken now; the job is untouched then.
+
+        The one entry point for every front end (gRPC, REST)."""
+        status = self.scheduler.status
+        if status is not JobStatus.RUNNING:
+            why = {
+                JobStatus.CREATED: "it has not started yet; retry once it is RUNNING",
+                JobStatus.INITIALIZING: "it has not started yet; retry once it is RUNNING",
+                JobStatus.RESTARTING: "it is restarting after a failure; retry once it is "
+                "RUNNING again",
+                JobStatus.CANCELLING: "it is being cancelled",
+                JobStatus.FAILING: "it is failing",
+            }.get(status, "it has ended")
+            msg = (
+                f"cannot take a savepoint of job {self.job_id}: it is {status.name}, and "
+                f"a savepoint is taken only while a job is RUNNING; {why}"
+            )
+            raise CheckpointError(msg)
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            msg = (
+                f"cannot take a savepoint of job {self.job_id}: checkpointing is off for it, "
+                "and savepoints are taken through the checkpoint coordinator; submit it with "
+                "checkpointing enabled (env.enable_checkpointing(...) or "
+                "execution.checkpointing.interval)"
+            )
+            raise CheckpointError(msg)
+        parent = savepoint_parent_directory(self._config, target_directory)
+        directory = new_savepoint_directory(parent, self.job_id)
+        logger.info(
+            "job %s: %s into %s",
+            self.job_id,
+            "stop with savepoint" if stop else "savepoint",
+            parent,
+        )
+        result = coordinator.trigger_savepoint(directory, terminate=stop, drain=drain)
+        if stop:
+            result.add_done_callback(self._stop_after_savepoint)
+        return result
+
+    def _stop_after_savepoint(self, savepoint: Future[str]) -> None:
+        if savepoint.exception() is not None:
+            logger.warning(
+                "job %s: stop with savepoint failed, the job keeps running: %s",
+                self.job_id,
+                savepoint.exception(),
+            )
+            return
+        # The tasks were told the savepoint completed (sinks commit what it covers, and a
+        # sink that ends before it does commits it when resumed from the savepoint).
+        self.scheduler.stop_after_savepoint()
 
     def checkpoint_statistics(self) -> CheckpointStatsSnapshot:
         coordinator = self.checkpoint_coordinator

@@ -327,11 +327,15 @@ class Task:
         checkpoint_id: int,
         timestamp_ms: int,
         checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+        target_location: str = "",
+        *,
+        drain: bool = False,
     ) -> None:
         """Checkpoint ``checkpoint_id`` at this task (any thread): a source, or a task whose
         producers have all finished. Taken between two batches on the task thread (by a
         task with inputs, once they have all ended). Savepoints are always aligned, as in
-        Flink."""
+        Flink, and go to ``target_location``, which their barrier carries downstream.
+        ``drain``: the task's sources end event time (MAX_WATERMARK) before the barrier."""
 
         def action() -> None:
             if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
@@ -342,9 +346,13 @@ class Task:
                     checkpoint_id,
                 )
                 return
+            if drain and self._chain is not None:
+                for op in self._chain.operators:
+                    if isinstance(op, SourceOperator):
+                        op.advance_to_end_of_event_time()
             unaligned = self._unaligned and checkpoint_type is CheckpointType.CHECKPOINT
             barrier = CheckpointBarrier(
-                checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned
+                checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned, target_location
             )
             if self._open_channels > 0:
                 # Triggered here because every producer finished (FLIP-147): taken once

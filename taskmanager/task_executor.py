@@ -565,14 +565,20 @@ class TaskExecutor:
         checkpoint_id: int,
         timestamp_ms: int,
         checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+        target_location: str = "",
+        *,
+        drain: bool = False,
     ) -> bool:
-        """False when the task is not here (ended): the coordinator's plan is stale."""
+        """False when the task is not here (ended): the coordinator's plan is stale.
+        ``target_location``: a savepoint's directory."""
         with self._lock:
             entry = self._tasks.get(attempt_id)
         if entry is None:
             return False
         try:
-            entry[0].trigger_checkpoint(checkpoint_id, timestamp_ms, checkpoint_type)
+            entry[0].trigger_checkpoint(
+                checkpoint_id, timestamp_ms, checkpoint_type, target_location, drain=drain
+            )
         except MailboxClosedError:
             return False
         return True

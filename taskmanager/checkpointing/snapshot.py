@@ -187,14 +187,18 @@ def capture_task_snapshot(
     operators: Sequence[SnapshotableOperator],
     input_channel_state: Mapping[ChannelId, Sequence[bytes]] | None = None,
     result_subpartition_state: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    *,
+    canonical: bool = False,
 ) -> TaskSnapshot:
     """Capture every operator's state as bytes (task thread, between two batches).
+    ``canonical``: keyed state in the canonical form even where the backend offers a
+    native snapshot (savepoints).
 
     ``input_channel_state`` is ``ChannelStateComplete.channel_state``;
     ``result_subpartition_state`` maps ``(partition_index, subpartition_index)`` to what
     ``emit_priority_event`` returned for it. Empty buffer lists are left out.
     """
-    snapshots = tuple(_capture_operator(checkpoint_id, op) for op in operators)
+    snapshots = tuple(_capture_operator(checkpoint_id, op, canonical) for op in operators)
     return TaskSnapshot(
         checkpoint_id=checkpoint_id,
         operators=snapshots,
@@ -219,12 +223,14 @@ def with_channel_state(
     )
 
 
-def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorSnapshot:
+def _capture_operator(
+    checkpoint_id: int, op: SnapshotableOperator, canonical: bool = False
+) -> OperatorSnapshot:
     keyed = None
     native = None
     backend = op.keyed_state_backend
     if backend is not None:
-        native = native_snapshot_of(backend, checkpoint_id)
+        native = None if canonical else native_snapshot_of(backend, checkpoint_id)
         if native is None:
             keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
     source_state = None

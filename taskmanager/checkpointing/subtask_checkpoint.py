@@ -27,6 +27,7 @@ from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointStorage,
     CheckpointStorageLocation,
+    CheckpointType,
     IncrementalKeyGroupsStateHandle,
     InputChannelStateHandle,
     KeyedStateHandle,
@@ -40,6 +41,7 @@ from weir.core.checkpoint import (
     decode_task_state,
     read_state,
 )
+from weir.core.checkpoint.savepoint_storage import savepoint_location
 from weir.core.ids import ExecutionAttemptId, OperatorId
 from weir.taskmanager.checkpointing.snapshot import (
     KeyGroupsSnapshot,
@@ -215,7 +217,9 @@ class SubtaskCheckpointCoordinator:
             # The functions update their operator state first; the capture serializes it.
             for function, store in self._functions:
                 snapshot_function_state(function, store, n, barrier.timestamp)
-            snapshot = capture_task_snapshot(n, self._operators)
+            # A savepoint holds keyed state in the canonical form, never a native snapshot.
+            savepoint = barrier.checkpoint_type == CheckpointType.SAVEPOINT.value
+            snapshot = capture_task_snapshot(n, self._operators, canonical=savepoint)
         except Exception as exc:
             # A failing user hook declines this checkpoint; the task keeps running, as
             # Flink's task does when a snapshot fails (the coordinator counts it).
@@ -241,7 +245,9 @@ class SubtaskCheckpointCoordinator:
         for partition in self._partitions:
             partition.broadcast_event(event)
         sync_ms = int((time.monotonic() - started) * 1000)
-        self._writer.submit(self._write_and_ack, snapshot, sync_ms, alignment_ms)
+        self._writer.submit(
+            self._write_and_ack, snapshot, sync_ms, alignment_ms, barrier.target_location
+        )
 
     def complete_channel_state(
         self, checkpoint_id: int, input_state: Mapping[tuple[int, int], Sequence[bytes]]
@@ -272,11 +278,16 @@ class SubtaskCheckpointCoordinator:
         snapshot: TaskSnapshot,
         sync_ms: int,
         alignment_ms: int,
+        target_location: str = "",
     ) -> None:
         n = snapshot.checkpoint_id
         started = time.monotonic()
         try:
-            location = self._storage.init_checkpoint(n)
+            location = (
+                savepoint_location(target_location, n)
+                if target_location
+                else self._storage.init_checkpoint(n)
+            )
             states: dict[OperatorId, OperatorSubtaskState] = {}
             for op in snapshot.operators:
                 keyed: tuple[KeyedStateHandle, ...] = ()

@@ -196,6 +196,11 @@ class SourceOperator(StreamOperator):
 
     def finish(self) -> None:
         """End of input: event time is over, so every timer and window downstream fires."""
+        self.advance_to_end_of_event_time()
+
+    def advance_to_end_of_event_time(self) -> None:
+        """Emit MAX_WATERMARK (at the end of input, or for a stop with ``--drain``); later
+        watermarks cannot pass it."""
         if self.emitter is not None:
             self.emitter.end_of_input()
         elif self.current_watermark < MAX_WATERMARK:

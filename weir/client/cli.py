@@ -1,8 +1,12 @@
-"""The ``weir`` command line: run, list, cancel and info, as Flink's ``flink`` CLI.
+"""The ``weir`` command line: run, list, cancel, savepoint, stop and info, as Flink's
+``flink`` CLI.
 
 weir run [-d] [-p N] [-m host:port] [-s PATH [-n]] job.py [args...]
 weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
+weir savepoint [-m host:port] JOB_ID [DIR]
+weir savepoint -d PATH | --inspect PATH
+weir stop [-m host:port] [-p DIR] [-d] JOB_ID
 weir checkpoints [-m host:port] JOB_ID
 weir info [-p N] job.py [args...]
 weir ha status
@@ -27,6 +31,7 @@ from weir.client.job_client import ClusterJobClient
 from weir.client.leader_lookup import dispatcher_lookup
 from weir.core import config as cfg
 from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint.savepoint_storage import dispose_savepoint
 from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
@@ -34,6 +39,7 @@ from weir.core.job_graph import JobGraph
 from weir.core.job_status import JobStatus
 from weir.core.local_paths import absolute_local_path
 from weir.graph.execution_plan import job_graph_plan_json
+from weir.state import read_savepoint
 
 CONF_FILE = "weir-conf.yaml"
 
@@ -268,6 +274,35 @@ def cmd_cancel(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 0
 
 
+def cmd_savepoint(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    if ns.dispose:
+        directory = dispose_savepoint(absolute_local_path(ns.dispose))
+        print(f"Savepoint '{directory}' disposed.")
+        return 0
+    if ns.inspect:
+        print(read_savepoint(absolute_local_path(ns.inspect)).describe())
+        return 0
+    if not ns.job_id:
+        msg = "give the JobID of a running job (weir savepoint JOB_ID [DIR]), or -d/--inspect PATH"
+        raise WeirError(msg)
+    target = absolute_local_path(ns.directory) if ns.directory else None
+    print(f"Triggering savepoint for job {ns.job_id}.", flush=True)
+    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+        path = gateway.trigger_savepoint(ns.job_id, target)
+    print(f"Savepoint completed. Path: {path}")
+    print("You can resume your program from this savepoint with the run command.")
+    return 0
+
+
+def cmd_stop(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    target = absolute_local_path(ns.savepoint_path) if ns.savepoint_path else None
+    print(f"Suspending job {ns.job_id}{' with draining' if ns.drain else ''}.", flush=True)
+    with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
+        path = gateway.trigger_savepoint(ns.job_id, target, stop=True, drain=ns.drain)
+    print(f"Savepoint completed. Path: {path}")
+    return 0
+
+
 def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     if ns.parallelism:
         set_context_configuration({cfg.PARALLELISM_DEFAULT.key: str(ns.parallelism)})
@@ -337,6 +372,42 @@ def build_parser() -> argparse.ArgumentParser:
     ha_sub.add_parser(
         "status", help="leaders, stored job graphs and each job's latest checkpoint"
     ).set_defaults(func=cmd_ha_status)
+
+    savepoint = sub.add_parser(
+        "savepoint", help="take a savepoint of a running job, or dispose or inspect one"
+    )
+    savepoint.add_argument("-m", "--jobmanager")
+    savepoint.add_argument(
+        "-d", "--dispose", metavar="PATH", help="delete the savepoint at PATH (its directory)"
+    )
+    savepoint.add_argument(
+        "--inspect", metavar="PATH", help="print the operators and state of the savepoint"
+    )
+    savepoint.add_argument("job_id", nargs="?")
+    savepoint.add_argument(
+        "directory",
+        nargs="?",
+        help="where the savepoint goes (default: execution.checkpointing.savepoint-dir)",
+    )
+    savepoint.set_defaults(func=cmd_savepoint)
+
+    stop = sub.add_parser("stop", help="stop a job with a savepoint")
+    stop.add_argument("-m", "--jobmanager")
+    stop.add_argument(
+        "-p",
+        "--savepointPath",
+        dest="savepoint_path",
+        metavar="DIR",
+        help="where the savepoint goes (default: execution.checkpointing.savepoint-dir)",
+    )
+    stop.add_argument(
+        "-d",
+        "--drain",
+        action="store_true",
+        help="emit MAX_WATERMARK first, so every event-time timer and window fires",
+    )
+    stop.add_argument("job_id")
+    stop.set_defaults(func=cmd_stop)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
     info.add_argument("-p", "--parallelism", type=int)

@@ -110,6 +110,27 @@ class DispatcherGateway:
             common_pb2.JobIdRequest(job_id=job_id),
         )
 
+    def trigger_savepoint(
+        self,
+        job_id: str,
+        target_directory: str | None = None,
+        *,
+        stop: bool = False,
+        drain: bool = False,
+    ) -> str:
+        """Take a savepoint of a running job (with ``stop``, then stop it) and return the
+        savepoint's directory once it completed. Waits as long as the savepoint takes
+        (bounded by the job's checkpoint timeout on the cluster's side)."""
+        reply = rpc.call(
+            f"TriggerSavepoint on the Dispatcher at {self.address}",
+            self._stub.TriggerSavepoint,
+            common_pb2.TriggerSavepointRequest(
+                job_id=job_id, target_directory=target_directory or "", stop=stop, drain=drain
+            ),
+            timeout=None,
+        )
+        return str(reply.savepoint_path)
+
     def wait_for_result(
         self, job_id: str, timeout_ms: int, known_version: int = 0
     ) -> JobDetailsInfo:

@@ -739,7 +739,11 @@ SAVEPOINT_DIR = _option(
     "execution.checkpointing.savepoint-dir",
     "",
     str,
-    "The default directory for savepoints (kept for the savepoint commands to come).",
+    "The default directory for savepoints (weir savepoint JOB_ID, weir stop): each gets a "
+    "savepoint-{job-id[:6]}-{random} directory there. Deprecated key: state.savepoints.dir.",
+)
+SAVEPOINT_DIR_DEPRECATED = _option(
+    "state.savepoints.dir", "", str, "Deprecated: use execution.checkpointing.savepoint-dir."
 )
 STATE_BACKEND_TYPE = _option(
     "state.backend.type",
@@ -777,14 +781,25 @@ STATE_RECOVERY_PATH = _option(
     "",
     str,
     "A retained checkpoint or savepoint to start the job from: its chk-N directory or its "
-    "_metadata file (weir run -s PATH). Empty: start without state.",
+    "_metadata file (weir run -s PATH). Empty: start without state. Deprecated key: "
+    "execution.savepoint.path.",
+)
+STATE_RECOVERY_PATH_DEPRECATED = _option(
+    "execution.savepoint.path", "", str, "Deprecated: use execution.state-recovery.path."
 )
 STATE_RECOVERY_IGNORE_UNCLAIMED_STATE = _option(
     "execution.state-recovery.ignore-unclaimed-state",
     False,
     _parse_bool,
     "Start even when the checkpoint holds state of operators the job no longer has; that "
-    "state is dropped (weir run --allowNonRestoredState). Off: such a job is refused.",
+    "state is dropped (weir run --allowNonRestoredState). Off: such a job is refused. "
+    "Deprecated key: execution.savepoint.ignore-unclaimed-state.",
+)
+STATE_RECOVERY_IGNORE_UNCLAIMED_STATE_DEPRECATED = _option(
+    "execution.savepoint.ignore-unclaimed-state",
+    False,
+    _parse_bool,
+    "Deprecated: use execution.state-recovery.ignore-unclaimed-state.",
 )
 
 # --- restart strategies (Flink 2.x RestartStrategyOptions) ----------------------------
@@ -880,6 +895,11 @@ DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
     CHECKPOINTING_DIR.key: (CHECKPOINTING_DIR_DEPRECATED.key,),
     CHECKPOINTING_NUM_RETAINED.key: (CHECKPOINTING_NUM_RETAINED_DEPRECATED.key,),
     CHECKPOINTING_ALIGNED_TIMEOUT.key: (CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED.key,),
+    SAVEPOINT_DIR.key: (SAVEPOINT_DIR_DEPRECATED.key,),
+    STATE_RECOVERY_PATH.key: (STATE_RECOVERY_PATH_DEPRECATED.key,),
+    STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key: (
+        STATE_RECOVERY_IGNORE_UNCLAIMED_STATE_DEPRECATED.key,
+    ),
 }
 """Current key -> older names still accepted for it (Flink's ``withDeprecatedKeys``)."""
 

@@ -101,6 +101,8 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.TaskManagerLostError,
         errors.LeaderLostError,
         errors.JobExecutionError,
+        errors.CheckpointError,
+        errors.StateMigrationError,
         errors.QueryableStateError,
         errors.UnknownKvStateLocationError,
         errors.UnknownKvStateKeyGroupLocationError,

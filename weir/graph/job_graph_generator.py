@@ -56,7 +56,9 @@ _LOCAL_PATH_KEYS = (
     config_keys.CHECKPOINTING_DIR.key,
     config_keys.CHECKPOINTING_DIR_DEPRECATED.key,
     config_keys.SAVEPOINT_DIR.key,
+    config_keys.SAVEPOINT_DIR_DEPRECATED.key,
     config_keys.STATE_RECOVERY_PATH.key,
+    config_keys.STATE_RECOVERY_PATH_DEPRECATED.key,
 )
 
 

@@ -71,7 +71,7 @@ class TestExecute:
         assert result.result().get_job_id() == graph.job_id
         assert client.cancel().result() is None
         assert client.get_accumulators().result() == {}
-        with pytest.raises(WeirError, match="savepoints are not available yet"):
+        with pytest.raises(WeirError, match="cannot take savepoints"):
             client.trigger_savepoint("file:///tmp/sp")
 
     def test_config_and_job_parameters(self, executor):
