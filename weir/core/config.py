@@ -131,6 +131,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_duration_ms(text: str) -> int:
+    value = parse_duration_ms(text)
+    if value < 1:
+        msg = f"expected a positive duration, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
 # --- job and pipeline -------------------------------------------------------------
 PARALLELISM_DEFAULT = _option(
     "parallelism.default", 1, _positive_int, "Parallelism of operators that set none."
@@ -163,6 +171,24 @@ AUTO_WATERMARK_INTERVAL = _option(
     200,
     parse_duration_ms,
     "How often periodic watermark generators emit (ms); 0 turns periodic watermarks off.",
+)
+PYTHON_BUNDLE_SIZE = _option(
+    "python.fn-execution.bundle.size",
+    1000,
+    _positive_int,
+    "PyFlink's bundle size, the most records a task pushes through its operator chain as "
+    "one batch: a source polls at most this many at once and a larger network buffer is "
+    "processed in parts of this size, with timers, periodic watermarks and due flushes "
+    "served in between. 1 makes every record its own batch.",
+)
+PYTHON_BUNDLE_TIME = _option(
+    "python.fn-execution.bundle.time",
+    1000,
+    _positive_duration_ms,
+    "PyFlink's bundle time (ms): the longest a source function's records wait to be pushed "
+    "through the chain as one batch. With periodic watermarks a batch is also cut after one "
+    "pipeline.auto-watermark-interval, so a watermark can fall between records produced "
+    "further apart than that.",
 )
 OBJECT_REUSE = _option(
     "pipeline.object-reuse",

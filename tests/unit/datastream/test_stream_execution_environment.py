@@ -76,6 +76,7 @@ class TestExecute:
 
     def test_config_and_job_parameters(self, executor):
         config = Configuration().set_string("python.fn-execution.bundle.size", "10")
+        config.set_string("python.executable", "python3")
         env = StreamExecutionEnvironment.get_execution_environment(config)
         env.set_buffer_timeout(5).set_parallelism(3).set_max_parallelism(64)
         env.get_config().set_global_job_parameters({"threshold": "7"})
@@ -85,7 +86,8 @@ class TestExecute:
         assert graph.config["execution.buffer-timeout.interval"] == "5"
         assert graph.config["parallelism.default"] == "3"
         assert graph.config["pipeline.max-parallelism"] == "64"
-        assert "python.fn-execution.bundle.size" not in graph.config
+        assert graph.config["python.fn-execution.bundle.size"] == "10"
+        assert "python.executable" not in graph.config  # PyFlink's, meaningless here
         assert graph.job_parameters == {"threshold": "7"}
 
     def test_configuration_sets_the_defaults(self):
