@@ -166,6 +166,9 @@ BUFFER_TIMEOUT_ENABLED = _option(
     "If false, buffers are sent only when full (the same as a timeout of -1).",
 )
 JOB_NAME = _option("pipeline.name", "", str, "The job name.")
+PROGRAM_KEY = "weir.internal.program"
+"""Set by the client: the program and its arguments as it was started (shell-quoted), for
+the ``weir run -s`` command a failed job suggests; absent when not started from a script."""
 AUTO_WATERMARK_INTERVAL = _option(
     "pipeline.auto-watermark-interval",
     200,
@@ -455,11 +458,12 @@ CHECKPOINTING_UNALIGNED_FORCED = _option(
     "feedback, custom partitioners). Weir takes them on every exchange anyway, so this "
     "changes nothing at runtime.",
 )
-# Flink 2.x defaults to NO_EXTERNALIZED_CHECKPOINTS; we keep the checkpoints of a failed
-# job by default, so that it can always be resumed with `weir run -s`.
+# Flink 2.x's default, NO_EXTERNALIZED_CHECKPOINTS, as PyFlink reports it: a job's
+# checkpoints go when it ends. A job that fails for good says which setting keeps them, or
+# the `weir run -s` command that resumes from the one kept (jobmanager's resume_hint).
 CHECKPOINTING_RETENTION = _option(
     "execution.checkpointing.externalized-checkpoint-retention",
-    "DELETE_ON_CANCELLATION",
+    "NO_EXTERNALIZED_CHECKPOINTS",
     str.upper,
     "What happens to retained checkpoints when the job ends: NO_EXTERNALIZED_CHECKPOINTS "
     "deletes them when the job finishes, fails or is cancelled; DELETE_ON_CANCELLATION "

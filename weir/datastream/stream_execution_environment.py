@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -309,6 +311,9 @@ class StreamExecutionEnvironment:
         entries[config_keys.BUFFER_TIMEOUT.key] = str(self._buffer_timeout_ms)
         entries[config_keys.JOB_NAME.key] = job_name
         entries[config_keys.RUNTIME_MODE.key] = self._resolved_runtime_mode()
+        program = _program_command_line()
+        if program:
+            entries[config_keys.PROGRAM_KEY] = program
         return entries
 
     def _resolved_runtime_mode(self) -> str:
@@ -413,3 +418,13 @@ def _is_unbounded_source(transformation: Transformation) -> bool:
         return True
     is_bounded = getattr(source, "is_bounded", None)
     return not (callable(is_bounded) and is_bounded())
+
+
+def _program_command_line() -> str:
+    """The script and arguments this program was started with (``python job.py a b`` or
+    ``weir run job.py a b``), shell-quoted, or "" when it was not started from a script
+    (an interactive session, a notebook)."""
+    argv = sys.argv
+    if not argv or not argv[0].endswith(".py") or not os.path.isfile(argv[0]):
+        return ""
+    return shlex.join(argv)
