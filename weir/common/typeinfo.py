@@ -130,7 +130,7 @@ class SqlTimeTypeInfo(TypeInformation):
         self._name = name
 
     def __repr__(self) -> str:
-        return self._name
+        return f"{self._name}TypeInfo"  # PyFlink's DateTypeInfo, TimeTypeInfo, ...
 
     @staticmethod
     def DATE() -> SqlTimeTypeInfo:
@@ -147,6 +147,9 @@ class SqlTimeTypeInfo(TypeInformation):
 
 class PickledBytesTypeInfo(TypeInformation):
     """Any Python object, pickled (the default when no type is declared)."""
+
+    def __repr__(self) -> str:
+        return "PickledByteArrayTypeInfo"
 
     @staticmethod
     def PICKLED_BYTE_ARRAY_TYPE_INFO() -> PickledBytesTypeInfo:
@@ -225,6 +228,8 @@ class RowTypeInfo(TypeInformation):
         self, field_types: list[TypeInformation], field_names: list[str] | None = None
     ) -> None:
         self._field_types = list(field_types)
+        self._named = field_names is not None
+        """Named by the program (``Types.ROW_NAMED``): the names print with the types."""
         if field_names is None:
             field_names = [f"f{i}" for i in range(len(self._field_types))]
         elif len(field_names) != len(self._field_types):
@@ -265,6 +270,8 @@ class RowTypeInfo(TypeInformation):
         return row
 
     def __repr__(self) -> str:
+        if not self._named:
+            return "RowTypeInfo({})".format(", ".join(repr(t) for t in self._field_types))
         inner = ", ".join(
             f"{n}: {t!r}" for n, t in zip(self._field_names, self._field_types, strict=True)
         )

@@ -84,6 +84,17 @@ class TestTypes:
     def test_others_pickle(self, t):
         assert serializer_kind_of(t) is SerializerKind.PICKLE
 
+    def test_print_as_pyflinks(self):
+        assert repr(Types.ROW([Types.INT(), Types.STRING()])) == "RowTypeInfo(Integer, String)"
+        named = Types.ROW_NAMED(["id", "name"], [Types.LONG(), Types.STRING()])
+        assert repr(named) == "RowTypeInfo(id: Long, name: String)"
+        assert [repr(t) for t in (Types.SQL_DATE(), Types.SQL_TIME(), Types.SQL_TIMESTAMP())] == [
+            "DateTypeInfo",
+            "TimeTypeInfo",
+            "TimestampTypeInfo",
+        ]
+        assert repr(Types.PICKLED_BYTE_ARRAY()) == "PickledByteArrayTypeInfo"
+
     def test_row_named(self):
         t = Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.INT()])
         assert t.get_field_names() == ["k", "v"]
@@ -114,6 +125,18 @@ class TestConfiguration:
         with pytest.raises(ValueError, match="'k'"):
             config.get_integer("k", 0)
 
+    def test_prints_and_lists_its_keys_in_flinks_hash_map_order(self):
+        """As PyFlink's, a Java HashMap behind: str() in its bucket order with secrets
+        hidden; to_dict() in the order of the smaller copy Flink hands out."""
+        config = Configuration()
+        for key in ("i", "b", "s", "f"):
+            config.set_string(key, key.upper())
+        # "i" (105) falls in bucket 9 of 16 but bucket 1 of the 8 of the copy.
+        assert str(config) == "{b=B, s=S, f=F, i=I}"
+        assert list(config.to_dict()) == ["i", "b", "s", "f"]
+        assert str(Configuration().set_string("db.password", "x")) == "{db.password=******}"
+        assert str(Configuration()) == "{}"
+
 
 class TestTime:
     def test_duration_and_time(self):
@@ -127,6 +150,12 @@ class TestTime:
         assert Time.hours(2).to_milliseconds() == 7_200_000
         assert Time.days(1).to_milliseconds() == 86_400_000
         assert Time.milliseconds(9).to_milliseconds() == 9
+
+    def test_print_as_pyflinks(self):
+        """Time prints as "5000 ms"; neither has a repr of its own, as in PyFlink."""
+        assert str(Time.seconds(5)) == "5000 ms"
+        assert repr(Time.seconds(5)).startswith("<weir.common.time.Time object at ")
+        assert str(Duration.of_seconds(5)).startswith("<weir.common.time.Duration object at ")
 
     def test_watermark_strategy_keeps_settings(self):
         ws = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)).with_idleness(
