@@ -406,7 +406,7 @@ class DataStream(_OperatorSettings):
         if not isinstance(sink_func, SinkFunction) and not callable(sink_func):
             msg = f"add_sink() needs a SinkFunction or a callable; got {type(sink_func)!r}"
             raise TypeError(msg)
-        return self._sink(OperatorKind.SINK, "Sink: Unnamed", {"function": sink_func})
+        return self._sink(OperatorKind.SINK, "Unnamed", {"function": sink_func})
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         if not isinstance(sink, SinkFunction) and not callable(sink):
@@ -415,7 +415,7 @@ class DataStream(_OperatorSettings):
                 "connector sinks are not available yet"
             )
             raise TypeError(msg)
-        return self._sink(OperatorKind.SINK, "Sink", {"function": sink})
+        return self._sink(OperatorKind.SINK, "Writer", {"function": sink})
 
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None

@@ -237,7 +237,7 @@ class StreamExecutionEnvironment:
     ) -> DataStream:
         t = PhysicalTransformation(
             id=self._next_id(),
-            name=f"Source: {name}",
+            name=name,
             output_type=output_type,
             kind=OperatorKind.SOURCE,
             payload=payload,

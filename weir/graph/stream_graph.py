@@ -22,6 +22,12 @@ from weir.graph.transformations import (
 __all__ = ["StreamEdge", "StreamGraph", "StreamNode", "build_stream_graph"]
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
+# Flink names sources and sinks in the graph it builds, whatever name the program gave.
+_PREFIXES = {
+    OperatorKind.SOURCE: "Source: ",
+    OperatorKind.PRINT: "Sink: ",
+    OperatorKind.SINK: "Sink: ",
+}
 
 
 @dataclass(eq=False)
@@ -201,7 +207,7 @@ def _make_node(
         group = upstream_groups.pop() if len(upstream_groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
     return StreamNode(
         id=t.id,
-        name=t.name,
+        name=_PREFIXES.get(t.kind, "") + t.name,
         kind=t.kind,
         parallelism=parallelism,
         max_parallelism=max_parallelism,

@@ -171,8 +171,8 @@ class TestOneInputChains:
         d.parameters["k"] = "v"
         _, rec = run_tasks(d)
         assert sorted(rec.records(sink)) == [
-            (0, 2, 64, "Map", "Map (1/2)", 0, "v", "d"),
-            (1, 2, 64, "Map", "Map (2/2)", 0, "v", "d"),
+            (0, 2, 64, "Map", "Map (1/2)#0", 0, "v", "d"),
+            (1, 2, 64, "Map", "Map (2/2)#0", 0, "v", "d"),
         ]
 
 
