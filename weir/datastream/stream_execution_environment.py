@@ -363,7 +363,7 @@ class StreamExecutionEnvironment:
 
     def get_execution_plan(self) -> str:
         """The plan as JSON in Flink's shape; the program is not changed or run."""
-        return execution_plan_json(self._stream_graph(clear=False))
+        return execution_plan_json(self._stream_graph(clear=False), self._parallelism)
 
     def execute_async(self, job_name: str | None = None) -> JobClient:
         """Submits the job and returns at once with a JobClient, whose methods answer

@@ -110,11 +110,14 @@ def test_a_custom_trigger_turns_the_fast_path_off():
     assert ds._transformation.payload["fast_path"] is None
 
 
-def test_window_all_runs_at_parallelism_one():
+def test_window_all_keys_every_element_alike_at_the_default_parallelism():
+    """As PyFlink's: one key, so one subtask sees every window, but the operator runs at
+    the default parallelism (and may be given another)."""
     ds = stream().window_all(TumblingEventTimeWindows.of(Time.seconds(5))).reduce(max)
-    assert ds._transformation.parallelism == 1
-    with pytest.raises(ValueError, match="non parallel"):
-        ds.set_parallelism(2)
+    assert ds._transformation.parallelism is None
+    key = ds._transformation.payload["key_selectors"][0]
+    assert {key(x) for x in [(1, 2), "a", None]} == {0}
+    ds.set_parallelism(2)
 
 
 def test_negative_lateness_and_wrong_arguments_are_refused():
