@@ -83,7 +83,7 @@ from weir.taskmanager.task_events import (
     deserialize_event,
 )
 from weir.taskmanager.task_stdout import task_stdout
-from weir.taskmanager.user_code import load_user_code
+from weir.taskmanager.user_code import install_python_files, load_user_code
 from weir.taskmanager.watermark_valve import StatusWatermarkValve
 
 logger = logging.getLogger(__name__)
@@ -372,6 +372,7 @@ class Task:
     def _initialize(self) -> None:
         tdd = self.tdd
         vertex = tdd.vertex
+        install_python_files(tdd.job_config)
         payloads = [_unpickle_payload(op) for op in vertex.operators]
         if tdd.restored_state is not None:
             self._restored = RestoredTaskState(tdd.restored_state, vertex.max_parallelism)

@@ -193,6 +193,16 @@ PYTHON_BUNDLE_TIME = _option(
     "pipeline.auto-watermark-interval, so a watermark can fall between records produced "
     "further apart than that.",
 )
+PYTHON_FILES = _option(
+    "python.files",
+    "",
+    str,
+    "Python files, packages or directories the job's functions import (comma-separated, "
+    "as env.add_python_file() sets it): shipped with the job and put on the TaskManagers' "
+    "sys.path.",
+)
+PYTHON_FILES_ARCHIVE = "weir.internal.python-files"
+"""Set by the client: the files of python.files, zipped and base64-encoded."""
 OBJECT_REUSE = _option(
     "pipeline.object-reuse",
     False,

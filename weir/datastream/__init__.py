@@ -31,6 +31,7 @@ from weir.datastream.functions import (
     WindowFunction,
 )
 from weir.datastream.output_tag import OutputTag
+from weir.datastream.slot_sharing_group import MemorySize, SlotSharingGroup
 from weir.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -80,6 +81,7 @@ __all__ = [
     "ListStateDescriptor",
     "MapFunction",
     "MapStateDescriptor",
+    "MemorySize",
     "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
@@ -90,6 +92,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SinkFunction",
+    "SlotSharingGroup",
     "SourceFunction",
     "StateDescriptor",
     "StreamExecutionEnvironment",

@@ -4,6 +4,7 @@ the environment executes."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from weir.common.typeinfo import (
     key_type_name,
     print_format_spec,
 )
+from weir.common.types import Row
 from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core.job_graph import OperatorKind, PartitionerKind
 from weir.datastream._aggregation import AccumulateReduceFunction, AccumulateType
@@ -31,6 +33,7 @@ from weir.datastream.functions import (
     SinkFunction,
 )
 from weir.datastream.output_tag import OutputTag
+from weir.datastream.slot_sharing_group import SlotSharingGroup
 from weir.graph.transformations import (
     ChainingStrategy,
     PartitionTransformation,
@@ -110,12 +113,20 @@ class _OperatorSettings:
         """This operator chains neither to its input nor to its outputs."""
         return self._set(chaining=ChainingStrategy.NEVER)
 
-    def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
-        group = (
-            slot_sharing_group
-            if isinstance(slot_sharing_group, str)
-            else getattr(slot_sharing_group, "get_name", lambda: str(slot_sharing_group))()
-        )
+    def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup) -> Any:
+        """Operators in the same slot sharing group may share a slot; by name (a
+        ``SlotSharingGroup``'s resources are not used). Operators inherit the group of their
+        inputs when those agree, else they are in ``"default"``."""
+        if isinstance(slot_sharing_group, SlotSharingGroup):
+            group = slot_sharing_group.get_name()
+        elif isinstance(slot_sharing_group, str):
+            group = slot_sharing_group
+        else:
+            msg = (
+                "slot_sharing_group() needs a name or a SlotSharingGroup; got "
+                f"{type(slot_sharing_group).__name__}"
+            )
+            raise TypeError(msg)
         return self._set(slot_sharing_group=group)
 
 
@@ -619,7 +630,20 @@ class KeyedStream(DataStream):
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
     ) -> CloseableIterator | list[Any]:
-        return self._values().execute_and_collect(job_execution_name, limit)
+        """As PyFlink's: the keyed stream's records as it holds them, ``Row(f0=key,
+        f1=record)``, where a key or a record of no declared type is its pickled bytes (a
+        ``bytearray``)::
+
+            for row in keyed.execute_and_collect():
+                key, value = pickle.loads(row.f0), row.f1
+        """
+        internal = _InternalKeyedRecord(
+            self._key_selector,
+            pickle_key=_is_pickled(self._key_type),
+            pickle_value=_is_pickled(self._original_type),
+        )
+        rows = self.map(internal)
+        return rows.execute_and_collect(job_execution_name, limit)
 
     def get_type(self) -> TypeInformation:
         return self._original_type or PickledBytesTypeInfo()
@@ -685,3 +709,25 @@ class KeyedStream(DataStream):
 
     def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
         return self._unsupported("Setting slot sharing group")
+
+
+def _is_pickled(type_info: TypeInformation | None) -> bool:
+    return type_info is None or isinstance(type_info, PickledBytesTypeInfo)
+
+
+class _InternalKeyedRecord:
+    """A keyed stream's record in PyFlink's internal form, ``Row(f0=key, f1=record)``."""
+
+    def __init__(
+        self, key_selector: Callable[[Any], Any], *, pickle_key: bool, pickle_value: bool
+    ) -> None:
+        self._key = key_selector
+        self._pickle_key = pickle_key
+        self._pickle_value = pickle_value
+
+    def __call__(self, value: Any) -> Row:
+        key = self._key(value)
+        return Row(
+            f0=bytearray(pickle.dumps(key, protocol=5)) if self._pickle_key else key,
+            f1=bytearray(pickle.dumps(value, protocol=5)) if self._pickle_value else value,
+        )

@@ -29,6 +29,7 @@ from weir.datastream.connectors.text_file import TextFileSource
 from weir.datastream.data_stream import DataStream
 from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import SourceFunction
+from weir.datastream.slot_sharing_group import SlotSharingGroup
 from weir.graph.execution_plan import execution_plan_json
 from weir.graph.job_graph_generator import JobGraphResult, create_job_graph
 from weir.graph.stream_graph import StreamGraph, build_stream_graph
@@ -69,6 +70,8 @@ class StreamExecutionEnvironment:
         self._config = ExecutionConfig(self, self._configuration)
         self._transformations: list[Transformation] = []
         self._ids = itertools.count(1)
+        self._cached_files: dict[str, tuple[str, bool]] = {}
+        self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
 
     @staticmethod
     def get_execution_environment(
@@ -196,6 +199,72 @@ class StreamExecutionEnvironment:
             msg = f"the default local parallelism must be at least 1, got {parallelism}"
             raise ValueError(msg)
         _default_local_parallelism = parallelism
+
+    # -- dependencies and resources ---------------------------------------------------
+    def add_python_file(self, file_path: str) -> None:
+        """Adds a Python file, package or directory the job's functions import: it is
+        shipped with the job and put first on the TaskManagers' ``sys.path``::
+
+            env.add_python_file("/path/to/helpers.py")  # then: from helpers import ...
+        """
+        _add_to(self._configuration, config_keys.PYTHON_FILES.key, file_path, ",", first=True)
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        """Recorded as PyFlink records it (``python.archives``); Weir does not ship
+        archives: make their content available to the TaskManagers' Python."""
+        entry = archive_path if target_dir is None else f"{archive_path}#{target_dir}"
+        _add_to(self._configuration, "python.archives", entry, ",", first=True)
+
+    def set_python_requirements(
+        self, requirements_file_path: str, requirements_cache_dir: str | None = None
+    ) -> None:
+        """Recorded as PyFlink records it (``python.requirements``); Weir installs nothing:
+        install the requirements in the TaskManagers' Python environment."""
+        value = requirements_file_path
+        if requirements_cache_dir is not None:
+            value = f"{requirements_file_path}#{requirements_cache_dir}"
+        self._configuration.set_string("python.requirements", value)
+
+    def set_python_executable(self, python_exec: str) -> None:
+        """Recorded (``python.executable``); TaskManagers run the Python of their Spark
+        workers (``PYSPARK_PYTHON``)."""
+        self._configuration.set_string("python.executable", python_exec)
+
+    def add_jars(self, *jars_path: str) -> None:
+        """Recorded (``pipeline.jars``); Weir runs no Java code, so jars change nothing."""
+        _add_to(self._configuration, "pipeline.jars", ";".join(jars_path), ";")
+
+    def add_classpaths(self, *classpaths: str) -> None:
+        """Recorded (``pipeline.classpaths``); Weir runs no Java code."""
+        _add_to(self._configuration, "pipeline.classpaths", ";".join(classpaths), ";")
+
+    def register_cached_file(self, file_path: str, name: str, executable: bool = False) -> None:
+        """Flink's distributed cache; PyFlink functions cannot read it, so this only
+        records the file."""
+        self._cached_files[name] = (file_path, executable)
+
+    def register_slot_sharing_group(
+        self, slot_sharing_group: SlotSharingGroup
+    ) -> StreamExecutionEnvironment:
+        """Registers a group's resource spec; operators name their group with
+        ``slot_sharing_group()``. The resources are kept, not used."""
+        if not isinstance(slot_sharing_group, SlotSharingGroup):
+            msg = (
+                "register_slot_sharing_group() needs a SlotSharingGroup; got "
+                f"{type(slot_sharing_group).__name__}"
+            )
+            raise TypeError(msg)
+        self._slot_sharing_groups[slot_sharing_group.get_name()] = slot_sharing_group
+        return self
+
+    def create_input(self, input_format: Any, type_info: TypeInformation | None = None) -> Any:
+        """Java InputFormats do not run in Weir."""
+        msg = (
+            "create_input() reads through a Java InputFormat, which Weir cannot run; use "
+            "from_source() with a Source (FileSource, NumberSequenceSource, ...) or "
+            "add_source() with a SourceFunction"
+        )
+        raise NotImplementedError(msg)
 
     def is_chaining_of_operators_with_different_max_parallelism_enabled(self) -> bool:
         """Always True: operators chain whatever their max parallelism."""
@@ -428,3 +497,13 @@ def _program_command_line() -> str:
     if not argv or not argv[0].endswith(".py") or not os.path.isfile(argv[0]):
         return ""
     return shlex.join(argv)
+
+
+def _add_to(
+    config: Configuration, key: str, value: str, delimiter: str, first: bool = False
+) -> None:
+    """Adds ``value`` to a list setting, as PyFlink does: python files go first, jars last."""
+    old = config.get_string(key, "").strip()
+    if old:
+        value = f"{value}{delimiter}{old}" if first else f"{old}{delimiter}{value}"
+    config.set_string(key, value)

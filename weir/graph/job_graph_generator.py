@@ -22,7 +22,7 @@ from weir.core.job_graph import (
 )
 from weir.graph.operator_ids import operator_ids
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
-from weir.graph.user_code import shipping_user_modules
+from weir.graph.user_code import pack_python_files, shipping_user_modules
 
 __all__ = ["JobGraphResult", "create_job_graph"]
 
@@ -59,6 +59,9 @@ def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
             # PyFlink programs set keys that mean nothing here (python.*, pipeline.jars, ...);
             # refusing the job for them would break programs that otherwise run unchanged.
             logger.warning("configuration key %r is not used by Weir; ignored", key)
+    files = known.get(config_keys.PYTHON_FILES.key)
+    if files:
+        known[config_keys.PYTHON_FILES_ARCHIVE] = pack_python_files(files)
     return config_keys.validate(known)
 
 

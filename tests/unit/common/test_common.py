@@ -177,3 +177,12 @@ def test_parse_list_value_reads_yaml_lists_and_semicolons() -> None:
     assert Configuration.parse_list_value("[1, x]") == [1, "x"]
     assert Configuration.parse_list_value("a;b") == ["a", "b"]
     assert Configuration.parse_list_value("") == []
+
+
+def test_restart_strategies_import_but_fail_as_in_pyflink_2() -> None:
+    from weir.common import RestartStrategies
+
+    with pytest.raises(TypeError, match="restart-strategy.fixed-delay.attempts"):
+        RestartStrategies.fixed_delay_restart(3, 1000)
+    with pytest.raises(TypeError, match="restart-strategy.type: none"):
+        RestartStrategies.no_restart()
