@@ -159,6 +159,18 @@ BUFFER_TIMEOUT = _option(
     "How long a partly filled network buffer may wait before it is sent (ms). "
     "0 sends after every record batch, -1 only when full.",
 )
+OPERATOR_CHAINING_DEPRECATED = _option(
+    "pipeline.operator-chaining",
+    True,
+    _parse_bool,
+    "Deprecated name of pipeline.operator-chaining.enabled, still read as Flink reads it.",
+)
+BUFFER_TIMEOUT_DEPRECATED = _option(
+    "execution.buffer-timeout",
+    100,
+    parse_duration_ms,
+    "Deprecated name of execution.buffer-timeout.interval, still read as Flink reads it.",
+)
 BUFFER_TIMEOUT_ENABLED = _option(
     "execution.buffer-timeout.enabled",
     True,
@@ -637,6 +649,8 @@ RESTART_EXPONENTIAL_ATTEMPTS = _option(
 )
 
 DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
+    OPERATOR_CHAINING.key: (OPERATOR_CHAINING_DEPRECATED.key,),
+    BUFFER_TIMEOUT.key: (BUFFER_TIMEOUT_DEPRECATED.key,),
     CHECKPOINTING_DIR.key: (CHECKPOINTING_DIR_DEPRECATED.key,),
     CHECKPOINTING_NUM_RETAINED.key: (CHECKPOINTING_NUM_RETAINED_DEPRECATED.key,),
     CHECKPOINTING_ALIGNED_TIMEOUT.key: (CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED.key,),
@@ -726,6 +740,11 @@ def docs_table() -> str:
     rows = ["| key | default | description |", "|---|---|---|"]
     rows += [f"| `{o.key}` | `{o.default}` | {o.description} |" for o in OPTIONS.values()]
     return "\n".join(rows)
+
+
+def is_set(entries: Mapping[str, str], opt: ConfigOption[Any]) -> bool:
+    """Whether ``entries`` sets ``opt`` under its key or one of its deprecated keys."""
+    return opt.key in entries or any(k in entries for k in DEPRECATED_KEYS.get(opt.key, ()))
 
 
 def get_with_deprecated_keys(entries: Mapping[str, str], opt: ConfigOption[T]) -> T:

@@ -350,7 +350,10 @@ class DataStream(_OperatorSettings):
             lambda value: tuple([value[i] for i in indexes]),
             output_type=Types.TUPLE([field_types[i] for i in indexes]),
         )
-        out._transformation.name = "Projection"
+        projection = out._transformation
+        assert isinstance(projection, PhysicalTransformation)
+        projection.name = "Projection"
+        projection.payload["projection"] = indexes  # a Java operator in PyFlink's plans
         return out
 
     def shuffle(self) -> DataStream:
@@ -642,7 +645,13 @@ class KeyedStream(DataStream):
             pickle_key=_is_pickled(self._key_type),
             pickle_value=_is_pickled(self._original_type),
         )
-        rows = self.map(internal)
+        # As PyFlink's: the rows are made where the key is (at the parallelism of the stream
+        # keyed) and read by the one collecting subtask, so a sequential input keeps its order.
+        origin = self._origin_stream._transformation
+        rows = self._origin_stream.map(internal)
+        rows._transformation.parallelism = origin.parallelism
+        if getattr(origin, "non_parallel", False):
+            rows._transformation.parallelism = 1
         return rows.execute_and_collect(job_execution_name, limit)
 
     def get_type(self) -> TypeInformation:

@@ -65,8 +65,12 @@ class StreamExecutionEnvironment:
             # defaults to one subtask per CPU core.
             self._parallelism = StreamExecutionEnvironment.get_default_local_parallelism()
         self._max_parallelism = config_keys.get(entries, config_keys.MAX_PARALLELISM)
-        self._chaining = config_keys.get(entries, config_keys.OPERATOR_CHAINING)
-        self._buffer_timeout_ms = config_keys.get(entries, config_keys.BUFFER_TIMEOUT)
+        self._chaining = config_keys.get_with_deprecated_keys(
+            entries, config_keys.OPERATOR_CHAINING
+        )
+        self._buffer_timeout_ms = config_keys.get_with_deprecated_keys(
+            entries, config_keys.BUFFER_TIMEOUT
+        )
         self._config = ExecutionConfig(self, self._configuration)
         self._transformations: list[Transformation] = []
         self._ids = itertools.count(1)
@@ -284,10 +288,11 @@ class StreamExecutionEnvironment:
             self.set_parallelism(config_keys.get(given, config_keys.PARALLELISM_DEFAULT))
         if config_keys.MAX_PARALLELISM.key in given:
             self._max_parallelism = config_keys.get(given, config_keys.MAX_PARALLELISM)
-        if config_keys.OPERATOR_CHAINING.key in given:
-            self._chaining = config_keys.get(given, config_keys.OPERATOR_CHAINING)
-        if config_keys.BUFFER_TIMEOUT.key in given:
-            self._buffer_timeout_ms = config_keys.get(given, config_keys.BUFFER_TIMEOUT)
+        chaining, timeout = config_keys.OPERATOR_CHAINING, config_keys.BUFFER_TIMEOUT
+        if config_keys.is_set(given, chaining):
+            self._chaining = config_keys.get_with_deprecated_keys(given, chaining)
+        if config_keys.is_set(given, timeout):
+            self._buffer_timeout_ms = config_keys.get_with_deprecated_keys(given, timeout)
         return self
 
     # -- sources ------------------------------------------------------------------------

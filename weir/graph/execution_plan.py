@@ -99,13 +99,16 @@ class _PlanBuilder:
         self._nodes: list[_PlanNode] = []
         self._last: dict[int, _PlanNode] = {}
         """The plan node whose output stands for each stream node's output."""
-        self._shared: dict[tuple[int, int, int], _PlanNode] = {}
-        """Operators one partitioning adds, by (upstream, partition, kind of node)."""
+        self._shared: dict[tuple[int, int], _PlanNode] = {}
+        """Operators one partitioning or side output adds, by (its transformation, kind)."""
 
     def _add(self, node: _PlanNode, inputs: list[tuple[_PlanNode, str]]) -> _PlanNode:
-        node.inputs = inputs
-        for upstream, _ in inputs:
-            upstream.outputs += 1
+        # Edges of a union that meet again in one added operator (a key_by map) are one.
+        node.inputs = []
+        for upstream, strategy in inputs:
+            if all(up is not upstream for up, _ in node.inputs):
+                node.inputs.append((upstream, strategy))
+                upstream.outputs += 1
         self._nodes.append(node)
         return node
 
@@ -125,7 +128,7 @@ class _PlanBuilder:
             upstream.side_output = True
             # PyFlink's get_side_output maps the side output to its tag's type.
             side = edge.side_output_id if edge.side_output_id is not None else node.id
-            key = (id(upstream), side, 2)
+            key = (side, 2)
             mapper = self._shared.get(key)
             if mapper is None:
                 mapper = self._add(
@@ -141,7 +144,8 @@ class _PlanBuilder:
             return upstream, _SHIP_STRATEGY[kind]
         partition = edge.partition_id if edge.partition_id is not None else node.id
         name = _KEY_BY_MAP if kind is PartitionerKind.KEY_GROUP else _CUSTOM_MAP
-        key = (id(upstream), partition, 0)
+        # One map per key_by: a key_by of a union reads every stream of the union.
+        key = (partition, 0)
         mapper = self._shared.get(key)
         if mapper is None:
             mapper = self._add(
@@ -149,10 +153,13 @@ class _PlanBuilder:
                 [(upstream, "FORWARD")],
             )
             self._shared[key] = mapper
+        elif all(up is not upstream for up, _ in mapper.inputs):
+            mapper.inputs.append((upstream, _strategy(upstream, mapper.parallelism)))
+            upstream.outputs += 1
         strategy = _SHIP_STRATEGY[kind]
         if kind is PartitionerKind.CUSTOM:
             # partition_custom hands on the values again, at the default parallelism.
-            key = (id(upstream), partition, 1)
+            key = (partition, 1)
             values = self._shared.get(key)
             if values is None:
                 values = self._add(
@@ -182,7 +189,8 @@ class _PlanBuilder:
             node.name,
             "Operator",
             node.parallelism,
-            kind in _PYTHON,
+            # project() is a Java operator in PyFlink.
+            kind in _PYTHON and "projection" not in node.payload,
             description=node.transformation.description,
             chaining=node.chaining,
             group=node.slot_sharing_group,
@@ -212,27 +220,31 @@ class _PlanBuilder:
         )
 
     def _expand_sink(self, node: StreamNode) -> None:
-        (edge,) = node.in_edges
-        upstream, strategy = self._input(edge, node)
-        stream_type = edge.output_type if edge.output_tag else self._type_of(edge.source_id)
-        if edge.partitioner is PartitionerKind.KEY_GROUP:
-            # A sink on a KeyedStream: PyFlink first drops the key again.
-            values = self._add(
-                self._python(node.id - 0.6, _VALUES, self._default, node), [(upstream, strategy)]
-            )
-            upstream, strategy = values, "FORWARD"
+        inputs: list[tuple[_PlanNode, str]] = []
+        for edge in _sorted_inputs(node):
+            upstream, strategy = self._input(edge, node)
+            if edge.partitioner is PartitionerKind.KEY_GROUP:
+                # A sink on a KeyedStream: PyFlink first drops the key again.
+                values = self._add(
+                    self._python(node.id - 0.6, _VALUES, self._default, node),
+                    [(upstream, strategy)],
+                )
+                upstream, strategy = values, "FORWARD"
+            inputs.append((upstream, strategy))
+        first = node.in_edges[0]
+        stream_type = first.output_type if first.output_tag else self._type_of(first.source_id)
         if node.kind is OperatorKind.PRINT and _printed_through_a_map(stream_type):
             converter = self._add(
                 self._python(node.id - 0.3, "Map", self._default, node),
-                [(upstream, _strategy(upstream, self._default, strategy))],
+                [(up, _strategy(up, self._default, s)) for up, s in inputs],
             )
-            upstream, strategy = converter, "FORWARD"
-        strategy = _strategy(upstream, node.parallelism, strategy)
+            inputs = [(converter, "FORWARD")]
+        inputs = [(up, _strategy(up, node.parallelism, s)) for up, s in inputs]
         function = node.payload.get("function")
         if node.kind is OperatorKind.SINK and type(function).__name__ == "FileSink":
             writer = self._add(
                 _PlanNode(node.id, "Sink: Writer", "Operator", node.parallelism, False, sink=True),
-                [(upstream, strategy)],
+                inputs,
             )
             self._add(
                 _PlanNode(
@@ -242,8 +254,7 @@ class _PlanBuilder:
             )
             return
         self._add(
-            _PlanNode(node.id, node.name, "Data Sink", node.parallelism, False, sink=True),
-            [(upstream, strategy)],
+            _PlanNode(node.id, node.name, "Data Sink", node.parallelism, False, sink=True), inputs
         )
 
     def _type_of(self, node_id: int) -> TypeInformation | None:

@@ -97,6 +97,16 @@ class TestExecute:
         assert "python.executable" not in graph.config  # PyFlink's, meaningless here
         assert graph.job_parameters == {"threshold": "7"}
 
+    def test_flinks_deprecated_keys_still_apply(self):
+        config = Configuration()
+        config.set_string("pipeline.operator-chaining", "false")
+        config.set_string("execution.buffer-timeout", "1 min")
+        env = StreamExecutionEnvironment.get_execution_environment(config)
+        assert not env.is_chaining_enabled() and env.get_buffer_timeout() == 60_000
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.configure(config)
+        assert not env.is_chaining_enabled() and env.get_buffer_timeout() == 60_000
+
     def test_configuration_sets_the_defaults(self):
         config = Configuration().set_integer("parallelism.default", 4)
         env = StreamExecutionEnvironment.get_execution_environment(config)

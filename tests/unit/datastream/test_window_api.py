@@ -138,3 +138,16 @@ def test_a_merging_all_window_needs_a_merging_trigger():
     windowed = stream().window_all(EventTimeSessionWindows.with_gap(Time.seconds(1)))
     with pytest.raises(TypeError, match="does not support merging"):
         windowed.trigger(NotMerging(2))
+
+
+def test_window_functions_triggers_and_assigners_are_generic_as_in_pyflink():
+    from weir.datastream.functions import ProcessAllWindowFunction, ProcessWindowFunction
+    from weir.datastream.window import CountWindow, TimeWindow, Trigger, WindowAssigner
+
+    class Count(ProcessWindowFunction[tuple, tuple, str, TimeWindow]):
+        def process(self, key, context: ProcessWindowFunction.Context[TimeWindow], elements):
+            return [len(list(elements))]
+
+    assert Count().process("k", None, [1, 2]) == [2]
+    assert ProcessAllWindowFunction[tuple, tuple, CountWindow] is not None
+    assert Trigger[tuple, TimeWindow] is not None and WindowAssigner[tuple, TimeWindow] is not None

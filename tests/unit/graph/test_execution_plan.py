@@ -114,3 +114,21 @@ class TestExecutionPlan:
             "  } ]\n"
             "}"
         )
+
+    def test_a_sink_fed_by_a_union_of_keyed_streams_gets_both_values_operators(self):
+        e = env()
+        one = e.from_collection([1]).key_by(lambda x: x)
+        two = e.from_collection([2]).key_by(lambda x: x)
+        one.union(two).add_sink(lambda value: None)
+        plan = nodes(e)
+        values = [i for i, n in enumerate(plan) if n[0].startswith("_keyed_stream_values_operator")]
+        assert len(values) == 2
+        sink = plan[-1]
+        assert sink[0] == "Sink: Unnamed"
+        assert sorted(i for i, _ in sink[2]) == values
+
+    def test_project_is_a_java_operator_and_not_fused(self):
+        e = env(1)
+        t = Types.TUPLE([Types.INT(), Types.INT()])
+        e.from_collection([(1, 2)], type_info=t).project(1).map(lambda x: x).print()
+        assert [n[0] for n in nodes(e)][1:3] == ["Projection", "Map, Map"]

@@ -368,3 +368,34 @@ class TestBundles:
         assert len(env.partitions[next(iter(env.partitions))].emitted) == 1
         assert recorder.records(mapped[-1]) == list(range(6))
         assert BUNDLE_LOG == [0, 1, "mailbox", 2, 3, 4, 5]
+
+
+class StatefulConcat:
+    """A reduce function with state of its own: how many merges its key has seen."""
+
+    def open(self, ctx):
+        class Descriptor:
+            name = "merges"
+
+        self.merges = ctx.get_state(Descriptor())
+
+    def reduce(self, a, b):
+        merges = (self.merges.value() or 0) + 1
+        self.merges.update(merges)
+        return (a[0] + b[0], a[1], merges)
+
+
+class TestBatchReduce:
+    def test_the_function_sees_the_state_of_its_key_and_list_keys_work(self):
+        records = [("a", [0], 0), ("c", [1], 0), ("d", [1], 0), ("b", [0], 0), ("e", [1], 0)]
+        d, sink = _single(
+            source_op(records),
+            op(
+                K.REDUCE,
+                {"function": StatefulConcat(), "key_selectors": [lambda r: r[1]]},
+            ),
+            collect_op(),
+        )
+        d.config["execution.runtime-mode"] = "BATCH"
+        _, rec = run_tasks(d)
+        assert sorted(rec.records(sink)) == [("ab", [0], 1), ("cde", [1], 2)]
