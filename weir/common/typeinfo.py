@@ -420,6 +420,8 @@ def print_format_spec(type_info: TypeInformation | None) -> tuple[Any, ...]:
         return ("plain",)
     if isinstance(type_info, SqlTimeTypeInfo) and type_info._name == "Timestamp":
         return ("timestamp",)
+    if isinstance(type_info, SqlTimeTypeInfo) and type_info._name == "Time":
+        return ("time",)
     if isinstance(type_info, TupleTypeInfo):
         return ("tuple", tuple(print_format_spec(t) for t in type_info.get_field_types()))
     if isinstance(type_info, RowTypeInfo):
