@@ -16,6 +16,7 @@ from weir.common.typeinfo import (
     Types,
     key_type_name,
     print_format_spec,
+    serializer_kind_of,
 )
 from weir.common.types import Row
 from weir.common.watermark_strategy import WatermarkStrategy
@@ -440,7 +441,13 @@ class DataStream(_OperatorSettings):
             with ds.execute_and_collect() as results:
                 for value in results: ...
         """
-        collect = self._sink(OperatorKind.COLLECT, "Data stream collect sink", {})
+        # marshal (the fast choice for declared primitives) would give a bytearray of an
+        # untyped stream back as bytes: an untyped stream is collected pickled.
+        collect = self._sink(
+            OperatorKind.COLLECT,
+            "Data stream collect sink",
+            {"serializer": serializer_kind_of(self._transformation.output_type)},
+        )
         collect._transformation.parallelism = 1
         iterator = CloseableIterator(
             self._env._execute_and_collect(collect._transformation, job_execution_name)

@@ -65,6 +65,18 @@ def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
     return config_keys.validate(known)
 
 
+def _chained_name(graph: StreamGraph, node: StreamNode) -> str:
+    """Flink's name of the chain from ``node`` on: ``A -> B``, and ``A -> (B -> C, D)`` where
+    ``A`` feeds several chained operators (in the order it got them)."""
+    outputs = [e.target_id for e in node.out_edges if graph.is_chainable(e)]
+    if not outputs:
+        return node.name
+    names = [_chained_name(graph, graph.nodes[target]) for target in outputs]
+    if len(names) == 1:
+        return f"{node.name} -> {names[0]}"
+    return f"{node.name} -> ({', '.join(names)})"
+
+
 def create_job_graph(graph: StreamGraph, job_id: JobId | None = None) -> JobGraphResult:
     """Chain the stream graph into vertices and build the JobGraph (validated)."""
     with shipping_user_modules():
@@ -97,7 +109,7 @@ def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResul
         head_node = graph.nodes[head]
         vertices[head] = JobVertex(
             vertex_id=vertex_id[head],
-            name=" -> ".join(n.name for n in chain),
+            name=_chained_name(graph, head_node),
             parallelism=head_node.parallelism,
             max_parallelism=head_node.max_parallelism,
             operators=tuple(descriptors[n.id] for n in chain),

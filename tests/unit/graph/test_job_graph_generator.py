@@ -108,6 +108,16 @@ class TestChaining:
         assert edge.source_operator == ops["y"].operator_id
         assert edge.source_vertex == vertex.vertex_id
 
+    def test_vertex_name_groups_chained_outputs_as_flink(self):
+        env = new_env(1)
+        m = env.from_collection([1]).map(lambda x: x).name("m")
+        m.map(lambda x: x).name("x").print()
+        m.map(lambda x: x).name("y").rebalance().print()
+        vertex = build(env).vertices[0]
+        assert vertex.name == (
+            "Source: Collection Source -> m -> (x -> Sink: Print to Std. Out, y)"
+        )
+
 
 class TestOperatorIds:
     def test_same_program_same_ids(self):
