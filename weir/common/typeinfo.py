@@ -26,6 +26,7 @@ __all__ = [
     "TupleTypeInfo",
     "TypeInformation",
     "Types",
+    "read_back",
     "serializer_kind_of",
 ]
 
@@ -241,6 +242,9 @@ class RowTypeInfo(TypeInformation):
         self._field_names = list(field_names)
 
     def get_field_names(self) -> list[str]:
+        # PyFlink's asks Java for the names of an unnamed Row type and keeps them, so the
+        # type prints with its names from then on.
+        self._named = True
         return list(self._field_names)
 
     def get_field_index(self, field_name: str) -> int:
@@ -268,6 +272,13 @@ class RowTypeInfo(TypeInformation):
         row = Row(*values)
         row.set_field_names(self._field_names)
         return row
+
+    def __eq__(self, other: object) -> bool:
+        # As PyFlink's: the field types decide, not the names.
+        return isinstance(other, RowTypeInfo) and self._field_types == other._field_types
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._field_types))
 
     def __repr__(self) -> str:
         if not self._named:
@@ -379,6 +390,27 @@ class Types:
     @staticmethod
     def LIST(element_type_info: TypeInformation) -> TypeInformation:
         return ListTypeInfo(element_type_info)
+
+
+def read_back(type_info: TypeInformation) -> TypeInformation:
+    """``type_info`` as PyFlink's ``get_type()`` returns it, rebuilt from the Java type: the
+    same type, with every Row type in it named (``f0``, ``f1``, ... where the program gave
+    no names), so it prints with its names."""
+    if isinstance(type_info, RowTypeInfo):
+        return RowTypeInfo(
+            [read_back(t) for t in type_info._field_types], list(type_info._field_names)
+        )
+    if isinstance(type_info, TupleTypeInfo):
+        return TupleTypeInfo([read_back(t) for t in type_info._field_types])
+    if isinstance(type_info, ListTypeInfo):
+        return ListTypeInfo(read_back(type_info.elem_type))
+    if isinstance(type_info, MapTypeInfo):
+        return MapTypeInfo(
+            read_back(type_info._key_type_info), read_back(type_info._value_type_info)
+        )
+    if isinstance(type_info, ObjectArrayTypeInfo):
+        return ObjectArrayTypeInfo(read_back(type_info._element_type))
+    return type_info
 
 
 def serializer_kind_of(type_info: TypeInformation | None) -> SerializerKind:

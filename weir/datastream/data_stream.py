@@ -16,6 +16,7 @@ from weir.common.typeinfo import (
     Types,
     key_type_name,
     print_format_spec,
+    read_back,
     serializer_kind_of,
 )
 from weir.common.types import Row
@@ -166,7 +167,12 @@ class DataStream(_OperatorSettings):
         return self._set(chaining=ChainingStrategy.HEAD)  # type: ignore[no-any-return]
 
     def get_type(self) -> TypeInformation:
-        return self._transformation.output_type or Types.PICKLED_BYTE_ARRAY()
+        """The declared type of the records, as PyFlink returns it (``read_back``)."""
+        return read_back(self._record_type() or Types.PICKLED_BYTE_ARRAY())
+
+    def _record_type(self) -> TypeInformation | None:
+        """The declared type of the records (``None``: undeclared)."""
+        return self._transformation.output_type
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
@@ -414,7 +420,10 @@ class DataStream(_OperatorSettings):
         return self._sink(
             OperatorKind.PRINT,
             "Print to Std. Out",
-            {"sink_identifier": sink_identifier, "format": print_format_spec(self.get_type())},
+            {
+                "sink_identifier": sink_identifier,
+                "format": print_format_spec(self._record_type() or Types.PICKLED_BYTE_ARRAY()),
+            },
         )
 
     def add_sink(self, sink_func: SinkFunction | Callable[..., Any]) -> DataStreamSink:
@@ -662,10 +671,22 @@ class KeyedStream(DataStream):
         return rows.execute_and_collect(job_execution_name, limit)
 
     def get_type(self) -> TypeInformation:
-        return self._original_type or PickledBytesTypeInfo()
+        """As PyFlink's: the type of the stream its key_by made, a Row of the key and the
+        record (``f0``, ``f1``)."""
+        return RowTypeInfo(
+            [
+                read_back(self._key_type or PickledBytesTypeInfo()),
+                read_back(self._original_type or PickledBytesTypeInfo()),
+            ],
+            ["f0", "f1"],
+        )
+
+    def _record_type(self) -> TypeInformation | None:
+        return self._original_type
 
     def _unsupported(self, what: str) -> Any:
-        msg = f"{what} for KeyedStream is not supported."
+        """``what`` names the operation with its preposition, as PyFlink's message does."""
+        msg = f"{what} KeyedStream is not supported."
         raise Exception(msg)  # PyFlink raises a bare Exception here
 
     def shuffle(self) -> DataStream:
@@ -694,37 +715,37 @@ class KeyedStream(DataStream):
         raise Exception(msg)  # PyFlink raises a bare Exception here
 
     def set_parallelism(self, parallelism: int) -> Any:
-        return self._unsupported("Set parallelism")
+        return self._unsupported("Set parallelism for")
 
     def name(self, name: str) -> Any:
-        return self._unsupported("Set name")
+        return self._unsupported("Set name for")
 
     def get_name(self) -> str:
-        return self._unsupported("Get name")  # type: ignore[no-any-return]
+        return self._unsupported("Get name of")  # type: ignore[no-any-return]
 
     def uid(self, uid: str) -> Any:
-        return self._unsupported("Set uid")
+        return self._unsupported("Set uid for")
 
     def set_uid_hash(self, uid_hash: str) -> Any:
-        return self._unsupported("Set uid hash")
+        return self._unsupported("Set uid hash for")
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
-        return self._unsupported("Set max parallelism")  # type: ignore[no-any-return]
+        return self._unsupported("Set max parallelism for")  # type: ignore[no-any-return]
 
     def force_non_parallel(self) -> DataStream:
-        return self._unsupported("Set force non-parallel")  # type: ignore[no-any-return]
+        return self._unsupported("Set force non-parallel for")  # type: ignore[no-any-return]
 
     def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
-        return self._unsupported("Set buffer timeout")  # type: ignore[no-any-return]
+        return self._unsupported("Set buffer timeout for")  # type: ignore[no-any-return]
 
     def start_new_chain(self) -> DataStream:
-        return self._unsupported("Start new chain")  # type: ignore[no-any-return]
+        return self._unsupported("Start new chain for")  # type: ignore[no-any-return]
 
     def disable_chaining(self) -> Any:
-        return self._unsupported("Disable chaining")
+        return self._unsupported("Disable chaining for")
 
     def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
-        return self._unsupported("Setting slot sharing group")
+        return self._unsupported("Setting slot sharing group for")
 
 
 def _is_pickled(type_info: TypeInformation | None) -> bool:

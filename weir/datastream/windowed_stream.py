@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from weir.common.typeinfo import RowTypeInfo, TypeInformation
+from weir.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, read_back
 from weir.core.job_graph import OperatorKind
 from weir.datastream.data_stream import DataStream, KeyedStream, _output_type
 from weir.datastream.functions import AggregateFunction, ReduceFunction
@@ -109,7 +109,7 @@ class _Windowed:
         return self._keyed_stream.get_execution_environment()
 
     def get_input_type(self) -> TypeInformation:
-        return self._keyed_stream.get_type()
+        return read_back(self._keyed_stream._record_type() or PickledBytesTypeInfo())
 
     def trigger(self, trigger: Trigger) -> Any:
         """Sets the trigger that decides when windows are evaluated."""

@@ -143,7 +143,7 @@ def _descriptor(
     content = node.payload
     if isinstance(node.output_type, RowTypeInfo) and isinstance(content, dict):
         # Rows this operator emits get the declared field names, as PyFlink's do.
-        content = {**content, "row_field_names": tuple(node.output_type.get_field_names())}
+        content = {**content, "row_field_names": tuple(node.output_type._field_names)}
     payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(

@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from weir.common import Configuration, Duration, Row, RowKind, Time, Types, WatermarkStrategy
-from weir.common.typeinfo import serializer_kind_of
+from weir.common.typeinfo import read_back, serializer_kind_of
 from weir.core.job_graph import SerializerKind
 
 
@@ -94,6 +94,25 @@ class TestTypes:
             "TimestampTypeInfo",
         ]
         assert repr(Types.PICKLED_BYTE_ARRAY()) == "PickledByteArrayTypeInfo"
+
+    def test_read_back_names_every_row_type(self):
+        row = Types.ROW([Types.INT()])
+        nested = Types.TUPLE([Types.LIST(row), Types.MAP(Types.STRING(), row)])
+        assert repr(read_back(nested)) == (
+            "TupleTypeInfo(ListTypeInfo<RowTypeInfo(f0: Integer)>, "
+            "MapTypeInfo<String, RowTypeInfo(f0: Integer)>)"
+        )
+        assert repr(row) == "RowTypeInfo(Integer)"  # the declared type is left as it was
+        assert read_back(row) == row
+        assert read_back(Types.INT()) == Types.INT()
+
+    def test_row_types_are_equal_by_field_types_and_named_once_asked(self):
+        row = Types.ROW([Types.INT(), Types.STRING()])
+        named = Types.ROW_NAMED(["x", "y"], [Types.INT(), Types.STRING()])
+        assert row == named
+        assert hash(row) == hash(named)
+        assert row.get_field_names() == ["f0", "f1"]
+        assert repr(row) == "RowTypeInfo(f0: Integer, f1: String)"
 
     def test_row_named(self):
         t = Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.INT()])
