@@ -6,6 +6,7 @@ each JobMaster through that JobMaster's gRPC endpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -15,18 +16,24 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from weir.core import rpc
-from weir.core.deployment import JobStatus
+from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
 from weir.core.errors import JobNotFoundError, JobSubmissionError, WeirError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
+from weir.core.ids import parse_job_id
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
-from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
+from weir.core.job_info import JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 
 logger = logging.getLogger(__name__)
 
 # Finished jobs kept for `weir list -a` and result queries (Flink's jobstore.max-capacity).
 MAX_ARCHIVED_JOBS = 1000
+# close() waits this long for JobMasters still starting (a start takes well under a
+# second: the JobMaster's server and its leader election) before it closes the others.
+_STARTING_WAIT_S = 30.0
 
 
 class JobManagerRunner(Protocol):
@@ -51,7 +58,19 @@ class _Job:
     collect_ids: tuple[str, ...]
     final: JobDetailsInfo | None = None
     drained: set[str] = field(default_factory=set)
-    final_checkpoints: CheckpointStatisticsInfo | None = None
+    final_checkpoints: CheckpointStatsSnapshot | None = None
+    # Grows with every change the Dispatcher learns of (JobMaster started, job ended).
+    version: int = 1
+    watchers: dict[int, Callable[[], None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class JobWatch:
+    """A registered watcher and the job's state when it was registered."""
+
+    token: int
+    version: int
+    terminal: bool
 
 
 class Dispatcher(LeaderContender):
@@ -72,8 +91,12 @@ class Dispatcher(LeaderContender):
         self._election = ha_services.get_dispatcher_leader_election()
         self._rm_retriever = ha_services.get_resource_manager_leader_retriever()
         self._rm_address: str | None = None
-        self._leader_token: str | None = None
         self._closed = False
+        # Submissions whose JobMaster is still starting: close() waits for them, so it
+        # cannot miss a JobMaster that started while it was closing the others.
+        self._starting = 0
+        self._next_token = 0
+        self._runner_closed_listeners: list[Callable[[str], None]] = []
 
     @property
     def address(self) -> str:
@@ -85,11 +108,12 @@ class Dispatcher(LeaderContender):
         self._election.start(self)
 
     def grant_leadership(self, fencing_token: str) -> None:
-        self._leader_token = fencing_token
+        # The fencing token is not kept: nothing checks it until the Dispatcher runs with
+        # ZooKeeper high availability, which fences every call with it.
         logger.info("Dispatcher at %s is leader", self._address)
 
     def revoke_leadership(self) -> None:
-        self._leader_token = None
+        logger.info("Dispatcher at %s is no longer leader", self._address)
 
     def _on_resource_manager(self, address: str | None, _token: str | None) -> None:
         self._rm_address = address
@@ -112,10 +136,34 @@ class Dispatcher(LeaderContender):
             )
             entry = _Job(graph, None, int(time.time() * 1000), collect_ids)
             self._jobs[graph.job_id] = entry
-        self._job_graph_store.put_job_graph(graph.job_id, job_graph_bytes)
-        logger.info("received job %s (%s)", graph.job_name, graph.job_id)
+            self._starting += 1
         try:
-            entry.runner = self._factory(graph, self._job_terminated)
+            self._job_graph_store.put_job_graph(graph.job_id, job_graph_bytes)
+            logger.info("received job %s (%s)", graph.job_name, graph.job_id)
+            runner = self._start_runner(graph)
+            with self._cond:
+                closed = self._closed
+                if not closed:
+                    entry.runner = runner
+                    self._bump(entry)
+        finally:
+            with self._cond:
+                self._starting -= 1
+                self._cond.notify_all()
+        if closed:
+            # close() ran while the JobMaster started: it waited for this submission, and
+            # this JobMaster is the submission's to close.
+            runner.close()
+            msg = (
+                f"the Dispatcher shut down while job {graph.job_id} was starting; "
+                "submit it again to a running cluster"
+            )
+            raise JobSubmissionError(msg)
+        return graph.job_id
+
+    def _start_runner(self, graph: JobGraph) -> JobManagerRunner:
+        try:
+            return self._factory(graph, self._job_terminated)
         except Exception as exc:
             with self._cond:
                 self._jobs.pop(graph.job_id, None)
@@ -123,7 +171,39 @@ class Dispatcher(LeaderContender):
             logger.warning("starting the JobMaster of %s failed", graph.job_id, exc_info=True)
             msg = f"could not start a JobMaster for job {graph.job_id}: {exc}"
             raise JobSubmissionError(msg) from exc
-        return graph.job_id
+
+    def _bump(self, entry: _Job) -> None:
+        """Under the lock: the job changed; wake its watchers."""
+        entry.version += 1
+        for watcher in list(entry.watchers.values()):
+            watcher()
+        self._cond.notify_all()
+
+    def watch(self, job_id: str, on_change: Callable[[], None]) -> JobWatch:
+        """Call ``on_change`` (from any thread, maybe under the Dispatcher's lock: it must
+        only schedule work) when the job changes, until ``unwatch``. Returns the job's
+        version and whether it is globally terminal now. Raises JobNotFoundError."""
+        entry = self._entry(job_id)
+        with self._cond:
+            self._next_token += 1
+            entry.watchers[self._next_token] = on_change
+            return JobWatch(self._next_token, entry.version, entry.final is not None)
+
+    def unwatch(self, job_id: str, token: int) -> None:
+        with self._cond:
+            entry = self._jobs.get(job_id)
+            if entry is not None:
+                entry.watchers.pop(token, None)
+
+    @property
+    def watchers(self) -> int:
+        """Result waits in progress (each a registered watcher, none a thread)."""
+        with self._cond:
+            return sum(len(e.watchers) for e in self._jobs.values())
+
+    def on_runner_closed(self, listener: Callable[[str], None]) -> None:
+        """``listener(address)`` after the JobMaster at that address is closed."""
+        self._runner_closed_listeners.append(listener)
 
     def _job_terminated(self, details: JobDetailsInfo) -> None:
         # Archive the last checkpoint statistics while the JobMaster still serves.
@@ -134,7 +214,7 @@ class Dispatcher(LeaderContender):
                 return
             entry.final_checkpoints = final_checkpoints
             entry.final = details
-            self._cond.notify_all()
+            self._bump(entry)
             close_now = not entry.collect_ids
         logger.info("job %s reached %s", details.job_id, details.status)
         self._job_graph_store.remove_job_graph(details.job_id)  # type: ignore[arg-type]
@@ -142,7 +222,7 @@ class Dispatcher(LeaderContender):
             self._close_runner(details.job_id)
         self._trim_archive()
 
-    def _archive_checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo | None:
+    def _archive_checkpoint_statistics(self, job_id: str) -> CheckpointStatsSnapshot | None:
         with self._cond:
             entry = self._jobs.get(job_id)
             runner = entry.runner if entry else None
@@ -158,7 +238,7 @@ class Dispatcher(LeaderContender):
             return None
 
     @staticmethod
-    def _fetch_checkpoint_statistics(address: str, job_id: str) -> CheckpointStatisticsInfo:
+    def _fetch_checkpoint_statistics(address: str, job_id: str) -> CheckpointStatsSnapshot:
         with rpc.create_channel(address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
             reply = rpc.call(
@@ -167,17 +247,17 @@ class Dispatcher(LeaderContender):
                 common_pb2.JobIdRequest(job_id=job_id),
                 timeout=10,
             )
-        return CheckpointStatisticsInfo.from_proto(reply)
+        return decode_checkpoint_stats(reply)
 
-    def checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo:
+    def checkpoint_statistics(self, job_id: str) -> CheckpointStatsSnapshot:
         """The job's checkpoint counts and history: from its JobMaster while it runs, the
         last ones archived with the job after it ended."""
         entry = self._entry(job_id)
         if entry.final is not None:
-            return entry.final_checkpoints or CheckpointStatisticsInfo(job_id)
+            return entry.final_checkpoints or CheckpointStatsSnapshot()
         runner = entry.runner
         if runner is None:  # still starting its JobMaster
-            return CheckpointStatisticsInfo(job_id)
+            return CheckpointStatsSnapshot()
         return self._fetch_checkpoint_statistics(runner.address, job_id)
 
     def _close_runner(self, job_id: str) -> None:
@@ -188,6 +268,8 @@ class Dispatcher(LeaderContender):
                 entry.runner = None
         if runner is not None:
             runner.close()
+            for listener in self._runner_closed_listeners:
+                listener(runner.address)
 
     def _trim_archive(self) -> None:
         with self._cond:
@@ -199,6 +281,7 @@ class Dispatcher(LeaderContender):
                 self._jobs.pop(jid, None)
 
     def _entry(self, job_id: str) -> _Job:
+        job_id = parse_job_id(job_id)  # a malformed id is refused, not looked up
         with self._cond:
             entry = self._jobs.get(job_id)
         if entry is None:
@@ -209,13 +292,19 @@ class Dispatcher(LeaderContender):
         return entry
 
     def job_details(self, job_id: str) -> JobDetailsInfo:
+        """The job's details, with the version they are of (``status_version``)."""
         entry = self._entry(job_id)
-        if entry.final is not None:
-            return entry.final
-        runner = entry.runner
+        with self._cond:
+            version, final, runner = entry.version, entry.final, entry.runner
+        if final is not None:
+            return dataclasses.replace(final, status_version=version)
         if runner is None:
             return JobDetailsInfo(
-                job_id, entry.graph.job_name, JobStatus.INITIALIZING.value, entry.submitted_ms
+                job_id,
+                entry.graph.job_name,
+                JobStatus.INITIALIZING.name,
+                entry.submitted_ms,
+                status_version=version,
             )
         with rpc.create_channel(runner.address) as channel:
             stub = jobmaster_pb2_grpc.JobMasterStub(channel)
@@ -225,7 +314,7 @@ class Dispatcher(LeaderContender):
                 common_pb2.JobIdRequest(job_id=job_id),
                 timeout=10,
             )
-        return JobDetailsInfo.from_proto(reply)
+        return dataclasses.replace(JobDetailsInfo.from_proto(reply), status_version=version)
 
     def list_jobs(self, include_terminated: bool) -> list[JobDetailsInfo]:
         with self._cond:
@@ -237,7 +326,7 @@ class Dispatcher(LeaderContender):
             except WeirError:
                 logger.warning("no details for job %s", job_id, exc_info=True)
                 continue
-            if include_terminated or not JobStatus(details.status).is_globally_terminal:
+            if include_terminated or not JobStatus[details.status].is_globally_terminal_state():
                 result.append(details)
         return result
 
@@ -251,42 +340,23 @@ class Dispatcher(LeaderContender):
                 "CancelJob", stub.CancelJob, common_pb2.JobIdRequest(job_id=job_id), timeout=10
             )
 
-    def wait_for_result(self, job_id: str, timeout: float) -> JobDetailsInfo:
+    def collect_source(self, job_id: str) -> tuple[str | None, JobDetailsInfo | None]:
+        """Where a collect fetch goes: the address of the job's JobMaster (None while it
+        starts, or once it is gone, with everything it had handed over) and the job's
+        final details (None while it runs)."""
         entry = self._entry(job_id)
         with self._cond:
-            self._cond.wait_for(lambda: entry.final is not None or self._closed, timeout)
-        return entry.final if entry.final is not None else self.job_details(job_id)
+            return (entry.runner.address if entry.runner else None), entry.final
 
-    def fetch_collect(
-        self, job_id: str, operator_id: str, max_batches: int, timeout_ms: int
-    ) -> common_pb2.FetchCollectResponse:
+    def collect_drained(self, job_id: str, operator_id: str) -> None:
+        """A collect sink of the job reported its end of data to the client; the JobMaster
+        closes once every sink of the ended job did. May block (closing a JobMaster)."""
         entry = self._entry(job_id)
-        runner = entry.runner
-        if runner is None:  # the JobMaster is gone: everything it had was handed over
-            status = entry.final.status if entry.final else JobStatus.INITIALIZING.value
-            return common_pb2.FetchCollectResponse(
-                end_of_data=entry.final is not None, job_status=status
-            )
-        with rpc.create_channel(runner.address) as channel:
-            stub = jobmaster_pb2_grpc.JobMasterStub(channel)
-            reply = rpc.call(
-                "FetchCollectBatches",
-                stub.FetchCollectBatches,
-                common_pb2.FetchCollectRequest(
-                    job_id=job_id,
-                    operator_id=operator_id,
-                    max_batches=max_batches,
-                    timeout_ms=timeout_ms,
-                ),
-                timeout=timeout_ms / 1000 + 10,
-            )
-        if reply.end_of_data:
-            with self._cond:
-                entry.drained.add(operator_id)
-                done = entry.final is not None and set(entry.collect_ids) <= entry.drained
-            if done:
-                self._close_runner(job_id)
-        return reply
+        with self._cond:
+            entry.drained.add(operator_id)
+            done = entry.final is not None and set(entry.collect_ids) <= entry.drained
+        if done:
+            self._close_runner(job_id)
 
     def list_task_managers(self) -> common_pb2.ListTaskManagersResponse:
         if not self._rm_address:
@@ -302,12 +372,21 @@ class Dispatcher(LeaderContender):
             if self._closed:
                 return
             self._closed = True
-            runners = [(jid, e.runner) for jid, e in self._jobs.items() if e.runner is not None]
             self._cond.notify_all()
+            # A JobMaster that is starting now is closed by its submission, which sees
+            # _closed; wait for those so none outlives this call. Bounded: a JobMaster
+            # starts in well under a second, and a hung one must not hang the shutdown.
+            if not self._cond.wait_for(lambda: self._starting == 0, _STARTING_WAIT_S):
+                logger.warning("%d JobMasters were still starting at close", self._starting)
+            runners = [(jid, e.runner) for jid, e in self._jobs.items() if e.runner is not None]
+            for entry in self._jobs.values():
+                self._bump(entry)  # wake every result wait: the Dispatcher is going away
         for job_id, runner in runners:
             try:
                 runner.close()
             except Exception:  # keep closing the others; the process is going down anyway
                 logger.warning("closing the JobMaster of %s failed", job_id, exc_info=True)
+            for listener in self._runner_closed_listeners:
+                listener(runner.address)
         self._election.stop()
         self._rm_retriever.stop()

@@ -200,6 +200,24 @@ class ExecutionGraph:
     def all_executions(self) -> list[ExecutionVertex]:
         return [ev for subtasks in self.vertices.values() for ev in subtasks]
 
+    def producers_of(self, consumer: ExecutionVertex) -> list[ExecutionVertex]:
+        """The subtasks whose output ``consumer`` reads, over every input edge (the
+        channels of its input gates)."""
+        found: list[ExecutionVertex] = []
+        target = consumer.job_vertex
+        for _, edge in self.job_graph.inputs_of(target.vertex_id):
+            upstream = self.vertices[edge.source_vertex]
+            if edge.partitioner in _POINTWISE:
+                found += [
+                    p
+                    for p in upstream
+                    if consumer.subtask_index
+                    in pointwise_consumers(p.subtask_index, len(upstream), target.parallelism)
+                ]
+            else:
+                found += upstream
+        return found
+
     def find(self, attempt_id: str) -> ExecutionVertex | None:
         return self._by_attempt.get(ExecutionAttemptId(attempt_id))
 

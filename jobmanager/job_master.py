@@ -14,29 +14,26 @@ from weir.core import rpc
 from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointMetrics,
+    CheckpointStatsSnapshot,
     create_checkpoint_storage,
     decode_task_state,
 )
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.deployment import ExecutionState
 from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
-from weir.core.job_info import (
-    CheckpointStatisticsEntry,
-    CheckpointStatisticsInfo,
-    JobDetailsInfo,
-)
+from weir.core.job_info import JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import (
     CheckpointCoordinator,
     ThreadScheduledExecutor,
     system_clock_ms,
 )
-from weir.jobmanager.checkpoint.checkpoint_stats import CheckpointStats
 from weir.jobmanager.checkpoint.resume_hint import resume_hint
 from weir.jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from weir.jobmanager.collect_buffer import CollectBuffer, FetchResult
-from weir.jobmanager.execution_graph import ExecutionGraph
+from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
 from weir.jobmanager.scheduler import DefaultScheduler
 
 logger = logging.getLogger(__name__)
@@ -45,6 +42,11 @@ logger = logging.getLogger(__name__)
 # delete checkpoints) before reporting the result anyway; far below the client's result
 # wait (WaitForJobResult re-asks every 30 s).
 _SHUTDOWN_REPORT_WAIT_S = 10.0
+# A collect push that finds the buffer full is answered at once with this delay; the
+# sink retries after it (backing off further while the buffer stays full). A client that
+# reads drains a 64-batch buffer in well under this, so the sink rarely waits longer than
+# it takes the buffer to make room; no server thread waits meanwhile.
+COLLECT_RETRY_AFTER_MS = 20
 
 
 class JobMaster(LeaderContender):
@@ -220,8 +222,11 @@ class JobMaster(LeaderContender):
                 attempt_id,
             )
             return True
-        # Bounded wait: a server thread is not held for long; the sink retries.
-        return buffer.push(subtask, batch, end, timeout=2.0, epoch=epoch, attempt=attempt)
+        # No wait: a full buffer answers "retry" at once, the sink backs off and retries.
+        return buffer.push(subtask, batch, end, timeout=0.0, epoch=epoch, attempt=attempt)
+
+    def offer_slots(self, request_id: str, slots: list[SlotInfo]) -> tuple[bool, str]:
+        return self.scheduler.offer_slots(request_id, slots)
 
     def fetch_collect(self, operator_id: str, max_batches: int, timeout: float) -> FetchResult:
         buffer = self._collect.get(operator_id)
@@ -252,6 +257,10 @@ class JobMaster(LeaderContender):
             coordinator.receive_decline, ExecutionAttemptId(attempt_id), checkpoint_id, reason
         )
 
+    def end_of_data(self, attempt_id: str) -> None:
+        """A task reached the end of its input and waits for its final checkpoint."""
+        self.scheduler.end_of_data(ExecutionAttemptId(attempt_id))
+
     def _on_checkpoint_completed(self, checkpoint_id: int) -> None:
         # Under the coordinator's lock: only moves batches between in-memory queues.
         for buffer in self._collect.values():
@@ -268,26 +277,11 @@ class JobMaster(LeaderContender):
     def details(self) -> JobDetailsInfo:
         return self.scheduler.details(self._address)
 
-    def checkpoint_statistics(self) -> CheckpointStatisticsInfo:
+    def checkpoint_statistics(self) -> CheckpointStatsSnapshot:
         coordinator = self.checkpoint_coordinator
         if coordinator is None:
-            return CheckpointStatisticsInfo(self.job_id)
-        stats = coordinator.statistics()
-        restored = stats.latest_restored
-        return CheckpointStatisticsInfo(
-            job_id=self.job_id,
-            checkpointing_enabled=True,
-            num_in_progress=stats.num_in_progress,
-            num_completed=stats.num_completed,
-            num_failed=stats.num_failed,
-            num_restored=stats.num_restored,
-            history=tuple(_history_entry(s) for s in stats.history),
-            latest_completed_path=(
-                stats.latest_completed.external_pointer if stats.latest_completed else ""
-            ),
-            latest_restored_id=restored.checkpoint_id if restored else 0,
-            latest_restored_path=restored.external_pointer if restored else "",
-        )
+            return CheckpointStatsSnapshot()
+        return coordinator.statistics()
 
     def cancel(self) -> None:
         self.scheduler.cancel()
@@ -296,7 +290,7 @@ class JobMaster(LeaderContender):
         self.scheduler.task_manager_lost(resource_id, reason)
 
     def _on_status(self, status: JobStatus) -> None:
-        if status.is_globally_terminal:
+        if status.is_globally_terminal_state():
             coordinator = self.checkpoint_coordinator
             shutdown: Future[None] | None = None
             if coordinator is not None:
@@ -344,7 +338,7 @@ class JobMaster(LeaderContender):
             if self._closed:
                 return
             self._closed = True
-        if not self.scheduler.status.is_globally_terminal:
+        if not self.scheduler.status.is_globally_terminal_state():
             self.scheduler.cancel()
             self.scheduler.wait_terminated(30.0)
         self._stop_workers()
@@ -352,6 +346,7 @@ class JobMaster(LeaderContender):
         self._rm_retriever.stop()
         if self._server is not None:
             rpc.stop_server(self._server, 1.0)
+        self.scheduler.close()
 
     def _stop_workers(self) -> None:
         self._ack_worker.shutdown(wait=True)
@@ -363,22 +358,3 @@ class JobMaster(LeaderContender):
 
     def __exit__(self, *_: object) -> None:
         self.close()
-
-
-def _history_entry(stats: CheckpointStats) -> CheckpointStatisticsEntry:
-    return CheckpointStatisticsEntry(
-        checkpoint_id=stats.checkpoint_id,
-        status=stats.status.value,
-        checkpoint_type=stats.checkpoint_type.value,
-        trigger_timestamp_ms=stats.trigger_timestamp_ms,
-        end_to_end_duration_ms=stats.end_to_end_duration_ms,
-        sync_duration_ms=stats.sync_duration_ms,
-        async_duration_ms=stats.async_duration_ms,
-        alignment_duration_ms=stats.alignment_duration_ms,
-        state_size_bytes=stats.state_size_bytes,
-        persisted_in_flight_bytes=stats.persisted_in_flight_bytes,
-        num_subtasks=stats.num_subtasks,
-        num_acknowledged=stats.num_acknowledged,
-        external_path=stats.external_pointer,
-        failure_message=stats.failure_message,
-    )

@@ -7,41 +7,60 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import pickle
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from weir.core import config as cfg
-from weir.core import rpc
-from weir.core.checkpoint import OperatorState, TaskStateSnapshot, encode_task_state
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.checkpoint import (
+    CheckpointingConfig,
+    OperatorState,
+    TaskStateSnapshot,
+    encode_task_state,
+)
+from weir.core.deployment import ExecutionState
 from weir.core.errors import (
     JobSubmissionError,
     RemoteTimeoutError,
     ServiceUnavailableError,
+    SlotAllocationError,
     WeirError,
 )
-from weir.core.ids import AllocationId, ExecutionAttemptId, OperatorId, ResourceId
+from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
 from weir.core.job_info import JobDetailsInfo
-from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, CheckpointTask
-from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
-from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
-from weir.proto import (
-    resourcemanager_pb2,
-    resourcemanager_pb2_grpc,
-    taskexecutor_pb2,
-    taskexecutor_pb2_grpc,
+from weir.core.job_status import JobStatus
+from weir.jobmanager.checkpoint import (
+    CheckpointCoordinator,
+    CheckpointPlan,
+    CheckpointTask,
+    FinishedOperator,
 )
+from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
+from weir.jobmanager.failure_cause import is_consequence
+from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
+from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingSlotRequest:
+    """A slot request queued with the ResourceManager; ``slots`` completes with its offer."""
+
+    request_id: str
+    slots: Future[list[SlotInfo]]
+
 
 # Tasks that do not confirm a cancel within this time (their TaskManager is unreachable)
 # are taken as cancelled, so a job always reaches a terminal status.
 CANCEL_CONFIRM_TIMEOUT_S = 15.0
 # RPCs to TaskExecutors are short control messages; a peer that needs longer is gone.
 TASK_RPC_TIMEOUT_S = 10.0
+# Task states in which a checkpoint can be taken when tasks may finish (FLIP-147).
+_CHECKPOINTABLE = (ExecutionState.RUNNING, ExecutionState.FINISHED)
 
 
 class DefaultScheduler:
@@ -77,8 +96,26 @@ class DefaultScheduler:
         self.checkpoint_coordinator: CheckpointCoordinator | None = None
         self._restart_strategy: RestartBackoffTimeStrategy = create_restart_strategy(config)
         self._lost_task_managers: set[str] = set()
+        # rpc addresses of TaskManagers known to be lost: no calls to them (they could
+        # only time out), their tasks are taken as gone.
+        self._lost_addresses: set[str] = set()
+        self._resource_manager = ResourceManagerGateway()
+        self._task_executors = TaskExecutorGateways()
+        self._slot_request: _PendingSlotRequest | None = None
+        self._final_release: threading.Thread | None = None
         self._restored: dict[tuple[str, int], bytes] = {}
         self._restored_checkpoint_id = 0
+        # Subtasks the restored checkpoint recorded as finished: deployed so that they run
+        # nothing, and counted as finished by every checkpoint of this attempt.
+        self._finished_on_restore: set[tuple[str, int]] = set()
+        # Tasks of the current attempt that reached the end of their input.
+        self._end_of_data: set[ExecutionAttemptId] = set()
+        # FLIP-147: checkpoints go on after some tasks finished, and a finishing task
+        # waits for its final checkpoint (CheckpointingConfig.final_checkpoints).
+        self._final_checkpoints = CheckpointingConfig.from_config(config).final_checkpoints
+        self._coordinator_calls = ThreadPoolExecutor(
+            1, thread_name_prefix=f"coordinator-calls-{graph.job_graph.job_id[:8]}"
+        )
         self.failure_ms: int | None = None
         """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
@@ -99,10 +136,17 @@ class DefaultScheduler:
         try:
             slots = reuse or self._request_slots()
         except WeirError as exc:
-            self._fail_job(f"{type(exc).__name__}: {exc}")
+            with self._lock:
+                running = self.status is JobStatus.RUNNING
+            if running:
+                self._fail_job(f"{type(exc).__name__}: {exc}")
+            else:  # cancelled or failed while it waited: nothing to deploy
+                self._cancel_undeployed(list(self.graph.all_executions()))
             return
         with self._lock:
             self._slots = slots
+            # A port of a lost TaskManager may be reused by a new one.
+            self._lost_addresses.difference_update(s.rpc_address for s in slots)
             if self.status is not JobStatus.RUNNING:  # cancelled or failed meanwhile
                 for ev in self.graph.all_executions():
                     if not ev.current.state.is_terminal:
@@ -130,36 +174,83 @@ class DefaultScheduler:
             self._check_terminal()
 
     def _request_slots(self) -> list[SlotInfo]:
+        """Queue a request with the ResourceManager and wait (on this scheduler thread, no
+        server thread) for its offer, at most slot.request.timeout; then withdraw it and
+        fail with the ResourceManager's account of why it was not met."""
         needed = self.graph.required_slots()
         timeout_ms = cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
         address = self._rm_address()
         if not address:
             msg = "no ResourceManager is known; is the cluster running?"
             raise WeirError(msg)
-        logger.info("job %s: requesting %d slots", self.job_id, needed)
-        with rpc.create_channel(address) as channel:
-            stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
-            response = rpc.call(
-                "RequestSlots",
-                stub.RequestSlots,
-                resourcemanager_pb2.RequestSlotsRequest(
-                    job_id=self.job_id,
-                    count=needed,
-                    jobmaster_address=self._jobmaster_address(),
-                    timeout_ms=timeout_ms,
-                ),
-                timeout=timeout_ms / 1000 + 30,
+        pending = _PendingSlotRequest(new_hex_id(), Future())
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                msg = f"job {self.job_id} is {self.status.name}; it needs no slots"
+                raise WeirError(msg)
+            self._slot_request = pending
+        try:
+            ahead = self._resource_manager.request_slots(
+                address,
+                job_id=self.job_id,
+                request_id=pending.request_id,
+                count=needed,
+                jobmaster_address=self._jobmaster_address(),
+                timeout_ms=timeout_ms,
+                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
             )
-        return [
-            SlotInfo(
-                AllocationId(s.allocation_id),
-                ResourceId(s.resource_id),
-                s.rpc_address,
-                s.data_host,
-                s.data_port,
+            logger.info(
+                "job %s: requested %d slots (request %s, %d requests ahead)",
+                self.job_id,
+                needed,
+                pending.request_id,
+                ahead,
             )
-            for s in response.slots
-        ]
+            try:
+                return pending.slots.result(timeout=timeout_ms / 1000)
+            except TimeoutError:
+                pass
+            with self._lock:
+                if self._slot_request is pending:
+                    self._slot_request = None
+            if pending.slots.done():  # offered just before the timeout: take them
+                return pending.slots.result()
+            explanation = self._resource_manager.cancel_slot_request(
+                address,
+                job_id=self.job_id,
+                request_id=pending.request_id,
+                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
+            )
+            msg = explanation or (
+                f"job {self.job_id} asked for {needed} slots and got none within "
+                f"{timeout_ms} ms; lower the parallelism, free the cluster, or raise "
+                "slot.request.timeout"
+            )
+            raise SlotAllocationError(msg)
+        finally:
+            with self._lock:
+                if self._slot_request is pending:
+                    self._slot_request = None
+
+    def offer_slots(self, request_id: str, slots: list[SlotInfo]) -> tuple[bool, str]:
+        """The ResourceManager offers the slots of a request (JobMaster.OfferSlots); taken
+        only while this scheduler waits for that request. Not taken: the ResourceManager
+        frees them."""
+        with self._lock:
+            pending = self._slot_request
+            if pending is None or pending.request_id != request_id:
+                return False, f"job {self.job_id} is not waiting for slot request {request_id}"
+            if len(slots) != self.graph.required_slots():
+                return False, f"job {self.job_id} needs {self.graph.required_slots()} slots"
+            self._slot_request = None
+        pending.slots.set_result(slots)
+        return True, ""
+
+    def _abandon_slot_request(self, reason: str) -> None:
+        """Under the lock: wake the scheduler thread waiting for slots (the job ended)."""
+        pending, self._slot_request = self._slot_request, None
+        if pending is not None and not pending.slots.done():
+            pending.slots.set_exception(SlotAllocationError(reason))
 
     def _deploy(self, ev: ExecutionVertex) -> bool:
         with self._lock:
@@ -174,26 +265,21 @@ class DefaultScheduler:
                 tdd = dataclasses.replace(tdd, restored_state=restored)
             if self._restored_checkpoint_id:
                 tdd = dataclasses.replace(tdd, restored_checkpoint_id=self._restored_checkpoint_id)
+            if (ev.job_vertex.vertex_id, ev.subtask_index) in self._finished_on_restore:
+                tdd = dataclasses.replace(tdd, finished_on_restore=True)
         slot = ev.current.slot
         assert slot is not None
         try:
-            with rpc.create_channel(slot.rpc_address) as channel:
-                stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
-                rpc.call(
-                    "SubmitTask",
-                    stub.SubmitTask,
-                    taskexecutor_pb2.SubmitTaskRequest(
-                        task_deployment_descriptor=pickle.dumps(tdd, protocol=5),
-                        jobmaster_address=self._jobmaster_address(),
-                    ),
-                    timeout=TASK_RPC_TIMEOUT_S,
-                )
+            self._task_executors.submit_task(
+                slot.rpc_address, tdd, self._jobmaster_address(), TASK_RPC_TIMEOUT_S
+            )
         except WeirError as exc:
             if isinstance(exc, (ServiceUnavailableError, RemoteTimeoutError)):
                 # Its TaskManager cannot be reached: a restart must not reuse its slots,
                 # even before the ResourceManager has declared it lost.
                 with self._lock:
                     self._lost_task_managers.add(slot.resource_id)
+                    self._lost_addresses.add(slot.rpc_address)
             self.update_task_state(
                 ev.current.attempt_id,
                 ExecutionState.FAILED,
@@ -216,23 +302,58 @@ class DefaultScheduler:
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
                 if self.status is JobStatus.RUNNING:
                     self._fail_over(f"{ev.task_name} failed:\n{ev.current.failure_cause}")
+                elif is_consequence(self.failure_cause) and not is_consequence(cause or ""):
+                    # The producer's own report came after its consumer's: it is the cause.
+                    self.failure_cause = f"{ev.task_name} failed:\n{ev.current.failure_cause}"
+            elif coordinator is not None and self._final_checkpoints:
+                # Checkpoints go on while tasks finish: a finishing task waits for one.
+                if state is ExecutionState.FINISHED:
+                    self._call_coordinator(coordinator.task_finished, ev.current.attempt_id)
+                if self.status is JobStatus.RUNNING and all(
+                    e.current.state in _CHECKPOINTABLE for e in self.graph.all_executions()
+                ):
+                    self._call_coordinator(coordinator.start_periodic_scheduler)
             elif state is ExecutionState.RUNNING and self.status is JobStatus.RUNNING:
                 if coordinator is not None and all(
                     e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()
                 ):
-                    coordinator.start_periodic_scheduler()
+                    self._call_coordinator(coordinator.start_periodic_scheduler)
             elif state is ExecutionState.FINISHED and coordinator is not None:
-                # Checkpoints need every task running (no checkpoints after tasks finish
-                # yet): stop triggering and drop those a finished task would never ack.
-                coordinator.stop_periodic_scheduler()
-                threading.Thread(
-                    target=coordinator.abort_pending,
-                    args=(f"{ev.task_name} finished",),
-                    daemon=True,
-                    name=f"abort-{self.job_id[:8]}",
-                ).start()
+                # execution.checkpointing.checkpoints-after-tasks-finish is off: stop
+                # triggering and drop the checkpoints a finished task would never ack.
+                self._call_coordinator(coordinator.stop_periodic_scheduler)
+                self._call_coordinator(coordinator.abort_pending, f"{ev.task_name} finished")
             self._check_terminal()
             return True
+
+    def _call_coordinator(self, method: Callable[..., object], *args: Any) -> None:
+        """Call the checkpoint coordinator, in order, on a thread of its own: never under
+        this scheduler's lock, since the coordinator calls ``checkpoint_plan`` (which takes
+        it) under its own lock."""
+        try:
+            self._coordinator_calls.submit(method, *args)
+        except RuntimeError:  # closed: the job is over and the coordinator shut down
+            logger.debug("job %s: coordinator call %s after close", self.job_id, method)
+
+    def end_of_data(self, attempt_id: ExecutionAttemptId) -> None:
+        """A task of the current attempt finished its operators and waits for its final
+        checkpoint (FLIP-147). Once every task has (or has exited), that checkpoint is
+        triggered at once rather than at the next interval, so a bounded job ends as soon
+        as its data does."""
+        with self._lock:
+            ev = self.graph.find(attempt_id)
+            coordinator = self.checkpoint_coordinator
+            if ev is None or coordinator is None or self.status is not JobStatus.RUNNING:
+                return
+            self._end_of_data.add(attempt_id)
+            if all(
+                e.current.state is ExecutionState.FINISHED
+                or e.current.attempt_id in self._end_of_data
+                or self._is_finished(e)
+                for e in self.graph.all_executions()
+            ):
+                logger.info("job %s: every task reached the end of its input", self.job_id)
+                self._call_coordinator(coordinator.trigger_checkpoint)
 
     def fail_over(self, cause: str) -> None:
         """A failure of the whole job (e.g. too many failed checkpoints): restart or fail."""
@@ -248,7 +369,7 @@ class DefaultScheduler:
         self.failure_ms = now_ms
         coordinator = self.checkpoint_coordinator
         if coordinator is not None:
-            coordinator.stop_periodic_scheduler()
+            self._call_coordinator(coordinator.stop_periodic_scheduler)
         self._restart_strategy.notify_failure(now_ms)
         if not self._restart_strategy.can_restart():
             if self.restarts:
@@ -284,15 +405,18 @@ class DefaultScheduler:
         deadline = time.monotonic() + max(backoff_ms / 1000, 0)
         self._deliver_cancels(targets)
         cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
+        unconfirmed = False
         with self._lock:
             while not all(ev.current.state.is_terminal for ev in old.all_executions()):
                 left = cancel_deadline - time.monotonic()
                 if left <= 0:
                     logger.warning(
                         "job %s: tasks of the failed attempt did not confirm their "
-                        "cancellation; taking them as cancelled",
+                        "cancellation; taking them as cancelled and deploying the next "
+                        "attempt into other slots",
                         self.job_id,
                     )
+                    unconfirmed = True
                     break
                 self._changed.wait(left)
         # The backoff is the restart strategy's (restart-strategy.*.delay): a wait by design.
@@ -307,14 +431,20 @@ class DefaultScheduler:
                 return
             self._restored = {}
             self._restored_checkpoint_id = 0
+            self._finished_on_restore = set()
+            self._end_of_data = set()
             if restored is not None:
-                self._restored = self._split_restored_state(restored.metadata.operator_states)
+                operator_states = restored.metadata.operator_states
+                self._restored = self._split_restored_state(operator_states)
+                self._finished_on_restore = self._finished_subtasks(operator_states)
                 self._restored_checkpoint_id = restored.checkpoint_id
             self.restarts += 1
             self.graph = ExecutionGraph(self.graph.job_graph, old.attempt_number + 1)
             if self._on_restart is not None:
                 self._on_restart(self.graph.attempt_number)
-            reuse = self._slots if not self._lost_task_managers else []
+            # Slots whose old tasks may still run are given back (they stay RELEASING on
+            # their TaskExecutors until those tasks end), never deployed into again.
+            reuse = self._slots if not self._lost_task_managers and not unconfirmed else []
             self._lost_task_managers.clear()
             self._transition(JobStatus.RUNNING)
         if not reuse:
@@ -365,6 +495,7 @@ class DefaultScheduler:
                 raise JobSubmissionError(msg)
         with self._lock:
             self._restored = self._split_restored_state(operator_states)
+            self._finished_on_restore = self._finished_subtasks(operator_states)
             self._restored_checkpoint_id = checkpoint_id
 
     def _split_restored_state(self, operator_states: Any) -> dict[tuple[str, int], bytes]:
@@ -383,33 +514,74 @@ class DefaultScheduler:
                     )
         return restored
 
+    def _finished_subtasks(
+        self, operator_states: Mapping[OperatorId, OperatorState]
+    ) -> set[tuple[str, int]]:
+        """The subtasks every operator of whose vertex a checkpoint recorded as finished."""
+        finished: set[tuple[str, int]] = set()
+        for vertex in self.graph.job_graph.vertices:
+            for index in range(vertex.parallelism):
+                states = [
+                    operator_states.get(OperatorId(op.operator_id)) for op in vertex.operators
+                ]
+                if all(s is not None and index in s.finished_subtasks for s in states):
+                    finished.add((vertex.vertex_id, index))
+        return finished
+
+    def _is_finished(self, ev: ExecutionVertex) -> bool:
+        """Finished for checkpoints: exited after its final checkpoint, or deployed as
+        finished on restore (it runs nothing and acknowledges nothing)."""
+        return ev.current.state is ExecutionState.FINISHED or (
+            (ev.job_vertex.vertex_id, ev.subtask_index) in self._finished_on_restore
+        )
+
     def checkpoint_plan(self) -> CheckpointPlan | None:
-        """The running tasks, or None unless every task is RUNNING."""
+        """The tasks of a checkpoint now, or None when it cannot be taken: not every task
+        is RUNNING (or FINISHED, with final checkpoints), or none is left running.
+
+        With final checkpoints (FLIP-147) the finished tasks are recorded as finished, and
+        the checkpoint is triggered at the running tasks none of whose producers still
+        runs: the sources, and the tasks whose upstream tasks have all finished."""
         with self._lock:
             if self.status is not JobStatus.RUNNING:
                 return None
             executions = self.graph.all_executions()
-            if not all(ev.current.state is ExecutionState.RUNNING for ev in executions):
+            allowed = _CHECKPOINTABLE if self._final_checkpoints else (ExecutionState.RUNNING,)
+            if not all(ev.current.state in allowed for ev in executions):
                 return None
-            job_graph = self.graph.job_graph
-            sources = {
-                v.vertex_id for v in job_graph.vertices if not job_graph.inputs_of(v.vertex_id)
-            }
+            finished = {ev.current.attempt_id for ev in executions if self._is_finished(ev)}
             tasks = tuple(
                 CheckpointTask(
                     ev.current.attempt_id,
                     ev.subtask_index,
                     ev.job_vertex.parallelism,
-                    is_source=ev.job_vertex.vertex_id in sources,
+                    is_source=all(
+                        p.current.attempt_id in finished for p in self.graph.producers_of(ev)
+                    ),
                 )
                 for ev in executions
+                if ev.current.attempt_id not in finished
             )
+            if not tasks:
+                return None
+            job_graph = self.graph.job_graph
             max_parallelism = {
                 OperatorId(op.operator_id): v.max_parallelism
                 for v in job_graph.vertices
                 for op in v.operators
             }
-            return CheckpointPlan(tasks, max_parallelism)
+            finished_operators: dict[OperatorId, FinishedOperator] = {}
+            for vertex in job_graph.vertices:
+                indices = frozenset(
+                    ev.subtask_index
+                    for ev in self.graph.vertices[vertex.vertex_id]
+                    if ev.current.attempt_id in finished
+                )
+                for op in vertex.operators if indices else ():
+                    finished_operators[OperatorId(op.operator_id)] = FinishedOperator(
+                        vertex.parallelism, indices
+                    )
+            return CheckpointPlan(tasks, max_parallelism, finished_operators)
 
     def attempt_number_of(self, attempt_id: str) -> int | None:
         """The job attempt a task belongs to, or None if it is not of the current one."""
@@ -429,6 +601,15 @@ class DefaultScheduler:
         cause = f"TaskManagerLostError: TaskManager {resource_id} was lost: {reason}"
         with self._lock:
             self._lost_task_managers.add(resource_id)
+            addresses = {
+                ev.current.slot.rpc_address
+                for ev in self.graph.all_executions()
+                if ev.current.slot is not None and ev.current.slot.resource_id == resource_id
+            }
+            self._lost_addresses.update(addresses)
+        for address in addresses:
+            self._task_executors.forget(address)
+        with self._lock:
             lost = [
                 ev
                 for ev in self.graph.all_executions()
@@ -441,7 +622,7 @@ class DefaultScheduler:
 
     def cancel(self) -> None:
         with self._lock:
-            if self.status.is_globally_terminal or self.status is JobStatus.CANCELLING:
+            if self.status.is_globally_terminal_state() or self.status is JobStatus.CANCELLING:
                 return
             self._transition(JobStatus.CANCELLING)
             for ev in self.graph.all_executions():
@@ -452,7 +633,7 @@ class DefaultScheduler:
 
     def _fail_job(self, cause: str) -> None:
         with self._lock:
-            if self.status.is_globally_terminal:
+            if self.status.is_globally_terminal_state():
                 return
             self.failure_cause = cause
             self._transition(JobStatus.FAILING)
@@ -487,21 +668,27 @@ class DefaultScheduler:
         self._await_cancels()
 
     def _deliver_cancels(self, targets: list[tuple[str, str]]) -> None:
+        """CancelTask to every target at once. A task on a TaskManager known to be lost is
+        gone with it: taken as cancelled without a call that could only time out."""
+        with self._lock:
+            lost = set(self._lost_addresses)
         for attempt_id, address in targets:
-            try:
-                with rpc.create_channel(address) as channel:
-                    stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
-                    rpc.call(
-                        "CancelTask",
-                        stub.CancelTask,
-                        taskexecutor_pb2.CancelTaskRequest(execution_attempt_id=attempt_id),
-                        timeout=TASK_RPC_TIMEOUT_S,
-                    )
-            except WeirError as exc:  # its TaskManager is gone: the task is gone with it
-                logger.info(
-                    "cancel of %s not delivered (%s); taking it as cancelled", attempt_id, exc
-                )
+            if address in lost:
                 self.update_task_state(attempt_id, ExecutionState.CANCELED, None)
+        reachable = [(a, address) for a, address in targets if address not in lost]
+        for outcome in self._task_executors.cancel_tasks(reachable, TASK_RPC_TIMEOUT_S):
+            if outcome.error is None:
+                continue
+            # Its TaskManager is gone: the task is gone with it.
+            logger.info(
+                "cancel of %s not delivered (%s); taking it as cancelled",
+                outcome.attempt_id,
+                outcome.error,
+            )
+            if isinstance(outcome.error, (ServiceUnavailableError, RemoteTimeoutError)):
+                with self._lock:
+                    self._lost_addresses.add(outcome.address)
+            self.update_task_state(outcome.attempt_id, ExecutionState.CANCELED, None)
 
     def _await_cancels(self) -> None:
         deadline = self._cancel_deadline or time.monotonic()
@@ -543,44 +730,57 @@ class DefaultScheduler:
             "job %s (%s) switched from %s to %s",
             self.graph.job_graph.job_name,
             self.job_id,
-            self.status.value,
-            status.value,
+            self.status.name,
+            status.name,
         )
         self.status = status
         with self._lock:
             self._changed.notify_all()
-        if status.is_globally_terminal:
+        terminal = status.is_globally_terminal_state()
+        if terminal:
             self.end_time_ms = int(time.time() * 1000)
-            self._terminated.set()
-            threading.Thread(
+            with self._lock:
+                self._abandon_slot_request(f"job {self.job_id} is {status.name}")
+            self._final_release = threading.Thread(
                 target=self._release_slots, daemon=True, name=f"release-{self.job_id[:8]}"
-            ).start()
+            )
+            self._final_release.start()
         self._on_status(status)
+        if terminal:
+            # Only once the JobMaster has heard: wait_terminated() is what its close()
+            # waits for before it stops the workers _on_status hands work to.
+            self._terminated.set()
 
     def _release_slots(self) -> None:
         address = self._rm_address()
         if not address:
             return
         try:
-            with rpc.create_channel(address) as channel:
-                stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
-                rpc.call(
-                    "ReleaseSlots",
-                    stub.ReleaseSlots,
-                    resourcemanager_pb2.ReleaseSlotsRequest(job_id=self.job_id),
-                    timeout=TASK_RPC_TIMEOUT_S,
-                )
+            self._resource_manager.release_slots(
+                address, job_id=self.job_id, rpc_timeout_s=TASK_RPC_TIMEOUT_S
+            )
         except WeirError:
             # The ResourceManager frees the slots of a finished job itself when its
             # TaskManagers report them idle; a lost release costs only time.
             logger.warning("job %s: releasing slots failed", self.job_id, exc_info=True)
+
+    def close(self) -> None:
+        """Stop the thread that calls the coordinator, and close the channels to the
+        ResourceManager and the TaskExecutors (the JobMaster closes; the job is over),
+        once the job's slots are released."""
+        self._coordinator_calls.shutdown(wait=True)
+        if self._final_release is not None:
+            # Bounded by the ReleaseSlots call's own timeout.
+            self._final_release.join(TASK_RPC_TIMEOUT_S + 1)
+        self._resource_manager.close()
+        self._task_executors.close()
 
     def details(self, jobmaster_address: str) -> JobDetailsInfo:
         with self._lock:
             return JobDetailsInfo(
                 job_id=self.job_id,
                 job_name=self.graph.job_graph.job_name,
-                status=self.status.value,
+                status=self.status.name,
                 start_time_ms=self.start_time_ms,
                 end_time_ms=self.end_time_ms,
                 failure_cause=self.failure_cause,

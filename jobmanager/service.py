@@ -5,10 +5,12 @@ from __future__ import annotations
 import grpc
 
 from weir.core.checkpoint import CheckpointMetrics
+from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
 from weir.core.errors import JobNotFoundError
 from weir.core.rpc import translate_server_errors
-from weir.jobmanager.job_master import JobMaster
-from weir.proto import common_pb2, jobmaster_pb2_grpc
+from weir.jobmanager.gateways import slots_from_proto
+from weir.jobmanager.job_master import COLLECT_RETRY_AFTER_MS, JobMaster
+from weir.proto import common_pb2, jobmaster_pb2, jobmaster_pb2_grpc
 
 
 class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
@@ -43,7 +45,21 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
             epoch=request.checkpoint_epoch,
             attempt_id=request.execution_attempt_id,
         )
-        return common_pb2.Ack(ok=accepted, message="" if accepted else "buffer full; retry")
+        if accepted:
+            return jobmaster_pb2.PushCollectBatchResponse(accepted=True)
+        return jobmaster_pb2.PushCollectBatchResponse(
+            accepted=False,
+            message="the collect buffer is full; retry after the given delay",
+            retry_after_ms=COLLECT_RETRY_AFTER_MS,
+        )
+
+    @translate_server_errors
+    def OfferSlots(self, request, context):
+        self._check_job(request.job_id)
+        accepted, message = self._jm.offer_slots(
+            request.request_id, slots_from_proto(request.slots)
+        )
+        return jobmaster_pb2.OfferSlotsResponse(accepted=accepted, message=message)
 
     @translate_server_errors
     def FetchCollectBatches(self, request, context):
@@ -65,7 +81,7 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
     @translate_server_errors
     def GetCheckpointStatistics(self, request, context):
         self._check_job(request.job_id)
-        return self._jm.checkpoint_statistics().to_proto()
+        return encode_checkpoint_stats(self._jm.checkpoint_statistics(), self._jm.job_id)
 
     @translate_server_errors
     def CancelJob(self, request, context):
@@ -97,6 +113,12 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
         self._jm.decline_checkpoint(
             request.execution_attempt_id, request.checkpoint_id, request.reason
         )
+        return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
+    def NotifyEndOfData(self, request, context):
+        self._check_job(request.job_id)
+        self._jm.end_of_data(request.execution_attempt_id)
         return common_pb2.Ack(ok=True)
 
     @translate_server_errors

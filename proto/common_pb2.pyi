@@ -131,7 +131,7 @@ class TaskStatus(_message.Message):
     def __init__(self, vertex_id: _Optional[str] = ..., task_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., attempt_number: _Optional[int] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., resource_id: _Optional[str] = ..., failure_cause: _Optional[str] = ...) -> None: ...
 
 class JobDetails(_message.Message):
-    __slots__ = ("job_id", "job_name", "status", "start_time_ms", "end_time_ms", "failure_cause", "tasks", "jobmaster_address")
+    __slots__ = ("job_id", "job_name", "status", "start_time_ms", "end_time_ms", "failure_cause", "tasks", "jobmaster_address", "status_version")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_NAME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -140,6 +140,7 @@ class JobDetails(_message.Message):
     FAILURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     JOBMASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_VERSION_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     job_name: str
     status: str
@@ -148,10 +149,21 @@ class JobDetails(_message.Message):
     failure_cause: str
     tasks: _containers.RepeatedCompositeFieldContainer[TaskStatus]
     jobmaster_address: str
-    def __init__(self, job_id: _Optional[str] = ..., job_name: _Optional[str] = ..., status: _Optional[str] = ..., start_time_ms: _Optional[int] = ..., end_time_ms: _Optional[int] = ..., failure_cause: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., jobmaster_address: _Optional[str] = ...) -> None: ...
+    status_version: int
+    def __init__(self, job_id: _Optional[str] = ..., job_name: _Optional[str] = ..., status: _Optional[str] = ..., start_time_ms: _Optional[int] = ..., end_time_ms: _Optional[int] = ..., failure_cause: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., jobmaster_address: _Optional[str] = ..., status_version: _Optional[int] = ...) -> None: ...
+
+class ProcessStatus(_message.Message):
+    __slots__ = ("threads", "open_fds", "grpc_channels")
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FDS_FIELD_NUMBER: _ClassVar[int]
+    GRPC_CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    threads: int
+    open_fds: int
+    grpc_channels: int
+    def __init__(self, threads: _Optional[int] = ..., open_fds: _Optional[int] = ..., grpc_channels: _Optional[int] = ...) -> None: ...
 
 class TaskManagerInfo(_message.Message):
-    __slots__ = ("resource_id", "rpc_address", "data_host", "data_port", "num_slots", "free_slots", "last_heartbeat_ms", "spark_executor_id", "pid")
+    __slots__ = ("resource_id", "rpc_address", "data_host", "data_port", "num_slots", "free_slots", "last_heartbeat_ms", "spark_executor_id", "pid", "process")
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     DATA_HOST_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +173,7 @@ class TaskManagerInfo(_message.Message):
     LAST_HEARTBEAT_MS_FIELD_NUMBER: _ClassVar[int]
     SPARK_EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
+    PROCESS_FIELD_NUMBER: _ClassVar[int]
     resource_id: str
     rpc_address: str
     data_host: str
@@ -170,7 +183,8 @@ class TaskManagerInfo(_message.Message):
     last_heartbeat_ms: int
     spark_executor_id: str
     pid: int
-    def __init__(self, resource_id: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_host: _Optional[str] = ..., data_port: _Optional[int] = ..., num_slots: _Optional[int] = ..., free_slots: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., spark_executor_id: _Optional[str] = ..., pid: _Optional[int] = ...) -> None: ...
+    process: ProcessStatus
+    def __init__(self, resource_id: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_host: _Optional[str] = ..., data_port: _Optional[int] = ..., num_slots: _Optional[int] = ..., free_slots: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., spark_executor_id: _Optional[str] = ..., pid: _Optional[int] = ..., process: _Optional[_Union[ProcessStatus, _Mapping]] = ...) -> None: ...
 
 class SlotAssignment(_message.Message):
     __slots__ = ("allocation_id", "resource_id", "rpc_address", "data_host", "data_port")

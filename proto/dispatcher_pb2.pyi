@@ -32,12 +32,14 @@ class ListJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[_common_pb2.JobDetails, _Mapping]]] = ...) -> None: ...
 
 class WaitForJobResultRequest(_message.Message):
-    __slots__ = ("job_id", "timeout_ms")
+    __slots__ = ("job_id", "timeout_ms", "known_version")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_VERSION_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     timeout_ms: int
-    def __init__(self, job_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    known_version: int
+    def __init__(self, job_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., known_version: _Optional[int] = ...) -> None: ...
 
 class ClusterOverviewResponse(_message.Message):
     __slots__ = ("task_managers", "slots_total", "slots_available", "jobs_running", "jobs_finished", "jobs_cancelled", "jobs_failed")

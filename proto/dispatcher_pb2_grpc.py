@@ -110,7 +110,11 @@ class DispatcherServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WaitForJobResult(self, request, context):
-        """Waits up to timeout_ms for the job to reach a globally terminal status.
+        """A long poll on the job's status. Answers at once when the job is globally terminal
+        or its status_version differs from a non-zero known_version; otherwise when either
+        happens (known_version 0: when the job ends), or after timeout_ms (at most 30 s),
+        with the current details. The caller re-asks with the version it got. Waiting takes
+        no server thread.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

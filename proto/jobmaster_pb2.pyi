@@ -1,10 +1,19 @@
 from weir.proto import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class EndOfDataNotice(_message.Message):
+    __slots__ = ("job_id", "execution_attempt_id")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    execution_attempt_id: str
+    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ...) -> None: ...
 
 class TaskExecutionStateUpdate(_message.Message):
     __slots__ = ("job_id", "execution_attempt_id", "state", "failure_cause")
@@ -35,6 +44,34 @@ class PushCollectBatchRequest(_message.Message):
     execution_attempt_id: str
     checkpoint_epoch: int
     def __init__(self, job_id: _Optional[str] = ..., operator_id: _Optional[str] = ..., subtask_index: _Optional[int] = ..., batch: _Optional[bytes] = ..., end_of_data: _Optional[bool] = ..., execution_attempt_id: _Optional[str] = ..., checkpoint_epoch: _Optional[int] = ...) -> None: ...
+
+class PushCollectBatchResponse(_message.Message):
+    __slots__ = ("accepted", "message", "retry_after_ms")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    message: str
+    retry_after_ms: int
+    def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
+
+class OfferSlotsRequest(_message.Message):
+    __slots__ = ("job_id", "request_id", "slots")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    request_id: str
+    slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.SlotAssignment]
+    def __init__(self, job_id: _Optional[str] = ..., request_id: _Optional[str] = ..., slots: _Optional[_Iterable[_Union[_common_pb2.SlotAssignment, _Mapping]]] = ...) -> None: ...
+
+class OfferSlotsResponse(_message.Message):
+    __slots__ = ("accepted", "message")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    message: str
+    def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
 
 class TaskManagerLostNotice(_message.Message):
     __slots__ = ("resource_id", "reason")

@@ -43,7 +43,7 @@ class JobMasterStub:
         self.PushCollectBatch = channel.unary_unary(
                 '/weir.JobMaster/PushCollectBatch',
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchRequest.SerializeToString,
-                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
+                response_deserializer=weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchResponse.FromString,
                 _registered_method=True)
         self.FetchCollectBatches = channel.unary_unary(
                 '/weir.JobMaster/FetchCollectBatches',
@@ -70,6 +70,11 @@ class JobMasterStub:
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.TaskManagerLostNotice.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.OfferSlots = channel.unary_unary(
+                '/weir.JobMaster/OfferSlots',
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.OfferSlotsRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_jobmaster__pb2.OfferSlotsResponse.FromString,
+                _registered_method=True)
         self.AcknowledgeCheckpoint = channel.unary_unary(
                 '/weir.JobMaster/AcknowledgeCheckpoint',
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.SerializeToString,
@@ -78,6 +83,11 @@ class JobMasterStub:
         self.DeclineCheckpoint = channel.unary_unary(
                 '/weir.JobMaster/DeclineCheckpoint',
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.NotifyEndOfData = channel.unary_unary(
+                '/weir.JobMaster/NotifyEndOfData',
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
 
@@ -92,8 +102,9 @@ class JobMasterServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PushCollectBatch(self, request, context):
-        """A collect sink subtask hands over one batch; blocks while the JobMaster's buffer for
-        that sink is full (bounded memory; back-pressure reaches the job).
+        """A collect sink subtask hands over one batch. Answers at once: when the JobMaster's
+        buffer for that sink is full, with accepted = false and a delay after which to retry
+        (bounded memory; the sink's retries keep the back-pressure on the job).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -129,6 +140,14 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OfferSlots(self, request, context):
+        """The ResourceManager offers the slots of a queued RequestSlots (slot protocol 2), all
+        of them allocated on their TaskExecutors. Not accepted: the ResourceManager frees them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AcknowledgeCheckpoint(self, request, context):
         """A task took its part of a checkpoint (its state handles) or could not.
         """
@@ -138,6 +157,14 @@ class JobMasterServicer:
 
     def DeclineCheckpoint(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyEndOfData(self, request, context):
+        """A task reached the end of its input and waits for its final checkpoint (Flink's
+        notifyEndOfData): once every task has, the JobMaster takes that checkpoint at once.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -153,7 +180,7 @@ def add_JobMasterServicer_to_server(servicer, server):
             'PushCollectBatch': grpc.unary_unary_rpc_method_handler(
                     servicer.PushCollectBatch,
                     request_deserializer=weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchRequest.FromString,
-                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+                    response_serializer=weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchResponse.SerializeToString,
             ),
             'FetchCollectBatches': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchCollectBatches,
@@ -180,6 +207,11 @@ def add_JobMasterServicer_to_server(servicer, server):
                     request_deserializer=weir_dot_proto_dot_jobmaster__pb2.TaskManagerLostNotice.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
+            'OfferSlots': grpc.unary_unary_rpc_method_handler(
+                    servicer.OfferSlots,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.OfferSlotsRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_jobmaster__pb2.OfferSlotsResponse.SerializeToString,
+            ),
             'AcknowledgeCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.AcknowledgeCheckpoint,
                     request_deserializer=weir_dot_proto_dot_jobmaster__pb2.AcknowledgeCheckpointRequest.FromString,
@@ -188,6 +220,11 @@ def add_JobMasterServicer_to_server(servicer, server):
             'DeclineCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.DeclineCheckpoint,
                     request_deserializer=weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyEndOfData': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyEndOfData,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
@@ -244,7 +281,7 @@ class JobMaster:
             target,
             '/weir.JobMaster/PushCollectBatch',
             weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchRequest.SerializeToString,
-            weir_dot_proto_dot_common__pb2.Ack.FromString,
+            weir_dot_proto_dot_jobmaster__pb2.PushCollectBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -391,6 +428,33 @@ class JobMaster:
             _registered_method=True)
 
     @staticmethod
+    def OfferSlots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/OfferSlots',
+            weir_dot_proto_dot_jobmaster__pb2.OfferSlotsRequest.SerializeToString,
+            weir_dot_proto_dot_jobmaster__pb2.OfferSlotsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def AcknowledgeCheckpoint(request,
             target,
             options=(),
@@ -433,6 +497,33 @@ class JobMaster:
             target,
             '/weir.JobMaster/DeclineCheckpoint',
             weir_dot_proto_dot_jobmaster__pb2.DeclineCheckpointRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyEndOfData(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/NotifyEndOfData',
+            weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
             weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,

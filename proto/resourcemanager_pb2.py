@@ -25,27 +25,33 @@ _sym_db = _symbol_database.Default()
 from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n weir/proto/resourcemanager.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"\xba\x01\n\x1bRegisterTaskExecutorRequest\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x13\n\x0brpc_address\x18\x02 \x01(\t\x12\x11\n\tdata_host\x18\x03 \x01(\t\x12\x11\n\tdata_port\x18\x04 \x01(\x05\x12\x11\n\tnum_slots\x18\x05 \x01(\x05\x12\x19\n\x11spark_executor_id\x18\x06 \x01(\t\x12\x0b\n\x03pid\x18\x07 \x01(\x05\x12\x10\n\x08lease_id\x18\x08 \x01(\t\"~\n\x1cRegisterTaskExecutorResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x03 \x01(\x03\x12\x1c\n\x14heartbeat_timeout_ms\x18\x04 \x01(\x03\"E\n\x15TaskExecutorHeartbeat\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x17\n\x0f\x61llocated_slots\x18\x02 \x03(\t\"7\n\x11HeartbeatResponse\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x13\n\x0bstale_slots\x18\x02 \x03(\t\"c\n\x13RequestSlotsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x03\";\n\x14RequestSlotsResponse\x12#\n\x05slots\x18\x01 \x03(\x0b\x32\x14.weir.SlotAssignment\"=\n\x13ReleaseSlotsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61llocation_ids\x18\x02 \x03(\t2\xf1\x02\n\x0fResourceManager\x12]\n\x14RegisterTaskExecutor\x12!.weir.RegisterTaskExecutorRequest\x1a\".weir.RegisterTaskExecutorResponse\x12\x41\n\tHeartbeat\x12\x1b.weir.TaskExecutorHeartbeat\x1a\x17.weir.HeartbeatResponse\x12\x45\n\x0cRequestSlots\x12\x19.weir.RequestSlotsRequest\x1a\x1a.weir.RequestSlotsResponse\x12\x34\n\x0cReleaseSlots\x12\x19.weir.ReleaseSlotsRequest\x1a\t.weir.Ack\x12?\n\x10ListTaskManagers\x12\x0b.weir.Empty\x1a\x1e.weir.ListTaskManagersResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n weir/proto/resourcemanager.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"B\n\x14SlotAvailableRequest\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x15\n\rallocation_id\x18\x02 \x01(\t\"\xba\x01\n\x1bRegisterTaskExecutorRequest\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x13\n\x0brpc_address\x18\x02 \x01(\t\x12\x11\n\tdata_host\x18\x03 \x01(\t\x12\x11\n\tdata_port\x18\x04 \x01(\x05\x12\x11\n\tnum_slots\x18\x05 \x01(\x05\x12\x19\n\x11spark_executor_id\x18\x06 \x01(\t\x12\x0b\n\x03pid\x18\x07 \x01(\x05\x12\x10\n\x08lease_id\x18\x08 \x01(\t\"~\n\x1cRegisterTaskExecutorResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x03 \x01(\x03\x12\x1c\n\x14heartbeat_timeout_ms\x18\x04 \x01(\x03\"k\n\x15TaskExecutorHeartbeat\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x17\n\x0f\x61llocated_slots\x18\x02 \x03(\t\x12$\n\x07process\x18\x03 \x01(\x0b\x32\x13.weir.ProcessStatus\"7\n\x11HeartbeatResponse\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x13\n\x0bstale_slots\x18\x02 \x03(\t\"\x91\x01\n\x13RequestSlotsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x03\x12\x12\n\nrequest_id\x18\x05 \x01(\t\x12\x18\n\x10protocol_version\x18\x06 \x01(\x05\"U\n\x14RequestSlotsResponse\x12\x18\n\x10protocol_version\x18\x02 \x01(\x05\x12\x16\n\x0erequests_ahead\x18\x03 \x01(\x05J\x04\x08\x01\x10\x02R\x05slots\">\n\x18\x43\x61ncelSlotRequestRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\"C\n\x19\x43\x61ncelSlotRequestResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\x12\x13\n\x0b\x65xplanation\x18\x02 \x01(\t\"=\n\x13ReleaseSlotsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61llocation_ids\x18\x02 \x03(\t2\x85\x04\n\x0fResourceManager\x12]\n\x14RegisterTaskExecutor\x12!.weir.RegisterTaskExecutorRequest\x1a\".weir.RegisterTaskExecutorResponse\x12\x41\n\tHeartbeat\x12\x1b.weir.TaskExecutorHeartbeat\x1a\x17.weir.HeartbeatResponse\x12\x45\n\x0cRequestSlots\x12\x19.weir.RequestSlotsRequest\x1a\x1a.weir.RequestSlotsResponse\x12T\n\x11\x43\x61ncelSlotRequest\x12\x1e.weir.CancelSlotRequestRequest\x1a\x1f.weir.CancelSlotRequestResponse\x12\x34\n\x0cReleaseSlots\x12\x19.weir.ReleaseSlotsRequest\x1a\t.weir.Ack\x12?\n\x10ListTaskManagers\x12\x0b.weir.Empty\x1a\x1e.weir.ListTaskManagersResponse\x12<\n\x13NotifySlotAvailable\x12\x1a.weir.SlotAvailableRequest\x1a\t.weir.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'weir.proto.resourcemanager_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REGISTERTASKEXECUTORREQUEST']._serialized_start=68
-  _globals['_REGISTERTASKEXECUTORREQUEST']._serialized_end=254
-  _globals['_REGISTERTASKEXECUTORRESPONSE']._serialized_start=256
-  _globals['_REGISTERTASKEXECUTORRESPONSE']._serialized_end=382
-  _globals['_TASKEXECUTORHEARTBEAT']._serialized_start=384
-  _globals['_TASKEXECUTORHEARTBEAT']._serialized_end=453
-  _globals['_HEARTBEATRESPONSE']._serialized_start=455
-  _globals['_HEARTBEATRESPONSE']._serialized_end=510
-  _globals['_REQUESTSLOTSREQUEST']._serialized_start=512
-  _globals['_REQUESTSLOTSREQUEST']._serialized_end=611
-  _globals['_REQUESTSLOTSRESPONSE']._serialized_start=613
-  _globals['_REQUESTSLOTSRESPONSE']._serialized_end=672
-  _globals['_RELEASESLOTSREQUEST']._serialized_start=674
-  _globals['_RELEASESLOTSREQUEST']._serialized_end=735
-  _globals['_RESOURCEMANAGER']._serialized_start=738
-  _globals['_RESOURCEMANAGER']._serialized_end=1107
+  _globals['_SLOTAVAILABLEREQUEST']._serialized_start=67
+  _globals['_SLOTAVAILABLEREQUEST']._serialized_end=133
+  _globals['_REGISTERTASKEXECUTORREQUEST']._serialized_start=136
+  _globals['_REGISTERTASKEXECUTORREQUEST']._serialized_end=322
+  _globals['_REGISTERTASKEXECUTORRESPONSE']._serialized_start=324
+  _globals['_REGISTERTASKEXECUTORRESPONSE']._serialized_end=450
+  _globals['_TASKEXECUTORHEARTBEAT']._serialized_start=452
+  _globals['_TASKEXECUTORHEARTBEAT']._serialized_end=559
+  _globals['_HEARTBEATRESPONSE']._serialized_start=561
+  _globals['_HEARTBEATRESPONSE']._serialized_end=616
+  _globals['_REQUESTSLOTSREQUEST']._serialized_start=619
+  _globals['_REQUESTSLOTSREQUEST']._serialized_end=764
+  _globals['_REQUESTSLOTSRESPONSE']._serialized_start=766
+  _globals['_REQUESTSLOTSRESPONSE']._serialized_end=851
+  _globals['_CANCELSLOTREQUESTREQUEST']._serialized_start=853
+  _globals['_CANCELSLOTREQUESTREQUEST']._serialized_end=915
+  _globals['_CANCELSLOTREQUESTRESPONSE']._serialized_start=917
+  _globals['_CANCELSLOTREQUESTRESPONSE']._serialized_end=984
+  _globals['_RELEASESLOTSREQUEST']._serialized_start=986
+  _globals['_RELEASESLOTSREQUEST']._serialized_end=1047
+  _globals['_RESOURCEMANAGER']._serialized_start=1050
+  _globals['_RESOURCEMANAGER']._serialized_end=1567
 # @@protoc_insertion_point(module_scope)

@@ -7,6 +7,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SlotAvailableRequest(_message.Message):
+    __slots__ = ("resource_id", "allocation_id")
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    resource_id: str
+    allocation_id: str
+    def __init__(self, resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ...) -> None: ...
+
 class RegisterTaskExecutorRequest(_message.Message):
     __slots__ = ("resource_id", "rpc_address", "data_host", "data_port", "num_slots", "spark_executor_id", "pid", "lease_id")
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -40,12 +48,14 @@ class RegisterTaskExecutorResponse(_message.Message):
     def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ..., heartbeat_interval_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class TaskExecutorHeartbeat(_message.Message):
-    __slots__ = ("resource_id", "allocated_slots")
+    __slots__ = ("resource_id", "allocated_slots", "process")
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    PROCESS_FIELD_NUMBER: _ClassVar[int]
     resource_id: str
     allocated_slots: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, resource_id: _Optional[str] = ..., allocated_slots: _Optional[_Iterable[str]] = ...) -> None: ...
+    process: _common_pb2.ProcessStatus
+    def __init__(self, resource_id: _Optional[str] = ..., allocated_slots: _Optional[_Iterable[str]] = ..., process: _Optional[_Union[_common_pb2.ProcessStatus, _Mapping]] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
     __slots__ = ("known", "stale_slots")
@@ -56,22 +66,44 @@ class HeartbeatResponse(_message.Message):
     def __init__(self, known: _Optional[bool] = ..., stale_slots: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RequestSlotsRequest(_message.Message):
-    __slots__ = ("job_id", "count", "jobmaster_address", "timeout_ms")
+    __slots__ = ("job_id", "count", "jobmaster_address", "timeout_ms", "request_id", "protocol_version")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     JOBMASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     count: int
     jobmaster_address: str
     timeout_ms: int
-    def __init__(self, job_id: _Optional[str] = ..., count: _Optional[int] = ..., jobmaster_address: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    request_id: str
+    protocol_version: int
+    def __init__(self, job_id: _Optional[str] = ..., count: _Optional[int] = ..., jobmaster_address: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., request_id: _Optional[str] = ..., protocol_version: _Optional[int] = ...) -> None: ...
 
 class RequestSlotsResponse(_message.Message):
-    __slots__ = ("slots",)
-    SLOTS_FIELD_NUMBER: _ClassVar[int]
-    slots: _containers.RepeatedCompositeFieldContainer[_common_pb2.SlotAssignment]
-    def __init__(self, slots: _Optional[_Iterable[_Union[_common_pb2.SlotAssignment, _Mapping]]] = ...) -> None: ...
+    __slots__ = ("protocol_version", "requests_ahead")
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_AHEAD_FIELD_NUMBER: _ClassVar[int]
+    protocol_version: int
+    requests_ahead: int
+    def __init__(self, protocol_version: _Optional[int] = ..., requests_ahead: _Optional[int] = ...) -> None: ...
+
+class CancelSlotRequestRequest(_message.Message):
+    __slots__ = ("job_id", "request_id")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    request_id: str
+    def __init__(self, job_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class CancelSlotRequestResponse(_message.Message):
+    __slots__ = ("cancelled", "explanation")
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    cancelled: bool
+    explanation: str
+    def __init__(self, cancelled: _Optional[bool] = ..., explanation: _Optional[str] = ...) -> None: ...
 
 class ReleaseSlotsRequest(_message.Message):
     __slots__ = ("job_id", "allocation_ids")

@@ -50,6 +50,11 @@ class ResourceManagerStub:
                 request_serializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.FromString,
                 _registered_method=True)
+        self.CancelSlotRequest = channel.unary_unary(
+                '/weir.ResourceManager/CancelSlotRequest',
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestResponse.FromString,
+                _registered_method=True)
         self.ReleaseSlots = channel.unary_unary(
                 '/weir.ResourceManager/ReleaseSlots',
                 request_serializer=weir_dot_proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.SerializeToString,
@@ -59,6 +64,11 @@ class ResourceManagerStub:
                 '/weir.ResourceManager/ListTaskManagers',
                 request_serializer=weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
+                _registered_method=True)
+        self.NotifySlotAvailable = channel.unary_unary(
+                '/weir.ResourceManager/NotifySlotAvailable',
+                request_serializer=weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
 
 
@@ -79,20 +89,41 @@ class ResourceManagerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RequestSlots(self, request, context):
-        """Blocks until `count` slots are allocated to the job or slot.request.timeout passes.
+        """Queues a request for `count` slots and answers at once (slot protocol 2, Flink's
+        requestSlot acknowledged before it is served). Queued requests are served in the
+        order they arrived, as slots free up: the slots are allocated on their TaskExecutors
+        and offered to the JobMaster with JobMaster.OfferSlots. No server thread waits.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelSlotRequest(self, request, context):
+        """Withdraws a queued request (its JobMaster stopped waiting); says why it was not met.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseSlots(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Frees the job's slots (and drops its queued requests when allocation_ids is empty);
+        answers at once, the FreeSlot calls to the TaskExecutors follow in the background.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListTaskManagers(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifySlotAvailable(self, request, context):
+        """TaskExecutor -> ResourceManager: a slot whose FreeSlot found tasks still in it
+        (RELEASING) is free now that they ended (Flink's notifySlotAvailable). A heartbeat
+        that no longer reports the slot says the same, should this call be lost.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -115,6 +146,11 @@ def add_ResourceManagerServicer_to_server(servicer, server):
                     request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsRequest.FromString,
                     response_serializer=weir_dot_proto_dot_resourcemanager__pb2.RequestSlotsResponse.SerializeToString,
             ),
+            'CancelSlotRequest': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelSlotRequest,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestResponse.SerializeToString,
+            ),
             'ReleaseSlots': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseSlots,
                     request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.ReleaseSlotsRequest.FromString,
@@ -124,6 +160,11 @@ def add_ResourceManagerServicer_to_server(servicer, server):
                     servicer.ListTaskManagers,
                     request_deserializer=weir_dot_proto_dot_common__pb2.Empty.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.SerializeToString,
+            ),
+            'NotifySlotAvailable': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifySlotAvailable,
+                    request_deserializer=weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -218,6 +259,33 @@ class ResourceManager:
             _registered_method=True)
 
     @staticmethod
+    def CancelSlotRequest(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.ResourceManager/CancelSlotRequest',
+            weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestRequest.SerializeToString,
+            weir_dot_proto_dot_resourcemanager__pb2.CancelSlotRequestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def ReleaseSlots(request,
             target,
             options=(),
@@ -261,6 +329,33 @@ class ResourceManager:
             '/weir.ResourceManager/ListTaskManagers',
             weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
             weir_dot_proto_dot_common__pb2.ListTaskManagersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifySlotAvailable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.ResourceManager/NotifySlotAvailable',
+            weir_dot_proto_dot_resourcemanager__pb2.SlotAvailableRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,

@@ -87,7 +87,9 @@ class TaskExecutorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def FreeSlot(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Ack.ok: the slot is free now; false: its tasks are being cancelled and the slot is
+        RELEASING until they end (ResourceManager.NotifySlotAvailable then).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

@@ -37,6 +37,10 @@ class HeartbeatMonitor(Generic[K]):
             self._last_seen[target] = self._clock()
             return True
 
+    def is_monitored(self, target: K) -> bool:
+        with self._lock:
+            return target in self._last_seen
+
     def unmonitor(self, target: K) -> None:
         with self._lock:
             self._last_seen.pop(target, None)

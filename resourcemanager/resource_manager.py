@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -30,11 +31,13 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, JobId, ResourceId
+from weir.core.process_status import ProcessStatus
 from weir.resourcemanager import service
 from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
 from weir.resourcemanager.slot_manager import (
     DefaultSlotManager,
     SlotAssignment,
+    SlotGrant,
     SlotRequest,
     TaskManagerRegistration,
     TaskManagerStatus,
@@ -61,6 +64,19 @@ _CONTROL_RPC_TIMEOUT_S = 10.0
 _STOP_GRACE_S = 10.0
 # How long close() waits for cancelled lease jobs to end before it gives up on them.
 _CANCEL_WAIT_S = 30.0
+# A queued slot request outlives its slot.request.timeout by this much: its JobMaster
+# withdraws it at the timeout (and learns why it was not met); the queue drops it on its
+# own only when that withdrawal never came (the JobMaster died), so it cannot hold back
+# the requests behind it for ever. Twice the control RPC timeout covers a slow withdrawal.
+_QUEUE_GRACE_MS = int(2 * _CONTROL_RPC_TIMEOUT_S * 1000)
+# Allocations, offers and FreeSlot calls run on this many threads, never on the gRPC
+# server's: each is a few control RPCs, so four keep up with a queue of any length while
+# one unreachable TaskExecutor (a 10 s timeout) holds only one of them.
+_SLOT_WORKERS = 4
+# The maintenance loop re-leases TaskManagers below resourcemanager.taskmanager.min at
+# most this often: a lost one is replaced at once, but a lease that cannot register
+# (Spark cannot start executors) is not retried in a tight loop.
+_MINIMUM_CHECK_PERIOD_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +129,19 @@ class ResourceManager:
         # Lost-notices and releases run here, so neither the heartbeat check nor a
         # lease thread waits on another process.
         self._background = ThreadPoolExecutor(max_workers=4, thread_name_prefix="weir-rm")
+        self._slot_workers = ThreadPoolExecutor(
+            max_workers=_SLOT_WORKERS, thread_name_prefix="weir-rm-slots"
+        )
         self._server: grpc.Server | None = None
         self._stopped = threading.Event()
         self._maintenance: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
         self._registration_delays_ms: list[int] = []
+        self._jobmaster_addresses: dict[JobId, str] = {}
+        # Leases of TaskManagers declared lost: they may not register again (a few bytes
+        # per lost TaskManager for the life of the cluster).
+        self._ended_leases: set[str] = set()
 
     def _task_manager_config(self) -> dict[str, str]:
         # The TaskExecutor gets the whole configuration (plain strings, in the closure).
@@ -168,9 +191,13 @@ class ResourceManager:
         """Leases whose Spark job has not ended."""
         return self._launcher.running_leases()
 
-    def close(self) -> None:
+    def close(self, *, stop_spark: bool = True) -> None:
         """Stop every TaskExecutor (cancelling the Spark job of any that does not stop),
-        wait for the leases to end, stop the server. Idempotent."""
+        wait for the leases to end, stop the server. Idempotent.
+
+        ``stop_spark=False`` leaves a SparkSession this ResourceManager created to the
+        end of the process: its JVM stops when the interpreter exits (the gateway's
+        stdin closes), so an embedded run does not wait for Spark's orderly stop."""
         with self._lock:
             if self._closed:
                 return
@@ -209,11 +236,12 @@ class ResourceManager:
         for lease_id in leftover:
             if not self._launcher.join(lease_id, max(0.0, deadline - time.monotonic())):
                 logger.warning("the Spark job of lease %s did not end after cancellation", lease_id)
+        self._slot_workers.shutdown(wait=True, cancel_futures=True)
         self._background.shutdown(wait=True)
         if self._server is not None:
             rpc.stop_server(self._server, 1.0)
         self._gateways.close()
-        if self._owns_spark:
+        if self._owns_spark and stop_spark:
             self._spark.stop()
         logger.info("ResourceManager at %s closed", self._address)
 
@@ -237,6 +265,21 @@ class ResourceManager:
 
         if self._closed:
             return result(False, "the ResourceManager is shutting down")
+        with self._lock:
+            ended = registration.lease_id in self._ended_leases
+        if ended:
+            # Declared lost (a long pause, say) and its Spark job cancelled: taking it
+            # back would hand out slots of a process about to be killed.
+            logger.info(
+                "TaskManager %s of ended lease %s refused",
+                registration.resource_id,
+                registration.lease_id,
+            )
+            return result(
+                False,
+                f"its lease {registration.lease_id} was ended when it was declared lost; "
+                "this TaskManager stops (a new lease replaces it)",
+            )
         if not self._slot_manager.register(registration):
             # A re-registration of a TaskExecutor we still know: keep the first one.
             self._heartbeats.receive_heartbeat(registration.resource_id)
@@ -260,18 +303,23 @@ class ResourceManager:
             registration.spark_executor_id,
             delay_ms,
         )
+        self._serve_slot_requests()
         return result(True, "registered")
 
     def heartbeat(
         self,
         resource_id: ResourceId,
         allocated: list[AllocationId],
+        process: ProcessStatus | None = None,
     ) -> list[AllocationId] | None:
         """Record a TaskExecutor's heartbeat. Returns the slots it holds that are freed
         here, for it to free; None tells it to register again."""
         if not self._heartbeats.receive_heartbeat(resource_id):
             return None
-        stale = self._slot_manager.heartbeat(resource_id, allocated)
+        before = self._slot_manager.free_slot_count()
+        stale = self._slot_manager.heartbeat(resource_id, allocated, process)
+        if self._slot_manager.free_slot_count() > before:
+            self._serve_slot_requests()  # a releasing slot was let go
         if stale:
             logger.warning(
                 "TaskManager %s still holds freed slots %s; telling it to free them",
@@ -284,47 +332,99 @@ class ResourceManager:
         return self._slot_manager.task_managers()
 
     # --- JobMaster side ------------------------------------------------------------------
-    def request_slots(self, request: SlotRequest) -> list[SlotAssignment]:
-        """Reserve ``count`` slots (leasing TaskManagers as needed) and allocate them on
-        their TaskExecutors. Raises SlotAllocationError."""
+    def request_slots(self, request: SlotRequest) -> int:
+        """Queue a request for ``count`` slots (leasing TaskManagers as needed); returns
+        how many requests are ahead of it. The slots are allocated on their TaskExecutors
+        and offered to the JobMaster when the request's turn comes. Raises
+        SlotAllocationError at once when it can never be met."""
         if request.count < 1:
             msg = f"job {request.job_id} asked for {request.count} slots; ask for at least 1"
             raise SlotAllocationError(msg)
         timeout_ms = request.timeout_ms or cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
-            assignments = self._slot_manager.reserve(
-                SlotRequest(request.job_id, request.count, request.jobmaster_address, remaining_ms)
-            )
-            unreachable = self._allocate_on_task_executors(request, assignments)
-            if unreachable is None:
-                break
-            # A TaskManager we cannot reach is gone (its heartbeats would say so soon):
-            # declare it lost now and serve the request from the others, or new leases.
-            resource_id, exc = unreachable
-            self._task_manager_lost(resource_id, f"unreachable when allocating a slot: {exc}")
-            if time.monotonic() >= deadline:
-                msg = (
-                    f"job {request.job_id}: no reachable TaskManager for {request.count} "
-                    f"slots within {timeout_ms} ms (last: {exc}); raise slot.request.timeout"
+        # The JobMaster withdraws its request at its own timeout and gets the reason; the
+        # queue drops it only well after, if that withdrawal never came.
+        queued = dataclasses.replace(request, timeout_ms=timeout_ms + _QUEUE_GRACE_MS)
+        ahead = self._slot_manager.request(queued)
+        with self._lock:
+            self._jobmaster_addresses[request.job_id] = request.jobmaster_address
+        self._serve_slot_requests()
+        return ahead
+
+    def cancel_slot_request(self, job_id: JobId, request_id: str) -> str | None:
+        """Withdraw a queued request; returns why it was not met, or None when it is not
+        queued (its slots are already on their way to the JobMaster, or it is unknown)."""
+        explanation = self._slot_manager.cancel(job_id, request_id)
+        if explanation is not None:
+            logger.info("job %s: slot request %s withdrawn", job_id, request_id)
+            self._serve_slot_requests()  # the requests behind it may fit now
+        return explanation
+
+    def _serve_slot_requests(self) -> None:
+        """Hand free slots to the queued requests, oldest first; the allocations and offers
+        run on the slot workers. Called whenever slots or requests may have changed."""
+        if self._closed:
+            return
+        for grant in self._slot_manager.match():  # it logs the grants, in order
+            try:
+                self._slot_workers.submit(self._deliver, grant)
+            except RuntimeError:  # shutting down: the JobMasters are closing too
+                return
+
+    def _deliver(self, grant: SlotGrant) -> None:
+        """Allocate a grant's slots on their TaskExecutors and offer them to the JobMaster;
+        on a slot worker."""
+        request = grant.request
+        allocation_ids = [a.allocation_id for a in grant.slots]
+        failure = self._allocate_on_task_executors(request, grant.slots)
+        if failure is not None:
+            resource_id, exc, unreachable = failure
+            self._free_now(request.job_id, allocation_ids)
+            self._slot_manager.requeue(grant)
+            if unreachable:
+                # Gone (its heartbeats would say so soon): declare it lost now and serve
+                # the request from the others, or from new leases.
+                self._task_manager_lost(
+                    resource_id, f"unreachable when allocating a slot: {exc}", unresponsive=True
                 )
-                raise SlotAllocationError(msg) from exc
-        logger.info(
-            "job %s got %d slots on %s",
-            request.job_id,
-            len(assignments),
-            sorted({a.resource_id for a in assignments}),
-        )
-        return assignments
+                self._serve_slot_requests()
+            else:
+                # Its view differs from ours (a FreeSlot not yet through): the request waits
+                # for the next round of the maintenance loop rather than hammering it.
+                logger.warning(
+                    "TaskManager %s refused a slot for job %s (%s); the request stays queued",
+                    resource_id,
+                    request.job_id,
+                    exc,
+                )
+            return
+        try:
+            accepted, message = self._gateways.offer_slots(
+                request.jobmaster_address,
+                request.job_id,
+                request.request_id,
+                grant.slots,
+                _CONTROL_RPC_TIMEOUT_S,
+            )
+        except WeirError as exc:
+            accepted, message = False, str(exc)
+        if not accepted:
+            logger.info(
+                "job %s: JobMaster %s did not take the slots of request %s (%s); freeing them",
+                request.job_id,
+                request.jobmaster_address,
+                request.request_id,
+                message,
+            )
+            self._free_now(request.job_id, allocation_ids)
+            self._serve_slot_requests()
 
     def _allocate_on_task_executors(
-        self, request: SlotRequest, assignments: list[SlotAssignment]
-    ) -> tuple[ResourceId, WeirError] | None:
-        """AllocateSlot on each TaskExecutor. Returns the first unreachable TaskManager
-        (the reservation is then released); raises SlotAllocationError on a refusal."""
-        try:
-            for slot in assignments:
+        self, request: SlotRequest, assignments: tuple[SlotAssignment, ...]
+    ) -> tuple[ResourceId, WeirError, bool] | None:
+        """AllocateSlot on each TaskExecutor. Returns the first that failed, its error, and
+        whether it was unreachable (rather than refusing)."""
+        for slot in assignments:
+            try:
                 self._gateways.allocate_slot(
                     slot.rpc_address,
                     slot.allocation_id,
@@ -332,22 +432,44 @@ class ResourceManager:
                     request.jobmaster_address,
                     _CONTROL_RPC_TIMEOUT_S,
                 )
-        except (ServiceUnavailableError, RemoteTimeoutError) as exc:
-            self.release_slots(request.job_id, [a.allocation_id for a in assignments])
-            return slot.resource_id, exc
-        except WeirError as exc:
-            self.release_slots(request.job_id, [a.allocation_id for a in assignments])
-            msg = (
-                f"job {request.job_id}: allocating {request.count} slots failed because a "
-                f"TaskExecutor refused: {exc}; retry the request"
-            )
-            raise SlotAllocationError(msg) from exc
+            except (ServiceUnavailableError, RemoteTimeoutError) as exc:
+                return slot.resource_id, exc, True
+            except WeirError as exc:
+                return slot.resource_id, exc, False
         return None
 
     def release_slots(self, job_id: JobId, allocation_ids: list[AllocationId]) -> None:
-        for allocation_id, registration in self._slot_manager.free(job_id, allocation_ids):
+        """Free the job's slots (all of them, and its queued requests, when
+        ``allocation_ids`` is empty). Returns at once: the FreeSlot calls run on the slot
+        workers, and each slot is handed out again once its TaskExecutor let it go."""
+        if not allocation_ids:
+            # The job ended (or restarts and asks again): its queued requests go, and so
+            # does the channel to its JobMaster (a new JobMaster has a new address).
+            self._slot_manager.cancel_job(job_id)
+            with self._lock:
+                address = self._jobmaster_addresses.pop(job_id, None)
+            if address is not None:
+                self._gateways.forget(address)
+        freed = self._slot_manager.free(job_id, allocation_ids)
+        if not freed:
+            return
+        try:
+            self._slot_workers.submit(self._free_on_task_executors, freed)
+        except RuntimeError:  # shutting down: close() stops the TaskExecutors anyway
+            return
+
+    def _free_now(self, job_id: JobId, allocation_ids: list[AllocationId]) -> None:
+        self._free_on_task_executors(self._slot_manager.free(job_id, allocation_ids))
+
+    def _free_on_task_executors(
+        self, freed: list[tuple[AllocationId, TaskManagerRegistration]]
+    ) -> None:
+        for allocation_id, registration in freed:
+            released = True
             try:
-                self._gateways.free_slot(
+                if not self._heartbeats.is_monitored(registration.resource_id):
+                    continue  # lost or released: its slots went with it
+                released = self._gateways.free_slot(
                     registration.rpc_address, allocation_id, _CONTROL_RPC_TIMEOUT_S
                 )
             except WeirError:
@@ -360,18 +482,50 @@ class ResourceManager:
                     exc_info=True,
                 )
             finally:
-                self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
+                if released:
+                    self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
+                else:
+                    # Its tasks are still ending: the slot stays taken until the
+                    # TaskExecutor says it is available (or stops reporting it).
+                    logger.info(
+                        "slot %s on TaskManager %s is releasing: its tasks are still ending",
+                        allocation_id,
+                        registration.resource_id,
+                    )
+        self._serve_slot_requests()
+
+    def slot_available(self, resource_id: ResourceId, allocation_id: AllocationId) -> None:
+        """A RELEASING slot's tasks ended on its TaskExecutor: it may be handed out."""
+        logger.info("slot %s on TaskManager %s is available again", allocation_id, resource_id)
+        self._slot_manager.confirm_freed(resource_id, allocation_id)
+        self._serve_slot_requests()
 
     # --- loss and release ----------------------------------------------------------------
     def _maintenance_loop(self) -> None:
         # Check often enough to notice a loss soon after heartbeat.timeout, without
         # spinning when the timeout is long.
         period_s = max(0.05, min(self._heartbeat_interval_ms, self._heartbeat_timeout_ms) / 4000)
+        next_minimum_check = time.monotonic() + _MINIMUM_CHECK_PERIOD_S
         while not self._stopped.wait(period_s):
             for resource_id in self._heartbeats.expired():
                 self._task_manager_lost(
-                    resource_id, f"no heartbeat for {self._heartbeat_timeout_ms} ms"
+                    resource_id,
+                    f"no heartbeat for {self._heartbeat_timeout_ms} ms",
+                    unresponsive=True,
                 )
+            for expired in self._slot_manager.expire():
+                logger.warning(
+                    "job %s: slot request %s dropped from the queue after %d ms; its "
+                    "JobMaster did not withdraw it",
+                    expired.job_id,
+                    expired.request_id,
+                    expired.timeout_ms,
+                )
+            if time.monotonic() >= next_minimum_check:
+                next_minimum_check = time.monotonic() + _MINIMUM_CHECK_PERIOD_S
+                self._slot_manager.ensure_minimum()
+            # Also the retry of a request a TaskExecutor refused.
+            self._serve_slot_requests()
             for resource_id in self._slot_manager.idle_task_managers():
                 registration = self._slot_manager.mark_releasing(resource_id)
                 if registration is not None:
@@ -382,14 +536,23 @@ class ResourceManager:
         if resource_id is not None:
             reason = f"its Spark job ended ({ended.error or 'returned: ' + ended.result})"
             self._task_manager_lost(resource_id, reason)
-        elif ended.error is not None and not self._closed:
+            return
+        if ended.error is not None and not self._closed:
             logger.info(
                 "lease %s ended after %d ms: %s", ended.lease_id, ended.duration_ms, ended.error
             )
         else:
             logger.debug("lease %s ended: %s", ended.lease_id, ended.result or ended.error)
+        # A lease that ended before it registered leaves room for another.
+        self._serve_slot_requests()
 
-    def _task_manager_lost(self, resource_id: ResourceId, reason: str) -> None:
+    def _task_manager_lost(
+        self, resource_id: ResourceId, reason: str, *, unresponsive: bool = False
+    ) -> None:
+        """Drop a TaskManager, tell the JobMasters that held its slots, end its lease and
+        lease a replacement if the minimum is no longer met. ``unresponsive``: it missed
+        its heartbeats, so a Stop call would only wait out its timeout; its Spark job is
+        cancelled at once."""
         registration = self._slot_manager.get(resource_id)
         held = self._slot_manager.unregister(resource_id)
         self._heartbeats.unmonitor(resource_id)
@@ -398,12 +561,20 @@ class ResourceManager:
         logger.info(
             "TaskManager %s lost: %s (held slots of %d JobMasters)", resource_id, reason, len(held)
         )
+        if registration.lease_id:
+            with self._lock:
+                self._ended_leases.add(registration.lease_id)
         if self._closed:
             return
         for jobmaster_address in held:
             self._background.submit(self._notify_lost, jobmaster_address, resource_id, reason)
-        # It may still be alive (a long pause): make sure its lease ends.
-        self._background.submit(self._end_lease, registration, f"declared lost: {reason}")
+        # It may still be alive (a long pause): make sure its lease ends. Until it does,
+        # its Spark task may hold the executor core a replacement needs.
+        self._background.submit(
+            self._end_lease, registration, f"declared lost: {reason}", stop_first=not unresponsive
+        )
+        self._slot_manager.ensure_minimum()
+        self._serve_slot_requests()
 
     def _notify_lost(self, jobmaster_address: str, resource_id: ResourceId, reason: str) -> None:
         try:
@@ -426,9 +597,12 @@ class ResourceManager:
         self._heartbeats.unmonitor(registration.resource_id)
         logger.info("TaskManager %s released (%s)", registration.resource_id, reason)
 
-    def _end_lease(self, registration: TaskManagerRegistration, reason: str) -> None:
-        self._stop_remote(registration, reason)
-        if not self._launcher.join(registration.lease_id, _STOP_GRACE_S):
+    def _end_lease(
+        self, registration: TaskManagerRegistration, reason: str, *, stop_first: bool = True
+    ) -> None:
+        if stop_first:
+            self._stop_remote(registration, reason)
+        if not stop_first or not self._launcher.join(registration.lease_id, _STOP_GRACE_S):
             self._launcher.cancel(registration.lease_id)
         self._gateways.forget(registration.rpc_address)
 

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 import grpc
 
 from weir.core import rpc
+from weir.core.errors import SlotAllocationError
 from weir.core.ids import AllocationId, JobId, ResourceId
+from weir.core.process_status import ProcessStatus
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -19,7 +21,7 @@ from weir.proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
-from weir.resourcemanager.slot_manager import SlotRequest, TaskManagerRegistration
+from weir.resourcemanager.slot_manager import SlotAssignment, SlotRequest, TaskManagerRegistration
 
 if TYPE_CHECKING:
     from weir.resourcemanager.resource_manager import ResourceManager
@@ -60,8 +62,17 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
     def Heartbeat(
         self, request: resourcemanager_pb2.TaskExecutorHeartbeat, context: grpc.ServicerContext
     ) -> resourcemanager_pb2.HeartbeatResponse:
+        process = (
+            ProcessStatus(
+                request.process.threads, request.process.open_fds, request.process.grpc_channels
+            )
+            if request.HasField("process")
+            else None
+        )
         stale = self._rm.heartbeat(
-            ResourceId(request.resource_id), [AllocationId(a) for a in request.allocated_slots]
+            ResourceId(request.resource_id),
+            [AllocationId(a) for a in request.allocated_slots],
+            process,
         )
         return resourcemanager_pb2.HeartbeatResponse(
             known=stale is not None, stale_slots=stale or []
@@ -71,25 +82,36 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
     def RequestSlots(
         self, request: resourcemanager_pb2.RequestSlotsRequest, context: grpc.ServicerContext
     ) -> resourcemanager_pb2.RequestSlotsResponse:
-        assignments = self._rm.request_slots(
+        if request.protocol_version != rpc.SLOT_PROTOCOL_VERSION:
+            msg = (
+                f"job {request.job_id}: its JobMaster speaks slot protocol "
+                f"{request.protocol_version or 1}, this ResourceManager "
+                f"{rpc.SLOT_PROTOCOL_VERSION} (it offers slots with JobMaster.OfferSlots); "
+                "run the JobMasters and the ResourceManager of one Weir version"
+            )
+            raise SlotAllocationError(msg)
+        ahead = self._rm.request_slots(
             SlotRequest(
                 job_id=JobId(request.job_id),
                 count=request.count,
                 jobmaster_address=request.jobmaster_address,
                 timeout_ms=request.timeout_ms,
+                request_id=request.request_id,
             )
         )
         return resourcemanager_pb2.RequestSlotsResponse(
-            slots=[
-                common_pb2.SlotAssignment(
-                    allocation_id=a.allocation_id,
-                    resource_id=a.resource_id,
-                    rpc_address=a.rpc_address,
-                    data_host=a.data_host,
-                    data_port=a.data_port,
-                )
-                for a in assignments
-            ]
+            protocol_version=rpc.SLOT_PROTOCOL_VERSION, requests_ahead=ahead
+        )
+
+    @rpc.translate_server_errors
+    def CancelSlotRequest(
+        self,
+        request: resourcemanager_pb2.CancelSlotRequestRequest,
+        context: grpc.ServicerContext,
+    ) -> resourcemanager_pb2.CancelSlotRequestResponse:
+        explanation = self._rm.cancel_slot_request(JobId(request.job_id), request.request_id)
+        return resourcemanager_pb2.CancelSlotRequestResponse(
+            cancelled=explanation is not None, explanation=explanation or ""
         )
 
     @rpc.translate_server_errors
@@ -98,6 +120,15 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
     ) -> common_pb2.Ack:
         self._rm.release_slots(
             JobId(request.job_id), [AllocationId(a) for a in request.allocation_ids]
+        )
+        return common_pb2.Ack(ok=True)
+
+    @rpc.translate_server_errors
+    def NotifySlotAvailable(
+        self, request: resourcemanager_pb2.SlotAvailableRequest, context: grpc.ServicerContext
+    ) -> common_pb2.Ack:
+        self._rm.slot_available(
+            ResourceId(request.resource_id), AllocationId(request.allocation_id)
         )
         return common_pb2.Ack(ok=True)
 
@@ -119,6 +150,15 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
                     last_heartbeat_ms=s.last_heartbeat_ms,
                     spark_executor_id=s.registration.spark_executor_id,
                     pid=s.registration.pid,
+                    process=(
+                        common_pb2.ProcessStatus(
+                            threads=s.process.threads,
+                            open_fds=s.process.open_fds,
+                            grpc_channels=s.process.grpc_channels,
+                        )
+                        if s.process is not None
+                        else None
+                    ),
                 )
                 for s in self._rm.task_managers()
             ]
@@ -174,14 +214,16 @@ class Gateways:
         )
         rpc.call("TaskExecutor.AllocateSlot", stub.AllocateSlot, request, timeout=timeout_s)
 
-    def free_slot(self, address: str, allocation_id: AllocationId, timeout_s: float) -> None:
+    def free_slot(self, address: str, allocation_id: AllocationId, timeout_s: float) -> bool:
+        """True when the slot is free; False when it is RELEASING (tasks still ending)."""
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
-        rpc.call(
+        answer = rpc.call(
             "TaskExecutor.FreeSlot",
             stub.FreeSlot,
             taskexecutor_pb2.FreeSlotRequest(allocation_id=allocation_id),
             timeout=timeout_s,
         )
+        return bool(answer.ok)
 
     def stop_task_executor(self, address: str, reason: str, timeout_s: float) -> None:
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
@@ -193,6 +235,37 @@ class Gateways:
         )
 
     # --- JobMaster -----------------------------------------------------------------------
+    def offer_slots(
+        self,
+        address: str,
+        job_id: JobId,
+        request_id: str,
+        slots: tuple[SlotAssignment, ...],
+        timeout_s: float,
+    ) -> tuple[bool, str]:
+        """Offer a request's slots; returns whether the JobMaster took them, and why not."""
+        stub = jobmaster_pb2_grpc.JobMasterStub(self._channel(address))
+        answer = rpc.call(
+            "JobMaster.OfferSlots",
+            stub.OfferSlots,
+            jobmaster_pb2.OfferSlotsRequest(
+                job_id=job_id,
+                request_id=request_id,
+                slots=[
+                    common_pb2.SlotAssignment(
+                        allocation_id=a.allocation_id,
+                        resource_id=a.resource_id,
+                        rpc_address=a.rpc_address,
+                        data_host=a.data_host,
+                        data_port=a.data_port,
+                    )
+                    for a in slots
+                ],
+            ),
+            timeout=timeout_s,
+        )
+        return answer.accepted, answer.message
+
     def notify_task_manager_lost(
         self, address: str, resource_id: ResourceId, reason: str, timeout_s: float
     ) -> None:

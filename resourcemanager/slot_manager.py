@@ -1,11 +1,14 @@
-"""The SlotManager: matches slot requests to free slots of registered TaskManagers.
+"""The SlotManager: a queue of slot requests served from the free slots of registered
+TaskManagers, oldest first.
 
-It asks its launcher for more TaskManagers when the free slots are short (up to the
-most the cluster may lease), and names idle TaskManagers that may be released. It does
-no I/O itself: the ResourceManager does the RPCs around it.
+A request is queued and answered at once; ``match()`` hands out slots to the queued
+requests in the order they arrived whenever the caller learns that something changed
+(a TaskManager registered, slots were freed, a request arrived). It asks its launcher
+for more TaskManagers when the queue needs more slots than are free (up to the most the
+cluster may lease), and names idle TaskManagers that may be released. It does no I/O
+itself and never blocks: the ResourceManager does the RPCs around it.
 
-Threading: every method may be called from any thread; one lock guards the state and
-one condition wakes the requests waiting for TaskManagers to register.
+Threading: every method may be called from any thread; one lock guards the state.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ import logging
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from weir.core.errors import SlotAllocationError
 from weir.core.ids import AllocationId, JobId, ResourceId, new_allocation_id, new_hex_id
+from weir.core.process_status import ProcessStatus
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +56,24 @@ class SlotAssignment:
 
 @dataclass(frozen=True, slots=True)
 class SlotRequest:
+    """A JobMaster's request for ``count`` slots; ``request_id`` is the JobMaster's own
+    (it matches the offer to the request); ``timeout_ms`` bounds its time in the queue."""
+
     job_id: JobId
     count: int
     jobmaster_address: str
     timeout_ms: int
+    request_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SlotGrant:
+    """Slots reserved for a queued request, to be allocated and offered; ``sequence`` is
+    its place in the queue (a grant that cannot be delivered goes back there)."""
+
+    sequence: int
+    request: SlotRequest
+    slots: tuple[SlotAssignment, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +83,7 @@ class TaskManagerStatus:
     registration: TaskManagerRegistration
     free_slots: int
     last_heartbeat_ms: int
+    process: ProcessStatus | None = None
 
 
 class TaskManagerLauncher(Protocol):
@@ -78,6 +98,14 @@ class TaskManagerLauncher(Protocol):
         """Start leasing one TaskManager in the background under ``lease_id``; returns at
         once. The TaskManager registers with that lease id."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingRequest:
+    sequence: int
+    request: SlotRequest
+    queued_at: float
+    deadline: float
 
 
 @dataclass(slots=True)
@@ -95,6 +123,7 @@ class _TaskManager:
     freeing: set[AllocationId] = field(default_factory=set)
     idle_since: float = 0.0
     last_heartbeat_ms: int = 0
+    process: ProcessStatus | None = None
     releasing: bool = False
 
     @property
@@ -124,7 +153,8 @@ class DefaultSlotManager:
         self._idle_timeout_s = idle_timeout_ms / 1000
         self._clock = clock
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
+        self._queue: deque[_PendingRequest] = deque()
+        self._sequence = 0
         self._task_managers: dict[ResourceId, _TaskManager] = {}
         self._pending_leases: set[str] = set()
         self._closed = False
@@ -161,15 +191,14 @@ class DefaultSlotManager:
             try:
                 self._launcher.launch(lease_id)
             except BaseException:
-                with self._changed:
+                with self._lock:
                     self._pending_leases.difference_update(leases[index:])
-                    self._changed.notify_all()
                 raise
 
     # --- registration ----------------------------------------------------------------
     def register(self, registration: TaskManagerRegistration) -> bool:
         """Add a TaskManager; False if one with that resource id is already registered."""
-        with self._changed:
+        with self._lock:
             if registration.resource_id in self._task_managers:
                 return False
             self._pending_leases.discard(registration.lease_id)
@@ -178,24 +207,31 @@ class DefaultSlotManager:
                 idle_since=self._clock(),
                 last_heartbeat_ms=int(time.time() * 1000),
             )
-            self._changed.notify_all()
             return True
 
     def heartbeat(
         self,
         resource_id: ResourceId,
         reported: list[AllocationId],
+        process: ProcessStatus | None = None,
     ) -> list[AllocationId] | None:
         """Note a TaskManager's heartbeat. Returns the reported slots that are no longer
         allocated here (their FreeSlot was lost), or None for an unknown TaskManager.
 
         Allocation ids are never reused and a slot is reserved here before its
-        TaskExecutor hears of it, so a reported slot unknown here is safe to free."""
+        TaskExecutor hears of it, so a reported slot unknown here is safe to free. A slot
+        being freed that the TaskExecutor no longer reports has been let go (a RELEASING
+        slot whose tasks ended, its NotifySlotAvailable lost): it is free again."""
         with self._lock:
             tm = self._task_managers.get(resource_id)
             if tm is None:
                 return None
             tm.last_heartbeat_ms = int(time.time() * 1000)
+            tm.process = process or tm.process
+            held = set(reported)
+            let_go = [a for a in tm.freeing if a not in held]
+            for allocation_id in let_go:
+                self._freed_locked(tm, allocation_id)
             return [a for a in reported if a not in tm.allocations and a not in tm.freeing]
 
     def unregister(self, resource_id: ResourceId) -> dict[str, list[AllocationId]]:
@@ -203,9 +239,8 @@ class DefaultSlotManager:
 
         Returns the slots it held per JobMaster address, for the lost-notices.
         """
-        with self._changed:
+        with self._lock:
             tm = self._task_managers.pop(resource_id, None)
-            self._changed.notify_all()
         if tm is None:
             return {}
         held: dict[str, list[AllocationId]] = {}
@@ -216,9 +251,8 @@ class DefaultSlotManager:
     def lease_ended(self, lease_id: str) -> ResourceId | None:
         """The Spark job of a lease ended. Returns the TaskManager it hosted if that one is
         still registered and not being released (it is lost); None otherwise."""
-        with self._changed:
+        with self._lock:
             self._pending_leases.discard(lease_id)
-            self._changed.notify_all()
             for resource_id, tm in self._task_managers.items():
                 if tm.registration.lease_id == lease_id and not tm.releasing:
                     return resource_id
@@ -242,15 +276,16 @@ class DefaultSlotManager:
     def task_managers(self) -> list[TaskManagerStatus]:
         with self._lock:
             return [
-                TaskManagerStatus(tm.registration, tm.free_slots, tm.last_heartbeat_ms)
+                TaskManagerStatus(tm.registration, tm.free_slots, tm.last_heartbeat_ms, tm.process)
                 for tm in self._task_managers.values()
             ]
 
-    # --- slots -------------------------------------------------------------------------
-    def reserve(self, request: SlotRequest) -> list[SlotAssignment]:
-        """Reserve ``request.count`` slots, leasing TaskManagers as needed; blocks until
-        they exist or the timeout passes. Raises SlotAllocationError at once when the
-        count can never be met."""
+    # --- slot requests -------------------------------------------------------------------
+    def request(self, request: SlotRequest) -> int:
+        """Queue ``request`` behind those already queued and lease TaskManagers for what
+        the queue needs; returns how many requests are ahead of it. Raises
+        SlotAllocationError at once when the count can never be met or the manager is
+        closed. Queuing the same (job, request id) twice keeps the first."""
         if request.count > self.max_slots:
             msg = (
                 f"job {request.job_id} asked for {request.count} slots, but this cluster can "
@@ -260,25 +295,116 @@ class DefaultSlotManager:
                 "taskmanager.numberOfTaskSlots"
             )
             raise SlotAllocationError(msg)
-        deadline = self._clock() + request.timeout_ms / 1000
-        while True:
-            with self._changed:
-                if self._closed:
-                    msg = "the ResourceManager is shutting down; no slots will be allocated"
-                    raise SlotAllocationError(msg)
-                free = self._free_slots()
-                if free >= request.count:
-                    return self._take(request)
-                leases = self._new_leases(self._leases_needed(request.count - free))
-                if not leases:
-                    remaining = deadline - self._clock()
-                    if remaining <= 0:
-                        raise SlotAllocationError(self._timeout_message(request, free))
-                    # Registration, a freed slot or a lease ending wakes us; the bound
-                    # only keeps a fake clock and a lost notify from hanging the request.
-                    self._changed.wait(min(remaining, 1.0))
-                    continue
-            self._start(leases)
+        with self._lock:
+            if self._closed:
+                msg = "the ResourceManager is shutting down; no slots will be allocated"
+                raise SlotAllocationError(msg)
+            for ahead, pending in enumerate(self._queue):
+                if (pending.request.job_id, pending.request.request_id) == (
+                    request.job_id,
+                    request.request_id,
+                ):
+                    return ahead
+            now = self._clock()
+            self._sequence += 1
+            self._queue.append(
+                _PendingRequest(self._sequence, request, now, now + request.timeout_ms / 1000)
+            )
+            ahead = len(self._queue) - 1
+            # Logged under the lock, so the log shows the queue's own order.
+            logger.info(
+                "job %s: request %s for %d slots queued as #%d (%d ahead)",
+                request.job_id,
+                request.request_id,
+                request.count,
+                self._sequence,
+                ahead,
+            )
+            leases = self._new_leases(self._leases_needed(self._demand() - self._free_slots()))
+        self._start(leases)
+        return ahead
+
+    def match(self) -> list[SlotGrant]:
+        """Reserve slots for the queued requests, oldest first, as long as the oldest can
+        be met (strict FIFO: a large request is not overtaken forever by small ones), and
+        lease TaskManagers for what the rest still needs. The grants' slots are reserved
+        here; the caller allocates them on their TaskExecutors and offers them."""
+        with self._lock:
+            grants: list[SlotGrant] = []
+            while self._queue and not self._closed:
+                head = self._queue[0]
+                if head.request.count > self._free_slots():
+                    break
+                self._queue.popleft()
+                grant = SlotGrant(head.sequence, head.request, self._take(head.request))
+                grants.append(grant)
+                logger.info(
+                    "job %s: request %s (#%d) gets %d slots on %s",
+                    head.request.job_id,
+                    head.request.request_id,
+                    head.sequence,
+                    len(grant.slots),
+                    sorted({a.resource_id for a in grant.slots}),
+                )
+            leases = self._new_leases(self._leases_needed(self._demand() - self._free_slots()))
+        self._start(leases)
+        return grants
+
+    def requeue(self, grant: SlotGrant) -> None:
+        """Put a grant's request back where it was in the queue (its slots could not be
+        allocated); the caller has freed the grant's slots."""
+        with self._lock:
+            if self._closed:
+                return
+            now = self._clock()
+            request = grant.request
+            pending = _PendingRequest(grant.sequence, request, now, now + request.timeout_ms / 1000)
+            index = next(
+                (i for i, p in enumerate(self._queue) if p.sequence > grant.sequence),
+                len(self._queue),
+            )
+            self._queue.insert(index, pending)
+
+    def cancel(self, job_id: JobId, request_id: str) -> str | None:
+        """Drop a queued request; returns why it was not met (for the JobMaster's error),
+        or None when it is not queued (already granted, or unknown)."""
+        with self._lock:
+            for ahead, pending in enumerate(self._queue):
+                if pending.request.job_id == job_id and pending.request.request_id == request_id:
+                    del self._queue[ahead]
+                    return self._unmet_message(pending, ahead)
+        return None
+
+    def cancel_job(self, job_id: JobId) -> int:
+        """Drop every queued request of the job; returns how many there were."""
+        with self._lock:
+            kept = deque(p for p in self._queue if p.request.job_id != job_id)
+            dropped = len(self._queue) - len(kept)
+            self._queue = kept
+        return dropped
+
+    def expire(self) -> list[SlotRequest]:
+        """Drop and return the queued requests past their timeout: their JobMasters gave
+        up (and failed to say so), and must not hold back the requests behind them."""
+        with self._lock:
+            now = self._clock()
+            expired = [p.request for p in self._queue if p.deadline <= now]
+            if expired:
+                self._queue = deque(p for p in self._queue if p.deadline > now)
+        return expired
+
+    @property
+    def queued_requests(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def _demand(self) -> int:
+        return sum(p.request.count for p in self._queue)
+
+    def free_slot_count(self) -> int:
+        """Slots that can be handed out now."""
+        with self._lock:
+            return self._free_slots()
 
     def _free_slots(self) -> int:
         return sum(tm.free_slots for tm in self._task_managers.values() if not tm.releasing)
@@ -289,7 +415,7 @@ class DefaultSlotManager:
         room = self.max_task_managers - self._live_count()
         return max(0, min(wanted, room))
 
-    def _take(self, request: SlotRequest) -> list[SlotAssignment]:
+    def _take(self, request: SlotRequest) -> tuple[SlotAssignment, ...]:
         # Spread over TaskManagers (most free slots first), as parallel subtasks gain
         # most from distinct processes (one GIL each).
         assignments: list[SlotAssignment] = []
@@ -304,13 +430,15 @@ class DefaultSlotManager:
                     allocation_id, reg.resource_id, reg.rpc_address, reg.data_host, reg.data_port
                 )
             )
-        return assignments
+        return tuple(assignments)
 
-    def _timeout_message(self, request: SlotRequest, free: int) -> str:
-        registered = len(self._task_managers)
+    def _unmet_message(self, pending: _PendingRequest, ahead: int) -> str:
+        request = pending.request
+        waited_ms = int((self._clock() - pending.queued_at) * 1000)
         return (
-            f"job {request.job_id} asked for {request.count} slots but only {free} were free "
-            f"after {request.timeout_ms} ms ({registered} TaskManagers registered, "
+            f"job {request.job_id} asked for {request.count} slots but only "
+            f"{self._free_slots()} were free after {waited_ms} ms, with {ahead} requests "
+            f"queued before it ({len(self._task_managers)} TaskManagers registered, "
             f"{len(self._pending_leases)} leases pending, at most {self.max_task_managers} "
             f"x {self._slots_per_tm} slots can be leased); other jobs may hold the rest or "
             "Spark could not start executors: lower the parallelism, free the cluster, or "
@@ -340,14 +468,15 @@ class DefaultSlotManager:
 
     def confirm_freed(self, resource_id: ResourceId, allocation_id: AllocationId) -> None:
         """The TaskExecutor freed the slot (or cannot be reached): it may be handed out."""
-        with self._changed:
+        with self._lock:
             tm = self._task_managers.get(resource_id)
-            if tm is None:
-                return
-            tm.freeing.discard(allocation_id)
-            if not tm.allocations and not tm.freeing:
-                tm.idle_since = self._clock()
-            self._changed.notify_all()
+            if tm is not None:
+                self._freed_locked(tm, allocation_id)
+
+    def _freed_locked(self, tm: _TaskManager, allocation_id: AllocationId) -> None:
+        tm.freeing.discard(allocation_id)
+        if not tm.allocations and not tm.freeing:
+            tm.idle_since = self._clock()
 
     def idle_task_managers(self) -> list[ResourceId]:
         """TaskManagers idle for longer than the idle timeout, beyond the minimum kept."""
@@ -366,7 +495,8 @@ class DefaultSlotManager:
             return [tm.registration.resource_id for tm in idle[: max(0, spare)]]
 
     def close(self) -> None:
-        """Fail every waiting request."""
-        with self._changed:
+        """Refuse new requests and drop the queued ones (their JobMasters are closing too,
+        or time out)."""
+        with self._lock:
             self._closed = True
-            self._changed.notify_all()
+            self._queue.clear()

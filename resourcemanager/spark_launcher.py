@@ -25,10 +25,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark import InheritableThread
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
+from weir.resourcemanager.spark_driver_jvm import (
+    EXTRA_JAVA_OPTIONS,
+    driver_environment,
+    driver_java_options,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +62,15 @@ def run_lease(
 
 
 def create_spark_session(config: Mapping[str, str]) -> SparkSession:
-    """A SparkSession for leasing TaskManagers, from the ``spark.*`` keys."""
+    """A SparkSession for leasing TaskManagers, from the ``spark.*`` keys; its JVM starts
+    with Weir's options (``spark_driver_jvm``) and binds as the master binds when that is
+    loopback."""
     builder = SparkSession.builder.master(cfg.get(config, cfg.SPARK_MASTER))
     settings = {
         "spark.app.name": "weir",
         "spark.ui.enabled": "false",
+        # The progress bar ([Stage 0:> ...]) would mix with the job's print() output.
+        "spark.ui.showConsoleProgress": "false",
         # The executors' Python workers must run this interpreter (it has Weir installed).
         "spark.pyspark.python": sys.executable,
         # A lease is one attempt: the ResourceManager decides whether to replace a lost
@@ -72,10 +82,29 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
         "spark.dynamicAllocation.enabled": "false",
     }
     settings.update({k: v for k, v in config.items() if k.startswith("spark.")})
+    settings[EXTRA_JAVA_OPTIONS] = driver_java_options(settings.get(EXTRA_JAVA_OPTIONS, ""))
     for key, value in settings.items():
         if key != "spark.master":
             builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with driver_environment(cfg.get(config, cfg.BIND_HOST)):
+        try:
+            spark = builder.getOrCreate()
+        except PySparkRuntimeError as exc:
+            if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+                raise
+            given = ", ".join(
+                f"{k}={v!r}" for k, v in sorted(config.items()) if k.startswith("spark.")
+            )
+            msg = (
+                f"the Spark driver's JVM exited while starting (configured: "
+                f"{given or 'no spark.* keys'}): Spark refused one of the spark.* settings "
+                "(its own output above names it), or no Java runtime is installed "
+                "(`java -version`); fix the setting and start again"
+            )
+            raise ConfigurationError(msg) from exc
+    if settings.get("spark.ui.enabled") == "true":
+        logger.info("Spark UI of the driver: %s", spark.sparkContext.uiWebUrl)
+    return spark
 
 
 def derive_max_task_managers(config: Mapping[str, str], spark: SparkSession) -> int:

@@ -25,13 +25,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from weir.core import config
 from weir.core.deployment import ResultPartitionDescriptor
-from weir.core.errors import WeirError
+from weir.core.errors import RecordTooLargeError, WeirError
 from weir.core.job_graph import PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, compute_operator_index_for_key_group
 from weir.core.serializers import serialize_batch, serialize_timestamped
 from weir.taskmanager.network.api import ResultPartitionWriter
-from weir.taskmanager.task_events import Watermark, WatermarkStatus, serialize_event
+from weir.taskmanager.task_events import EndOfData, Watermark, WatermarkStatus, serialize_event
 from weir.taskmanager.user_code import load_user_code
 
 # A first buffer is cut after this many records, before any size is known; small
@@ -43,6 +44,7 @@ _MAX_RECORDS_PER_BUFFER = 1 << 16
 # grows past this, so a high-cardinality key space costs memory in proportion to this
 # bound only.
 _ROUTE_CACHE_LIMIT = 1 << 16
+_END_OF_DATA = serialize_event(EndOfData())
 
 
 class PartitionerError(WeirError, ValueError):
@@ -67,7 +69,10 @@ class RecordWriter:
         segment_size: int,
         compress: bool = False,
         rng: random.Random | None = None,
+        max_frame_size: int = config.MAX_FRAME_SIZE.default,
     ) -> None:
+        """``max_frame_size``: the largest buffer written (one frame on the wire); a
+        larger one is split, and a record that does not fit alone fails the task."""
         edge = descriptor.edge
         self._writer = writer
         self._emit_buffer = writer.emit
@@ -78,6 +83,7 @@ class RecordWriter:
         self._serializer = edge.serializer
         self._compress = compress
         self._segment_size = segment_size
+        self._max_frame_size = max_frame_size
         self._rng = rng or random.Random()  # noqa: S311 - spreading load, not security
         n = descriptor.num_subpartitions
         self._n = n
@@ -290,6 +296,37 @@ class RecordWriter:
             return serialize_batch(records, self._serializer, self._compress)
         return serialize_timestamped(records, timestamps, self._serializer, self._compress)
 
+    def _within_frames(
+        self, records: list[Any], timestamps: list[int | None] | None, buffer: bytes
+    ) -> list[bytes]:
+        """``buffer`` (of ``records``) is larger than a frame: halve the records until
+        each part fits. Rare, and one check per buffer on the common path."""
+        if len(buffer) <= self._max_frame_size:
+            return [buffer]
+        if len(records) == 1:
+            raise self._record_too_large(records[0], len(buffer))
+        half = len(records) // 2
+        parts = []
+        for part, part_ts in (
+            (records[:half], None if timestamps is None else timestamps[:half]),
+            (records[half:], None if timestamps is None else timestamps[half:]),
+        ):
+            parts += self._within_frames(part, part_ts, self._serialize(part, part_ts))
+        return parts
+
+    def _record_too_large(self, record: Any, size: int) -> RecordTooLargeError:
+        limit = self._max_frame_size
+        msg = (
+            f"a record of {size} bytes serialized ({type(record).__name__}, output of "
+            f"operator {self.source_operator}) is larger than the network frame limit of "
+            f"{limit} bytes ({limit / (1 << 20):g} MiB, {config.MAX_FRAME_SIZE.key}); "
+            f"send smaller records (a file path or an object-store key instead of the "
+            f"data), or raise the limit in the job's configuration, e.g. "
+            f"config.set_string('{config.MAX_FRAME_SIZE.key}', "
+            f"'{max(2 * limit, size) // (1 << 20) + 1} mb') (at most 1 gb)"
+        )
+        return RecordTooLargeError(msg)
+
     def _write(
         self, s: int, records: list[Any], timestamps: list[int | None] | None = None
     ) -> None:
@@ -299,8 +336,15 @@ class RecordWriter:
         # Aim the next buffer at one segment, from the bytes per record just measured.
         estimate = max(1, min(_MAX_RECORDS_PER_BUFFER, count * self._segment_size // size))
         self._records_per_buffer = estimate
-        self.buffers_written += 1
         self.records_written += count
+        if size > self._max_frame_size:
+            for part in self._within_frames(records, timestamps, buffer):
+                self._emit_whole(s, part)
+            return
+        self._emit_whole(s, buffer)
+
+    def _emit_whole(self, s: int, buffer: bytes) -> None:
+        self.buffers_written += 1
         if self._partitioner_kind is PartitionerKind.BROADCAST:
             for sub in range(self._n):
                 self._emit_buffer(sub, buffer)
@@ -319,14 +363,15 @@ class RecordWriter:
         with self._lock:  # after a flush the OutputFlusher may be finishing
             for s, pending in enumerate(self._pending):
                 if pending:
-                    buffer = self._serialize(pending, self._pending_ts[s])
+                    pts = self._pending_ts[s]
+                    buffers = self._within_frames(pending, pts, self._serialize(pending, pts))
                     targets = (
                         range(self._n)
                         if self._partitioner_kind is PartitionerKind.BROADCAST
                         else (s,)
                     )
                     for sub in targets:
-                        out.setdefault(sub, []).append(buffer)
+                        out.setdefault(sub, []).extend(buffers)
         return out
 
     def flush(self) -> None:
@@ -361,6 +406,12 @@ class RecordWriter:
         with self._lock:
             self._flush()
             self._writer.finish()
+
+    def end_of_data(self) -> None:
+        """Flush, then tell every subpartition that no more records follow."""
+        with self._lock:
+            self._flush()
+            self._writer.broadcast_event(_END_OF_DATA)
 
     def release(self, cause: BaseException | None = None) -> None:
         # Not under the lock: releasing wakes an OutputFlusher blocked in emit while

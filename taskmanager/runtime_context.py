@@ -6,7 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from weir.core.state_ttl import StateTtl
-from weir.taskmanager.state.backend import KeyedStateBackend, StateAccessError, ValueState
+from weir.taskmanager.state.backend import (
+    KeyedStateBackend,
+    StateAccessError,
+    ValueState,
+    serializer_name,
+)
 
 
 def _state_name(descriptor: Any) -> str:
@@ -17,6 +22,17 @@ def _state_name(descriptor: Any) -> str:
         msg = f"a state descriptor with a name was expected; got {descriptor!r}"
         raise TypeError(msg)
     return name
+
+
+def _serializer(descriptor: Any) -> str:
+    """The declared type of a descriptor's values, as ``StateMeta`` names it."""
+    if hasattr(descriptor, "key_type_info"):  # MapStateDescriptor: both of its types
+        key = getattr(descriptor, "key_type_info", None)
+        value = getattr(descriptor, "value_type_info", None)
+        if key is None and value is None:
+            return serializer_name(None)
+        return f"{serializer_name(key)} -> {serializer_name(value)}"
+    return serializer_name(getattr(descriptor, "type_info", None))
 
 
 class StreamingRuntimeContext:
@@ -83,19 +99,25 @@ class StreamingRuntimeContext:
         """The ValueState of ``state_descriptor`` for the current key."""
         backend = self._backend("get_state", state_descriptor)
         return backend.get_value_state(
-            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor)
+            _state_name(state_descriptor),
+            StateTtl.of_descriptor(state_descriptor),
+            _serializer(state_descriptor),
         )
 
     def get_list_state(self, state_descriptor: Any) -> Any:
         backend = self._backend("get_list_state", state_descriptor)
         return backend.get_list_state(
-            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor)
+            _state_name(state_descriptor),
+            StateTtl.of_descriptor(state_descriptor),
+            _serializer(state_descriptor),
         )
 
     def get_map_state(self, state_descriptor: Any) -> Any:
         backend = self._backend("get_map_state", state_descriptor)
         return backend.get_map_state(
-            _state_name(state_descriptor), StateTtl.of_descriptor(state_descriptor)
+            _state_name(state_descriptor),
+            StateTtl.of_descriptor(state_descriptor),
+            _serializer(state_descriptor),
         )
 
     def get_reducing_state(self, state_descriptor: Any) -> Any:
@@ -103,7 +125,10 @@ class StreamingRuntimeContext:
         function = state_descriptor.get_reduce_function()
         reduce = getattr(function, "reduce", function)  # a ReduceFunction or a callable
         return backend.get_reducing_state(
-            _state_name(state_descriptor), reduce, StateTtl.of_descriptor(state_descriptor)
+            _state_name(state_descriptor),
+            reduce,
+            StateTtl.of_descriptor(state_descriptor),
+            _serializer(state_descriptor),
         )
 
     def get_aggregating_state(self, state_descriptor: Any) -> Any:
@@ -112,4 +137,5 @@ class StreamingRuntimeContext:
             _state_name(state_descriptor),
             state_descriptor.get_agg_function(),
             StateTtl.of_descriptor(state_descriptor),
+            _serializer(state_descriptor),
         )

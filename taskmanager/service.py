@@ -3,15 +3,23 @@ JobMaster services. The only TaskExecutor module that touches protobuf types."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import grpc
 
 from weir.core import rpc
-from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot, encode_task_state
+from weir.core.checkpoint import (
+    CheckpointMetrics,
+    CheckpointType,
+    TaskStateSnapshot,
+    encode_task_state,
+)
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
+from weir.core.process_status import current_process_status
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -21,7 +29,6 @@ from weir.proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
-from weir.taskmanager.task_events import CheckpointType
 
 if TYPE_CHECKING:
     from weir.taskmanager.task_executor import TaskExecutor
@@ -46,8 +53,8 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     def FreeSlot(
         self, request: taskexecutor_pb2.FreeSlotRequest, context: grpc.ServicerContext
     ) -> common_pb2.Ack:
-        self._te.free_slot(AllocationId(request.allocation_id))
-        return common_pb2.Ack(ok=True)
+        released = self._te.free_slot(AllocationId(request.allocation_id))
+        return common_pb2.Ack(ok=released, message="" if released else "releasing")
 
     @rpc.translate_server_errors
     def SubmitTask(
@@ -164,35 +171,108 @@ class ResourceManagerGateway:
     ) -> list[AllocationId] | None:
         """The slots of ``allocated`` the ResourceManager has freed, or None if it no
         longer knows this TaskExecutor."""
+        process = current_process_status()
         answer = rpc.call(
             "ResourceManager.Heartbeat",
             self._stub.Heartbeat,
             resourcemanager_pb2.TaskExecutorHeartbeat(
-                resource_id=resource_id, allocated_slots=list(allocated)
+                resource_id=resource_id,
+                allocated_slots=list(allocated),
+                process=common_pb2.ProcessStatus(
+                    threads=process.threads,
+                    open_fds=process.open_fds,
+                    grpc_channels=process.grpc_channels,
+                ),
             ),
             timeout=timeout_s,
         )
         return [AllocationId(a) for a in answer.stale_slots] if answer.known else None
 
+    def notify_slot_available(
+        self, resource_id: ResourceId, allocation_id: AllocationId, timeout_s: float
+    ) -> None:
+        rpc.call(
+            "ResourceManager.NotifySlotAvailable",
+            self._stub.NotifySlotAvailable,
+            resourcemanager_pb2.SlotAvailableRequest(
+                resource_id=resource_id, allocation_id=allocation_id
+            ),
+            timeout=timeout_s,
+        )
+
     def close(self) -> None:
         self._channel.close()
 
 
+@dataclass(slots=True)
+class _Connection:
+    channel: grpc.Channel
+    slots: int = 0  # slots of the job held here
+    calls: int = 0  # calls in flight on the channel
+
+
 class JobMasterGateways:
-    """Clients of the JobMasters whose tasks run here, one channel per address."""
+    """Clients of the JobMasters whose tasks run here: one channel per JobMaster while
+    this TaskExecutor holds a slot of its job (``connect`` when a slot is allocated,
+    ``disconnect`` when it is freed; the channel closes with the job's last slot), as
+    Flink's TaskExecutor keeps a JobMaster connection per job in its JobTable. Each job
+    has a JobMaster of its own at a new address, so a channel kept past its job would
+    leak. A call to a JobMaster without a slot here (a last state report after the slot
+    was freed) goes over a channel of its own, closed after the call."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._channels: dict[str, grpc.Channel] = {}
+        self._connections: dict[str, _Connection] = {}
         self._closed = False
 
-    def _stub(self, address: str) -> jobmaster_pb2_grpc.JobMasterStub:
+    def connect(self, address: str) -> None:
         with self._lock:
-            channel = self._channels.get(address)
-            if channel is None:
-                channel = rpc.create_channel(address)
-                self._channels[address] = channel
-            return jobmaster_pb2_grpc.JobMasterStub(channel)
+            if self._closed:
+                return
+            connection = self._connections.get(address)
+            if connection is None:
+                connection = _Connection(rpc.create_channel(address))
+                self._connections[address] = connection
+            connection.slots += 1
+
+    def disconnect(self, address: str) -> None:
+        """One slot of the job at ``address`` is freed; the channel closes with the last
+        (once the calls in flight on it are done)."""
+        with self._lock:
+            connection = self._connections.get(address)
+            if connection is None:
+                return
+            connection.slots -= 1
+            if connection.slots > 0:
+                return
+            del self._connections[address]
+            close = connection.calls == 0
+        if close:
+            connection.channel.close()
+
+    @property
+    def open_channels(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    @contextlib.contextmanager
+    def _stub(self, address: str) -> Iterator[jobmaster_pb2_grpc.JobMasterStub]:
+        with self._lock:
+            connection = self._connections.get(address)
+            if connection is not None:
+                connection.calls += 1
+        if connection is None:
+            with rpc.create_channel(address) as transient:
+                yield jobmaster_pb2_grpc.JobMasterStub(transient)
+            return
+        try:
+            yield jobmaster_pb2_grpc.JobMasterStub(connection.channel)
+        finally:
+            with self._lock:
+                connection.calls -= 1
+                close = connection.calls == 0 and self._connections.get(address) is not connection
+            if close:
+                connection.channel.close()
 
     def update_task_execution_state(
         self,
@@ -204,17 +284,18 @@ class JobMasterGateways:
         failure_cause: str | None,
         timeout_s: float,
     ) -> None:
-        rpc.call(
-            "JobMaster.UpdateTaskExecutionState",
-            self._stub(address).UpdateTaskExecutionState,
-            jobmaster_pb2.TaskExecutionStateUpdate(
-                job_id=job_id,
-                execution_attempt_id=attempt_id,
-                state=state,
-                failure_cause=failure_cause or "",
-            ),
-            timeout=timeout_s,
-        )
+        with self._stub(address) as stub:
+            rpc.call(
+                "JobMaster.UpdateTaskExecutionState",
+                stub.UpdateTaskExecutionState,
+                jobmaster_pb2.TaskExecutionStateUpdate(
+                    job_id=job_id,
+                    execution_attempt_id=attempt_id,
+                    state=state,
+                    failure_cause=failure_cause or "",
+                ),
+                timeout=timeout_s,
+            )
 
     def push_collect_batch(
         self,
@@ -228,23 +309,25 @@ class JobMasterGateways:
         end: bool,
         epoch: int,
         timeout_s: float,
-    ) -> bool:
-        """One push; False when the JobMaster's buffer stayed full (retry it)."""
-        response = rpc.call(
-            "JobMaster.PushCollectBatch",
-            self._stub(address).PushCollectBatch,
-            jobmaster_pb2.PushCollectBatchRequest(
-                job_id=job_id,
-                operator_id=operator_id,
-                subtask_index=subtask_index,
-                batch=batch,
-                end_of_data=end,
-                execution_attempt_id=attempt_id,
-                checkpoint_epoch=epoch,
-            ),
-            timeout=timeout_s,
-        )
-        return bool(response.ok)
+    ) -> int | None:
+        """One push; None when the JobMaster took the batch, else how many ms to wait
+        before pushing it again (its buffer is full)."""
+        with self._stub(address) as stub:
+            response = rpc.call(
+                "JobMaster.PushCollectBatch",
+                stub.PushCollectBatch,
+                jobmaster_pb2.PushCollectBatchRequest(
+                    job_id=job_id,
+                    operator_id=operator_id,
+                    subtask_index=subtask_index,
+                    batch=batch,
+                    end_of_data=end,
+                    execution_attempt_id=attempt_id,
+                    checkpoint_epoch=epoch,
+                ),
+                timeout=timeout_s,
+            )
+        return None if response.accepted else max(1, int(response.retry_after_ms))
 
     def acknowledge_checkpoint(
         self,
@@ -257,24 +340,36 @@ class JobMasterGateways:
         metrics: CheckpointMetrics,
         timeout_s: float,
     ) -> None:
-        rpc.call(
-            "JobMaster.AcknowledgeCheckpoint",
-            self._stub(address).AcknowledgeCheckpoint,
-            jobmaster_pb2.AcknowledgeCheckpointRequest(
-                job_id=job_id,
-                execution_attempt_id=attempt_id,
-                checkpoint_id=checkpoint_id,
-                task_state=encode_task_state(task_state),
-                metrics=jobmaster_pb2.CheckpointMetrics(
-                    sync_duration_ms=metrics.sync_duration_ms,
-                    async_duration_ms=metrics.async_duration_ms,
-                    alignment_duration_ms=metrics.alignment_duration_ms,
-                    persisted_in_flight_bytes=metrics.persisted_in_flight_bytes,
-                    state_size_bytes=metrics.state_size_bytes,
+        with self._stub(address) as stub:
+            rpc.call(
+                "JobMaster.AcknowledgeCheckpoint",
+                stub.AcknowledgeCheckpoint,
+                jobmaster_pb2.AcknowledgeCheckpointRequest(
+                    job_id=job_id,
+                    execution_attempt_id=attempt_id,
+                    checkpoint_id=checkpoint_id,
+                    task_state=encode_task_state(task_state),
+                    metrics=jobmaster_pb2.CheckpointMetrics(
+                        sync_duration_ms=metrics.sync_duration_ms,
+                        async_duration_ms=metrics.async_duration_ms,
+                        alignment_duration_ms=metrics.alignment_duration_ms,
+                        persisted_in_flight_bytes=metrics.persisted_in_flight_bytes,
+                        state_size_bytes=metrics.state_size_bytes,
+                    ),
                 ),
-            ),
-            timeout=timeout_s,
-        )
+                timeout=timeout_s,
+            )
+
+    def notify_end_of_data(
+        self, address: str, *, job_id: JobId, attempt_id: ExecutionAttemptId, timeout_s: float
+    ) -> None:
+        with self._stub(address) as stub:
+            rpc.call(
+                "JobMaster.NotifyEndOfData",
+                stub.NotifyEndOfData,
+                jobmaster_pb2.EndOfDataNotice(job_id=job_id, execution_attempt_id=attempt_id),
+                timeout=timeout_s,
+            )
 
     def decline_checkpoint(
         self,
@@ -286,20 +381,22 @@ class JobMasterGateways:
         reason: str,
         timeout_s: float,
     ) -> None:
-        rpc.call(
-            "JobMaster.DeclineCheckpoint",
-            self._stub(address).DeclineCheckpoint,
-            jobmaster_pb2.DeclineCheckpointRequest(
-                job_id=job_id,
-                execution_attempt_id=attempt_id,
-                checkpoint_id=checkpoint_id,
-                reason=reason,
-            ),
-            timeout=timeout_s,
-        )
+        with self._stub(address) as stub:
+            rpc.call(
+                "JobMaster.DeclineCheckpoint",
+                stub.DeclineCheckpoint,
+                jobmaster_pb2.DeclineCheckpointRequest(
+                    job_id=job_id,
+                    execution_attempt_id=attempt_id,
+                    checkpoint_id=checkpoint_id,
+                    reason=reason,
+                ),
+                timeout=timeout_s,
+            )
 
     def close(self) -> None:
         with self._lock:
-            channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
-            channel.close()
+            self._closed = True
+            connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            connection.channel.close()

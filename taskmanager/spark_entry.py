@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pyspark import TaskContext
 
 from weir.core.errors import TaskManagerLostError
+from weir.taskmanager.log_files import TaskManagerLogFiles
 from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
 
@@ -39,18 +40,19 @@ def spark_task_info() -> str:
 def run_task_manager(config: Mapping[str, str], rm_address: str, lease_id: str) -> Iterator[str]:
     """Run one TaskManager until it is told to stop; yields one line saying why it stopped."""
     executor = TaskExecutor(config, rm_address, lease_id, spark_task_info=spark_task_info())
-    watchdog = ProcessWatchdog(executor.stop)
-    watchdog.start()
-    try:
-        executor.start()
-        reason = executor.wait()
-    except TaskManagerLostError as exc:
-        # No ResourceManager to serve (it is gone or shutting down): the lease ends
-        # quietly; failing the Spark task would only add a stack trace to its logs.
-        reason = f"did not start: {exc}"
-    finally:
-        executor.close()
-        watchdog.close()
+    with TaskManagerLogFiles(config, executor.resource_id):
+        watchdog = ProcessWatchdog(executor.stop)
+        watchdog.start()
+        try:
+            executor.start()
+            reason = executor.wait()
+        except TaskManagerLostError as exc:
+            # No ResourceManager to serve (it is gone or shutting down): the lease ends
+            # quietly; failing the Spark task would only add a stack trace to its logs.
+            reason = f"did not start: {exc}"
+        finally:
+            executor.close()
+            watchdog.close()
     if watchdog.parent_gone:
         # The Spark worker that would read our result is gone: nothing to return to.
         logging.shutdown()

@@ -15,11 +15,13 @@ Lifecycle (reported through ``TaskServices.report_state`` from the task thread):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,7 @@ from weir.core import config
 from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointingMode,
+    CheckpointType,
     create_checkpoint_storage,
 )
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
@@ -74,10 +77,11 @@ from weir.taskmanager.output_flusher import OutputFlusher
 from weir.taskmanager.record_writer import BufferTimeout, RecordWriter
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
-from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.rocksdb_incremental import restore_native
+from weir.taskmanager.state.state_backend_loader import create_keyed_state_backend, rocksdb_root
 from weir.taskmanager.task_events import (
     CheckpointBarrier,
-    CheckpointType,
+    EndOfData,
     Watermark,
     WatermarkStatus,
     deserialize_event,
@@ -91,6 +95,10 @@ logger = logging.getLogger(__name__)
 # How long an idle source (``poll_batch`` returned []) waits before polling again; a
 # mailbox action or cancel ends the wait early. Short, since readers must not block.
 _IDLE_SOURCE_WAIT_S = 0.005
+# While a finished task waits for its final checkpoint it sleeps on the mailbox; a
+# trigger, notification or cancel wakes it at once, so this bound only limits how long
+# a wake-up that was missed could go unnoticed.
+_FINAL_CHECKPOINT_WAIT_S = 1.0
 
 _DATA = BufferKind.DATA
 _END = BufferKind.END_OF_PARTITION
@@ -111,6 +119,12 @@ class TaskServices:
     """Called from the task's checkpoint writer thread once its state is written."""
     decline_checkpoint: Decline = lambda *_: None
     """Called when the task cannot take a checkpoint."""
+    end_of_data: Callable[[ExecutionAttemptId], None] = lambda _: None
+    """Called from the task thread when the task reached the end of its input and waits
+    for its final checkpoint; must not block."""
+    task_thread: Callable[[], AbstractContextManager[object]] = nullcontext
+    """Entered on the task thread around its whole run: what the TaskManager sets up for
+    the user code of this task's job there (its working directory, exit monitoring)."""
 
 
 class TaskCanceledError(Exception):
@@ -165,9 +179,21 @@ class Task:
         self._checkpointing: SubtaskCheckpointCoordinator | None = None
         self._barrier_handler: CheckpointBarrierHandler | None = None
         self._restored: RestoredTaskState | None = None
+        self._backends: list[KeyedStateBackend] = []
         self._unaligned = False
         """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
+        self._final_checkpoint = False
+        """FLIP-147: at the end of input the task waits for a checkpoint before it ends."""
+        self._input_ended = False
+        self._open_channels = 0
+        """Input channels that have not delivered END_OF_PARTITION yet."""
+        self._data_ended: set[tuple[int, int]] = set()
+        """(gate, channel) of the input channels after whose last record we are."""
+        self._pending_trigger: CheckpointBarrier | None = None
+        """A checkpoint triggered here because every producer finished, taken once their
+        channels have ended."""
         self._alignment_started: float | None = None
+        self._interruptible = False
         self._processing_timers = ProcessingTimeService(
             clock_ms, self.mailbox.put, name=tdd.task_name
         )
@@ -179,6 +205,7 @@ class Task:
         cfg = tdd.job_config
         self._segment_size = config.get(cfg, config.SEGMENT_SIZE)
         self._compress = config.get(cfg, config.NETWORK_COMPRESSION) == "lz4"
+        self._max_frame_size = config.get(cfg, config.MAX_FRAME_SIZE)
         timeout_ms = config.get(cfg, config.BUFFER_TIMEOUT)
         if not config.get(cfg, config.BUFFER_TIMEOUT_ENABLED):
             timeout_ms = -1
@@ -212,12 +239,25 @@ class Task:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    def cancel(self) -> None:
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    @property
+    def interruptible(self) -> bool:
+        """The task thread runs operators and user code, not its own ending: an
+        interrupt (``task_canceler``) may be raised in it."""
+        return self._interruptible
+
+    def cancel(self) -> bool:
         """Thread-safe and idempotent: the task ends CANCELED promptly, also when it is
-        blocked writing (its partitions are released) or reading (its gate is woken)."""
+        blocked writing (its partitions are released) or reading (its gate is woken).
+        Returns True for the call that cancelled it, False when it was cancelled or
+        ended already. User code that loops on its own is interrupted by the
+        TaskExecutor's watchdog (``task_canceler``)."""
         with self._lock:
             if self._cancel_requested or self._state.is_terminal:
-                return
+                return False
             self._cancel_requested = True
             gate, partitions, source = self._gate, list(self._partitions), self._source
         logger.info("cancelling task %s", self.tdd.task_name)
@@ -235,6 +275,7 @@ class Task:
             gate.wakeup()
         for partition in partitions:
             partition.release(None)
+        return True
 
     def trigger_checkpoint(
         self,
@@ -242,8 +283,10 @@ class Task:
         timestamp_ms: int,
         checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
     ) -> None:
-        """Checkpoint ``checkpoint_id`` at this source task (any thread): taken between two
-        batches on the task thread. Savepoints are always aligned, as in Flink."""
+        """Checkpoint ``checkpoint_id`` at this task (any thread): a source, or a task whose
+        producers have all finished. Taken between two batches on the task thread (by a
+        task with inputs, once they have all ended). Savepoints are always aligned, as in
+        Flink."""
 
         def action() -> None:
             if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
@@ -258,6 +301,14 @@ class Task:
             barrier = CheckpointBarrier(
                 checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned
             )
+            if self._open_channels > 0:
+                # Triggered here because every producer finished (FLIP-147): taken once
+                # their last records are in, never ahead of them.
+                self._pending_trigger = barrier
+                return
+            if self._gate is not None:
+                # A task with inputs, all ended: nothing in flight, nothing to overtake.
+                barrier = dataclasses.replace(barrier, unaligned=False)
             self._checkpointing.checkpoint(barrier)
 
         self.mailbox.put(action)
@@ -303,13 +354,20 @@ class Task:
             raise TaskCanceledError
 
     def _run(self) -> None:
-        with task_stdout(self._services.print_target):
+        with task_stdout(self._services.print_target), self._services.task_thread():
             self._run_task()
 
     def _run_task(self) -> None:
         try:
             self._check_canceled()
             self._transition(ExecutionState.INITIALIZING)
+            self._interruptible = True
+            if self.tdd.finished_on_restore:
+                self._initialize_network()
+                self._transition(ExecutionState.RUNNING)
+                self._run_finished_on_restore()
+                self._close_finished()
+                return
             self._initialize()
             self._check_canceled()
             self._transition(ExecutionState.RUNNING)
@@ -317,14 +375,15 @@ class Task:
             self._flusher.start()
             if self._source is not None:
                 self._run_source()
+                self._end_of_input()
             else:
                 self._run_inputs()
+            self._await_final_checkpoint()
             self._check_canceled()
+            self._interruptible = False
             chain = self._chain
             assert chain is not None
-            self._flusher.close()
-            chain.finish()
-            self._processing_timers.close()
+            chain.end_partitions()
             error = chain.close()
             if error is not None:
                 raise error
@@ -337,7 +396,77 @@ class Task:
         except BaseException as exc:  # every way out must end in a terminal state
             self._fail_or_cancel(exc)
 
+    def _end_of_input(self) -> None:
+        """Every input is consumed: the operators finish (windows fire, sinks close what
+        they write). With final checkpoints (FLIP-147) consumers learn that no record
+        follows, and the task waits for its final checkpoint before it ends its
+        partitions; otherwise they end at once."""
+        if self._input_ended:
+            return
+        self._input_ended = True
+        chain = self._chain
+        assert chain is not None
+        self._flusher.close()
+        chain.finish_operators()
+        self._processing_timers.close()
+        if self._final_checkpoint:
+            assert self._checkpointing is not None
+            chain.emit_end_of_data()
+            self._checkpointing.operators_finished()
+            self._services.end_of_data(self.tdd.execution_attempt_id)
+
+    def _await_final_checkpoint(self) -> None:
+        """FLIP-147: serve checkpoints until one taken after the operators finished has
+        completed, so that the sinks commit everything they wrote, and a restore never
+        runs this task again. Nothing is committed outside a checkpoint meanwhile."""
+        checkpointing = self._checkpointing
+        if not self._final_checkpoint or checkpointing is None:
+            return
+        logger.info(
+            "task %s reached the end of its input; waiting for its final checkpoint",
+            self.tdd.task_name,
+        )
+        while not checkpointing.final_checkpoint_completed:
+            self._serve_actions()
+            if not checkpointing.final_checkpoint_completed:
+                # Woken by the next action (a trigger, a notification, a cancel).
+                self.mailbox.wait(_FINAL_CHECKPOINT_WAIT_S)
+
+    def _initialize_network(self) -> None:
+        """Partitions and gate only: a task finished on restore runs no operator."""
+        network = self._services.network
+        for descriptor in self.tdd.result_partitions:
+            partition = network.create_result_partition(descriptor)
+            with self._lock:
+                self._partitions.append(partition)
+        if self.tdd.input_gates:
+            gate = network.create_input_gate(self.tdd.input_gates)
+            with self._lock:
+                self._gate = gate
+            self.mailbox.set_waker(gate.wakeup)
+
+    def _run_finished_on_restore(self) -> None:
+        """The restored checkpoint recorded this subtask as finished: end the outputs at
+        once and wait for the inputs (their producers finished as well) to end."""
+        logger.info("task %s was finished when its checkpoint was taken", self.tdd.task_name)
+        for partition in self._partitions:
+            partition.finish()
+        gate = self._gate
+        open_channels = sum(len(g.channels) for g in self.tdd.input_gates)
+        while gate is not None and open_channels > 0:
+            self._serve_actions()
+            item = gate.poll(_FINAL_CHECKPOINT_WAIT_S)
+            if item is not None and item[2] == _END:
+                open_channels -= 1
+
+    def _close_finished(self) -> None:
+        if self._gate is not None:
+            self._gate.close()
+        self.mailbox.close()
+        self._transition(ExecutionState.FINISHED)
+
     def _fail_or_cancel(self, exc: BaseException) -> None:
+        self._interruptible = False
         canceled = self._cancel_requested
         cleanup_error = self._cleanup(None if canceled else exc)
         self.mailbox.close()
@@ -367,6 +496,13 @@ class Task:
             self._gate.close()
         if self._checkpointing is not None:
             self._checkpointing.close()
+        for backend in self._backends:
+            try:
+                backend.dispose()
+            except Exception as exc:
+                # A database left on disk goes with the job's working directory; the
+                # task's own outcome matters more than this cleanup.
+                logger.warning("disposing a state backend failed: %s", exc, exc_info=True)
         return error
 
     def _initialize(self) -> None:
@@ -384,7 +520,11 @@ class Task:
                 self._partitions.append(partition)
             writers.append(
                 RecordWriter(
-                    partition, descriptor, segment_size=self._segment_size, compress=self._compress
+                    partition,
+                    descriptor,
+                    segment_size=self._segment_size,
+                    compress=self._compress,
+                    max_frame_size=self._max_frame_size,
                 )
             )
         if tdd.input_gates:
@@ -392,6 +532,7 @@ class Task:
             with self._lock:
                 self._gate = gate
             self.mailbox.set_waker(gate.wakeup)
+            self._open_channels = sum(len(g.channels) for g in tdd.input_gates)
         setups = [
             self._setup(op, payload) for op, payload in zip(vertex.operators, payloads, strict=True)
         ]
@@ -414,7 +555,9 @@ class Task:
         if self._restored is None:
             return  # fresh start: such functions initialise themselves in open()
         for setup in setups:
-            function = setup.payload.get("function")
+            # The same functions whose snapshot_state a checkpoint stored (the chain's user
+            # functions, legacy SourceFunctions included).
+            function = setup.payload.get("function") or setup.payload.get("source_function")
             initialize = getattr(function, "initialize_state", None)
             if callable(initialize):
                 initialize(self._restored.function_state(str(setup.descriptor.operator_id)))
@@ -424,6 +567,7 @@ class Task:
         settings = CheckpointingConfig.from_config(tdd.job_config)
         if not settings.enabled:
             return
+        self._final_checkpoint = settings.final_checkpoints
         self._checkpointing = SubtaskCheckpointCoordinator(
             attempt_id=tdd.execution_attempt_id,
             subtask_index=tdd.subtask_index,
@@ -503,6 +647,13 @@ class Task:
                 process(*deserialize_records(buffer))
         chain.flush()
 
+    def _checkpoint_storage_shares(self) -> bool:
+        """The job's checkpoint storage keeps shared files (incremental checkpoints)."""
+        job_config = self.tdd.job_config
+        directory = config.get_with_deprecated_keys(job_config, config.CHECKPOINTING_DIR)
+        kind = config.get(job_config, config.CHECKPOINTING_STORAGE)
+        return kind == "filesystem" or (not kind and bool(directory))
+
     def _input_key_type(self) -> str:
         """The declared key type of the keyed input edges (their senders route by it)."""
         for gate in self.tdd.input_gates:
@@ -516,20 +667,26 @@ class Task:
         vertex = tdd.vertex
         backend: KeyedStateBackend | None = None
         if any(s is not None for s in payload.get("key_selectors") or ()):
-            backend = HashMapKeyedStateBackend(
-                vertex.max_parallelism,
-                key_group_range_for_operator(
+            backend = create_keyed_state_backend(
+                tdd.job_config,
+                name=f"{descriptor.operator_id}-{tdd.subtask_index}",
+                max_parallelism=vertex.max_parallelism,
+                key_group_range=key_group_range_for_operator(
                     vertex.max_parallelism, vertex.parallelism, tdd.subtask_index
                 ),
-                PyFlinkKeyHasher(self._input_key_type()),
+                key_hasher=PyFlinkKeyHasher(self._input_key_type()),
                 clock_ms=self._clock_ms,
+                shared_state=self._checkpoint_storage_shares(),
             )
+            self._backends.append(backend)
             if self._restored is not None:
-                keyed = self._restored.keyed_state(
+                keyed, native = self._restored.keyed_state(
                     str(descriptor.operator_id), backend.key_group_range
                 )
                 if keyed:
                     backend.restore(keyed)
+                if native:
+                    restore_native(backend, native, rocksdb_root(tdd.job_config))
         context = StreamingRuntimeContext(
             task_name=vertex.name,
             task_name_with_subtasks=tdd.task_name,
@@ -588,8 +745,8 @@ class Task:
         assert chain is not None
         tdd = self.tdd
         inputs = [chain.input(g.edge.input_index) for g in tdd.input_gates]
-        open_channels = sum(len(g.channels) for g in tdd.input_gates)
-        if gate is None or open_channels == 0:
+        if gate is None or self._open_channels == 0:
+            self._end_of_input()
             return
         self._build_valves()
         timeout = self._buffer_timeout
@@ -633,8 +790,15 @@ class Task:
                 )
                 if advanced is not None:
                     chain.input_watermark(tdd.input_gates[gate_index].edge.input_index)(advanced)
-                open_channels -= 1
-                if open_channels == 0:
+                self._channel_data_ended(gate_index, channel)
+                self._open_channels -= 1
+                if self._open_channels == 0:
+                    trigger, self._pending_trigger = self._pending_trigger, None
+                    if trigger is not None and self._checkpointing is not None:
+                        # Every input has ended: nothing is in flight to overtake, so the
+                        # checkpoint is taken aligned (no channel state to wait for).
+                        aligned = dataclasses.replace(trigger, unaligned=False)
+                        self._checkpointing.checkpoint(aligned)
                     return
             else:
                 self._on_event(gate_index, channel, payload)
@@ -653,6 +817,14 @@ class Task:
                 process(records[start:end], None if timestamps is None else timestamps[start:end])
             finally:
                 flusher.epoch += 1
+
+    def _channel_data_ended(self, gate_index: int, channel: int) -> None:
+        """No record follows on this channel (EndOfData, or END_OF_PARTITION); after the
+        last channel, the input has ended."""
+        ended = self._data_ended
+        ended.add((gate_index, channel))
+        if len(ended) == sum(len(g.channels) for g in self.tdd.input_gates):
+            self._end_of_input()
 
     def _build_valves(self) -> None:
         """One watermark valve per input of the head operator, over the channels of
@@ -688,6 +860,9 @@ class Task:
         event = deserialize_event(payload)
         if isinstance(event, Watermark | WatermarkStatus):
             self._on_watermark_event(gate_index, channel, event)
+            return
+        if isinstance(event, EndOfData):
+            self._channel_data_ended(gate_index, channel)
             return
         if isinstance(event, CheckpointBarrier):
             handler = self._barrier_handler
@@ -758,11 +933,10 @@ class Task:
         assert chain is not None
         flush_after_batch = self._buffer_timeout.flush_after_batch
 
-        def between_batches(slow: bool) -> None:
+        def serve() -> None:
             if self._cancel_requested:
                 raise SourceCanceledError
-            if flush_after_batch or slow:
-                # A slow source may block next: what it produced must not wait for it.
+            if flush_after_batch:
                 chain.flush()
             self._serve_mailbox()
 
@@ -778,7 +952,7 @@ class Task:
 
         size, max_age_s = source_function_batching(self.tdd.job_config, self._bundle_size)
         ctx = SourceFunctionContext(
-            output, size, between_batches, source.output, max_age_s=max_age_s
+            output, size, chain.flush, serve, source.output, max_age_s=max_age_s
         )
         try:
             source.source_function.run(ctx)  # type: ignore[union-attr]

@@ -8,10 +8,10 @@ a dataclass.
 
 from __future__ import annotations
 
-import enum
 import marshal
 from dataclasses import astuple, dataclass
 
+from weir.core.checkpoint import CheckpointType
 from weir.core.errors import WeirError
 
 _MARSHAL_VERSION = 4
@@ -19,11 +19,6 @@ _MARSHAL_VERSION = 4
 
 class TaskEventError(WeirError, ValueError):
     """An event payload could not be decoded."""
-
-
-class CheckpointType(enum.Enum):
-    CHECKPOINT = "CHECKPOINT"
-    SAVEPOINT = "SAVEPOINT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +44,9 @@ class CheckpointBarrier:
 
 @dataclass(frozen=True, slots=True)
 class EndOfData:
-    """The producer's input ended (sent before END_OF_PARTITION when draining)."""
+    """The producer reached the end of its input: no record follows. Its channel stays
+    open for checkpoint barriers until END_OF_PARTITION, which comes once the producer's
+    final checkpoint completed (FLIP-147)."""
 
 
 TaskEvent = Watermark | WatermarkStatus | CheckpointBarrier | EndOfData

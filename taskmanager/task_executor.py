@@ -12,6 +12,7 @@ the thread that started it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import pickle
@@ -20,14 +21,14 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
 from weir.core import rpc
-from weir.core.checkpoint import CheckpointMetrics, TaskStateSnapshot
+from weir.core.checkpoint import CheckpointMetrics, CheckpointType, TaskStateSnapshot
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import (
     RemoteTimeoutError,
@@ -36,11 +37,12 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
-from weir.taskmanager import service
+from weir.taskmanager import service, user_system_exit
+from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
-from weir.taskmanager.task import Task, TaskServices
-from weir.taskmanager.task_events import CheckpointType
+from weir.taskmanager.task import Task, TaskCanceledError, TaskServices
+from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
 
 if TYPE_CHECKING:
     import grpc
@@ -60,6 +62,10 @@ _TASK_CANCEL_WAIT_S = 5.0
 # A collect sink blocks while the JobMaster's buffer is full (back-pressure); this bounds
 # how long a reader that stopped fetching can stall the task before it fails.
 _COLLECT_TIMEOUT_S = 300.0
+# While the JobMaster's collect buffer stays full, the sink doubles its wait between
+# pushes up to this: a reader that paused costs one push per half second, and one that
+# resumes sees new results at most this much later.
+_COLLECT_MAX_BACKOFF_MS = 500
 # The last state updates (CANCELED, FAILED) matter to the JobMaster; close() gives the
 # sender this long to deliver what is queued.
 _REPORT_DRAIN_S = 10.0
@@ -83,6 +89,7 @@ class TaskExecutorConfig:
     heartbeat_timeout_ms: int
     tmp_dir: str
     network: NetworkConfig
+    intercept_user_system_exit: str = cfg.INTERCEPT_USER_SYSTEM_EXIT.default
 
     @classmethod
     def from_config(cls, entries: Mapping[str, str]) -> TaskExecutorConfig:
@@ -98,6 +105,7 @@ class TaskExecutorConfig:
                 floating_buffers_per_gate=cfg.get(entries, cfg.FLOATING_BUFFERS_PER_GATE),
                 max_buffers_per_subpartition=cfg.get(entries, cfg.MAX_BUFFERS_PER_SUBPARTITION),
             ),
+            intercept_user_system_exit=cfg.get(entries, cfg.INTERCEPT_USER_SYSTEM_EXIT),
         )
 
 
@@ -112,9 +120,31 @@ class _StateUpdate:
 
 @dataclass(slots=True)
 class _Slot:
+    """A slot of this TaskManager (Flink's TaskSlot). ALLOCATED until freed; a freed slot
+    whose tasks are still ending is RELEASING (``releasing``): it holds its place, so no
+    other job's task is deployed beside a task that has not ended, until its last task
+    ends, when it is gone and the ResourceManager hears that it is available."""
+
     job_id: JobId
     jobmaster_address: str
     tasks: set[ExecutionAttemptId] = field(default_factory=set)
+    releasing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _EndOfData:
+    """For the report thread: a task reached the end of its input (FLIP-147)."""
+
+    jobmaster_address: str
+    job_id: JobId
+    attempt_id: ExecutionAttemptId
+
+
+@dataclass(frozen=True, slots=True)
+class _SlotAvailable:
+    """For the report thread: tell the ResourceManager that a RELEASING slot is free."""
+
+    allocation_id: AllocationId
 
 
 class TaskExecutor:
@@ -136,6 +166,7 @@ class TaskExecutor:
         resource_id: ResourceId | None = None,
     ) -> None:
         self.config = TaskExecutorConfig.from_config(config)
+        self._config = dict(config)
         self.resource_id = resource_id or new_resource_id()
         self.lease_id = lease_id
         self._spark_task_info = spark_task_info
@@ -159,11 +190,14 @@ class TaskExecutor:
         self._network: NetworkEnvironment | None = None
         self._server: grpc.Server | None = None
         self._heartbeat_thread: threading.Thread | None = None
-        self._reports: queue.Queue[_StateUpdate | None] = queue.Queue()
+        self._reports: queue.Queue[_StateUpdate | _EndOfData | _SlotAvailable | None] = (
+            queue.Queue()
+        )
         self._reporter: threading.Thread | None = None
         self.rpc_address = ""
         self.data_port = 0
         self.working_dir = ""
+        self._job_resources: JobResourceTable | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -171,9 +205,11 @@ class TaskExecutor:
         Raises TaskManagerLostError if the ResourceManager cannot be reached within
         ``heartbeat.timeout`` (everything opened is closed again)."""
         try:
+            user_system_exit.install(self.config.intercept_user_system_exit)
             self.working_dir = tempfile.mkdtemp(
                 prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None
             )
+            self._job_resources = JobResourceTable(self.working_dir)
             network = self._network_factory(self.resource_id, self.config.host, self.config.network)
             self._network = network
             self.data_port = network.start()
@@ -291,6 +327,11 @@ class TaskExecutor:
             self._reporter.join(_REPORT_DRAIN_S)
         self._jobmasters.close()
         self._rm.close()
+        if self._job_resources is not None:  # every job leaves with the TaskManager
+            for job_id in self._job_resources.jobs():
+                resources = self._job_resources.detach(job_id)
+                if resources is not None:
+                    JobResourceTable.release(resources)
         if self.working_dir:
             shutil.rmtree(self.working_dir, ignore_errors=True)
         logger.info("TaskManager %s closed (%s)", self.resource_id, self._stop_reason)
@@ -330,6 +371,9 @@ class TaskExecutor:
                 else:
                     self._register()
                 last_ok = time.monotonic()
+            except TaskManagerLostError as exc:  # the ResourceManager refused it
+                self.stop(str(exc))
+                return
             except WeirError as exc:
                 silent_s = time.monotonic() - last_ok
                 if silent_s > self._heartbeat_timeout_s:
@@ -358,13 +402,32 @@ class TaskExecutor:
         with self._lock:
             self._registered = False
             tasks = [task for task, _ in self._tasks.values()]
+            slots = list(self._slots.values())
             self._slots.clear()
         for task in tasks:
-            task.cancel()
+            self._cancel(task)
+        for slot in slots:
+            self._jobmasters.disconnect(slot.jobmaster_address)
 
     def allocated_slots(self) -> list[AllocationId]:
+        """The slots that are taken: allocated, or releasing (their tasks still ending)."""
         with self._lock:
             return list(self._slots)
+
+    def _cancel(self, task: Task) -> None:
+        """Cancel ``task`` and watch that it ends (``task_canceler``): a task that keeps
+        running is interrupted, and past ``task.cancellation.timeout`` the TaskManager
+        exits."""
+        if not task.cancel():
+            return  # already cancelled (and watched) or ended
+        settings = cancellation_settings(self._config, task.tdd.job_config)
+        TaskCancelerWatchDog(
+            task.tdd.task_name,
+            task.thread,
+            settings,
+            TaskCanceledError,
+            interruptible=lambda: task.interruptible,
+        ).start()
 
     # --- slots and tasks (the RPC side) --------------------------------------------------------
     def allocate_slot(
@@ -382,17 +445,40 @@ class TaskExecutor:
                 )
                 raise SlotAllocationError(msg)
             self._slots[allocation_id] = _Slot(job_id, jobmaster_address)
+            self._jobmasters.connect(jobmaster_address)
         logger.info("slot %s allocated to job %s", allocation_id, job_id)
 
-    def free_slot(self, allocation_id: AllocationId) -> None:
-        """Free a slot, cancelling any task still in it; unknown slots are ignored."""
+    def free_slot(self, allocation_id: AllocationId) -> bool:
+        """Free a slot (unknown slots are ignored). Returns True when it is free now; False
+        when tasks are still in it: they are cancelled and the slot is RELEASING until the
+        last one ends, when the ResourceManager is told it is available."""
         with self._lock:
-            slot = self._slots.pop(allocation_id, None)
-            tasks = [self._tasks[a][0] for a in slot.tasks if a in self._tasks] if slot else []
+            slot = self._slots.get(allocation_id)
+            if slot is None:
+                return True
+            tasks = [self._tasks[a][0] for a in slot.tasks if a in self._tasks]
+            if tasks:
+                slot.releasing = True
+            else:
+                del self._slots[allocation_id]
         for task in tasks:
-            task.cancel()
-        if slot is not None:
-            logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
+            self._cancel(task)
+        if tasks:
+            logger.info(
+                "slot %s of job %s releasing: %d task(s) still ending",
+                allocation_id,
+                slot.job_id,
+                len(tasks),
+            )
+            return False
+        self._slot_gone(allocation_id, slot)
+        return True
+
+    def _slot_gone(self, allocation_id: AllocationId, slot: _Slot) -> None:
+        # The job's channel closes with its last slot here.
+        self._jobmasters.disconnect(slot.jobmaster_address)
+        logger.info("slot %s of job %s freed", allocation_id, slot.job_id)
+        self._release_jobs_that_left({slot.job_id})
 
     def submit_task(self, tdd_bytes: bytes, jobmaster_address: str) -> None:
         tdd = pickle.loads(tdd_bytes)
@@ -417,7 +503,11 @@ class TaskExecutor:
             if attempt in self._tasks:
                 msg = f"task attempt {attempt} ({tdd.task_name}) is already deployed here"
                 raise WeirError(msg)
-            task = Task(tdd, self._services_for(tdd, jobmaster_address))
+            assert self._job_resources is not None
+            # Here, under the lock: a job with a task is never released, and a job id
+            # that cannot name a directory fails the deployment, not the task thread.
+            resources = self._job_resources.acquire(tdd.job_id)
+            task = Task(tdd, self._services_for(tdd, jobmaster_address, resources))
             self._tasks[attempt] = (task, tdd.allocation_id)
             slot.tasks.add(attempt)
             cancelled = attempt in self._cancelled_early
@@ -441,7 +531,7 @@ class TaskExecutor:
                 while len(self._cancelled_early) > _MAX_EARLY_CANCELS:
                     self._cancelled_early.popitem(last=False)
                 return False
-        entry[0].cancel()
+        self._cancel(entry[0])
         return True
 
     def trigger_checkpoint(
@@ -483,7 +573,9 @@ class TaskExecutor:
         with self._lock:
             return list(self._tasks)
 
-    def _services_for(self, tdd: TaskDeploymentDescriptor, jobmaster_address: str) -> TaskServices:
+    def _services_for(
+        self, tdd: TaskDeploymentDescriptor, jobmaster_address: str, resources: JobResources
+    ) -> TaskServices:
         assert self._network is not None
         job_id, attempt = tdd.job_id, tdd.execution_attempt_id
 
@@ -498,20 +590,25 @@ class TaskExecutor:
         def collect(
             operator_id: str, subtask_index: int, batch: bytes, end: bool, epoch: int
         ) -> None:
-            # The JobMaster answers "full" after a short wait; retrying here keeps the
-            # back-pressure on the task thread without losing the batch.
+            # On the task thread. The JobMaster answers "full, retry after N ms" at once;
+            # retrying here, backing off while it stays full, keeps the back-pressure on
+            # the task thread without losing the batch or holding a JobMaster thread.
             deadline = time.monotonic() + _COLLECT_TIMEOUT_S
-            while not self._jobmasters.push_collect_batch(
-                jobmaster_address,
-                job_id=job_id,
-                attempt_id=attempt,
-                operator_id=operator_id,
-                subtask_index=subtask_index,
-                batch=batch,
-                end=end,
-                epoch=epoch,
-                timeout_s=_COLLECT_TIMEOUT_S,
-            ):
+            backoff_ms = 0
+            while True:
+                retry_after_ms = self._jobmasters.push_collect_batch(
+                    jobmaster_address,
+                    job_id=job_id,
+                    attempt_id=attempt,
+                    operator_id=operator_id,
+                    subtask_index=subtask_index,
+                    batch=batch,
+                    end=end,
+                    epoch=epoch,
+                    timeout_s=_RPC_TIMEOUT_S,
+                )
+                if retry_after_ms is None:
+                    return
                 with self._lock:
                     entry = self._tasks.get(attempt)
                 if entry is None or entry[0].cancel_requested:
@@ -523,6 +620,9 @@ class TaskExecutor:
                         "more; read the results iterator (or close it to cancel the job)"
                     )
                     raise RemoteTimeoutError(msg)
+                backoff_ms = min(max(retry_after_ms, 2 * backoff_ms), _COLLECT_MAX_BACKOFF_MS)
+                # The back-off is the back-pressure: the task waits for the client here.
+                self._stop_requested.wait(backoff_ms / 1000)
 
         def acknowledge(
             attempt_id: ExecutionAttemptId,
@@ -573,21 +673,92 @@ class TaskExecutor:
             print_target=tdd.job_config.get(PRINT_TARGET_KEY),
             acknowledge_checkpoint=acknowledge,
             decline_checkpoint=decline,
+            end_of_data=lambda attempt_id: self._reports.put(
+                _EndOfData(jobmaster_address, job_id, attempt_id)
+            ),
+            task_thread=lambda: self._task_thread(tdd, resources),
         )
 
+    @staticmethod
+    @contextlib.contextmanager
+    def _task_thread(tdd: TaskDeploymentDescriptor, resources: JobResources) -> Iterator[None]:
+        """Around a task, on its thread: its job's resources, exits refused (or not)."""
+        with (
+            job_task_thread(resources),
+            user_system_exit.monitor_user_system_exit(tdd.task_name),
+        ):
+            yield
+
+    def _release_jobs_that_left(self, job_ids: set[JobId]) -> None:
+        """Give back the resources of those of ``job_ids`` with neither a slot nor a task
+        here any more."""
+        if self._job_resources is None:
+            return
+        with self._lock:
+            present = {s.job_id for s in self._slots.values()}
+            present.update(task.tdd.job_id for task, _ in self._tasks.values())
+            left = [
+                detached
+                for job_id in job_ids - present
+                if (detached := self._job_resources.detach(job_id)) is not None
+            ]
+        for resources in left:
+            JobResourceTable.release(resources)
+
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
+        released: _Slot | None = None
         with self._lock:
             entry = self._tasks.pop(attempt_id, None)
             if entry is not None:
                 slot = self._slots.get(entry[1])
                 if slot is not None:
                     slot.tasks.discard(attempt_id)
+                    if slot.releasing and not slot.tasks:
+                        released = self._slots.pop(entry[1])
+        if entry is None:
+            return
+        if released is not None:
+            # On the task thread: the RPC goes out from the report thread.
+            self._reports.put(_SlotAvailable(entry[1]))
+            self._slot_gone(entry[1], released)
+        else:
+            self._release_jobs_that_left({entry[0].tdd.job_id})
 
     def _send_reports(self) -> None:
         while True:
             update = self._reports.get()
             if update is None:
                 return
+            if isinstance(update, _EndOfData):
+                try:
+                    self._jobmasters.notify_end_of_data(
+                        update.jobmaster_address,
+                        job_id=update.job_id,
+                        attempt_id=update.attempt_id,
+                        timeout_s=_RPC_TIMEOUT_S,
+                    )
+                except WeirError:
+                    # The final checkpoint then comes at the next interval instead.
+                    logger.warning(
+                        "telling JobMaster %s that %s reached its end of data failed",
+                        update.jobmaster_address,
+                        update.attempt_id,
+                        exc_info=True,
+                    )
+                continue
+            if isinstance(update, _SlotAvailable):
+                try:
+                    self._rm.notify_slot_available(
+                        self.resource_id, update.allocation_id, _RPC_TIMEOUT_S
+                    )
+                except WeirError:
+                    # The next heartbeat, which no longer reports the slot, says the same.
+                    logger.warning(
+                        "telling the ResourceManager that slot %s is available failed",
+                        update.allocation_id,
+                        exc_info=True,
+                    )
+                continue
             try:
                 self._jobmasters.update_task_execution_state(
                     update.jobmaster_address,

@@ -3,8 +3,9 @@
 PyFlink shows what a UDF prints beside the output of ``DataStream.print()``. A task
 with a print target (the client's stdout, for an embedded run) therefore routes what
 its thread writes to ``sys.stdout`` there; other threads, and tasks without a target,
-write to the process's own stdout as before. ``sys.stdout`` is replaced once per
-process by a router that looks up the writing thread's target, so tasks of different
+write to the TaskManager's ``taskmanager.out`` when it keeps one (``untargeted_output``),
+else to the process's own stdout. ``sys.stdout`` and ``sys.stderr`` are replaced once per
+process by routers that look up the writing thread's target, so tasks of different
 jobs in one TaskManager each reach their own client.
 """
 
@@ -15,21 +16,30 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
 _local = threading.local()
 _install_lock = threading.Lock()
+_untargeted: Any = None
+"""Where writes without a print target go instead of the process's own stdout and
+stderr (a TaskManager's ``taskmanager.out``); None: the process's own."""
 
 
-class _ThreadRoutedStdout(io.TextIOBase):
-    """``sys.stdout`` while tasks run: the current thread's target, else the original."""
+class _ThreadRoutedStream(io.TextIOBase):
+    """``sys.stdout`` (or ``sys.stderr``) while tasks run: the current thread's print
+    target when it follows them (stdout), else the untargeted stream, else the original."""
 
-    def __init__(self, original: Any) -> None:
+    def __init__(self, original: Any, *, follows_print_target: bool) -> None:
         super().__init__()
         self._original = original
+        self._follows_print_target = follows_print_target
 
     def _target(self) -> Any:
-        return getattr(_local, "target", None) or self._original
+        if self._follows_print_target:
+            target = getattr(_local, "target", None)
+            if target is not None:
+                return target
+        return _untargeted or self._original
 
     def write(self, text: str) -> int:
         self._target().write(text)
@@ -54,8 +64,10 @@ class _ThreadRoutedStdout(io.TextIOBase):
 
 def _install() -> None:
     with _install_lock:
-        if not isinstance(sys.stdout, _ThreadRoutedStdout):
-            sys.stdout = _ThreadRoutedStdout(sys.stdout)
+        if not isinstance(sys.stdout, _ThreadRoutedStream):
+            sys.stdout = _ThreadRoutedStream(sys.stdout, follows_print_target=True)
+        if not isinstance(sys.stderr, _ThreadRoutedStream):
+            sys.stderr = _ThreadRoutedStream(sys.stderr, follows_print_target=False)
 
 
 @contextmanager
@@ -73,3 +85,16 @@ def task_stdout(print_target: str | None) -> Iterator[None]:
     finally:
         _local.target = None
         target.close()
+
+
+@contextmanager
+def untargeted_output(stream: TextIO | io.TextIOBase) -> Iterator[None]:
+    """While the block runs, what any thread writes to stdout or stderr without a print
+    target goes to ``stream`` (the TaskManager's ``taskmanager.out``)."""
+    global _untargeted
+    _install()
+    previous, _untargeted = _untargeted, stream
+    try:
+        yield
+    finally:
+        _untargeted = previous

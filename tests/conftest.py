@@ -1,12 +1,38 @@
-"""Session-wide test setup: the interpreter Spark's Python workers must use, and logs."""
+"""Session-wide test setup: the interpreter Spark's Python workers must use, logs, and the
+one SparkSession every suite that needs Spark shares."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
+from collections.abc import Iterator
+
+import pytest
 
 # Spark's executors must run this same interpreter (the venv with Weir installed).
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 logging.getLogger("py4j").setLevel(logging.WARNING)
+
+# Spark task slots of the shared session. Leases are long-running Spark tasks, one per
+# TaskManager, and the session-scoped clusters keep theirs between tests: the cluster
+# suite (2), the compat cluster (3) and the ResourceManager suite (2) fit side by side.
+# Slots cost nothing until a lease takes one.
+SPARK_TASK_SLOTS = 8
+
+
+@pytest.fixture(scope="session")
+def spark_session() -> Iterator[object]:
+    """A ``local[8]`` SparkSession shared by the whole test session (starting one takes
+    seconds). Suites that lease TaskManagers cap how many they hold
+    (``resourcemanager.taskmanager.max``) so that together they fit its slots. Tests must
+    leave no Spark job running behind them."""
+    # Weir's own driver settings (class-data sharing, quiet logging, loopback binding).
+    from weir.resourcemanager.spark_launcher import create_spark_session
+
+    spark = create_spark_session(
+        {"spark.master": f"local[{SPARK_TASK_SLOTS}]", "spark.app.name": "weir-tests"}
+    )
+    yield spark
+    spark.stop()

@@ -56,6 +56,7 @@ if [[ ! -f $WEIR_CONF_FILE ]]; then
 fi
 
 mkdir -p "$WEIR_LOG_DIR" "$WEIR_PID_DIR"
+WEIR_LOG_DIR=$(cd "$WEIR_LOG_DIR" && pwd)  # TaskManagers run in other directories
 
 if [[ -f $WEIR_MASTER_PID_FILE ]]; then
     old_pid=$(<"$WEIR_MASTER_PID_FILE")
@@ -78,7 +79,8 @@ if [[ -f $WEIR_MASTER_LOG_FILE ]]; then
     mv -f "$WEIR_MASTER_LOG_FILE" "$WEIR_MASTER_LOG_FILE.1"
 fi
 
-master_args=(--config-dir "$WEIR_CONF_DIR")
+# TaskManagers keep their taskmanager.log and taskmanager.out beside the master's log.
+master_args=(--config-dir "$WEIR_CONF_DIR" --set "env.log.dir=$WEIR_LOG_DIR")
 if [[ -n $taskmanagers ]]; then
     master_args+=(--set "resourcemanager.taskmanager.min=$taskmanagers")
 fi

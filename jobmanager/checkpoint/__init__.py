@@ -1,21 +1,19 @@
 """The JobMaster's side of checkpointing: the CheckpointCoordinator and what it tracks."""
 
+# The statistics the tracker reports are weir.core's, shared with the Dispatcher and client.
+from weir.core.checkpoint import CheckpointStats, CheckpointStatsSnapshot, CheckpointStatus
 from weir.jobmanager.checkpoint.checkpoint_coordinator import (
     CheckpointCoordinator,
     CheckpointOptions,
     CheckpointPlanProvider,
     CheckpointTriggerGateway,
 )
-from weir.jobmanager.checkpoint.checkpoint_stats import (
-    CheckpointStats,
-    CheckpointStatsSnapshot,
-    CheckpointStatsTracker,
-    CheckpointStatus,
-)
+from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import (
     CheckpointPlan,
     CheckpointTask,
+    FinishedOperator,
     PendingCheckpoint,
 )
 from weir.jobmanager.checkpoint.scheduling import (
@@ -39,6 +37,7 @@ __all__ = [
     "CheckpointTriggerGateway",
     "Clock",
     "CompletedCheckpoint",
+    "FinishedOperator",
     "PendingCheckpoint",
     "ScheduledExecutor",
     "ScheduledTask",

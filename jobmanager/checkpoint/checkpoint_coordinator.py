@@ -5,9 +5,16 @@ the state to restore after a failure (Flink's CheckpointCoordinator).
 Threading: every public method may be called from any thread (gRPC handlers for acks and
 declines, the scheduler's thread for failures, the executor's thread for timers). State
 changes happen under one lock; RPCs to tasks are made after it is released, so a slow
-TaskExecutor never blocks acknowledgements. Storage I/O (creating ``chk-N``, writing
-``_metadata``, deleting subsumed checkpoints) happens under the lock, which keeps the order
-"``_metadata`` written, then registered, then tasks notified" without extra bookkeeping.
+TaskExecutor never blocks acknowledgements. Storage I/O that orders completion (creating
+``chk-N``, writing ``_metadata``) happens under the lock, which keeps the order
+"``_metadata`` written, then registered, then tasks notified" without extra bookkeeping;
+deleting subsumed checkpoints and unreferenced shared files is an effect run after it.
+
+Shared files of incremental checkpoints are reference-counted (``SharedStateRegistry``):
+registered when a checkpoint completes, released when it is subsumed, deleted at zero;
+files an aborted checkpoint uploaded that nothing refers to are deleted with it. The
+counts are rebuilt from the retained checkpoints' metadata the first time they are
+needed (a JobMaster that took over a job starts with none).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from weir.core.checkpoint import (
     CheckpointingMode,
     CheckpointMetadata,
     CheckpointMetrics,
+    CheckpointStatsSnapshot,
     CheckpointStorage,
     CheckpointType,
     OperatorState,
@@ -30,19 +38,16 @@ from weir.core.checkpoint import (
     decode_metadata,
     encode_metadata,
 )
-from weir.core.deployment import JobStatus
 from weir.core.errors import CheckpointError, CorruptCheckpointError, WeirError
 from weir.core.highavailability import (
     CheckpointIdCounter,
     CompletedCheckpointPointer,
     CompletedCheckpointStore,
 )
-from weir.core.ids import ExecutionAttemptId, JobId
+from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
+from weir.core.job_status import JobStatus
 from weir.core.key_groups import default_max_parallelism
-from weir.jobmanager.checkpoint.checkpoint_stats import (
-    CheckpointStatsSnapshot,
-    CheckpointStatsTracker,
-)
+from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import (
     AckResult,
@@ -50,6 +55,7 @@ from weir.jobmanager.checkpoint.pending_checkpoint import (
     PendingCheckpoint,
 )
 from weir.jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
+from weir.jobmanager.checkpoint.shared_state_registry import SharedStateRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +148,8 @@ class CheckpointCoordinator:
         self._consecutive_failures = 0
         self._restored_external: set[int] = set()
         self._shut_down = False
+        self._shared = SharedStateRegistry()
+        self._shared_loaded = False
 
     # -- inspection ----------------------------------------------------------------------
     @property
@@ -296,28 +304,33 @@ class CheckpointCoordinator:
         for unknown, aborted or completed checkpoints and duplicates are logged and
         ignored (state of an aborted checkpoint is deleted)."""
         effects: list[_Effect] = []
+        used = False
         with self._lock:
             pending = self._pending.get(checkpoint_id)
             if pending is None or self._shut_down:
-                self._late_message_locked(attempt_id, checkpoint_id)
-                return False
-            now = self._clock()
-            result = pending.acknowledge(attempt_id, snapshot, metrics or CheckpointMetrics(), now)
-            if result is not AckResult.SUCCESS:
-                logger.warning(
-                    "job %s: checkpoint %d: ignoring acknowledgement from %s (%s)",
-                    self.job_id,
-                    checkpoint_id,
-                    attempt_id,
-                    result.value,
+                effects = self._late_message_locked(attempt_id, checkpoint_id, snapshot)
+            else:
+                now = self._clock()
+                result = pending.acknowledge(
+                    attempt_id, snapshot, metrics or CheckpointMetrics(), now
                 )
-                return False
-            self._stats.report_acknowledged(checkpoint_id, now, pending.metrics.values())
-            if pending.is_fully_acknowledged:
-                effects = self._complete_locked(pending)
+                if result is not AckResult.SUCCESS:
+                    logger.warning(
+                        "job %s: checkpoint %d: ignoring acknowledgement from %s (%s)",
+                        self.job_id,
+                        checkpoint_id,
+                        attempt_id,
+                        result.value,
+                    )
+                else:
+                    used = True
+                    self._stats.report_acknowledged(checkpoint_id, now, pending.metrics.values())
+                    if pending.is_fully_acknowledged:
+                        effects = self._complete_locked(pending)
         self._run(effects)
-        self._try_trigger_requested()
-        return True
+        if used:
+            self._try_trigger_requested()
+        return used
 
     def receive_decline(
         self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str
@@ -364,6 +377,21 @@ class CheckpointCoordinator:
         self._run(effects)
         self._try_trigger_requested()
 
+    def task_finished(self, attempt_id: ExecutionAttemptId) -> None:
+        """A task exited after its final checkpoint (FLIP-147): the checkpoints still
+        waiting for its acknowledgement never get it (it was triggered, or its barrier
+        arrived, after it ended). They are aborted, not counted as failures; the next
+        checkpoint records the task as finished."""
+        effects: list[_Effect] = []
+        with self._lock:
+            for pending in sorted(self._pending.values(), key=lambda p: p.checkpoint_id):
+                if pending.waits_for(attempt_id):
+                    effects += self._abort_locked(
+                        pending, f"task {attempt_id} finished before acknowledging it", False
+                    )
+        self._run(effects)
+        self._try_trigger_requested()
+
     def abort_pending(self, reason: str) -> None:
         """Abort every checkpoint in progress: a task failed or the job is restarting.
         Not counted against tolerable failures: the failover handles the cause."""
@@ -373,7 +401,12 @@ class CheckpointCoordinator:
                 effects += self._abort_locked(pending, reason, counted=False)
         self._run(effects)
 
-    def _late_message_locked(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
+    def _late_message_locked(
+        self,
+        attempt_id: ExecutionAttemptId,
+        checkpoint_id: int,
+        snapshot: TaskStateSnapshot | None = None,
+    ) -> list[_Effect]:
         retained = {p.checkpoint_id for p in self._store.get_all()}
         if checkpoint_id in retained or checkpoint_id >= self._counter.get():
             logger.info(
@@ -383,7 +416,7 @@ class CheckpointCoordinator:
                 attempt_id,
                 "already completed" if checkpoint_id in retained else "never triggered",
             )
-            return
+            return []
         # Aborted or subsumed: the task may have written files after the directory was
         # deleted, so delete it again (ids never repeat, so nothing live is there).
         logger.info(
@@ -394,22 +427,63 @@ class CheckpointCoordinator:
         )
         if checkpoint_id not in self._restored_external:
             self._storage.discard_checkpoint(checkpoint_id)
+        if snapshot is None:
+            return []
+        # Shared files this late task uploaded for nothing (not those it referred to).
+        self._load_shared_locked()
+        uploaded = self._shared.unreferenced(
+            path for state in snapshot.subtask_states.values() for path in state.shared_paths()
+        )
+        return [self._discard_shared_effect(uploaded)] if uploaded else []
+
+    # -- shared state --------------------------------------------------------------------
+    def _load_shared_locked(self) -> None:
+        """Count the shared files of the retained checkpoints, once."""
+        if self._shared_loaded:
+            return
+        self._shared_loaded = True
+        for pointer in self._store.get_all():
+            try:
+                metadata = decode_metadata(
+                    self._storage.read_metadata(pointer.external_pointer),
+                    source=pointer.external_pointer,
+                )
+            except (CorruptCheckpointError, OSError):
+                logger.warning(
+                    "job %s: cannot read checkpoint %d to count its shared files",
+                    self.job_id,
+                    pointer.checkpoint_id,
+                    exc_info=True,
+                )
+                continue
+            if pointer.checkpoint_id in self._restored_external:
+                self._shared.pin(metadata.shared_paths())
+            self._shared.register(pointer.checkpoint_id, metadata.shared_paths())
+
+    def _discard_shared_effect(self, paths: list[str]) -> _Effect:
+        def effect() -> None:
+            logger.info("job %s: deleting %d unreferenced shared files", self.job_id, len(paths))
+            self._storage.discard_shared(paths)
+
+        return effect
+
+    def _discard_effect(self, checkpoint_id: int, shared: list[str]) -> _Effect:
+        def effect() -> None:
+            self._storage.discard_checkpoint(checkpoint_id)
+            if shared:
+                self._storage.discard_shared(shared)
+
+        return effect
+
+    @property
+    def shared_state_registry(self) -> SharedStateRegistry:
+        return self._shared
 
     # -- completion and abort ------------------------------------------------------------
     def _complete_locked(self, pending: PendingCheckpoint) -> list[_Effect]:
         now = self._clock()
         checkpoint_id = pending.checkpoint_id
-        operator_states = {
-            operator_id: OperatorState(
-                operator_id=operator_id,
-                parallelism=next(iter(subtasks.values()))[0],
-                max_parallelism=pending.plan.max_parallelism.get(
-                    operator_id, default_max_parallelism(next(iter(subtasks.values()))[0])
-                ),
-                subtask_states={index: state for index, (_, state) in subtasks.items()},
-            )
-            for operator_id, subtasks in pending.operator_states().items()
-        }
+        operator_states = self._operator_states(pending)
         metadata = CheckpointMetadata(
             job_id=self.job_id,
             checkpoint_id=checkpoint_id,
@@ -419,7 +493,9 @@ class CheckpointCoordinator:
             operator_states=operator_states,
         )
         try:
+            self._load_shared_locked()
             pointer = self._storage.write_metadata(checkpoint_id, encode_metadata(metadata))
+            self._shared.register(checkpoint_id, metadata.shared_paths())
             subsumed = self._store.add_checkpoint(
                 CompletedCheckpointPointer(self.job_id, checkpoint_id, pointer, now)
             )
@@ -433,9 +509,11 @@ class CheckpointCoordinator:
             return self._abort_locked(pending, f"finalizing it failed: {exc}", counted=True)
         del self._pending[checkpoint_id]
         pending.dispose()
-        for old in subsumed:
-            if old.checkpoint_id not in self._restored_external:
-                self._storage.discard_checkpoint(old.checkpoint_id)
+        discards = [
+            self._discard_effect(old.checkpoint_id, self._shared.unregister(old.checkpoint_id))
+            for old in subsumed
+            if old.checkpoint_id not in self._restored_external
+        ]
         self._last_end_ms = now
         self._consecutive_failures = 0
         self._stats.report_completed(
@@ -454,11 +532,33 @@ class CheckpointCoordinator:
             self._notify_effect(task.attempt_id, checkpoint_id, complete=True)
             for task in pending.plan.tasks
         ]
+        effects += discards
         for older in sorted(p for p in self._pending if p < checkpoint_id):
             effects += self._abort_locked(
                 self._pending[older], f"subsumed by checkpoint {checkpoint_id}", counted=False
             )
         return effects
+
+    @staticmethod
+    def _operator_states(pending: PendingCheckpoint) -> dict[OperatorId, OperatorState]:
+        """The acknowledged states, and the subtasks that had finished, per operator."""
+        plan = pending.plan
+        acked = pending.operator_states()
+        states: dict[OperatorId, OperatorState] = {}
+        for operator_id in acked.keys() | plan.finished.keys():
+            subtasks = acked.get(operator_id, {})
+            finished = plan.finished.get(operator_id)
+            parallelism = finished.parallelism if finished else next(iter(subtasks.values()))[0]
+            states[operator_id] = OperatorState(
+                operator_id=operator_id,
+                parallelism=parallelism,
+                max_parallelism=plan.max_parallelism.get(
+                    operator_id, default_max_parallelism(parallelism)
+                ),
+                subtask_states={index: state for index, (_, state) in subtasks.items()},
+                finished_subtasks=finished.finished_subtasks if finished else frozenset(),
+            )
+        return states
 
     def _abort_locked(
         self, pending: PendingCheckpoint, reason: str, counted: bool
@@ -468,12 +568,18 @@ class CheckpointCoordinator:
         self._pending.pop(checkpoint_id, None)
         pending.dispose()
         self._storage.discard_checkpoint(checkpoint_id)
+        uploaded = self._shared.unreferenced(
+            path
+            for subtasks in pending.operator_states().values()
+            for _, state in subtasks.values()
+            for path in state.shared_paths()
+        )
         self._stats.report_failed(checkpoint_id, now, reason)
         self._last_end_ms = now
         logger.info("job %s: checkpoint %d aborted: %s", self.job_id, checkpoint_id, reason)
-        effects: list[_Effect] = []
+        effects: list[_Effect] = [self._discard_shared_effect(uploaded)] if uploaded else []
         if not self._shut_down:
-            effects = [
+            effects += [
                 self._notify_effect(task.attempt_id, checkpoint_id, complete=False)
                 for task in pending.plan.tasks
             ]
@@ -553,6 +659,8 @@ class CheckpointCoordinator:
                 )
                 continue
             self._bump_counter(metadata.checkpoint_id)
+            with self._lock:
+                self._load_shared_locked()
             self._stats.report_restored(
                 metadata.checkpoint_id, self._clock(), pointer.external_pointer
             )
@@ -574,6 +682,10 @@ class CheckpointCoordinator:
         with self._lock:
             self._bump_counter(metadata.checkpoint_id)
             self._restored_external.add(metadata.checkpoint_id)
+            self._load_shared_locked()
+            # Its shared files belong to the job that wrote it: never deleted here.
+            self._shared.pin(metadata.shared_paths())
+            self._shared.register(metadata.checkpoint_id, metadata.shared_paths())
             subsumed = self._store.add_checkpoint(
                 CompletedCheckpointPointer(
                     self.job_id, metadata.checkpoint_id, pointer, metadata.completion_timestamp_ms
@@ -582,6 +694,7 @@ class CheckpointCoordinator:
             for old in subsumed:
                 if old.checkpoint_id not in self._restored_external:
                     self._storage.discard_checkpoint(old.checkpoint_id)
+                    self._storage.discard_shared(self._shared.unregister(old.checkpoint_id))
             self._stats.report_restored(metadata.checkpoint_id, self._clock(), pointer)
         logger.info(
             "job %s: restoring from checkpoint %d at %s",
@@ -615,13 +728,13 @@ class CheckpointCoordinator:
             self.stop_periodic_scheduler()
             self._shut_down = True
             for pending in list(self._pending.values()):
-                self._abort_locked(pending, f"the job is {job_status.value}", counted=False)
+                self._abort_locked(pending, f"the job is {job_status.name}", counted=False)
             retain = self.config.retention.retains_on(job_status)
             logger.info(
                 "job %s: %s its checkpoints (job %s, %s)",
                 self.job_id,
                 "keeping" if retain else "deleting",
-                job_status.value,
+                job_status.name,
                 self.config.retention.name,
             )
             self._storage.discard_job(retain=retain)

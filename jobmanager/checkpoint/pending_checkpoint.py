@@ -25,7 +25,17 @@ class CheckpointTask:
     subtask_index: int
     parallelism: int
     is_source: bool = False
-    """Sources are where the checkpoint is triggered; every task acknowledges."""
+    """The coordinator triggers the checkpoint here: a task without inputs, or one whose
+    upstream tasks have all finished (FLIP-147), which then takes it once its inputs
+    have ended. Every task acknowledges."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedOperator:
+    """An operator some of whose subtasks had finished when the checkpoint was planned."""
+
+    parallelism: int
+    finished_subtasks: frozenset[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +45,8 @@ class CheckpointPlan:
     tasks: tuple[CheckpointTask, ...]
     max_parallelism: Mapping[OperatorId, int] = field(default_factory=dict)
     """Max parallelism of each stateful operator, recorded in ``_metadata``."""
+    finished: Mapping[OperatorId, FinishedOperator] = field(default_factory=dict)
+    """Operators with finished subtasks: recorded as finished in ``_metadata``."""
 
     @property
     def tasks_to_trigger(self) -> tuple[CheckpointTask, ...]:
@@ -71,6 +83,10 @@ class PendingCheckpoint:
         self.last_ack_timestamp_ms = trigger_timestamp_ms
         self.timeout_task: ScheduledTask | None = None
         self.disposed = False
+
+    def waits_for(self, attempt_id: ExecutionAttemptId) -> bool:
+        """The task is one of this checkpoint's and has not acknowledged it yet."""
+        return attempt_id in self._not_yet_acknowledged
 
     @property
     def is_fully_acknowledged(self) -> bool:

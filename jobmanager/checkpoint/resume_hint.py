@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from weir.core import config as cfg
 from weir.core.checkpoint import ExternalizedCheckpointRetention
-from weir.core.deployment import JobStatus
+from weir.core.job_status import JobStatus
 
 __all__ = ["resume_hint"]
 

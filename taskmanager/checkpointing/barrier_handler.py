@@ -25,6 +25,7 @@ Actions, in the order the task must carry them out:
 
 from __future__ import annotations
 
+import abc
 import enum
 import logging
 from collections.abc import Iterable, Sequence
@@ -126,20 +127,104 @@ class _Inputs:
         )
         self.ended: set[ChannelId] = set()
 
-    def check(self, channel: ChannelId) -> None:
+    def check(self, gate_index: int, channel_index: int) -> ChannelId:
+        """The channel, once it is known to be an input of this task."""
+        channel = (gate_index, channel_index)
         if channel not in self.all:
             msg = (
                 f"barrier handling got channel {channel}, which is not an input of this "
                 f"task ({len(self.all)} channels); the handler was built for another gate"
             )
             raise ValueError(msg)
+        return channel
+
+    def end(self, gate_index: int, channel_index: int) -> None:
+        """The channel delivered END_OF_PARTITION."""
+        self.ended.add(self.check(gate_index, channel_index))
 
     def all_in(self, delivered: Iterable[ChannelId]) -> bool:
         """Every channel delivered the barrier or has ended."""
         return self.all <= self.ended.union(delivered)
 
 
-class AlignedBarrierHandler:
+class _SingleCheckpointBarrierHandler(abc.ABC):
+    """What the aligned and unaligned handlers share (Flink's
+    ``SingleCheckpointBarrierHandler``, one class in both modes): they work on one
+    checkpoint at a time, the newest one a barrier was seen for.
+
+    ``on_barrier`` drops the barriers of older checkpoints and repeats on a channel; a
+    barrier of a newer checkpoint subsumes the pending one (``_subsume``) and starts
+    the new one (``_start``); every first delivery of the current barrier on a channel
+    goes to ``_delivered``.
+    """
+
+    def __init__(self, channels_per_gate: Sequence[int]) -> None:
+        self._inputs = _Inputs(channels_per_gate)
+        self._current = -1
+        """The newest checkpoint a barrier was seen for."""
+        self._delivered: set[ChannelId] | None = None
+        """Channels that delivered the current barrier, while its checkpoint is pending
+        here (aligning, or capturing channel state)."""
+
+    @property
+    def pending_checkpoint_id(self) -> int | None:
+        return self._current if self._delivered is not None else None
+
+    def on_barrier(
+        self,
+        gate_index: int,
+        channel_index: int,
+        barrier: CheckpointBarrier,
+        overtaken: Sequence[bytes] = (),
+    ) -> list[Action]:
+        channel = self._inputs.check(gate_index, channel_index)
+        n = barrier.checkpoint_id
+        actions: list[Action] = []
+        if n < self._current or (n == self._current and self._delivered is None):
+            logger.debug("dropping late barrier %d on %s (current %d)", n, channel, self._current)
+            return actions
+        if n > self._current:
+            if self._delivered is not None:
+                actions += self._subsume(n)
+            self._current = n
+            self._delivered = set()
+            actions += self._start(barrier)
+        delivered = self._delivered
+        assert delivered is not None
+        if channel in delivered:
+            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat", channel, n)
+            return actions
+        delivered.add(channel)
+        actions += self._on_delivered(gate_index, channel_index, overtaken)
+        return actions
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
+        if self._delivered is None or checkpoint_id != self._current:
+            self._current = max(self._current, checkpoint_id)
+            return []
+        return self._abort(AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+
+    def _abort(self, reason: AbortReason) -> list[Action]:
+        """Give up the pending checkpoint; the subclass adds its own clean-up."""
+        self._delivered = None
+        return [AbortCheckpoint(self._current, reason)]
+
+    @abc.abstractmethod
+    def _subsume(self, newer: int) -> list[Action]:
+        """A barrier of checkpoint ``newer`` arrived while ``_current`` was pending."""
+
+    @abc.abstractmethod
+    def _start(self, barrier: CheckpointBarrier) -> list[Action]:
+        """The first barrier of checkpoint ``_current`` arrived."""
+
+    @abc.abstractmethod
+    def _on_delivered(
+        self, gate_index: int, channel_index: int, overtaken: Sequence[bytes]
+    ) -> list[Action]:
+        """The channel delivered the current barrier (it is in ``_delivered`` now)."""
+
+
+class AlignedBarrierHandler(_SingleCheckpointBarrierHandler):
     """EXACTLY_ONCE with aligned barriers (Flink's ``SingleCheckpointBarrierHandler`` in
     aligned mode).
 
@@ -151,91 +236,56 @@ class AlignedBarrierHandler:
     """
 
     def __init__(self, channels_per_gate: Sequence[int]) -> None:
-        self._inputs = _Inputs(channels_per_gate)
-        self._current = -1
-        """The newest checkpoint a barrier was seen for."""
-        self._aligning: set[ChannelId] | None = None
-        """Channels that delivered the current barrier, while aligning."""
+        super().__init__(channels_per_gate)
         self._barrier: CheckpointBarrier | None = None
         self._blocked: set[ChannelId] = set()
-
-    @property
-    def pending_checkpoint_id(self) -> int | None:
-        return self._current if self._aligning is not None else None
 
     @property
     def blocked_channels(self) -> frozenset[ChannelId]:
         return frozenset(self._blocked)
 
-    def on_barrier(
-        self,
-        gate_index: int,
-        channel_index: int,
-        barrier: CheckpointBarrier,
-        overtaken: Sequence[bytes] = (),
-    ) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        n = barrier.checkpoint_id
-        actions: list[Action] = []
-        if n < self._current or (n == self._current and self._aligning is None):
-            logger.debug("dropping late barrier %d on %s (current %d)", n, channel, self._current)
-            return actions
-        if n > self._current:
-            if self._aligning is not None:
-                actions += self._abort(AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
-            self._current = n
-            self._aligning = set()
-            self._barrier = barrier
-        assert self._aligning is not None
-        if channel in self._aligning:
-            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat", channel, n)
-            return actions
-        self._aligning.add(channel)
-        if self._inputs.all_in(self._aligning):
-            return actions + self._complete()
-        self._blocked.add(channel)
-        actions.append(BlockChannel(gate_index, channel_index))
-        return actions
-
     def on_buffer(self, gate_index: int, channel_index: int, buffer: bytes) -> bool:
         return False
 
     def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        self._inputs.ended.add(channel)
-        if self._aligning is not None and self._inputs.all_in(self._aligning):
+        self._inputs.end(gate_index, channel_index)
+        if self._delivered is not None and self._inputs.all_in(self._delivered):
             return self._complete()
         return []
 
-    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
-        if self._aligning is None or checkpoint_id != self._current:
-            self._current = max(self._current, checkpoint_id)
-            return []
-        return self._abort(AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+    def _subsume(self, newer: int) -> list[Action]:
+        return self._abort(AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
+
+    def _start(self, barrier: CheckpointBarrier) -> list[Action]:
+        self._barrier = barrier
+        return []
+
+    def _on_delivered(
+        self, gate_index: int, channel_index: int, overtaken: Sequence[bytes]
+    ) -> list[Action]:
+        assert self._delivered is not None
+        if self._inputs.all_in(self._delivered):
+            return self._complete()
+        self._blocked.add((gate_index, channel_index))
+        return [BlockChannel(gate_index, channel_index)]
 
     def _complete(self) -> list[Action]:
         barrier = self._barrier
         assert barrier is not None
-        self._aligning = None
+        self._delivered = None
         self._barrier = None
-        actions: list[Action] = [TriggerSnapshot(barrier, unaligned=False)]
-        if self._blocked:
-            self._blocked.clear()
-            actions.append(UnblockAll())
-        return actions
+        return [TriggerSnapshot(barrier, unaligned=False), *self._unblock()]
 
     def _abort(self, reason: AbortReason) -> list[Action]:
-        aborted = self._current
-        self._aligning = None
+        logger.info("checkpoint %d aborted during alignment: %s", self._current, reason.value)
         self._barrier = None
-        logger.info("checkpoint %d aborted during alignment: %s", aborted, reason.value)
-        actions: list[Action] = [AbortCheckpoint(aborted, reason)]
-        if self._blocked:
-            self._blocked.clear()
-            actions.append(UnblockAll())
-        return actions
+        return [*super()._abort(reason), *self._unblock()]
+
+    def _unblock(self) -> list[Action]:
+        if not self._blocked:
+            return []
+        self._blocked.clear()
+        return [UnblockAll()]
 
 
 class AtLeastOnceBarrierHandler:
@@ -263,8 +313,7 @@ class AtLeastOnceBarrierHandler:
         barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
     ) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
+        channel = self._inputs.check(gate_index, channel_index)
         n = barrier.checkpoint_id
         if n <= self._latest_triggered:
             logger.debug("dropping late barrier %d on %s", n, channel)
@@ -280,9 +329,7 @@ class AtLeastOnceBarrierHandler:
         return False
 
     def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        self._inputs.ended.add(channel)
+        self._inputs.end(gate_index, channel_index)
         return self._trigger_complete()
 
     def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
@@ -308,7 +355,7 @@ class AtLeastOnceBarrierHandler:
         return actions
 
 
-class UnalignedBarrierHandler:
+class UnalignedBarrierHandler(_SingleCheckpointBarrierHandler):
     """Unaligned EXACTLY_ONCE (Flink's ``SingleCheckpointBarrierHandler`` in unaligned
     mode with its ``ChannelStatePersister`` per channel).
 
@@ -322,53 +369,8 @@ class UnalignedBarrierHandler:
     """
 
     def __init__(self, channels_per_gate: Sequence[int]) -> None:
-        self._inputs = _Inputs(channels_per_gate)
-        self._current = -1
-        self._delivered: set[ChannelId] | None = None
-        """Channels that delivered the current barrier, while its capture runs."""
+        super().__init__(channels_per_gate)
         self._captured: dict[ChannelId, list[bytes]] = {}
-
-    @property
-    def pending_checkpoint_id(self) -> int | None:
-        return self._current if self._delivered is not None else None
-
-    def on_barrier(
-        self,
-        gate_index: int,
-        channel_index: int,
-        barrier: CheckpointBarrier,
-        overtaken: Sequence[bytes] = (),
-    ) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        n = barrier.checkpoint_id
-        actions: list[Action] = []
-        if n < self._current or (n == self._current and self._delivered is None):
-            logger.debug("dropping late barrier %d on %s (current %d)", n, channel, self._current)
-            return actions
-        if n > self._current:
-            if self._delivered is not None:
-                logger.info(
-                    "checkpoint %d subsumed by %d before its channel state was complete",
-                    self._current,
-                    n,
-                )
-                actions.append(
-                    AbortCheckpoint(self._current, AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
-                )
-            self._current = n
-            self._delivered = set()
-            self._captured = {}
-            actions.append(TriggerSnapshot(barrier, unaligned=True))
-        assert self._delivered is not None
-        if channel in self._delivered:
-            logger.warning("channel %s delivered barrier %d twice; ignoring the repeat", channel, n)
-            return actions
-        if overtaken:
-            self._captured.setdefault(channel, []).extend(overtaken)
-        self._delivered.add(channel)
-        actions += self._complete_if_done()
-        return actions
 
     def on_buffer(self, gate_index: int, channel_index: int, buffer: bytes) -> bool:
         delivered = self._delivered
@@ -381,20 +383,31 @@ class UnalignedBarrierHandler:
         return True
 
     def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
-        channel = (gate_index, channel_index)
-        self._inputs.check(channel)
-        self._inputs.ended.add(channel)
+        self._inputs.end(gate_index, channel_index)
         return self._complete_if_done()
 
-    def on_checkpoint_aborted(self, checkpoint_id: int) -> list[Action]:
-        if self._delivered is None or checkpoint_id != self._current:
-            self._current = max(self._current, checkpoint_id)
-            return []
-        self._delivered = None
+    def _subsume(self, newer: int) -> list[Action]:
+        logger.info(
+            "checkpoint %d subsumed by %d before its channel state was complete",
+            self._current,
+            newer,
+        )
+        return self._abort(AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
+
+    def _start(self, barrier: CheckpointBarrier) -> list[Action]:
         self._captured = {}
-        return [
-            AbortCheckpoint(checkpoint_id, AbortReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
-        ]
+        return [TriggerSnapshot(barrier, unaligned=True)]
+
+    def _on_delivered(
+        self, gate_index: int, channel_index: int, overtaken: Sequence[bytes]
+    ) -> list[Action]:
+        if overtaken:
+            self._captured.setdefault((gate_index, channel_index), []).extend(overtaken)
+        return self._complete_if_done()
+
+    def _abort(self, reason: AbortReason) -> list[Action]:
+        self._captured = {}
+        return super()._abort(reason)
 
     def _complete_if_done(self) -> list[Action]:
         if self._delivered is None or not self._inputs.all_in(self._delivered):

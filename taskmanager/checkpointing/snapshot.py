@@ -5,8 +5,11 @@ barrier handler said ``TriggerSnapshot``. Everything it returns is already seria
 so the task may mutate its state the moment it returns (copy-on-snapshot) and the
 asynchronous part only writes bytes. Per operator of the chain it captures:
 
-- keyed state, one block per key group (``KeyGroupsSnapshot``): a restore at another
-  parallelism reads only the key groups it owns, via ``offsets``;
+- keyed state in the canonical form, one block per key group (``KeyGroupsSnapshot``):
+  a restore at another parallelism reads only the key groups it owns, via ``offsets``;
+  with each table's kind (``state_meta``), so any backend restores it. Or, for a
+  rocksdb backend with incremental checkpoints, its native snapshot (a local RocksDB
+  checkpoint the asynchronous part uploads);
 - the source reader's position (``CheckpointedSourceReader.snapshot_state``).
 
 Per task it carries the in-flight data of an unaligned checkpoint: the input buffers
@@ -26,10 +29,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from weir.core.checkpoint import StateMetaInfo
 from weir.core.errors import WeirError
 from weir.core.serializers import deserialize_batch, serialize_batch
 from weir.core.source import CheckpointedSourceReader
-from weir.taskmanager.state.backend import KeyedStateBackend, KeyedStateSnapshot
+from weir.taskmanager.state.backend import (
+    KeyedStateBackend,
+    KeyedStateSnapshot,
+    StateKind,
+    StateMeta,
+)
+from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot, native_snapshot_of
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +67,7 @@ class KeyGroupsSnapshot:
     key_group_start: int
     data: bytes
     offsets: tuple[int, ...]
+    state_meta: tuple[StateMetaInfo, ...] = ()
 
     @property
     def key_groups(self) -> range:
@@ -76,6 +87,8 @@ class OperatorSnapshot:
     keyed_state: KeyGroupsSnapshot | None = None
     source_state: bytes | None = None
     """The reader's pickled position; None if the operator is no checkpointed source."""
+    native_keyed_state: RocksDBNativeSnapshot | None = None
+    """An incremental snapshot of a rocksdb backend, in place of ``keyed_state``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,14 +204,17 @@ def with_channel_state(
 
 def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorSnapshot:
     keyed = None
+    native = None
     backend = op.keyed_state_backend
     if backend is not None:
-        keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
+        native = native_snapshot_of(backend, checkpoint_id)
+        if native is None:
+            keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
     source_state = None
     reader = op.source_reader
     if isinstance(reader, CheckpointedSourceReader):
         source_state = pickle.dumps(reader.snapshot_state(checkpoint_id), _PICKLE_PROTOCOL)
-    return OperatorSnapshot(op.operator_id, keyed, source_state)
+    return OperatorSnapshot(op.operator_id, keyed, source_state, native)
 
 
 def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:
@@ -228,8 +244,11 @@ def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGr
             block = serialize_batch(triples)
             parts.append(block)
             position += len(block)
+    meta = tuple(
+        StateMetaInfo(name, m.kind.value, m.serializer) for name, m in sorted(snapshot.meta.items())
+    )
     return KeyGroupsSnapshot(
-        snapshot.max_parallelism, key_groups.start, b"".join(parts), tuple(offsets)
+        snapshot.max_parallelism, key_groups.start, b"".join(parts), tuple(offsets), meta
     )
 
 
@@ -248,7 +267,8 @@ def decode_keyed_state(
             continue
         for name, key, value in deserialize_batch(block):
             states.setdefault(name, {}).setdefault(group, {})[key] = value
-    return KeyedStateSnapshot(max_parallelism=snapshot.max_parallelism, states=states)
+    meta = {m.name: StateMeta(StateKind(m.kind), m.serializer) for m in snapshot.state_meta}
+    return KeyedStateSnapshot(snapshot.max_parallelism, states, meta)
 
 
 def encode_buffers(buffers: Sequence[bytes]) -> bytes:

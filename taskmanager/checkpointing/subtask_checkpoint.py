@@ -27,7 +27,9 @@ from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointStorage,
     CheckpointStorageLocation,
+    IncrementalKeyGroupsStateHandle,
     InputChannelStateHandle,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorStateDistributionMode,
@@ -51,6 +53,7 @@ from weir.taskmanager.checkpointing.snapshot import (
 )
 from weir.taskmanager.network.api import ResultPartitionWriter
 from weir.taskmanager.operators.chain import OperatorChain
+from weir.taskmanager.state.backend import KeyedStateSnapshot
 from weir.taskmanager.task_events import CheckpointBarrier, serialize_event
 
 logger = logging.getLogger(__name__)
@@ -91,20 +94,29 @@ class RestoredTaskState:
         self.snapshot = decode_task_state(data)
         self._max_parallelism = max_parallelism
 
-    def keyed_state(self, operator_id: str, key_groups: range) -> Any:
+    def keyed_state(
+        self, operator_id: str, key_groups: range
+    ) -> tuple[list[KeyedStateSnapshot], list[IncrementalKeyGroupsStateHandle]]:
+        """``(canonical snapshots, incremental handles)`` of the operator's keyed state;
+        the canonical ones hold only the key groups of ``key_groups``."""
         state = self.snapshot.subtask_states.get(OperatorId(operator_id))
         if state is None:
-            return []
+            return [], []
         restored = []
+        native = []
         for handle in state.managed_keyed_state:
+            if isinstance(handle, IncrementalKeyGroupsStateHandle):
+                native.append(handle)
+                continue
             snapshot = KeyGroupsSnapshot(
                 self._max_parallelism,
                 handle.key_groups.start,
                 read_state(handle.handle),
                 handle.offsets,
+                handle.state_meta,
             )
             restored.append(decode_keyed_state(snapshot, key_groups))
-        return restored
+        return restored, native
 
     def source_state(self, operator_id: str) -> bytes | None:
         state = self.snapshot.subtask_states.get(OperatorId(operator_id))
@@ -165,12 +177,30 @@ class SubtaskCheckpointCoordinator:
         self._has_inputs = has_inputs
         self._pending_channel_state: dict[int, _PendingChannelState] = {}
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"checkpoint-{attempt_id[:8]}")
+        # FLIP-147: set when the operators finished; the first checkpoint taken after it
+        # is the task's final one, and its completion lets the task end.
+        self._operators_finished = False
+        self._first_after_finish: int | None = None
+        self._final_completed = False
+
+    def operators_finished(self) -> None:
+        """The operators reached the end of input and finished: the next checkpoint this
+        task takes is its final one."""
+        self._operators_finished = True
+
+    @property
+    def final_checkpoint_completed(self) -> bool:
+        """A checkpoint taken after the operators finished has completed: what the
+        task's sinks prepared is committed, and the task may end."""
+        return self._final_completed
 
     def checkpoint(self, barrier: CheckpointBarrier, alignment_ms: int = 0) -> None:
         """Snapshot now, then send the barrier on: behind everything emitted before it,
         or, for an unaligned barrier, ahead of it (see the module docstring)."""
         n = barrier.checkpoint_id
         started = time.monotonic()
+        if self._operators_finished and self._first_after_finish is None:
+            self._first_after_finish = n
         try:
             if barrier.unaligned:
                 # Partly filled buffers are not sent now (that may block on a
@@ -251,16 +281,18 @@ class SubtaskCheckpointCoordinator:
             location = self._storage.init_checkpoint(n)
             states: dict[OperatorId, OperatorSubtaskState] = {}
             for op in snapshot.operators:
-                keyed: tuple[KeyGroupsStateHandle, ...] = ()
+                keyed: tuple[KeyedStateHandle, ...] = ()
                 source: tuple[Any, ...] = ()
                 operator: tuple[OperatorStateHandle, ...] = ()
                 prefix = f"{op.operator_id}-{self._subtask}"
+                if op.native_keyed_state is not None:
+                    keyed = (op.native_keyed_state.write(self._storage, location, prefix),)
                 if op.keyed_state is not None:
                     kg = op.keyed_state
                     handle = location.write_state(f"{prefix}-keyed", kg.data, self._compress)
                     start = kg.key_group_start
                     key_groups = KeyGroupRange(start, start + len(kg.offsets))
-                    keyed = (KeyGroupsStateHandle(key_groups, handle, kg.offsets),)
+                    keyed = (KeyGroupsStateHandle(key_groups, handle, kg.offsets, kg.state_meta),)
                 if op.source_state is not None:
                     source = (
                         location.write_state(f"{prefix}-source", op.source_state, self._compress),
@@ -323,10 +355,19 @@ class SubtaskCheckpointCoordinator:
         self._decline(self._attempt_id, checkpoint_id, reason)
 
     def notify_complete(self, checkpoint_id: int) -> None:
+        for op in self._operators:
+            if op.keyed_state_backend is not None:
+                op.keyed_state_backend.notify_checkpoint_complete(checkpoint_id)
         self._notify("notify_checkpoint_complete", checkpoint_id)
+        first = self._first_after_finish
+        if first is not None and checkpoint_id >= first:
+            self._final_completed = True
 
     def notify_aborted(self, checkpoint_id: int) -> None:
         self._pending_channel_state.pop(checkpoint_id, None)
+        for op in self._operators:
+            if op.keyed_state_backend is not None:
+                op.keyed_state_backend.notify_checkpoint_aborted(checkpoint_id)
         self._notify("notify_checkpoint_aborted", checkpoint_id)
 
     def _notify(self, method: str, checkpoint_id: int) -> None:

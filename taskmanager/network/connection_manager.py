@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.core.deployment import ResultPartitionId
-from weir.core.errors import NetworkError
+from weir.core.errors import NetworkError, ProducerFailedError
 from weir.taskmanager.network.api import BufferKind
 from weir.taskmanager.network.frames import (
     HEADER,
@@ -499,7 +499,15 @@ class ConnectionManager:
         if frame_type == FrameType.ERROR_RESPONSE:
             channel = conn.channels.pop(frame.channel_id, None)
             if channel is not None:
-                self._fail_channel(channel, frame.payload.decode(errors="replace"))
+                # The producer's TaskManager answered: its task ended, and reports why.
+                reason = frame.payload.decode(errors="replace")
+                gate = channel.gate
+                if gate is not None:
+                    msg = (
+                        f"cannot read {channel.describe()}: its producer ended first: {reason}; "
+                        "the producer's own failure is the cause, this task fails over with it"
+                    )
+                    gate.on_remote_error(channel, ProducerFailedError(msg))
         elif frame_type == FrameType.CLOSE:
             self._close_client(conn, "the producer closed the connection")
         else:
@@ -510,8 +518,8 @@ class ConnectionManager:
         if gate is None:
             return
         msg = (
-            f"cannot read {channel.describe()}: {reason}; the producer failed or its "
-            "TaskManager was lost, so the consuming task must fail over"
+            f"cannot read {channel.describe()}: {reason}; the producer's TaskManager is "
+            "unreachable or was lost, so the consuming task must fail over"
         )
         gate.on_remote_error(channel, NetworkError(msg))
 

@@ -16,6 +16,7 @@ import logging
 import struct
 from typing import NamedTuple
 
+from weir.core.config import MAX_FRAME_SIZE_CEILING
 from weir.core.deployment import ResultPartitionId
 from weir.core.errors import NetworkError
 from weir.core.ids import ExecutionAttemptId
@@ -29,8 +30,10 @@ HEADER_SIZE = HEADER.size
 _REQUEST = struct.Struct(">Ii")
 """PartitionRequest payload prefix: subpartition index, edge index; the producer id follows."""
 
-MAX_FRAME_PAYLOAD = 64 * 1024 * 1024
-"""A larger length can only be a corrupt stream or a peer speaking another protocol."""
+MAX_FRAME_PAYLOAD = MAX_FRAME_SIZE_CEILING
+"""A larger length can only be a corrupt stream or a peer speaking another protocol: a
+sender keeps its frames within ``taskmanager.network.max-frame-size``, which is at most
+this (``RecordWriter`` splits buffers, and fails a record that does not fit alone)."""
 
 
 class FrameType(enum.IntEnum):

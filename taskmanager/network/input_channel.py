@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from weir.core.deployment import InputChannelDescriptor
-from weir.core.errors import NetworkError
+from weir.core.errors import NetworkError, ProducerFailedError
 from weir.taskmanager.network.api import BufferKind
 from weir.taskmanager.network.credit_based_channel import ChannelCredit, FloatingBufferPool
 from weir.taskmanager.network.result_partition import PartitionReleasedError, ResultPartition
@@ -100,8 +100,11 @@ class LocalInputChannel(InputChannel):
         try:
             polled = partition.poll(self._view)
         except PartitionReleasedError as exc:
-            msg = f"lost {self.describe()}: {exc}; the consuming task must fail over"
-            raise NetworkError(msg) from exc
+            msg = (
+                f"lost {self.describe()}: its producer ended first: {exc}; the producer's own "
+                "failure is the cause, this task fails over with it"
+            )
+            raise ProducerFailedError(msg) from exc
         if polled is None:
             return None
         return polled.kind, polled.payload, polled.more

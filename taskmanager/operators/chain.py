@@ -195,8 +195,23 @@ class OperatorChain:
 
     def finish(self) -> None:
         """End of input: finish operators head to tail, then flush and end the partitions."""
+        self.finish_operators()
+        self.end_partitions()
+
+    def finish_operators(self) -> None:
+        """End of input: finish operators head to tail (what they hold goes out), flush."""
         for op in self.operators:
             op.finish()
+        self.flush()
+
+    def emit_end_of_data(self) -> None:
+        """Tell every consumer that no more records follow (EndOfData), while the
+        partitions stay open for checkpoint barriers (FLIP-147)."""
+        for writer in self.writers:
+            writer.end_of_data()
+
+    def end_partitions(self) -> None:
+        """Flush and end every partition (END_OF_PARTITION): the task is done."""
         for writer in self.writers:
             writer.finish()
 

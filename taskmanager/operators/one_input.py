@@ -1,9 +1,11 @@
 """One-input operators: map, filter, flat_map, process, keyed_process and reduce.
 
 Each binds a closure over the bound user method at open, so a batch costs one list
-comprehension (or one loop) and no per-record dispatch. When the payload carries a
-key selector, the operator sets the state backend's current key before calling the
-user function for each record, so ``RuntimeContext.get_state`` works, as in PyFlink.
+comprehension (or one loop) and no per-record dispatch; the map, flat_map and process
+loops are ``batch_loops``', shared with the two-input operators. When the payload
+carries a key selector, the operator sets the state backend's current key before
+calling the user function for each record, so ``RuntimeContext.get_state`` works, as
+in PyFlink.
 
 Records keep their timestamps: a map's results carry the timestamps of its inputs, a
 filter keeps those of the records it keeps, a flat_map and a process function give
@@ -25,6 +27,12 @@ from weir.taskmanager.operators.base import (
     StreamOperator,
     Timestamps,
     discard,
+)
+from weir.taskmanager.operators.batch_loops import (
+    bind_flat_map,
+    bind_keyed_process,
+    bind_map,
+    bind_process,
 )
 from weir.taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
 from weir.taskmanager.operators.functions import (
@@ -64,35 +72,6 @@ class PickledKey:
         return isinstance(other, PickledKey) and other._pickled == self._pickled
 
 
-class _NoContext:
-    __slots__ = ("current_timestamp",)
-
-
-def expand(
-    f: Callable[[Any], Any],
-    batch: list[Any],
-    timestamps: list[int | None],
-    ctx: Any = None,
-) -> tuple[list[Any], list[int | None]]:
-    """Every element of ``f(x)`` (None: nothing) for each ``x``, each with the timestamp
-    of its ``x``; ``ctx.current_timestamp`` is that timestamp while ``f`` runs."""
-    if ctx is None:
-        ctx = _NoContext()
-    out: list[Any] = []
-    out_ts: list[int | None] = []
-    extend = out.extend
-    for x, t in zip(batch, timestamps, strict=True):
-        ctx.current_timestamp = t
-        n = len(out)
-        r = f(x)
-        if r is not None:
-            extend(r)
-            if len(out) > n:
-                out_ts.extend([t] * (len(out) - n))
-    ctx.current_timestamp = None
-    return out, out_ts
-
-
 class _UserFunctionOperator(StreamOperator):
     def __init__(self, setup: OperatorSetup) -> None:
         super().__init__(setup)
@@ -119,23 +98,7 @@ class _UserFunctionOperator(StreamOperator):
 class MapOperator(_UserFunctionOperator):
     def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "map", self.name)
-        key, backend = self.key, self.backend
-        if key is None or backend is None:
-
-            def process(batch: list[Any], timestamps: Timestamps) -> None:
-                output([f(x) for x in batch], timestamps)
-
-            return process
-
-        def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
-            out: list[Any] = []
-            append = out.append
-            for x in batch:
-                backend.current_key = key(x)
-                append(f(x))
-            output(out, timestamps)
-
-        return process_keyed
+        return bind_map(f, self.key, self.backend, output)
 
 
 class FilterOperator(_UserFunctionOperator):
@@ -182,36 +145,7 @@ class FlatMapOperator(_UserFunctionOperator):
 
     def _bind(self, output: Collect) -> Collect:
         f = user_method(self.function, "flat_map", self.name)
-        key, backend = self.key, self.backend
-        if key is None or backend is None:
-
-            def process(batch: list[Any], timestamps: Timestamps) -> None:
-                if timestamps is None:
-                    out = [y for x in batch for y in f(x)]
-                else:
-                    out, out_ts = expand(f, batch, timestamps)
-                if out:
-                    output(out, None if timestamps is None else out_ts)
-
-            return process
-
-        def keyed(x: Any) -> Any:
-            backend.current_key = key(x)
-            return f(x)
-
-        def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
-            if timestamps is None:
-                out: list[Any] = []
-                extend = out.extend
-                for x in batch:
-                    backend.current_key = key(x)
-                    extend(f(x))
-            else:
-                out, out_ts = expand(keyed, batch, timestamps)
-            if out:
-                output(out, None if timestamps is None else out_ts)
-
-        return process_keyed
+        return bind_flat_map(f, self.key, self.backend, output)
 
 
 class ProcessOperator(_UserFunctionOperator):
@@ -223,26 +157,7 @@ class ProcessOperator(_UserFunctionOperator):
     def _bind(self, output: Collect) -> Collect:
         pe = required_method(self.function, "process_element", self.name)
         ctx = ProcessContext(TimerService(self.setup.clock_ms, owner=self), self.output)
-
-        def call(x: Any) -> Any:
-            return pe(x, ctx)
-
-        def process(batch: list[Any], timestamps: Timestamps) -> None:
-            if timestamps is None:
-                out: list[Any] = []
-                extend = out.extend
-                for x in batch:
-                    r = pe(x, ctx)
-                    if r is not None:
-                        extend(r)
-                if out:
-                    output(out, None)
-                return
-            out, out_ts = expand(call, batch, timestamps, ctx)
-            if out:
-                output(out, out_ts)
-
-        return process
+        return bind_process(pe, ctx, output)
 
 
 class KeyedProcessOperator(FiresProcessFunctionTimers, _UserFunctionOperator):
@@ -260,32 +175,7 @@ class KeyedProcessOperator(FiresProcessFunctionTimers, _UserFunctionOperator):
         self.user_timers = ProcessFunctionTimers(self, self.function, backend, output)
         ctx = KeyedProcessContext(self.user_timers.timer_service, self.output)
         self.context = ctx
-
-        def call(x: Any) -> Any:
-            k = key(x)
-            backend.current_key = k
-            ctx.current_key = k
-            return pe(x, ctx)
-
-        def process(batch: list[Any], timestamps: Timestamps) -> None:
-            out: list[Any] = []
-            if timestamps is None:
-                extend = out.extend
-                for x in batch:
-                    k = key(x)
-                    backend.current_key = k
-                    ctx.current_key = k
-                    r = pe(x, ctx)
-                    if r is not None:
-                        extend(r)
-                if out:
-                    output(out, None)
-                return
-            out, out_ts = expand(call, batch, timestamps, ctx)
-            if out:
-                output(out, out_ts)
-
-        return process
+        return bind_keyed_process(pe, key, backend, ctx, output)
 
 
 class ReduceOperator(_UserFunctionOperator):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
+from weir.core.checkpoint import CheckpointingConfig
 from weir.core.job_graph import SerializerKind
 from weir.core.serializers import serialize_batch
 from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
@@ -14,6 +15,9 @@ from weir.taskmanager.operators.print_format import build_renderer
 
 # The first collect buffer is cut after this many records, before its size is known.
 _INITIAL_COLLECT_RECORDS = 256
+# The checkpoint id of the end-of-input commit when no final checkpoint follows: above
+# any real checkpoint id (Flink's Long.MAX_VALUE).
+END_OF_INPUT_CHECKPOINT_ID = (1 << 63) - 1
 
 
 class SinkOperator(StreamOperator):
@@ -22,6 +26,9 @@ class SinkOperator(StreamOperator):
     def __init__(self, setup: OperatorSetup) -> None:
         super().__init__(setup)
         self.function = setup.payload["function"]
+        self._final_checkpoint = CheckpointingConfig.from_config(
+            setup.config or {}
+        ).final_checkpoints
 
     def open(self, output: Output) -> None:
         super().open(output)
@@ -51,10 +58,22 @@ class SinkOperator(StreamOperator):
 
     def finish(self) -> None:
         """End of bounded input: a sink with a ``finish()`` hook (FileSink, two-phase-commit
-        sinks) completes what it holds."""
-        finish = getattr(self.function, "finish", None)
+        sinks) closes what it holds. Its commit comes with the task's final checkpoint;
+        when none will be taken (checkpointing off, or checkpoints-after-tasks-finish off),
+        a two-phase-commit sink (``snapshot_state`` and ``notify_checkpoint_complete``)
+        pre-commits and commits now, under END_OF_INPUT_CHECKPOINT_ID, as Flink's
+        committers commit with Long.MAX_VALUE at the end of a job without checkpoints."""
+        function = self.function
+        finish = getattr(function, "finish", None)
         if callable(finish):
             finish()
+        if self._final_checkpoint:
+            return
+        snapshot = getattr(function, "snapshot_state", None)
+        commit = getattr(function, "notify_checkpoint_complete", None)
+        if callable(snapshot) and callable(commit):
+            snapshot(END_OF_INPUT_CHECKPOINT_ID)
+            commit(END_OF_INPUT_CHECKPOINT_ID)
 
     def close(self) -> None:
         close_function(self.function)

@@ -66,13 +66,18 @@ def source_function_batching(job_config: Mapping[str, str], bundle_size: int) ->
 class SourceFunctionContext:
     """``SourceFunction.SourceContext``: ``collect`` appends to a batch that is pushed
     through the chain every ``batch_size`` records, once it is ``max_age_s`` old, or at
-    once when the source is slow (its records more than 5 ms apart); ``between_batches
-    (slow)`` serves the task's mailbox, checks for cancellation and, for a slow source,
-    sends the output on. A record that comes after a pause or past the age limit goes
+    once when the source is slow (its records more than 5 ms apart), in which case
+    ``flush`` sends it on. A record that comes after a pause or past the age limit goes
     in a batch after the records before it, with the mailbox served in between, so a
     periodic watermark that fell due meanwhile comes before it, as in PyFlink.
     ``collect_with_timestamp`` and ``emit_watermark`` give the records event time, as a
     legacy Flink source may.
+
+    After a batch went out, the next ``collect`` first calls ``serve``, which runs the
+    task's mailbox (checkpoints among it) and checks for cancellation: a checkpoint is
+    thus taken between one record's ``collect`` and the next, never inside one. A source
+    that advances its position after each ``collect`` (as Flink's legacy sources do
+    inside the checkpoint lock) snapshots a position consistent with what it emitted.
 
     The source function runs on the task thread, so while it blocks nothing else of the
     task runs: a source that blocks right after a fast burst keeps the burst's last
@@ -83,7 +88,8 @@ class SourceFunctionContext:
         self,
         output: Collect,
         batch_size: int,
-        between_batches: Callable[[bool], None],
+        flush: Callable[[], None],
+        serve: Callable[[], None],
         watermarks: Output | None = None,
         *,
         max_age_s: float = 1.0,
@@ -91,7 +97,9 @@ class SourceFunctionContext:
     ) -> None:
         self._output = output
         self._batch_size = batch_size
-        self._between_batches = between_batches
+        self._flush = flush
+        self._serve = serve
+        self._serve_due = False
         self._watermarks = watermarks
         self._max_age_s = max_age_s
         self._clock = clock
@@ -102,23 +110,32 @@ class SourceFunctionContext:
 
     def _before_collect(self) -> bool:
         """Cut the pending batch if the record about to be collected comes after a pause
-        or past the batch's age limit; returns whether the source is slow."""
+        or past the batch's age limit, and serve the mailbox if a batch went out since the
+        last time; returns whether the source is slow."""
         now = self._clock()
         slow = now - self._last_collect > _SLOW_COLLECT_S
         self._last_collect = now
         if self._batch:
             if slow or now - self._batch_started >= self._max_age_s:
                 self.emit_pending()
-                self._between_batches(slow)
+                if slow:
+                    self._flush()
+                self._serve_due = True
                 self._batch_started = now
         else:
             self._batch_started = now
+        if self._serve_due:
+            self._serve_due = False
+            self._serve()
         return slow
 
     def _after_collect(self, slow: bool) -> None:
         if slow or len(self._batch) >= self._batch_size:
             self.emit_pending()
-            self._between_batches(slow)
+            if slow:
+                # A slow source may block next: what it produced must not wait for it.
+                self._flush()
+            self._serve_due = True
 
     def collect(self, value: Any) -> None:
         slow = self._before_collect()

@@ -5,13 +5,13 @@
 is ``None`` for a process function's timers and the window for a window operator's.
 Timers are deduplicated: registering the same one twice keeps one.
 
-The canonical set of timers lives in the keyed state backend, in two tables named
-``_weir_timers_event`` and ``_weir_timers_processing`` that map a key to the set of its
-``(timestamp, namespace)`` pairs, so a checkpoint captures them with the rest of the
-keyed state, grouped by key group, and a restore at another parallelism takes the
-timers of the key groups it owns. A heap of ``(timestamp, seq, key, namespace)`` orders
-them for firing; deleting a timer only removes it from its set, and the heap skips
-entries that are no longer registered when they come up.
+The canonical set of timers lives in the keyed state backend, in two namespaced tables
+named ``_weir_timers_event`` and ``_weir_timers_processing`` holding ``True`` for each
+key in each ``(timestamp, namespace)`` it has a timer at, so a checkpoint captures them
+with the rest of the keyed state, grouped by key group, and a restore at another
+parallelism takes the timers of the key groups it owns. A heap of ``(timestamp, seq,
+key, namespace)`` orders them for firing; deleting a timer only removes it from its
+table, and the heap skips entries that are no longer registered when they come up.
 
 Event-time timers fire when the watermark reaches them (``advance_watermark``), in
 timestamp order, with the backend's current key set to the timer's key. They fire in
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from weir.taskmanager.operators.base import MIN_WATERMARK
-from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +129,8 @@ class InternalTimerService:
         self._triggerable = triggerable
         self._processing_time = processing_time
         self._clock_ms = clock_ms
-        self._event: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(EVENT_TIMERS)
-        self._processing: dict[Any, set[tuple[int, Any]]] = backend.get_raw_table(PROCESSING_TIMERS)
+        self._event: NamespacedTable = backend.get_namespaced_table(EVENT_TIMERS)
+        self._processing: NamespacedTable = backend.get_namespaced_table(PROCESSING_TIMERS)
         self._seq = 0
         self._event_heap: list[tuple[int, int, Any, Any]] = []
         self._processing_heap: list[tuple[int, int, Any, Any]] = []
@@ -141,15 +141,11 @@ class InternalTimerService:
     def _rebuild(self) -> None:
         """Index the timers already in the backend (restored from a checkpoint)."""
         self._event_heap = [
-            (ts, self._next_seq(), key, ns)
-            for key, timers in self._event.items()
-            for ts, ns in timers
+            (ts, self._next_seq(), key, ns) for key, (ts, ns), _ in self._event.entries()
         ]
         heapq.heapify(self._event_heap)
         self._processing_heap = [
-            (ts, self._next_seq(), key, ns)
-            for key, timers in self._processing.items()
-            for ts, ns in timers
+            (ts, self._next_seq(), key, ns) for key, (ts, ns), _ in self._processing.entries()
         ]
         heapq.heapify(self._processing_heap)
         if self._processing_heap:
@@ -166,50 +162,34 @@ class InternalTimerService:
 
     def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         key = self._backend.current_key
-        timers = self._event.get(key)
-        if timers is None:
-            timers = self._event[key] = set()
         entry = (timestamp, namespace)
-        if entry not in timers:
-            timers.add(entry)
+        if self._event.get(key, entry) is None:
+            self._event.put(key, entry, True)
             heapq.heappush(self._event_heap, (timestamp, self._next_seq(), key, namespace))
 
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
-        key = self._backend.current_key
-        timers = self._event.get(key)
-        if timers is not None:
-            timers.discard((timestamp, namespace))
-            if not timers:
-                del self._event[key]
+        self._event.remove(self._backend.current_key, (timestamp, namespace))
 
     def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
         key = self._backend.current_key
-        timers = self._processing.get(key)
-        if timers is None:
-            timers = self._processing[key] = set()
         entry = (timestamp, namespace)
-        if entry not in timers:
-            timers.add(entry)
+        if self._processing.get(key, entry) is None:
+            self._processing.put(key, entry, True)
             heap = self._processing_heap
             heapq.heappush(heap, (timestamp, self._next_seq(), key, namespace))
             if heap[0][0] == timestamp:
                 self._schedule_processing(timestamp)
 
     def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
-        key = self._backend.current_key
-        timers = self._processing.get(key)
-        if timers is not None:
-            timers.discard((timestamp, namespace))
-            if not timers:
-                del self._processing[key]
+        self._processing.remove(self._backend.current_key, (timestamp, namespace))
 
     @property
     def num_event_time_timers(self) -> int:
-        return sum(len(t) for t in self._event.values())
+        return sum(1 for _ in self._event.entries())
 
     @property
     def num_processing_time_timers(self) -> int:
-        return sum(len(t) for t in self._processing.values())
+        return sum(1 for _ in self._processing.entries())
 
     # --- firing -------------------------------------------------------------------------
 
@@ -222,7 +202,7 @@ class InternalTimerService:
     def _fire_due(
         self,
         heap: list[tuple[int, int, Any, Any]],
-        table: dict[Any, set[tuple[int, Any]]],
+        table: NamespacedTable,
         until: int,
         fire: Callable[[int, Any, Any], None],
     ) -> None:
@@ -238,12 +218,9 @@ class InternalTimerService:
                 if seq > round_end:
                     deferred.append(entry)
                     continue
-                timers = table.get(key)
-                if timers is None or (ts, ns) not in timers:
+                if table.get(key, (ts, ns)) is None:
                     continue  # deleted, or a duplicate entry of a re-registered timer
-                timers.discard((ts, ns))
-                if not timers:
-                    del table[key]
+                table.remove(key, (ts, ns))
                 due.append(entry)
             for entry in deferred:
                 heapq.heappush(heap, entry)
@@ -275,8 +252,7 @@ class InternalTimerService:
         # Skip entries of deleted timers so the next wake-up is for a live one.
         while heap:
             ts, _, key, ns = heap[0]
-            timers = table.get(key)
-            if timers is not None and (ts, ns) in timers:
+            if table.get(key, (ts, ns)) is not None:
                 self._schedule_processing(ts)
                 break
             heapq.heappop(heap)

@@ -2,7 +2,8 @@
 co_process (process_element1/process_element2 of a (Keyed)CoProcessFunction).
 
 Records of input 0 go through ``process``, those of input 1 through ``process2``, as
-they come. When an input is keyed, its own key selector sets the current key.
+they come. When an input is keyed, its own key selector sets the current key. Each
+input's loop is the one-input operators' (``batch_loops``), bound to its own method.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from weir.taskmanager.operators.base import (
     OperatorSetup,
     Output,
     StreamOperator,
-    Timestamps,
+)
+from weir.taskmanager.operators.batch_loops import (
+    bind_flat_map,
+    bind_keyed_process,
+    bind_map,
+    bind_process,
 )
 from weir.taskmanager.operators.contexts import KeyedProcessContext, ProcessContext, TimerService
 from weir.taskmanager.operators.functions import (
@@ -24,68 +30,16 @@ from weir.taskmanager.operators.functions import (
     open_function,
     required_method,
 )
-from weir.taskmanager.operators.one_input import expand
 from weir.taskmanager.operators.process_timers import (
     FiresProcessFunctionTimers,
     ProcessFunctionTimers,
 )
-from weir.taskmanager.state.backend import KeyedStateBackend
 
 
 def _selectors(setup: OperatorSetup) -> list[Callable[[Any], Any] | None]:
     raw = list(setup.payload.get("key_selectors") or ())
     raw += [None] * (2 - len(raw))
     return [key_selector(s) if s is not None else None for s in raw[:2]]
-
-
-def _map_input(
-    f: Callable[[Any], Any],
-    key: Callable[[Any], Any] | None,
-    backend: KeyedStateBackend | None,
-    output: Collect,
-) -> Collect:
-    if key is None or backend is None:
-
-        def process(batch: list[Any], timestamps: Timestamps) -> None:
-            output([f(x) for x in batch], timestamps)
-
-        return process
-
-    def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
-        out: list[Any] = []
-        append = out.append
-        for x in batch:
-            backend.current_key = key(x)
-            append(f(x))
-        output(out, timestamps)
-
-    return process_keyed
-
-
-def _flat_map_input(
-    f: Callable[[Any], Any],
-    key: Callable[[Any], Any] | None,
-    backend: KeyedStateBackend | None,
-    output: Collect,
-) -> Collect:
-    call = f
-    if key is not None and backend is not None:
-
-        def call(x: Any) -> Any:
-            backend.current_key = key(x)
-            return f(x)
-
-    def process(batch: list[Any], timestamps: Timestamps) -> None:
-        if timestamps is None:
-            out = [y for x in batch for y in call(x)]
-            if out:
-                output(out, None)
-            return
-        out, out_ts = expand(call, batch, timestamps)
-        if out:
-            output(out, out_ts)
-
-    return process
 
 
 class _CoOperator(StreamOperator):
@@ -123,7 +77,7 @@ class CoMapOperator(_CoOperator):
     def _wrap(
         self, f: Callable[[Any], Any], key: Callable[[Any], Any] | None, output: Collect
     ) -> Collect:
-        return _map_input(f, key, self.backend, output)
+        return bind_map(f, key, self.backend, output)
 
 
 class CoFlatMapOperator(_CoOperator):
@@ -132,7 +86,7 @@ class CoFlatMapOperator(_CoOperator):
     def _wrap(
         self, f: Callable[[Any], Any], key: Callable[[Any], Any] | None, output: Collect
     ) -> Collect:
-        return _flat_map_input(f, key, self.backend, output)
+        return bind_flat_map(f, key, self.backend, output)
 
 
 class CoProcessOperator(FiresProcessFunctionTimers, _CoOperator):
@@ -161,47 +115,5 @@ class CoProcessOperator(FiresProcessFunctionTimers, _CoOperator):
         backend = self.backend
         timers = self._timer_service
         if key is None or backend is None:
-            plain = ProcessContext(timers, self.output)
-
-            def call_plain(x: Any) -> Any:
-                return f(x, plain)
-
-            def process(batch: list[Any], timestamps: Timestamps) -> None:
-                if timestamps is None:
-                    out: list[Any] = []
-                    extend = out.extend
-                    for x in batch:
-                        r = f(x, plain)
-                        if r is not None:
-                            extend(r)
-                    if out:
-                        output(out, None)
-                    return
-                out, out_ts = expand(call_plain, batch, timestamps, plain)
-                if out:
-                    output(out, out_ts)
-
-            return process
-
-        ctx = KeyedProcessContext(timers, self.output)
-
-        def call(x: Any) -> Any:
-            backend.current_key = ctx.current_key = key(x)
-            return f(x, ctx)
-
-        def process_keyed(batch: list[Any], timestamps: Timestamps) -> None:
-            if timestamps is None:
-                out: list[Any] = []
-                extend = out.extend
-                for x in batch:
-                    r = call(x)
-                    if r is not None:
-                        extend(r)
-                if out:
-                    output(out, None)
-                return
-            out, out_ts = expand(call, batch, timestamps, ctx)
-            if out:
-                output(out, out_ts)
-
-        return process_keyed
+            return bind_process(f, ProcessContext(timers, self.output), output)
+        return bind_keyed_process(f, key, backend, KeyedProcessContext(timers, self.output), output)

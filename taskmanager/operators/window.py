@@ -56,6 +56,7 @@ from weir.taskmanager.operators.window_state import (
     merge_namespaces,
     merger,
 )
+from weir.taskmanager.state.backend import NamespacedTable
 
 
 class _FlushingProcessingTime:
@@ -123,8 +124,8 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             ),
         )
         self.timers = InternalTimerService(backend, triggerable, processing, setup.clock_ms)
-        self.contents: dict[Any, dict[Any, Any]] = backend.get_raw_table(CONTENTS)
-        self.merging_sets: dict[Any, dict[Any, Any]] = backend.get_raw_table(MERGING)
+        self.contents: NamespacedTable = backend.get_namespaced_table(CONTENTS)
+        self.merging_sets: NamespacedTable = backend.get_namespaced_table(MERGING)
         self.trigger_ctx = WindowTriggerContext(self)
         self.process_ctx = WindowProcessContext(self)
         self.assigner_ctx = WindowAssignerContext(self.timers, setup.runtime_context)
@@ -134,9 +135,13 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         self._add = self._accumulator()
         self._value_of = self._result_of_contents()
         self._late = output.side_output(self.late_data_tag) if self.late_data_tag else None
-        # Aligned event-time windows without lateness fire from an index, not timers.
+        # Aligned event-time windows without lateness fire from an index, not timers;
+        # the index holds the contents in memory, so only on a backend that does too.
         self._aligned = (
-            self.fast is not None and self.fast["event_time"] and self.allowed_lateness == 0
+            self.fast is not None
+            and self.fast["event_time"]
+            and self.allowed_lateness == 0
+            and backend.in_memory
         )
         self._windows: dict[int, dict[Any, Any]] = {}
         self._aligned_starts: list[int] = []
@@ -231,11 +236,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
                 out_ts.append(timestamp)
 
     def _clear_contents(self, key: Any, namespace: Any) -> None:
-        per = self.contents.get(key)
-        if per is not None:
-            per.pop(namespace, None)
-            if not per:
-                del self.contents[key]
+        self.contents.remove(key, namespace)
 
     def _dropped_late(self, records: list[Any], timestamps: list[int | None]) -> None:
         if self._late is not None:
@@ -294,7 +295,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             windows = assign(x, stamp, actx)
             mapping = None
             if self.merging:
-                mapping = self.merging_sets.get(k)
+                mapping = self.merging_sets.get(k, None)
                 if mapping is None:
                     mapping = {}
             skipped = True
@@ -310,17 +311,12 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
                         continue
                     actual = state_window = window
                 skipped = False
-                per = contents.get(k)
-                if per is None:
-                    per = contents[k] = {}
-                per[state_window] = add(per.get(state_window, MISSING), x)
+                acc = add(contents.get(k, state_window, MISSING), x)
+                contents.put(k, state_window, acc)
                 ctx = self.trigger_ctx
                 ctx.window, ctx.merged_windows = actual, None
                 result = self.trigger.on_element(x, stamp, actual, ctx)
                 if result.is_fire():
-                    acc = contents.get(k, {}).get(state_window, MISSING)
-                    if acc is MISSING:
-                        continue
                     self._emit(k, actual, state_window, acc, stamp)
                 if result.is_purge():
                     self._clear_contents(k, state_window)
@@ -333,9 +329,9 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
 
     def _persist(self, key: Any, mapping: dict[Any, Any]) -> None:
         if mapping:
-            self.merging_sets[key] = mapping
+            self.merging_sets.put(key, None, mapping)
         else:
-            self.merging_sets.pop(key, None)
+            self.merging_sets.remove(key, None)
 
     def _merge_function(self, key: Any) -> Callable[[Any, Any, Any, list[Any]], None]:
         def merge(
@@ -383,7 +379,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
     def _on_timer(self, timestamp: int, key: Any, window: Any, event_time: bool) -> None:
         mapping = None
         if self.merging:
-            mapping = self.merging_sets.get(key)
+            mapping = self.merging_sets.get(key, None)
             state_window = None if mapping is None else mapping.get(window)
             if state_window is None:
                 return  # a trigger left a timer behind for a window already gone
@@ -396,7 +392,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         else:
             result = self.trigger.on_processing_time(timestamp, window, ctx)
         if result.is_fire():
-            acc = self.contents.get(key, {}).get(state_window, MISSING)
+            acc = self.contents.get(key, state_window, MISSING)
             if acc is not MISSING:
                 self._emit(key, window, state_window, acc, timestamp)
         if result.is_purge():

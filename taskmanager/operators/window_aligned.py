@@ -27,6 +27,7 @@ from weir.core.windowing import MAX_LONG_VALUE, MissingTimestampError, TimeWindo
 from weir.taskmanager.operators.base import Timestamps
 from weir.taskmanager.operators.timers import InternalTimerService
 from weir.taskmanager.operators.window_state import MISSING
+from weir.taskmanager.state.backend import NamespacedTable
 
 
 class AlignedWindowPaths:
@@ -34,7 +35,7 @@ class AlignedWindowPaths:
     fast: dict[str, Any] | None
     key: Callable[[Any], Any]
     backend: Any
-    contents: dict[Any, dict[Any, Any]]
+    contents: NamespacedTable
     timers: InternalTimerService
     allowed_lateness: int
     window_function: Any
@@ -85,10 +86,8 @@ class AlignedWindowPaths:
                 if cleanup <= wm:
                     continue  # the window is gone
                 skipped = False
-                per = contents.get(k)
-                if per is None:
-                    per = contents[k] = {}
-                acc = per[start] = add(per.get(start, MISSING), x)
+                acc = add(contents.get(k, start, MISSING), x)
+                contents.put(k, start, acc)
                 if max_ts > wm:
                     register(start, max_ts)  # EventTimeTrigger.on_element: CONTINUE
                     if lateness:
@@ -117,8 +116,8 @@ class AlignedWindowPaths:
         create = self.state_function.create_accumulator if aggregate else None
         agg_add = self.state_function.add if aggregate else None
         windows, starts_heap = self._windows, self._aligned_starts
-        if self.contents:
-            self.contents.clear()  # what the last checkpoint saw; the windows hold it all
+        if not self.contents.is_empty():
+            self.contents.clear_all()  # what the last checkpoint saw; the windows hold it all
         wm = self.timers.current_watermark
         late: list[Any] = []
         late_ts: list[int | None] = []
@@ -192,24 +191,20 @@ class AlignedWindowPaths:
         """Fill the contents table key by key (``{key: {start: contents}}``), as a
         checkpoint stores it."""
         by_key = self.contents
-        by_key.clear()
+        by_key.clear_all()
         for start, contents in self._windows.items():
             for k, acc in contents.items():
-                per = by_key.get(k)
-                if per is None:
-                    per = by_key[k] = {}
-                per[start] = acc
+                by_key.put(k, start, acc)
 
     def _restore_windows(self) -> None:
         """The windows of restored contents (the table, key by key, is emptied)."""
         windows = self._windows
-        for k, per in self.contents.items():
-            for start, acc in per.items():
-                contents = windows.get(start)
-                if contents is None:
-                    contents = windows[start] = {}
-                contents[k] = acc
-        self.contents.clear()
+        for k, start, acc in self.contents.entries():
+            contents = windows.get(start)
+            if contents is None:
+                contents = windows[start] = {}
+            contents[k] = acc
+        self.contents.clear_all()
         self._aligned_starts = list(windows)
         heapq.heapify(self._aligned_starts)
 
@@ -226,11 +221,8 @@ class AlignedWindowPaths:
         for x in batch:
             k = key(x)
             backend.current_key = k
-            per = contents.get(k)
-            if per is None:
-                per = contents[k] = {}
             for start in starts:
-                per[start] = add(per.get(start, MISSING), x)
+                contents.put(k, start, add(contents.get(k, start, MISSING), x))
                 register(start, start + size - 1)  # ProcessingTimeTrigger: CONTINUE
         self._flush()
 
@@ -238,11 +230,9 @@ class AlignedWindowPaths:
         size = self.fast["size"]  # type: ignore[index]
         max_ts = start + size - 1
         if timestamp == max_ts:  # EventTimeTrigger.on_event_time: FIRE
-            per = self.contents.get(key)
-            if per is not None:
-                acc = per.get(start, MISSING)
-                if acc is not MISSING:
-                    self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
+            acc = self.contents.get(key, start, MISSING)
+            if acc is not MISSING:
+                self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
         if timestamp == min(max_ts + self.allowed_lateness, MAX_LONG_VALUE):
             self._clear_contents(key, start)
             if self.window_function is not None:
@@ -250,11 +240,9 @@ class AlignedWindowPaths:
 
     def _on_processing_time_fast(self, timestamp: int, key: Any, start: int) -> None:
         size = self.fast["size"]  # type: ignore[index]
-        per = self.contents.get(key)
-        if per is not None:  # ProcessingTimeTrigger.on_processing_time: FIRE
-            acc = per.get(start, MISSING)
-            if acc is not MISSING:
-                self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
+        acc = self.contents.get(key, start, MISSING)
+        if acc is not MISSING:  # ProcessingTimeTrigger.on_processing_time: FIRE
+            self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
         if timestamp == start + size - 1:
             self._clear_contents(key, start)
             if self.window_function is not None:

@@ -1,15 +1,17 @@
 """Per-window state for the window operator: trigger state, ``window_state()`` and the
 merging window set, all kept in the keyed state backend.
 
-Everything a window operator keeps lives in raw backend tables shaped
+Everything a window operator keeps lives in namespaced backend tables shaped
 ``{key: {namespace: value}}`` (the namespace is the window), so a checkpoint captures it
-by key group with the rest of the keyed state:
+by key group with the rest of the keyed state. A value read may be a copy (the rocksdb
+backend deserializes it), so every change is put back:
 
 - ``_weir_window_contents``: the window contents (reduced value, accumulator or list);
 - ``_weir_window_state_<name>``: the state a trigger reaches through
   ``get_partitioned_state`` and a process window function through ``window_state()``;
-- ``_weir_window_merging``: for merging assigners, each in-flight window mapped to the
-  window whose namespace holds its contents (Flink's ``MergingWindowSet``).
+- ``_weir_window_merging``: for merging assigners, in namespace None, the dict of each
+  in-flight window mapped to the window whose namespace holds its contents (Flink's
+  ``MergingWindowSet``).
 
 The state objects implement PyFlink's ValueState/ListState/ReducingState/
 AggregatingState/MapState on one (current key, namespace). Descriptors come from the
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
 from weir.taskmanager.state.heap_states import ListStateContents, MapStateReads
 
 CONTENTS = "_weir_window_contents"
@@ -68,24 +70,24 @@ def merger(kind: str, function: Any) -> Callable[[Any, Any], Any]:
 
 
 def merge_namespaces(
-    table: dict[Any, Any], key: Any, target: Any, sources: Any, merge: Callable[[Any, Any], Any]
+    table: NamespacedTable,
+    key: Any,
+    target: Any,
+    sources: Any,
+    merge: Callable[[Any, Any], Any],
 ) -> None:
     """Fold the values of ``sources`` into ``target`` and remove the sources (Flink's
     heap ``mergeNamespaces``: the sources in order, then into the target's value)."""
-    per = table.get(key)
-    if not per:
-        return
     merged = MISSING
     for source in sources:
-        value = per.pop(source, MISSING)
+        value = table.get(key, source, MISSING)
         if value is MISSING:
             continue
+        table.remove(key, source)
         merged = value if merged is MISSING else merge(merged, value)
     if merged is not MISSING:
-        current = per.get(target, MISSING)
-        per[target] = merged if current is MISSING else merge(current, merged)
-    if not per:
-        del table[key]
+        current = table.get(key, target, MISSING)
+        table.put(key, target, merged if current is MISSING else merge(current, merged))
 
 
 class _WindowState:
@@ -95,28 +97,18 @@ class _WindowState:
 
     def __init__(self, backend: KeyedStateBackend, name: str, namespace: Any) -> None:
         self._backend = backend
-        self._table: dict[Any, dict[Any, Any]] = backend.get_raw_table(STATE_PREFIX + name)
+        self._table = backend.get_namespaced_table(STATE_PREFIX + name)
         self._ns = namespace
         self.name = name
 
     def _get(self) -> Any:
-        per = self._table.get(self._backend.current_key)
-        return None if per is None else per.get(self._ns)
+        return self._table.get(self._backend.current_key, self._ns)
 
     def _set(self, value: Any) -> None:
-        key = self._backend.current_key
-        per = self._table.get(key)
-        if per is None:
-            per = self._table[key] = {}
-        per[self._ns] = value
+        self._table.put(self._backend.current_key, self._ns, value)
 
     def clear(self) -> None:
-        key = self._backend.current_key
-        per = self._table.get(key)
-        if per is not None:
-            per.pop(self._ns, None)
-            if not per:
-                del self._table[key]
+        self._table.remove(self._backend.current_key, self._ns)
 
 
 class WindowValueState(_WindowState):
@@ -147,6 +139,7 @@ class WindowListState(_WindowState):
             self._set([value])
         else:
             current.append(value)
+            self._set(current)
 
     def add_all(self, values: list[Any]) -> None:
         for value in values:
@@ -219,6 +212,7 @@ class WindowMapState(MapStateReads, _WindowState):
             self._set({key: value})
         else:
             current[key] = value
+            self._set(current)
 
     def put_all(self, dict_value: dict[Any, Any]) -> None:
         for key, value in dict_value.items():
@@ -228,7 +222,9 @@ class WindowMapState(MapStateReads, _WindowState):
         current = self._get()
         if current is not None:
             current.pop(key, None)
-            if not current:
+            if current:
+                self._set(current)
+            else:
                 self.clear()
 
 
@@ -262,7 +258,11 @@ def merge_window_state(
         merge = merger(kind, None)
     name = descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name
     merge_namespaces(
-        backend.get_raw_table(STATE_PREFIX + name), backend.current_key, target, sources, merge
+        backend.get_namespaced_table(STATE_PREFIX + name),
+        backend.current_key,
+        target,
+        sources,
+        merge,
     )
 
 

@@ -24,31 +24,67 @@ PROGRAMS = sorted(p.stem for p in (HERE / "programs").glob("p*.py"))
 
 pytestmark = pytest.mark.spark
 
+RUNNER = HERE / "run_on_cluster.py"
+# Run as a user runs them, `python job.py` with an embedded MiniCluster of their own (a
+# SparkSession each, so only a few): the plainest program, print() inside user functions,
+# a job whose restart strategy restarts it, and one that configures the environment from
+# a Configuration. The others submit to one shared cluster from a fresh client process.
+EMBEDDED = {
+    "p01_word_count_print",
+    "p39_print_in_udf",
+    "p54_env_configure",
+    "p56_checkpoint_restart",
+}
+
 
 def as_weir(source: str) -> str:
     return re.sub(r"\bpyflink\b", "weir", source)
 
 
-@pytest.mark.parametrize("name", PROGRAMS)
-def test_program_prints_what_pyflink_prints(name, tmp_path):
+def _client_env() -> dict[str, str]:
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "WEIR_LOG_LEVEL": "ERROR"}
+
+
+def _check_output(name: str, source: str, stdout: str) -> None:
+    expected = (HERE / "expected" / f"{name}.out").read_text().splitlines()
+    got = stdout.splitlines()
+    if source.startswith("# partitioning: random"):
+        expected, got = _unprefixed(expected), _unprefixed(got)
+    assert sorted(got) == sorted(expected)
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDED))
+def test_embedded_program_prints_what_pyflink_prints(name, tmp_path):
     source = (HERE / "programs" / f"{name}.py").read_text()
     script = tmp_path / f"{name}.py"
     script.write_text(as_weir(source))
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "WEIR_LOG_LEVEL": "ERROR"}
     result = subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=tmp_path,
-        env=env,
+        env=_client_env(),
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    expected = (HERE / "expected" / f"{name}.out").read_text().splitlines()
-    got = result.stdout.splitlines()
-    if source.startswith("# partitioning: random"):
-        expected, got = _unprefixed(expected), _unprefixed(got)
-    assert sorted(got) == sorted(expected)
+    _check_output(name, source, result.stdout)
+
+
+@pytest.mark.parametrize("name", [p for p in PROGRAMS if p not in EMBEDDED])
+def test_program_prints_what_pyflink_prints(name, tmp_path, compat_cluster):
+    source = (HERE / "programs" / f"{name}.py").read_text()
+    script = tmp_path / f"{name}.py"
+    script.write_text(as_weir(source))
+    result = subprocess.run(
+        [sys.executable, str(RUNNER), compat_cluster.address, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=_client_env(),
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    _check_output(name, source, result.stdout)
 
 
 def _unprefixed(lines: list[str]) -> list[str]:
@@ -63,7 +99,7 @@ def test_output_redirected_to_a_file_keeps_every_line(tmp_path):
     script = tmp_path / f"{name}.py"
     script.write_text(as_weir((HERE / "programs" / f"{name}.py").read_text()))
     out = tmp_path / "out.txt"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "WEIR_LOG_LEVEL": "ERROR"}
+    env = _client_env()
     with out.open("w") as stdout:
         result = subprocess.run(
             [sys.executable, str(script)],

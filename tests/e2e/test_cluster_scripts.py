@@ -62,6 +62,10 @@ def run_word_count(cluster: WeirCluster, tmp_path: Path) -> None:
     assert result.returncode == 0, cluster.explain(result)
     assert JOB_ID.search(result.stdout), result.stdout
     assert read_counts(out) == expected_word_counts()
+    # TaskManagers log beside the master, each in files of its own
+    tm_logs = list(cluster.log_dir.glob("taskmanager-*/taskmanager.log"))
+    assert any("registered with the ResourceManager" in p.read_text() for p in tm_logs)
+    assert "registered with the ResourceManager" not in cluster.log_text()
 
 
 def job_status(cluster: WeirCluster, job_id: str) -> str | None:

@@ -21,12 +21,15 @@ from pathlib import Path
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.executor import RemoteExecutor
 from weir.client.job_client import ClusterJobClient
-from weir.client.plan import job_graph_plan_json
 from weir.core import config as cfg
+from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
 from weir.core.job_graph import JobGraph
-from weir.core.job_info import CheckpointStatisticsInfo
+from weir.core.job_status import JobStatus
+from weir.core.local_paths import absolute_local_path
+from weir.graph.execution_plan import job_graph_plan_json
 
 CONF_FILE = "weir-conf.yaml"
 
@@ -59,16 +62,17 @@ class _CliExecutor(RemoteExecutor):
 
     def submit(self, job_graph: JobGraph) -> ClusterJobClient:
         client = super().submit(job_graph)
-        self.submitted.append(client.get_job_id())
-        print(f"Job has been submitted with JobID {client.get_job_id()}", flush=True)
+        job_id = str(client.get_job_id())
+        self.submitted.append(job_id)
+        print(f"Job has been submitted with JobID {job_id}", flush=True)
         if self.detached:
-            return _DetachedJobClient(self.gateway, client.get_job_id())
+            return _DetachedJobClient(self.gateway, job_id)
         return client
 
 
 class _DetachedJobClient(ClusterJobClient):
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return JobExecutionResult(self.get_job_id(), 0)
+    def get_job_execution_result(self) -> CompletableFuture:
+        return CompletableFuture.completed(JobExecutionResult(str(self.get_job_id()), 0))
 
 
 class _PlanCaptured(Exception):
@@ -103,7 +107,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     if ns.parallelism:
         context[cfg.PARALLELISM_DEFAULT.key] = str(ns.parallelism)
     if ns.from_savepoint:
-        context[cfg.STATE_RECOVERY_PATH.key] = _absolute_url(ns.from_savepoint)
+        context[cfg.STATE_RECOVERY_PATH.key] = absolute_local_path(ns.from_savepoint)
     if ns.allow_non_restored_state:
         context[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] = "true"
     set_context_configuration(context)
@@ -126,16 +130,10 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 0
 
 
-def _absolute_url(path: str) -> str:
-    # The JobMaster reads the path, possibly in another working directory: make local
-    # paths absolute; URLs (file://, s3://, ...) are passed as they are.
-    return path if "://" in path else os.path.abspath(path)
-
-
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     with DispatcherGateway(ns.jobmanager or default_address(conf)) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
-        running = [j for j in jobs if j.status not in ("FINISHED", "FAILED", "CANCELED")]
+        running = [j for j in jobs if not JobStatus[j.status].is_globally_terminal_state()]
         ended = [j for j in jobs if j not in running]
         print("------------------ Running/Restarting Jobs -------------------")
         for job in running or []:
@@ -165,7 +163,7 @@ def _print_checkpoint_summary(gateway: DispatcherGateway, job_id: str) -> None:
             print(f"    latest completed: {stats.latest_completed_path}")
 
 
-def _counts(stats: CheckpointStatisticsInfo) -> str:
+def _counts(stats: CheckpointStatsSnapshot) -> str:
     return (
         f"triggered {stats.num_triggered}, in progress {stats.num_in_progress}, "
         f"completed {stats.num_completed}, failed {stats.num_failed}, "

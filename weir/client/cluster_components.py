@@ -32,14 +32,13 @@ from weir.jobmanager.job_master import JobMaster
 from weir.resourcemanager.resource_manager import ResourceManager
 
 if TYPE_CHECKING:
-    import grpc
     from pyspark.sql import SparkSession
 
 logger = logging.getLogger(__name__)
 
-# The Dispatcher serves every client call and every JobMaster's result fetches; a job
-# waiting for its result holds a worker for the whole run, so leave room for many.
-_DISPATCHER_WORKERS = 32
+# Threads for the Dispatcher's calls that do work (submit, list, cancel, details); result
+# waits and collect fetches wait as coroutines and hold none.
+_DISPATCHER_WORKERS = 16
 # In-flight calls (list, cancel, a result wait being answered) get this long to finish
 # when the master stops; waits for job results are ended by Dispatcher.close() first.
 _SERVER_STOP_GRACE_S = 1.0
@@ -62,7 +61,7 @@ class ClusterComponents:
         self._ha = StandaloneHaServices()
         self.resource_manager: ResourceManager | None = None
         self.dispatcher: Dispatcher | None = None
-        self._server: grpc.Server | None = None
+        self._server: rpc.AsyncioServer | None = None
         self.address = ""
 
     def start(self, dispatcher_port: int = 0) -> str:
@@ -77,9 +76,11 @@ class ClusterComponents:
             self.resource_manager = ResourceManager(self.config, self._spark_session)
             self._ha.resource_manager_address = self.resource_manager.start(self.host, 0)
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
-            self._server = rpc.create_server(max_workers=_DISPATCHER_WORKERS)
+            self._server = rpc.AsyncioServer("weir-dispatcher", _DISPATCHER_WORKERS)
             DispatcherServicer.register(self.dispatcher, self._server)
-            self.address = rpc.bind(self._server, self.host, dispatcher_port)
+            self.address = self._server.bind(
+                self.host, dispatcher_port, port_key=cfg.JOBMANAGER_PORT.key
+            )
             self._ha.dispatcher_address = self.address
             self._server.start()
             self.dispatcher.start(self.address)
@@ -95,18 +96,18 @@ class ClusterComponents:
         job_master.start()
         return job_master
 
-    def close(self) -> None:
+    def close(self, *, stop_spark: bool = True) -> None:
         """Stop the Dispatcher (and with it every JobMaster), its server, then the
-        ResourceManager, which stops its TaskManagers and the SparkSession it created.
-        Idempotent."""
+        ResourceManager, which stops its TaskManagers and the SparkSession it created
+        (unless ``stop_spark`` is False: see ``ResourceManager.close``). Idempotent."""
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.dispatcher = None
         if self._server is not None:
-            rpc.stop_server(self._server, _SERVER_STOP_GRACE_S)
+            self._server.stop(_SERVER_STOP_GRACE_S)
             self._server = None
         if self.resource_manager is not None:
-            self.resource_manager.close()
+            self.resource_manager.close(stop_spark=stop_spark)
             self.resource_manager = None
 
     def __enter__(self) -> ClusterComponents:

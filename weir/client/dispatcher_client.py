@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from weir.core import rpc
-from weir.core.job_info import CheckpointStatisticsInfo, JobDetailsInfo
+from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
+from weir.core.job_info import JobDetailsInfo
 from weir.proto import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 
@@ -38,13 +40,13 @@ class DispatcherGateway:
         )
         return JobDetailsInfo.from_proto(reply)
 
-    def checkpoint_statistics(self, job_id: str) -> CheckpointStatisticsInfo:
+    def checkpoint_statistics(self, job_id: str) -> CheckpointStatsSnapshot:
         reply = rpc.call(
             f"GetCheckpointStatistics on the Dispatcher at {self.address}",
             self._stub.GetCheckpointStatistics,
             common_pb2.JobIdRequest(job_id=job_id),
         )
-        return CheckpointStatisticsInfo.from_proto(reply)
+        return decode_checkpoint_stats(reply)
 
     def cancel_job(self, job_id: str) -> None:
         rpc.call(
@@ -53,11 +55,18 @@ class DispatcherGateway:
             common_pb2.JobIdRequest(job_id=job_id),
         )
 
-    def wait_for_result(self, job_id: str, timeout_ms: int) -> JobDetailsInfo:
+    def wait_for_result(
+        self, job_id: str, timeout_ms: int, known_version: int = 0
+    ) -> JobDetailsInfo:
+        """The job's details once they differ from ``known_version`` (their
+        ``status_version``; 0: once the job is globally terminal), or after ``timeout_ms``
+        (the server bounds it). Re-ask with the version you got."""
         reply = rpc.call(
             f"WaitForJobResult on the Dispatcher at {self.address}",
             self._stub.WaitForJobResult,
-            dispatcher_pb2.WaitForJobResultRequest(job_id=job_id, timeout_ms=timeout_ms),
+            dispatcher_pb2.WaitForJobResultRequest(
+                job_id=job_id, timeout_ms=timeout_ms, known_version=known_version
+            ),
             timeout=timeout_ms / 1000 + 30,
         )
         return JobDetailsInfo.from_proto(reply)

@@ -1,5 +1,5 @@
-"""A handle on a job running in a cluster (Flink's JobClient) and the iterator that
-streams a collect sink's results to the client in batches."""
+"""The ``JobClient`` of a job running in a cluster (Flink's ClusterClientJobClientAdapter)
+and the iterator that streams a collect sink's results to the client in batches."""
 
 from __future__ import annotations
 
@@ -9,67 +9,85 @@ from collections.abc import Iterator
 from typing import Any
 
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.core.deployment import JobStatus
+from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError
-from weir.core.executor import JobExecutionResult
+from weir.core.executor import JobExecutionResult, JobID
+from weir.core.job_client import JobClient
 from weir.core.job_info import JobDetailsInfo
+from weir.core.job_status import JobStatus
 from weir.core.serializers import deserialize_batch
 
 logger = logging.getLogger(__name__)
 
-# How long one result query waits on the server before the client asks again.
+# How long one result query waits on the server before the client asks again. The
+# server answers as soon as the job changes, so this adds no latency; it only bounds how
+# long a call stays open.
 _WAIT_SLICE_MS = 10_000
 # Batches per fetch: enough to amortise the round trip, few enough to bound memory.
 _FETCH_BATCHES = 16
 _GOING_DOWN = frozenset(
-    s.value for s in (JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING)
+    s.name for s in (JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING)
 )
 
 
 def raise_for_status(details: JobDetailsInfo) -> None:
-    if details.status == JobStatus.FAILED.value:
+    if details.status == JobStatus.FAILED.name:
         msg = f"Job {details.job_name!r} ({details.job_id}) failed: {details.failure_cause}"
         raise JobExecutionError(
             msg, job_id=details.job_id, status=details.status, cause=details.failure_cause
         )
-    if details.status == JobStatus.CANCELED.value:
+    if details.status == JobStatus.CANCELED.name:
         msg = f"Job {details.job_name!r} ({details.job_id}) was cancelled"
         raise JobExecutionError(msg, job_id=details.job_id, status=details.status)
 
 
-class ClusterJobClient:
+class ClusterJobClient(JobClient):
+    """The ``JobClient`` of a job submitted to a Dispatcher (``weir run``, the
+    MiniCluster): every call is a request to the Dispatcher at once."""
+
     def __init__(self, gateway: DispatcherGateway, job_id: str) -> None:
         self._gateway = gateway
         self._job_id = job_id
 
-    def get_job_id(self) -> str:
-        return self._job_id
+    def get_job_id(self) -> JobID:
+        return JobID(self._job_id)
 
-    def get_job_status(self) -> str:
-        return self._gateway.job_details(self._job_id).status
+    def get_job_status(self) -> CompletableFuture:
+        return CompletableFuture.completed(self._status())
 
-    def get_job_details(self) -> JobDetailsInfo:
-        return self._gateway.job_details(self._job_id)
-
-    def cancel(self) -> None:
+    def cancel(self) -> CompletableFuture:
         self._gateway.cancel_job(self._job_id)
+        return CompletableFuture.completed(None)
+
+    def get_job_execution_result(self) -> CompletableFuture:
+        return CompletableFuture(self._execution_result, self._ended)
+
+    def collect(self, operator_id: str) -> CollectResultIterator:
+        return CollectResultIterator(self, self._gateway, operator_id)
 
     def wait_for_terminal(self) -> JobDetailsInfo:
+        """A long poll: each answer carries the version of what the Dispatcher knows, and
+        the next question waits until that changes (the server holds no thread for it)."""
+        version = 0
         while True:
-            details = self._gateway.wait_for_result(self._job_id, _WAIT_SLICE_MS)
-            if JobStatus(details.status).is_globally_terminal:
+            details = self._gateway.wait_for_result(self._job_id, _WAIT_SLICE_MS, version)
+            if JobStatus[details.status].is_globally_terminal_state():
                 return details
+            version = details.status_version
 
-    def get_job_execution_result(self) -> JobExecutionResult:
+    def _status(self) -> JobStatus:
+        return JobStatus[self._gateway.job_details(self._job_id).status]
+
+    def _ended(self) -> bool:
+        return self._status().is_globally_terminal_state()
+
+    def _execution_result(self) -> JobExecutionResult:
         """Blocks until the job ends; raises JobExecutionError unless it FINISHED."""
         details = self.wait_for_terminal()
         raise_for_status(details)
         return JobExecutionResult(
             details.job_id, max(0, details.end_time_ms - details.start_time_ms)
         )
-
-    def collect(self, operator_id: str) -> CollectResultIterator:
-        return CollectResultIterator(self, self._gateway, operator_id)
 
 
 class CollectResultIterator:
@@ -84,6 +102,7 @@ class CollectResultIterator:
         self._operator_id = operator_id
         self._records: deque[Any] = deque()
         self._ended = False
+        self._job_ended = False
         self._closed = False
 
     def __iter__(self) -> Iterator[Any]:
@@ -91,21 +110,32 @@ class CollectResultIterator:
 
     def __next__(self) -> Any:
         while not self._records:
-            if self._ended or self._closed:
+            if self._closed:
+                raise StopIteration
+            if self._ended:
+                self._await_job_end()
                 raise StopIteration
             self._fetch()
         return self._records.popleft()
 
+    def _await_job_end(self) -> None:
+        """Every record is read: the iteration ends when the job does, as Flink's does
+        (with final checkpoints the last results are out before the tasks have exited),
+        so a program that returns right after does not cancel a job about to finish."""
+        if not self._job_ended:
+            self._job_ended = True
+            raise_for_status(self._client.wait_for_terminal())
+
     def _fetch(self) -> None:
         reply = self._gateway.fetch_collect(
-            self._client.get_job_id(), self._operator_id, _FETCH_BATCHES, _WAIT_SLICE_MS
+            str(self._client.get_job_id()), self._operator_id, _FETCH_BATCHES, _WAIT_SLICE_MS
         )
         for batch in reply.batches:
             self._records.extend(deserialize_batch(batch))
         if reply.end_of_data:
             self._ended = True
             if reply.job_status in _GOING_DOWN:
-                raise_for_status(self._client.wait_for_terminal())
+                self._await_job_end()
 
     def close(self) -> None:
         if self._closed:
@@ -113,7 +143,7 @@ class CollectResultIterator:
         self._closed = True
         if not self._ended:
             try:
-                if not JobStatus(self._client.get_job_status()).is_globally_terminal:
+                if not self._client.get_job_status().result().is_globally_terminal_state():
                     self._client.cancel()
             except JobExecutionError:
                 logger.debug("job already gone while closing its result iterator", exc_info=True)

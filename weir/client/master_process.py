@@ -82,6 +82,7 @@ def load_master_config(ns: argparse.Namespace) -> dict[str, str]:
     if ns.port is not None:
         overrides[cfg.JOBMANAGER_PORT.key] = str(ns.port)
     entries.update(cfg.validate(overrides))
+    cfg.check_relations(entries)
     return entries
 
 

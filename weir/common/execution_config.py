@@ -25,8 +25,9 @@ class ExecutionConfig:
 
     A few of Flink's switches are kept and reported but change nothing here: the
     closure cleaner (functions are always pickled whole), generic types and
-    auto-generated uids (no Java type system), latency tracking (no metrics yet) and
-    the task cancellation interval and timeout."""
+    auto-generated uids (no Java type system) and latency tracking (no metrics yet).
+    The task cancellation interval and timeout are Flink's ``task.cancellation.*`` keys
+    of the job."""
 
     PARALLELISM_DEFAULT = -1
     PARALLELISM_UNKNOWN = -2
@@ -41,8 +42,6 @@ class ExecutionConfig:
         self._parallelism = self.PARALLELISM_DEFAULT
         self._max_parallelism = -1
         self._latency_tracking_interval_ms = 0
-        self._cancellation_interval_ms = 30_000
-        self._cancellation_timeout_ms = 180_000
         self._generic_types = True
 
     def _get(self, option: Any) -> Any:
@@ -141,21 +140,25 @@ class ExecutionConfig:
         return self._latency_tracking_interval_ms
 
     def set_task_cancellation_interval(self, interval: int) -> ExecutionConfig:
-        self._cancellation_interval_ms = int(interval)
+        """How often (ms) a cancelled task that keeps running is interrupted
+        (``task.cancellation.interval``, default 30000)."""
+        self._configuration.set_string(keys.TASK_CANCELLATION_INTERVAL.key, str(int(interval)))
         return self
 
     def get_task_cancellation_interval(self) -> int:
-        return self._cancellation_interval_ms
+        return int(self._get(keys.TASK_CANCELLATION_INTERVAL))
 
     def set_task_cancellation_timeout(self, timeout: int) -> ExecutionConfig:
+        """After how long (ms) a cancelled task that is still running makes its TaskManager
+        exit (``task.cancellation.timeout``, default 180000; 0 never)."""
         if timeout < 0:
             msg = f"the task cancellation timeout must be 0 or more, got {timeout}"
             raise ValueError(msg)
-        self._cancellation_timeout_ms = int(timeout)
+        self._configuration.set_string(keys.TASK_CANCELLATION_TIMEOUT.key, str(int(timeout)))
         return self
 
     def get_task_cancellation_timeout(self) -> int:
-        return self._cancellation_timeout_ms
+        return int(self._get(keys.TASK_CANCELLATION_TIMEOUT))
 
     def enable_generic_types(self) -> ExecutionConfig:
         self._generic_types = True

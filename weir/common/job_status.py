@@ -1,33 +1,8 @@
-"""``JobStatus``: the states of a job, as PyFlink's ``pyflink.common.JobStatus``."""
+"""``JobStatus``: the states of a job, as PyFlink's ``pyflink.common.JobStatus``.
 
-from __future__ import annotations
+Defined in ``weir.core.job_status``, where the services use the same enum.
+"""
 
-import enum
+from weir.core.job_status import JobStatus
 
 __all__ = ["JobStatus"]
-
-
-class JobStatus(enum.Enum):
-    """Where a job is in its life. ``JobClient.get_job_status().result()`` gives one."""
-
-    CREATED = 0
-    RUNNING = 1
-    FAILING = 2
-    FAILED = 3
-    CANCELLING = 4
-    CANCELED = 5
-    FINISHED = 6
-    RESTARTING = 7
-    SUSPENDED = 8
-    RECONCILING = 9
-    INITIALIZING = 10
-    """Flink's Java JobStatus has it (a job whose JobMaster is starting); PyFlink's enum
-    lacks it."""
-
-    def is_globally_terminal_state(self) -> bool:
-        """Complete for good: it will not fail, restart or be recovered any more."""
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
-
-    def is_terminal_state(self) -> bool:
-        """Terminal on this JobManager: globally terminal, or SUSPENDED."""
-        return self.is_globally_terminal_state() or self is JobStatus.SUSPENDED

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -131,10 +132,48 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:  # gRPC would take 99999 modulo 65536, another port
+        msg = f"expected a port from 0 to 65535 (0 = any free port), got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
 def _positive_duration_ms(text: str) -> int:
     value = parse_duration_ms(text)
-    if value < 1:
-        msg = f"expected a positive duration, got {text!r}"
+    if value <= 0:
+        msg = f"expected a duration longer than 0 ms, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _non_negative_duration_ms(text: str) -> int:
+    value = parse_duration_ms(text)
+    if value < 0:
+        msg = f"expected a duration of 0 ms or more, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+_SPARK_MASTER_FORMS = (
+    re.compile(r"local(\[(\*|[1-9]\d*)(\s*,\s*[1-9]\d*)?\])?"),
+    re.compile(r"local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]"),
+    re.compile(r"spark://[^\s:/,]+:\d+(,[^\s:/,]+:\d+)*"),
+    re.compile(r"yarn"),
+    re.compile(r"k8s://\S+"),
+)
+
+
+def _spark_master(text: str) -> str:
+    """A master URL Spark accepts; a bad one would otherwise only end Spark's JVM at start
+    (``JAVA_GATEWAY_EXITED``) without saying which setting it disliked."""
+    value = text.strip()
+    if not any(form.fullmatch(value) for form in _SPARK_MASTER_FORMS):
+        msg = (
+            f"expected local, local[N], local[*], spark://host:port, yarn or "
+            f"k8s://https://host:port, got {text!r}"
+        )
         raise ValueError(msg)
     return value
 
@@ -303,6 +342,30 @@ SEGMENT_SIZE = _option(
     parse_memory_bytes,
     "Size of a network buffer in bytes.",
 )
+# A frame carries one network buffer whole. The receiver allocates a frame's announced
+# length before it arrives, so it refuses lengths past this ceiling as a corrupt stream;
+# the per-job limit below may be raised up to it, never past it.
+MAX_FRAME_SIZE_CEILING = 1 << 30
+
+
+def _frame_size(text: str) -> int:
+    value = parse_memory_bytes(text)
+    if not 0 < value <= MAX_FRAME_SIZE_CEILING:
+        msg = f"expected a size above 0 and at most 1 gb, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+# Flink's records span buffers; ours travel in one buffer each, so one record must fit in
+# a frame. 64 MiB keeps what a receiver allocates for one frame bounded while no ordinary
+# record comes near it.
+MAX_FRAME_SIZE = _option(
+    "taskmanager.network.max-frame-size",
+    64 * 1024 * 1024,
+    _frame_size,
+    "Largest network frame (one serialized buffer) a task sends; a record that does not "
+    "fit in one alone fails the task with its size. At most 1 gb.",
+)
 BUFFERS_PER_CHANNEL = _option(
     "taskmanager.network.memory.buffers-per-channel",
     2,
@@ -328,6 +391,19 @@ NETWORK_COMPRESSION = _option(
     "Compression of network buffers.",
     ("none", "lz4"),
 )
+# Flink's key and values; Flink's default is DISABLED. Ours is THROW: a TaskManager is
+# one Python process hosting the tasks of every job leased to it, so a user function that
+# ended the process would fail all of them and lose the lease, and the job would only
+# learn that a TaskManager was lost, not which task did it with which code.
+INTERCEPT_USER_SYSTEM_EXIT = _option(
+    "cluster.intercept-user-system-exit",
+    "THROW",
+    str.upper,
+    "What os._exit in user code does on a task thread: THROW fails the task naming the "
+    "exit code and keeps the TaskManager running; LOG logs the call and exits; DISABLED "
+    "exits.",
+    ("disabled", "log", "throw"),
+)
 TASKMANAGER_HOST = _option(
     "taskmanager.host", "127.0.0.1", str, "Address TaskManagers bind and advertise."
 )
@@ -340,7 +416,7 @@ JOBMANAGER_ADDRESS = _option(
     "jobmanager.rpc.address", "127.0.0.1", str, "Host of the master process."
 )
 JOBMANAGER_PORT = _option(
-    "jobmanager.rpc.port", 6123, int, "Port of the Dispatcher's gRPC endpoint (0 = any free)."
+    "jobmanager.rpc.port", 6123, _port, "Port of the Dispatcher's gRPC endpoint (0 = any free)."
 )
 BIND_HOST = _option(
     "jobmanager.bind-host",
@@ -356,13 +432,34 @@ SLOT_REQUEST_TIMEOUT = _option(
     "How long a JobMaster waits for its slots before it fails the job (ms).",
 )
 HEARTBEAT_INTERVAL = _option(
-    "heartbeat.interval", 10_000, parse_duration_ms, "Time between heartbeats (ms)."
+    "heartbeat.interval", 10_000, _positive_duration_ms, "Time between heartbeats (ms)."
 )
+# Flink's defaults: five intervals before a peer is declared lost, so one slow or lost
+# heartbeat never is. A timeout below the interval would declare every peer lost between
+# two heartbeats, so check_relations() refuses it, as Flink's HeartbeatServices do.
 HEARTBEAT_TIMEOUT = _option(
     "heartbeat.timeout",
     50_000,
-    parse_duration_ms,
-    "A TaskManager (or ResourceManager) that has not answered for this long is lost (ms).",
+    _positive_duration_ms,
+    "A TaskManager (or ResourceManager) that has not answered for this long is lost (ms); "
+    "at least heartbeat.interval.",
+)
+# Flink's task cancellation settings (TaskManagerOptions); ExecutionConfig's setters write
+# them per job. The interval is how often a cancelled task that keeps running is
+# interrupted; the timeout, after which its TaskManager gives up on it and exits, is a
+# last resort measured in minutes, far beyond any cleanup a task does on cancel.
+TASK_CANCELLATION_INTERVAL = _option(
+    "task.cancellation.interval",
+    30_000,
+    _positive_duration_ms,
+    "Between two interrupts of a cancelled task that keeps running (ms).",
+)
+TASK_CANCELLATION_TIMEOUT = _option(
+    "task.cancellation.timeout",
+    180_000,
+    _non_negative_duration_ms,
+    "A task still running this long after its cancellation is a fatal error: its "
+    "TaskManager logs the task's stack and exits, and is replaced (ms); 0 disables it.",
 )
 RESOURCE_WAIT_IDLE_TIMEOUT = _option(
     "resourcemanager.taskmanager-timeout",
@@ -382,7 +479,34 @@ TASKMANAGERS_MIN = _option(
     int,
     "TaskManagers leased at start and kept while the cluster runs.",
 )
-CLUSTER_LOG_DIR = _option("env.log.dir", "", str, "Where cluster scripts put logs.")
+CLUSTER_LOG_DIR = _option(
+    "env.log.dir",
+    "",
+    str,
+    "Where cluster scripts put the master's log, and each TaskManager its taskmanager.log "
+    "and taskmanager.out (in taskmanager-<id>/). Empty: TaskManagers log and print where "
+    "their process does.",
+)
+# Flink keeps env.log.max old files of each log (log4j's DefaultRolloverStrategy) and
+# rolls a file over at 100 MB (its log4j.properties): a TaskManager's two files take at
+# most 2 x 11 x 100 MB however much its jobs print.
+LOG_MAX = _option("env.log.max", 10, _positive_int, "Old files kept of each TaskManager log file.")
+
+
+def _positive_size(text: str) -> int:
+    value = parse_memory_bytes(text)
+    if value <= 0:
+        msg = f"expected a size above 0, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+LOG_MAX_FILE_SIZE = _option(
+    "env.log.max-file-size",
+    100 * 1024 * 1024,
+    _positive_size,
+    "A TaskManager's taskmanager.log or taskmanager.out rolls over at this size.",
+)
 CLUSTER_PID_DIR = _option("env.pid.dir", "", str, "Where cluster scripts put pid files.")
 
 # --- high availability --------------------------------------------------------------
@@ -480,6 +604,15 @@ CHECKPOINTING_UNALIGNED_FORCED = _option(
     "feedback, custom partitioners). Weir takes them on every exchange anyway, so this "
     "changes nothing at runtime.",
 )
+CHECKPOINTING_AFTER_TASKS_FINISH = _option(
+    "execution.checkpointing.checkpoints-after-tasks-finish",
+    True,
+    _parse_bool,
+    "Keep checkpointing once some tasks have finished (Flink's FLIP-147): a task that reached "
+    "the end of its input waits for one more checkpoint, its final one, before it exits, so "
+    "its two-phase-commit sinks commit everything, and a restore does not run it again. Off: "
+    "checkpoints stop at the first finished task, as before Flink 1.14.",
+)
 # Flink 2.x's default, NO_EXTERNALIZED_CHECKPOINTS, as PyFlink reports it: a job's
 # checkpoints go when it ends. A job that fails for good says which setting keeps them, or
 # the `weir run -s` command that resumes from the one kept (jobmanager's resume_hint).
@@ -535,6 +668,29 @@ SAVEPOINT_DIR = _option(
     "",
     str,
     "The default directory for savepoints (kept for the savepoint commands to come).",
+)
+STATE_BACKEND_TYPE = _option(
+    "state.backend.type",
+    "hashmap",
+    str.lower,
+    "Where keyed state lives: hashmap keeps it as Python objects on the TaskManager; "
+    "rocksdb in an embedded RocksDB in taskmanager.state.local.root-dirs (state larger "
+    "than memory, incremental checkpoints).",
+    ("hashmap", "rocksdb"),
+)
+STATE_BACKEND_INCREMENTAL = _option(
+    "state.backend.incremental",
+    False,
+    _parse_bool,
+    "rocksdb: checkpoints upload only the SST files earlier checkpoints did not, into "
+    "the checkpoint directory's shared/ (needs filesystem checkpoint storage).",
+)
+STATE_LOCAL_ROOT_DIRS = _option(
+    "taskmanager.state.local.root-dirs",
+    "",
+    str,
+    "Where the rocksdb state backend keeps its databases on a TaskManager (the first of "
+    "a comma-separated list); default: the job's working directory on the TaskManager.",
 )
 STATE_CHANGELOG_ENABLED = _option(
     "state.changelog.enabled",
@@ -661,7 +817,7 @@ DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
 SPARK_MASTER = _option(
     "spark.master",
     "local[2]",
-    str,
+    _spark_master,
     "Where TaskManagers run: local[N], spark://host:7077, yarn or k8s://...",
 )
 
@@ -696,6 +852,21 @@ def validate(entries: Mapping[str, Any]) -> dict[str, str]:
             raise ConfigurationError(_unknown_key_message(key))
         checked[key] = text
     return checked
+
+
+def check_relations(entries: Mapping[str, str]) -> None:
+    """Check the keys that constrain each other, over a whole configuration (a missing key
+    counts at its default): ``validate`` checks each key alone, and its caller may merge
+    several sources first. Raises ConfigurationError naming the keys and their values."""
+    interval = get(entries, HEARTBEAT_INTERVAL)
+    timeout = get(entries, HEARTBEAT_TIMEOUT)
+    if timeout < interval:
+        msg = (
+            f"{HEARTBEAT_TIMEOUT.key} ({timeout} ms) is shorter than {HEARTBEAT_INTERVAL.key} "
+            f"({interval} ms): every peer would count as lost between two heartbeats; make "
+            f"the timeout several intervals long (Flink's defaults: 50 s and 10 s)"
+        )
+        raise ConfigurationError(msg)
 
 
 def _to_text(value: Any) -> str:

@@ -28,26 +28,6 @@ class ExecutionState(enum.Enum):
         return self in (ExecutionState.FINISHED, ExecutionState.CANCELED, ExecutionState.FAILED)
 
 
-class JobStatus(enum.Enum):
-    """Flink's JobStatus."""
-
-    INITIALIZING = "INITIALIZING"
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    FAILING = "FAILING"
-    FAILED = "FAILED"
-    CANCELLING = "CANCELLING"
-    CANCELED = "CANCELED"
-    FINISHED = "FINISHED"
-    RESTARTING = "RESTARTING"
-    SUSPENDED = "SUSPENDED"
-    RECONCILING = "RECONCILING"
-
-    @property
-    def is_globally_terminal(self) -> bool:
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
-
-
 @dataclass(frozen=True, slots=True)
 class TaskManagerLocation:
     resource_id: ResourceId
@@ -120,6 +100,9 @@ class TaskDeploymentDescriptor:
     restored_checkpoint_id: int = 0
     """The id of the checkpoint the job restores (also for a subtask without state of
     its own), 0 for a fresh start; the epoch collect sinks start in."""
+    finished_on_restore: bool = False
+    """The restored checkpoint recorded this subtask as finished: it runs none of its
+    operators, ends its outputs at once and waits for its inputs to end."""
 
     @property
     def parallelism(self) -> int:

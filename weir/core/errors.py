@@ -5,6 +5,7 @@ WeirError
 ├── JobGraphError (ValueError)             a program cannot become a valid JobGraph
 ├── JobSubmissionError                     the cluster refused a job
 ├── JobNotFoundError (KeyError)            no job with that id
+├── InvalidJobIdError (ValueError)         a job id that is not 32 hex digits
 ├── JobExecutionError                      a job ended FAILED or CANCELED; carries the cause
 ├── SlotAllocationError                    not enough slots within slot.request.timeout
 ├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
@@ -12,7 +13,10 @@ WeirError
 │   ├── ServiceUnavailableError (ConnectionError)
 │   └── RemoteTimeoutError (TimeoutError)
 ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
+│   └── ProducerFailedError                 the task producing an input failed (a consequence)
+├── RecordTooLargeError (ValueError)       a record does not fit in one network frame
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
+│   └── UserSystemExitError                 user code called os._exit in a task
 ├── LeaderLostError                        a component lost leadership (fencing)
 ├── StateMigrationError                    restored state does not fit the descriptor reading it
 └── CheckpointError                        a checkpoint could not be taken, stored or restored
@@ -43,6 +47,10 @@ class JobNotFoundError(WeirError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "job not found"
+
+
+class InvalidJobIdError(WeirError, ValueError):
+    """A job id from outside is not 32 hex digits."""
 
 
 class JobExecutionError(WeirError):
@@ -87,12 +95,27 @@ class NetworkError(WeirError, ConnectionError):
     """The data plane lost a connection or could not find a partition."""
 
 
+class ProducerFailedError(NetworkError):
+    """A consumer lost an input because the task producing it failed or was cancelled
+    (Flink's ProducerFailedException). A consequence: the producer reports its own
+    failure, which is the cause to show."""
+
+
+class RecordTooLargeError(WeirError, ValueError):
+    """A record, serialized alone, is larger than ``taskmanager.network.max-frame-size``."""
+
+
 class UserCodeError(WeirError):
     """User code raised inside a task. ``remote_traceback`` is the formatted original."""
 
     def __init__(self, message: str, remote_traceback: str = ""):
         super().__init__(message)
         self.remote_traceback = remote_traceback
+
+
+class UserSystemExitError(UserCodeError):
+    """User code called ``os._exit`` on a task thread, and the TaskManager refused to end
+    (``cluster.intercept-user-system-exit: THROW``)."""
 
 
 class LeaderLostError(WeirError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from google.protobuf.message import DecodeError
 
 from weir.core.errors import JobGraphError
-from weir.core.ids import JobId, JobVertexId, OperatorId
+from weir.core.ids import JobVertexId, OperatorId, parse_job_id
 from weir.core.job_graph import (
     JobEdge,
     JobGraph,
@@ -71,7 +71,7 @@ def decode_job_graph(data: bytes) -> JobGraph:
         raise JobGraphError(msg) from exc
     try:
         graph = JobGraph(
-            job_id=JobId(message.job_id),
+            job_id=parse_job_id(message.job_id),
             job_name=message.job_name,
             vertices=tuple(
                 JobVertex(
@@ -114,8 +114,5 @@ def decode_job_graph(data: bytes) -> JobGraph:
     except ValueError as exc:
         msg = f"the submitted JobGraph is malformed: {exc}"
         raise JobGraphError(msg) from exc
-    if not graph.job_id:
-        msg = "the submitted JobGraph has no job id"
-        raise JobGraphError(msg)
     graph.validate()
     return graph

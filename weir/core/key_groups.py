@@ -7,6 +7,9 @@ uses Python's ``hash()``, which is salted per process for ``str``.
 The hash reproduces exactly where PyFlink puts a key, so ``print()`` prefixes and
 per-subtask results match PyFlink's: PyFlink wraps the key in a Java ``Row`` (as pickled
 bytes when ``key_by`` got no ``key_type``) and Flink takes ``murmurHash(row.hashCode())``.
+A key without a declared type is pickled in its canonical form (``canonical_keys``): equal
+keys are placed together, which PyFlink's plain pickle does not promise; for the common
+key types the two are the same bytes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
+from weir.core.canonical_keys import canonical_key_bytes
 
 UPPER_BOUND_MAX_PARALLELISM = 1 << 15
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 1 << 7
@@ -121,11 +124,10 @@ def murmur_hash(code: int) -> int:
 
 
 def _pickled_key_hash(key: Any) -> int:
-    try:
-        data = pickle.dumps(key, protocol=5)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        data = cloudpickle.dumps(key, protocol=5)
-    return java_bytes_hash(data)
+    t = type(key)
+    if t is int or t is str:  # the usual keys, canonical as they are: no call more
+        return java_bytes_hash(pickle.dumps(key, protocol=5))
+    return java_bytes_hash(canonical_key_bytes(key))
 
 
 def _java_long_hash(value: int) -> int:
@@ -171,6 +173,14 @@ class PyFlinkKeyHasher:
 
     def key_group(self, key: Any, max_parallelism: int) -> int:
         code = 0 if key is None else self._java_hash(key)
+        return murmur_hash(_signed32(code + _ROW_OF_ONE_FIELD)) % max_parallelism
+
+    def key_group_of_canonical(self, key: Any, canonical: bytes, max_parallelism: int) -> int:
+        """``key_group(key)`` when ``canonical`` is ``canonical_key_bytes(key)`` already
+        (the rocksdb backend has them as the key's serialized form): no second pickle."""
+        if self.key_type != "pickled" or key is None:
+            return self.key_group(key, max_parallelism)
+        code = java_bytes_hash(canonical)
         return murmur_hash(_signed32(code + _ROW_OF_ONE_FIELD)) % max_parallelism
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -8,12 +8,15 @@ to one Weir error class (``raise ... from exc``), so no caller handles ``grpc.Rp
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
 import logging
 import sys
+import threading
 import traceback
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent import futures
 from typing import Any, TypeVar
 
@@ -37,9 +40,19 @@ _CHANNEL_OPTIONS = [
     ("grpc.enable_retries", 0),
 ]
 
+# Servers own their port: gRPC sets SO_REUSEPORT by default, which lets a second server
+# (a second master on jobmanager.rpc.port) bind the same port and take half the calls.
+_SERVER_OPTIONS = [*_CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)]
+
+# The slot protocol between JobMasters and the ResourceManager (resourcemanager.proto):
+# 2 queues RequestSlots and offers the slots with JobMaster.OfferSlots. Both sides send
+# it; a ResourceManager refuses a JobMaster that speaks another.
+SLOT_PROTOCOL_VERSION = 2
+
 # Weir error class -> status code on the server side.
 _ERROR_TO_CODE: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (errors.JobNotFoundError, grpc.StatusCode.NOT_FOUND),
+    (errors.InvalidJobIdError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.ConfigurationError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobGraphError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobSubmissionError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -81,6 +94,7 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.JobGraphError,
         errors.JobSubmissionError,
         errors.JobNotFoundError,
+        errors.InvalidJobIdError,
         errors.SlotAllocationError,
         errors.TaskManagerLostError,
         errors.LeaderLostError,
@@ -99,7 +113,10 @@ def status_code_for(exc: BaseException) -> grpc.StatusCode:
 
 def translate_server_errors(method: Callable[..., T]) -> Callable[..., T]:
     """Decorator for servicer methods: a raised Weir error aborts the call with its status
-    code and ``"ErrorClass: message"``; anything else is INTERNAL with the traceback logged."""
+    code and ``"ErrorClass: message"``; anything else is INTERNAL with the traceback logged.
+    Coroutine methods (of an ``AsyncioServer``'s servicers) get a coroutine wrapper."""
+    if inspect.iscoroutinefunction(method):
+        return _translate_async_server_errors(method)  # type: ignore[return-value]
 
     @functools.wraps(method)
     def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> T:
@@ -110,6 +127,27 @@ def translate_server_errors(method: Callable[..., T]) -> Callable[..., T]:
         except Exception as exc:
             logger.exception("%s failed", method.__qualname__)
             context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"internal error in {method.__qualname__}: {exc!r}\n{traceback.format_exc()}",
+            )
+        unreachable = "context.abort raises"
+        raise AssertionError(unreachable)
+
+    return wrapper
+
+
+def _translate_async_server_errors(
+    method: Callable[..., Awaitable[T]],
+) -> Callable[..., Awaitable[T]]:
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> T:
+        try:
+            return await method(self, request, context)
+        except errors.WeirError as exc:
+            await context.abort(status_code_for(exc), f"{type(exc).__name__}{_NAME_SEPARATOR}{exc}")
+        except Exception as exc:
+            logger.exception("%s failed", method.__qualname__)
+            await context.abort(
                 grpc.StatusCode.INTERNAL,
                 f"internal error in {method.__qualname__}: {exc!r}\n{traceback.format_exc()}",
             )
@@ -147,6 +185,85 @@ def create_channel(address: str) -> grpc.Channel:
     return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
 
 
+def create_aio_channel(address: str) -> grpc.aio.Channel:
+    """A channel for coroutines of an ``AsyncioServer``'s loop; create it on that loop."""
+    return grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
+
+
+async def call_async(
+    what: str, stub_method: Callable[..., Any], request: Any, timeout: float | None = 30.0
+) -> Any:
+    """``call()`` for a grpc.aio stub: awaits the answer, maps failures to Weir errors."""
+    try:
+        return await stub_method(request, timeout=timeout)
+    except grpc.RpcError as exc:
+        raise map_rpc_error(exc, what) from exc
+
+
+class AsyncioServer:
+    """A grpc.aio server on an event loop in a thread of its own, for a service whose
+    calls may wait (long polls): a waiting call is a coroutine, so any number of them
+    hold no thread. Its servicers' methods are coroutines; blocking work goes to
+    ``run_blocking`` (a thread pool of ``max_workers``), never onto the loop.
+
+    Thread-safe: ``start``, ``bind``, ``stop`` and ``call_soon`` may be called from any
+    thread other than the loop's."""
+
+    def __init__(self, name: str, max_workers: int = 16) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+        self._pool = futures.ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-worker")
+        self._stopped = False
+
+        async def create() -> grpc.aio.Server:
+            return grpc.aio.server(options=_SERVER_OPTIONS)
+
+        self.server: grpc.aio.Server = self._run(create())
+
+    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the loop (from any thread); a no-op once stopped."""
+        if not self._stopped:
+            try:
+                self._loop.call_soon_threadsafe(callback)
+            except RuntimeError:  # the loop closed meanwhile
+                return
+
+    async def run_blocking(self, function: Callable[..., T], *args: Any) -> T:
+        """Run a blocking ``function(*args)`` on the pool and await its result."""
+        return await self._loop.run_in_executor(self._pool, functools.partial(function, *args))
+
+    def bind(self, host: str, port: int = 0, *, port_key: str = "") -> str:
+        """As ``bind()`` for a server of the thread pool kind."""
+        return bind(self.server, host, port, port_key=port_key)
+
+    def start(self) -> None:
+        self._run(self.server.start())
+
+    def stop(self, grace_s: float) -> None:
+        """Stop serving (in-flight calls get ``grace_s``), end the loop, its thread and the
+        pool. Idempotent; bounded as ``stop_server`` is."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._run(self.server.stop(grace_s), timeout=grace_s + 5.0)
+        except futures.TimeoutError:
+            logger.warning("a gRPC server did not stop within %.0f s", grace_s + 5.0)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5.0)
+        if not self._thread.is_alive():
+            self._loop.close()
+        self._pool.shutdown(wait=not sys.is_finalizing())
+
+
 # gRPC never shuts down the thread pool a server was built with, so its idle workers
 # would outlive the server (and pile up in a reused Spark Python worker). We keep each
 # server's pool to shut it down in stop_server().
@@ -157,7 +274,7 @@ _server_pools: weakref.WeakKeyDictionary[grpc.Server, futures.ThreadPoolExecutor
 
 def create_server(max_workers: int = 16) -> grpc.Server:
     pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
-    server = grpc.server(pool, options=_CHANNEL_OPTIONS)
+    server = grpc.server(pool, options=_SERVER_OPTIONS)
     _server_pools[server] = pool
     return server
 
@@ -175,13 +292,21 @@ def stop_server(server: grpc.Server, grace_s: float) -> None:
         pool.shutdown(wait=not sys.is_finalizing())
 
 
-def bind(server: grpc.Server, host: str, port: int = 0) -> str:
-    """Bind ``server`` to ``host:port`` (0 picks a free port, race-free) and return the address."""
+def bind(
+    server: grpc.Server | grpc.aio.Server, host: str, port: int = 0, *, port_key: str = ""
+) -> str:
+    """Bind ``server`` to ``host:port`` (0 picks a free port, race-free) and return the
+    address. ``port_key`` names the configuration key the port came from, for the error."""
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError:  # grpcio raises where older versions returned 0
         bound = 0
     if bound == 0:
-        msg = f"cannot bind a gRPC server to {host}:{port}; is the port in use?"
+        where = f" ({port_key})" if port_key else ""
+        msg = (
+            f"cannot bind a gRPC server to {host}:{port}: port in use, or {host} is not an "
+            f"address of this host; stop what listens there (another Weir master?) or "
+            f"choose another port{where}"
+        )
         raise errors.ServiceUnavailableError(msg)
     return f"{host}:{bound}"

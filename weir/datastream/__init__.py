@@ -41,6 +41,11 @@ from weir.datastream.state import (
     ValueState,
     ValueStateDescriptor,
 )
+from weir.datastream.state_backend import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    StateBackend,
+)
 from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
 from weir.datastream.timerservice import TimerService
 from weir.datastream.window import (
@@ -69,11 +74,13 @@ __all__ = [
     "CountWindow",
     "DataStream",
     "DataStreamSink",
+    "EmbeddedRocksDBStateBackend",
     "ExternalizedCheckpointRetention",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
     "GlobalWindow",
+    "HashMapStateBackend",
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
@@ -94,6 +101,7 @@ __all__ = [
     "SinkFunction",
     "SlotSharingGroup",
     "SourceFunction",
+    "StateBackend",
     "StateDescriptor",
     "StreamExecutionEnvironment",
     "TimeDomain",

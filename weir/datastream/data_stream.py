@@ -280,7 +280,18 @@ class DataStream(_OperatorSettings):
         key_selector: Callable[[Any], Any] | KeySelector,
         key_type: TypeInformation | None = None,
     ) -> KeyedStream:
-        """Partitions by key: elements with equal keys go to the same subtask and share state."""
+        """Partitions by key: elements with equal keys go to the same subtask and share state.
+
+        Keys are equal as Python compares them (``==``), as dict keys are: ``1``, ``1.0``
+        and ``True`` are one key, and so are a NamedTuple and the plain tuple of its
+        fields, however each was built (see ``weir.core.canonical_keys``). Objects of
+        your own classes are equal keys when they are of one class with equal pickled
+        state; return a plain value from the selector when ``__eq__`` says otherwise.
+        Without ``key_type``, ints, strings, bytes and tuples or Rows of them are placed
+        on the subtasks PyFlink places them on::
+
+            >>> words.key_by(lambda pair: pair[0])
+        """
         selector = _key_selector_callable(key_selector)
         t = PartitionTransformation(
             id=self._env._next_id(),

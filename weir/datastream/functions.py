@@ -368,7 +368,9 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
     transactions are committed (again: ``recover_and_commit`` must be idempotent) and the
     transaction that was open at that checkpoint is aborted, so output written after the
     checkpoint never shows. At the end of bounded input (``finish()``) the current
-    transaction is pre-committed and everything pending is committed.
+    transaction is pre-committed and no new one begins; the task's final checkpoint
+    (taken after ``finish()``) makes it pending and commits it when it completes. Without
+    checkpoints, the task does both at once at the end of input.
 
     Subclasses implement ``begin_transaction``, ``invoke(transaction, value, context)``,
     ``pre_commit``, ``commit`` and ``abort``; ``recover_and_commit`` and
@@ -398,8 +400,9 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
     Contract with the task (all calls on the task thread, in this order):
     ``open`` → ``initialize_state(state or None)`` → ``invoke``\\* interleaved with
     ``snapshot_state(n)`` and ``notify_checkpoint_complete(n)`` /
-    ``notify_checkpoint_aborted(n)`` → ``finish()`` at the end of bounded input →
-    ``close()`` (also after a failure; it aborts the open transaction and never commits).
+    ``notify_checkpoint_aborted(n)`` → ``finish()`` at the end of bounded input → its final
+    ``snapshot_state(n)`` and ``notify_checkpoint_complete(n)`` → ``close()`` (also after a
+    failure; it aborts the open transaction and never commits).
     If ``initialize_state`` has not been called before the first record, the base
     initialises itself as for a fresh start.
     """
@@ -410,6 +413,10 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
         # checkpoint id -> pre-committed transaction, in checkpoint order
         self._pending_commit_transactions: dict[int, Any] = {}
         self._initialized = False
+        # finish() pre-committed this one; the next snapshot makes it pending.
+        self._finished = False
+        self._finished_transaction: Any = None
+        self._has_finished_transaction = False
 
     # -- the transaction API subclasses implement --------------------------------------
     @abc.abstractmethod
@@ -468,6 +475,14 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
                 f"ones are {sorted(self._pending_commit_transactions)}"
             )
             raise ValueError(msg)
+        if self._finished:
+            if self._has_finished_transaction:
+                self._pending_commit_transactions[checkpoint_id] = self._finished_transaction
+                self._has_finished_transaction = False
+                self._finished_transaction = None
+            return pickle.dumps(
+                {"pending": dict(self._pending_commit_transactions), "has_current": False}
+            )
         self.pre_commit(self._current_transaction)
         self._pending_commit_transactions[checkpoint_id] = self._current_transaction
         self._begin()
@@ -491,16 +506,18 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
         next completed checkpoint commits it (as Flink does)."""
 
     def finish(self) -> None:
-        """End of bounded input: pre-commit the current transaction and commit everything."""
+        """End of bounded input: pre-commit the current transaction and begin no other.
+        The next ``snapshot_state`` (the final checkpoint) makes it pending; its
+        completion commits it."""
         self._ensure_initialized()
         if self._has_transaction:
             transaction = self._current_transaction
             self._has_transaction = False
             self._current_transaction = None
             self.pre_commit(transaction)
-            last = max(self._pending_commit_transactions, default=0) + 1
-            self._pending_commit_transactions[last] = transaction
-        self.notify_checkpoint_complete(max(self._pending_commit_transactions, default=0))
+            self._finished_transaction = transaction
+            self._has_finished_transaction = True
+        self._finished = True
 
     def close(self) -> None:
         """Aborts the open transaction (pending ones stay for recovery)."""

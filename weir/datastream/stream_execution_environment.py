@@ -30,6 +30,7 @@ from weir.datastream.data_stream import DataStream
 from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import SourceFunction
 from weir.datastream.slot_sharing_group import SlotSharingGroup
+from weir.datastream.state_backend import StateBackend
 from weir.graph.execution_plan import execution_plan_json
 from weir.graph.job_graph_generator import JobGraphResult, create_job_graph
 from weir.graph.stream_graph import StreamGraph, build_stream_graph
@@ -166,6 +167,30 @@ class StreamExecutionEnvironment:
 
     def is_force_unaligned_checkpoints(self) -> bool:
         return self.get_checkpoint_config().is_force_unaligned_checkpoints()
+
+    def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
+        """Sets the state backend that describes how to store operator state: a
+        ``HashMapStateBackend`` (the default) or an ``EmbeddedRocksDBStateBackend``.
+
+        Example::
+
+            >>> env.set_state_backend(EmbeddedRocksDBStateBackend(True))
+        """
+        if not isinstance(state_backend, StateBackend):
+            msg = (
+                "set_state_backend needs a HashMapStateBackend or an "
+                f"EmbeddedRocksDBStateBackend; got {type(state_backend).__name__}"
+            )
+            raise TypeError(msg)
+        self._configuration.remove_config(config_keys.STATE_BACKEND_INCREMENTAL.key)
+        for key, value in state_backend._config().items():
+            self._configuration.set_string(key, value)
+        self._state_backend = state_backend
+        return self
+
+    def get_state_backend(self) -> StateBackend | None:
+        """The state backend set with ``set_state_backend``, or None."""
+        return getattr(self, "_state_backend", None)
 
     def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
         """Kept (``state.changelog.enabled``) and reported: Weir has no changelog state
@@ -445,11 +470,13 @@ class StreamExecutionEnvironment:
 
             >>> env.execute_async("job").get_job_execution_result().result()
         """
-        return JobClient(get_executor().submit(self._job_graph(job_name).job_graph))
+        return get_executor().submit(self._job_graph(job_name).job_graph)
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
         """Runs the job and waits for it; raises JobExecutionError if it fails."""
-        return get_executor().submit(self._job_graph(job_name).job_graph).get_job_execution_result()
+        client = get_executor().submit(self._job_graph(job_name).job_graph)
+        result: JobExecutionResult = client.get_job_execution_result().result()
+        return result
 
     def _execute_and_collect(
         self, collect: Transformation, job_name: str | None

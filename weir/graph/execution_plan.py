@@ -1,4 +1,6 @@
-"""The execution plan as PyFlink prints it (``env.get_execution_plan()``).
+"""Execution plans as JSON in Flink's shape: the StreamGraph's as PyFlink prints it
+(``env.get_execution_plan()``) and a JobGraph's (what ``weir info`` prints, Flink's
+``JsonPlanGenerator``).
 
 PyFlink's plan is the StreamGraph of the Java job its API builds, which differs from ours
 in ways a program can see:
@@ -29,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weir.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation
-from weir.core.job_graph import OperatorKind, PartitionerKind
+from weir.core.job_graph import JobGraph, OperatorKind, PartitionerKind
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 from weir.graph.transformations import ChainingStrategy
 
-__all__ = ["execution_plan_json"]
+__all__ = ["execution_plan_json", "job_graph_plan", "job_graph_plan_json"]
 
 _SHIP_STRATEGY = {
     PartitionerKind.FORWARD: "FORWARD",
@@ -356,3 +358,59 @@ def _jackson(value: Any, indent: int = 0) -> str:
             return "[ ]"
         return "[ " + ", ".join(_jackson(v, indent) for v in value) + " ]"
     return json.dumps(value, ensure_ascii=False)
+
+
+# --- the JobGraph's plan ---------------------------------------------------------------
+
+
+def job_graph_plan(graph: JobGraph) -> dict[str, Any]:
+    """The JobGraph's plan: one node per vertex (a chain of operators), numbered from 1."""
+    nodes = []
+    index = {v.vertex_id: n for n, v in enumerate(graph.vertices, start=1)}
+    for vertex in graph.vertices:
+        if vertex.is_source:
+            pact = "Data Source"
+        elif not graph.outputs_of(vertex.vertex_id):
+            pact = "Data Sink"
+        else:
+            pact = "Operator"
+        node = _node(
+            index[vertex.vertex_id],
+            vertex.head.kind.value,
+            pact,
+            vertex.name,
+            vertex.parallelism,
+        )
+        node["max_parallelism"] = vertex.max_parallelism
+        node["operators"] = [
+            {"id": op.operator_id, "name": op.name, "kind": op.kind.value, "uid": op.uid}
+            for op in vertex.operators
+        ]
+        predecessors = [
+            _predecessor(
+                index[e.source_vertex], e.partitioner, "second" if e.input_index else "first"
+            )
+            for _, e in graph.inputs_of(vertex.vertex_id)
+        ]
+        if predecessors:
+            node["predecessors"] = predecessors
+        nodes.append(node)
+    return {"jid": graph.job_id, "name": graph.job_name, "nodes": nodes}
+
+
+def job_graph_plan_json(graph: JobGraph) -> str:
+    return json.dumps(job_graph_plan(graph), indent=2)
+
+
+def _node(node_id: int, kind: str, pact: str, contents: str, parallelism: int) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "type": kind,
+        "pact": pact,
+        "contents": contents,
+        "parallelism": parallelism,
+    }
+
+
+def _predecessor(source_id: int, partitioner: PartitionerKind, side: str) -> dict[str, Any]:
+    return {"id": source_id, "ship_strategy": _SHIP_STRATEGY[partitioner], "side": side}

@@ -20,6 +20,7 @@ from weir.core.job_graph import (
     OperatorDescriptor,
     OperatorKind,
 )
+from weir.core.local_paths import absolute_local_path
 from weir.graph.operator_ids import operator_ids
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 from weir.graph.user_code import pack_python_files, shipping_user_modules
@@ -50,6 +51,15 @@ def _pickle(what: dict[str, Any], description: str) -> bytes:
         raise JobGraphError(msg) from exc
 
 
+# Keys holding a path the JobMaster and the tasks read, each in its own directory.
+_LOCAL_PATH_KEYS = (
+    config_keys.CHECKPOINTING_DIR.key,
+    config_keys.CHECKPOINTING_DIR_DEPRECATED.key,
+    config_keys.SAVEPOINT_DIR.key,
+    config_keys.STATE_RECOVERY_PATH.key,
+)
+
+
 def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
     known: dict[str, str] = {}
     for key, value in entries.items():
@@ -59,6 +69,9 @@ def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
             # PyFlink programs set keys that mean nothing here (python.*, pipeline.jars, ...);
             # refusing the job for them would break programs that otherwise run unchanged.
             logger.warning("configuration key %r is not used by Weir; ignored", key)
+    for key in _LOCAL_PATH_KEYS:
+        if known.get(key):
+            known[key] = absolute_local_path(known[key])
     files = known.get(config_keys.PYTHON_FILES.key)
     if files:
         known[config_keys.PYTHON_FILES_ARCHIVE] = pack_python_files(files)

@@ -13,23 +13,13 @@ import base64
 import contextlib
 import io
 import os
-import site
 import sys
-import sysconfig
 import zipfile
 from collections.abc import Iterator
 
 import cloudpickle
 
-_OURS = frozenset({"weir", "dispatcher", "resourcemanager", "jobmanager", "taskmanager", "proto"})
-
-
-def _installed_roots() -> tuple[str, ...]:
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    roots.update(p for p in sysconfig.get_paths().values() if p)
-    roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
-    roots.add(site.getusersitepackages() if hasattr(site, "getusersitepackages") else "")
-    return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
+from weir.core.user_modules import is_user_module
 
 
 @contextlib.contextmanager
@@ -48,17 +38,8 @@ def shipping_user_modules() -> Iterator[None]:
 def _register_user_modules() -> list[str]:
     registered: list[str] = []
     already = cloudpickle.list_registry_pickle_by_value()
-    installed = _installed_roots()
     for name, module in list(sys.modules.items()):
-        if name == "__main__" or name.split(".")[0] in _OURS or "." in name:
-            continue
-        path = getattr(module, "__file__", None)
-        if not path:
-            continue
-        real = os.path.realpath(path)
-        if real.startswith(installed):
-            continue
-        if name in already:
+        if "." in name or name in already or not is_user_module(name, module):
             continue
         try:
             cloudpickle.register_pickle_by_value(module)

@@ -1,5 +1,5 @@
 """A MiniCluster shared by the cluster tests: real Dispatcher, ResourceManager and
-JobMasters over gRPC, TaskManagers leased from the session's Spark ``local[2]``."""
+JobMasters over gRPC, TaskManagers leased from the session's SparkSession."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from weir.core.executor import register_executor
 # Short heartbeats so a killed TaskManager is noticed within seconds; a long idle timeout
 # so TaskManagers stay leased between tests (leasing takes seconds).
 CLUSTER_CONFIG = {
-    "spark.master": "local[2]",
-    # Two TaskManagers of the shared session's four cores: the other two stay free for
-    # the ResourceManager suite, which runs while this cluster keeps its leases.
-    "resourcemanager.taskmanager.max": "2",
+    # Three TaskManagers (jobs up to parallelism 3) of the shared session's task slots;
+    # the others stay free for the compat cluster and the ResourceManager suite, which
+    # run while this cluster keeps its leases (tests/conftest.py counts them).
+    "resourcemanager.taskmanager.max": "3",
     "heartbeat.interval": "500 ms",
     "heartbeat.timeout": "6 s",
     "slot.request.timeout": "60 s",
@@ -24,9 +24,21 @@ CLUSTER_CONFIG = {
 }
 
 
+# TaskManagers keep taskmanager.log and taskmanager.out in a directory of the session,
+# rolled over small enough that a test can print past the cap.
+TASK_MANAGER_LOG_CAP = 256 * 1024
+TASK_MANAGER_LOG_BACKUPS = 2
+
+
 @pytest.fixture(scope="session")
-def mini_cluster(spark_session) -> Iterator[MiniCluster]:
-    cluster = MiniCluster(CLUSTER_CONFIG, spark_session=spark_session).start()
+def mini_cluster(spark_session, tmp_path_factory) -> Iterator[MiniCluster]:
+    config = {
+        **CLUSTER_CONFIG,
+        "env.log.dir": str(tmp_path_factory.mktemp("task-manager-logs")),
+        "env.log.max-file-size": str(TASK_MANAGER_LOG_CAP),
+        "env.log.max": str(TASK_MANAGER_LOG_BACKUPS),
+    }
+    cluster = MiniCluster(config, spark_session=spark_session).start()
     yield cluster
     cluster.close()
 

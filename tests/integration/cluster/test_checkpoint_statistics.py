@@ -10,8 +10,8 @@ import pytest
 from weir.client import cli
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.common import JobStatus, WatermarkStrategy
+from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.errors import JobExecutionError
-from weir.core.job_info import CheckpointStatisticsInfo
 from weir.datastream import MapFunction, StreamExecutionEnvironment
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 
@@ -43,7 +43,7 @@ def _start_job(tmp_path):
     return env.execute_async("checkpoint statistics")
 
 
-def _await_completed(gateway: DispatcherGateway, job_id: str, n: int) -> CheckpointStatisticsInfo:
+def _await_completed(gateway: DispatcherGateway, job_id: str, n: int) -> CheckpointStatsSnapshot:
     deadline = time.monotonic() + DEADLINE_S
     while True:
         stats = gateway.checkpoint_statistics(job_id)

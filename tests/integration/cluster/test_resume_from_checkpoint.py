@@ -15,7 +15,7 @@ import pytest
 
 from weir.client import cli
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.core.deployment import JobStatus
+from weir.core.job_status import JobStatus
 
 pytestmark = pytest.mark.spark
 
@@ -114,7 +114,7 @@ def retained_checkpoint(cluster, tmp_path, capsys) -> tuple[Path, str]:
             time.sleep(0.1)  # polling interval
         gateway.cancel_job(job_id)
         details = gateway.wait_for_result(job_id, DEADLINE_S * 1000)
-        assert details.status == JobStatus.CANCELED.value
+        assert details.status == JobStatus.CANCELED.name
         path = gateway.checkpoint_statistics(job_id).latest_completed_path
     assert path
     return script, path

@@ -14,6 +14,7 @@ from weir.datastream.connectors.file_system import (
     RollingPolicy,
     StreamFormat,
 )
+from weir.taskmanager.operators.sinks import END_OF_INPUT_CHECKPOINT_ID
 
 
 class Ctx:
@@ -72,7 +73,11 @@ def test_a_crash_between_checkpoints_gives_exactly_once_output(tmp_path, crash_a
                 completed = states
             if stop_after is not None and batches == stop_after:
                 return completed, False
+        # The end of input and the final checkpoint, taken after finish() (FLIP-147).
         sink.finish()
+        checkpoint += 1
+        sink.snapshot_state(checkpoint)
+        sink.notify_checkpoint_complete(checkpoint)
         sink.close()
         return completed, True
 
@@ -120,7 +125,10 @@ def test_memory_filesystem_round_trip(tmp_path):
         while (batch := reader.poll_batch(10)) is not None:
             for line in batch:
                 sink.invoke(line, None)
+        # The end of input of a job without checkpoints, as the sink operator drives it.
         sink.finish()
+        sink.snapshot_state(END_OF_INPUT_CHECKPOINT_ID)
+        sink.notify_checkpoint_complete(END_OF_INPUT_CHECKPOINT_ID)
         names = fs.ls(f"{root}/out", detail=False)
         assert len(names) == 1 and not names[0].rpartition("/")[2].startswith(".")
         assert fs.cat_file(names[0]) == b"x\ny\n"

@@ -23,6 +23,7 @@ from weir.proto import (
     taskexecutor_pb2_grpc,
 )
 from weir.resourcemanager import ResourceManager
+from weir.taskmanager.task_executor import TaskExecutor
 
 pytestmark = pytest.mark.spark
 
@@ -39,6 +40,10 @@ CONFIG = {
 }
 
 
+# A TaskExecutor started in this process, to register while requests are queued.
+TASK_EXECUTOR_CONFIG = {"heartbeat.interval": "200 ms", "heartbeat.timeout": "3 s"}
+
+
 class _Client:
     def __init__(self, address: str) -> None:
         self.channel = rpc.create_channel(address)
@@ -51,19 +56,30 @@ class _Client:
             ).task_managers
         )
 
-    def request_slots(
+    def queue_slot_request(
         self, job_id: str, count: int, jobmaster: str, timeout_ms: int = 60_000
+    ) -> int:
+        """RequestSlots as a JobMaster sends it (request id = job id); the queue position."""
+        return rpc.call(
+            "RequestSlots",
+            self.stub.RequestSlots,
+            resourcemanager_pb2.RequestSlotsRequest(
+                job_id=job_id,
+                count=count,
+                jobmaster_address=jobmaster,
+                timeout_ms=timeout_ms,
+                request_id=job_id,
+                protocol_version=rpc.SLOT_PROTOCOL_VERSION,
+            ),
+            timeout=10,
+        ).requests_ahead
+
+    def request_slots(
+        self, job_id: str, count: int, job_master: TestingJobMaster, timeout_ms: int = 60_000
     ) -> list[Any]:
-        return list(
-            rpc.call(
-                "RequestSlots",
-                self.stub.RequestSlots,
-                resourcemanager_pb2.RequestSlotsRequest(
-                    job_id=job_id, count=count, jobmaster_address=jobmaster, timeout_ms=timeout_ms
-                ),
-                timeout=120,
-            ).slots
-        )
+        """Queue a request and wait for the slots offered to ``job_master``."""
+        self.queue_slot_request(job_id, count, job_master.address, timeout_ms)
+        return job_master.await_offer(job_id)
 
     def release_slots(self, job_id: str) -> None:
         rpc.call(
@@ -122,20 +138,24 @@ class TestResourceManager:
         self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
     ) -> None:
         _, client = cluster
-        slots = client.request_slots("job-a", 2, job_master.address)
+        slots = client.request_slots("job-a", 2, job_master)
         assert len(slots) == 2
         assert len({s.resource_id for s in slots}) == 2
         assert all(s.rpc_address and s.data_port > 0 for s in slots)
         assert all(tm.free_slots == 0 for tm in client.task_managers())
         client.release_slots("job-a")
-        assert all(tm.free_slots == 1 for tm in client.task_managers())
+        # Freed in the background, handed out again once each TaskExecutor let go.
+        wait_until(
+            lambda: all(tm.free_slots == 1 for tm in client.task_managers()),
+            "both slots to be free again",
+        )
 
     def test_a_request_that_can_never_be_met_fails_at_once_and_says_what_to_do(
         self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
     ) -> None:
         _, client = cluster
         with pytest.raises(SlotAllocationError) as caught:
-            client.request_slots("job-big", 5, job_master.address, timeout_ms=600_000)
+            client.request_slots("job-big", 5, job_master, timeout_ms=600_000)
         message = str(caught.value)
         assert "5 slots" in message
         assert "at most 2 TaskManagers" in message
@@ -146,7 +166,7 @@ class TestResourceManager:
         self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
     ) -> None:
         rm, client = cluster
-        slots = client.request_slots("job-k", 2, job_master.address)
+        slots = client.request_slots("job-k", 2, job_master)
         delays_before = len(rm.registration_delays_ms)
         victim = slots[0].resource_id
         pid = next(tm.pid for tm in client.task_managers() if tm.resource_id == victim)
@@ -161,7 +181,7 @@ class TestResourceManager:
         assert victim not in {tm.resource_id for tm in client.task_managers()}
         client.release_slots("job-k")
 
-        again = client.request_slots("job-k2", 2, job_master.address)
+        again = client.request_slots("job-k2", 2, job_master)
         assert len({s.resource_id for s in again}) == 2
         assert victim not in {s.resource_id for s in again}
         assert len(rm.registration_delays_ms) == delays_before + 1  # one replacement
@@ -195,3 +215,54 @@ class TestResourceManager:
             n for group in names for n in group if n.startswith(("weir-", "grpc")) or "_serve" in n
         ]
         assert leftovers == []
+
+    def test_a_hundred_queued_requests_leave_heartbeats_and_registrations_answered(
+        self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
+    ) -> None:
+        rm, client = cluster
+        wait_until(lambda: len(client.task_managers()) == 2, "two TaskManagers to register")
+        # 100 requests, each answered at once: the two slots go to the first two, 98 stay
+        # queued. A request that held a server thread until served would starve the rest
+        # (and this loop would wait for the third answer).
+        jobs = [f"job-{i}" for i in range(100)]
+        ahead = [client.queue_slot_request(job, 1, job_master.address, 600_000) for job in jobs]
+        assert ahead[2:] == list(range(len(jobs) - 2))  # the first two were served at once
+        wait_until(lambda: len(job_master.offers) == 2, "the two free slots to be offered")
+        assert sorted(job_master.offers) == jobs[:2]
+
+        # Heartbeats are still answered while the 98 wait...
+        seen = {tm.resource_id: tm.last_heartbeat_ms for tm in client.task_managers()}
+        wait_until(
+            lambda: all(
+                tm.last_heartbeat_ms > seen[tm.resource_id] for tm in client.task_managers()
+            ),
+            "heartbeats of both TaskManagers while 98 requests are queued",
+        )
+        # ...and a new TaskManager registers, and its slot goes to the oldest request.
+        with TaskExecutor(TASK_EXECUTOR_CONFIG, rm.address) as newcomer:
+            newcomer.start()
+            assert newcomer.resource_id in {tm.resource_id for tm in client.task_managers()}
+            offered = job_master.await_offer(jobs[2])
+            assert [s.resource_id for s in offered] == [newcomer.resource_id]
+            assert len(job_master.offers) == 3
+            for job_id in jobs:
+                client.release_slots(job_id)
+
+    def test_a_lost_task_manager_below_the_minimum_is_replaced_at_once(
+        self, cluster: tuple[ResourceManager, _Client]
+    ) -> None:
+        _, client = cluster
+        tms = wait_until(
+            lambda: len(client.task_managers()) == 2 and client.task_managers(),
+            "two TaskManagers to register",
+        )
+        victim = tms[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        # No job asks for slots: the minimum (2) alone brings a replacement.
+        wait_until(
+            lambda: (
+                len(client.task_managers()) == 2
+                and victim.resource_id not in {tm.resource_id for tm in client.task_managers()}
+            ),
+            "a replacement for the killed TaskManager",
+        )

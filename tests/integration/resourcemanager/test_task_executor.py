@@ -3,6 +3,7 @@ heartbeats, slots, Stop, and that a stopped TaskExecutor leaves no thread behind
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import signal
@@ -15,7 +16,12 @@ from _rm_testing import TestingResourceManager, wait_until
 
 from weir.core import rpc
 from weir.core.deployment import TaskDeploymentDescriptor
-from weir.core.errors import ServiceUnavailableError, SlotAllocationError, TaskManagerLostError
+from weir.core.errors import (
+    InvalidJobIdError,
+    ServiceUnavailableError,
+    SlotAllocationError,
+    TaskManagerLostError,
+)
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId, OperatorId
 from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
 from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
@@ -23,6 +29,7 @@ from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
 
 CONFIG = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "2 s"}
+JOB_ID = "0123456789abcdef" * 2
 
 
 @pytest.fixture
@@ -99,7 +106,7 @@ class TestTaskExecutor:
                     "AllocateSlot",
                     stub.AllocateSlot,
                     taskexecutor_pb2.AllocateSlotRequest(
-                        allocation_id=allocation_id, job_id="job", jobmaster_address="127.0.0.1:1"
+                        allocation_id=allocation_id, job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
                     ),
                 )
             channel.close()
@@ -121,7 +128,7 @@ class TestTaskExecutor:
             executor.start()
             channel, stub = _stub(executor.rpc_address)
             allocate = taskexecutor_pb2.AllocateSlotRequest(
-                allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"
+                allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
             )
             rpc.call("AllocateSlot", stub.AllocateSlot, allocate)
             rpc.call("AllocateSlot", stub.AllocateSlot, allocate)  # idempotent
@@ -130,7 +137,7 @@ class TestTaskExecutor:
                     "AllocateSlot",
                     stub.AllocateSlot,
                     taskexecutor_pb2.AllocateSlotRequest(
-                        allocation_id="a2", job_id="job", jobmaster_address="127.0.0.1:1"
+                        allocation_id="a2", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
                     ),
                 )
             assert executor.allocated_slots() == ["a1"]
@@ -167,7 +174,7 @@ class TestTaskExecutor:
                 "AllocateSlot",
                 stub.AllocateSlot,
                 taskexecutor_pb2.AllocateSlotRequest(
-                    allocation_id="a1", job_id="job", jobmaster_address="127.0.0.1:1"
+                    allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
                 ),
             )
             # The JobMaster cancelled before the SubmitTask of attempt e1 arrived.
@@ -200,6 +207,64 @@ class TestTaskExecutor:
             wait_until(lambda: executor.running_tasks() == [], "the task to be cancelled")
             channel.close()
 
+    def test_a_job_id_that_cannot_name_a_directory_fails_the_deployment(
+        self, resource_manager: TestingResourceManager
+    ) -> None:
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            rpc.call(
+                "AllocateSlot",
+                stub.AllocateSlot,
+                taskexecutor_pb2.AllocateSlotRequest(
+                    allocation_id="a1", job_id="../../x", jobmaster_address="127.0.0.1:1"
+                ),
+            )
+            tdd = dataclasses.replace(_descriptor("a1"), job_id=JobId("../../x"))
+            with pytest.raises(InvalidJobIdError, match="32 hex digits"):
+                rpc.call(
+                    "SubmitTask",
+                    stub.SubmitTask,
+                    taskexecutor_pb2.SubmitTaskRequest(
+                        task_deployment_descriptor=pickle.dumps(tdd),
+                        jobmaster_address="127.0.0.1:1",
+                    ),
+                )
+            assert executor.running_tasks() == []
+            assert os.listdir(executor.working_dir) == []
+            channel.close()
+
+    def test_a_job_leaves_its_directory_behind_only_until_its_last_slot_is_freed(
+        self, resource_manager: TestingResourceManager
+    ) -> None:
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            rpc.call(
+                "AllocateSlot",
+                stub.AllocateSlot,
+                taskexecutor_pb2.AllocateSlotRequest(
+                    allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
+                ),
+            )
+            rpc.call(
+                "SubmitTask",
+                stub.SubmitTask,
+                taskexecutor_pb2.SubmitTaskRequest(
+                    task_deployment_descriptor=pickle.dumps(_descriptor("a1")),
+                    jobmaster_address="127.0.0.1:1",
+                ),
+            )
+            wait_until(lambda: executor.running_tasks() == [], "the empty task to end")
+            # the task ended, but the job still holds a slot here: its directory stays
+            [job_dir] = os.listdir(executor.working_dir)
+            assert job_dir.startswith(f"job_{JOB_ID}_")
+            rpc.call(
+                "FreeSlot", stub.FreeSlot, taskexecutor_pb2.FreeSlotRequest(allocation_id="a1")
+            )
+            assert os.listdir(executor.working_dir) == []
+            channel.close()
+
 
 class TestProcessWatchdog:
     def test_sigterm_asks_for_a_graceful_stop_and_the_handler_is_restored(self) -> None:
@@ -230,7 +295,7 @@ def _descriptor(
 ) -> TaskDeploymentDescriptor:
     vertex = JobVertex(JobVertexId("v"), "map", 1, 128, operators)
     return TaskDeploymentDescriptor(
-        job_id=JobId("job"),
+        job_id=JobId(JOB_ID),
         job_name="j",
         vertex=vertex,
         subtask_index=0,
@@ -246,3 +311,89 @@ def _new_threads(before: set[threading.Thread]) -> list[str]:
     return [
         t.name for t in set(threading.enumerate()) - before if not t.name.startswith("testing-rm")
     ]
+
+
+# A source whose reader holds on (ignoring interrupts) until the test lets it go: a task
+# that takes its time to end after a cancel. Shared through this module: the task runs in
+# this process and its pickled reader refers to this module by name.
+_HOLD = threading.Event()
+_HOLDING = threading.Event()
+
+
+class _HoldingSource:
+    def create_reader(self, context):
+        return _HoldingReader()
+
+
+class _HoldingReader:
+    def poll_batch(self, max_records):
+        _HOLDING.set()
+        while not _HOLD.is_set():
+            try:
+                _HOLD.wait(0.01)
+            except BaseException:
+                pass
+        return None
+
+    def close(self):
+        """Nothing to release."""
+
+
+class TestSlotLifecycle:
+    def test_a_freed_slot_stays_releasing_until_its_last_task_has_ended(
+        self, resource_manager: TestingResourceManager
+    ) -> None:
+        _HOLD.clear()
+        _HOLDING.clear()
+        with TaskExecutor(CONFIG, resource_manager.address) as executor:
+            executor.start()
+            channel, stub = _stub(executor.rpc_address)
+            allocate = taskexecutor_pb2.AllocateSlotRequest(
+                allocation_id="a1", job_id=JOB_ID, jobmaster_address="127.0.0.1:1"
+            )
+            rpc.call("AllocateSlot", stub.AllocateSlot, allocate)
+            holding = dataclasses.replace(
+                _descriptor(
+                    "a1",
+                    operators=(
+                        OperatorDescriptor(
+                            OperatorId("src"),
+                            "holding",
+                            OperatorKind.SOURCE,
+                            cloudpickle.dumps({"source": _HoldingSource()}),
+                            input_count=0,
+                        ),
+                    ),
+                ),
+                # Interrupted often, never given up on (this is the test's own process).
+                job_config={
+                    "task.cancellation.interval": "20 ms",
+                    "task.cancellation.timeout": "0",
+                },
+            )
+            rpc.call(
+                "SubmitTask",
+                stub.SubmitTask,
+                taskexecutor_pb2.SubmitTaskRequest(
+                    task_deployment_descriptor=pickle.dumps(holding),
+                    jobmaster_address="127.0.0.1:1",
+                ),
+            )
+            wait_until(_HOLDING.is_set, "the task to run")
+            freed = rpc.call(
+                "FreeSlot", stub.FreeSlot, taskexecutor_pb2.FreeSlotRequest(allocation_id="a1")
+            )
+            assert not freed.ok and freed.message == "releasing"
+            # Its task still runs: the slot is still taken, for every job.
+            assert executor.allocated_slots() == ["a1"]
+            other = taskexecutor_pb2.AllocateSlotRequest(
+                allocation_id="a2", job_id="f" * 32, jobmaster_address="127.0.0.1:1"
+            )
+            with pytest.raises(SlotAllocationError, match="slots are taken"):
+                rpc.call("AllocateSlot", stub.AllocateSlot, other)
+            _HOLD.set()
+            wait_until(lambda: executor.allocated_slots() == [], "the slot to be released")
+            wait_until(lambda: resource_manager.available == ["a1"], "NotifySlotAvailable")
+            rpc.call("AllocateSlot", stub.AllocateSlot, other)
+            assert executor.allocated_slots() == ["a2"]
+            channel.close()

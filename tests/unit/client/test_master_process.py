@@ -82,3 +82,27 @@ class TestMain:
         config = master_process.load_master_config(parse(shipped))
         assert config["jobmanager.rpc.port"] == "6123"
         assert config["taskmanager.numberOfTaskSlots"] == "1"
+
+    @pytest.mark.parametrize(
+        ("line", "named"),
+        [
+            ("jobmanager.rpc.port: 99999\n", r"'jobmanager.rpc.port'.*'99999'"),
+            ("spark.master: lcoal[2]\n", r"'spark.master'.*'lcoal\[2\]'"),
+            ("heartbeat.interval: 10 s\nheartbeat.timeout: 3 s\n", r"heartbeat.timeout \(3000 ms"),
+        ],
+    )
+    def test_exits_1_naming_a_bad_value_before_starting_anything(
+        self, conf_dir: Path, capsys, line: str, named: str
+    ) -> None:
+        (conf_dir / "weir-conf.yaml").write_text(line)
+        assert master_process.main(["--config-dir", str(conf_dir)]) == 1
+        assert re.search(named, capsys.readouterr().err)
+
+    def test_the_heartbeat_check_sees_the_file_and_the_command_line_together(
+        self, conf_dir: Path
+    ) -> None:
+        (conf_dir / "weir-conf.yaml").write_text("heartbeat.timeout: 3 s\n")
+        config = master_process.load_master_config(
+            parse(conf_dir, "--set", "heartbeat.interval=1 s")
+        )
+        assert config["heartbeat.interval"] == "1 s"

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from weir.core import config as cfg
@@ -36,3 +38,37 @@ def test_config_file_errors_name_the_key(tmp_path):
 def test_docs_table_lists_every_key():
     table = cfg.docs_table()
     assert all(f"`{key}`" in table for key in cfg.OPTIONS)
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "65536"])
+def test_a_port_out_of_range_is_refused_by_name(port):
+    with pytest.raises(ConfigurationError, match=rf"'jobmanager.rpc.port'.*0 to 65535.*'{port}'"):
+        cfg.validate({"jobmanager.rpc.port": port})
+    assert cfg.get({"jobmanager.rpc.port": "0"}, cfg.JOBMANAGER_PORT) == 0
+
+
+def test_a_heartbeat_timeout_shorter_than_the_interval_is_refused():
+    entries = cfg.validate({"heartbeat.interval": "10 s", "heartbeat.timeout": "2 s"})
+    with pytest.raises(ConfigurationError, match=r"heartbeat.timeout \(2000 ms\).*heartbeat"):
+        cfg.check_relations(entries)
+    # the default interval (10 s) counts when only the timeout is given
+    with pytest.raises(ConfigurationError, match="heartbeat.interval"):
+        cfg.check_relations({"heartbeat.timeout": "5 s"})
+    cfg.check_relations({"heartbeat.interval": "500 ms", "heartbeat.timeout": "6 s"})
+    with pytest.raises(ConfigurationError, match=r"'heartbeat.interval'.*'0 ms'"):
+        cfg.validate({"heartbeat.interval": "0 ms"})
+
+
+@pytest.mark.parametrize(
+    "master", ["local", "local[4]", "local[*]", "local[2, 3]", "spark://h1:7077,h2:7077", "yarn"]
+)
+def test_spark_master_urls_spark_accepts(master):
+    assert cfg.get({"spark.master": master}, cfg.SPARK_MASTER) == master
+
+
+@pytest.mark.parametrize("master", ["lcoal[2]", "local[0]", "spark://host", "local[two]", ""])
+def test_a_bad_spark_master_is_named_with_the_forms_spark_accepts(master):
+    with pytest.raises(
+        ConfigurationError, match=rf"'spark.master'.*local\[N\].*'{re.escape(master)}'"
+    ):
+        cfg.validate({"spark.master": master})

@@ -79,6 +79,8 @@ class TestPyFlinkKeyPlacement:
 
     def test_same_in_another_process(self):
         sample = ["auction-1", "", "ünïcødé", 42, -7, (1, "a"), 2.5, None, b"xy"]
+        # ordered by their salted hashes in a process: placed in an order of their own
+        sample += [frozenset({"x", "yy", "zzz", "wwww"}), {"b": 1, "a": (2, "c")}, True, 2.0]
         here = [assign_to_key_group(k, 32768) for k in sample]
         code = (
             "from weir.core.key_groups import assign_to_key_group;"

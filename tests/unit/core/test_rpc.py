@@ -28,6 +28,7 @@ class _FakeRpcError(grpc.RpcError):
         (errors.JobNotFoundError("no job"), errors.JobNotFoundError),
         (errors.SlotAllocationError("not enough slots"), errors.SlotAllocationError),
         (errors.JobGraphError("garbage"), errors.JobGraphError),
+        (errors.InvalidJobIdError("'../x' is not a job id"), errors.InvalidJobIdError),
     ],
 )
 def test_server_errors_come_back_as_the_same_class(raised, expected):

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
-from weir.core.executor import JobExecutionResult, register_executor
+from weir.core.completable_future import CompletableFuture
+from weir.core.executor import JobExecutionResult, JobID, register_executor
+from weir.core.job_client import JobClient
 from weir.core.job_graph import JobGraph
+from weir.core.job_status import JobStatus
 
 
 class TestingCollectIterator:
@@ -26,24 +29,24 @@ class TestingCollectIterator:
         self.closed = True
 
 
-class TestingJobClient:
+class TestingJobClient(JobClient):
     def __init__(self, job_graph: JobGraph, collected: list[Any]) -> None:
         self.job_graph = job_graph
         self.collected = collected
         self.iterators: list[TestingCollectIterator] = []
         self.collect_operator_id: str | None = None
 
-    def get_job_id(self) -> str:
-        return self.job_graph.job_id
+    def get_job_id(self) -> JobID:
+        return JobID(self.job_graph.job_id)
 
-    def get_job_status(self) -> str:
-        return "FINISHED"
+    def get_job_status(self) -> CompletableFuture:
+        return CompletableFuture.completed(JobStatus.FINISHED)
 
-    def cancel(self) -> None:
-        pass
+    def cancel(self) -> CompletableFuture:
+        return CompletableFuture.completed(None)
 
-    def get_job_execution_result(self) -> JobExecutionResult:
-        return JobExecutionResult(self.job_graph.job_id, 0)
+    def get_job_execution_result(self) -> CompletableFuture:
+        return CompletableFuture.completed(JobExecutionResult(self.job_graph.job_id, 0))
 
     def collect(self, operator_id: str) -> TestingCollectIterator:
         self.collect_operator_id = operator_id

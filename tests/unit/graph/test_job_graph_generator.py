@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from weir.core.errors import JobGraphError
@@ -195,3 +197,35 @@ class TestParallelism:
         graph = build(pipeline(new_env()))
         position = {v.vertex_id: i for i, v in enumerate(graph.vertices)}
         assert all(position[e.source_vertex] < position[e.target_vertex] for e in graph.edges)
+
+
+class TestLocalPaths:
+    """Relative local paths mean the program's directory: the JobMaster and the tasks,
+    each in a directory of its own, get them absolute."""
+
+    def test_checkpoint_and_recovery_paths_become_absolute(self):
+        from weir.common import Configuration
+
+        conf = Configuration()
+        conf.set_string("execution.checkpointing.dir", "chk")
+        conf.set_string("execution.state-recovery.path", "s3://bucket/chk-3")
+        env = StreamExecutionEnvironment.get_execution_environment(conf)
+        env.from_collection([1]).print()
+        config = build(env).config
+        assert config["execution.checkpointing.dir"] == os.path.join(os.getcwd(), "chk")
+        assert config["execution.state-recovery.path"] == "s3://bucket/chk-3"
+
+    def test_file_connector_paths_become_absolute(self):
+        from weir.common.serialization import Encoder
+        from weir.datastream.connectors.file_system import (
+            FileSink,
+            FileSource,
+            StreamFormat,
+        )
+
+        sink = FileSink.for_row_format("out", Encoder.simple_string_encoder()).build()
+        source = FileSource.for_record_stream_format(
+            StreamFormat.text_line_format(), "in", "file:///data"
+        ).build()
+        assert sink._base_path == os.path.join(os.getcwd(), "out")
+        assert source._paths == (os.path.join(os.getcwd(), "in"), "file:///data")

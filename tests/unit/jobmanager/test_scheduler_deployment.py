@@ -3,9 +3,10 @@ waiting to be deployed, so a restart does not wait out the cancel timeout for th
 
 from __future__ import annotations
 
-from weir.core.deployment import ExecutionState, JobStatus
+from weir.core.deployment import ExecutionState
 from weir.core.ids import AllocationId, ResourceId
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
+from weir.core.job_status import JobStatus
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
 from weir.jobmanager.scheduler import DefaultScheduler
 
@@ -54,17 +55,16 @@ def test_tasks_not_yet_deployed_are_cancelled_when_a_deployment_fails(monkeypatc
 
 def test_a_task_manager_that_cannot_be_reached_is_not_reused_by_the_restart(monkeypatch):
     from weir.core.errors import ServiceUnavailableError
-    from weir.jobmanager import scheduler as scheduler_module
 
     scheduler = _scheduler()
     scheduler.status = JobStatus.RUNNING
     scheduler.graph.assign_slots(_slots(3))
 
-    def unreachable(what, method, request, timeout=None):
-        msg = f"{what} failed (UNAVAILABLE): connection refused"
+    def unreachable(address, tdd, jobmaster_address, timeout_s):
+        msg = f"TaskExecutor.SubmitTask to {address} failed (UNAVAILABLE): connection refused"
         raise ServiceUnavailableError(msg)
 
-    monkeypatch.setattr(scheduler_module.rpc, "call", unreachable)
+    monkeypatch.setattr(scheduler._task_executors, "submit_task", unreachable)
     first = scheduler.graph.all_executions()[0]
     assert scheduler._deploy(first) is False
     assert first.current.state is ExecutionState.FAILED
@@ -87,10 +87,6 @@ class _RestoringCoordinator:
 
 
 def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id(monkeypatch):
-    import pickle
-
-    from weir.jobmanager import scheduler as scheduler_module
-
     restarts = []
     scheduler = _scheduler()
     scheduler._on_restart = restarts.append
@@ -106,10 +102,10 @@ def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id
 
     submitted = []
 
-    def submit(what, method, request, timeout=None):
-        submitted.append(pickle.loads(request.task_deployment_descriptor))
+    def submit(address, tdd, jobmaster_address, timeout_s):
+        submitted.append(tdd)
 
-    monkeypatch.setattr(scheduler_module.rpc, "call", submit)
+    monkeypatch.setattr(scheduler._task_executors, "submit_task", submit)
     monkeypatch.setattr(scheduler, "_release_slots", lambda: None)
     scheduler._restart(old, [], 0)
 

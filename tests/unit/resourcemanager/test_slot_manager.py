@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from weir.core.errors import SlotAllocationError
@@ -11,6 +9,7 @@ from weir.core.ids import JobId, ResourceId
 from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
 from weir.resourcemanager.slot_manager import (
     DefaultSlotManager,
+    SlotAssignment,
     SlotRequest,
     TaskManagerRegistration,
 )
@@ -50,8 +49,16 @@ def registration(n: int, lease_id: str = "", slots: int = 1) -> TaskManagerRegis
     )
 
 
-def request(count: int, job: str = "job", timeout_ms: int = 0) -> SlotRequest:
-    return SlotRequest(JobId(job), count, "jm:1", timeout_ms)
+def request(count: int, job: str = "job", timeout_ms: int = 60_000) -> SlotRequest:
+    return SlotRequest(JobId(job), count, "jm:1", timeout_ms, request_id=f"r-{job}")
+
+
+def reserve(manager: DefaultSlotManager, req: SlotRequest) -> list[SlotAssignment]:
+    """Queue ``req`` and return the slots it got at once; [] while it stays queued."""
+    manager.request(req)
+    grants = {g.request.job_id: g for g in manager.match()}
+    grant = grants.get(req.job_id)
+    return list(grant.slots) if grant else []
 
 
 class TestDefaultSlotManager:
@@ -66,7 +73,7 @@ class TestDefaultSlotManager:
         manager = DefaultSlotManager(TestingLauncher(2), 2)
         manager.register(registration(1, slots=2))
         manager.register(registration(2, slots=2))
-        slots = manager.reserve(request(2))
+        slots = reserve(manager, request(2))
         assert {s.resource_id for s in slots} == {"tm1", "tm2"}
         assert len({s.allocation_id for s in slots}) == 2
 
@@ -74,52 +81,99 @@ class TestDefaultSlotManager:
         launcher = TestingLauncher(2)
         manager = DefaultSlotManager(launcher, 1)
         with pytest.raises(SlotAllocationError, match=r"asked for 3 slots.*at most 2 TaskManagers"):
-            manager.reserve(request(3, timeout_ms=10**9))
+            manager.request(request(3, timeout_ms=10**9))
         assert launcher.leases == []
+        assert manager.queued_requests == 0
 
-    def test_leases_what_is_missing_and_waits_for_the_registration(self) -> None:
+    def test_leases_what_is_missing_and_serves_the_request_once_it_registered(self) -> None:
         launcher = TestingLauncher(3)
         manager = DefaultSlotManager(launcher, 1)
         manager.register(registration(1))
-        result: list[object] = []
-        waiter = threading.Thread(
-            target=lambda: result.append(manager.reserve(request(2, timeout_ms=60_000)))
-        )
-        waiter.start()
-        deadline = threading.Event()
-        while not launcher.leases and not deadline.wait(0.01):
-            pass
+        assert reserve(manager, request(2)) == []  # queued, answered at once
         assert len(launcher.leases) == 1  # one short: one lease, not up to the max
         manager.register(registration(2, lease_id=launcher.leases[0]))
-        waiter.join(30)
-        assert len(result[0]) == 2  # type: ignore[arg-type]
+        [grant] = manager.match()
+        assert len(grant.slots) == 2
+        assert manager.queued_requests == 0
 
-    def test_times_out_with_a_message_saying_what_to_do(self) -> None:
-        launcher = TestingLauncher(1)
-        manager = DefaultSlotManager(launcher, 1, clock=FakeClock())
+    def test_queued_requests_are_served_in_the_order_they_arrived(self) -> None:
+        manager = DefaultSlotManager(TestingLauncher(2), 1)
         manager.register(registration(1))
-        manager.reserve(request(1, job="a"))
-        # Every slot is taken and none can be leased: the request waits out its timeout.
-        with pytest.raises(SlotAllocationError, match=r"only 0 were free.*slot.request.timeout"):
-            manager.reserve(request(1, job="b", timeout_ms=0))
+        manager.register(registration(2))
+        assert len(reserve(manager, request(2, job="holder"))) == 2
+        for job in ("a", "b", "c", "d"):
+            assert manager.request(request(1, job=job)) == "abcd".index(job)
+        served: list[str] = []
+        for _ in range(4):
+            # One slot frees at a time: the oldest waiting request gets it.
+            freed = manager.free(JobId(served[-1] if served else "holder"))
+            for allocation_id, reg in freed[:1]:
+                manager.confirm_freed(reg.resource_id, allocation_id)
+            served += [g.request.job_id for g in manager.match()]
+        assert served == ["a", "b", "c", "d"]
+
+    def test_a_large_request_is_not_overtaken_by_smaller_ones_behind_it(self) -> None:
+        manager = DefaultSlotManager(TestingLauncher(2), 1)
+        manager.register(registration(1))
+        manager.register(registration(2))
+        reserve(manager, request(1, job="holder"))
+        manager.request(request(2, job="big"))
+        manager.request(request(1, job="small"))
+        assert manager.match() == []  # one slot is free, but "big" came first
+        for allocation_id, reg in manager.free(JobId("holder")):
+            manager.confirm_freed(reg.resource_id, allocation_id)
+        assert [g.request.job_id for g in manager.match()] == ["big"]
+
+    def test_a_cancelled_request_says_why_it_was_not_met(self) -> None:
+        launcher = TestingLauncher(1)
+        clock = FakeClock()
+        manager = DefaultSlotManager(launcher, 1, clock=clock)
+        manager.register(registration(1))
+        reserve(manager, request(1, job="a"))
+        manager.request(request(1, job="b"))
+        clock.now = 2.5
+        message = manager.cancel(JobId("b"), "r-b")
+        assert message is not None
+        assert "only 0 were free after 2500 ms" in message
+        assert "slot.request.timeout" in message
+        assert manager.cancel(JobId("b"), "r-b") is None  # not queued any more
         assert launcher.leases == []
+
+    def test_requests_past_their_timeout_leave_the_queue(self) -> None:
+        clock = FakeClock()
+        manager = DefaultSlotManager(TestingLauncher(1), 1, clock=clock)
+        manager.request(request(1, job="a", timeout_ms=1000))
+        manager.request(request(1, job="b", timeout_ms=5000))
+        clock.now = 2.0
+        assert [r.job_id for r in manager.expire()] == ["a"]
+        assert manager.queued_requests == 1
+
+    def test_a_grant_that_could_not_be_delivered_goes_back_to_its_place(self) -> None:
+        manager = DefaultSlotManager(TestingLauncher(1), 1)
+        manager.register(registration(1))
+        manager.request(request(1, job="a"))
+        manager.request(request(1, job="b"))
+        [grant] = manager.match()
+        for allocation_id, reg in manager.free(JobId("a")):
+            manager.confirm_freed(reg.resource_id, allocation_id)
+        manager.requeue(grant)
+        assert [g.request.job_id for g in manager.match()] == ["a"]
 
     def test_freeing_slots_makes_them_available_again(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(1), 1)
         manager.register(registration(1))
-        first = manager.reserve(request(1, job="a"))
+        first = reserve(manager, request(1, job="a"))
         freed = manager.free(JobId("a"))
         assert [a for a, _ in freed] == [first[0].allocation_id]
         # Not handed out before the TaskExecutor has let the slot go: it would refuse it.
-        with pytest.raises(SlotAllocationError, match="only 0 were free"):
-            manager.reserve(request(1, job="b", timeout_ms=0))
+        assert reserve(manager, request(1, job="b")) == []
         manager.confirm_freed(ResourceId("tm1"), first[0].allocation_id)
-        assert manager.reserve(request(1, job="b"))
+        assert [g.request.job_id for g in manager.match()] == ["b"]
 
     def test_a_heartbeat_learns_which_reported_slots_were_freed(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(1), 2)
         manager.register(registration(1, slots=2))
-        kept, freed = manager.reserve(request(2, job="a"))
+        kept, freed = reserve(manager, request(2, job="a"))
         [(allocation_id, reg)] = manager.free(JobId("a"), [freed.allocation_id])
         reported = [kept.allocation_id, freed.allocation_id]
         # While the FreeSlot call is under way, the slot is neither held nor stale.
@@ -128,10 +182,23 @@ class TestDefaultSlotManager:
         assert manager.heartbeat(ResourceId("tm1"), reported) == [freed.allocation_id]
         assert manager.heartbeat(ResourceId("tm9"), reported) is None
 
+    def test_a_releasing_slot_is_free_once_its_task_executor_stops_reporting_it(self) -> None:
+        """A FreeSlot that found tasks still ending leaves the slot taken; a heartbeat that
+        no longer reports it (the tasks ended, the NotifySlotAvailable lost) frees it."""
+        manager = DefaultSlotManager(TestingLauncher(1), 1)
+        manager.register(registration(1, slots=1))
+        (slot,) = reserve(manager, request(1, job="a"))
+        manager.free(JobId("a"), [slot.allocation_id])
+        assert manager.free_slot_count() == 0
+        manager.heartbeat(ResourceId("tm1"), [slot.allocation_id])  # still releasing
+        assert manager.free_slot_count() == 0
+        manager.heartbeat(ResourceId("tm1"), [])
+        assert manager.free_slot_count() == 1
+
     def test_a_lost_task_manager_reports_the_job_masters_holding_its_slots(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(2), 1)
         manager.register(registration(1, lease_id="L1"))
-        slots = manager.reserve(request(1))
+        slots = reserve(manager, request(1))
         assert manager.lease_ended("L1") == "tm1"
         assert manager.unregister(ResourceId("tm1")) == {"jm:1": [slots[0].allocation_id]}
         assert manager.task_managers() == []
@@ -150,7 +217,7 @@ class TestDefaultSlotManager:
         )
         for n in (1, 2, 3):
             manager.register(registration(n))
-        manager.reserve(request(1))
+        reserve(manager, request(1))
         assert manager.idle_task_managers() == []
         clock.now = 2.0
         idle = manager.idle_task_managers()
@@ -161,21 +228,13 @@ class TestDefaultSlotManager:
         clock.now = 10.0
         assert len(manager.idle_task_managers()) == 2  # the minimum stays
 
-    def test_close_fails_waiting_requests(self) -> None:
+    def test_close_drops_queued_requests_and_refuses_new_ones(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(1), 1)
-        errors: list[BaseException] = []
-
-        def wait() -> None:
-            try:
-                manager.reserve(request(1, timeout_ms=60_000))
-            except SlotAllocationError as exc:
-                errors.append(exc)
-
-        waiter = threading.Thread(target=wait)
-        waiter.start()
+        manager.request(request(1))
         manager.close()
-        waiter.join(30)
-        assert errors and "shutting down" in str(errors[0])
+        assert manager.queued_requests == 0
+        with pytest.raises(SlotAllocationError, match="shutting down"):
+            manager.request(request(1, job="late"))
 
 
 class TestHeartbeatMonitor:

@@ -8,10 +8,11 @@ import cloudpickle
 import pytest
 
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
+from weir.core.errors import RecordTooLargeError
 from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
 from weir.core.job_graph import JobEdge, PartitionerKind
 from weir.core.key_groups import assign_to_key_group, key_group_range_for_operator
-from weir.core.serializers import deserialize_batch
+from weir.core.serializers import deserialize_batch, deserialize_records
 from weir.taskmanager.record_writer import BufferTimeout, PartitionerError, RecordWriter
 
 P = PartitionerKind
@@ -43,6 +44,7 @@ def writer(
     segment: int = 32 * 1024,
     max_parallelism: int = 128,
     consumers=None,
+    max_frame_size: int = 64 << 20,
 ) -> tuple[RecordWriter, CapturingWriter]:
     edge = JobEdge(
         JobVertexId("a"),
@@ -61,7 +63,10 @@ def writer(
         max_parallelism,
     )
     cap = CapturingWriter()
-    return RecordWriter(cap, desc, segment_size=segment, rng=random.Random(7)), cap
+    rw = RecordWriter(
+        cap, desc, segment_size=segment, rng=random.Random(7), max_frame_size=max_frame_size
+    )
+    return rw, cap
 
 
 class TestRouting:
@@ -180,6 +185,46 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class TestFrameLimit:
+    """No buffer larger than ``taskmanager.network.max-frame-size`` leaves a writer."""
+
+    def test_a_buffer_over_the_limit_is_split_and_keeps_the_order(self):
+        rw, cap = writer(P.FORWARD, 1, segment=1 << 20, max_frame_size=4096)
+        records = [f"{i:04d}" + "x" * 200 for i in range(100)]
+        rw.emit(records)
+        rw.flush()
+        assert all(len(b) <= 4096 for _, b in cap.buffers)
+        assert len(cap.buffers) > 1
+        assert cap.records(0) == records
+
+    def test_timestamps_stay_with_their_records_when_split(self):
+        rw, cap = writer(P.FORWARD, 1, segment=1 << 20, max_frame_size=2048)
+        records = [f"{i}" + "y" * 100 for i in range(60)]
+        rw.emit(records, list(range(60)))
+        rw.flush()
+        stamps = [t for _, b in cap.buffers for t in deserialize_records(b)[1]]
+        assert stamps == list(range(60))
+
+    def test_a_record_over_the_limit_fails_naming_its_size_the_limit_and_the_key(self):
+        rw, cap = writer(P.FORWARD, 1, max_frame_size=1 << 20)
+        rw.emit([b"z" * (3 << 20)])
+        with pytest.raises(RecordTooLargeError) as info:
+            rw.flush()
+        message = str(info.value)
+        assert "a record of 3145" in message  # its serialized size
+        assert "1048576 bytes (1 MiB, taskmanager.network.max-frame-size)" in message
+        assert "config.set_string('taskmanager.network.max-frame-size', '4 mb')" in message
+        assert cap.buffers == []
+
+    def test_pending_buffers_of_a_checkpoint_are_within_the_limit_too(self):
+        rw, _ = writer(P.FORWARD, 1, segment=1 << 20, max_frame_size=4096)
+        records = [f"{i}" + "w" * 300 for i in range(50)]
+        rw.emit(records)
+        buffers = rw.pending_buffers()[0]
+        assert len(buffers) > 1 and all(len(b) <= 4096 for b in buffers)
+        assert [r for b in buffers for r in deserialize_batch(b)] == records
 
 
 class TestBufferTimeout:

@@ -1,10 +1,18 @@
 """Checkpoint data shared by the JobMaster and the TaskExecutors: state handles, the
-``_metadata`` format, checkpoint storage and the checkpointing settings."""
+``_metadata`` format, checkpoint storage and the checkpointing settings; and the
+checkpoint statistics the JobMaster reports (their protobuf codec is
+``weir.core.checkpoint.checkpoint_stats_codec``)."""
 
 from weir.core.checkpoint.checkpoint_config import (
     CheckpointingConfig,
     CheckpointingMode,
     ExternalizedCheckpointRetention,
+)
+from weir.core.checkpoint.checkpoint_stats import (
+    CheckpointStats,
+    CheckpointStatsSnapshot,
+    CheckpointStatus,
+    RestoredCheckpointStats,
 )
 from weir.core.checkpoint.metadata import (
     CheckpointMetadata,
@@ -17,7 +25,9 @@ from weir.core.checkpoint.metadata import (
 )
 from weir.core.checkpoint.state_handles import (
     CheckpointMetrics,
+    IncrementalKeyGroupsStateHandle,
     InputChannelStateHandle,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorStateDistributionMode,
@@ -25,6 +35,8 @@ from weir.core.checkpoint.state_handles import (
     OperatorStatePartition,
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
+    SharedFile,
+    StateMetaInfo,
     StreamStateHandle,
     TaskStateSnapshot,
 )
@@ -41,6 +53,9 @@ from weir.core.checkpoint.storage import (
 __all__ = [
     "CheckpointMetadata",
     "CheckpointMetrics",
+    "CheckpointStats",
+    "CheckpointStatsSnapshot",
+    "CheckpointStatus",
     "CheckpointStorage",
     "CheckpointStorageLocation",
     "CheckpointType",
@@ -48,16 +63,21 @@ __all__ = [
     "CheckpointingMode",
     "ExternalizedCheckpointRetention",
     "FileSystemCheckpointStorage",
+    "IncrementalKeyGroupsStateHandle",
     "InputChannelStateHandle",
     "JobManagerCheckpointStorage",
     "KeyGroupRange",
     "KeyGroupsStateHandle",
+    "KeyedStateHandle",
     "OperatorState",
     "OperatorStateDistributionMode",
     "OperatorStateHandle",
     "OperatorStatePartition",
     "OperatorSubtaskState",
+    "RestoredCheckpointStats",
     "ResultSubpartitionStateHandle",
+    "SharedFile",
+    "StateMetaInfo",
     "StreamStateHandle",
     "TaskStateSnapshot",
     "create_checkpoint_storage",

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from weir.core import config as cfg
-from weir.core.deployment import JobStatus
 from weir.core.errors import ConfigurationError
+from weir.core.job_status import JobStatus
 
 
 class CheckpointingMode(enum.Enum):
@@ -61,10 +61,18 @@ class CheckpointingConfig:
     )
     snapshot_compression: bool = False
     num_retained: int = 1
+    after_tasks_finish: bool = True
+    """Checkpoints go on while some tasks have finished; a finishing task waits for its
+    final checkpoint (``execution.checkpointing.checkpoints-after-tasks-finish``)."""
 
     @property
     def enabled(self) -> bool:
         return self.interval_ms > 0
+
+    @property
+    def final_checkpoints(self) -> bool:
+        """A task at the end of its input waits for a checkpoint before it exits."""
+        return self.enabled and self.after_tasks_finish
 
     @classmethod
     def from_config(cls, config: Mapping[str, str]) -> CheckpointingConfig:
@@ -79,6 +87,7 @@ class CheckpointingConfig:
             retention=ExternalizedCheckpointRetention[cfg.get(config, cfg.CHECKPOINTING_RETENTION)],
             snapshot_compression=cfg.get(config, cfg.CHECKPOINTING_SNAPSHOT_COMPRESSION),
             num_retained=cfg.get_with_deprecated_keys(config, cfg.CHECKPOINTING_NUM_RETAINED),
+            after_tasks_finish=cfg.get(config, cfg.CHECKPOINTING_AFTER_TASKS_FINISH),
         )
         if result.timeout_ms <= 0 or result.min_pause_ms < 0:
             msg = (

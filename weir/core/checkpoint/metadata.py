@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weir.core.checkpoint.state_handles import (
+    IncrementalKeyGroupsStateHandle,
     InputChannelStateHandle,
+    KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
     OperatorStateDistributionMode,
@@ -34,6 +36,8 @@ from weir.core.checkpoint.state_handles import (
     OperatorStatePartition,
     OperatorSubtaskState,
     ResultSubpartitionStateHandle,
+    SharedFile,
+    StateMetaInfo,
     StreamStateHandle,
     TaskStateSnapshot,
 )
@@ -61,10 +65,18 @@ class OperatorState:
     parallelism: int
     max_parallelism: int
     subtask_states: Mapping[int, OperatorSubtaskState] = field(default_factory=dict)
+    finished_subtasks: frozenset[int] = frozenset()
+    """Subtasks that had finished (their final checkpoint completed, they exited) when
+    the checkpoint was taken: restored as finished, never run again. They hold no state."""
 
     @property
     def state_size(self) -> int:
         return sum(state.state_size for state in self.subtask_states.values())
+
+    @property
+    def is_fully_finished(self) -> bool:
+        """Every subtask had finished (Flink's FullyFinishedOperatorState)."""
+        return len(self.finished_subtasks) == self.parallelism
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +91,25 @@ class CheckpointMetadata:
     @property
     def state_size(self) -> int:
         return sum(state.state_size for state in self.operator_states.values())
+
+    @property
+    def checkpointed_size(self) -> int:
+        """Bytes this checkpoint wrote: its state size less the shared files it refers to
+        that earlier checkpoints uploaded (incremental checkpoints)."""
+        return sum(
+            subtask.checkpointed_size
+            for operator in self.operator_states.values()
+            for subtask in operator.subtask_states.values()
+        )
+
+    def shared_paths(self) -> set[str]:
+        """The files in ``shared/`` this checkpoint refers to."""
+        return {
+            path
+            for operator in self.operator_states.values()
+            for subtask in operator.subtask_states.values()
+            for path in subtask.shared_paths()
+        }
 
     def stream_handles(self) -> list[StreamStateHandle]:
         return [
@@ -177,6 +208,7 @@ def _operator_to_json(op: OperatorState) -> dict[str, Any]:
             {"index": index, "state": _subtask_to_json(state)}
             for index, state in sorted(op.subtask_states.items())
         ],
+        "finished_subtasks": sorted(op.finished_subtasks),
     }
 
 
@@ -188,19 +220,71 @@ def _operator_from_json(doc: dict[str, Any]) -> OperatorState:
         subtask_states={
             int(sub["index"]): _subtask_from_json(sub["state"]) for sub in doc["subtasks"]
         },
+        # Absent in metadata written before finished tasks were recorded: none finished.
+        finished_subtasks=frozenset(int(i) for i in doc.get("finished_subtasks", ())),
+    )
+
+
+def _meta_to_json(meta: tuple[StateMetaInfo, ...]) -> list[dict[str, str]]:
+    return [{"name": m.name, "kind": m.kind, "serializer": m.serializer} for m in meta]
+
+
+def _meta_from_json(doc: list[dict[str, Any]]) -> tuple[StateMetaInfo, ...]:
+    return tuple(StateMetaInfo(str(m["name"]), str(m["kind"]), str(m["serializer"])) for m in doc)
+
+
+def _files_to_json(files: tuple[SharedFile, ...]) -> list[dict[str, Any]]:
+    return [{"name": f.name, "handle": _handle_to_json(f.handle)} for f in files]
+
+
+def _files_from_json(doc: list[dict[str, Any]]) -> tuple[SharedFile, ...]:
+    return tuple(SharedFile(str(f["name"]), _handle_from_json(f["handle"])) for f in doc)
+
+
+def _keyed_to_json(h: KeyedStateHandle) -> dict[str, Any]:
+    if isinstance(h, IncrementalKeyGroupsStateHandle):
+        return {
+            "type": "incremental",
+            "key_groups": [h.key_groups.start, h.key_groups.end],
+            "backend_id": h.backend_id,
+            "checkpoint_id": h.checkpoint_id,
+            "shared": _files_to_json(h.shared),
+            "private": _files_to_json(h.private),
+            "state_meta": _meta_to_json(h.state_meta),
+            "incremental_size": h.incremental_size,
+        }
+    return {
+        "key_groups": [h.key_groups.start, h.key_groups.end],
+        "handle": _handle_to_json(h.handle),
+        "offsets": list(h.offsets),
+        "state_meta": _meta_to_json(h.state_meta),
+    }
+
+
+def _keyed_from_json(h: dict[str, Any]) -> KeyedStateHandle:
+    key_groups = KeyGroupRange(int(h["key_groups"][0]), int(h["key_groups"][1]))
+    if h.get("type") == "incremental":
+        return IncrementalKeyGroupsStateHandle(
+            key_groups=key_groups,
+            backend_id=str(h["backend_id"]),
+            checkpoint_id=int(h["checkpoint_id"]),
+            shared=_files_from_json(h["shared"]),
+            private=_files_from_json(h["private"]),
+            state_meta=_meta_from_json(h["state_meta"]),
+            incremental_size=int(h["incremental_size"]),
+        )
+    return KeyGroupsStateHandle(
+        key_groups,
+        _handle_from_json(h["handle"]),
+        _ints(h["offsets"]),
+        # Absent in metadata written before state kinds were recorded.
+        _meta_from_json(h.get("state_meta", [])),
     )
 
 
 def _subtask_to_json(state: OperatorSubtaskState) -> dict[str, Any]:
     return {
-        "keyed": [
-            {
-                "key_groups": [h.key_groups.start, h.key_groups.end],
-                "handle": _handle_to_json(h.handle),
-                "offsets": list(h.offsets),
-            }
-            for h in state.managed_keyed_state
-        ],
+        "keyed": [_keyed_to_json(h) for h in state.managed_keyed_state],
         "operator": [
             {
                 "handle": _handle_to_json(h.handle),
@@ -235,14 +319,7 @@ def _subtask_to_json(state: OperatorSubtaskState) -> dict[str, Any]:
 
 def _subtask_from_json(doc: dict[str, Any]) -> OperatorSubtaskState:
     return OperatorSubtaskState(
-        managed_keyed_state=tuple(
-            KeyGroupsStateHandle(
-                KeyGroupRange(int(h["key_groups"][0]), int(h["key_groups"][1])),
-                _handle_from_json(h["handle"]),
-                _ints(h["offsets"]),
-            )
-            for h in doc["keyed"]
-        ),
+        managed_keyed_state=tuple(_keyed_from_json(h) for h in doc["keyed"]),
         managed_operator_state=tuple(
             OperatorStateHandle(
                 _handle_from_json(h["handle"]),

@@ -65,14 +65,63 @@ class KeyGroupRange:
 
 
 @dataclass(frozen=True, slots=True)
+class StateMetaInfo:
+    """What one table of keyed state is: its kind (``VALUE``, ``LIST``, ``MAP``,
+    ``REDUCING``, ``AGGREGATING``, ``NAMESPACED``) and the declared type of its values."""
+
+    name: str
+    kind: str
+    serializer: str
+
+
+@dataclass(frozen=True, slots=True)
 class KeyGroupsStateHandle:
-    """Keyed state of a key-group range. ``offsets[i]`` is where key group ``start + i``
-    begins in the (uncompressed) stream, so a rescaled subtask can read only its groups;
-    empty when the writer does not index the stream."""
+    """Keyed state of a key-group range in the canonical form (a full snapshot, which
+    every backend restores). ``offsets[i]`` is where key group ``start + i`` begins in
+    the (uncompressed) stream, so a rescaled subtask can read only its groups; empty
+    when the writer does not index the stream."""
 
     key_groups: KeyGroupRange
     handle: StreamStateHandle
     offsets: tuple[int, ...] = ()
+    state_meta: tuple[StateMetaInfo, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFile:
+    """One file of a native snapshot: its name in the backend's directory and where its
+    bytes are."""
+
+    name: str
+    handle: StreamStateHandle
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalKeyGroupsStateHandle:
+    """Keyed state of a key-group range as a RocksDB checkpoint (Flink's
+    ``IncrementalRemoteKeyedStateHandle``): SST files in the job's ``shared/``, uploaded
+    once and referred to by every later checkpoint that still has them, and the private
+    files (MANIFEST, CURRENT, OPTIONS) of this checkpoint in its ``chk-N``.
+
+    ``incremental_size`` is the bytes this checkpoint uploaded (new SST files and the
+    private ones); ``state_size`` of the handle is everything it refers to."""
+
+    key_groups: KeyGroupRange
+    backend_id: str
+    checkpoint_id: int
+    shared: tuple[SharedFile, ...]
+    private: tuple[SharedFile, ...]
+    state_meta: tuple[StateMetaInfo, ...] = ()
+    incremental_size: int = 0
+
+    def stream_handles(self) -> Iterator[StreamStateHandle]:
+        for file in self.shared:
+            yield file.handle
+        for file in self.private:
+            yield file.handle
+
+
+KeyedStateHandle = KeyGroupsStateHandle | IncrementalKeyGroupsStateHandle
 
 
 class OperatorStateDistributionMode(enum.Enum):
@@ -125,7 +174,7 @@ class ResultSubpartitionStateHandle:
 class OperatorSubtaskState:
     """Everything one operator of one subtask snapshotted for a checkpoint."""
 
-    managed_keyed_state: tuple[KeyGroupsStateHandle, ...] = ()
+    managed_keyed_state: tuple[KeyedStateHandle, ...] = ()
     managed_operator_state: tuple[OperatorStateHandle, ...] = ()
     input_channel_state: tuple[InputChannelStateHandle, ...] = ()
     result_subpartition_state: tuple[ResultSubpartitionStateHandle, ...] = ()
@@ -135,7 +184,10 @@ class OperatorSubtaskState:
     def stream_handles(self) -> Iterator[StreamStateHandle]:
         """Every blob this state refers to."""
         for keyed in self.managed_keyed_state:
-            yield keyed.handle
+            if isinstance(keyed, IncrementalKeyGroupsStateHandle):
+                yield from keyed.stream_handles()
+            else:
+                yield keyed.handle
         for operator in self.managed_operator_state:
             yield operator.handle
         for channel in self.input_channel_state:
@@ -144,9 +196,27 @@ class OperatorSubtaskState:
             yield subpartition.handle
         yield from self.source_reader_state
 
+    def shared_paths(self) -> Iterator[str]:
+        """The files in ``shared/`` this state refers to (reference-counted)."""
+        for keyed in self.managed_keyed_state:
+            if isinstance(keyed, IncrementalKeyGroupsStateHandle):
+                for file in keyed.shared:
+                    if file.handle.path is not None:
+                        yield file.handle.path
+
     @property
     def state_size(self) -> int:
         return sum(handle.size for handle in self.stream_handles())
+
+    @property
+    def checkpointed_size(self) -> int:
+        """Bytes written for this checkpoint: ``state_size`` less the shared files an
+        earlier checkpoint uploaded (Flink's checkpointed size)."""
+        size = self.state_size
+        for keyed in self.managed_keyed_state:
+            if isinstance(keyed, IncrementalKeyGroupsStateHandle):
+                size -= sum(h.size for h in keyed.stream_handles()) - keyed.incremental_size
+        return size
 
     @property
     def in_flight_data_size(self) -> int:
@@ -164,6 +234,10 @@ class TaskStateSnapshot:
     @property
     def state_size(self) -> int:
         return sum(state.state_size for state in self.subtask_states.values())
+
+    @property
+    def checkpointed_size(self) -> int:
+        return sum(state.checkpointed_size for state in self.subtask_states.values())
 
 
 @dataclass(frozen=True, slots=True)

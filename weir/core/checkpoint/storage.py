@@ -48,6 +48,9 @@ JOBMANAGER_POINTER_SCHEME = "jobmanager://"
 # small next to the gRPC message limit and the JobMaster's heap.
 DEFAULT_MAX_INLINE_STATE_SIZE = 5 * 1024 * 1024
 
+# Shared files (SST files, up to tens of MB) are copied in pieces of this size.
+_COPY_CHUNK = 4 << 20
+
 _STATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -131,6 +134,21 @@ class CheckpointStorage(abc.ABC):
     def read_state(self, handle: StreamStateHandle) -> bytes:
         return read_state(handle)
 
+    supports_shared_state = False
+    """Files can be put in ``shared/`` and referred to by several checkpoints."""
+
+    def write_shared_file(self, name: str, local_path: str) -> StreamStateHandle:
+        """Upload the local file ``local_path`` as ``shared/{name}`` (incremental state,
+        reference-counted by the CheckpointCoordinator)."""
+        msg = (
+            f"{type(self).__name__} keeps no shared files; incremental checkpoints need "
+            "execution.checkpointing.storage: filesystem"
+        )
+        raise CheckpointError(msg)
+
+    def discard_shared(self, paths: list[str]) -> None:  # noqa: B027 - nothing to delete
+        """Delete files of ``shared/`` no retained checkpoint refers to any more."""
+
     def check_exists(self, handle: StreamStateHandle) -> None:
         """Raise CorruptCheckpointError when the file of ``handle`` is gone or resized
         (cheaper than ``read_state``, which also checks every byte)."""
@@ -210,6 +228,33 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     @property
     def job_url(self) -> str:
         return str(self._fs.unstrip_protocol(self.job_dir))
+
+    supports_shared_state = True
+
+    def write_shared_file(self, name: str, local_path: str) -> StreamStateHandle:
+        _validate_state_name(name)
+        path = f"{self.shared_dir}/{name}"
+        crc, size = 0, 0
+        with open(local_path, "rb") as source, self._fs.open(path, "wb") as target:
+            while chunk := source.read(_COPY_CHUNK):
+                crc = zlib.crc32(chunk, crc)
+                size += len(chunk)
+                target.write(chunk)
+        return StreamStateHandle(
+            path=str(self._fs.unstrip_protocol(path)), size=size, checksum=crc, compressed=False
+        )
+
+    def discard_shared(self, paths: list[str]) -> None:
+        for url in paths:
+            fs, path = fsspec.core.url_to_fs(url)
+            try:
+                fs.rm(path)
+            except FileNotFoundError:
+                pass  # already gone: discarding is idempotent
+            except OSError:
+                # A leftover file costs space, never correctness: no later checkpoint
+                # refers to it (its name carries the uploading database's id).
+                logger.warning("could not delete shared checkpoint file %s", url, exc_info=True)
 
     def checkpoint_dir(self, checkpoint_id: int) -> str:
         return f"{self.job_dir}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"

@@ -254,17 +254,10 @@ class FileWriter:
 
     # -- end ------------------------------------------------------------------------------
     def finish(self) -> None:
-        """End of input: close every part file and commit everything."""
+        """End of input: close every part file. They are pending until a checkpoint
+        covers them and completes; nothing is committed here."""
         for part in list(self._in_progress.values()):
             self._close_part(part)
-        for temp, final in self._pending:
-            self._commit(temp, final)
-        self._pending = []
-        self.commit_up_to(
-            max([*self._pending_per_checkpoint, *self._cleanup_per_checkpoint], default=0)
-        )
-        self._delete(self._cleanup)
-        self._cleanup = []
 
     def close(self) -> None:
         """Close open files without committing: they stay hidden, for recovery."""

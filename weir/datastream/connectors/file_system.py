@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo
 from weir.common.serialization import Encoder
 from weir.common.time import Duration
 from weir.common.typeinfo import TypeInformation, Types
+from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
 from weir.datastream.connectors._file_source_reader import FileSourceReader
 from weir.datastream.connectors._file_writer import FileWriter, InProgressFile
@@ -133,7 +134,7 @@ class FileSource:
         if not paths:
             msg = "FileSource: give at least one path"
             raise ValueError(msg)
-        self._paths = tuple(paths)
+        self._paths = tuple(absolute_local_path(p) for p in paths)
         self._stream_format = stream_format
         self._discovery_interval_ms = discovery_interval_ms
         self._clock = clock
@@ -393,7 +394,7 @@ class FileSink(SinkFunction, CheckpointListener):
         bucket_check_interval: int = 60 * 1000,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        self._base_path = base_path
+        self._base_path = absolute_local_path(base_path)
         self._encoder = encoder
         self._bucket_assigner = bucket_assigner
         self._rolling_policy = rolling_policy
@@ -510,7 +511,10 @@ class FileSink(SinkFunction, CheckpointListener):
         next checkpoint that completes, as in Flink."""
 
     def finish(self) -> None:
-        """End of bounded input: every part file is closed and committed."""
+        """End of bounded input: every part file is closed; it becomes pending and is
+        committed by the next checkpoint that completes, the task's final one (FLIP-147).
+        Without checkpoints, the task commits it at once (``snapshot_state`` and
+        ``notify_checkpoint_complete`` with the end-of-input id)."""
         self._writer_or_fresh().finish()
         self._finished = True
 

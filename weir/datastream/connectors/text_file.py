@@ -6,6 +6,7 @@ from typing import Any
 
 import fsspec
 
+from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
 
 _LINES_PER_BATCH = 4096
@@ -16,7 +17,7 @@ class TextFileSource:
     without their line endings."""
 
     def __init__(self, path: str, charset_name: str = "UTF-8") -> None:
-        self.path = path
+        self.path = absolute_local_path(path)
         self.charset_name = charset_name
 
     def is_bounded(self) -> bool:

@@ -19,6 +19,7 @@ from weir.datastream.connectors.file_system import (
     java_pattern_to_strftime,
 )
 from weir.datastream.functions import SinkFunction
+from weir.taskmanager.operators.sinks import END_OF_INPUT_CHECKPOINT_ID
 
 
 class FakeClock:
@@ -47,6 +48,14 @@ def make_sink(
         bucket_check_interval=check_interval,
         clock=clock or FakeClock(),
     )
+
+
+def end_input(sink: FileSink) -> None:
+    """The end of input of a job that takes no final checkpoint, as the sink operator
+    drives it: finish, then pre-commit and commit under the end-of-input id."""
+    sink.finish()
+    sink.snapshot_state(END_OF_INPUT_CHECKPOINT_ID)
+    sink.notify_checkpoint_complete(END_OF_INPUT_CHECKPOINT_ID)
 
 
 def visible(base: str) -> list[str]:
@@ -142,6 +151,37 @@ class TestFileLifecycle:
         sink.notify_checkpoint_complete(2)
         assert sorted(committed_lines(base)) == ["a", "b"]
 
+    def test_finish_commits_nothing_until_its_final_checkpoint_completes(self, base):
+        """FLIP-147: the end of input closes the files; the task's final checkpoint, taken
+        after it, commits them."""
+        sink = make_sink(base)
+        write(sink, ["a"])
+        sink.snapshot_state(1)
+        sink.notify_checkpoint_complete(1)
+        write(sink, ["b"])
+        sink.finish()
+        assert visible(base) == []
+        sink.snapshot_state(2)
+        assert visible(base) == []
+        sink.notify_checkpoint_complete(2)
+        assert committed_lines(base) == ["a", "b"]
+        assert hidden(base) == []
+
+    def test_restoring_the_final_checkpoint_commits_its_files_once(self, base):
+        """A failure after the final checkpoint completed but before its notification
+        committed anything: the restore commits the files, exactly once."""
+        sink = make_sink(base)
+        write(sink, ["a", "b"])
+        sink.finish()
+        state = sink.snapshot_state(3)
+        sink.close()  # the task is lost before notify_checkpoint_complete(3)
+        assert visible(base) == []
+        restored = make_sink(base)
+        restored.initialize_state(state)
+        end_input(restored)  # the restored task has no input left
+        assert committed_lines(base) == ["a", "b"]
+        assert hidden(base) == []
+
     def test_default_policy_keeps_a_small_file_in_progress_across_checkpoints(self, base):
         sink = make_sink(base)
         write(sink, ["a"])
@@ -149,7 +189,7 @@ class TestFileLifecycle:
         sink.notify_checkpoint_complete(1)
         assert visible(base) == []  # still in progress: not rolled yet
         write(sink, ["b"])
-        sink.finish()
+        end_input(sink)
         assert committed_lines(base) == ["a", "b"]
         assert hidden(base) == []
 
@@ -158,7 +198,7 @@ class TestFileLifecycle:
         write(sink, ["a"])
         sink.snapshot_state(1)
         write(sink, ["b"])
-        sink.finish()
+        end_input(sink)
         sink.close()
         assert sorted(committed_lines(base)) == ["a", "b"]
 
@@ -195,7 +235,7 @@ class TestRecovery:
         assert sorted(committed_lines(base)) == sorted(before[:-1])  # pending ones only
         restored.snapshot_state(2)
         restored.notify_checkpoint_complete(2)
-        restored.finish()
+        end_input(restored)
         lines = committed_lines(base)
         assert sorted(lines) == sorted(before)  # exactly once: no tail, no duplicate
         assert hidden(base) == []
@@ -212,7 +252,7 @@ class TestRecovery:
         second = make_sink(base)
         second.initialize_state(state)
         write(second, ["c"])
-        second.finish()
+        end_input(second)
         assert committed_lines(base) == ["a", "b", "c"]
 
     def test_restore_commits_pending_files_idempotently(self, base):
@@ -222,7 +262,7 @@ class TestRecovery:
         sink.notify_checkpoint_complete(1)  # committed before the crash
         restored = make_sink(base)
         restored.initialize_state(state)  # commits again: a no-op
-        restored.finish()
+        end_input(restored)
         assert committed_lines(base) == ["a"]
 
     def test_restore_with_a_pending_file_gone_and_never_committed_fails(self, base):
@@ -246,7 +286,7 @@ class TestRollingAndNames:
     def test_rolls_by_size(self, base):
         sink = make_sink(base, rolling=RollingPolicy.default_rolling_policy(part_size=8))
         write(sink, ["0123456789", "x", "y"])  # 11 bytes > 8: the next record rolls
-        sink.finish()
+        end_input(sink)
         fs, root = fsspec.core.url_to_fs(base)
         contents = sorted(fs.cat_file(f"{root}/{n}").decode() for n in visible(base))
         assert contents == ["0123456789\n", "x\ny\n"]
@@ -311,7 +351,7 @@ class TestRollingAndNames:
         )
         utc._clock = clock
         write(utc, ["a"])
-        utc.finish()
+        end_input(utc)
         assert [n.rpartition("/")[0] for n in visible(base)] == ["2023/11/14"]
 
     def test_java_patterns(self):
@@ -327,7 +367,7 @@ class TestRollingAndNames:
 
         sink = make_sink(base, assigner=ByParity())
         write(sink, range(5))
-        sink.finish()
+        end_input(sink)
         fs, root = fsspec.core.url_to_fs(base)
         by_bucket = {
             n.split("/")[0]: fs.cat_file(f"{root}/{n}").decode().split() for n in visible(base)

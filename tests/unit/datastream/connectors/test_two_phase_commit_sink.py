@@ -9,6 +9,7 @@ from weir.datastream.functions import (
     SinkFunction,
     TwoPhaseCommitSinkFunction,
 )
+from weir.taskmanager.operators.sinks import END_OF_INPUT_CHECKPOINT_ID
 
 
 class RecordingSink(TwoPhaseCommitSinkFunction):
@@ -93,18 +94,43 @@ def test_recovery_commits_pending_and_aborts_the_open_transaction():
     assert output(store) == ["a"]
     assert "t2" in store["aborted"]
     restored.invoke("b", None)
-    restored.finish()
+    end_input(restored)
     restored.close()
     assert output(store) == ["a", "b"]
 
 
-def test_finish_commits_and_close_aborts():
+def end_input(sink) -> None:
+    """The end of input of a job without a final checkpoint, as the sink operator drives
+    it: finish, then pre-commit and commit under the end-of-input id."""
+    sink.finish()
+    sink.snapshot_state(END_OF_INPUT_CHECKPOINT_ID)
+    sink.notify_checkpoint_complete(END_OF_INPUT_CHECKPOINT_ID)
+
+
+def test_finish_pre_commits_and_the_final_checkpoint_commits():
     store: dict = {}
     sink = RecordingSink(store)
     sink.invoke("a", None)
     sink.snapshot_state(1)
     sink.invoke("b", None)
     sink.finish()
+    assert output(store) == []  # pre-committed, not committed: no checkpoint covers it yet
+    state = sink.snapshot_state(2)
+    sink.notify_checkpoint_complete(2)
+    assert output(store) == ["a", "b"]
+    # A restore of the final checkpoint commits again, harmlessly, and aborts nothing.
+    restored = RecordingSink(store)
+    restored.initialize_state(state)
+    assert output(store) == ["a", "b"]
+
+
+def test_end_of_input_without_checkpoints_commits_and_close_aborts():
+    store: dict = {}
+    sink = RecordingSink(store)
+    sink.invoke("a", None)
+    sink.snapshot_state(1)
+    sink.invoke("b", None)
+    end_input(sink)
     assert output(store) == ["a", "b"]
 
     failed_store: dict = {}

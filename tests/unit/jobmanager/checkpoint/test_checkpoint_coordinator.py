@@ -16,9 +16,9 @@ from _coordinator_testing import (
 )
 
 from weir.core.checkpoint import CheckpointType, ExternalizedCheckpointRetention, decode_metadata
-from weir.core.deployment import JobStatus
 from weir.core.errors import CheckpointError
 from weir.core.ids import ExecutionAttemptId
+from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import CheckpointStatus
 
 
@@ -342,3 +342,47 @@ def test_checkpoint_type_is_recorded():
     cid = h.coordinator.trigger_checkpoint(CheckpointType.SAVEPOINT)
     h.ack_all(cid)
     assert h.coordinator.restore_latest().metadata.checkpoint_type is CheckpointType.SAVEPOINT
+
+
+class TestFinishedTasks:
+    """FLIP-147: checkpoints with finished tasks."""
+
+    def _plan_with_the_source_finished(self):
+        from weir.jobmanager.checkpoint import CheckpointPlan, CheckpointTask, FinishedOperator
+
+        return CheckpointPlan(
+            tasks=(CheckpointTask(MAP_0, 0, 2, is_source=True), CheckpointTask(MAP_1, 1, 2)),
+            max_parallelism={SOURCE_OP: 128, MAP_OP: 128},
+            finished={SOURCE_OP: FinishedOperator(1, frozenset({0}))},
+        )
+
+    def test_finished_subtasks_are_recorded_in_the_metadata(self):
+        h = make_harness()
+        h.plan["value"] = self._plan_with_the_source_finished()
+        cid = h.coordinator.trigger_checkpoint()
+        assert [a for a, _ in h.gateway.triggered] == [MAP_0]
+        h.ack(MAP_0, cid)
+        h.ack(MAP_1, cid)
+        (pointer,) = h.store.get_all()
+        metadata = decode_metadata(h.storage.read_metadata(pointer.external_pointer))
+        source = metadata.operator_states[SOURCE_OP]
+        assert source.finished_subtasks == frozenset({0})
+        assert source.is_fully_finished and source.subtask_states == {}
+        assert metadata.operator_states[MAP_OP].finished_subtasks == frozenset()
+        assert set(metadata.operator_states[MAP_OP].subtask_states) == {0, 1}
+        # Restoring reads the same back: finished subtasks are not lost on the way.
+        restored = h.coordinator.restore_latest()
+        assert restored.metadata.operator_states[SOURCE_OP].finished_subtasks == {0}
+
+    def test_a_task_that_finished_before_acknowledging_aborts_without_counting(self):
+        h = make_harness(tolerable_failures=0, max_concurrent=2)
+        first = h.coordinator.trigger_checkpoint()
+        h.ack(SOURCE, first)  # the source acknowledged checkpoint 1 and then finished
+        h.ack(MAP_0, first)
+        second = h.coordinator.trigger_checkpoint()  # triggered as it exits: no ack
+        h.coordinator.task_finished(SOURCE)
+        assert h.coordinator.pending_checkpoint_ids == [first]
+        assert (SOURCE, second) in h.gateway.aborted
+        assert h.failures == []
+        h.ack(MAP_1, first)  # a checkpoint it had acknowledged still completes
+        assert [p.checkpoint_id for p in h.store.get_all()] == [first]

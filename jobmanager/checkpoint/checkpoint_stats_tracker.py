@@ -1,71 +1,26 @@
-"""Checkpoint statistics for reporting (Flink's CheckpointStatsTracker): counts and a
-bounded history of the latest checkpoints, newest first."""
+"""``CheckpointStatsTracker``: checkpoint statistics for reporting (Flink's), counts and a
+bounded history of the latest checkpoints, newest first, as weir.core's
+``CheckpointStatsSnapshot``."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import enum
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from weir.core.checkpoint import CheckpointMetrics, CheckpointType
+from weir.core.checkpoint import (
+    CheckpointMetrics,
+    CheckpointStats,
+    CheckpointStatsSnapshot,
+    CheckpointStatus,
+    CheckpointType,
+    RestoredCheckpointStats,
+)
 
 # Flink's `web.checkpoints.history` default: enough to see a trend in `weir info` without
 # the JobMaster keeping an unbounded list for a job that checkpoints every second.
 DEFAULT_HISTORY_SIZE = 10
-
-
-class CheckpointStatus(enum.Enum):
-    IN_PROGRESS = "IN_PROGRESS"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointStats:
-    checkpoint_id: int
-    status: CheckpointStatus
-    checkpoint_type: CheckpointType
-    trigger_timestamp_ms: int
-    num_subtasks: int
-    num_acknowledged: int = 0
-    end_to_end_duration_ms: int = 0
-    """Trigger to completion (or to failure, or to the latest acknowledgement meanwhile)."""
-    sync_duration_ms: int = 0
-    """Longest synchronous part over the subtasks, as are the two below."""
-    async_duration_ms: int = 0
-    alignment_duration_ms: int = 0
-    state_size_bytes: int = 0
-    persisted_in_flight_bytes: int = 0
-    external_pointer: str = ""
-    failure_message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class RestoredCheckpointStats:
-    """A checkpoint the job restored from (after a failure, or ``weir run -s``)."""
-
-    checkpoint_id: int
-    restore_timestamp_ms: int
-    external_pointer: str
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointStatsSnapshot:
-    num_completed: int
-    num_failed: int
-    num_in_progress: int
-    history: tuple[CheckpointStats, ...]
-    latest_completed: CheckpointStats | None
-    latest_failed: CheckpointStats | None
-    num_restored: int = 0
-    latest_restored: RestoredCheckpointStats | None = None
-
-    @property
-    def num_triggered(self) -> int:
-        return self.num_completed + self.num_failed + self.num_in_progress
 
 
 class CheckpointStatsTracker:
@@ -93,9 +48,9 @@ class CheckpointStatsTracker:
             self._stats[checkpoint_id] = CheckpointStats(
                 checkpoint_id,
                 CheckpointStatus.IN_PROGRESS,
-                checkpoint_type,
-                trigger_ms,
-                num_subtasks,
+                checkpoint_type=checkpoint_type,
+                trigger_timestamp_ms=trigger_ms,
+                num_subtasks=num_subtasks,
             )
             self._trim()
 
@@ -154,6 +109,7 @@ class CheckpointStatsTracker:
             history = tuple(reversed(self._stats.values()))
             in_progress = sum(1 for s in history if s.status is CheckpointStatus.IN_PROGRESS)
             return CheckpointStatsSnapshot(
+                checkpointing_enabled=True,  # a job has a tracker only when it checkpoints
                 num_completed=self._num_completed,
                 num_failed=self._num_failed,
                 num_in_progress=in_progress,

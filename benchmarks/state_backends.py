@@ -1,0 +1,168 @@
+"""State backends side by side: per-record state cost through the public API, a keyed
+running count at p=2 on the embedded MiniCluster, and checkpoint duration and bytes of
+full and incremental rocksdb checkpoints after 1 % of the state changed.
+
+    python benchmarks/state_backends.py [--records N] [--events N] [--state-mb MB]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from nexmark import BidSource, CountingSink, CountPerAuction
+from run_all import _steady_rate
+
+from weir.common import WatermarkStrategy
+from weir.core.checkpoint import FileSystemCheckpointStorage
+from weir.core.ids import JobId
+from weir.datastream import (
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    StreamExecutionEnvironment,
+    ValueStateDescriptor,
+)
+from weir.taskmanager.checkpointing.snapshot import encode_keyed_state
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot
+
+
+def _backend(kind: str, directory: str):
+    if kind == "hashmap":
+        return HashMapKeyedStateBackend(128, range(128))
+    return RocksDBKeyedStateBackend(128, range(128), directory)
+
+
+def per_record(kind: str, n: int) -> dict[str, float]:
+    """ns per record of each access, through RuntimeContext states."""
+    directory = tempfile.mkdtemp(prefix="weir-bench-state-")
+    backend = _backend(kind, os.path.join(directory, "db"))
+    ctx = StreamingRuntimeContext(
+        task_name="bench",
+        task_name_with_subtasks="bench (1/1)",
+        number_of_parallel_subtasks=1,
+        max_number_of_parallel_subtasks=128,
+        index_of_this_subtask=0,
+        attempt_number=0,
+        job_parameters={},
+        keyed_state_backend=backend,
+    )
+    value = ctx.get_state(ValueStateDescriptor("v", None))
+    entries = ctx.get_map_state(MapStateDescriptor("m", None, None))
+    items = ctx.get_list_state(ListStateDescriptor("l", None))
+    keys = [i % 10_000 for i in range(n)]
+    out = {}
+    start = time.perf_counter()
+    for k in keys:
+        backend.current_key = k
+        value.update((value.value() or 0) + 1)
+    out["ValueState read+update"] = (time.perf_counter() - start) / n * 1e9
+    start = time.perf_counter()
+    for i, k in enumerate(keys):
+        backend.current_key = k
+        entries.put(i & 63, i)
+    out["MapState put"] = (time.perf_counter() - start) / n * 1e9
+    start = time.perf_counter()
+    for i, k in enumerate(keys):
+        backend.current_key = k * 7 + i  # short lists: the cost of add, not of long values
+        items.add(i)
+    out["ListState add"] = (time.perf_counter() - start) / n * 1e9
+    backend.dispose()
+    shutil.rmtree(directory, ignore_errors=True)
+    return out
+
+
+def keyed_count(kind: str, n: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        env.set_state_backend(
+            HashMapStateBackend() if kind == "hashmap" else EmbeddedRocksDBStateBackend()
+        )
+        (
+            env.from_source(BidSource(n), WatermarkStrategy.no_watermarks(), "bids")
+            .key_by(lambda bid: bid[0])
+            .map(CountPerAuction())
+            .add_sink(CountingSink(stats_dir))
+        )
+        env.execute(f"bench-keyed-{kind}")
+        return _steady_rate(stats_dir, n)
+
+
+def checkpoints(state_mb: int) -> None:
+    """Full (canonical) and incremental checkpoints of ``state_mb`` MB of ValueState,
+    then again after 1 % of the keys changed."""
+    root = tempfile.mkdtemp(prefix="weir-bench-chk-")
+    storage = FileSystemCheckpointStorage(f"file://{root}/checkpoints", JobId("b" * 32))
+    backend = RocksDBKeyedStateBackend(128, range(128), f"{root}/db")
+    state = backend.get_value_state("v")
+    value_bytes = 1000
+    keys = state_mb * 1024 * 1024 // value_bytes
+    payload = os.urandom(value_bytes)
+    for i in range(keys):
+        backend.current_key = i
+        state.update(payload)
+    for n, label in ((1, "initial"), (2, "after 1 % changed")):
+        if n == 2:
+            for i in range(0, keys, 100):
+                backend.current_key = i
+                state.update(os.urandom(value_bytes))
+        start = time.perf_counter()
+        native = RocksDBNativeSnapshot.take(backend, n)
+        sync = time.perf_counter() - start
+        handle = native.write(storage, storage.init_checkpoint(n), "op")
+        incremental_s = time.perf_counter() - start
+        backend.notify_checkpoint_complete(n)
+        total = sum(f.handle.size for f in handle.shared)
+        print(
+            f"  incremental, {label}: {incremental_s:6.2f} s (sync {sync:.2f} s), "
+            f"uploaded {handle.incremental_size / 1e6:8.1f} MB of {total / 1e6:.1f} MB"
+        )
+        start = time.perf_counter()
+        encoded = encode_keyed_state(backend.snapshot(), backend.key_group_range)
+        storage.init_checkpoint(100 + n).write_state("full", encoded.data)
+        print(
+            f"  full,        {label}: {time.perf_counter() - start:6.2f} s, "
+            f"wrote {len(encoded.data) / 1e6:8.1f} MB"
+        )
+    backend.dispose()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--state-mb", type=int, default=1024)
+    parser.add_argument("--skip", default="", help="comma-separated: access,count,checkpoints")
+    args = parser.parse_args()
+    skip = set(args.skip.split(","))
+    if "access" not in skip:
+        print("per-record state access (ns/record):")
+        for kind in ("hashmap", "rocksdb"):
+            for name, ns in per_record(kind, args.records).items():
+                print(f"  {kind:8s} {name:24s} {ns:8.0f}")
+    if "count" not in skip:
+        print(f"keyed running count, p=2, {args.events:,} events:")
+        rates = {kind: keyed_count(kind, args.events) for kind in ("hashmap", "rocksdb")}
+        for kind, rate in rates.items():
+            print(f"  {kind:8s} {rate:>12,.0f} events/s")
+        print(f"  rocksdb / hashmap: {rates['rocksdb'] / rates['hashmap']:.0%}")
+    if "checkpoints" not in skip:
+        print(f"checkpoints of {args.state_mb} MB of rocksdb state:")
+        checkpoints(args.state_mb)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,594 @@
+"""The ``rocksdb`` state backend: keyed state in an embedded RocksDB (rocksdict, raw bytes).
+
+One column family per table (a state, a TTL state's ``_weir_ttl_<name>``, a runtime
+table). Every entry key starts with the serialized key::
+
+    key group (u16) | length of the key (u16) | canonical_key_bytes(key) | namespace ...
+
+so all state of a key-group range is one contiguous scan, and all entries of one key
+(a map's user keys, a table's namespaces) are one prefix scan. A key is serialized by
+its canonical form (``weir.core.canonical_keys``): keys that are equal in Python are
+the same entry, as they are the same dict key on the hashmap backend. Keys whose
+canonical form is not the key itself (1.0, dataclasses, Rows) also keep their
+original, pickled, in the ``_weir_keys`` column family, so timers and snapshots hand
+back the key the program used.
+
+The write-ahead log is off: state is made durable by checkpoints, never by RocksDB's
+own recovery (as in Flink). The database lives in a directory of its own under
+``taskmanager.state.local.root-dirs`` and is deleted when the backend is disposed.
+
+Snapshots: ``snapshot()`` gives the canonical form (a full snapshot, what any backend
+restores); with incremental checkpoints the task takes ``snapshot_native()`` instead,
+a RocksDB checkpoint whose SST files are uploaded once and shared by later
+checkpoints (``weir.taskmanager.state.rocksdb_incremental``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import shutil
+import struct
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import cloudpickle
+from rocksdict import (
+    BlockBasedOptions,
+    Cache,
+    DBCompressionType,
+    Options,
+    Rdict,
+    WriteBatch,
+    WriteOptions,
+)
+
+from weir.core.canonical_keys import canonical_key_bytes, is_canonical
+from weir.core.errors import ConfigurationError, StateMigrationError
+from weir.core.key_groups import PyFlinkKeyHasher
+from weir.core.state_ttl import StateTtl
+from weir.taskmanager.state.backend import (
+    DEFAULT_SERIALIZER,
+    KeyedStateBackend,
+    KeyedStateSnapshot,
+    StateAccessError,
+    StateKind,
+    StateMeta,
+    check_registration,
+)
+from weir.taskmanager.state.rocksdb_states import (
+    RocksAggregatingState,
+    RocksListState,
+    RocksMapState,
+    RocksNamespacedTable,
+    RocksReducingState,
+    RocksValueState,
+    TtlRocksAggregatingState,
+    TtlRocksListState,
+    TtlRocksMapState,
+    TtlRocksReducingState,
+    TtlRocksValueState,
+    namespace_bytes,
+    pack_elements,
+    unpack_elements,
+)
+
+logger = logging.getLogger(__name__)
+
+KEYS_CF = "_weir_keys"
+DEFAULT_CF = "default"
+_TTL_PREFIX = "_weir_ttl_"
+_PICKLE = 5
+_U16 = struct.Struct(">H")
+_KEY_GROUP_PREFIX = [_U16.pack(i) for i in range(1 << 16)]
+_MAX_KEY_BYTES = 0xFFFF
+# A restore writes this many entries per WriteBatch: big enough that the batch call is
+# amortised, small enough that a batch never holds much memory.
+_RESTORE_BATCH = 10_000
+# The key -> serialized key cache: bounded, so 20 M distinct keys do not live on the
+# heap; big enough that the keys of a window of records hit it.
+_KEY_CACHE_SIZE = 65_536
+# Memory RocksDB may use for all memtables of one backend, and its block cache: both
+# bounded so that state much larger than memory keeps the TaskManager's RSS flat.
+_WRITE_BUFFER_BYTES = 64 << 20
+_MEMTABLE_BYTES = 16 << 20
+_BLOCK_CACHE_BYTES = 64 << 20
+_NOT_A_KEY = object()
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _ttl_table(name: str) -> str:
+    return f"{_TTL_PREFIX}{name}"
+
+
+def _default_kind(name: str) -> StateKind:
+    """Tables of snapshots written before kinds were recorded: the runtime's are
+    namespaced, the rest were ValueStates (the reduce operator's)."""
+    if name.startswith(("_weir_window", "_weir_timers")):
+        return StateKind.NAMESPACED
+    return StateKind.VALUE
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    options.set_compression_type(DBCompressionType.lz4())
+    options.set_db_write_buffer_size(_WRITE_BUFFER_BYTES)
+    options.set_write_buffer_size(_MEMTABLE_BYTES)
+    options.set_max_background_jobs(2)
+    table = BlockBasedOptions()
+    table.set_block_cache(Cache(_BLOCK_CACHE_BYTES))
+    table.set_cache_index_and_filter_blocks(True)
+    options.set_block_based_table_factory(table)
+    return options
+
+
+def open_db(path: str, column_families: list[str]) -> Rdict:
+    """Open (or create) the database at ``path`` with these column families."""
+    options = _options()
+    families = {name: _options() for name in column_families if name != DEFAULT_CF}
+    return Rdict(path, options, column_families=families)
+
+
+def create_db_directory(root: str, name: str) -> str:
+    """``{root}/{name}``, created; ConfigurationError naming the key and the path when
+    it cannot be."""
+    path = os.path.join(root, name)
+    try:
+        os.makedirs(path, exist_ok=False)
+    except FileExistsError:
+        return path
+    except OSError as exc:
+        msg = (
+            f"the rocksdb state backend cannot create its directory {path}: "
+            f"{exc.strerror or exc}; set taskmanager.state.local.root-dirs to a writable "
+            "local directory"
+        )
+        raise ConfigurationError(msg) from exc
+    return path
+
+
+class RocksDBKeyedStateBackend(KeyedStateBackend):
+    """Keyed state in RocksDB (Flink's EmbeddedRocksDBStateBackend).
+
+    ``directory`` is where the database lives (made if missing, deleted on dispose);
+    ``clock_ms`` the processing-time clock of state TTL.
+    """
+
+    def __init__(
+        self,
+        max_parallelism: int,
+        key_group_range: range,
+        directory: str,
+        key_hasher: PyFlinkKeyHasher | None = None,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        super().__init__(max_parallelism, key_group_range, key_hasher)
+        self.clock_ms = clock_ms or _wall_clock_ms
+        self.directory = directory
+        self.db_path = os.path.join(directory, "db")
+        self.instance_id = uuid.uuid4().hex
+        """Names the SST files this database uploads, unique across restores."""
+        self._db: Rdict | None = None
+        self._cfs: dict[str, Rdict] = {}
+        self.write_options = WriteOptions()
+        self.write_options.disable_wal = True  # type: ignore[method-assign,assignment]
+        self.incremental = False
+        """Checkpoints upload SST files (``rocksdb_incremental``) instead of the
+        canonical form."""
+        self._states: dict[str, Any] = {}
+        self._namespaced: dict[str, RocksNamespacedTable] = {}
+        self._meta: dict[str, StateMeta] = {}
+        self._restored_meta: dict[str, StateMeta] = {}
+        self._snapshot_filters: dict[str, Callable[[Any, int], Any]] = {}
+        self._key_cache: dict[Any, bytes] = {}
+        self._last_key: Any = _NOT_A_KEY
+        self._last_key_bytes = b""
+        self.uploaded: dict[str, Any] = {}
+        """SST file name -> its handle in ``shared/``, of the last completed checkpoint
+        (what the next incremental checkpoint may refer to instead of uploading)."""
+        self.pending_uploads: dict[int, dict[str, Any]] = {}
+        self._disposed = False
+        self._open([])
+
+    # --- the database ------------------------------------------------------------------
+
+    def _open(self, column_families: list[str]) -> None:
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as exc:
+            msg = (
+                f"the rocksdb state backend cannot create its directory {self.directory}: "
+                f"{exc.strerror or exc}; set taskmanager.state.local.root-dirs to a "
+                "writable local directory"
+            )
+            raise ConfigurationError(msg) from exc
+        names = sorted({*column_families, KEYS_CF})
+        self._db = open_db(self.db_path, names)
+        self._cfs = {}
+        for name in names:
+            if name != DEFAULT_CF:
+                self._cfs[name] = self._column_family(name, create=False)
+
+    def _column_family(self, name: str, create: bool = True) -> Rdict:
+        cf = self._cfs.get(name)
+        if cf is not None:
+            return cf
+        db = self._db
+        assert db is not None
+        cf = db.create_column_family(name, _options()) if create else db.get_column_family(name)
+        cf.set_write_options(self.write_options)
+        self._cfs[name] = cf
+        return cf
+
+    def column_family_for_restore(self, name: str) -> Rdict:
+        return self._column_family(name)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        # The coordinator keeps the files of its latest completed checkpoint: the next
+        # checkpoint may refer to them. Older pending uploads were subsumed.
+        files = self.pending_uploads.pop(checkpoint_id, None)
+        if files is not None:
+            self.uploaded = files
+        for older in [n for n in self.pending_uploads if n < checkpoint_id]:
+            del self.pending_uploads[older]
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        self.pending_uploads.pop(checkpoint_id, None)
+
+    @property
+    def db(self) -> Rdict:
+        assert self._db is not None
+        return self._db
+
+    def column_families(self) -> dict[str, Rdict]:
+        return dict(self._cfs)
+
+    def table_meta(self) -> dict[str, StateMeta]:
+        """Every table's meta: registered, else restored."""
+        meta = dict(self._restored_meta)
+        meta.update(self._meta)
+        return meta
+
+    # --- keys --------------------------------------------------------------------------
+
+    def key_bytes(self) -> bytes:
+        """The serialized current key (key group, length, canonical bytes)."""
+        key = self.current_key
+        if key is self._last_key:
+            return self._last_key_bytes
+        serialized = self.bytes_of_key(key)
+        self._last_key = key
+        self._last_key_bytes = serialized
+        return serialized
+
+    def bytes_of_key(self, key: Any) -> bytes:
+        cache = self._key_cache
+        try:
+            serialized = cache.get(key)
+        except TypeError:  # an unhashable key: never cached
+            return self._serialize_key(key)
+        if serialized is None:
+            serialized = self._serialize_key(key)
+            if len(cache) >= _KEY_CACHE_SIZE:
+                cache.clear()
+            cache[key] = serialized
+        return serialized
+
+    def _serialize_key(self, key: Any) -> bytes:
+        canonical = canonical_key_bytes(key)
+        if len(canonical) > _MAX_KEY_BYTES:
+            msg = (
+                f"a key of {len(canonical)} serialized bytes is too large for the rocksdb "
+                f"state backend (at most {_MAX_KEY_BYTES}); key_by a smaller value"
+            )
+            raise StateAccessError(msg)
+        group = self.key_hasher.key_group_of_canonical(key, canonical, self.max_parallelism)
+        serialized = _KEY_GROUP_PREFIX[group] + _U16.pack(len(canonical)) + canonical
+        if not is_canonical(key):
+            self._cfs[KEYS_CF].put(serialized, _pickle_key(key))
+        return serialized
+
+    def decode_key(self, serialized: bytes) -> Any:
+        original = self._cfs[KEYS_CF].get(serialized)
+        if original is not None:
+            return pickle.loads(original)
+        return pickle.loads(serialized[4:])
+
+    @staticmethod
+    def scan_by_key(
+        cf: Rdict, prefix: bytes = b""
+    ) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
+        """The entries of ``cf`` (starting with ``prefix``) grouped by serialized key."""
+        it = cf.iter()
+        if prefix:
+            it.seek(prefix)
+        else:
+            it.seek_to_first()
+        current: bytes | None = None
+        group: list[tuple[bytes, bytes]] = []
+        while it.valid():
+            entry = it.key()
+            if prefix and not entry.startswith(prefix):
+                break
+            end = 4 + _U16.unpack_from(entry, 2)[0]
+            key = entry[:end]
+            if key != current:
+                if current is not None:
+                    yield current, group
+                current, group = key, []
+            group.append((entry, it.value()))
+            it.next()
+        if current is not None:
+            yield current, group
+
+    # --- registration --------------------------------------------------------------------
+
+    def _state(
+        self,
+        name: str,
+        kind: StateKind,
+        ttl: StateTtl | None,
+        serializer: str,
+        make: Callable[[Rdict], Any],
+    ) -> Any:
+        wanted = StateMeta(kind, serializer)
+        table = name if ttl is None else _ttl_table(name)
+        state = self._states.get(name)
+        if state is not None:
+            own = name if getattr(state, "ttl", None) is None else _ttl_table(name)
+            check_registration(name, wanted, self._meta[own], None)
+            if own != table:
+                label = kind.label
+                was, now = (
+                    (f"{label} with a TTL", label)
+                    if ttl is None
+                    else (label, f"{label} with a TTL")
+                )
+                msg = f"state {name!r} is already registered as a {was}; a {now} needs another name"
+                raise StateAccessError(msg)
+            if ttl is not None and state.ttl != ttl:
+                msg = (
+                    f"state {name!r} is already registered with {state.ttl}; got another "
+                    f"TTL for it ({ttl}): give both descriptors the same StateTtlConfig, or "
+                    "give the state with the other TTL another name"
+                )
+                raise StateAccessError(msg)
+            return state
+        other = _ttl_table(name) if ttl is None else name
+        if other in self._restored_meta:
+            was, now = ("with", "without") if ttl is None else ("without", "with")
+            msg = (
+                f"state {name!r} was restored from a snapshot taken {was} a TTL and is "
+                f"now registered {now} one; its stored values cannot be read in the "
+                "other form. Set the descriptor's TTL as it was when the snapshot was "
+                "taken, or rename the state to start it empty"
+            )
+            raise StateMigrationError(msg)
+        check_registration(name, wanted, None, self._restored_meta.get(table))
+        state = self._states[name] = make(self._column_family(table))
+        self._meta[table] = wanted
+        if ttl is not None and ttl.cleanup_full_snapshot:
+            self._snapshot_filters[table] = state.unexpired
+        return state
+
+    def get_value_state(
+        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
+    ) -> Any:
+        if ttl is None:
+            return self._state(
+                name, StateKind.VALUE, ttl, serializer, lambda cf: RocksValueState(self, name, cf)
+            )
+        return self._state(
+            name,
+            StateKind.VALUE,
+            ttl,
+            serializer,
+            lambda cf: TtlRocksValueState(self, name, cf, ttl=ttl, clock_ms=self.clock_ms),
+        )
+
+    def get_list_state(
+        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
+    ) -> Any:
+        if ttl is None:
+            return self._state(
+                name, StateKind.LIST, ttl, serializer, lambda cf: RocksListState(self, name, cf)
+            )
+        return self._state(
+            name,
+            StateKind.LIST,
+            ttl,
+            serializer,
+            lambda cf: TtlRocksListState(self, name, cf, ttl=ttl, clock_ms=self.clock_ms),
+        )
+
+    def get_map_state(
+        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
+    ) -> Any:
+        if ttl is None:
+            return self._state(
+                name, StateKind.MAP, ttl, serializer, lambda cf: RocksMapState(self, name, cf)
+            )
+        return self._state(
+            name,
+            StateKind.MAP,
+            ttl,
+            serializer,
+            lambda cf: TtlRocksMapState(self, name, cf, ttl=ttl, clock_ms=self.clock_ms),
+        )
+
+    def get_reducing_state(
+        self,
+        name: str,
+        reduce: Callable[[Any, Any], Any],
+        ttl: StateTtl | None = None,
+        serializer: str = DEFAULT_SERIALIZER,
+    ) -> Any:
+        if ttl is None:
+            return self._state(
+                name,
+                StateKind.REDUCING,
+                ttl,
+                serializer,
+                lambda cf: RocksReducingState(self, name, cf, reduce),
+            )
+        return self._state(
+            name,
+            StateKind.REDUCING,
+            ttl,
+            serializer,
+            lambda cf: TtlRocksReducingState(
+                self, name, cf, reduce, ttl=ttl, clock_ms=self.clock_ms
+            ),
+        )
+
+    def get_aggregating_state(
+        self,
+        name: str,
+        function: Any,
+        ttl: StateTtl | None = None,
+        serializer: str = DEFAULT_SERIALIZER,
+    ) -> Any:
+        if ttl is None:
+            return self._state(
+                name,
+                StateKind.AGGREGATING,
+                ttl,
+                serializer,
+                lambda cf: RocksAggregatingState(self, name, cf, function),
+            )
+        return self._state(
+            name,
+            StateKind.AGGREGATING,
+            ttl,
+            serializer,
+            lambda cf: TtlRocksAggregatingState(
+                self, name, cf, function, ttl=ttl, clock_ms=self.clock_ms
+            ),
+        )
+
+    def get_namespaced_table(self, name: str) -> RocksNamespacedTable:
+        table = self._namespaced.get(name)
+        if table is None:
+            wanted = StateMeta(StateKind.NAMESPACED)
+            check_registration(name, wanted, None, self._restored_meta.get(name))
+            table = RocksNamespacedTable(self, self._column_family(name))
+            self._namespaced[name] = table
+            self._meta[name] = wanted
+        return table
+
+    # --- snapshots in the canonical form ------------------------------------------------
+
+    def snapshot(self) -> KeyedStateSnapshot:
+        states: dict[str, dict[int, dict[Any, Any]]] = {}
+        meta = self.table_meta()
+        now = self.clock_ms() if self._snapshot_filters else 0
+        for name, table_meta in meta.items():
+            cf = self._cfs.get(name)
+            if cf is None:
+                continue
+            alive = self._snapshot_filters.get(name)
+            by_group: dict[int, dict[Any, Any]] = {}
+            for serialized, entries in self.scan_by_key(cf):
+                value = _canonical_value(table_meta.kind, entries)
+                if alive is not None:
+                    value = alive(value, now)
+                    if value is None:
+                        continue
+                group = _U16.unpack_from(serialized)[0]
+                by_group.setdefault(group, {})[self.decode_key(serialized)] = value
+            states[name] = by_group
+        return KeyedStateSnapshot(self.max_parallelism, states, meta)
+
+    def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
+        owned = self.key_group_range
+        db = self.db
+        for snap in snapshots:
+            self._restored_meta.update(snap.meta)
+            for name, by_group in snap.states.items():
+                meta = snap.meta.get(name) or StateMeta(_default_kind(name))
+                self._restored_meta.setdefault(name, meta)
+                self._column_family(name)
+                handle = db.get_column_family_handle(name)
+                batch = WriteBatch(raw_mode=True)
+                for group, entries in by_group.items():
+                    if group not in owned:
+                        continue
+                    for key, value in entries.items():
+                        for entry, raw in _entries_of(meta.kind, self.bytes_of_key(key), value):
+                            batch.put(entry, raw, handle)
+                        if batch.len() >= _RESTORE_BATCH:
+                            db.write(batch, self.write_options)
+                            batch = WriteBatch(raw_mode=True)
+                if batch.len():
+                    db.write(batch, self.write_options)
+
+    def restore_meta(self, meta: dict[str, StateMeta]) -> None:
+        """Record what the tables of a natively restored database are."""
+        self._restored_meta.update(meta)
+
+    def reopen(self, column_families: list[str]) -> None:
+        """Open the database again after its files were replaced (a native restore)."""
+        self.close_db()
+        self._open(column_families)
+        self._key_cache.clear()
+        self._last_key = _NOT_A_KEY
+
+    def close_db(self) -> None:
+        db = self._db
+        self._db = None
+        self._cfs = {}
+        if db is not None:
+            db.close()
+
+    def dispose(self) -> None:
+        if self._disposed:
+            return
+        self._disposed = True
+        self._states.clear()
+        self._namespaced.clear()
+        try:
+            self.close_db()
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _pickle_key(key: Any) -> bytes:
+    try:
+        return pickle.dumps(key, _PICKLE)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return cloudpickle.dumps(key, protocol=_PICKLE)  # type: ignore[no-any-return]
+
+
+def _canonical_value(kind: StateKind, entries: list[tuple[bytes, bytes]]) -> Any:
+    """A key's entries as the hashmap backend keeps its value."""
+    loads = pickle.loads
+    if kind is StateKind.MAP or kind is StateKind.NAMESPACED:
+        return dict(loads(raw) for _, raw in entries)
+    raw = entries[0][1]
+    if kind is StateKind.LIST:
+        return unpack_elements(raw)
+    return loads(raw)
+
+
+def _entries_of(kind: StateKind, prefix: bytes, value: Any) -> Iterator[tuple[bytes, bytes]]:
+    """A canonical value as the entries of one key."""
+    dumps = pickle.dumps
+    if kind is StateKind.MAP:
+        for user_key, user_value in value.items():
+            yield prefix + canonical_key_bytes(user_key), dumps((user_key, user_value), _PICKLE)
+    elif kind is StateKind.NAMESPACED:
+        for namespace, ns_value in value.items():
+            yield prefix + namespace_bytes(namespace), dumps((namespace, ns_value), _PICKLE)
+    elif kind is StateKind.LIST:
+        if value:
+            yield prefix, pack_elements(list(value))
+    else:
+        yield prefix, dumps(value, _PICKLE)

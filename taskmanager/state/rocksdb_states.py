@@ -1,0 +1,546 @@
+"""The rocksdb backend's keyed state kinds: each a view of one column family that reads
+and writes the serialized entries of the backend's current key.
+
+Entry layout (``weir.taskmanager.state.rocksdb`` builds the key prefix)::
+
+    Value, Reducing, Aggregating   key prefix                   -> pickle(value)
+    List                           key prefix                   -> [u32 length, pickle]*
+    Map                            key prefix + canonical(ukey) -> pickle((ukey, value))
+    namespaced tables              key prefix + namespace bytes -> pickle((namespace, value))
+
+Under a TTL a value is stored as ``(value, last_access_ms)``, a list element and a map
+value likewise, exactly as the hashmap backend keeps them, so both snapshot to the same
+canonical form. Values are copies: what a read returns is deserialized, and changing it
+changes the state only when it is written back (as on Flink's RocksDB backend).
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from weir.core.canonical_keys import canonical_key_bytes
+from weir.core.state_ttl import StateTtl
+from weir.core.windowing import TimeWindow
+from weir.taskmanager.state.backend import NamespacedTable
+from weir.taskmanager.state.heap_states import ListStateContents, MapStateReads
+
+if TYPE_CHECKING:
+    from rocksdict import Rdict
+
+    from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+
+_PICKLE = 5
+_LENGTH = struct.Struct(">I")
+_TWO_LONGS = struct.Struct(">QQ")
+_LONG = struct.Struct(">Q")
+# Signed 64-bit timestamps and window bounds shifted so that their bytes sort as numbers.
+_SHIFT = 1 << 63
+_ABSENT = object()
+
+
+def pack_elements(values: list[Any]) -> bytes:
+    """List elements as one value: each pickled, prefixed by its u32 length (an add
+    appends bytes and never reads the elements already there)."""
+    dumps, pack = pickle.dumps, _LENGTH.pack
+    parts = []
+    for value in values:
+        data = dumps(value, _PICKLE)
+        parts.append(pack(len(data)))
+        parts.append(data)
+    return b"".join(parts)
+
+
+def unpack_elements(raw: bytes) -> list[Any]:
+    out = []
+    view = memoryview(raw)
+    position, end = 0, len(raw)
+    unpack, loads = _LENGTH.unpack_from, pickle.loads
+    while position < end:
+        (length,) = unpack(view, position)
+        position += 4
+        out.append(loads(view[position : position + length]))
+        position += length
+    return out
+
+
+def namespace_bytes(namespace: Any) -> bytes:
+    """A namespace as bytes that are equal for equal namespaces and never a prefix of
+    another's: windows and timestamps as fixed-width numbers that sort as they do."""
+    t = type(namespace)
+    if namespace is None:
+        return b"\x00"
+    if t is int and -_SHIFT <= namespace < _SHIFT:
+        return b"\x01" + _LONG.pack(namespace + _SHIFT)
+    if (
+        t is TimeWindow
+        and -_SHIFT <= namespace.start < _SHIFT
+        and -_SHIFT <= namespace.end < _SHIFT
+    ):
+        return b"\x02" + _TWO_LONGS.pack(namespace.start + _SHIFT, namespace.end + _SHIFT)
+    if t is tuple and len(namespace) == 2 and type(namespace[0]) is int:
+        # A timer: (timestamp, namespace).
+        return b"\x04" + namespace_bytes(namespace[0]) + namespace_bytes(namespace[1])
+    return b"\x03" + canonical_key_bytes(namespace)
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The smallest key greater than every key starting with ``prefix``."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return b"\xff" * (len(prefix) + 1)
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def scan(cf: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """The entries of ``cf`` whose keys start with ``prefix``, in key order."""
+    it = cf.iter()
+    it.seek(prefix)
+    while it.valid():
+        key = it.key()
+        if not key.startswith(prefix):
+            return
+        yield key, it.value()
+        it.next()
+
+
+class _RocksState:
+    __slots__ = ("_backend", "_cf", "name")
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, name: str, cf: Rdict) -> None:
+        self._backend = backend
+        self._cf = cf
+        self.name = name
+
+    def clear(self) -> None:
+        self._cf.delete(self._backend.key_bytes())
+
+
+class RocksValueState(_RocksState):
+    __slots__ = ()
+
+    def value(self) -> Any:
+        raw = self._cf.get(self._backend.key_bytes())
+        return None if raw is None else pickle.loads(raw)
+
+    def update(self, value: Any) -> None:
+        if value is None:  # PyFlink: updating to null clears the state
+            self._cf.delete(self._backend.key_bytes())
+        else:
+            self._cf.put(self._backend.key_bytes(), pickle.dumps(value, _PICKLE))
+
+
+class RocksReducingState(_RocksState):
+    __slots__ = ("_reduce",)
+
+    def __init__(
+        self,
+        backend: RocksDBKeyedStateBackend,
+        name: str,
+        cf: Rdict,
+        reduce: Callable[[Any, Any], Any],
+    ) -> None:
+        super().__init__(backend, name, cf)
+        self._reduce = reduce
+
+    def get(self) -> Any:
+        raw = self._cf.get(self._backend.key_bytes())
+        return None if raw is None else pickle.loads(raw)
+
+    def add(self, value: Any) -> None:
+        key = self._backend.key_bytes()
+        raw = self._cf.get(key)
+        result = value if raw is None else self._reduce(pickle.loads(raw), value)
+        self._cf.put(key, pickle.dumps(result, _PICKLE))
+
+
+class RocksAggregatingState(_RocksState):
+    __slots__ = ("_function",)
+
+    def __init__(
+        self, backend: RocksDBKeyedStateBackend, name: str, cf: Rdict, function: Any
+    ) -> None:
+        super().__init__(backend, name, cf)
+        self._function = function
+
+    def get(self) -> Any:
+        raw = self._cf.get(self._backend.key_bytes())
+        return None if raw is None else self._function.get_result(pickle.loads(raw))
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+            return
+        key = self._backend.key_bytes()
+        raw = self._cf.get(key)
+        accumulator = self._function.create_accumulator() if raw is None else pickle.loads(raw)
+        self._cf.put(key, pickle.dumps(self._function.add(value, accumulator), _PICKLE))
+
+
+class RocksListState(_RocksState):
+    __slots__ = ()
+
+    def get(self) -> list[Any]:
+        raw = self._cf.get(self._backend.key_bytes())
+        return ListStateContents(() if raw is None else unpack_elements(raw))
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            msg = f"ListState {self.name!r}: cannot add None"
+            raise ValueError(msg)
+        self._append([value])
+
+    def _append(self, values: list[Any]) -> None:
+        key = self._backend.key_bytes()
+        raw = self._cf.get(key)
+        packed = pack_elements(values)
+        self._cf.put(key, packed if raw is None else raw + packed)
+
+    def add_all(self, values: list[Any]) -> None:
+        values = list(values)
+        if values:
+            self._append(values)
+
+    def update(self, values: list[Any]) -> None:
+        values = list(values) if values is not None else []
+        if values:
+            self._cf.put(self._backend.key_bytes(), pack_elements(values))
+        else:
+            self.clear()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.get())
+
+
+class RocksMapState(MapStateReads, _RocksState):
+    """MapState: one entry per user key, after the current key's prefix."""
+
+    __slots__ = ()
+
+    def _entry(self, user_key: Any) -> bytes:
+        return self._backend.key_bytes() + canonical_key_bytes(user_key)
+
+    def _map(self) -> dict[Any, Any]:
+        return dict(self._entries())
+
+    def _entries(self) -> list[tuple[Any, Any]]:
+        loads = pickle.loads
+        return [loads(raw) for _, raw in scan(self._cf, self._backend.key_bytes())]
+
+    def get(self, key: Any) -> Any:
+        raw = self._cf.get(self._entry(key))
+        return None if raw is None else pickle.loads(raw)[1]
+
+    def contains(self, key: Any) -> bool:
+        return self._cf.get(self._entry(key)) is not None
+
+    def is_empty(self) -> bool:
+        return next(scan(self._cf, self._backend.key_bytes()), None) is None
+
+    def put(self, key: Any, value: Any) -> None:
+        self._cf.put(self._entry(key), pickle.dumps((key, value), _PICKLE))
+
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        for key, value in dict_value.items():
+            self.put(key, value)
+
+    def remove(self, key: Any) -> None:
+        self._cf.delete(self._entry(key))
+
+    def clear(self) -> None:
+        prefix = self._backend.key_bytes()
+        self._cf.delete_range(prefix, prefix_end(prefix))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.get(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.remove(key)
+
+
+class RocksNamespacedTable(NamespacedTable):
+    """A runtime table in one column family: ``key prefix + namespace bytes``."""
+
+    __slots__ = ("_backend", "_cf")
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, cf: Rdict) -> None:
+        self._backend = backend
+        self._cf = cf
+
+    def get(self, key: Any, namespace: Any, default: Any = None) -> Any:
+        raw = self._cf.get(self._backend.bytes_of_key(key) + namespace_bytes(namespace))
+        return default if raw is None else pickle.loads(raw)[1]
+
+    def put(self, key: Any, namespace: Any, value: Any) -> None:
+        self._cf.put(
+            self._backend.bytes_of_key(key) + namespace_bytes(namespace),
+            pickle.dumps((namespace, value), _PICKLE),
+        )
+
+    def remove(self, key: Any, namespace: Any) -> None:
+        self._cf.delete(self._backend.bytes_of_key(key) + namespace_bytes(namespace))
+
+    def entries(self) -> Iterator[tuple[Any, Any, Any]]:
+        backend = self._backend
+        for key_bytes, group in backend.scan_by_key(self._cf):
+            key = backend.decode_key(key_bytes)
+            for _, raw in group:
+                namespace, value = pickle.loads(raw)
+                yield key, namespace, value
+
+    def is_empty(self) -> bool:
+        it = self._cf.iter()
+        it.seek_to_first()
+        return not it.valid()
+
+    def clear_all(self) -> None:
+        self._cf.delete_range(b"\x00", b"\xff")
+
+
+# --- TTL -------------------------------------------------------------------------------
+
+
+class _TtlSingleValue(_RocksState):
+    """One ``(value, last_access_ms)`` per key, with the TTL's read semantics (those of
+    the hashmap backend's ``_TtlSingleValue``)."""
+
+    __slots__ = ("_clock_ms", "ttl")
+
+    def __init__(
+        self,
+        backend: RocksDBKeyedStateBackend,
+        name: str,
+        cf: Rdict,
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        super().__init__(backend, name, cf)
+        self.ttl = ttl
+        self._clock_ms = clock_ms
+
+    def _read(self) -> Any:
+        key = self._backend.key_bytes()
+        raw = self._cf.get(key)
+        if raw is None:
+            return None
+        value, last_access_ms = pickle.loads(raw)
+        now = self._clock_ms()
+        if now - last_access_ms >= self.ttl.ttl_ms:
+            self._cf.delete(key)
+            return value if self.ttl.return_expired else None
+        if self.ttl.update_on_read:
+            self._cf.put(key, pickle.dumps((value, now), _PICKLE))
+        return value
+
+    def _current_for_write(self) -> Any:
+        raw = self._cf.get(self._backend.key_bytes())
+        if raw is None:
+            return None
+        value, last_access_ms = pickle.loads(raw)
+        if self._clock_ms() - last_access_ms >= self.ttl.ttl_ms and not self.ttl.return_expired:
+            return None
+        return value
+
+    def _write(self, value: Any) -> None:
+        self._cf.put(self._backend.key_bytes(), pickle.dumps((value, self._clock_ms()), _PICKLE))
+
+    def unexpired(self, stored: Any, now: int) -> Any:
+        return stored if now - stored[1] < self.ttl.ttl_ms else None
+
+
+class TtlRocksValueState(_TtlSingleValue):
+    __slots__ = ()
+
+    def value(self) -> Any:
+        return self._read()
+
+    def update(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+        else:
+            self._write(value)
+
+
+class TtlRocksReducingState(_TtlSingleValue):
+    __slots__ = ("_reduce",)
+
+    def __init__(
+        self,
+        backend: RocksDBKeyedStateBackend,
+        name: str,
+        cf: Rdict,
+        reduce: Callable[[Any, Any], Any],
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        super().__init__(backend, name, cf, ttl=ttl, clock_ms=clock_ms)
+        self._reduce = reduce
+
+    def get(self) -> Any:
+        return self._read()
+
+    def add(self, value: Any) -> None:
+        current = self._current_for_write()
+        self._write(value if current is None else self._reduce(current, value))
+
+
+class TtlRocksAggregatingState(_TtlSingleValue):
+    __slots__ = ("_function",)
+
+    def __init__(
+        self,
+        backend: RocksDBKeyedStateBackend,
+        name: str,
+        cf: Rdict,
+        function: Any,
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        super().__init__(backend, name, cf, ttl=ttl, clock_ms=clock_ms)
+        self._function = function
+
+    def get(self) -> Any:
+        accumulator = self._read()
+        return None if accumulator is None else self._function.get_result(accumulator)
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+            return
+        accumulator = self._current_for_write()
+        if accumulator is None:
+            accumulator = self._function.create_accumulator()
+        self._write(self._function.add(value, accumulator))
+
+
+class TtlRocksListState(RocksListState):
+    """Elements stored as ``(value, last_access_ms)``, each expiring on its own."""
+
+    __slots__ = ("_clock_ms", "ttl")
+
+    def __init__(
+        self,
+        backend: RocksDBKeyedStateBackend,
+        name: str,
+        cf: Rdict,
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        super().__init__(backend, name, cf)
+        self.ttl = ttl
+        self._clock_ms = clock_ms
+
+    def get(self) -> list[Any]:
+        key = self._backend.key_bytes()
+        raw = self._cf.get(key)
+        if raw is None:
+            return ListStateContents()
+        elements = unpack_elements(raw)
+        now = self._clock_ms()
+        ttl_ms = self.ttl.ttl_ms
+        alive = [e for e in elements if now - e[1] < ttl_ms]
+        shown = elements if self.ttl.return_expired else alive
+        values = ListStateContents([value for value, _ in shown])
+        if self.ttl.update_on_read:
+            alive = [(value, now) for value, _ in alive]
+        elif len(alive) == len(elements):
+            return values
+        if alive:
+            self._cf.put(key, pack_elements(alive))
+        else:
+            self._cf.delete(key)
+        return values
+
+    def _append(self, values: list[Any]) -> None:
+        now = self._clock_ms()
+        super()._append([(value, now) for value in values])
+
+    def update(self, values: list[Any]) -> None:
+        now = self._clock_ms()
+        stamped = [(value, now) for value in values] if values is not None else []
+        if stamped:
+            self._cf.put(self._backend.key_bytes(), pack_elements(stamped))
+        else:
+            self.clear()
+
+    def unexpired(self, stored: list[tuple[Any, int]], now: int) -> Any:
+        ttl_ms = self.ttl.ttl_ms
+        return [e for e in stored if now - e[1] < ttl_ms] or None
+
+
+class TtlRocksMapState(RocksMapState):
+    """Entries stored as ``(user_key, (value, last_access_ms))``."""
+
+    __slots__ = ("_clock_ms", "ttl")
+
+    def __init__(
+        self,
+        backend: RocksDBKeyedStateBackend,
+        name: str,
+        cf: Rdict,
+        *,
+        ttl: StateTtl,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        super().__init__(backend, name, cf)
+        self.ttl = ttl
+        self._clock_ms = clock_ms
+
+    def _lookup(self, user_key: Any) -> Any:
+        entry = self._entry(user_key)
+        raw = self._cf.get(entry)
+        if raw is None:
+            return _ABSENT
+        _, (value, last_access_ms) = pickle.loads(raw)
+        now = self._clock_ms()
+        if now - last_access_ms >= self.ttl.ttl_ms:
+            self._cf.delete(entry)
+            return value if self.ttl.return_expired else _ABSENT
+        if self.ttl.update_on_read:
+            self._cf.put(entry, pickle.dumps((user_key, (value, now)), _PICKLE))
+        return value
+
+    def _visible(self, *, read: bool = True) -> list[tuple[Any, Any]]:
+        now = self._clock_ms()
+        ttl_ms = self.ttl.ttl_ms
+        shown = []
+        for entry, raw in list(scan(self._cf, self._backend.key_bytes())):
+            user_key, (value, last_access_ms) = pickle.loads(raw)
+            if now - last_access_ms >= ttl_ms:
+                self._cf.delete(entry)
+                if self.ttl.return_expired:
+                    shown.append((user_key, value))
+                continue
+            shown.append((user_key, value))
+            if read and self.ttl.update_on_read:
+                self._cf.put(entry, pickle.dumps((user_key, (value, now)), _PICKLE))
+        return shown
+
+    def get(self, key: Any) -> Any:
+        value = self._lookup(key)
+        return None if value is _ABSENT else value
+
+    def contains(self, key: Any) -> bool:
+        return self._lookup(key) is not _ABSENT
+
+    def put(self, key: Any, value: Any) -> None:
+        self._cf.put(self._entry(key), pickle.dumps((key, (value, self._clock_ms())), _PICKLE))
+
+    def _entries(self) -> list[tuple[Any, Any]]:
+        return self._visible()
+
+    def is_empty(self) -> bool:
+        return not self._visible(read=False)
+
+    def unexpired(self, stored: dict[Any, tuple[Any, int]], now: int) -> Any:
+        ttl_ms = self.ttl.ttl_ms
+        return {k: e for k, e in stored.items() if now - e[1] < ttl_ms} or None

@@ -1,0 +1,406 @@
+"""The keyed state backend contract, run against every backend (``hashmap``, ``rocksdb``):
+every state kind, TTL, timers, snapshots in the canonical form restored by any backend,
+and restores by key-group range at another parallelism (2 -> 3, 3 -> 1, 1 -> 4) that keep
+every key's state exactly; incremental rocksdb snapshots restored the same way."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from weir.core.checkpoint import FileSystemCheckpointStorage, StateMetaInfo
+from weir.core.errors import ConfigurationError, StateMigrationError
+from weir.core.ids import JobId
+from weir.core.key_groups import key_group_range_for_operator
+from weir.core.state_ttl import StateTtl
+from weir.taskmanager.checkpointing.snapshot import decode_keyed_state, encode_keyed_state
+from weir.taskmanager.operators.timers import InternalTimerService
+from weir.taskmanager.state.backend import StateAccessError
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot, restore_native
+from weir.taskmanager.state.state_backend_loader import create_keyed_state_backend
+
+M = 128
+KINDS = ["hashmap", "rocksdb"]
+_counter = itertools.count()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+class Sum:
+    def create_accumulator(self):
+        return 0
+
+    def add(self, value, acc):
+        return acc + value
+
+    def get_result(self, acc):
+        return acc
+
+    def merge(self, a, b):
+        return a + b
+
+
+@pytest.fixture
+def make(tmp_path_factory):
+    made = []
+
+    def build(kind: str, key_groups: range = range(M), clock=None):
+        if kind == "hashmap":
+            backend = HashMapKeyedStateBackend(M, key_groups, clock_ms=clock)
+        else:
+            directory = tmp_path_factory.mktemp("rocks") / f"db{next(_counter)}"
+            backend = RocksDBKeyedStateBackend(M, key_groups, str(directory), clock_ms=clock)
+        made.append(backend)
+        return backend
+
+    yield build
+    for backend in made:
+        backend.dispose()
+
+
+def _through_bytes(backend, key_groups=None):
+    """A backend's canonical snapshot as a checkpoint stores it, and back."""
+    encoded = encode_keyed_state(backend.snapshot(), backend.key_group_range)
+    return decode_keyed_state(encoded, key_groups)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+class TestStateKinds:
+    def test_value_state(self, make, kind):
+        b = make(kind)
+        v = b.get_value_state("v")
+        b.current_key = "a"
+        assert v.value() is None
+        v.update({"n": 1})
+        got = v.value()
+        got["n"] = 99  # a copy on rocksdb, the object itself on the heap: never written back
+        b.current_key = "b"
+        assert v.value() is None
+        v.update(2)
+        b.current_key = "a"
+        v.update(None)
+        assert v.value() is None
+        b.current_key = "b"
+        assert v.value() == 2
+
+    def test_list_state(self, make, kind):
+        b = make(kind)
+        items = b.get_list_state("l")
+        b.current_key = 7
+        assert list(items.get()) == [] and items.get()
+        items.add(1)
+        items.add_all([2, 3])
+        assert list(items.get()) == [1, 2, 3]
+        items.update([4])
+        assert list(items) == [4]
+        items.update([])
+        assert list(items.get()) == []
+        with pytest.raises(ValueError, match="cannot add None"):
+            items.add(None)
+
+    def test_map_state(self, make, kind):
+        b = make(kind)
+        m = b.get_map_state("m")
+        b.current_key = ("k", 1)
+        assert m.is_empty()
+        m.put("x", 1)
+        m.put_all({"y": 2, 3: "z"})
+        assert m.get("x") == 1 and m.contains(3) and not m.contains("q")
+        assert dict(m.items()) == {"x": 1, "y": 2, 3: "z"}
+        it = m.keys()
+        first = next(it)
+        it.remove()
+        assert not m.contains(first)
+        m.remove("y")
+        b.current_key = ("k", 2)
+        assert m.is_empty()
+        b.current_key = ("k", 1)
+        m.clear()
+        assert m.is_empty()
+
+    def test_reducing_and_aggregating_state(self, make, kind):
+        b = make(kind)
+        r = b.get_reducing_state("r", lambda x, y: x + y)
+        a = b.get_aggregating_state("a", Sum())
+        b.current_key = 1
+        for value in (1, 2, 3):
+            r.add(value)
+            a.add(value)
+        assert r.get() == 6 and a.get() == 6
+        a.add(None)
+        assert a.get() is None
+
+    def test_keys_equal_in_python_share_their_state(self, make, kind):
+        b = make(kind)
+        v = b.get_value_state("v")
+        b.current_key = 1
+        v.update("one")
+        b.current_key = 1.0
+        assert v.value() == "one"
+        b.current_key = True
+        assert v.value() == "one"
+
+    def test_ttl_expires_values_elements_and_entries(self, make, kind):
+        clock = Clock()
+        b = make(kind, clock=clock)
+        ttl = StateTtl(100)
+        v = b.get_value_state("v", ttl)
+        items = b.get_list_state("l", ttl)
+        m = b.get_map_state("m", ttl)
+        b.current_key = "k"
+        v.update(1)
+        items.add(1)
+        m.put("old", 1)
+        clock.now += 60
+        items.add(2)
+        m.put("new", 2)
+        assert v.value() == 1
+        clock.now += 60
+        assert v.value() is None
+        assert list(items.get()) == [2]
+        assert dict(m.items()) == {"new": 2}
+
+    def test_ttl_full_snapshot_cleanup_leaves_expired_values_out(self, make, kind):
+        clock = Clock()
+        b = make(kind, clock=clock)
+        v = b.get_value_state("v", StateTtl(100, cleanup_full_snapshot=True))
+        for key in ("old", "new"):
+            b.current_key = key
+            v.update(key)
+            clock.now += 80
+        snapshot = b.snapshot()
+        assert [k for g in snapshot.states["_weir_ttl_v"].values() for k in g] == ["new"]
+
+    def test_timers_fire_in_timestamp_order_and_survive_a_restore(self, make, kind):
+        b = make(kind)
+        fired = []
+
+        class Record:
+            def on_event_time(self, ts, key, ns):
+                fired.append((ts, key, ns))
+
+            def on_processing_time(self, ts, key, ns):
+                pass
+
+        timers = InternalTimerService(b, Record(), None, lambda: 0)
+        for ts, key in [(30, "a"), (10, "b"), (20, "a"), (10, "b")]:
+            b.current_key = key
+            timers.register_event_time_timer(None, ts)
+        b.current_key = "a"
+        timers.delete_event_time_timer(None, 20)
+        restored = make(kind)
+        restored.restore([_through_bytes(b)])
+        timers.advance_watermark(15)
+        assert fired == [(10, "b", None)]
+        again = []
+        InternalTimerService(
+            restored,
+            type("R", (), {"on_event_time": lambda s, *a: again.append(a)})(),
+            None,
+            lambda: 0,
+        ).advance_watermark(100)
+        assert again == [(10, "b", None), (30, "a", None)]
+
+    def test_a_state_registered_as_another_kind_or_serializer_names_both(self, make, kind):
+        b = make(kind)
+        b.get_value_state("s", serializer="Integer")
+        with pytest.raises(StateAccessError, match=r"'s' .*ValueState of Integer.*ListState"):
+            b.get_list_state("s")
+        with pytest.raises(StateAccessError, match="ValueState of Integer.*ValueState of String"):
+            b.get_value_state("s", serializer="String")
+
+    @pytest.mark.parametrize("into", KINDS)
+    def test_a_restored_state_registered_as_another_kind_names_both(self, make, kind, into):
+        b = make(kind)
+        b.get_map_state("s")
+        b.current_key = 1
+        b.get_map_state("s").put(1, 2)
+        restored = make(into)
+        restored.restore([_through_bytes(b)])
+        with pytest.raises(
+            StateMigrationError, match="restored as a MapState.*now registered as a ValueState"
+        ):
+            restored.get_value_state("s")
+        assert restored.get_map_state("s") is not None
+
+
+def _apply(backend, ops):
+    """Apply ``(key, op, arg)`` to every state kind; returns nothing (the model is a
+    hashmap backend run alongside)."""
+    v = backend.get_value_state("v")
+    items = backend.get_list_state("l")
+    m = backend.get_map_state("m")
+    r = backend.get_reducing_state("r", lambda a, b: a + b)
+    a = backend.get_aggregating_state("a", Sum())
+    table = backend.get_namespaced_table("_weir_window_contents")
+    for key, op, arg in ops:
+        backend.current_key = key
+        if op == 0:
+            v.update(arg)
+        elif op == 1:
+            items.add(arg)
+        elif op == 2:
+            m.put(arg % 3, arg)
+        elif op == 3:
+            r.add(arg)
+            a.add(arg)
+        elif op == 4:
+            table.put(key, arg % 2, arg)
+        elif op == 5:
+            m.remove(arg % 3)
+        else:
+            v.clear()
+
+
+def _by_key(snapshot):
+    """``{table: {key: value}}`` of a canonical snapshot."""
+    out = {}
+    for name, groups in snapshot.states.items():
+        for entries in groups.values():
+            out.setdefault(name, {}).update(entries)
+    return {name: table for name, table in out.items() if table}
+
+
+OPS = st.lists(
+    st.tuples(
+        st.one_of(st.integers(-50, 50), st.text(max_size=3)),
+        st.integers(0, 6),
+        st.integers(1, 1000),
+    ),
+    max_size=60,
+)
+
+
+def _rescale(make, kind, into, old_p, new_p, ops):
+    model = make("hashmap")
+    _apply(model, ops)
+    expected = _by_key(model.snapshot())
+    olds = []
+    for i in range(old_p):
+        b = make(kind, key_group_range_for_operator(M, old_p, i))
+        _apply(
+            b,
+            [op for op in ops if op[0] is not None and b.key_group_of(op[0]) in b.key_group_range],
+        )
+        olds.append(encode_keyed_state(b.snapshot(), b.key_group_range))
+    got: dict = {}
+    for i in range(new_p):
+        b = make(into, key_group_range_for_operator(M, new_p, i))
+        b.restore([decode_keyed_state(s, b.key_group_range) for s in olds])
+        for name, table in _by_key(b.snapshot()).items():
+            for key in table:
+                assert b.key_group_of(key) in b.key_group_range
+            assert not (got.get(name, {}).keys() & table.keys())
+            got.setdefault(name, {}).update(table)
+    assert got == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("into", KINDS)
+@pytest.mark.parametrize(("old_p", "new_p"), [(2, 3), (3, 1), (1, 4)])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_restore_by_key_group_range_keeps_every_key_exactly(make, kind, into, old_p, new_p, ops):
+    _rescale(make, kind, into, old_p, new_p, ops)
+
+
+@pytest.mark.parametrize("into", KINDS)
+@pytest.mark.parametrize(("old_p", "new_p"), [(2, 3), (3, 1), (1, 4), (2, 2)])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_incremental_snapshots_restore_by_key_group_range(
+    make, tmp_path_factory, into, old_p, new_p, ops
+):
+    storage = FileSystemCheckpointStorage(
+        f"file://{tmp_path_factory.mktemp('chk')}", JobId("0" * 32)
+    )
+    location = storage.init_checkpoint(1)
+    model = make("hashmap")
+    _apply(model, ops)
+    expected = _by_key(model.snapshot())
+    handles = []
+    for i in range(old_p):
+        b = make("rocksdb", key_group_range_for_operator(M, old_p, i))
+        _apply(b, [op for op in ops if b.key_group_of(op[0]) in b.key_group_range])
+        native = RocksDBNativeSnapshot.take(b, 1)
+        handles.append(native.write(storage, location, f"op-{i}"))
+    got: dict = {}
+    scratch = str(tmp_path_factory.mktemp("scratch"))
+    for i in range(new_p):
+        b = make(into, key_group_range_for_operator(M, new_p, i))
+        restore_native(b, handles, scratch)
+        for name, table in _by_key(b.snapshot()).items():
+            got.setdefault(name, {}).update(table)
+    assert got == expected
+
+
+class TestIncrementalCheckpoints:
+    def test_a_small_change_uploads_a_proportional_number_of_bytes(self, make, tmp_path):
+        storage = FileSystemCheckpointStorage(f"file://{tmp_path}", JobId("1" * 32))
+        b = make("rocksdb")
+        v = b.get_value_state("v")
+        payload = os.urandom(200)
+        for i in range(20_000):
+            b.current_key = i
+            v.update(payload + i.to_bytes(4, "big"))
+        first = RocksDBNativeSnapshot.take(b, 1).write(storage, storage.init_checkpoint(1), "op")
+        b.notify_checkpoint_complete(1)
+        for i in range(200):  # 1 % of the keys
+            b.current_key = i
+            v.update(payload)
+        second = RocksDBNativeSnapshot.take(b, 2).write(storage, storage.init_checkpoint(2), "op")
+        full = sum(f.handle.size for f in second.shared)
+        assert first.incremental_size >= full * 0.9
+        assert second.incremental_size < full * 0.1
+        reused = {f.handle.path for f in first.shared} & {f.handle.path for f in second.shared}
+        assert reused, "the second checkpoint refers to the first one's SST files"
+
+    def test_without_a_completed_checkpoint_nothing_is_reused(self, make, tmp_path):
+        storage = FileSystemCheckpointStorage(f"file://{tmp_path}", JobId("2" * 32))
+        b = make("rocksdb")
+        b.current_key = 1
+        b.get_value_state("v").update(1)
+        first = RocksDBNativeSnapshot.take(b, 1).write(storage, storage.init_checkpoint(1), "op")
+        b.notify_checkpoint_aborted(1)
+        second = RocksDBNativeSnapshot.take(b, 2).write(storage, storage.init_checkpoint(2), "op")
+        assert not {f.handle.path for f in first.shared} & {f.handle.path for f in second.shared}
+
+    def test_the_handle_records_the_state_kinds(self, make, tmp_path):
+        storage = FileSystemCheckpointStorage(f"file://{tmp_path}", JobId("3" * 32))
+        b = make("rocksdb")
+        b.get_list_state("l", serializer="Integer")
+        handle = RocksDBNativeSnapshot.take(b, 1).write(storage, storage.init_checkpoint(1), "op")
+        assert StateMetaInfo("l", "LIST", "Integer") in handle.state_meta
+
+
+def test_a_rocksdb_directory_that_cannot_be_created_names_the_key_and_path(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    config = {"state.backend.type": "rocksdb", "taskmanager.state.local.root-dirs": str(blocker)}
+    with pytest.raises(ConfigurationError, match=r"taskmanager.state.local.root-dirs") as info:
+        create_keyed_state_backend(
+            config,
+            name="op-0",
+            max_parallelism=M,
+            key_group_range=range(M),
+            key_hasher=HashMapKeyedStateBackend(M, range(M)).key_hasher,
+            clock_ms=lambda: 0,
+            shared_state=True,
+        )
+    assert str(blocker) in str(info.value)
