@@ -74,6 +74,11 @@ from weir.taskmanager.operators.source import (
 )
 from weir.taskmanager.operators.timers import ProcessingTimeService
 from weir.taskmanager.output_flusher import OutputFlusher
+from weir.taskmanager.python_dependencies import (
+    install_python_files,
+    install_python_requirements,
+    unpack_python_archives,
+)
 from weir.taskmanager.record_writer import BufferTimeout, RecordWriter
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
@@ -87,7 +92,7 @@ from weir.taskmanager.task_events import (
     deserialize_event,
 )
 from weir.taskmanager.task_stdout import task_stdout
-from weir.taskmanager.user_code import install_python_files, load_user_code
+from weir.taskmanager.user_code import load_user_code
 from weir.taskmanager.watermark_valve import StatusWatermarkValve
 
 logger = logging.getLogger(__name__)
@@ -508,7 +513,11 @@ class Task:
     def _initialize(self) -> None:
         tdd = self.tdd
         vertex = tdd.vertex
+        # Before the functions are unpickled: they may import what these bring. On the task
+        # thread, whose current directory is the job's working directory.
         install_python_files(tdd.job_config)
+        install_python_requirements(tdd.job_config)
+        unpack_python_archives(tdd.job_config)
         payloads = [_unpickle_payload(op) for op in vertex.operators]
         if tdd.restored_state is not None:
             self._restored = RestoredTaskState(tdd.restored_state, vertex.max_parallelism)

@@ -254,6 +254,30 @@ PYTHON_FILES = _option(
 )
 PYTHON_FILES_ARCHIVE = "weir.internal.python-files"
 """Set by the client: the files of python.files, zipped and base64-encoded."""
+PYTHON_ARCHIVES = _option(
+    "python.archives",
+    "",
+    str,
+    "Archives shipped with the job (comma-separated `path` or `path#target_dir`, as "
+    "env.add_python_archive() sets them; zip, jar, whl, egg, tar, tar.gz or tgz): each is "
+    "extracted in the job's working directory on every TaskManager, under its target "
+    "directory (without one, the archive's file name), where functions read its files by "
+    "relative paths.",
+)
+PYTHON_ARCHIVES_PACKED = "weir.internal.python-archives"
+"""Set by the client: the archives of python.archives, zipped and base64-encoded."""
+PYTHON_REQUIREMENTS = _option(
+    "python.requirements",
+    "",
+    str,
+    "A pip requirements file, optionally followed by `#` and a directory of the packages to "
+    "install (as env.set_python_requirements() sets it): installed with pip on every "
+    "TaskManager (from that directory alone when given) for the job's functions to import. "
+    "A TaskManager's Python is shared by every job and by Weir, so packages it has already "
+    "stay as they are.",
+)
+PYTHON_REQUIREMENTS_PACKED = "weir.internal.python-requirements"
+"""Set by the client: the requirements file and its packages, zipped and base64-encoded."""
 OBJECT_REUSE = _option(
     "pipeline.object-reuse",
     False,

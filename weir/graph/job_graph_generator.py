@@ -22,8 +22,13 @@ from weir.core.job_graph import (
 )
 from weir.core.local_paths import absolute_local_path
 from weir.graph.operator_ids import operator_ids
+from weir.graph.python_dependencies import (
+    pack_python_archives,
+    pack_python_files,
+    pack_python_requirements,
+)
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
-from weir.graph.user_code import pack_python_files, shipping_user_modules
+from weir.graph.user_code import shipping_user_modules
 
 __all__ = ["JobGraphResult", "create_job_graph"]
 
@@ -72,9 +77,20 @@ def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
     for key in _LOCAL_PATH_KEYS:
         if known.get(key):
             known[key] = absolute_local_path(known[key])
-    files = known.get(config_keys.PYTHON_FILES.key)
-    if files:
-        known[config_keys.PYTHON_FILES_ARCHIVE] = pack_python_files(files)
+    # The job's Python dependencies travel in its configuration, read here where the paths
+    # name files: TaskManagers may run on other hosts.
+    for option, packed_key, pack in (
+        (config_keys.PYTHON_FILES, config_keys.PYTHON_FILES_ARCHIVE, pack_python_files),
+        (config_keys.PYTHON_ARCHIVES, config_keys.PYTHON_ARCHIVES_PACKED, pack_python_archives),
+        (
+            config_keys.PYTHON_REQUIREMENTS,
+            config_keys.PYTHON_REQUIREMENTS_PACKED,
+            pack_python_requirements,
+        ),
+    ):
+        paths = known.get(option.key)
+        if paths:
+            known[packed_key] = pack(paths)
     return config_keys.validate(known)
 
 

@@ -9,12 +9,8 @@ site-packages) and Weir's own are still pickled by reference.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import io
-import os
 import sys
-import zipfile
 from collections.abc import Iterator
 
 import cloudpickle
@@ -47,30 +43,3 @@ def _register_user_modules() -> list[str]:
             continue
         registered.append(name)
     return registered
-
-
-def pack_python_files(paths: str) -> str:
-    """The files and directories of ``python.files`` (comma-separated) as one zip, base64
-    encoded: a file at the zip's root, a directory under its own name, so each imports as
-    it would with its parent directory on ``sys.path``, as in PyFlink's Python workers."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in (p.strip() for p in paths.split(",")):
-            if not path:
-                continue
-            local = path.removeprefix("file://")
-            if os.path.isfile(local):
-                archive.write(local, os.path.basename(local))
-            elif os.path.isdir(local):
-                root = os.path.dirname(os.path.abspath(local))
-                for folder, _, files in os.walk(local):
-                    for name in files:
-                        full = os.path.join(folder, name)
-                        archive.write(full, os.path.relpath(full, root))
-            else:
-                msg = (
-                    f"python file {path!r} (env.add_python_file / python.files) does not "
-                    "exist; give the path of a file or directory on this machine"
-                )
-                raise FileNotFoundError(msg)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -1,17 +1,12 @@
 from __future__ import annotations
 
-import base64
-import io
 import json
-import sys
 import threading
-import zipfile
 
 import cloudpickle
 import pytest
 
 from weir.common import Configuration, JobID, JobStatus, Row, Types, WatermarkStrategy
-from weir.core import config as cfg
 from weir.core.errors import JobGraphError, WeirError
 from weir.core.job_graph import OperatorKind, PartitionerKind, SerializerKind
 from weir.datastream import (
@@ -24,8 +19,6 @@ from weir.datastream import (
     StreamExecutionEnvironment,
 )
 from weir.datastream.connectors import NumberSequenceSource
-from weir.graph.user_code import pack_python_files
-from weir.taskmanager.user_code import install_python_files
 
 
 def payload(op):
@@ -485,23 +478,3 @@ class TestDependencies:
         assert config.get_string("python.archives", "") == "venv.zip#venv"
         with pytest.raises(NotImplementedError, match="InputFormat"):
             env.create_input(object())
-
-    def test_python_files_ship_with_the_job_and_import_in_the_taskmanager(
-        self, tmp_path, monkeypatch
-    ):
-        (tmp_path / "helper_mod.py").write_text("VALUE = 41\n")
-        package = tmp_path / "helper_pkg"
-        package.mkdir()
-        (package / "__init__.py").write_text("VALUE = 1\n")
-        packed = pack_python_files(f"{tmp_path / 'helper_mod.py'},file://{package}")
-        names = zipfile.ZipFile(io.BytesIO(base64.b64decode(packed))).namelist()
-        assert sorted(names) == ["helper_mod.py", "helper_pkg/__init__.py"]
-        monkeypatch.setattr(sys, "path", list(sys.path))
-        monkeypatch.setattr(sys, "modules", dict(sys.modules))
-        install_python_files({cfg.PYTHON_FILES_ARCHIVE: packed})
-        import helper_mod
-        import helper_pkg
-
-        assert helper_mod.VALUE + helper_pkg.VALUE == 42
-        with pytest.raises(FileNotFoundError, match="does not exist"):
-            pack_python_files(str(tmp_path / "missing.py"))
