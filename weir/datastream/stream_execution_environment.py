@@ -239,16 +239,27 @@ class StreamExecutionEnvironment:
         _add_to(self._configuration, config_keys.PYTHON_FILES.key, file_path, ",", first=True)
 
     def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
-        """Recorded as PyFlink records it (``python.archives``); Weir does not ship
-        archives: make their content available to the TaskManagers' Python."""
+        """Adds an archive (zip, jar, whl, egg, tar, tar.gz or tgz) that is shipped with
+        the job and extracted in the working directory of its functions on every
+        TaskManager, under ``target_dir`` (the archive's file name when not given)::
+
+            env.add_python_archive("/path/to/data.zip", "data")
+            # then, in a function: open("data/data.txt")
+        """
         entry = archive_path if target_dir is None else f"{archive_path}#{target_dir}"
         _add_to(self._configuration, "python.archives", entry, ",", first=True)
 
     def set_python_requirements(
         self, requirements_file_path: str, requirements_cache_dir: str | None = None
     ) -> None:
-        """Recorded as PyFlink records it (``python.requirements``); Weir installs nothing:
-        install the requirements in the TaskManagers' Python environment."""
+        """Adds a pip requirements file whose packages are installed on every TaskManager
+        for the job's functions to import; with ``requirements_cache_dir``, only from the
+        packages in that directory (``pip download -d DIR -r requirements.txt``), without a
+        package index. A TaskManager's Python is shared by every job and by Weir: packages
+        it has already stay as they are::
+
+            env.set_python_requirements("/path/to/requirements.txt", "/path/to/cache")
+        """
         value = requirements_file_path
         if requirements_cache_dir is not None:
             value = f"{requirements_file_path}#{requirements_cache_dir}"
