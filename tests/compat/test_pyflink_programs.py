@@ -37,6 +37,22 @@ EMBEDDED = {
 }
 
 
+# Programs whose feature comes with another issue: expected to fail until it lands, strictly,
+# so that a program passing again fails here until its entry goes.
+PENDING = {
+    "p100_user_metrics": "RuntimeContext.get_metrics_group() comes with the operations issue",
+}
+
+
+def _with_pending(names: list[str]) -> list[object]:
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(reason=PENDING[n], strict=True))
+        if n in PENDING
+        else n
+        for n in names
+    ]
+
+
 def as_weir(source: str) -> str:
     return re.sub(r"\bpyflink\b", "weir", source)
 
@@ -70,7 +86,7 @@ def test_embedded_program_prints_what_pyflink_prints(name, tmp_path):
     _check_output(name, source, result.stdout)
 
 
-@pytest.mark.parametrize("name", [p for p in PROGRAMS if p not in EMBEDDED])
+@pytest.mark.parametrize("name", _with_pending([p for p in PROGRAMS if p not in EMBEDDED]))
 def test_program_prints_what_pyflink_prints(name, tmp_path, compat_cluster):
     source = (HERE / "programs" / f"{name}.py").read_text()
     script = tmp_path / f"{name}.py"
