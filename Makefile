@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CDS_STAMP := $(VENV)/.spark-cds
 PROTOS := $(wildcard proto/*.proto)
 
-.PHONY: setup run test test-long lint site layers typecheck proto bench clean java
+.PHONY: setup run test test-long lint site layers typecheck proto bench clean java browser
 
 setup: java $(STAMP) $(CDS_STAMP)
 
@@ -30,6 +30,15 @@ java:
 	  echo "installing a Java runtime and procps"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq openjdk-17-jre-headless procps) >/dev/null; }
+
+# The dashboard's browser test drives Debian's chromium headless through chromium-driver;
+# install both on a fresh Debian machine if they are missing (nothing is downloaded by
+# the test itself).
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
+	  echo "installing chromium and chromium-driver"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq chromium chromium-driver) >/dev/null; }
 
 run: setup
 	$(PY) examples/word_count.py
@@ -71,7 +80,7 @@ typecheck: site
 
 # Static checks first, then the unit tier (no sockets, no subprocesses: stops at the first
 # failure), then everything else with the slowest tests listed.
-test: setup
+test: setup browser
 	$(MAKE) --no-print-directory lint layers typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider -x tests/unit
 	$(VENV)/bin/pytest -q -p no:cacheprovider --durations=15 --ignore=tests/unit

@@ -7,6 +7,7 @@ each JobMaster through that JobMaster's gRPC endpoint.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ from weir.core.ids import parse_job_id
 from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_graph_codec import decode_job_graph
 from weir.core.job_info import JobDetailsInfo
+from weir.core.job_plan import job_plan
 from weir.core.job_status import JobStatus
 from weir.proto import common_pb2, jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 
@@ -315,6 +317,11 @@ class Dispatcher(LeaderContender):
                 timeout=10,
             )
         return dataclasses.replace(JobDetailsInfo.from_proto(reply), status_version=version)
+
+    def job_plan(self, job_id: str) -> tuple[str, dict[str, str]]:
+        """The job's plan as Flink's REST API shows it (JSON) and its configuration."""
+        graph = self._entry(job_id).graph
+        return json.dumps(job_plan(graph)), dict(graph.config)
 
     def list_jobs(self, include_terminated: bool) -> list[JobDetailsInfo]:
         with self._cond:

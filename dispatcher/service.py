@@ -14,7 +14,7 @@ import grpc
 
 from weir.core import rpc
 from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
-from weir.core.errors import WeirError
+from weir.core.errors import JobNotFoundError, QueryableStateError, WeirError
 from weir.core.ids import parse_job_id
 from weir.core.job_status import JobStatus
 from weir.core.rpc import translate_server_errors
@@ -79,6 +79,13 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
         return encode_checkpoint_stats(stats, request.job_id)
 
     @translate_server_errors
+    async def GetJobPlan(self, request, context):
+        plan, config = await self._server.run_blocking(
+            self._dispatcher.job_plan, parse_job_id(request.job_id)
+        )
+        return dispatcher_pb2.JobPlanResponse(plan_json=plan, config=config)
+
+    @translate_server_errors
     async def CancelJob(self, request, context):
         await self._server.run_blocking(self._dispatcher.cancel_job, parse_job_id(request.job_id))
         return common_pb2.Ack(ok=True)
@@ -128,6 +135,27 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
                 self._dispatcher.collect_drained, request.job_id, request.operator_id
             )
         return reply
+
+    @translate_server_errors
+    async def RequestKvStateLocation(self, request, context):
+        job_id = parse_job_id(request.job_id)
+        address, final = self._dispatcher.collect_source(job_id)
+        if address is None or final is not None:
+            status = final.status if final else JobStatus.INITIALIZING.name
+            msg = f"job {job_id} is {status}: only a running job's state can be queried"
+            raise JobNotFoundError(msg)
+        stub = jobmaster_pb2_grpc.JobMasterStub(self._jobmaster_channel(address))
+        try:
+            return await rpc.call_async(
+                "JobMaster.RequestKvStateLocation",
+                stub.RequestKvStateLocation,
+                request,
+                timeout=_FETCH_RPC_GRACE_S,
+            )
+        except WeirError as exc:
+            if not isinstance(exc, QueryableStateError):
+                self._forget_jobmaster(address)
+            raise
 
     def _jobmaster_channel(self, address: str) -> grpc.aio.Channel:
         channel = self._jobmasters.get(address)

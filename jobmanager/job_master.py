@@ -34,6 +34,7 @@ from weir.jobmanager.checkpoint.resume_hint import resume_hint
 from weir.jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from weir.jobmanager.collect_buffer import CollectBuffer, FetchResult
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
+from weir.jobmanager.kv_state_location_registry import KvStateLocationRegistry
 from weir.jobmanager.scheduler import DefaultScheduler
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class JobMaster(LeaderContender):
             for op in vertex.operators
             if op.kind is OperatorKind.COLLECT
         }
+        self.kv_state_locations = KvStateLocationRegistry(job_graph.job_id)
         self._closed = False
         self._close_lock = threading.Lock()
         self._timer: ThreadScheduledExecutor | None = None
@@ -192,7 +194,10 @@ class JobMaster(LeaderContender):
 
     # -- called by the servicer --------------------------------------------------------
     def update_task_execution_state(self, attempt_id: str, state: str, cause: str) -> bool:
-        return self.scheduler.update_task_state(attempt_id, ExecutionState(state), cause or None)
+        execution_state = ExecutionState(state)
+        if execution_state.is_terminal:
+            self.kv_state_locations.attempt_ended(attempt_id)
+        return self.scheduler.update_task_state(attempt_id, execution_state, cause or None)
 
     def push_collect(
         self,

@@ -10,6 +10,7 @@ from weir.core.errors import JobNotFoundError
 from weir.core.rpc import translate_server_errors
 from weir.jobmanager.gateways import slots_from_proto
 from weir.jobmanager.job_master import COLLECT_RETRY_AFTER_MS, JobMaster
+from weir.jobmanager.kv_state_location_registry import KvStateLocationEntry
 from weir.proto import common_pb2, jobmaster_pb2, jobmaster_pb2_grpc
 
 
@@ -125,3 +126,43 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
     def NotifyTaskManagerLost(self, request, context):
         self._jm.task_manager_lost(request.resource_id, request.reason)
         return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
+    def NotifyKvStateRegistered(self, request, context):
+        self._check_job(request.job_id)
+        self._jm.kv_state_locations.notify_kv_state_registered(
+            operator_id=request.operator_id,
+            registration_name=request.registration_name,
+            num_key_groups=request.num_key_groups,
+            key_type=request.key_type,
+            entry=KvStateLocationEntry(
+                subtask_index=request.subtask_index,
+                key_groups=range(request.start_key_group, request.end_key_group + 1),
+                kv_state_id=request.kv_state_id,
+                server_address=request.server_address,
+                attempt_id=request.execution_attempt_id,
+            ),
+        )
+        return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
+    def RequestKvStateLocation(self, request, context):
+        self._check_job(request.job_id)
+        location = self._jm.kv_state_locations.location(request.registration_name)
+        return common_pb2.KvStateLocation(
+            job_id=self._jm.job_id,
+            registration_name=location.registration_name,
+            operator_id=location.operator_id,
+            num_key_groups=location.num_key_groups,
+            key_type=location.key_type,
+            entries=[
+                common_pb2.KvStateLocationEntry(
+                    start_key_group=e.key_groups.start,
+                    end_key_group=e.key_groups.stop - 1,
+                    kv_state_id=e.kv_state_id,
+                    server_address=e.server_address,
+                    subtask_index=e.subtask_index,
+                )
+                for e in location.entries.values()
+            ],
+        )

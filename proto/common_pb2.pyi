@@ -285,3 +285,41 @@ class CheckpointStatistics(_message.Message):
     latest_restored_id: int
     latest_restored_path: str
     def __init__(self, job_id: _Optional[str] = ..., checkpointing_enabled: _Optional[bool] = ..., num_triggered: _Optional[int] = ..., num_in_progress: _Optional[int] = ..., num_completed: _Optional[int] = ..., num_failed: _Optional[int] = ..., num_restored: _Optional[int] = ..., history: _Optional[_Iterable[_Union[CheckpointStatisticsEntry, _Mapping]]] = ..., latest_completed_path: _Optional[str] = ..., latest_restored_id: _Optional[int] = ..., latest_restored_path: _Optional[str] = ...) -> None: ...
+
+class KvStateLocationRequest(_message.Message):
+    __slots__ = ("job_id", "registration_name")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REGISTRATION_NAME_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    registration_name: str
+    def __init__(self, job_id: _Optional[str] = ..., registration_name: _Optional[str] = ...) -> None: ...
+
+class KvStateLocation(_message.Message):
+    __slots__ = ("job_id", "registration_name", "operator_id", "num_key_groups", "key_type", "entries")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REGISTRATION_NAME_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    NUM_KEY_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    KEY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    registration_name: str
+    operator_id: str
+    num_key_groups: int
+    key_type: str
+    entries: _containers.RepeatedCompositeFieldContainer[KvStateLocationEntry]
+    def __init__(self, job_id: _Optional[str] = ..., registration_name: _Optional[str] = ..., operator_id: _Optional[str] = ..., num_key_groups: _Optional[int] = ..., key_type: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[KvStateLocationEntry, _Mapping]]] = ...) -> None: ...
+
+class KvStateLocationEntry(_message.Message):
+    __slots__ = ("start_key_group", "end_key_group", "kv_state_id", "server_address", "subtask_index")
+    START_KEY_GROUP_FIELD_NUMBER: _ClassVar[int]
+    END_KEY_GROUP_FIELD_NUMBER: _ClassVar[int]
+    KV_STATE_ID_FIELD_NUMBER: _ClassVar[int]
+    SERVER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    SUBTASK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    start_key_group: int
+    end_key_group: int
+    kv_state_id: str
+    server_address: str
+    subtask_index: int
+    def __init__(self, start_key_group: _Optional[int] = ..., end_key_group: _Optional[int] = ..., kv_state_id: _Optional[str] = ..., server_address: _Optional[str] = ..., subtask_index: _Optional[int] = ...) -> None: ...

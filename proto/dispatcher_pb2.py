@@ -25,25 +25,31 @@ _sym_db = _symbol_database.Default()
 from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bweir/proto/dispatcher.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"%\n\x10SubmitJobRequest\x12\x11\n\tjob_graph\x18\x01 \x01(\x0c\"#\n\x11SubmitJobResponse\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"-\n\x0fListJobsRequest\x12\x1a\n\x12include_terminated\x18\x01 \x01(\x08\"2\n\x10ListJobsResponse\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.weir.JobDetails\"T\n\x17WaitForJobResultRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x12\n\ntimeout_ms\x18\x02 \x01(\x03\x12\x15\n\rknown_version\x18\x03 \x01(\x03\"\xb8\x01\n\x17\x43lusterOverviewResponse\x12\x15\n\rtask_managers\x18\x01 \x01(\x05\x12\x13\n\x0bslots_total\x18\x02 \x01(\x05\x12\x17\n\x0fslots_available\x18\x03 \x01(\x05\x12\x14\n\x0cjobs_running\x18\x04 \x01(\x05\x12\x15\n\rjobs_finished\x18\x05 \x01(\x05\x12\x16\n\x0ejobs_cancelled\x18\x06 \x01(\x05\x12\x13\n\x0bjobs_failed\x18\x07 \x01(\x05\x32\xc6\x04\n\nDispatcher\x12<\n\tSubmitJob\x12\x16.weir.SubmitJobRequest\x1a\x17.weir.SubmitJobResponse\x12\x39\n\x08ListJobs\x12\x15.weir.ListJobsRequest\x1a\x16.weir.ListJobsResponse\x12\x35\n\rGetJobDetails\x12\x12.weir.JobIdRequest\x1a\x10.weir.JobDetails\x12*\n\tCancelJob\x12\x12.weir.JobIdRequest\x1a\t.weir.Ack\x12\x43\n\x10WaitForJobResult\x12\x1d.weir.WaitForJobResultRequest\x1a\x10.weir.JobDetails\x12L\n\x13\x46\x65tchCollectBatches\x12\x19.weir.FetchCollectRequest\x1a\x1a.weir.FetchCollectResponse\x12?\n\x10ListTaskManagers\x12\x0b.weir.Empty\x1a\x1e.weir.ListTaskManagersResponse\x12=\n\x0f\x43lusterOverview\x12\x0b.weir.Empty\x1a\x1d.weir.ClusterOverviewResponse\x12I\n\x17GetCheckpointStatistics\x12\x12.weir.JobIdRequest\x1a\x1a.weir.CheckpointStatisticsb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bweir/proto/dispatcher.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"\x86\x01\n\x0fJobPlanResponse\x12\x11\n\tplan_json\x18\x01 \x01(\t\x12\x31\n\x06\x63onfig\x18\x02 \x03(\x0b\x32!.weir.JobPlanResponse.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\x10SubmitJobRequest\x12\x11\n\tjob_graph\x18\x01 \x01(\x0c\"#\n\x11SubmitJobResponse\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"-\n\x0fListJobsRequest\x12\x1a\n\x12include_terminated\x18\x01 \x01(\x08\"2\n\x10ListJobsResponse\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.weir.JobDetails\"T\n\x17WaitForJobResultRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x12\n\ntimeout_ms\x18\x02 \x01(\x03\x12\x15\n\rknown_version\x18\x03 \x01(\x03\"\xb8\x01\n\x17\x43lusterOverviewResponse\x12\x15\n\rtask_managers\x18\x01 \x01(\x05\x12\x13\n\x0bslots_total\x18\x02 \x01(\x05\x12\x17\n\x0fslots_available\x18\x03 \x01(\x05\x12\x14\n\x0cjobs_running\x18\x04 \x01(\x05\x12\x15\n\rjobs_finished\x18\x05 \x01(\x05\x12\x16\n\x0ejobs_cancelled\x18\x06 \x01(\x05\x12\x13\n\x0bjobs_failed\x18\x07 \x01(\x05\x32\xce\x05\n\nDispatcher\x12<\n\tSubmitJob\x12\x16.weir.SubmitJobRequest\x1a\x17.weir.SubmitJobResponse\x12\x39\n\x08ListJobs\x12\x15.weir.ListJobsRequest\x1a\x16.weir.ListJobsResponse\x12\x35\n\rGetJobDetails\x12\x12.weir.JobIdRequest\x1a\x10.weir.JobDetails\x12*\n\tCancelJob\x12\x12.weir.JobIdRequest\x1a\t.weir.Ack\x12\x43\n\x10WaitForJobResult\x12\x1d.weir.WaitForJobResultRequest\x1a\x10.weir.JobDetails\x12L\n\x13\x46\x65tchCollectBatches\x12\x19.weir.FetchCollectRequest\x1a\x1a.weir.FetchCollectResponse\x12?\n\x10ListTaskManagers\x12\x0b.weir.Empty\x1a\x1e.weir.ListTaskManagersResponse\x12=\n\x0f\x43lusterOverview\x12\x0b.weir.Empty\x1a\x1d.weir.ClusterOverviewResponse\x12I\n\x17GetCheckpointStatistics\x12\x12.weir.JobIdRequest\x1a\x1a.weir.CheckpointStatistics\x12\x37\n\nGetJobPlan\x12\x12.weir.JobIdRequest\x1a\x15.weir.JobPlanResponse\x12M\n\x16RequestKvStateLocation\x12\x1c.weir.KvStateLocationRequest\x1a\x15.weir.KvStateLocationb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'weir.proto.dispatcher_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUBMITJOBREQUEST']._serialized_start=62
-  _globals['_SUBMITJOBREQUEST']._serialized_end=99
-  _globals['_SUBMITJOBRESPONSE']._serialized_start=101
-  _globals['_SUBMITJOBRESPONSE']._serialized_end=136
-  _globals['_LISTJOBSREQUEST']._serialized_start=138
-  _globals['_LISTJOBSREQUEST']._serialized_end=183
-  _globals['_LISTJOBSRESPONSE']._serialized_start=185
-  _globals['_LISTJOBSRESPONSE']._serialized_end=235
-  _globals['_WAITFORJOBRESULTREQUEST']._serialized_start=237
-  _globals['_WAITFORJOBRESULTREQUEST']._serialized_end=321
-  _globals['_CLUSTEROVERVIEWRESPONSE']._serialized_start=324
-  _globals['_CLUSTEROVERVIEWRESPONSE']._serialized_end=508
-  _globals['_DISPATCHER']._serialized_start=511
-  _globals['_DISPATCHER']._serialized_end=1093
+  _globals['_JOBPLANRESPONSE_CONFIGENTRY']._loaded_options = None
+  _globals['_JOBPLANRESPONSE_CONFIGENTRY']._serialized_options = b'8\001'
+  _globals['_JOBPLANRESPONSE']._serialized_start=63
+  _globals['_JOBPLANRESPONSE']._serialized_end=197
+  _globals['_JOBPLANRESPONSE_CONFIGENTRY']._serialized_start=152
+  _globals['_JOBPLANRESPONSE_CONFIGENTRY']._serialized_end=197
+  _globals['_SUBMITJOBREQUEST']._serialized_start=199
+  _globals['_SUBMITJOBREQUEST']._serialized_end=236
+  _globals['_SUBMITJOBRESPONSE']._serialized_start=238
+  _globals['_SUBMITJOBRESPONSE']._serialized_end=273
+  _globals['_LISTJOBSREQUEST']._serialized_start=275
+  _globals['_LISTJOBSREQUEST']._serialized_end=320
+  _globals['_LISTJOBSRESPONSE']._serialized_start=322
+  _globals['_LISTJOBSRESPONSE']._serialized_end=372
+  _globals['_WAITFORJOBRESULTREQUEST']._serialized_start=374
+  _globals['_WAITFORJOBRESULTREQUEST']._serialized_end=458
+  _globals['_CLUSTEROVERVIEWRESPONSE']._serialized_start=461
+  _globals['_CLUSTEROVERVIEWRESPONSE']._serialized_end=645
+  _globals['_DISPATCHER']._serialized_start=648
+  _globals['_DISPATCHER']._serialized_end=1366
 # @@protoc_insertion_point(module_scope)

@@ -7,6 +7,21 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class JobPlanResponse(_message.Message):
+    __slots__ = ("plan_json", "config")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PLAN_JSON_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    plan_json: str
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, plan_json: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
 class SubmitJobRequest(_message.Message):
     __slots__ = ("job_graph",)
     JOB_GRAPH_FIELD_NUMBER: _ClassVar[int]

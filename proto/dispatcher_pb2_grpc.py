@@ -80,6 +80,16 @@ class DispatcherStub:
                 request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
                 _registered_method=True)
+        self.GetJobPlan = channel.unary_unary(
+                '/weir.Dispatcher/GetJobPlan',
+                request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_dispatcher__pb2.JobPlanResponse.FromString,
+                _registered_method=True)
+        self.RequestKvStateLocation = channel.unary_unary(
+                '/weir.Dispatcher/RequestKvStateLocation',
+                request_serializer=weir_dot_proto_dot_common__pb2.KvStateLocationRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.KvStateLocation.FromString,
+                _registered_method=True)
 
 
 class DispatcherServicer:
@@ -146,6 +156,21 @@ class DispatcherServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetJobPlan(self, request, context):
+        """The job's plan (Flink's JobPlanInfo, JSON) and its configuration; kept with the
+        archived job after it ended.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RequestKvStateLocation(self, request, context):
+        """Forwarded to the job's JobMaster: where a queryable state's key groups are served.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DispatcherServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +218,16 @@ def add_DispatcherServicer_to_server(servicer, server):
                     servicer.GetCheckpointStatistics,
                     request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.CheckpointStatistics.SerializeToString,
+            ),
+            'GetJobPlan': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetJobPlan,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.JobIdRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_dispatcher__pb2.JobPlanResponse.SerializeToString,
+            ),
+            'RequestKvStateLocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestKvStateLocation,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.KvStateLocationRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.KvStateLocation.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -438,6 +473,60 @@ class Dispatcher:
             '/weir.Dispatcher/GetCheckpointStatistics',
             weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
             weir_dot_proto_dot_common__pb2.CheckpointStatistics.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetJobPlan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.Dispatcher/GetJobPlan',
+            weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
+            weir_dot_proto_dot_dispatcher__pb2.JobPlanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestKvStateLocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.Dispatcher/RequestKvStateLocation',
+            weir_dot_proto_dot_common__pb2.KvStateLocationRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.KvStateLocation.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,6 +7,32 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class KvStateRegistration(_message.Message):
+    __slots__ = ("job_id", "execution_attempt_id", "operator_id", "registration_name", "start_key_group", "end_key_group", "num_key_groups", "key_type", "kv_state_id", "server_address", "subtask_index")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    REGISTRATION_NAME_FIELD_NUMBER: _ClassVar[int]
+    START_KEY_GROUP_FIELD_NUMBER: _ClassVar[int]
+    END_KEY_GROUP_FIELD_NUMBER: _ClassVar[int]
+    NUM_KEY_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    KEY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    KV_STATE_ID_FIELD_NUMBER: _ClassVar[int]
+    SERVER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    SUBTASK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    execution_attempt_id: str
+    operator_id: str
+    registration_name: str
+    start_key_group: int
+    end_key_group: int
+    num_key_groups: int
+    key_type: str
+    kv_state_id: str
+    server_address: str
+    subtask_index: int
+    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., operator_id: _Optional[str] = ..., registration_name: _Optional[str] = ..., start_key_group: _Optional[int] = ..., end_key_group: _Optional[int] = ..., num_key_groups: _Optional[int] = ..., key_type: _Optional[str] = ..., kv_state_id: _Optional[str] = ..., server_address: _Optional[str] = ..., subtask_index: _Optional[int] = ...) -> None: ...
+
 class EndOfDataNotice(_message.Message):
     __slots__ = ("job_id", "execution_attempt_id")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

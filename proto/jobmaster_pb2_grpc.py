@@ -90,6 +90,16 @@ class JobMasterStub:
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.NotifyKvStateRegistered = channel.unary_unary(
+                '/weir.JobMaster/NotifyKvStateRegistered',
+                request_serializer=weir_dot_proto_dot_jobmaster__pb2.KvStateRegistration.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.RequestKvStateLocation = channel.unary_unary(
+                '/weir.JobMaster/RequestKvStateLocation',
+                request_serializer=weir_dot_proto_dot_common__pb2.KvStateLocationRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.KvStateLocation.FromString,
+                _registered_method=True)
 
 
 class JobMasterServicer:
@@ -169,6 +179,21 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def NotifyKvStateRegistered(self, request, context):
+        """A task registered a queryable keyed state (Flink's notifyKvStateRegistered); refused
+        when another operator of the job registered that name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RequestKvStateLocation(self, request, context):
+        """Where each key group of a queryable state is served (Flink's requestKvStateLocation).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -226,6 +251,16 @@ def add_JobMasterServicer_to_server(servicer, server):
                     servicer.NotifyEndOfData,
                     request_deserializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyKvStateRegistered': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyKvStateRegistered,
+                    request_deserializer=weir_dot_proto_dot_jobmaster__pb2.KvStateRegistration.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'RequestKvStateLocation': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestKvStateLocation,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.KvStateLocationRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.KvStateLocation.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -525,6 +560,60 @@ class JobMaster:
             '/weir.JobMaster/NotifyEndOfData',
             weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
             weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyKvStateRegistered(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/NotifyKvStateRegistered',
+            weir_dot_proto_dot_jobmaster__pb2.KvStateRegistration.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestKvStateLocation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/RequestKvStateLocation',
+            weir_dot_proto_dot_common__pb2.KvStateLocationRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.KvStateLocation.FromString,
             options,
             channel_credentials,
             insecure,

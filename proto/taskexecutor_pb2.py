@@ -25,29 +25,37 @@ _sym_db = _symbol_database.Default()
 from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dweir/proto/taskexecutor.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"W\n\x13\x41llocateSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\"(\n\x0f\x46reeSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\"R\n\x11SubmitTaskRequest\x12\"\n\x1atask_deployment_descriptor\x18\x01 \x01(\x0c\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\"1\n\x11\x43\x61ncelTaskRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\"\x1d\n\x0bStopRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\"k\n\x11\x43heckpointOptions\x12\x17\n\x0f\x63heckpoint_type\x18\x01 \x01(\t\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x11\n\tunaligned\x18\x03 \x01(\x08\x12\x1c\n\x14snapshot_compression\x18\x04 \x01(\x08\"\x8f\x01\n\x18TriggerCheckpointRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12(\n\x07options\x18\x04 \x01(\x0b\x32\x17.weir.CheckpointOptions\"M\n\x16\x43heckpointNotification\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x32\xc5\x03\n\x0cTaskExecutor\x12\x34\n\x0c\x41llocateSlot\x12\x19.weir.AllocateSlotRequest\x1a\t.weir.Ack\x12,\n\x08\x46reeSlot\x12\x15.weir.FreeSlotRequest\x1a\t.weir.Ack\x12\x30\n\nSubmitTask\x12\x17.weir.SubmitTaskRequest\x1a\t.weir.Ack\x12\x30\n\nCancelTask\x12\x17.weir.CancelTaskRequest\x1a\t.weir.Ack\x12$\n\x04Stop\x12\x11.weir.StopRequest\x1a\t.weir.Ack\x12>\n\x11TriggerCheckpoint\x12\x1e.weir.TriggerCheckpointRequest\x1a\t.weir.Ack\x12\x43\n\x18NotifyCheckpointComplete\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ack\x12\x42\n\x17NotifyCheckpointAborted\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dweir/proto/taskexecutor.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"\xba\x01\n\x11MetricSampleProto\x12\r\n\x05scope\x18\x01 \x03(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x39\n\tvariables\x18\x03 \x03(\x0b\x32&.weir.MetricSampleProto.VariablesEntry\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\r\n\x05value\x18\x05 \x01(\x01\x1a\x30\n\x0eVariablesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"S\n\x0bMetricsDump\x12(\n\x07metrics\x18\x01 \x03(\x0b\x32\x17.weir.MetricSampleProto\x12\x1a\n\x12prometheus_address\x18\x02 \x01(\t\"W\n\x13\x41llocateSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x19\n\x11jobmaster_address\x18\x03 \x01(\t\"(\n\x0f\x46reeSlotRequest\x12\x15\n\rallocation_id\x18\x01 \x01(\t\"R\n\x11SubmitTaskRequest\x12\"\n\x1atask_deployment_descriptor\x18\x01 \x01(\x0c\x12\x19\n\x11jobmaster_address\x18\x02 \x01(\t\"1\n\x11\x43\x61ncelTaskRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\"\x1d\n\x0bStopRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\"k\n\x11\x43heckpointOptions\x12\x17\n\x0f\x63heckpoint_type\x18\x01 \x01(\t\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x11\n\tunaligned\x18\x03 \x01(\x08\x12\x1c\n\x14snapshot_compression\x18\x04 \x01(\x08\"\x8f\x01\n\x18TriggerCheckpointRequest\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x03 \x01(\x03\x12(\n\x07options\x18\x04 \x01(\x0b\x32\x17.weir.CheckpointOptions\"M\n\x16\x43heckpointNotification\x12\x1c\n\x14\x65xecution_attempt_id\x18\x01 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\x03\x32\xf3\x03\n\x0cTaskExecutor\x12\x34\n\x0c\x41llocateSlot\x12\x19.weir.AllocateSlotRequest\x1a\t.weir.Ack\x12,\n\x08\x46reeSlot\x12\x15.weir.FreeSlotRequest\x1a\t.weir.Ack\x12\x30\n\nSubmitTask\x12\x17.weir.SubmitTaskRequest\x1a\t.weir.Ack\x12\x30\n\nCancelTask\x12\x17.weir.CancelTaskRequest\x1a\t.weir.Ack\x12$\n\x04Stop\x12\x11.weir.StopRequest\x1a\t.weir.Ack\x12>\n\x11TriggerCheckpoint\x12\x1e.weir.TriggerCheckpointRequest\x1a\t.weir.Ack\x12\x43\n\x18NotifyCheckpointComplete\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ack\x12\x42\n\x17NotifyCheckpointAborted\x12\x1c.weir.CheckpointNotification\x1a\t.weir.Ack\x12,\n\nGetMetrics\x12\x0b.weir.Empty\x1a\x11.weir.MetricsDumpb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'weir.proto.taskexecutor_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ALLOCATESLOTREQUEST']._serialized_start=64
-  _globals['_ALLOCATESLOTREQUEST']._serialized_end=151
-  _globals['_FREESLOTREQUEST']._serialized_start=153
-  _globals['_FREESLOTREQUEST']._serialized_end=193
-  _globals['_SUBMITTASKREQUEST']._serialized_start=195
-  _globals['_SUBMITTASKREQUEST']._serialized_end=277
-  _globals['_CANCELTASKREQUEST']._serialized_start=279
-  _globals['_CANCELTASKREQUEST']._serialized_end=328
-  _globals['_STOPREQUEST']._serialized_start=330
-  _globals['_STOPREQUEST']._serialized_end=359
-  _globals['_CHECKPOINTOPTIONS']._serialized_start=361
-  _globals['_CHECKPOINTOPTIONS']._serialized_end=468
-  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_start=471
-  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_end=614
-  _globals['_CHECKPOINTNOTIFICATION']._serialized_start=616
-  _globals['_CHECKPOINTNOTIFICATION']._serialized_end=693
-  _globals['_TASKEXECUTOR']._serialized_start=696
-  _globals['_TASKEXECUTOR']._serialized_end=1149
+  _globals['_METRICSAMPLEPROTO_VARIABLESENTRY']._loaded_options = None
+  _globals['_METRICSAMPLEPROTO_VARIABLESENTRY']._serialized_options = b'8\001'
+  _globals['_METRICSAMPLEPROTO']._serialized_start=65
+  _globals['_METRICSAMPLEPROTO']._serialized_end=251
+  _globals['_METRICSAMPLEPROTO_VARIABLESENTRY']._serialized_start=203
+  _globals['_METRICSAMPLEPROTO_VARIABLESENTRY']._serialized_end=251
+  _globals['_METRICSDUMP']._serialized_start=253
+  _globals['_METRICSDUMP']._serialized_end=336
+  _globals['_ALLOCATESLOTREQUEST']._serialized_start=338
+  _globals['_ALLOCATESLOTREQUEST']._serialized_end=425
+  _globals['_FREESLOTREQUEST']._serialized_start=427
+  _globals['_FREESLOTREQUEST']._serialized_end=467
+  _globals['_SUBMITTASKREQUEST']._serialized_start=469
+  _globals['_SUBMITTASKREQUEST']._serialized_end=551
+  _globals['_CANCELTASKREQUEST']._serialized_start=553
+  _globals['_CANCELTASKREQUEST']._serialized_end=602
+  _globals['_STOPREQUEST']._serialized_start=604
+  _globals['_STOPREQUEST']._serialized_end=633
+  _globals['_CHECKPOINTOPTIONS']._serialized_start=635
+  _globals['_CHECKPOINTOPTIONS']._serialized_end=742
+  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_start=745
+  _globals['_TRIGGERCHECKPOINTREQUEST']._serialized_end=888
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_start=890
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_end=967
+  _globals['_TASKEXECUTOR']._serialized_start=970
+  _globals['_TASKEXECUTOR']._serialized_end=1469
 # @@protoc_insertion_point(module_scope)

@@ -1,10 +1,40 @@
 from weir.proto import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class MetricSampleProto(_message.Message):
+    __slots__ = ("scope", "name", "variables", "kind", "value")
+    class VariablesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VARIABLES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    scope: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    variables: _containers.ScalarMap[str, str]
+    kind: str
+    value: float
+    def __init__(self, scope: _Optional[_Iterable[str]] = ..., name: _Optional[str] = ..., variables: _Optional[_Mapping[str, str]] = ..., kind: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+
+class MetricsDump(_message.Message):
+    __slots__ = ("metrics", "prometheus_address")
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    PROMETHEUS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    metrics: _containers.RepeatedCompositeFieldContainer[MetricSampleProto]
+    prometheus_address: str
+    def __init__(self, metrics: _Optional[_Iterable[_Union[MetricSampleProto, _Mapping]]] = ..., prometheus_address: _Optional[str] = ...) -> None: ...
 
 class AllocateSlotRequest(_message.Message):
     __slots__ = ("allocation_id", "job_id", "jobmaster_address")

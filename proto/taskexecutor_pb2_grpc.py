@@ -75,6 +75,11 @@ class TaskExecutorStub:
                 request_serializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.GetMetrics = channel.unary_unary(
+                '/weir.TaskExecutor/GetMetrics',
+                request_serializer=weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_taskexecutor__pb2.MetricsDump.FromString,
+                _registered_method=True)
 
 
 class TaskExecutorServicer:
@@ -132,6 +137,14 @@ class TaskExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMetrics(self, request, context):
+        """Every metric of this TaskManager as of now: its own, its tasks', its functions'
+        (Flink's MetricQueryService). Read by the REST API; the same values Prometheus scrapes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -174,6 +187,11 @@ def add_TaskExecutorServicer_to_server(servicer, server):
                     servicer.NotifyCheckpointAborted,
                     request_deserializer=weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'GetMetrics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMetrics,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.Empty.FromString,
+                    response_serializer=weir_dot_proto_dot_taskexecutor__pb2.MetricsDump.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -392,6 +410,33 @@ class TaskExecutor:
             '/weir.TaskExecutor/NotifyCheckpointAborted',
             weir_dot_proto_dot_taskexecutor__pb2.CheckpointNotification.SerializeToString,
             weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMetrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.TaskExecutor/GetMetrics',
+            weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+            weir_dot_proto_dot_taskexecutor__pb2.MetricsDump.FromString,
             options,
             channel_credentials,
             insecure,

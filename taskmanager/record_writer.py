@@ -58,6 +58,10 @@ def _key_selector(obj: Any) -> Callable[[Any], Any]:
     return obj.get_key if hasattr(obj, "get_key") else obj  # type: ignore[no-any-return]
 
 
+# Long.MIN_VALUE, as Flink reports a watermark that was never set.
+_NO_WATERMARK = -(1 << 63)
+
+
 class RecordWriter:
     """Writes one output edge of a task (one ResultPartition)."""
 
@@ -92,6 +96,9 @@ class RecordWriter:
         self._records_per_buffer = _INITIAL_RECORDS_PER_BUFFER
         self.buffers_written = 0
         self.records_written = 0
+        self.bytes_written = 0
+        self.last_watermark = _NO_WATERMARK
+        """The last watermark sent downstream (Flink's currentOutputWatermark)."""
         kind = edge.partitioner
         payload = load_user_code(edge.partitioner_payload) if edge.partitioner_payload else {}
         self._partitioner_kind = kind
@@ -258,6 +265,7 @@ class RecordWriter:
         """Send ``watermark`` to every consumer, after the records pending before it."""
         with self._lock:
             self._flush()
+            self.last_watermark = watermark
             self._writer.broadcast_event(serialize_event(Watermark(watermark)))
 
     def emit_watermark_status(self, idle: bool) -> None:
@@ -337,6 +345,7 @@ class RecordWriter:
         estimate = max(1, min(_MAX_RECORDS_PER_BUFFER, count * self._segment_size // size))
         self._records_per_buffer = estimate
         self.records_written += count
+        self.bytes_written += size
         if size > self._max_frame_size:
             for part in self._within_frames(records, timestamps, buffer):
                 self._emit_whole(s, part)

@@ -19,6 +19,7 @@ from weir.core.checkpoint import (
     encode_task_state,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
+from weir.core.metrics.metric_codec import encode_metrics
 from weir.core.process_status import current_process_status
 from weir.proto import (
     common_pb2,
@@ -29,6 +30,7 @@ from weir.proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
+from weir.taskmanager.queryablestate.kv_state_registry import KvStateRegistration
 
 if TYPE_CHECKING:
     from weir.taskmanager.task_executor import TaskExecutor
@@ -107,6 +109,13 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     ) -> common_pb2.Ack:
         self._te.stop(request.reason or "told to stop")
         return common_pb2.Ack(ok=True)
+
+    @rpc.translate_server_errors
+    def GetMetrics(
+        self, request: common_pb2.Empty, context: grpc.ServicerContext
+    ) -> taskexecutor_pb2.MetricsDump:
+        metrics = self._te.metrics
+        return encode_metrics(metrics.snapshot(), metrics.prometheus_address)
 
 
 def add_to_server(task_executor: TaskExecutor, server: grpc.Server) -> None:
@@ -273,6 +282,32 @@ class JobMasterGateways:
                 close = connection.calls == 0 and self._connections.get(address) is not connection
             if close:
                 connection.channel.close()
+
+    def notify_kv_state_registered(
+        self, address: str, registration: KvStateRegistration, timeout_s: float
+    ) -> None:
+        """Tell the JobMaster where a queryable state of one subtask is served; raises
+        what it refuses (a registration name clash)."""
+        r = registration
+        with self._stub(address) as stub:
+            rpc.call(
+                "JobMaster.NotifyKvStateRegistered",
+                stub.NotifyKvStateRegistered,
+                jobmaster_pb2.KvStateRegistration(
+                    job_id=r.job_id,
+                    execution_attempt_id=r.attempt_id,
+                    operator_id=r.operator_id,
+                    registration_name=r.registration_name,
+                    start_key_group=r.key_groups.start,
+                    end_key_group=r.key_groups.stop - 1,
+                    num_key_groups=r.num_key_groups,
+                    key_type=r.key_type,
+                    kv_state_id=r.kv_state_id,
+                    server_address=r.server_address,
+                    subtask_index=r.subtask_index,
+                ),
+                timeout=timeout_s,
+            )
 
     def update_task_execution_state(
         self,

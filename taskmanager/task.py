@@ -37,6 +37,7 @@ from weir.core.errors import UserCodeError
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import OperatorDescriptor, PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
+from weir.core.metrics import MetricRegistry, ScopedMetricGroup
 from weir.core.serializers import deserialize_records
 from weir.taskmanager.checkpointing.barrier_handler import (
     AbortCheckpoint,
@@ -64,7 +65,7 @@ from weir.taskmanager.network.api import (
     PartitionClosedError,
     ResultPartitionWriter,
 )
-from weir.taskmanager.operators.base import OperatorSetup
+from weir.taskmanager.operators.base import MIN_WATERMARK, OperatorSetup
 from weir.taskmanager.operators.chain import OperatorChain
 from weir.taskmanager.operators.function_state import initialize_function_state
 from weir.taskmanager.operators.source import (
@@ -93,6 +94,7 @@ from weir.taskmanager.task_events import (
     WatermarkStatus,
     deserialize_event,
 )
+from weir.taskmanager.task_metrics import register_task_metrics
 from weir.taskmanager.task_stdout import task_stdout
 from weir.taskmanager.user_code import load_user_code
 from weir.taskmanager.watermark_valve import StatusWatermarkValve
@@ -109,6 +111,11 @@ _FINAL_CHECKPOINT_WAIT_S = 1.0
 
 _DATA = BufferKind.DATA
 _END = BufferKind.END_OF_PARTITION
+
+
+RegisterKvState = Callable[
+    [str, str, KeyedStateBackend, Callable[[], Any], Callable[[Callable[[], None]], None]], None
+]
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,12 @@ class TaskServices:
     """Called from the task thread when the task reached the end of its input and waits
     for its final checkpoint; must not block."""
     task_thread: Callable[[], AbstractContextManager[object]] = nullcontext
+    metric_group: ScopedMetricGroup | None = None
+    """The task's metric group (scope taskmanager.job.task); None: metrics go nowhere."""
+    register_kv_state: RegisterKvState | None = None
+    """``(operator_id, name, backend, read, put_mail)`` from the task thread when an
+    operator creates a queryable state (in ``open``); may block on one RPC. None: the
+    TaskManager serves no queryable state."""
     """Entered on the task thread around its whole run: what the TaskManager sets up for
     the user code of this task's job there (its working directory, exit monitoring)."""
 
@@ -223,6 +236,40 @@ class Task:
         # per-batch costs while a mailbox action waits at most one batch.
         self._bundle_size = config.get(cfg, config.PYTHON_BUNDLE_SIZE)
         self._flusher = OutputFlusher((), None, tdd.task_name)
+        # What the task thread counts for its metrics (weir.taskmanager.task_metrics):
+        # per buffer or per wait, never per record; read by other threads without a lock.
+        self.records_in = 0
+        self.bytes_in = 0
+        self.idle_ns = 0
+        """Time a source waited for data (a task with inputs: its gate's stats)."""
+        self.back_pressured_ns = 0
+        """Time a source waited for room in its outputs (unaligned checkpoints)."""
+
+    # --- what its metrics read (weir.taskmanager.task_metrics), from any thread ----------
+
+    @property
+    def input_gate(self) -> InputGate | None:
+        return self._gate
+
+    @property
+    def result_partitions(self) -> list[ResultPartitionWriter]:
+        return self._partitions
+
+    @property
+    def chain(self) -> OperatorChain | None:
+        return self._chain
+
+    @property
+    def metric_group(self) -> ScopedMetricGroup | None:
+        return self._services.metric_group
+
+    def input_watermark(self) -> int:
+        """The lowest watermark over the inputs of the head (MIN_WATERMARK: none yet)."""
+        valves = self._gate_valves
+        if not valves:
+            head = self._chain.head if self._chain is not None else None
+            return getattr(head, "current_watermark", MIN_WATERMARK)
+        return min(v.watermark for v in valves)
 
     # --- the API of the TaskExecutor ------------------------------------------------------
 
@@ -549,6 +596,8 @@ class Task:
         ]
         chain = OperatorChain(setups, writers)
         self._chain = chain
+        if self._services.metric_group is not None:
+            register_task_metrics(self._services.metric_group, self)
         self._buffer_timeout = BufferTimeout(self._timeout_ms, self._clock)
         self._flusher = OutputFlusher(writers, self._buffer_timeout, tdd.task_name)
         self._initialize_function_state(setups)
@@ -720,6 +769,8 @@ class Task:
             attempt_number=tdd.attempt_number,
             job_parameters=tdd.job_parameters,
             keyed_state_backend=backend,
+            metric_group=self._operator_metric_group(descriptor),
+            register_queryable=self._queryable_state_registrar(descriptor, backend),
         )
         return OperatorSetup(
             descriptor=descriptor,
@@ -742,6 +793,26 @@ class Task:
             ),
             restored_checkpoint_id=tdd.restored_checkpoint_id,
             operator_state_backend=operator_state,
+        )
+
+    def _queryable_state_registrar(
+        self, descriptor: OperatorDescriptor, backend: KeyedStateBackend | None
+    ) -> Callable[[str, Callable[[], Any]], None] | None:
+        register = self._services.register_kv_state
+        if register is None or backend is None:
+            return None
+        operator_id, put_mail = str(descriptor.operator_id), self.mailbox.put
+        return lambda name, read: register(operator_id, name, backend, read, put_mail)
+
+    def _operator_metric_group(self, descriptor: OperatorDescriptor) -> ScopedMetricGroup:
+        """The group a function's ``get_metrics_group()`` returns (scope
+        taskmanager.job.task.operator); without a task group, one reported nowhere."""
+        task_group = self._services.metric_group
+        if task_group is None:
+            task_group = ScopedMetricGroup(MetricRegistry(), ("taskmanager", "job", "task"), {})
+        return task_group.child(
+            "operator",
+            {"operator_id": str(descriptor.operator_id), "operator_name": descriptor.name},
         )
 
     # --- mailbox loops ----------------------------------------------------------------------
@@ -797,6 +868,9 @@ class Task:
                 if capture is not None:
                     capture(gate_index, channel, payload)
                 records, timestamps = deserialize_records(payload)
+                # Counted per buffer, never per record (numRecordsIn, numBytesIn).
+                self.records_in += len(records)
+                self.bytes_in += len(payload)
                 if len(records) > bundle_size:
                     self._process_in_bundles(inputs[gate_index], records, timestamps)
                 else:
@@ -933,7 +1007,9 @@ class Task:
         while True:
             if partitions and not all(p.is_available() for p in partitions):
                 self._serve_actions()
+                started = time.perf_counter_ns()
                 self.mailbox.wait(_IDLE_SOURCE_WAIT_S)
+                self.back_pressured_ns += time.perf_counter_ns() - started
                 continue
             serve()
             batch = poll_batch(n)
@@ -949,9 +1025,11 @@ class Task:
                     chain.flush()
             else:
                 wait = timeout.poll_timeout()
+                started = time.perf_counter_ns()
                 self.mailbox.wait(
                     _IDLE_SOURCE_WAIT_S if wait is None else min(wait, _IDLE_SOURCE_WAIT_S)
                 )
+                self.idle_ns += time.perf_counter_ns() - started
 
     def _run_source_function(self, source: SourceOperator) -> None:
         chain = self._chain

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from weir.core import config as cfg
 from weir.core import rpc
@@ -41,8 +41,16 @@ from weir.taskmanager import service, user_system_exit
 from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
-from weir.taskmanager.task import Task, TaskCanceledError, TaskServices
+from weir.taskmanager.queryablestate import (
+    KvStateEntry,
+    KvStateRegistration,
+    KvStateRegistry,
+    KvStateServer,
+)
+from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.task import RegisterKvState, Task, TaskCanceledError, TaskServices
 from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
+from weir.taskmanager.task_manager_metrics import TaskManagerMetrics
 
 if TYPE_CHECKING:
     import grpc
@@ -198,6 +206,15 @@ class TaskExecutor:
         self.data_port = 0
         self.working_dir = ""
         self._job_resources: JobResourceTable | None = None
+        self.metrics = TaskManagerMetrics(
+            self.resource_id, self.config.host, self._config, self._buffers_in_use
+        )
+        # Queryable state (queryable-state.enable): the registry of this TaskManager's
+        # queryable states and the server that reads them.
+        self.kv_state_registry = KvStateRegistry()
+        self.kv_state_server: KvStateServer | None = None
+        if cfg.get(self._config, cfg.QUERYABLE_STATE_ENABLE):
+            self.kv_state_server = KvStateServer(self.kv_state_registry)
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -218,6 +235,11 @@ class TaskExecutor:
             self.rpc_address = rpc.bind(server, self.config.host, 0)
             server.start()
             self._server = server
+            self.metrics.start()
+            if self.kv_state_server is not None:
+                self.kv_state_server.start(
+                    self.config.host, cfg.get(self._config, cfg.QUERYABLE_STATE_SERVER_PORTS)
+                )
             self._reporter = threading.Thread(
                 target=self._send_reports, name="weir-tm-state-reports", daemon=True
             )
@@ -320,6 +342,9 @@ class TaskExecutor:
                 )
         if self._server is not None:
             rpc.stop_server(self._server, _GRPC_STOP_GRACE_S)
+        self.metrics.close()
+        if self.kv_state_server is not None:
+            self.kv_state_server.close()
         if self._network is not None:
             self._network.close()
         if self._reporter is not None:
@@ -677,7 +702,53 @@ class TaskExecutor:
                 _EndOfData(jobmaster_address, job_id, attempt_id)
             ),
             task_thread=lambda: self._task_thread(tdd, resources),
+            metric_group=self.metrics.task_group(tdd),
+            register_kv_state=self._kv_state_registrar(tdd, jobmaster_address),
         )
+
+    def _kv_state_registrar(
+        self, tdd: TaskDeploymentDescriptor, jobmaster_address: str
+    ) -> RegisterKvState:
+        """Registers a task's queryable state here and with its JobMaster (task thread,
+        in the operator's ``open``: one RPC per queryable state, none per record)."""
+
+        def register(
+            operator_id: str,
+            name: str,
+            backend: KeyedStateBackend,
+            read: Callable[[], Any],
+            put_mail: Callable[[Callable[[], None]], None],
+        ) -> None:
+            server = self.kv_state_server
+            if server is None:
+                logger.warning(
+                    "state %r of %s is queryable but this cluster serves no queryable state "
+                    "(queryable-state.enable is false); it cannot be queried",
+                    name,
+                    tdd.task_name,
+                )
+                return
+            registration = KvStateRegistration(
+                job_id=tdd.job_id,
+                attempt_id=tdd.execution_attempt_id,
+                operator_id=operator_id,
+                registration_name=name,
+                subtask_index=tdd.subtask_index,
+                key_groups=backend.key_group_range,
+                num_key_groups=backend.max_parallelism,
+                key_type=backend.key_hasher.key_type,
+                kv_state_id=KvStateRegistry.new_kv_state_id(),
+                server_address=server.address,
+            )
+            self.kv_state_registry.register(KvStateEntry(registration, backend, read, put_mail))
+            self._jobmasters.notify_kv_state_registered(
+                jobmaster_address, registration, _RPC_TIMEOUT_S
+            )
+            logger.info(
+                "queryable state %r of %s registered at %s", name, tdd.task_name, server.address
+            )
+
+        return register
 
     @staticmethod
     @contextlib.contextmanager
@@ -705,6 +776,17 @@ class TaskExecutor:
         for resources in left:
             JobResourceTable.release(resources)
 
+    def _buffers_in_use(self) -> int:
+        """Network buffers the tasks here hold in their gates and partitions."""
+        with self._lock:
+            tasks = [task for task, _ in self._tasks.values()]
+        used = 0
+        for task in tasks:
+            gate = task.input_gate
+            used += gate.queued_buffers() if gate is not None else 0
+            used += sum(p.queued_buffers() for p in task.result_partitions)
+        return used
+
     def _task_ended(self, attempt_id: ExecutionAttemptId) -> None:
         released: _Slot | None = None
         with self._lock:
@@ -717,6 +799,10 @@ class TaskExecutor:
                         released = self._slots.pop(entry[1])
         if entry is None:
             return
+        self.kv_state_registry.unregister_attempt(attempt_id)
+        group = entry[0].metric_group
+        if group is not None:
+            self.metrics.task_ended(entry[0].tdd, group)
         if released is not None:
             # On the task thread: the RPC goes out from the report thread.
             self._reports.put(_SlotAvailable(entry[1]))

@@ -3,13 +3,14 @@
 from weir.taskmanager.network.api import (
     BufferKind,
     InputGate,
+    InputGateStats,
     NetworkConfig,
     NetworkEnvironment,
     PartitionClosedError,
     PartitionStats,
     ResultPartitionWriter,
 )
-from weir.taskmanager.network.input_gate import DefaultInputGate, InputGateStats
+from weir.taskmanager.network.input_gate import DefaultInputGate
 from weir.taskmanager.network.network_environment import DefaultNetworkEnvironment
 from weir.taskmanager.network.result_partition import ResultPartition
 

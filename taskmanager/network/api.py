@@ -58,6 +58,23 @@ class PartitionStats:
     """The most buffers ever queued in one subpartition at once."""
     blocked_emits: int = 0
     """How often ``emit`` had to wait for room (back-pressure)."""
+    back_pressured_ns: int = 0
+    """Time ``emit`` spent waiting for room (Flink's backPressuredTimeMsPerSecond)."""
+
+
+@dataclass(slots=True)
+class InputGateStats:
+    """Counters a test or a metric can read; updated under the gate's lock."""
+
+    buffers_received: int = 0
+    """DATA buffers that arrived over TCP (local channels are read in place)."""
+    buffers_polled: int = 0
+    events_polled: int = 0
+    max_buffered_per_channel: int = 0
+    """The most DATA buffers ever held at once by one remote channel (<= its credits)."""
+    credits_announced: int = 0
+    idle_ns: int = 0
+    """Time ``poll`` spent waiting for input (Flink's idleTimeMsPerSecond)."""
 
 
 class ResultPartitionWriter(Protocol):
@@ -72,6 +89,11 @@ class ResultPartitionWriter(Protocol):
 
     def emit_event(self, subpartition: int, event: bytes) -> None:
         """Queue an event behind the data already queued; never blocks for credit."""
+        ...
+
+    def queued_buffers(self) -> int:
+        """DATA buffers queued in the subpartitions (Flink's outputQueueLength); a hint
+        read without the lock."""
         ...
 
     def is_available(self) -> bool:
@@ -108,6 +130,13 @@ class ResultPartitionWriter(Protocol):
 
 class InputGate(Protocol):
     """All inputs of one task, over all its input edges."""
+
+    stats: InputGateStats
+
+    def queued_buffers(self) -> int:
+        """DATA buffers received and not yet polled (Flink's inputQueueLength); a hint
+        read without the lock."""
+        ...
 
     @property
     def num_gates(self) -> int: ...

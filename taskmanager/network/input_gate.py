@@ -18,11 +18,10 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Protocol
 
 from weir.core.errors import NetworkError
-from weir.taskmanager.network.api import BufferKind, PartitionClosedError
+from weir.taskmanager.network.api import BufferKind, InputGateStats, PartitionClosedError
 from weir.taskmanager.network.credit_based_channel import FloatingBufferPool, Grant
 from weir.taskmanager.network.input_channel import InputChannel, RemoteInputChannel
 
@@ -42,19 +41,6 @@ class RemoteTransport(Protocol):
     def announce_credit(self, channel: RemoteInputChannel, credit: int) -> None: ...
 
     def cancel_request(self, channel: RemoteInputChannel) -> None: ...
-
-
-@dataclass(slots=True)
-class InputGateStats:
-    """Counters a test or a metric can read; updated under the gate's lock."""
-
-    buffers_received: int = 0
-    """DATA buffers that arrived over TCP (local channels are read in place)."""
-    buffers_polled: int = 0
-    events_polled: int = 0
-    max_buffered_per_channel: int = 0
-    """The most DATA buffers ever held at once by one remote channel (<= its credits)."""
-    credits_announced: int = 0
 
 
 class DefaultInputGate:
@@ -107,6 +93,9 @@ class DefaultInputGate:
     def buffered(self, gate_index: int, channel_index: int) -> int:
         """DATA buffers received on a channel and not yet polled."""
         return self._channels[gate_index][channel_index].buffered
+
+    def queued_buffers(self) -> int:
+        return sum(channel.buffered for channel in self._remote)
 
     # -- task thread ---------------------------------------------------------------
 
@@ -164,6 +153,8 @@ class DefaultInputGate:
                     if grants:
                         self._announce(grants)
                     return channel.gate_index, channel.channel_index, kind, payload
+                # Waiting is idle time: measured per wait, never per record.
+                started = time.perf_counter_ns()
                 if deadline is None:
                     self._cond.wait()
                 else:
@@ -171,6 +162,7 @@ class DefaultInputGate:
                     if remaining <= 0:
                         return None
                     self._cond.wait(remaining)
+                self.stats.idle_ns += time.perf_counter_ns() - started
 
     def block_channel(self, gate_index: int, channel_index: int) -> None:
         with self._cond:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -85,10 +86,12 @@ class ResultPartition:
         with self._cond:
             if sub.data_count >= self._max_buffers and not self._released:
                 self.stats.blocked_emits += 1
+                started = time.perf_counter_ns()
                 while sub.data_count >= self._max_buffers and not self._released:
                     self._writer_waiting = True
                     self._cond.wait()
                 self._writer_waiting = False
+                self.stats.back_pressured_ns += time.perf_counter_ns() - started
             self._check_writable()
             sub.queue.append((BufferKind.DATA, buffer))
             sub.data_count += 1
@@ -104,6 +107,9 @@ class ResultPartition:
 
     def emit_event(self, subpartition: int, event: bytes) -> None:
         self._enqueue_event(subpartition, BufferKind.EVENT, event)
+
+    def queued_buffers(self) -> int:
+        return sum(sub.data_count for sub in self._subpartitions)
 
     def is_available(self) -> bool:
         # No lock: a stale answer only delays or hastens the writer by one check.

@@ -100,6 +100,8 @@ class WeirCluster:
             "spark.ui.showConsoleProgress": "false",
             "env.log.dir": str(self.log_dir),
             "env.pid.dir": str(self.pid_dir),
+            # Any free port: several clusters of tests may run on this host at once.
+            "rest.port": "0",
             **self.extra_conf,
             **overrides,
         }

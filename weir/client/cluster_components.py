@@ -29,7 +29,10 @@ from weir.core.job_info import JobDetailsInfo
 from weir.dispatcher.dispatcher import Dispatcher
 from weir.dispatcher.service import DispatcherServicer
 from weir.jobmanager.job_master import JobMaster
+from weir.queryablestate.client_proxy import KvStateClientProxy
 from weir.resourcemanager.resource_manager import ResourceManager
+from weir.rest import ClusterView, RestServerEndpoint
+from weir.rest.job_manager_metrics import JobManagerMetrics
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,7 +56,11 @@ class ClusterComponents:
     """
 
     def __init__(
-        self, config: Mapping[str, str], spark_session: SparkSession | None = None
+        self,
+        config: Mapping[str, str],
+        spark_session: SparkSession | None = None,
+        *,
+        start_rest: bool = True,
     ) -> None:
         self.config = dict(config)
         self._spark_session = spark_session
@@ -63,6 +70,10 @@ class ClusterComponents:
         self.dispatcher: Dispatcher | None = None
         self._server: rpc.AsyncioServer | None = None
         self.address = ""
+        self._start_rest = start_rest
+        self.rest: RestServerEndpoint | None = None
+        self.metrics: JobManagerMetrics | None = None
+        self.kv_state_proxy: KvStateClientProxy | None = None
 
     def start(self, dispatcher_port: int = 0) -> str:
         """Start the ResourceManager, then the Dispatcher on ``bind-host:dispatcher_port``
@@ -84,10 +95,31 @@ class ClusterComponents:
             self._ha.dispatcher_address = self.address
             self._server.start()
             self.dispatcher.start(self.address)
+            if self._start_rest:
+                self._start_rest_endpoint()
+            self.metrics = JobManagerMetrics(self.address, self.config)
+            self.metrics.start(self.host)
+            if cfg.get(self.config, cfg.QUERYABLE_STATE_ENABLE):
+                self.kv_state_proxy = KvStateClientProxy(self.address)
+                self.kv_state_proxy.start(
+                    self.host, cfg.get(self.config, cfg.QUERYABLE_STATE_PROXY_PORTS)
+                )
         except BaseException:
             self.close()
             raise
         return self.address
+
+    def _start_rest_endpoint(self) -> None:
+        """Flink's REST API and the dashboard on rest.bind-address:rest.port. TLS for it
+        (security.ssl.rest.*) is handed to ``start`` as an SSLContext once the cluster
+        has those keys."""
+        bind = cfg.get(self.config, cfg.REST_BIND_ADDRESS) or self.host
+        self.rest = RestServerEndpoint(ClusterView(self.address, self.config))
+        self.rest.start(
+            bind,
+            cfg.get(self.config, cfg.REST_PORT),
+            advertised_host=cfg.get(self.config, cfg.REST_ADDRESS),
+        )
 
     def _start_job_master(
         self, graph: JobGraph, on_terminated: Callable[[JobDetailsInfo], None]
@@ -100,6 +132,15 @@ class ClusterComponents:
         """Stop the Dispatcher (and with it every JobMaster), its server, then the
         ResourceManager, which stops its TaskManagers and the SparkSession it created
         (unless ``stop_spark`` is False: see ``ResourceManager.close``). Idempotent."""
+        if self.kv_state_proxy is not None:
+            self.kv_state_proxy.close()
+            self.kv_state_proxy = None
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
+        if self.rest is not None:
+            self.rest.close()
+            self.rest = None
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.dispatcher = None

@@ -48,6 +48,15 @@ class DispatcherGateway:
         )
         return decode_checkpoint_stats(reply)
 
+    def job_plan(self, job_id: str) -> tuple[str, dict[str, str]]:
+        """The job's plan (Flink's JobPlanInfo as JSON) and its configuration."""
+        reply = rpc.call(
+            f"GetJobPlan on the Dispatcher at {self.address}",
+            self._stub.GetJobPlan,
+            common_pb2.JobIdRequest(job_id=job_id),
+        )
+        return reply.plan_json, dict(reply.config)
+
     def cancel_job(self, job_id: str) -> None:
         rpc.call(
             f"CancelJob on the Dispatcher at {self.address}",

@@ -124,6 +124,8 @@ def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
             address,
             components.resource_manager.address if components.resource_manager else "-",
         )
+        if components.rest is not None:
+            logger.info("REST API and web dashboard at %s", components.rest.url)
         print(READY_LINE.format(address=address), flush=True)
         signals.requested.wait()
     finally:

@@ -41,12 +41,34 @@ class MiniCluster:
     def __init__(self, config: Mapping[str, str] | None = None, spark_session: Any = None) -> None:
         self.config = cfg.validate({**_EMBEDDED_DEFAULTS, **(config or {})})
         cfg.check_relations(self.config)
-        self._components = ClusterComponents(self.config, spark_session)
+        # As Flink's local environment, the embedded cluster serves the REST API and the
+        # dashboard only when asked to (rest.port set).
+        self._components = ClusterComponents(
+            self.config, spark_session, start_rest=cfg.REST_PORT.key in self.config
+        )
         self.address = ""
 
     @property
     def resource_manager(self) -> ResourceManager | None:
         return self._components.resource_manager
+
+    @property
+    def rest_url(self) -> str:
+        """The REST endpoint's URL (``http://host:port``); empty when it is not served."""
+        rest = self._components.rest
+        return rest.url if rest is not None else ""
+
+    @property
+    def prometheus_address(self) -> str:
+        """The master's Prometheus endpoint (``host:port``); empty when not configured."""
+        metrics = self._components.metrics
+        return metrics.prometheus_address if metrics is not None else ""
+
+    @property
+    def queryable_state_proxy_address(self) -> str:
+        """The queryable state proxy's ``host:port``; empty unless queryable-state.enable."""
+        proxy = self._components.kv_state_proxy
+        return proxy.address if proxy is not None else ""
 
     @property
     def dispatcher(self) -> Dispatcher | None:

@@ -19,6 +19,11 @@ WeirError
 │   └── UserSystemExitError                 user code called os._exit in a task
 ├── LeaderLostError                        a component lost leadership (fencing)
 ├── StateMigrationError                    restored state does not fit the descriptor reading it
+├── QueryableStateError                    a query of a running job's state could not be answered
+│   ├── UnknownKvStateLocationError (KeyError)        no state registered under that name
+│   ├── UnknownKvStateKeyGroupLocationError           no subtask serves the key's key group now
+│   ├── UnknownKvStateIdError (KeyError)              the TaskManager no longer holds that state
+│   └── UnknownKeyOrNamespaceError (KeyError)         the state holds nothing for that key
 └── CheckpointError                        a checkpoint could not be taken, stored or restored
     └── CorruptCheckpointError             a checkpoint file is missing, cut short or corrupt
 """
@@ -125,6 +130,32 @@ class LeaderLostError(WeirError):
 class StateMigrationError(WeirError):
     """Restored state was written in a form the state now registered cannot read (e.g. a
     TTL was enabled or disabled on its descriptor between the snapshot and the restore)."""
+
+
+class QueryableStateError(WeirError):
+    """A query of a running job's keyed state (queryable state) could not be answered."""
+
+    def __str__(self) -> str:  # KeyError subclasses would quote the message
+        return str(self.args[0]) if self.args else type(self).__name__
+
+
+class UnknownKvStateLocationError(QueryableStateError, KeyError):
+    """No operator of the job registered a queryable state under that name (Flink's
+    UnknownKvStateLocation)."""
+
+
+class UnknownKvStateKeyGroupLocationError(QueryableStateError):
+    """No running subtask serves the key group of the key just now: the job is (re)starting
+    (Flink's UnknownKvStateKeyGroupLocationException). Asking again later may succeed."""
+
+
+class UnknownKvStateIdError(QueryableStateError, KeyError):
+    """The TaskManager asked holds no such state (any more): its task ended (Flink's
+    UnknownKvStateIdException)."""
+
+
+class UnknownKeyOrNamespaceError(QueryableStateError, KeyError):
+    """The state holds no value for the key (Flink's UnknownKeyOrNamespaceException)."""
 
 
 class CheckpointError(WeirError):

@@ -60,6 +60,8 @@ _ERROR_TO_CODE: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (errors.LeaderLostError, grpc.StatusCode.UNAVAILABLE),
     (errors.RemoteTimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.TaskManagerLostError, grpc.StatusCode.ABORTED),
+    (errors.UnknownKvStateKeyGroupLocationError, grpc.StatusCode.UNAVAILABLE),
+    (errors.QueryableStateError, grpc.StatusCode.NOT_FOUND),
     (errors.WeirError, grpc.StatusCode.FAILED_PRECONDITION),
 ]
 
@@ -99,6 +101,11 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.TaskManagerLostError,
         errors.LeaderLostError,
         errors.JobExecutionError,
+        errors.QueryableStateError,
+        errors.UnknownKvStateLocationError,
+        errors.UnknownKvStateKeyGroupLocationError,
+        errors.UnknownKvStateIdError,
+        errors.UnknownKeyOrNamespaceError,
     )
 }
 _NAME_SEPARATOR = ": "

@@ -35,6 +35,11 @@ from weir.datastream.functions import (
     SinkFunction,
 )
 from weir.datastream.output_tag import OutputTag
+from weir.datastream.queryable_state_stream import (
+    QueryableStateFunction,
+    QueryableStateStream,
+    queryable_state_descriptor,
+)
 from weir.datastream.slot_sharing_group import SlotSharingGroup
 from weir.datastream.state import MapStateDescriptor
 from weir.graph.transformations import (
@@ -665,6 +670,28 @@ class KeyedStream(DataStream):
         if slide == 0:
             return WindowedStream(self, CountTumblingWindowAssigner(size))
         return WindowedStream(self, CountSlidingWindowAssigner(size, slide))
+
+    def as_queryable_state(
+        self, queryable_state_name: str, state_descriptor: Any = None
+    ) -> QueryableStateStream:
+        """Publishes the stream as queryable state (Flink's ``asQueryableState``): a sink
+        that keeps, per key, the latest element (with no descriptor, or a
+        ValueStateDescriptor) or the reduction of its elements (a
+        ReducingStateDescriptor), readable with
+        ``weir.queryablestate.QueryableStateClient`` while the job runs::
+
+            >>> counts.key_by(lambda c: c[0]).as_queryable_state("counts")
+        """
+        descriptor = queryable_state_descriptor(
+            queryable_state_name,
+            state_descriptor,
+            queryable_state_name,
+            self._original_type,
+        )
+        self.process(QueryableStateFunction(descriptor)).name(
+            f"Queryable state: {queryable_state_name}"
+        )
+        return QueryableStateStream(queryable_state_name, descriptor, self._key_type)
 
     def _accumulate(self, position: int | str, kind: AccumulateType) -> DataStream:
         return self.reduce(AccumulateReduceFunction(position, kind))

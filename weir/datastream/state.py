@@ -225,9 +225,40 @@ class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates direc
         self.name = name
         self.type_info = type_info
         self._ttl_config: StateTtlConfig | None = None
+        self.queryable_state_name: str | None = None
 
     def get_name(self) -> str:
         return self.name
+
+    def set_queryable(self, queryable_state_name: str) -> None:
+        """Makes the keyed state of this descriptor queryable from outside the job under
+        ``queryable_state_name`` (Flink's ``StateDescriptor.setQueryable``), read with
+        ``weir.queryablestate.QueryableStateClient`` while the job runs. The cluster must
+        serve queryable state (``queryable-state.enable: true``). As in Flink, a state
+        with a time-to-live cannot be queryable.
+
+        Example::
+
+            descriptor = ValueStateDescriptor("count", Types.LONG())
+            descriptor.set_queryable("count-by-word")
+        """
+        if self._ttl_config is not None:
+            msg = f"state {self.name!r}: queryable state is not supported with TTL"
+            raise ValueError(msg)
+        if self.queryable_state_name is not None:
+            msg = f"state {self.name!r} is queryable as {self.queryable_state_name!r} already"
+            raise ValueError(msg)
+        if not isinstance(queryable_state_name, str) or not queryable_state_name:
+            msg = f"a queryable state name must be a non-empty str; got {queryable_state_name!r}"
+            raise ValueError(msg)
+        self.queryable_state_name = queryable_state_name
+
+    def get_queryable_state_name(self) -> str | None:
+        """The name set by ``set_queryable``; None when the state is not queryable."""
+        return self.queryable_state_name
+
+    def is_queryable(self) -> bool:
+        return self.queryable_state_name is not None
 
     def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
         """Lets the state's values expire, become unreadable and be cleaned up as
@@ -238,6 +269,9 @@ class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates direc
                 f"StateTtlConfig.new_builder(Time.seconds(...)).build(); got {ttl_config!r}"
             )
             raise TypeError(msg)
+        if self.queryable_state_name is not None:
+            msg = f"state {self.name!r}: queryable state is not supported with TTL"
+            raise ValueError(msg)
         self._ttl_config = ttl_config
 
     def __repr__(self) -> str:

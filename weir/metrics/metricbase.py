@@ -1,6 +1,7 @@
 """The metric interfaces of ``pyflink.metrics.metricbase``: a ``MetricGroup`` registers
-counters, gauges, meters and distributions. Only the interfaces for now: programs that
-import or subclass them run; a TaskManager does not report metrics to anyone yet."""
+counters, gauges, meters and distributions. A function's group comes from
+``runtime_context.get_metrics_group()``; the TaskManager reports what is registered in it
+through the REST API and its Prometheus endpoint."""
 
 from __future__ import annotations
 

@@ -21,6 +21,18 @@ CLUSTER_CONFIG = {
     "heartbeat.timeout": "6 s",
     "slot.request.timeout": "60 s",
     "resourcemanager.taskmanager-timeout": "10 min",
+    # The REST API, the dashboard and Prometheus endpoints on any free port: the REST,
+    # dashboard and metrics tests read this cluster's.
+    "rest.port": "0",
+    "metrics.reporter.prom.factory.class": (
+        "org.apache.flink.metrics.prometheus.PrometheusReporterFactory"
+    ),
+    "metrics.reporter.prom.port": "0",
+    # Queryable state: the proxy on the master and a server on every TaskManager, each on
+    # any free loopback port (the queryable state tests read a running job's state).
+    "queryable-state.enable": "true",
+    "queryable-state.proxy.ports": "0",
+    "queryable-state.server.ports": "0",
 }
 
 

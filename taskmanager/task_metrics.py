@@ -1,0 +1,104 @@
+"""A task's system metrics with Flink's names (TaskIOMetricGroup and friends).
+
+Everything here is a gauge or a rate view over counters the task already keeps: the task
+thread counts per buffer (records and bytes in, in ``Task``; records and bytes out, in
+its ``RecordWriter``s) and times its waits (idle in the input gate or a source's empty
+poll, back-pressured in a full result partition), never per record. Busy time is what is
+left of a second, as Flink computes it since 1.13:
+``busyTimeMsPerSecond = 1000 - idleTimeMsPerSecond - backPressuredTimeMsPerSecond``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from weir.core.metrics import RateView, ScopedMetricGroup
+from weir.core.metrics.metric_types import GaugeImpl
+
+if TYPE_CHECKING:
+    from weir.taskmanager.task import Task
+
+__all__ = ["register_task_metrics"]
+
+# Flink's TimerGauge reports the time measured over its last update interval; a short
+# span keeps the busy/idle/back-pressured split current while a dashboard watches it.
+_TIME_SPAN_S = 5.0
+# numRecordsInPerSecond and the other meters: Flink's MeterView default span.
+_METER_SPAN_S = 60.0
+
+
+def register_task_metrics(group: ScopedMetricGroup, task: Task) -> None:
+    """Register the task's gauges and rates in ``group``; called once its chain exists."""
+
+    def records_out() -> int:
+        chain = task.chain
+        return sum(w.records_written for w in chain.writers) if chain is not None else 0
+
+    def bytes_out() -> int:
+        chain = task.chain
+        return sum(w.bytes_written for w in chain.writers) if chain is not None else 0
+
+    def idle_ms() -> float:
+        gate = task.input_gate
+        waited = task.idle_ns + (gate.stats.idle_ns if gate is not None else 0)
+        return waited / 1e6
+
+    def back_pressured_ms() -> float:
+        waited = task.back_pressured_ns + sum(
+            p.stats.back_pressured_ns for p in task.result_partitions
+        )
+        return waited / 1e6
+
+    def output_watermark() -> int:
+        chain = task.chain
+        if chain is None:
+            return task.input_watermark()
+        if chain.writers:
+            return min(w.last_watermark for w in chain.writers)
+        return getattr(chain.operators[-1], "current_watermark", task.input_watermark())
+
+    def late_dropped() -> int:
+        chain = task.chain
+        if chain is None:
+            return 0
+        return sum(getattr(op, "num_late_records_dropped", 0) for op in chain.operators)
+
+    def input_queue() -> int:
+        gate = task.input_gate
+        return gate.queued_buffers() if gate is not None else 0
+
+    def output_queue() -> int:
+        return sum(p.queued_buffers() for p in task.result_partitions)
+
+    idle_rate = RateView(idle_ms, _TIME_SPAN_S)
+    back_pressured_rate = RateView(back_pressured_ms, _TIME_SPAN_S)
+
+    def busy_ms_per_second() -> float:
+        return max(0.0, 1000.0 - idle_rate.get_rate() - back_pressured_rate.get_rate())
+
+    def rate_of(source: Callable[[], float], span: float) -> Callable[[], float]:
+        return RateView(source, span).get_rate
+
+    gauges: dict[str, Callable[[], float]] = {
+        "numRecordsIn": lambda: task.records_in,
+        "numRecordsOut": records_out,
+        "numBytesIn": lambda: task.bytes_in,
+        "numBytesOut": bytes_out,
+        "numRecordsInPerSecond": rate_of(lambda: task.records_in, _METER_SPAN_S),
+        "numRecordsOutPerSecond": rate_of(records_out, _METER_SPAN_S),
+        "numBytesInPerSecond": rate_of(lambda: task.bytes_in, _METER_SPAN_S),
+        "numBytesOutPerSecond": rate_of(bytes_out, _METER_SPAN_S),
+        "accumulatedIdleTime": idle_ms,
+        "accumulatedBackPressuredTime": back_pressured_ms,
+        "idleTimeMsPerSecond": idle_rate.get_rate,
+        "backPressuredTimeMsPerSecond": back_pressured_rate.get_rate,
+        "busyTimeMsPerSecond": busy_ms_per_second,
+        "currentInputWatermark": task.input_watermark,
+        "currentOutputWatermark": output_watermark,
+        "numLateRecordsDropped": late_dropped,
+        "inputQueueLength": input_queue,
+        "outputQueueLength": output_queue,
+    }
+    for name, read in gauges.items():
+        group.register_metric(name, GaugeImpl(read))

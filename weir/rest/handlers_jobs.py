@@ -1,0 +1,312 @@
+"""Job REST handlers: ``/jobs``, ``/jobs/overview``, ``/jobs/{jobid}`` and its plan,
+configuration and exceptions; ``PATCH /jobs/{jobid}`` cancels, ``POST /jobs`` submits a
+Python job file (Flink's shapes and field names)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from weir.core.job_info import JobDetailsInfo, TaskStatusInfo
+from weir.core.job_status import JobStatus
+from weir.rest.cluster_view import ClusterView
+from weir.rest.errors import RestHandlerError
+from weir.rest.routes import RestRequest, RestResponse, route
+
+EXECUTION_STATES = (
+    "CREATED",
+    "SCHEDULED",
+    "DEPLOYING",
+    "RUNNING",
+    "FINISHED",
+    "CANCELING",
+    "CANCELED",
+    "FAILED",
+    "RECONCILING",
+    "INITIALIZING",
+)
+# How long a submitted job file may take to build and submit its job.
+_SUBMIT_TIMEOUT_S = 120.0
+_JOB_ID = re.compile(r"\b([0-9a-f]{32})\b")
+
+
+def state_counts(tasks: list[TaskStatusInfo]) -> dict[str, int]:
+    counts = dict.fromkeys(EXECUTION_STATES, 0)
+    for task in tasks:
+        counts[task.state] = counts.get(task.state, 0) + 1
+    return counts
+
+
+def aggregate_state(tasks: list[TaskStatusInfo]) -> str:
+    """A vertex's state from its subtasks' (Flink's getAggregateJobVertexState)."""
+    counts = state_counts(tasks)
+    if tasks and counts["FINISHED"] == len(tasks):
+        return "FINISHED"
+    for state in ("FAILED", "CANCELING", "CANCELED", "RECONCILING", "RUNNING", "INITIALIZING"):
+        if counts[state]:
+            return state
+    for state in ("DEPLOYING", "SCHEDULED", "FINISHED"):
+        if counts[state]:
+            return "RUNNING" if state == "FINISHED" else state
+    return "CREATED"
+
+
+def duration(start_ms: int, end_ms: int) -> int:
+    if start_ms <= 0:
+        return -1
+    return (end_ms if end_ms > 0 else int(time.time() * 1000)) - start_ms
+
+
+def job_plan(view: ClusterView, job_id: str) -> dict[str, Any]:
+    plan_json, _ = view.dispatcher.job_plan(job_id)
+    return json.loads(plan_json)
+
+
+def job_config(view: ClusterView, job_id: str) -> dict[str, str]:
+    return view.dispatcher.job_plan(job_id)[1]
+
+
+def _overview_entry(details: JobDetailsInfo) -> dict[str, Any]:
+    tasks = list(details.tasks)
+    return {
+        "jid": details.job_id,
+        "name": details.job_name,
+        "state": details.status,
+        "start-time": details.start_time_ms,
+        "end-time": details.end_time_ms or -1,
+        "duration": duration(details.start_time_ms, details.end_time_ms),
+        "last-modification": details.end_time_ms or details.start_time_ms,
+        "tasks": {"total": len(tasks), **{k.lower(): v for k, v in state_counts(tasks).items()}},
+    }
+
+
+@route("GET", "/jobs", "Every job's id and status.")
+def get_jobs(view: ClusterView, req: RestRequest) -> Any:
+    jobs = view.dispatcher.list_jobs(include_terminated=True)
+    return {"jobs": [{"id": j.job_id, "status": j.status} for j in jobs]}
+
+
+@route("GET", "/jobs/overview", "Every job with its times and task counts.")
+def get_jobs_overview(view: ClusterView, req: RestRequest) -> Any:
+    jobs = view.dispatcher.list_jobs(include_terminated=True)
+    return {"jobs": [_overview_entry(j) for j in jobs]}
+
+
+def vertex_io_metrics(
+    subtasks: list[TaskStatusInfo], metrics: Mapping[str, Mapping[str, float]]
+) -> dict[str, Any]:
+    """Flink's IOMetricsInfo of a vertex: sums over its subtasks' task metrics."""
+    names = {
+        "read-bytes": "numBytesIn",
+        "write-bytes": "numBytesOut",
+        "read-records": "numRecordsIn",
+        "write-records": "numRecordsOut",
+        "accumulated-backpressured-time": "accumulatedBackPressuredTime",
+        "accumulated-idle-time": "accumulatedIdleTime",
+    }
+    found = [metrics[t.execution_attempt_id] for t in subtasks if t.execution_attempt_id in metrics]
+    body: dict[str, Any] = {}
+    for field, name in names.items():
+        body[field] = int(sum(m.get(name, 0) for m in found))
+        body[f"{field}-complete"] = len(found) == len(subtasks)
+    body["accumulated-busy-time"] = float("nan") if not found else 0.0
+    return body
+
+
+@route("GET", "/jobs/{jobid}", "A job with its vertices: state, parallelism, records and bytes.")
+def get_job(view: ClusterView, req: RestRequest) -> Any:
+    job_id = req.path_params["jobid"]
+    details = view.dispatcher.job_details(job_id)
+    plan = job_plan(view, job_id)
+    metrics = view.task_metrics()
+    vertices = []
+    for node in plan["nodes"]:
+        subtasks = [t for t in details.tasks if t.vertex_id == node["id"]]
+        vertices.append(
+            {
+                "id": node["id"],
+                "name": node["description"],
+                "maxParallelism": node.get("maxParallelism", -1),
+                "parallelism": node["parallelism"],
+                "status": aggregate_state(subtasks),
+                "start-time": details.start_time_ms,
+                "end-time": -1,
+                "duration": duration(details.start_time_ms, details.end_time_ms),
+                "tasks": state_counts(subtasks),
+                "metrics": vertex_io_metrics(subtasks, metrics),
+            }
+        )
+    now = int(time.time() * 1000)
+    status = JobStatus[details.status]
+    return {
+        "jid": details.job_id,
+        "name": details.job_name,
+        "isStoppable": False,
+        "state": details.status,
+        "job-type": "STREAMING",
+        "start-time": details.start_time_ms,
+        "end-time": details.end_time_ms or -1,
+        "duration": duration(details.start_time_ms, details.end_time_ms),
+        "maxParallelism": max((v["maxParallelism"] for v in vertices), default=-1),
+        "now": now,
+        "timestamps": {
+            "INITIALIZING": details.start_time_ms,
+            **({status.name: details.end_time_ms} if details.end_time_ms else {}),
+        },
+        "vertices": vertices,
+        "status-counts": state_counts(list(details.tasks)),
+        "plan": plan,
+    }
+
+
+@route("GET", "/jobs/{jobid}/plan", "The job's dataflow plan.")
+def get_job_plan(view: ClusterView, req: RestRequest) -> Any:
+    return {"plan": job_plan(view, req.path_params["jobid"])}
+
+
+@route("GET", "/jobs/{jobid}/config", "The job's execution configuration.")
+def get_job_config(view: ClusterView, req: RestRequest) -> Any:
+    job_id = req.path_params["jobid"]
+    details = view.dispatcher.job_details(job_id)
+    config = job_config(view, job_id)
+    return {
+        "jid": job_id,
+        "name": details.job_name,
+        "execution-config": {
+            "execution-mode": config.get("execution.runtime-mode", "STREAMING"),
+            "restart-strategy": config.get("restart-strategy.type", "default"),
+            "job-parallelism": int(config.get("parallelism.default", "1") or 1),
+            "object-reuse-mode": config.get("pipeline.object-reuse", "false") == "true",
+            "user-config": {},
+        },
+    }
+
+
+@route("GET", "/jobs/{jobid}/exceptions", "The job's failures: the root cause and history.")
+def get_job_exceptions(view: ClusterView, req: RestRequest) -> Any:
+    details = view.dispatcher.job_details(req.path_params["jobid"])
+    entries = [
+        {
+            "exceptionName": _exception_name(t.failure_cause),
+            "stacktrace": t.failure_cause,
+            "timestamp": details.end_time_ms or int(time.time() * 1000),
+            "taskName": t.task_name,
+            "location": t.resource_id,
+            "taskManagerId": t.resource_id,
+            "concurrentExceptions": [],
+        }
+        for t in details.tasks
+        if t.failure_cause
+    ]
+    if details.failure_cause and not entries:
+        entries.append(
+            {
+                "exceptionName": _exception_name(details.failure_cause),
+                "stacktrace": details.failure_cause,
+                "timestamp": details.end_time_ms,
+                "taskName": None,
+                "location": None,
+                "taskManagerId": None,
+                "concurrentExceptions": [],
+            }
+        )
+    root = details.failure_cause or (entries[0]["stacktrace"] if entries else None)
+    return {
+        "root-exception": root,
+        "timestamp": entries[0]["timestamp"] if entries else None,
+        "all-exceptions": [
+            {
+                "exception": e["stacktrace"],
+                "task": e["taskName"],
+                "location": e["location"],
+                "timestamp": e["timestamp"],
+                "taskManagerId": e["taskManagerId"],
+            }
+            for e in entries
+        ],
+        "truncated": False,
+        "exceptionHistory": {"entries": entries, "truncated": False},
+    }
+
+
+def _exception_name(trace: str) -> str:
+    """The class of the last exception in a formatted traceback."""
+    for line in reversed(trace.strip().splitlines()):
+        head = line.split(":", 1)[0].strip()
+        if head and " " not in head and not line.startswith(" "):
+            return head
+    return "Exception"
+
+
+@route(
+    "PATCH",
+    "/jobs/{jobid}",
+    "Cancel the job (?mode=cancel, Flink's default).",
+    status=202,
+)
+def patch_job(view: ClusterView, req: RestRequest) -> Any:
+    mode = req.query.get("mode", "cancel")
+    if mode != "cancel":
+        msg = f"unsupported mode {mode!r}: PATCH /jobs/{{jobid}} takes ?mode=cancel"
+        raise RestHandlerError(msg, 400)
+    view.dispatcher.cancel_job(req.path_params["jobid"])
+    return RestResponse({}, status=202)
+
+
+@route(
+    "POST",
+    "/jobs",
+    "Submit a Python job file (multipart field 'jobfile'); answers with the job's URL.",
+    status=202,
+    request_body="multipart",
+)
+def post_job(view: ClusterView, req: RestRequest) -> Any:
+    upload = req.body
+    if not isinstance(upload, dict) or "content" not in upload:
+        msg = "POST /jobs takes a multipart/form-data body with the Python job file as 'jobfile'"
+        raise RestHandlerError(msg, 400)
+    args = [a for a in str(req.query.get("programArg", "")).split(",") if a]
+    with tempfile.TemporaryDirectory(prefix="weir-rest-submit-") as work:
+        name = Path(str(upload.get("filename") or "job.py")).name
+        if not name.endswith(".py"):
+            name += ".py"
+        path = Path(work) / name
+        path.write_bytes(upload["content"])
+        # The program runs as `weir run -d` would run it: in its own interpreter, so its
+        # imports and any failure stay out of the master process.
+        command = [
+            sys.executable,
+            "-m",
+            "weir.client.cli",
+            "run",
+            "-d",
+            "--jobmanager",
+            view.dispatcher.address,
+            str(path),
+            *args,
+        ]
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=_SUBMIT_TIMEOUT_S,
+                cwd=work,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            msg = f"{name} did not submit a job within {_SUBMIT_TIMEOUT_S:.0f} s"
+            raise RestHandlerError(msg, 400) from None
+    found = _JOB_ID.findall(done.stdout)
+    if done.returncode != 0 or not found:
+        tail = (done.stderr or done.stdout).strip()[-4000:]
+        msg = f"{name} did not submit a job (exit code {done.returncode}): {tail}"
+        raise RestHandlerError(msg, 400)
+    return RestResponse({"jobUrl": f"/jobs/{found[-1]}"}, status=202)
