@@ -34,6 +34,7 @@ from weir.jobmanager.checkpoint import (
     ThreadScheduledExecutor,
     system_clock_ms,
 )
+from weir.jobmanager.checkpoint.resume_hint import resume_hint
 from weir.jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from weir.jobmanager.collect_buffer import CollectBuffer, FetchResult
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
@@ -416,6 +417,14 @@ class JobMaster(LeaderContender):
             coordinator = self.checkpoint_coordinator
             shutdown: Future[None] | None = None
             if coordinator is not None:
+                if status is JobStatus.FAILED:
+                    stats = coordinator.statistics()
+                    latest = stats.latest_completed or stats.latest_restored
+                    self.scheduler.failure_cause += resume_hint(
+                        coordinator.config.retention,
+                        latest.external_pointer if latest is not None else "",
+                        self._config.get(cfg.PROGRAM_KEY, ""),
+                    )
                 # Storage I/O (deleting checkpoints): not on the scheduler's locked path.
                 shutdown = self._ack_worker.submit(coordinator.shutdown, status)
             for buffer in self._collect.values():

@@ -199,6 +199,18 @@ BUFFER_TIMEOUT = _option(
     "How long a partly filled network buffer may wait before it is sent (ms). "
     "0 sends after every record batch, -1 only when full.",
 )
+OPERATOR_CHAINING_DEPRECATED = _option(
+    "pipeline.operator-chaining",
+    True,
+    _parse_bool,
+    "Deprecated name of pipeline.operator-chaining.enabled, still read as Flink reads it.",
+)
+BUFFER_TIMEOUT_DEPRECATED = _option(
+    "execution.buffer-timeout",
+    100,
+    parse_duration_ms,
+    "Deprecated name of execution.buffer-timeout.interval, still read as Flink reads it.",
+)
 BUFFER_TIMEOUT_ENABLED = _option(
     "execution.buffer-timeout.enabled",
     True,
@@ -206,12 +218,67 @@ BUFFER_TIMEOUT_ENABLED = _option(
     "If false, buffers are sent only when full (the same as a timeout of -1).",
 )
 JOB_NAME = _option("pipeline.name", "", str, "The job name.")
+PROGRAM_KEY = "weir.internal.program"
+"""Set by the client: the program and its arguments as it was started (shell-quoted), for
+the ``weir run -s`` command a failed job suggests; absent when not started from a script."""
 AUTO_WATERMARK_INTERVAL = _option(
     "pipeline.auto-watermark-interval",
     200,
     parse_duration_ms,
     "How often periodic watermark generators emit (ms); 0 turns periodic watermarks off.",
 )
+PYTHON_BUNDLE_SIZE = _option(
+    "python.fn-execution.bundle.size",
+    1000,
+    _positive_int,
+    "PyFlink's bundle size, the most records a task pushes through its operator chain as "
+    "one batch: a source polls at most this many at once and a larger network buffer is "
+    "processed in parts of this size, with timers, periodic watermarks and due flushes "
+    "served in between. 1 makes every record its own batch.",
+)
+PYTHON_BUNDLE_TIME = _option(
+    "python.fn-execution.bundle.time",
+    1000,
+    _positive_duration_ms,
+    "PyFlink's bundle time (ms): the longest a source function's records wait to be pushed "
+    "through the chain as one batch. With periodic watermarks a batch is also cut after one "
+    "pipeline.auto-watermark-interval, so a watermark can fall between records produced "
+    "further apart than that.",
+)
+PYTHON_FILES = _option(
+    "python.files",
+    "",
+    str,
+    "Python files, packages or directories the job's functions import (comma-separated, "
+    "as env.add_python_file() sets it): shipped with the job and put on the TaskManagers' "
+    "sys.path.",
+)
+PYTHON_FILES_ARCHIVE = "weir.internal.python-files"
+"""Set by the client: the files of python.files, zipped and base64-encoded."""
+PYTHON_ARCHIVES = _option(
+    "python.archives",
+    "",
+    str,
+    "Archives shipped with the job (comma-separated `path` or `path#target_dir`, as "
+    "env.add_python_archive() sets them; zip, jar, whl, egg, tar, tar.gz or tgz): each is "
+    "extracted in the job's working directory on every TaskManager, under its target "
+    "directory (without one, the archive's file name), where functions read its files by "
+    "relative paths.",
+)
+PYTHON_ARCHIVES_PACKED = "weir.internal.python-archives"
+"""Set by the client: the archives of python.archives, zipped and base64-encoded."""
+PYTHON_REQUIREMENTS = _option(
+    "python.requirements",
+    "",
+    str,
+    "A pip requirements file, optionally followed by `#` and a directory of the packages to "
+    "install (as env.set_python_requirements() sets it): installed with pip on every "
+    "TaskManager (from that directory alone when given) for the job's functions to import. "
+    "A TaskManager's Python is shared by every job and by Weir, so packages it has already "
+    "stay as they are.",
+)
+PYTHON_REQUIREMENTS_PACKED = "weir.internal.python-requirements"
+"""Set by the client: the requirements file and its packages, zipped and base64-encoded."""
 OBJECT_REUSE = _option(
     "pipeline.object-reuse",
     False,
@@ -686,11 +753,12 @@ CHECKPOINTING_AFTER_TASKS_FINISH = _option(
     "its two-phase-commit sinks commit everything, and a restore does not run it again. Off: "
     "checkpoints stop at the first finished task, as before Flink 1.14.",
 )
-# Flink 2.x defaults to NO_EXTERNALIZED_CHECKPOINTS; we keep the checkpoints of a failed
-# job by default, so that it can always be resumed with `weir run -s`.
+# Flink 2.x's default, NO_EXTERNALIZED_CHECKPOINTS, as PyFlink reports it: a job's
+# checkpoints go when it ends. A job that fails for good says which setting keeps them, or
+# the `weir run -s` command that resumes from the one kept (jobmanager's resume_hint).
 CHECKPOINTING_RETENTION = _option(
     "execution.checkpointing.externalized-checkpoint-retention",
-    "DELETE_ON_CANCELLATION",
+    "NO_EXTERNALIZED_CHECKPOINTS",
     str.upper,
     "What happens to retained checkpoints when the job ends: NO_EXTERNALIZED_CHECKPOINTS "
     "deletes them when the job finishes, fails or is cancelled; DELETE_ON_CANCELLATION "
@@ -892,6 +960,8 @@ RESTART_EXPONENTIAL_ATTEMPTS = _option(
 )
 
 DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
+    OPERATOR_CHAINING.key: (OPERATOR_CHAINING_DEPRECATED.key,),
+    BUFFER_TIMEOUT.key: (BUFFER_TIMEOUT_DEPRECATED.key,),
     CHECKPOINTING_DIR.key: (CHECKPOINTING_DIR_DEPRECATED.key,),
     CHECKPOINTING_NUM_RETAINED.key: (CHECKPOINTING_NUM_RETAINED_DEPRECATED.key,),
     CHECKPOINTING_ALIGNED_TIMEOUT.key: (CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED.key,),
@@ -1001,6 +1071,11 @@ def docs_table() -> str:
     rows = ["| key | default | description |", "|---|---|---|"]
     rows += [f"| `{o.key}` | `{o.default}` | {o.description} |" for o in OPTIONS.values()]
     return "\n".join(rows)
+
+
+def is_set(entries: Mapping[str, str], opt: ConfigOption[Any]) -> bool:
+    """Whether ``entries`` sets ``opt`` under its key or one of its deprecated keys."""
+    return opt.key in entries or any(k in entries for k in DEPRECATED_KEYS.get(opt.key, ()))
 
 
 def get_with_deprecated_keys(entries: Mapping[str, str], opt: ConfigOption[T]) -> T:
