@@ -59,6 +59,7 @@ from weir.taskmanager.state.backend import (
     StateMeta,
     check_registration,
 )
+from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
 from weir.taskmanager.state.rocksdb_states import (
     RocksAggregatingState,
     RocksListState,
@@ -71,6 +72,8 @@ from weir.taskmanager.state.rocksdb_states import (
     TtlRocksMapState,
     TtlRocksReducingState,
     TtlRocksValueState,
+    dump_value,
+    load_value,
     namespace_bytes,
     pack_elements,
     unpack_elements,
@@ -178,6 +181,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         """Names the SST files this database uploads, unique across restores."""
         self._db: Rdict | None = None
         self._cfs: dict[str, Rdict] = {}
+        self._caches: dict[str, WriteBackColumnFamily] = {}
         self.write_options = WriteOptions()
         self.write_options.disable_wal = True  # type: ignore[method-assign,assignment]
         self.incremental = False
@@ -213,6 +217,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         names = sorted({*column_families, KEYS_CF})
         self._db = open_db(self.db_path, names)
         self._cfs = {}
+        self._caches = {}
         for name in names:
             if name != DEFAULT_CF:
                 self._cfs[name] = self._column_family(name, create=False)
@@ -228,7 +233,32 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._cfs[name] = cf
         return cf
 
+    def _cached(self, name: str) -> WriteBackColumnFamily:
+        """Column family ``name`` behind its write-back cache (what states use)."""
+        cache = self._caches.get(name)
+        if cache is None:
+            cf = self._column_family(name)
+            handle = self.db.get_column_family_handle(name)
+            cache = self._caches[name] = WriteBackColumnFamily(
+                self.db, cf, handle, self.write_options
+            )
+        return cache
+
+    def flush(self) -> None:
+        """Write what the states' caches hold to RocksDB (before it is read directly:
+        snapshots, checkpoints)."""
+        for cache in self._caches.values():
+            cache.flush()
+
+    def _invalidate_caches(self) -> None:
+        for cache in self._caches.values():
+            cache.invalidate()
+
     def column_family_for_restore(self, name: str) -> Rdict:
+        """Column family ``name``, to be written directly (before any record)."""
+        cache = self._caches.get(name)
+        if cache is not None:
+            cache.invalidate()
         return self._column_family(name)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
@@ -304,7 +334,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     @staticmethod
     def scan_by_key(
-        cf: Rdict, prefix: bytes = b""
+        cf: Rdict | WriteBackColumnFamily, prefix: bytes = b""
     ) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
         """The entries of ``cf`` (starting with ``prefix``) grouped by serialized key."""
         it = cf.iter()
@@ -337,7 +367,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         kind: StateKind,
         ttl: StateTtl | None,
         serializer: str,
-        make: Callable[[Rdict], Any],
+        make: Callable[[WriteBackColumnFamily], Any],
     ) -> Any:
         wanted = StateMeta(kind, serializer)
         table = name if ttl is None else _ttl_table(name)
@@ -373,7 +403,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise StateMigrationError(msg)
         check_registration(name, wanted, None, self._restored_meta.get(table))
-        state = self._states[name] = make(self._column_family(table))
+        state = self._states[name] = make(self._cached(table))
         self._meta[table] = wanted
         if ttl is not None and ttl.cleanup_full_snapshot:
             self._snapshot_filters[table] = state.unexpired
@@ -479,7 +509,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         if table is None:
             wanted = StateMeta(StateKind.NAMESPACED)
             check_registration(name, wanted, None, self._restored_meta.get(name))
-            table = RocksNamespacedTable(self, self._column_family(name))
+            table = RocksNamespacedTable(self, self._cached(name))
             self._namespaced[name] = table
             self._meta[name] = wanted
         return table
@@ -487,6 +517,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     # --- snapshots in the canonical form ------------------------------------------------
 
     def snapshot(self) -> KeyedStateSnapshot:
+        self.flush()
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         meta = self.table_meta()
         now = self.clock_ms() if self._snapshot_filters else 0
@@ -529,6 +560,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                             batch = WriteBatch(raw_mode=True)
                 if batch.len():
                     db.write(batch, self.write_options)
+        self._invalidate_caches()
 
     def restore_meta(self, meta: dict[str, StateMeta]) -> None:
         """Record what the tables of a natively restored database are."""
@@ -542,9 +574,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._last_key = _NOT_A_KEY
 
     def close_db(self) -> None:
+        self.flush()
         db = self._db
         self._db = None
         self._cfs = {}
+        self._caches = {}
         if db is not None:
             db.close()
 
@@ -554,6 +588,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._disposed = True
         self._states.clear()
         self._namespaced.clear()
+        self._caches = {}  # nothing to flush into a database about to be deleted
         try:
             self.close_db()
         finally:
@@ -569,7 +604,7 @@ def _pickle_key(key: Any) -> bytes:
 
 def _canonical_value(kind: StateKind, entries: list[tuple[bytes, bytes]]) -> Any:
     """A key's entries as the hashmap backend keeps its value."""
-    loads = pickle.loads
+    loads = load_value
     if kind is StateKind.MAP or kind is StateKind.NAMESPACED:
         return dict(loads(raw) for _, raw in entries)
     raw = entries[0][1]
@@ -580,15 +615,15 @@ def _canonical_value(kind: StateKind, entries: list[tuple[bytes, bytes]]) -> Any
 
 def _entries_of(kind: StateKind, prefix: bytes, value: Any) -> Iterator[tuple[bytes, bytes]]:
     """A canonical value as the entries of one key."""
-    dumps = pickle.dumps
+    dumps = dump_value
     if kind is StateKind.MAP:
         for user_key, user_value in value.items():
-            yield prefix + canonical_key_bytes(user_key), dumps((user_key, user_value), _PICKLE)
+            yield prefix + canonical_key_bytes(user_key), dumps((user_key, user_value))
     elif kind is StateKind.NAMESPACED:
         for namespace, ns_value in value.items():
-            yield prefix + namespace_bytes(namespace), dumps((namespace, ns_value), _PICKLE)
+            yield prefix + namespace_bytes(namespace), dumps((namespace, ns_value))
     elif kind is StateKind.LIST:
         if value:
             yield prefix, pack_elements(list(value))
     else:
-        yield prefix, dumps(value, _PICKLE)
+        yield prefix, dumps(value)

@@ -85,6 +85,7 @@ class RocksDBNativeSnapshot:
     @staticmethod
     def take(backend: RocksDBKeyedStateBackend, checkpoint_id: int) -> RocksDBNativeSnapshot:
         directory = os.path.join(backend.directory, f"chk-{checkpoint_id}-{uuid.uuid4().hex[:8]}")
+        backend.flush()
         Checkpoint(backend.db).create_checkpoint(directory)
         return RocksDBNativeSnapshot(
             checkpoint_id=checkpoint_id,
