@@ -7,9 +7,10 @@ asynchronous part only writes bytes. Per operator of the chain it captures:
 
 - keyed state in the canonical form, one block per key group (``KeyGroupsSnapshot``):
   a restore at another parallelism reads only the key groups it owns, via ``offsets``;
-  with each table's kind (``state_meta``), so any backend restores it. Or, for a
-  rocksdb backend with incremental checkpoints, its native snapshot (a local RocksDB
-  checkpoint the asynchronous part uploads);
+  with each table's kind (``state_meta``), so any backend restores it. A rocksdb
+  backend only takes a local RocksDB checkpoint here: with incremental checkpoints
+  the asynchronous part uploads its new SST files (``native_keyed_state``), else it
+  reads the copy into the same canonical blocks (``deferred_keyed_state``);
 - the source reader's position (``CheckpointedSourceReader.snapshot_state``).
 
 Per task it carries the in-flight data of an unaligned checkpoint: the input buffers
@@ -39,6 +40,7 @@ from weir.taskmanager.state.backend import (
     StateKind,
     StateMeta,
 )
+from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot, full_snapshot_of
 from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot, native_snapshot_of
 
 logger = logging.getLogger(__name__)
@@ -89,6 +91,9 @@ class OperatorSnapshot:
     """The reader's pickled position; None if the operator is no checkpointed source."""
     native_keyed_state: RocksDBNativeSnapshot | None = None
     """An incremental snapshot of a rocksdb backend, in place of ``keyed_state``."""
+    deferred_keyed_state: RocksDBFullSnapshot | None = None
+    """A full snapshot of a rocksdb backend, read into the canonical form by the
+    asynchronous part, in place of ``keyed_state``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,16 +210,19 @@ def with_channel_state(
 def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorSnapshot:
     keyed = None
     native = None
+    deferred = None
     backend = op.keyed_state_backend
     if backend is not None:
         native = native_snapshot_of(backend, checkpoint_id)
         if native is None:
+            deferred = full_snapshot_of(backend, checkpoint_id)
+        if native is None and deferred is None:
             keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
     source_state = None
     reader = op.source_reader
     if isinstance(reader, CheckpointedSourceReader):
         source_state = pickle.dumps(reader.snapshot_state(checkpoint_id), _PICKLE_PROTOCOL)
-    return OperatorSnapshot(op.operator_id, keyed, source_state, native)
+    return OperatorSnapshot(op.operator_id, keyed, source_state, native, deferred)
 
 
 def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:

@@ -287,6 +287,8 @@ class SubtaskCheckpointCoordinator:
                 prefix = f"{op.operator_id}-{self._subtask}"
                 if op.native_keyed_state is not None:
                     keyed = (op.native_keyed_state.write(self._storage, location, prefix),)
+                if op.deferred_keyed_state is not None:
+                    keyed = (op.deferred_keyed_state.write(location, prefix, self._compress),)
                 if op.keyed_state is not None:
                     kg = op.keyed_state
                     handle = location.write_state(f"{prefix}-keyed", kg.data, self._compress)

@@ -37,6 +37,7 @@ from typing import Any
 
 import cloudpickle
 from rocksdict import (
+    AccessType,
     BlockBasedOptions,
     Cache,
     DBCompressionType,
@@ -133,10 +134,15 @@ def _options() -> Options:
     return options
 
 
-def open_db(path: str, column_families: list[str]) -> Rdict:
+def open_db(path: str, column_families: list[str], *, read_only: bool = False) -> Rdict:
     """Open (or create) the database at ``path`` with these column families."""
     options = _options()
     families = {name: _options() for name in column_families if name != DEFAULT_CF}
+    if read_only:
+        # A checkpoint's copy: nothing is written into it (it has no write-ahead log,
+        # the backend writes none).
+        access = AccessType.read_only(error_if_log_file_exist=False)
+        return Rdict(path, options, column_families=families, access_type=access)
     return Rdict(path, options, column_families=families)
 
 
@@ -327,10 +333,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         return serialized
 
     def decode_key(self, serialized: bytes) -> Any:
-        original = self._cfs[KEYS_CF].get(serialized)
-        if original is not None:
-            return pickle.loads(original)
-        return pickle.loads(serialized[4:])
+        return decode_key(self._cfs[KEYS_CF], serialized)
 
     @staticmethod
     def scan_by_key(
@@ -521,22 +524,23 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         meta = self.table_meta()
         now = self.clock_ms() if self._snapshot_filters else 0
+        keys = self._cfs[KEYS_CF]
         for name, table_meta in meta.items():
             cf = self._cfs.get(name)
             if cf is None:
                 continue
             alive = self._snapshot_filters.get(name)
             by_group: dict[int, dict[Any, Any]] = {}
-            for serialized, entries in self.scan_by_key(cf):
-                value = _canonical_value(table_meta.kind, entries)
-                if alive is not None:
-                    value = alive(value, now)
-                    if value is None:
-                        continue
-                group = _U16.unpack_from(serialized)[0]
-                by_group.setdefault(group, {})[self.decode_key(serialized)] = value
+            for group, key, value in canonical_entries(cf, table_meta.kind, keys, alive, now):
+                by_group.setdefault(group, {})[key] = value
             states[name] = by_group
         return KeyedStateSnapshot(self.max_parallelism, states, meta)
+
+    def snapshot_filters(self) -> dict[str, Callable[[Any, int], Any]]:
+        """Per table, what a full snapshot keeps of a stored value at a time (TTL
+        states cleaned up in full snapshots); pure functions, callable off the task
+        thread."""
+        return dict(self._snapshot_filters)
 
     def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
         owned = self.key_group_range
@@ -600,6 +604,39 @@ def _pickle_key(key: Any) -> bytes:
         return pickle.dumps(key, _PICKLE)
     except (pickle.PicklingError, TypeError, AttributeError):
         return cloudpickle.dumps(key, protocol=_PICKLE)  # type: ignore[no-any-return]
+
+
+def decode_key(keys: Rdict, serialized: bytes) -> Any:
+    """The key of a serialized key, read through the database's ``_weir_keys``."""
+    original = keys.get(serialized)
+    if original is not None:
+        return pickle.loads(original)
+    return pickle.loads(serialized[4:])
+
+
+def canonical_entries(
+    cf: Rdict,
+    kind: StateKind,
+    keys: Rdict,
+    alive: Callable[[Any, int], Any] | None,
+    now: int,
+    *,
+    prefix: bytes = b"",
+) -> Iterator[tuple[int, Any, Any]]:
+    """``(key group, key, canonical value)`` of every key in ``cf`` whose serialized
+    form starts with ``prefix``, without what ``alive`` drops at ``now``."""
+    for serialized, entries in RocksDBKeyedStateBackend.scan_by_key(cf, prefix):
+        value = _canonical_value(kind, entries)
+        if alive is not None:
+            value = alive(value, now)
+            if value is None:
+                continue
+        yield _U16.unpack_from(serialized)[0], decode_key(keys, serialized), value
+
+
+def key_group_prefix(key_group: int) -> bytes:
+    """What every serialized key of ``key_group`` starts with."""
+    return _KEY_GROUP_PREFIX[key_group]
 
 
 def _canonical_value(kind: StateKind, entries: list[tuple[bytes, bytes]]) -> Any:
