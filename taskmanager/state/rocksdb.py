@@ -95,6 +95,13 @@ _RESTORE_BATCH = 10_000
 # The key -> serialized key cache: bounded, so 20 M distinct keys do not live on the
 # heap; big enough that the keys of a window of records hit it.
 _KEY_CACHE_SIZE = 65_536
+# ``_weir_keys`` holds the original of every non-canonical key ever used, unless swept:
+# after this many new originals, the next ``_KEYS_SWEEP_ENTRIES`` of them (in key
+# order, wrapping around) are checked and those of keys with no state left are dropped.
+# Examining two per new one keeps the dead ones a fraction of the live ones; a check is
+# a seek per table, so a new non-canonical key costs a few microseconds more.
+_KEYS_SWEEP_EVERY = 1024
+_KEYS_SWEEP_ENTRIES = 2048
 # Memory RocksDB may use for all memtables of one backend, and its block cache: both
 # bounded so that state much larger than memory keeps the TaskManager's RSS flat.
 _WRITE_BUFFER_BYTES = 64 << 20
@@ -201,6 +208,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._key_cache: dict[Any, bytes] = {}
         self._last_key: Any = _NOT_A_KEY
         self._last_key_bytes = b""
+        self._keys_added = 0
+        self._keys_sweep_from = b""
         self.uploaded: dict[str, Any] = {}
         """SST file name -> its handle in ``shared/``, of the last completed checkpoint
         (what the next incremental checkpoint may refer to instead of uploading)."""
@@ -329,8 +338,39 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         group = self.key_hasher.key_group_of_canonical(key, canonical, self.max_parallelism)
         serialized = _KEY_GROUP_PREFIX[group] + _U16.pack(len(canonical)) + canonical
         if not is_canonical(key):
+            self._keys_added += 1
+            if self._keys_added >= _KEYS_SWEEP_EVERY:
+                # Before this key's original goes in: it has no state yet.
+                self._keys_added = 0
+                self._sweep_keys()
             self._cfs[KEYS_CF].put(serialized, _pickle_key(key))
         return serialized
+
+    def _sweep_keys(self) -> None:
+        """Drop the originals of keys without state among the next ``_KEYS_SWEEP_ENTRIES``
+        of ``_weir_keys`` (task thread)."""
+        self.flush()
+        keys = self._cfs[KEYS_CF]
+        tables = [cf.iter() for name, cf in self._cfs.items() if name != KEYS_CF]
+        it = keys.iter()
+        it.seek(self._keys_sweep_from)
+        unused = []
+        for _ in range(_KEYS_SWEEP_ENTRIES):
+            if not it.valid():
+                break
+            serialized = it.key()
+            if not any(_holds_prefix(table, serialized) for table in tables):
+                unused.append(serialized)
+            it.next()
+        self._keys_sweep_from = it.key() if it.valid() else b""
+        del it, tables
+        if unused:
+            for serialized in unused:
+                keys.delete(serialized)
+            # A cached key's bytes stand for "its original is recorded": no longer true.
+            self._key_cache.clear()
+            self._last_key = _NOT_A_KEY
+            logger.debug("dropped %d originals of keys without state", len(unused))
 
     def decode_key(self, serialized: bytes) -> Any:
         return decode_key(self._cfs[KEYS_CF], serialized)
@@ -604,6 +644,11 @@ def _pickle_key(key: Any) -> bytes:
         return pickle.dumps(key, _PICKLE)
     except (pickle.PicklingError, TypeError, AttributeError):
         return cloudpickle.dumps(key, protocol=_PICKLE)  # type: ignore[no-any-return]
+
+
+def _holds_prefix(it: Any, prefix: bytes) -> bool:
+    it.seek(prefix)
+    return bool(it.valid() and it.key().startswith(prefix))
 
 
 def decode_key(keys: Rdict, serialized: bytes) -> Any:

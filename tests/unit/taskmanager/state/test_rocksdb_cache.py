@@ -8,7 +8,7 @@ import pytest
 from rocksdict import WriteOptions
 
 from weir.common import Row
-from weir.taskmanager.state import rocksdb_cache
+from weir.taskmanager.state import rocksdb, rocksdb_cache
 from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend, open_db
 from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
 from weir.taskmanager.state.rocksdb_states import dump_value, load_value
@@ -147,5 +147,43 @@ class TestBackendThroughTheCache:
             snap = b.snapshot()
             got = {k: x for group in snap.states["v"].values() for k, x in group.items()}
             assert got == {i: i * 2 for i in range(100)}
+        finally:
+            b.dispose()
+
+
+class TestOriginalsOfKeys:
+    def test_originals_of_keys_without_state_are_swept_and_live_ones_kept(
+        self, tmp_path, monkeypatch
+    ):
+        monkeypatch.setattr(rocksdb, "_KEYS_SWEEP_EVERY", 100)
+        monkeypatch.setattr(rocksdb, "_KEYS_SWEEP_ENTRIES", 200)
+        b = RocksDBKeyedStateBackend(128, range(128), str(tmp_path / "db"))
+        try:
+            v = b.get_value_state("v")
+            timers = b.get_namespaced_table("_weir_timers")
+            for i in range(5000):
+                b.current_key = Point(i, 0)  # a namedtuple: its original is kept aside
+                v.update(i)
+                if i >= 10:
+                    b.current_key = Point(i - 10, 0)
+                    v.clear()
+            timers.put(Point(-1, 0), (5, None), "a timer keeps its key alive")
+            for i in range(5000, 5300):  # new keys, whose state is gone at once
+                b.current_key = Point(i, 1)
+                v.update(i)
+                v.clear()
+            it = b.column_families()[rocksdb.KEYS_CF].iter()
+            it.seek_to_first()
+            originals = 0
+            while it.valid():
+                originals += 1
+                it.next()
+            assert originals < 1000, "the originals of 5 300 keys, 11 of them alive"
+            snap = b.snapshot()
+            alive = {k for group in snap.states["v"].values() for k in group}
+            assert alive == {Point(i, 0) for i in range(4990, 5000)}
+            assert {type(k) for k in alive} == {Point}
+            (timer_key, _, _) = next(iter(timers.entries()))
+            assert type(timer_key) is Point
         finally:
             b.dispose()
