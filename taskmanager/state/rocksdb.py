@@ -27,21 +27,14 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import shutil
 import struct
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
 from rocksdict import (
-    AccessType,
-    BlockBasedOptions,
-    Cache,
-    DBCompressionType,
-    Options,
     Rdict,
     WriteBatch,
     WriteOptions,
@@ -61,6 +54,19 @@ from weir.taskmanager.state.backend import (
     check_registration,
 )
 from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
+from weir.taskmanager.state.rocksdb_layout import (
+    DEFAULT_CF,
+    KEY_GROUP_PREFIXES,
+    KEYS_CF,
+    canonical_entries,
+    db_options,
+    decode_key,
+    entries_of,
+    holds_prefix,
+    open_db,
+    pickle_key,
+    scan_by_key,
+)
 from weir.taskmanager.state.rocksdb_states import (
     RocksAggregatingState,
     RocksListState,
@@ -73,21 +79,12 @@ from weir.taskmanager.state.rocksdb_states import (
     TtlRocksMapState,
     TtlRocksReducingState,
     TtlRocksValueState,
-    dump_value,
-    load_value,
-    namespace_bytes,
-    pack_elements,
-    unpack_elements,
 )
 
 logger = logging.getLogger(__name__)
 
-KEYS_CF = "_weir_keys"
-DEFAULT_CF = "default"
 _TTL_PREFIX = "_weir_ttl_"
-_PICKLE = 5
 _U16 = struct.Struct(">H")
-_KEY_GROUP_PREFIX = [_U16.pack(i) for i in range(1 << 16)]
 _MAX_KEY_BYTES = 0xFFFF
 # A restore writes this many entries per WriteBatch: big enough that the batch call is
 # amortised, small enough that a batch never holds much memory.
@@ -102,12 +99,6 @@ _KEY_CACHE_SIZE = 65_536
 # a seek per table, so a new non-canonical key costs a few microseconds more.
 _KEYS_SWEEP_EVERY = 1024
 _KEYS_SWEEP_ENTRIES = 2048
-# Memory RocksDB may use for all memtables of one backend, and its block cache: both
-# bounded so that state much larger than memory keeps the TaskManager's RSS flat.
-_WRITE_BUFFER_BYTES = 64 << 20
-_MEMTABLE_BYTES = 16 << 20
-_BLOCK_CACHE_BYTES = 64 << 20
-_BLOOM_BITS_PER_KEY = 10
 _NOT_A_KEY = object()
 
 
@@ -125,55 +116,6 @@ def _default_kind(name: str) -> StateKind:
     if name.startswith(("_weir_window", "_weir_timers")):
         return StateKind.NAMESPACED
     return StateKind.VALUE
-
-
-def _options() -> Options:
-    options = Options(raw_mode=True)
-    options.create_if_missing(True)
-    options.create_missing_column_families(True)
-    options.set_compression_type(DBCompressionType.lz4())
-    options.set_db_write_buffer_size(_WRITE_BUFFER_BYTES)
-    options.set_write_buffer_size(_MEMTABLE_BYTES)
-    options.set_max_background_jobs(2)
-    table = BlockBasedOptions()
-    table.set_block_cache(Cache(_BLOCK_CACHE_BYTES))
-    table.set_cache_index_and_filter_blocks(True)
-    # A key seen for the first time is looked up before it is written: without a filter
-    # that read goes through every level's index and data blocks to find nothing.
-    # 10 bits a key (~1 % false positives), kept in the block cache.
-    table.set_bloom_filter(_BLOOM_BITS_PER_KEY, False)
-    options.set_block_based_table_factory(table)
-    return options
-
-
-def open_db(path: str, column_families: list[str], *, read_only: bool = False) -> Rdict:
-    """Open (or create) the database at ``path`` with these column families."""
-    options = _options()
-    families = {name: _options() for name in column_families if name != DEFAULT_CF}
-    if read_only:
-        # A checkpoint's copy: nothing is written into it (it has no write-ahead log,
-        # the backend writes none).
-        access = AccessType.read_only(error_if_log_file_exist=False)
-        return Rdict(path, options, column_families=families, access_type=access)
-    return Rdict(path, options, column_families=families)
-
-
-def create_db_directory(root: str, name: str) -> str:
-    """``{root}/{name}``, created; ConfigurationError naming the key and the path when
-    it cannot be."""
-    path = os.path.join(root, name)
-    try:
-        os.makedirs(path, exist_ok=False)
-    except FileExistsError:
-        return path
-    except OSError as exc:
-        msg = (
-            f"the rocksdb state backend cannot create its directory {path}: "
-            f"{exc.strerror or exc}; set taskmanager.state.local.root-dirs to a writable "
-            "local directory"
-        )
-        raise ConfigurationError(msg) from exc
-    return path
 
 
 class RocksDBKeyedStateBackend(KeyedStateBackend):
@@ -248,7 +190,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             return cf
         db = self._db
         assert db is not None
-        cf = db.create_column_family(name, _options()) if create else db.get_column_family(name)
+        cf = db.create_column_family(name, db_options()) if create else db.get_column_family(name)
         cf.set_write_options(self.write_options)
         self._cfs[name] = cf
         return cf
@@ -341,14 +283,14 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise StateAccessError(msg)
         group = self.key_hasher.key_group_of_canonical(key, canonical, self.max_parallelism)
-        serialized = _KEY_GROUP_PREFIX[group] + _U16.pack(len(canonical)) + canonical
+        serialized = KEY_GROUP_PREFIXES[group] + _U16.pack(len(canonical)) + canonical
         if not is_canonical(key):
             self._keys_added += 1
             if self._keys_added >= _KEYS_SWEEP_EVERY:
                 # Before this key's original goes in: it has no state yet.
                 self._keys_added = 0
                 self._sweep_keys()
-            self._cfs[KEYS_CF].put(serialized, _pickle_key(key))
+            self._cfs[KEYS_CF].put(serialized, pickle_key(key))
         return serialized
 
     def _sweep_keys(self) -> None:
@@ -364,7 +306,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             if not it.valid():
                 break
             serialized = it.key()
-            if not any(_holds_prefix(table, serialized) for table in tables):
+            if not any(holds_prefix(table, serialized) for table in tables):
                 unused.append(serialized)
             it.next()
         self._keys_sweep_from = it.key() if it.valid() else b""
@@ -380,32 +322,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     def decode_key(self, serialized: bytes) -> Any:
         return decode_key(self._cfs[KEYS_CF], serialized)
 
-    @staticmethod
-    def scan_by_key(
-        cf: Rdict | WriteBackColumnFamily, prefix: bytes = b""
-    ) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
-        """The entries of ``cf`` (starting with ``prefix``) grouped by serialized key."""
-        it = cf.iter()
-        if prefix:
-            it.seek(prefix)
-        else:
-            it.seek_to_first()
-        current: bytes | None = None
-        group: list[tuple[bytes, bytes]] = []
-        while it.valid():
-            entry = it.key()
-            if prefix and not entry.startswith(prefix):
-                break
-            end = 4 + _U16.unpack_from(entry, 2)[0]
-            key = entry[:end]
-            if key != current:
-                if current is not None:
-                    yield current, group
-                current, group = key, []
-            group.append((entry, it.value()))
-            it.next()
-        if current is not None:
-            yield current, group
+    scan_by_key = staticmethod(scan_by_key)
 
     # --- registration --------------------------------------------------------------------
 
@@ -602,7 +519,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                     if group not in owned:
                         continue
                     for key, value in entries.items():
-                        for entry, raw in _entries_of(meta.kind, self.bytes_of_key(key), value):
+                        for entry, raw in entries_of(meta.kind, self.bytes_of_key(key), value):
                             batch.put(entry, raw, handle)
                         if batch.len() >= _RESTORE_BATCH:
                             db.write(batch, self.write_options)
@@ -642,75 +559,3 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             self.close_db()
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
-
-
-def _pickle_key(key: Any) -> bytes:
-    try:
-        return pickle.dumps(key, _PICKLE)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return cloudpickle.dumps(key, protocol=_PICKLE)  # type: ignore[no-any-return]
-
-
-def _holds_prefix(it: Any, prefix: bytes) -> bool:
-    it.seek(prefix)
-    return bool(it.valid() and it.key().startswith(prefix))
-
-
-def decode_key(keys: Rdict, serialized: bytes) -> Any:
-    """The key of a serialized key, read through the database's ``_weir_keys``."""
-    original = keys.get(serialized)
-    if original is not None:
-        return pickle.loads(original)
-    return pickle.loads(serialized[4:])
-
-
-def canonical_entries(
-    cf: Rdict,
-    kind: StateKind,
-    keys: Rdict,
-    alive: Callable[[Any, int], Any] | None,
-    now: int,
-    *,
-    prefix: bytes = b"",
-) -> Iterator[tuple[int, Any, Any]]:
-    """``(key group, key, canonical value)`` of every key in ``cf`` whose serialized
-    form starts with ``prefix``, without what ``alive`` drops at ``now``."""
-    for serialized, entries in RocksDBKeyedStateBackend.scan_by_key(cf, prefix):
-        value = _canonical_value(kind, entries)
-        if alive is not None:
-            value = alive(value, now)
-            if value is None:
-                continue
-        yield _U16.unpack_from(serialized)[0], decode_key(keys, serialized), value
-
-
-def key_group_prefix(key_group: int) -> bytes:
-    """What every serialized key of ``key_group`` starts with."""
-    return _KEY_GROUP_PREFIX[key_group]
-
-
-def _canonical_value(kind: StateKind, entries: list[tuple[bytes, bytes]]) -> Any:
-    """A key's entries as the hashmap backend keeps its value."""
-    loads = load_value
-    if kind is StateKind.MAP or kind is StateKind.NAMESPACED:
-        return dict(loads(raw) for _, raw in entries)
-    raw = entries[0][1]
-    if kind is StateKind.LIST:
-        return unpack_elements(raw)
-    return loads(raw)
-
-
-def _entries_of(kind: StateKind, prefix: bytes, value: Any) -> Iterator[tuple[bytes, bytes]]:
-    """A canonical value as the entries of one key."""
-    dumps = dump_value
-    if kind is StateKind.MAP:
-        for user_key, user_value in value.items():
-            yield prefix + canonical_key_bytes(user_key), dumps((user_key, user_value))
-    elif kind is StateKind.NAMESPACED:
-        for namespace, ns_value in value.items():
-            yield prefix + namespace_bytes(namespace), dumps((namespace, ns_value))
-    elif kind is StateKind.LIST:
-        if value:
-            yield prefix, pack_elements(list(value))
-    else:
-        yield prefix, dumps(value)

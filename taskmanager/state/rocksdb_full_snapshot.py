@@ -31,14 +31,14 @@ from rocksdict import Checkpoint
 from weir.core.checkpoint import CheckpointStorageLocation, KeyGroupRange, KeyGroupsStateHandle
 from weir.core.serializers import serialize_batch
 from weir.taskmanager.state.backend import StateMeta
-from weir.taskmanager.state.rocksdb import (
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_incremental import meta_infos
+from weir.taskmanager.state.rocksdb_layout import (
     KEYS_CF,
-    RocksDBKeyedStateBackend,
     canonical_entries,
     key_group_prefix,
     open_db,
 )
-from weir.taskmanager.state.rocksdb_incremental import meta_infos
 
 
 @dataclass(slots=True)

@@ -45,12 +45,8 @@ from weir.taskmanager.state.backend import (
     StateKind,
     StateMeta,
 )
-from weir.taskmanager.state.rocksdb import (
-    DEFAULT_CF,
-    KEYS_CF,
-    RocksDBKeyedStateBackend,
-    open_db,
-)
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_layout import DEFAULT_CF, KEYS_CF, open_db
 
 logger = logging.getLogger(__name__)
 
