@@ -18,8 +18,6 @@ from weir.core import config as cfg
 from weir.core.checkpoint import (
     CheckpointingConfig,
     OperatorState,
-    TaskStateSnapshot,
-    encode_task_state,
 )
 from weir.core.deployment import ExecutionState
 from weir.core.errors import (
@@ -38,6 +36,7 @@ from weir.jobmanager.checkpoint import (
     CheckpointTask,
     FinishedOperator,
 )
+from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
@@ -500,19 +499,7 @@ class DefaultScheduler:
 
     def _split_restored_state(self, operator_states: Any) -> dict[tuple[str, int], bytes]:
         """Per subtask, the encoded states of its vertex's operators."""
-        restored: dict[tuple[str, int], bytes] = {}
-        for vertex in self.graph.job_graph.vertices:
-            for index in range(vertex.parallelism):
-                states = {}
-                for op in vertex.operators:
-                    state = operator_states.get(op.operator_id)
-                    if state is not None and index in state.subtask_states:
-                        states[OperatorId(op.operator_id)] = state.subtask_states[index]
-                if states:
-                    restored[(vertex.vertex_id, index)] = encode_task_state(
-                        TaskStateSnapshot(states)
-                    )
-        return restored
+        return assign_subtask_states(self.graph.job_graph.vertices, operator_states)
 
     def _finished_subtasks(
         self, operator_states: Mapping[OperatorId, OperatorState]

@@ -138,11 +138,14 @@ jvm.wait(timeout=300)
 
 
 def main() -> int:
+    from weir.resourcemanager.spark_driver_launch import record_launch_command  # noqa: PLC0415
+
     path = write_archive()
     if path is None:
         print("no Java runtime found: no class-data sharing archive written", file=sys.stderr)
         return 1
     print(f"Spark driver class-data sharing archive: {path}")
+    print(f"Spark driver launch command: {record_launch_command(path)}")
     return 0
 
 

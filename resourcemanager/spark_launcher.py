@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import InheritableThread
+from pyspark import InheritableThread, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -32,9 +32,11 @@ from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
 from weir.resourcemanager.spark_driver_jvm import (
     EXTRA_JAVA_OPTIONS,
+    archive_path,
     driver_environment,
     driver_java_options,
 )
+from weir.resourcemanager.spark_driver_launch import start_driver_gateway
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,10 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
             builder = builder.config(key, value)
     with driver_environment(cfg.get(config, cfg.BIND_HOST)):
         try:
+            master = {"spark.master": cfg.get(config, cfg.SPARK_MASTER)}
+            gateway = start_driver_gateway(archive_path(), {**master, **settings})
+            if gateway is not None:
+                SparkContext._ensure_initialized(gateway=gateway)
             spark = builder.getOrCreate()
         except PySparkRuntimeError as exc:
             if exc.getCondition() != "JAVA_GATEWAY_EXITED":

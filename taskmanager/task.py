@@ -66,6 +66,7 @@ from weir.taskmanager.network.api import (
 )
 from weir.taskmanager.operators.base import OperatorSetup
 from weir.taskmanager.operators.chain import OperatorChain
+from weir.taskmanager.operators.function_state import initialize_function_state
 from weir.taskmanager.operators.source import (
     SourceCanceledError,
     SourceFunctionContext,
@@ -75,6 +76,7 @@ from weir.taskmanager.operators.timers import ProcessingTimeService
 from weir.taskmanager.record_writer import BufferTimeout, RecordWriter
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
 from weir.taskmanager.state.rocksdb_incremental import restore_native
 from weir.taskmanager.state.state_backend_loader import create_keyed_state_backend, rocksdb_root
 from weir.taskmanager.task_events import (
@@ -541,17 +543,25 @@ class Task:
                 chain.head.cancel_function()
 
     def _initialize_function_state(self, setups: list[OperatorSetup]) -> None:
-        """Before ``open``: functions with checkpoint hooks (FileSink, two-phase-commit
-        sinks) start fresh or from their restored state."""
-        if self._restored is None:
-            return  # fresh start: such functions initialise themselves in open()
+        """Before ``open``: user functions with state hooks initialize their state, fresh
+        or restored (``weir.core.checkpointed_function`` has both forms)."""
+        restored = self._restored is not None
         for setup in setups:
-            # The same functions whose snapshot_state a checkpoint stored (the chain's user
+            # The same functions whose snapshot_state a checkpoint stores (the chain's user
             # functions, legacy SourceFunctions included).
             function = setup.payload.get("function") or setup.payload.get("source_function")
-            initialize = getattr(function, "initialize_state", None)
-            if callable(initialize):
-                initialize(self._restored.function_state(str(setup.descriptor.operator_id)))
+            if function is None:
+                continue
+            initialize_function_state(
+                function,
+                setup.operator_state_backend,
+                keyed_store=(
+                    setup.runtime_context if setup.keyed_state_backend is not None else None
+                ),
+                restored=restored,
+                restored_checkpoint_id=self.tdd.restored_checkpoint_id,
+                operator_name=setup.descriptor.name,
+            )
 
     def _setup_checkpointing(self, chain: OperatorChain) -> None:
         tdd = self.tdd
@@ -678,6 +688,11 @@ class Task:
                     backend.restore(keyed)
                 if native:
                     restore_native(backend, native, rocksdb_root(tdd.job_config))
+        # Operator state stays on the heap with either keyed state backend, as Flink's
+        # DefaultOperatorStateBackend does beside RocksDB.
+        operator_state = DefaultOperatorStateBackend()
+        if self._restored is not None:
+            operator_state.restore(self._restored.operator_state(str(descriptor.operator_id)))
         context = StreamingRuntimeContext(
             task_name=vertex.name,
             task_name_with_subtasks=tdd.task_name,
@@ -708,6 +723,7 @@ class Task:
                 else self._restored.source_state(str(descriptor.operator_id))
             ),
             restored_checkpoint_id=tdd.restored_checkpoint_id,
+            operator_state_backend=operator_state,
         )
 
     # --- mailbox loops ----------------------------------------------------------------------

@@ -11,7 +11,11 @@ asynchronous part only writes bytes. Per operator of the chain it captures:
   backend only takes a local RocksDB checkpoint here: with incremental checkpoints
   the asynchronous part uploads its new SST files (``native_keyed_state``), else it
   reads the copy into the same canonical blocks (``deferred_keyed_state``);
-- the source reader's position (``CheckpointedSourceReader.snapshot_state``).
+- the source reader's position (``CheckpointedSourceReader.snapshot_state``);
+- operator state (list, union list and broadcast state, and raw function state) as its
+  backend serializes it (``DefaultOperatorStateBackend.snapshot``), after the user
+  functions' ``snapshot_state`` updated it. It stays on the heap whichever keyed state
+  backend the job uses, as Flink keeps it.
 
 Per task it carries the in-flight data of an unaligned checkpoint: the input buffers
 the barrier handler captured and the output buffers ``emit_priority_event`` overtook.
@@ -39,6 +43,10 @@ from weir.taskmanager.state.backend import (
     KeyedStateSnapshot,
     StateKind,
     StateMeta,
+)
+from weir.taskmanager.state.operator_state import (
+    DefaultOperatorStateBackend,
+    OperatorStateSnapshot,
 )
 from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot, full_snapshot_of
 from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot, native_snapshot_of
@@ -91,6 +99,8 @@ class OperatorSnapshot:
     """The reader's pickled position; None if the operator is no checkpointed source."""
     native_keyed_state: RocksDBNativeSnapshot | None = None
     """An incremental snapshot of a rocksdb backend, in place of ``keyed_state``."""
+    operator_state: OperatorStateSnapshot | None = None
+    """Its operator state; None when it has none."""
     deferred_keyed_state: RocksDBFullSnapshot | None = None
     """A full snapshot of a rocksdb backend, read into the canonical form by the
     asynchronous part, in place of ``keyed_state``."""
@@ -113,7 +123,9 @@ class TaskSnapshot:
     @property
     def state_size(self) -> int:
         size = sum(
-            (len(op.keyed_state.data) if op.keyed_state else 0) + len(op.source_state or b"")
+            (len(op.keyed_state.data) if op.keyed_state else 0)
+            + len(op.source_state or b"")
+            + (len(op.operator_state.data) if op.operator_state else 0)
             for op in self.operators
         )
         size += sum(len(b) for b in self.input_channel_state.values())
@@ -141,6 +153,9 @@ class SnapshotableOperator(Protocol):
         """The operator's ``SourceReader``, or None."""
         ...
 
+    @property
+    def operator_state_backend(self) -> DefaultOperatorStateBackend | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class OperatorStateRefs:
@@ -149,6 +164,7 @@ class OperatorStateRefs:
     operator_id: str
     keyed_state_backend: KeyedStateBackend | None = None
     source_reader: Any = None
+    operator_state_backend: DefaultOperatorStateBackend | None = None
 
 
 def operators_of_chain(chain: Any) -> list[OperatorStateRefs]:
@@ -162,6 +178,7 @@ def operators_of_chain(chain: Any) -> list[OperatorStateRefs]:
                 operator_id=str(setup.descriptor.operator_id),
                 keyed_state_backend=setup.keyed_state_backend,
                 source_reader=getattr(op, "reader", None),
+                operator_state_backend=getattr(setup, "operator_state_backend", None),
             )
         )
     return refs
@@ -222,7 +239,9 @@ def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorS
     reader = op.source_reader
     if isinstance(reader, CheckpointedSourceReader):
         source_state = pickle.dumps(reader.snapshot_state(checkpoint_id), _PICKLE_PROTOCOL)
-    return OperatorSnapshot(op.operator_id, keyed, source_state, native, deferred)
+    store = op.operator_state_backend
+    operator_state = store.snapshot() if store is not None else None
+    return OperatorSnapshot(op.operator_id, keyed, source_state, native, operator_state, deferred)
 
 
 def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:
@@ -324,6 +343,8 @@ def restore_task_snapshot(
     or every old subtask's when rescaling (each backend takes the key groups it owns).
     Source positions are restored only from a single snapshot: splitting a reader's
     position across another parallelism is the source's own business (later work).
+    Operator state is loaded from every snapshot given, whole: the redistribution by
+    mode is the JobMaster's (``repartition_operator_state``), before it gets here.
     Channel state is not touched here; see ``restored_channel_state``.
     """
     for op in operators:
@@ -337,6 +358,15 @@ def restore_task_snapshot(
             ]
             if keyed:
                 backend.restore(keyed)
+        store = op.operator_state_backend
+        if store is not None:
+            store.restore(
+                [
+                    (s.operator_state.data, s.operator_state.partitions)
+                    for s in own
+                    if s.operator_state
+                ]
+            )
         positions = [s.source_state for s in own if s.source_state is not None]
         if not positions:
             continue

@@ -32,7 +32,6 @@ from weir.core.checkpoint import (
     KeyedStateHandle,
     KeyGroupRange,
     KeyGroupsStateHandle,
-    OperatorStateDistributionMode,
     OperatorStateHandle,
     OperatorStatePartition,
     OperatorSubtaskState,
@@ -53,15 +52,15 @@ from weir.taskmanager.checkpointing.snapshot import (
 )
 from weir.taskmanager.network.api import ResultPartitionWriter
 from weir.taskmanager.operators.chain import OperatorChain
+from weir.taskmanager.operators.function_state import snapshot_function_state
 from weir.taskmanager.state.backend import KeyedStateSnapshot
+from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
 from weir.taskmanager.task_events import CheckpointBarrier, serialize_event
 
 logger = logging.getLogger(__name__)
 
 Acknowledge = Callable[[ExecutionAttemptId, int, TaskStateSnapshot, CheckpointMetrics], None]
 Decline = Callable[[ExecutionAttemptId, int, str], None]
-
-_FUNCTION_STATE = "function-state"
 
 ChannelBuffers = dict[tuple[int, int], list[bytes]]
 
@@ -72,18 +71,18 @@ class _PendingChannelState:
     state is still being collected."""
 
     snapshot: TaskSnapshot
-    function_states: dict[str, bytes]
     output_state: ChannelBuffers
     sync_ms: int
 
 
-def _functions_of(chain: OperatorChain) -> list[tuple[str, Any]]:
-    """(operator id, user function) of every chained operator that has one."""
+def _functions_of(chain: OperatorChain) -> list[tuple[Any, DefaultOperatorStateBackend]]:
+    """(user function, its operator's state backend) of every chained operator that has
+    a user function."""
     found = []
     for op in chain.operators:
         function = getattr(op, "function", None) or getattr(op, "source_function", None)
         if function is not None:
-            found.append((str(op.setup.descriptor.operator_id), function))
+            found.append((function, op.setup.operator_state_backend))
     return found
 
 
@@ -124,11 +123,15 @@ class RestoredTaskState:
             return None
         return read_state(state.source_reader_state[0])
 
-    def function_state(self, operator_id: str) -> bytes | None:
+    def operator_state(
+        self, operator_id: str
+    ) -> list[tuple[bytes, tuple[OperatorStatePartition, ...]]]:
+        """``(stream, the partitions of it this subtask restores)`` per operator state
+        handle the JobMaster assigned this subtask (its own, and others' union state)."""
         state = self.snapshot.subtask_states.get(OperatorId(operator_id))
-        if state is None or not state.managed_operator_state:
-            return None
-        return read_state(state.managed_operator_state[0].handle)
+        if state is None:
+            return []
+        return [(read_state(h.handle), h.partitions) for h in state.managed_operator_state]
 
     def channel_state(self) -> tuple[ChannelBuffers, ChannelBuffers]:
         """``(input buffers per (gate, channel), output buffers per (partition,
@@ -210,12 +213,10 @@ class SubtaskCheckpointCoordinator:
             else:
                 self._chain.flush()
             self._chain.snapshot_state(n)
+            # The functions update their operator state first; the capture serializes it.
+            for function, store in self._functions:
+                snapshot_function_state(function, store, n, barrier.timestamp)
             snapshot = capture_task_snapshot(n, self._operators)
-            function_states = {
-                op_id: fn.snapshot_state(n)
-                for op_id, fn in self._functions
-                if callable(getattr(fn, "snapshot_state", None))
-            }
         except Exception as exc:
             # A failing user hook declines this checkpoint; the task keeps running, as
             # Flink's task does when a snapshot fails (the coordinator counts it).
@@ -232,7 +233,7 @@ class SubtaskCheckpointCoordinator:
                     if buffers:
                         output_state[(p, sub)] = buffers
             sync_ms = int((time.monotonic() - started) * 1000)
-            pending = _PendingChannelState(snapshot, function_states, output_state, sync_ms)
+            pending = _PendingChannelState(snapshot, output_state, sync_ms)
             if self._has_inputs:
                 self._pending_channel_state[n] = pending
             else:
@@ -241,7 +242,7 @@ class SubtaskCheckpointCoordinator:
         for partition in self._partitions:
             partition.broadcast_event(event)
         sync_ms = int((time.monotonic() - started) * 1000)
-        self._writer.submit(self._write_and_ack, snapshot, function_states, sync_ms, alignment_ms)
+        self._writer.submit(self._write_and_ack, snapshot, sync_ms, alignment_ms)
 
     def complete_channel_state(
         self, checkpoint_id: int, input_state: Mapping[tuple[int, int], Sequence[bytes]]
@@ -265,14 +266,11 @@ class SubtaskCheckpointCoordinator:
         input_state: Mapping[tuple[int, int], Sequence[bytes]],
     ) -> None:
         snapshot = with_channel_state(pending.snapshot, input_state, pending.output_state)
-        self._writer.submit(
-            self._write_and_ack, snapshot, pending.function_states, pending.sync_ms, 0
-        )
+        self._writer.submit(self._write_and_ack, snapshot, pending.sync_ms, 0)
 
     def _write_and_ack(
         self,
         snapshot: TaskSnapshot,
-        function_states: dict[str, bytes],
         sync_ms: int,
         alignment_ms: int,
     ) -> None:
@@ -300,13 +298,10 @@ class SubtaskCheckpointCoordinator:
                     source = (
                         location.write_state(f"{prefix}-source", op.source_state, self._compress),
                     )
-                fn_state = function_states.get(op.operator_id)
-                if fn_state is not None:
-                    handle = location.write_state(f"{prefix}-function", fn_state, self._compress)
-                    partition = OperatorStatePartition(
-                        _FUNCTION_STATE, OperatorStateDistributionMode.SPLIT_DISTRIBUTE
-                    )
-                    operator = (OperatorStateHandle(handle, (partition,)),)
+                if op.operator_state is not None:
+                    data = op.operator_state.data
+                    handle = location.write_state(f"{prefix}-operator", data, self._compress)
+                    operator = (OperatorStateHandle(handle, op.operator_state.partitions),)
                 inputs: tuple[InputChannelStateHandle, ...] = ()
                 outputs: tuple[ResultSubpartitionStateHandle, ...] = ()
                 if op is snapshot.operators[0]:
@@ -384,7 +379,7 @@ class SubtaskCheckpointCoordinator:
         self._notify("notify_checkpoint_aborted", checkpoint_id)
 
     def _notify(self, method: str, checkpoint_id: int) -> None:
-        targets = [fn for _, fn in self._functions] + [
+        targets = [fn for fn, _ in self._functions] + [
             op.source_reader for op in self._operators if op.source_reader is not None
         ]
         for target in targets:

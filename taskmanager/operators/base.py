@@ -18,12 +18,13 @@ thread only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from weir.core.job_graph import OperatorDescriptor
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
 
 Timestamps = list[int | None] | None
 Collect = Callable[[list[Any], Timestamps], None]
@@ -130,6 +131,11 @@ class OperatorSetup:
     """The job's configuration (Flink key names)."""
     restored_checkpoint_id: int = 0
     """The id of the checkpoint the task restores, 0 for a fresh start."""
+    operator_state_backend: DefaultOperatorStateBackend = field(
+        default_factory=DefaultOperatorStateBackend
+    )
+    """The operator's non-keyed state (list, union list and broadcast state, and the
+    bytes of raw-form function state), restored before the operator is opened."""
 
 
 class StreamOperator:

@@ -23,6 +23,10 @@ from weir.taskmanager.operators.base import (
     discard,
     ignore,
 )
+from weir.taskmanager.operators.broadcast import (
+    CoBroadcastWithKeyedOperator,
+    CoBroadcastWithNonKeyedOperator,
+)
 from weir.taskmanager.operators.one_input import (
     FilterOperator,
     FlatMapOperator,
@@ -52,6 +56,8 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.CO_MAP: CoMapOperator,
     OperatorKind.CO_FLAT_MAP: CoFlatMapOperator,
     OperatorKind.CO_PROCESS: CoProcessOperator,
+    OperatorKind.BROADCAST_PROCESS: CoBroadcastWithNonKeyedOperator,
+    OperatorKind.KEYED_BROADCAST_PROCESS: CoBroadcastWithKeyedOperator,
     OperatorKind.TIMESTAMPS_WATERMARKS: TimestampsAndWatermarksOperator,
     OperatorKind.SINK: SinkOperator,
     OperatorKind.PRINT: PrintOperator,

@@ -31,7 +31,7 @@ class TimerService:
     """``ctx.timer_service()``: the operator's clocks and, on a keyed stream, its timers
     (bound to the key of the record or timer being processed)."""
 
-    __slots__ = ("_clock_ms", "_owner", "_timers")
+    __slots__ = ("_clock_ms", "_no_timers", "_owner", "_timers")
 
     def __init__(
         self,
@@ -39,11 +39,15 @@ class TimerService:
         *,
         timers: InternalTimerService | None = None,
         owner: Any = None,
+        no_timers: str = "setting timers is only supported on a keyed stream; call "
+        "key_by() first and use a KeyedProcessFunction",
     ) -> None:
         self._clock_ms = clock_ms
         self._timers = timers
         self._owner = owner
         """Anything with a ``current_watermark`` attribute (the operator)."""
+        self._no_timers = no_timers
+        """Why there are no timers here (without ``timers``), for the error."""
 
     def current_processing_time(self) -> int:
         return self._clock_ms()
@@ -54,10 +58,7 @@ class TimerService:
 
     def _service(self, what: str) -> InternalTimerService:
         if self._timers is None:
-            msg = (
-                f"{what}: setting timers is only supported on a keyed stream; call "
-                "key_by() first and use a KeyedProcessFunction"
-            )
+            msg = f"{what}: {self._no_timers}"
             raise TimersNotSupportedError(msg)
         return self._timers
 
@@ -96,6 +97,14 @@ class ProcessContext:
 
     def timer_service(self) -> TimerService:
         return self._timer_service
+
+    def current_processing_time(self) -> int:
+        """As ``timer_service().current_processing_time()`` (the broadcast contexts'
+        ``BaseContext`` has it)."""
+        return self._timer_service.current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._timer_service.current_watermark()
 
     def output(self, output_tag: Any, value: Any) -> None:
         """Emit ``value`` to the side output ``output_tag`` (with the element's timestamp)."""

@@ -8,6 +8,7 @@ watermark that fired them is forwarded; processing-time ones when their wake-up 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from weir.core.time_domain import TimeDomain
@@ -51,12 +52,23 @@ class ProcessFunctionTimers:
     ``on_timer`` (the ``Triggerable`` of its ``InternalTimerService``)."""
 
     def __init__(
-        self, owner: StreamOperator, function: Any, backend: KeyedStateBackend, collect: Collect
+        self,
+        owner: StreamOperator,
+        function: Any,
+        backend: KeyedStateBackend,
+        collect: Collect,
+        on_timer_context: Callable[[TimerService], KeyedProcessContext] | None = None,
     ) -> None:
+        """``on_timer_context(timer_service)`` builds the context ``on_timer`` gets, when it
+        offers more than a KeyedProcessContext (the broadcast state)."""
         setup = owner.setup
         self.service = InternalTimerService(backend, self, setup.processing_timers, setup.clock_ms)
         self.timer_service = TimerService(setup.clock_ms, timers=self.service, owner=owner)
-        self._ctx = KeyedProcessContext(self.timer_service, owner.output)
+        self._ctx = (
+            KeyedProcessContext(self.timer_service, owner.output)
+            if on_timer_context is None
+            else on_timer_context(self.timer_service)
+        )
         self._on_timer = getattr(function, "on_timer", None)
         self._fired = TimerEmitter()
         self._collect = collect

@@ -10,6 +10,7 @@ from weir.core.job_graph import SerializerKind
 from weir.core.serializers import serialize_batch
 from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
 from weir.taskmanager.operators.contexts import SinkContext, TimerService
+from weir.taskmanager.operators.function_state import has_state_hooks, snapshot_function_state
 from weir.taskmanager.operators.functions import close_function, open_function
 from weir.taskmanager.operators.print_format import build_renderer
 
@@ -60,7 +61,7 @@ class SinkOperator(StreamOperator):
         """End of bounded input: a sink with a ``finish()`` hook (FileSink, two-phase-commit
         sinks) closes what it holds. Its commit comes with the task's final checkpoint;
         when none will be taken (checkpointing off, or checkpoints-after-tasks-finish off),
-        a two-phase-commit sink (``snapshot_state`` and ``notify_checkpoint_complete``)
+        a two-phase-commit sink (state hooks and ``notify_checkpoint_complete``)
         pre-commits and commits now, under END_OF_INPUT_CHECKPOINT_ID, as Flink's
         committers commit with Long.MAX_VALUE at the end of a job without checkpoints."""
         function = self.function
@@ -69,10 +70,14 @@ class SinkOperator(StreamOperator):
             finish()
         if self._final_checkpoint:
             return
-        snapshot = getattr(function, "snapshot_state", None)
         commit = getattr(function, "notify_checkpoint_complete", None)
-        if callable(snapshot) and callable(commit):
-            snapshot(END_OF_INPUT_CHECKPOINT_ID)
+        if has_state_hooks(function) and callable(commit):
+            snapshot_function_state(
+                function,
+                self.setup.operator_state_backend,
+                END_OF_INPUT_CHECKPOINT_ID,
+                self.setup.clock_ms(),
+            )
             commit(END_OF_INPUT_CHECKPOINT_ID)
 
     def close(self) -> None:

@@ -241,6 +241,14 @@ class KeyedStateBackend(abc.ABC):
         """The runtime's own table ``name`` (names start with ``_weir_``), snapshotted
         and restored with the user's state (timers, window contents); task thread."""
 
+    def get_keys(self, name: str) -> list[Any]:
+        """The keys that have a value in state ``name`` in this backend (Flink's
+        ``getKeys``), for ``apply_to_keyed_state``. This default reads a snapshot; a
+        backend that stores a state under another name (TTL) or can list keys cheaper
+        overrides it."""
+        groups = self.snapshot().states.get(name) or {}
+        return [key for entries in groups.values() for key in entries]
+
     @abc.abstractmethod
     def snapshot(self) -> KeyedStateSnapshot:
         """Capture every state, grouped by key group (task thread; synchronous part)."""

@@ -280,6 +280,9 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         """The dict of table ``name`` itself (``{key: value}``), for tests."""
         return self._tables.setdefault(name, {})
 
+    def get_keys(self, name: str) -> list[Any]:
+        return list(self._tables.get(name) or self._tables.get(_ttl_table(name)) or ())
+
     def snapshot(self) -> KeyedStateSnapshot:
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         now = self.clock_ms() if self._snapshot_filters else 0

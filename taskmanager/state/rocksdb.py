@@ -479,6 +479,17 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             self._meta[name] = wanted
         return table
 
+    def get_keys(self, name: str) -> list[Any]:
+        # One scan of the state's column family (its TTL form's, when that is the one
+        # there), not a snapshot of every table; after what the caches hold is written.
+        self.flush()
+        cf = self._cfs.get(name)
+        if cf is None:
+            cf = self._cfs.get(_ttl_table(name))
+        if cf is None:
+            return []
+        return [self.decode_key(serialized) for serialized, _ in self.scan_by_key(cf)]
+
     # --- snapshots in the canonical form ------------------------------------------------
 
     def snapshot(self) -> KeyedStateSnapshot:

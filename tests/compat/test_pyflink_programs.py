@@ -37,6 +37,13 @@ EMBEDDED = {
 }
 
 
+# Programs run once more with keyed state in rocksdb (``state.backend.type``, set as a
+# cluster's configuration would): the broadcast ones, whose broadcast state stays on the heap
+# beside it as Flink keeps operator state, and whose keyed state, timers and
+# apply_to_keyed_state must print the same on either backend.
+ROCKSDB_PROGRAMS = [p for p in PROGRAMS if p.startswith(("p201_", "p202_", "p203_", "p204_"))]
+
+
 def as_weir(source: str) -> str:
     return re.sub(r"\bpyflink\b", "weir", source)
 
@@ -72,11 +79,24 @@ def test_embedded_program_prints_what_pyflink_prints(name, tmp_path):
 
 @pytest.mark.parametrize("name", [p for p in PROGRAMS if p not in EMBEDDED])
 def test_program_prints_what_pyflink_prints(name, tmp_path, compat_cluster):
+    _run_on_cluster(name, tmp_path, compat_cluster.address, [])
+
+
+@pytest.mark.parametrize("name", ROCKSDB_PROGRAMS)
+def test_program_on_rocksdb_prints_what_pyflink_prints(name, tmp_path, compat_cluster):
+    root = tmp_path / "state"
+    options = ["-Dstate.backend.type=rocksdb", f"-Dtaskmanager.state.local.root-dirs={root}"]
+    _run_on_cluster(name, tmp_path, compat_cluster.address, options)
+    # The keyed operators' databases were made there (and deleted with the job).
+    assert (root / "weir-rocksdb").is_dir() == (name != "p201_broadcast_process_function")
+
+
+def _run_on_cluster(name: str, tmp_path: pathlib.Path, address: str, options: list[str]) -> None:
     source = (HERE / "programs" / f"{name}.py").read_text()
     script = tmp_path / f"{name}.py"
     script.write_text(as_weir(source))
     result = subprocess.run(
-        [sys.executable, str(RUNNER), compat_cluster.address, str(script)],
+        [sys.executable, str(RUNNER), address, *options, str(script)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -167,6 +167,26 @@ class TestStateKinds:
         b.current_key = True
         assert v.value() == "one"
 
+    def test_get_keys_lists_the_keys_with_a_value_in_one_state(self, make, kind):
+        b = make(kind)
+        v = b.get_value_state("v")
+        m = b.get_map_state("m")
+        with_ttl = b.get_value_state("t", StateTtl(100))
+        for key in ("a", ("b", 2), 3):
+            b.current_key = key
+            v.update(key)
+            with_ttl.update(key)
+        b.current_key = "c"
+        m.put("x", 1)
+        b.current_key = 3
+        v.clear()
+        expected = {"v": {"a", ("b", 2)}, "t": {"a", ("b", 2), 3}, "m": {"c"}, "none": set()}
+        assert {name: set(b.get_keys(name)) for name in expected} == expected
+        assert len(b.get_keys("t")) == 3  # each key once, whatever its entries
+        restored = make(kind)
+        restored.restore([_through_bytes(b)])  # listed before the states are registered
+        assert {name: set(restored.get_keys(name)) for name in expected} == expected
+
     def test_ttl_expires_values_elements_and_entries(self, make, kind):
         clock = Clock()
         b = make(kind, clock=clock)

@@ -26,6 +26,10 @@ Operator payloads (what ``cloudpickle.loads(payload)`` gives, a ``dict``), by ki
 ``co_map``         ``{"function": CoMapFunction}`` (two inputs)
 ``co_flat_map``    ``{"function": CoFlatMapFunction}`` (two inputs)
 ``co_process``     ``{"function": CoProcessFunction | KeyedCoProcessFunction}`` (two inputs)
+``broadcast_process`` ``{"function": BroadcastProcessFunction, "broadcast_state_descriptors":
+                   [MapStateDescriptor]}`` (input 0 the non-broadcast stream, input 1 the
+                   broadcast one)
+``keyed_broadcast_process`` the same with a KeyedBroadcastProcessFunction; input 0 keyed
 ``timestamps_watermarks`` ``{"watermark_strategy": WatermarkStrategy}``
 ``sink``           ``{"function": SinkFunction | callable}``
 ``print``          ``{"sink_identifier": str | None}``
@@ -59,6 +63,8 @@ class OperatorKind(enum.Enum):
     CO_MAP = "co_map"
     CO_FLAT_MAP = "co_flat_map"
     CO_PROCESS = "co_process"
+    BROADCAST_PROCESS = "broadcast_process"
+    KEYED_BROADCAST_PROCESS = "keyed_broadcast_process"
     TIMESTAMPS_WATERMARKS = "timestamps_watermarks"
     SINK = "sink"
     PRINT = "print"

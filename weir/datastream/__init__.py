@@ -6,17 +6,26 @@ from weir.datastream.checkpoint_config import (
     CheckpointingMode,
     ExternalizedCheckpointRetention,
 )
-from weir.datastream.connected_streams import ConnectedStreams
-from weir.datastream.data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream
+from weir.datastream.connected_streams import BroadcastConnectedStream, ConnectedStreams
+from weir.datastream.data_stream import (
+    BroadcastStream,
+    CloseableIterator,
+    DataStream,
+    DataStreamSink,
+    KeyedStream,
+)
 from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import (
     AggregateFunction,
+    BroadcastProcessFunction,
+    CheckpointedFunction,
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
     FilterFunction,
     FlatMapFunction,
     Function,
+    KeyedBroadcastProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
     KeySelector,
@@ -63,7 +72,11 @@ __all__ = [
     "AggregateFunction",
     "AggregatingStateDescriptor",
     "AllWindowedStream",
+    "BroadcastConnectedStream",
+    "BroadcastProcessFunction",
+    "BroadcastStream",
     "CheckpointConfig",
+    "CheckpointedFunction",
     "CheckpointingMode",
     "CloseableIterator",
     "CoFlatMapFunction",
@@ -81,6 +94,7 @@ __all__ = [
     "GlobalWindow",
     "HashMapStateBackend",
     "KeySelector",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStream",

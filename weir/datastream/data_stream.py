@@ -5,7 +5,7 @@ the environment executes."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from weir.common.typeinfo import (
     PickledBytesTypeInfo,
@@ -31,6 +31,7 @@ from weir.datastream.functions import (
     SinkFunction,
 )
 from weir.datastream.output_tag import OutputTag
+from weir.datastream.state import MapStateDescriptor
 from weir.graph.transformations import (
     ChainingStrategy,
     PartitionTransformation,
@@ -41,12 +42,12 @@ from weir.graph.transformations import (
 )
 
 if TYPE_CHECKING:
-    from weir.datastream.connected_streams import ConnectedStreams
+    from weir.datastream.connected_streams import BroadcastConnectedStream, ConnectedStreams
     from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
     from weir.datastream.window import WindowAssigner
     from weir.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
-__all__ = ["CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream"]
+__all__ = ["BroadcastStream", "CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream"]
 
 
 def _output_type(output_type: TypeInformation | list[TypeInformation] | None) -> TypeInformation:
@@ -309,11 +310,29 @@ class DataStream(_OperatorSettings):
 
         return AllWindowedStream(self, window_assigner)
 
-    def connect(self, ds: DataStream) -> ConnectedStreams:
-        """Two streams, possibly of different types, processed by one co-function."""
-        # connected_streams builds on this module, so it can only be imported here.
-        from weir.datastream.connected_streams import ConnectedStreams  # noqa: PLC0415
+    @overload
+    def connect(self, ds: DataStream) -> ConnectedStreams: ...
 
+    @overload
+    def connect(self, ds: BroadcastStream) -> BroadcastConnectedStream: ...
+
+    def connect(
+        self, ds: DataStream | BroadcastStream
+    ) -> ConnectedStreams | BroadcastConnectedStream:
+        """Two streams, possibly of different types, processed by one co-function; or,
+        with a BroadcastStream (``broadcast(descriptor, ...)``), a BroadcastConnectedStream
+        for a (Keyed)BroadcastProcessFunction::
+
+            >>> events.connect(rules.broadcast(rule_state)).process(ApplyRules())
+        """
+        # connected_streams builds on this module, so it can only be imported here.
+        from weir.datastream.connected_streams import (  # noqa: PLC0415
+            BroadcastConnectedStream,
+            ConnectedStreams,
+        )
+
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self, ds, ds.broadcast_state_descriptors)
         return ConnectedStreams(self, ds)
 
     # -- partitioning -----------------------------------------------------------------
@@ -366,9 +385,36 @@ class DataStream(_OperatorSettings):
         """Each subtask sends to the same-index subtask; parallelism must not change."""
         return self._partition(PartitionerKind.FORWARD)
 
-    def broadcast(self) -> DataStream:
-        """Every element goes to every downstream subtask."""
-        return self._partition(PartitionerKind.BROADCAST)
+    @overload
+    def broadcast(self) -> DataStream: ...
+
+    @overload
+    def broadcast(
+        self,
+        broadcast_state_descriptor: MapStateDescriptor,
+        *other_broadcast_state_descriptors: MapStateDescriptor,
+    ) -> BroadcastStream: ...
+
+    def broadcast(
+        self,
+        broadcast_state_descriptor: MapStateDescriptor | None = None,
+        *other_broadcast_state_descriptors: MapStateDescriptor,
+    ) -> DataStream | BroadcastStream:
+        """Every element goes to every downstream subtask. With MapStateDescriptors, a
+        BroadcastStream whose elements fill the broadcast states they describe, to
+        ``connect`` to another stream::
+
+            >>> rules = MapStateDescriptor("rules", Types.STRING(), Types.INT())
+            >>> events.connect(rule_stream.broadcast(rules)).process(ApplyRules())
+        """
+        if broadcast_state_descriptor is None:
+            return self._partition(PartitionerKind.BROADCAST)
+        descriptors = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
+        for descriptor in descriptors:
+            if not isinstance(descriptor, MapStateDescriptor):
+                msg = "broadcast_state_descriptor must be MapStateDescriptor"
+                raise TypeError(msg)  # PyFlink's words
+        return BroadcastStream(self._partition(PartitionerKind.BROADCAST), descriptors)
 
     def global_(self) -> DataStream:
         """Every element goes to the first downstream subtask (Flink's ``global()``)."""
@@ -451,6 +497,18 @@ class DataStream(_OperatorSettings):
                     break
                 results.append(value)
         return results
+
+
+class BroadcastStream:
+    """A stream with broadcast state (``DataStream.broadcast(descriptor, ...)``): nothing
+    can be applied to it but ``connect`` from a keyed or non-keyed stream, which gives a
+    BroadcastConnectedStream."""
+
+    def __init__(
+        self, input_stream: DataStream, broadcast_state_descriptors: list[MapStateDescriptor]
+    ) -> None:
+        self.input_stream = input_stream
+        self.broadcast_state_descriptors = broadcast_state_descriptors
 
 
 class DataStreamSink(_OperatorSettings):
@@ -651,7 +709,7 @@ class KeyedStream(DataStream):
     def forward(self) -> DataStream:
         return self._unsupported_partitioning()
 
-    def broadcast(self) -> DataStream:
+    def broadcast(self, *args: Any) -> Any:  # type: ignore[override]
         return self._unsupported_partitioning()
 
     def global_(self) -> DataStream:

@@ -9,16 +9,29 @@ Functions are pickled on the client and unpickled in every subtask, so they must
 picklable: create connections, clients, locks and files in ``open()``, not ``__init__``.
 ``open()`` is called once per subtask before the first record, ``close()`` after the
 last one (it is not called if the task fails before ``open()`` completes).
+
+A function keeps operator state across checkpoints by also subclassing
+``CheckpointedFunction`` (Flink's, beyond PyFlink): ``initialize_state(context)`` before
+``open()`` takes list, union list or broadcast state from
+``context.get_operator_state_store()``, and ``snapshot_state(context)`` updates them at
+each checkpoint. A function that is no CheckpointedFunction may instead define the raw
+hooks ``snapshot_state(checkpoint_id) -> bytes`` and ``initialize_state(bytes | None)``
+(called only on restore); ``weir.core.checkpointed_function`` describes both forms.
 """
 
 from __future__ import annotations
 
 import abc
 import logging
-import pickle
 from collections.abc import Iterable
 from typing import Any
 
+from weir.common.typeinfo import Types
+from weir.core.checkpointed_function import (
+    CheckpointedFunction,
+    FunctionInitializationContext,
+    FunctionSnapshotContext,
+)
 from weir.datastream.state import (
     AggregatingState,
     AggregatingStateDescriptor,
@@ -38,16 +51,23 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "BaseBroadcastProcessFunction",
+    "BroadcastProcessFunction",
     "CheckpointListener",
+    "CheckpointedFunction",
     "CoFlatMapFunction",
     "CoMapFunction",
     "CoProcessFunction",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "FunctionInitializationContext",
+    "FunctionSnapshotContext",
     "KeySelector",
+    "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
+    "KeyedStateFunction",
     "KeyedStateStore",
     "MapFunction",
     "Partitioner",
@@ -358,7 +378,7 @@ class CheckpointListener(abc.ABC):
         """Checkpoint ``checkpoint_id`` was aborted; what it covered joins the next one."""
 
 
-class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
+class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointedFunction, CheckpointListener):
     """Base of exactly-once sinks over transactions, as Flink's TwoPhaseCommitSinkFunction.
 
     Records go into the *current* transaction. At a checkpoint the current transaction is
@@ -375,8 +395,8 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
     Subclasses implement ``begin_transaction``, ``invoke(transaction, value, context)``,
     ``pre_commit``, ``commit`` and ``abort``; ``recover_and_commit`` and
     ``recover_and_abort`` default to ``commit`` and ``abort``. Transactions are stored in
-    the checkpoint with ``pickle``, so they must be picklable handles (a file name, a
-    transaction id), not open connections::
+    the checkpoint's operator state (a list state named ``state``, as Flink's), so they
+    must be picklable handles (a file name, a transaction id), not open connections::
 
         class StagedFileSink(TwoPhaseCommitSinkFunction):
             def begin_transaction(self):
@@ -398,18 +418,19 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
                     os.remove(transaction["tmp"])
 
     Contract with the task (all calls on the task thread, in this order):
-    ``open`` → ``initialize_state(state or None)`` → ``invoke``\\* interleaved with
-    ``snapshot_state(n)`` and ``notify_checkpoint_complete(n)`` /
-    ``notify_checkpoint_aborted(n)`` → ``finish()`` at the end of bounded input → its final
-    ``snapshot_state(n)`` and ``notify_checkpoint_complete(n)`` → ``close()`` (also after a
-    failure; it aborts the open transaction and never commits).
+    ``initialize_state(context)`` → ``open`` → ``invoke``\\* interleaved with
+    ``snapshot_state(context)`` of checkpoint n and ``notify_checkpoint_complete(n)`` /
+    ``notify_checkpoint_aborted(n)`` → ``finish()`` at the end of bounded input → the final
+    checkpoint's ``snapshot_state`` and ``notify_checkpoint_complete(n)`` → ``close()``
+    (also after a failure; it aborts the open transaction and never commits).
     If ``initialize_state`` has not been called before the first record, the base
-    initialises itself as for a fresh start.
+    initialises itself as for a fresh start (and keeps no state).
     """
 
     def __init__(self) -> None:
         self._current_transaction: Any = None
         self._has_transaction = False
+        self._state: ListState | None = None
         # checkpoint id -> pre-committed transaction, in checkpoint order
         self._pending_commit_transactions: dict[int, Any] = {}
         self._initialized = False
@@ -448,25 +469,34 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
         self.abort(transaction)
 
     # -- the hooks the task calls -------------------------------------------------------
-    def initialize_state(self, state: bytes | None) -> None:
-        """Fresh start (``None``) or recovery from the bytes ``snapshot_state`` returned."""
-        if state is not None:
-            restored = pickle.loads(state)
-            for checkpoint_id, transaction in sorted(restored["pending"].items()):
-                logger.info(
-                    "committing the transaction of checkpoint %d on recovery", checkpoint_id
-                )
-                self.recover_and_commit(transaction)
-            if restored["has_current"]:
-                self.recover_and_abort(restored["current"])
+    def initialize_state(self, context: FunctionInitializationContext) -> None:
+        """Takes the list state ``state``; on recovery, commits the pending transactions
+        it holds and aborts the one that was open (of every subtask whose state this one
+        got: one at the same parallelism)."""
+        self._state = context.get_operator_state_store().get_list_state(
+            ListStateDescriptor("state", Types.PICKLED_BYTE_ARRAY())
+        )
+        if context.is_restored():
+            for restored in self._state.get():
+                for checkpoint_id, transaction in sorted(restored["pending"].items()):
+                    logger.info(
+                        "committing the transaction of checkpoint %d on recovery", checkpoint_id
+                    )
+                    self.recover_and_commit(transaction)
+                if restored["has_current"]:
+                    self.recover_and_abort(restored["current"])
+        self._start()
+
+    def _start(self) -> None:
         self._pending_commit_transactions = {}
         self._begin()
         self._initialized = True
 
-    def snapshot_state(self, checkpoint_id: int) -> bytes:
-        """Pre-commits the current transaction as checkpoint ``checkpoint_id``'s, begins a
-        new one, and returns the state to store with the checkpoint."""
+    def snapshot_state(self, context: FunctionSnapshotContext) -> None:
+        """Pre-commits the current transaction as the checkpoint's, begins a new one, and
+        stores the pending and the open transactions in the state."""
         self._ensure_initialized()
+        checkpoint_id = context.get_checkpoint_id()
         if checkpoint_id in self._pending_commit_transactions or any(
             c > checkpoint_id for c in self._pending_commit_transactions
         ):
@@ -480,19 +510,18 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
                 self._pending_commit_transactions[checkpoint_id] = self._finished_transaction
                 self._has_finished_transaction = False
                 self._finished_transaction = None
-            return pickle.dumps(
-                {"pending": dict(self._pending_commit_transactions), "has_current": False}
-            )
-        self.pre_commit(self._current_transaction)
-        self._pending_commit_transactions[checkpoint_id] = self._current_transaction
-        self._begin()
-        return pickle.dumps(
-            {
+            stored = {"pending": dict(self._pending_commit_transactions), "has_current": False}
+        else:
+            self.pre_commit(self._current_transaction)
+            self._pending_commit_transactions[checkpoint_id] = self._current_transaction
+            self._begin()
+            stored = {
                 "pending": dict(self._pending_commit_transactions),
                 "has_current": True,
                 "current": self._current_transaction,
             }
-        )
+        if self._state is not None:
+            self._state.update([stored])
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Commits every pending transaction of a checkpoint up to ``checkpoint_id``."""
@@ -534,7 +563,7 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
 
     def _ensure_initialized(self) -> None:
         if not self._initialized:
-            self.initialize_state(None)
+            self._start()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # The task calls ``invoke(value, context)`` on every SinkFunction; a subclass
@@ -556,8 +585,15 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointListener):
     _dispatch_invoke._dispatches = True  # type: ignore[attr-defined]
 
 
-# The window functions live in their own module; PyFlink programs import them from here.
-from weir.datastream.window_functions import (  # noqa: E402 - they subclass Function above
+# The window and broadcast process functions live in their own modules; PyFlink programs
+# import them from here. They subclass Function above.
+from weir.datastream.broadcast_functions import (  # noqa: E402
+    BaseBroadcastProcessFunction,
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedStateFunction,
+)
+from weir.datastream.window_functions import (  # noqa: E402
     AllWindowFunction,
     KeyedStateStore,
     ProcessAllWindowFunction,

@@ -16,10 +16,13 @@ from weir.datastream.state_ttl import StateTtlConfig
 __all__ = [
     "AggregatingState",
     "AggregatingStateDescriptor",
+    "BroadcastState",
     "ListState",
     "ListStateDescriptor",
     "MapState",
     "MapStateDescriptor",
+    "OperatorStateStore",
+    "ReadOnlyBroadcastState",
     "ReducingState",
     "ReducingStateDescriptor",
     "State",
@@ -123,6 +126,91 @@ class AggregatingState(State):
     @abc.abstractmethod
     def add(self, value: Any) -> None:
         pass
+
+
+class ReadOnlyBroadcastState(State):
+    """A read-only view of a BroadcastState: what ``process_element`` (and ``on_timer``) of a
+    broadcast process function gets. Do not modify the values it returns: they are the
+    state's own, not copies. ``put``, ``put_all`` and ``remove`` are refused here."""
+
+    @abc.abstractmethod
+    def get(self, key: Any) -> Any:
+        """The value of ``key``, or None."""
+
+    @abc.abstractmethod
+    def contains(self, key: Any) -> bool:
+        pass
+
+    @abc.abstractmethod
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        pass
+
+    @abc.abstractmethod
+    def keys(self) -> Iterable[Any]:
+        pass
+
+    @abc.abstractmethod
+    def values(self) -> Iterable[Any]:
+        pass
+
+    @abc.abstractmethod
+    def is_empty(self) -> bool:
+        pass
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.get(key)
+
+    def __contains__(self, key: Any) -> bool:
+        return self.contains(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+
+class BroadcastState(ReadOnlyBroadcastState):
+    """The state of a BroadcastStream, declared by a MapStateDescriptor in
+    ``broadcast(...)``: a map every parallel instance keeps its own copy of. Only
+    ``process_broadcast_element`` may change it, and it must change it the same way in
+    every instance (every instance sees every broadcast element), so that the copies stay
+    equal; on recovery or rescaling each instance is given one of them."""
+
+    @abc.abstractmethod
+    def put(self, key: Any, value: Any) -> None:
+        pass
+
+    @abc.abstractmethod
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        pass
+
+    @abc.abstractmethod
+    def remove(self, key: Any) -> None:
+        pass
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.remove(key)
+
+
+class OperatorStateStore(abc.ABC):
+    """The operator (non-keyed) state of one parallel instance of an operator: broadcast
+    state, as in PyFlink, and (beyond PyFlink, as in Flink) list and union list state for
+    a ``CheckpointedFunction``, from ``context.get_operator_state_store()``."""
+
+    @abc.abstractmethod
+    def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState:
+        """The BroadcastState described by ``state_descriptor`` (empty when new)."""
+
+    @abc.abstractmethod
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+        """A list state whose elements are split between the parallel instances when
+        the job is restored at another parallelism (each element goes to one of them)."""
+
+    @abc.abstractmethod
+    def get_union_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+        """A list state of which every parallel instance gets the elements of all
+        instances whenever the job is restored."""
 
 
 class StateDescriptor(abc.ABC):  # noqa: B024 - a base no one instantiates directly

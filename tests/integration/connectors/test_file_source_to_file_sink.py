@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fsspec
 import pytest
+from function_state_testing import StateHooks
 
 from weir.datastream.connectors.file_system import (
     BucketAssigner,
@@ -56,9 +57,10 @@ def test_a_crash_between_checkpoints_gives_exactly_once_output(tmp_path, crash_a
     out = tmp_path / "out"
     source = FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(src)).build()
 
-    def run(reader, sink, checkpoint_every, start_checkpoint, stop_after=None):
+    def run(reader, hooks, checkpoint_every, start_checkpoint, stop_after=None):
         """Polls, maps, writes; checkpoints (source position + sink state) every few
         batches and completes them; returns the last completed checkpoint's states."""
+        sink = hooks.function
         completed = None
         checkpoint = start_checkpoint
         batches = 0
@@ -68,7 +70,7 @@ def test_a_crash_between_checkpoints_gives_exactly_once_output(tmp_path, crash_a
             batches += 1
             if batches % checkpoint_every == 0:
                 checkpoint += 1
-                states = (reader.snapshot_state(), sink.snapshot_state(checkpoint), checkpoint)
+                states = (reader.snapshot_state(), hooks.snapshot(checkpoint), checkpoint)
                 sink.notify_checkpoint_complete(checkpoint)
                 completed = states
             if stop_after is not None and batches == stop_after:
@@ -76,28 +78,27 @@ def test_a_crash_between_checkpoints_gives_exactly_once_output(tmp_path, crash_a
         # The end of input and the final checkpoint, taken after finish() (FLIP-147).
         sink.finish()
         checkpoint += 1
-        sink.snapshot_state(checkpoint)
+        hooks.snapshot(checkpoint)
         sink.notify_checkpoint_complete(checkpoint)
         sink.close()
         return completed, True
 
     reader = source.create_reader(Ctx())
-    sink = make_sink(out)
-    sink.initialize_state(None)
-    completed, done = run(reader, sink, 3, 0, stop_after=crash_after_batches + 3)
+    hooks = StateHooks(make_sink(out)).initialize()
+    completed, done = run(reader, hooks, 3, 0, stop_after=crash_after_batches + 3)
     assert not done
     # crash: nothing is closed; recover from the last completed checkpoint (or from scratch)
     assert len(committed(out)) < len(expected)
     reader = source.create_reader(Ctx())
-    sink = make_sink(out)
+    hooks = StateHooks(make_sink(out))
     if completed is None:
-        sink.initialize_state(None)
+        hooks.initialize()
         last = 0
     else:
         reader.restore_state(completed[0])
-        sink.initialize_state(completed[1])
+        hooks.initialize(completed[1])
         last = completed[2]
-    _, done = run(reader, sink, 3, last)
+    _, done = run(reader, hooks, 3, last)
     assert done
     result = committed(out)
     assert sorted(result) == sorted(expected)
@@ -122,12 +123,13 @@ def test_memory_filesystem_round_trip(tmp_path):
             .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
             .build()
         )
+        hooks = StateHooks(sink).initialize()
         while (batch := reader.poll_batch(10)) is not None:
             for line in batch:
                 sink.invoke(line, None)
         # The end of input of a job without checkpoints, as the sink operator drives it.
         sink.finish()
-        sink.snapshot_state(END_OF_INPUT_CHECKPOINT_ID)
+        hooks.snapshot(END_OF_INPUT_CHECKPOINT_ID)
         sink.notify_checkpoint_complete(END_OF_INPUT_CHECKPOINT_ID)
         names = fs.ls(f"{root}/out", detail=False)
         assert len(names) == 1 and not names[0].rpartition("/")[2].startswith(".")

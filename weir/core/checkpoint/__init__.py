@@ -23,6 +23,7 @@ from weir.core.checkpoint.metadata import (
     encode_metadata,
     encode_task_state,
 )
+from weir.core.checkpoint.operator_state_repartitioner import repartition_operator_state
 from weir.core.checkpoint.state_handles import (
     CheckpointMetrics,
     IncrementalKeyGroupsStateHandle,
@@ -87,4 +88,5 @@ __all__ = [
     "encode_task_state",
     "read_metadata_at",
     "read_state",
+    "repartition_operator_state",
 ]

@@ -1,14 +1,16 @@
 """File connectors (mirrors ``pyflink.datastream.connectors.file_system``): ``FileSource``
 reads lines of files on any fsspec URL; ``FileSink`` writes part files exactly once.
 
-``FileSink`` is a SinkFunction with checkpoint hooks. The task calls them on its own
-thread, never concurrently, in this order::
+``FileSink`` is a SinkFunction and a CheckpointedFunction: its writer's state (pending
+and in-progress files) is one element of a list state, ``writer_raw_states``, as Flink's
+sink writer keeps it. The task calls its hooks on its own thread, never concurrently, in
+this order::
 
-    initialize_state(state | None)   before the first record: None on a fresh start, else
-                                     the bytes of snapshot_state of a completed checkpoint
+    initialize_state(context)        before the first record: a fresh start, or the state
+                                     of a completed checkpoint (context.is_restored())
     open(runtime_context)
     invoke(value, context)*          interleaved with, per checkpoint n (n increasing):
-        snapshot_state(n) -> bytes     pre-commit: rolled files become pending for n
+        snapshot_state(context)        pre-commit: rolled files become pending for n
         notify_checkpoint_complete(n)  commit: pending files of checkpoints <= n show
         notify_checkpoint_aborted(n)   nothing: n's pending files join the next checkpoint
     finish()                         end of bounded input: close and commit everything
@@ -16,8 +18,8 @@ thread, never concurrently, in this order::
 
 Guarantees: a record is visible only once the checkpoint after it completed (or input
 ended); after recovery from checkpoint n, the visible output is exactly the records
-before n, once each. ``initialize_state`` and ``open`` may come in either order; without
-``initialize_state`` the sink starts fresh on its first record.
+before n, once each. Without ``initialize_state`` the sink starts fresh on its first
+record (and keeps no state).
 
 Part files are renamed within the file system on commit, so the base path must be on a
 file system where a flushed file keeps its bytes and rename is atomic (local, ``memory://``,
@@ -37,11 +39,18 @@ from zoneinfo import ZoneInfo
 from weir.common.serialization import Encoder
 from weir.common.time import Duration
 from weir.common.typeinfo import TypeInformation, Types
+from weir.core.checkpointed_function import (
+    CheckpointedFunction,
+    FunctionInitializationContext,
+    FunctionSnapshotContext,
+)
+from weir.core.errors import CheckpointError
 from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
 from weir.datastream.connectors._file_source_reader import FileSourceReader
 from weir.datastream.connectors._file_writer import FileWriter, InProgressFile
 from weir.datastream.functions import CheckpointListener, RuntimeContext, SinkFunction
+from weir.datastream.state import ListState, ListStateDescriptor
 
 __all__ = [
     "BucketAssigner",
@@ -366,7 +375,7 @@ class OnCheckpointRollingPolicy(RollingPolicy):
 # ---- FileSink ------------------------------------------------------------------------
 
 
-class FileSink(SinkFunction, CheckpointListener):
+class FileSink(SinkFunction, CheckpointedFunction, CheckpointListener):
     """A sink that writes its records to part files in buckets under a base path, exactly
     once (see the module docstring for the hooks and the file lifecycle)::
 
@@ -402,6 +411,7 @@ class FileSink(SinkFunction, CheckpointListener):
         self._bucket_check_interval = bucket_check_interval
         self._clock = clock
         self._writer: FileWriter | None = None
+        self._state: ListState | None = None
         self._next_bucket_check = 0
         self._finished = False
 
@@ -462,26 +472,40 @@ class FileSink(SinkFunction, CheckpointListener):
 
     def _writer_or_fresh(self) -> FileWriter:
         if self._writer is None:
-            self.initialize_state(None)
+            self._start()
         assert self._writer is not None
         return self._writer
 
-    def initialize_state(self, state: bytes | None) -> None:
-        """Fresh start (None), or recovery from a completed checkpoint's state: its
-        pending files are committed (again, harmlessly), its in-progress files are cut
-        back to their checkpointed length, and files written after it are discarded."""
+    def _start(self) -> FileWriter:
         config = self._output_file_config
-        writer = FileWriter(
+        self._writer = FileWriter(
             self._base_path,
             config.get_part_prefix(),
             config.get_part_suffix(),
             self._rolling_policy,
             self._now,
         )
-        if state is not None:
-            writer.restore(state)
-        self._writer = writer
         self._finished = False
+        return self._writer
+
+    def initialize_state(self, context: FunctionInitializationContext) -> None:
+        """Takes the list state of the writer. On recovery from a completed checkpoint its
+        pending files are committed (again, harmlessly), its in-progress files are cut
+        back to their checkpointed length, and files written after it are discarded."""
+        self._state = context.get_operator_state_store().get_list_state(
+            ListStateDescriptor("writer_raw_states", Types.PICKLED_BYTE_ARRAY())
+        )
+        restored = list(self._state.get()) if context.is_restored() else []
+        if len(restored) > 1:
+            msg = (
+                f"FileSink: this subtask was given the writer state of {len(restored)} "
+                "subtasks; restoring a FileSink at a lower parallelism is not supported "
+                "yet: run the job at the parallelism the checkpoint was taken at"
+            )
+            raise CheckpointError(msg)
+        writer = self._start()
+        if restored:
+            writer.restore(restored[0])
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._writer_or_fresh()
@@ -495,11 +519,13 @@ class FileSink(SinkFunction, CheckpointListener):
         bucket = self._bucket_assigner.get_bucket_id(value, BucketAssigner.Context(now))
         writer.write(bucket, value, self._encoder.to_bytes(value), now)
 
-    def snapshot_state(self, checkpoint_id: int) -> bytes:
-        """Pre-commit: files rolled since the last checkpoint become checkpoint
-        ``checkpoint_id``'s pending files; in-progress files are flushed and their lengths
-        recorded. Returns the state to store with the checkpoint."""
-        return self._writer_or_fresh().snapshot(checkpoint_id)
+    def snapshot_state(self, context: FunctionSnapshotContext) -> None:
+        """Pre-commit: files rolled since the last checkpoint become this checkpoint's
+        pending files; in-progress files are flushed and their lengths recorded, all in
+        the writer's state."""
+        state = self._writer_or_fresh().snapshot(context.get_checkpoint_id())
+        if self._state is not None:
+            self._state.update([state])
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Commit: pending files of checkpoints up to ``checkpoint_id`` become visible."""

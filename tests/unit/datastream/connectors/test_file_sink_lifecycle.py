@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import fsspec
 import pytest
+from function_state_testing import StateHooks
 
 from weir.core.errors import CheckpointError
 from weir.datastream.connectors.file_system import (
@@ -18,8 +19,9 @@ from weir.datastream.connectors.file_system import (
     RollingPolicy,
     java_pattern_to_strftime,
 )
-from weir.datastream.functions import SinkFunction
+from weir.datastream.functions import CheckpointedFunction, SinkFunction
 from weir.taskmanager.operators.sinks import END_OF_INPUT_CHECKPOINT_ID
+from weir.taskmanager.state.operator_state import OperatorStateSnapshot
 
 
 class FakeClock:
@@ -39,22 +41,44 @@ def make_sink(
     assigner: BucketAssigner | None = None,
     check_interval: int = 60_000,
 ) -> FileSink:
-    return FileSink(
-        base,
-        Encoder.simple_string_encoder(),
-        bucket_assigner=assigner or BucketAssigner.base_path_bucket_assigner(),
-        rolling_policy=rolling or RollingPolicy.default_rolling_policy(),
-        output_file_config=config or OutputFileConfig.builder().build(),
-        bucket_check_interval=check_interval,
-        clock=clock or FakeClock(),
+    """A sink whose state hooks the test drives (``snapshot``, ``restore``), initialized
+    for a fresh start as the task initializes it."""
+    return initialized(
+        FileSink(
+            base,
+            Encoder.simple_string_encoder(),
+            bucket_assigner=assigner or BucketAssigner.base_path_bucket_assigner(),
+            rolling_policy=rolling or RollingPolicy.default_rolling_policy(),
+            output_file_config=config or OutputFileConfig.builder().build(),
+            bucket_check_interval=check_interval,
+            clock=clock or FakeClock(),
+        )
     )
+
+
+_HOOKS: dict[int, StateHooks] = {}
+
+
+def initialized(sink: FileSink, restored: OperatorStateSnapshot | None = None) -> FileSink:
+    _HOOKS[id(sink)] = StateHooks(sink).initialize(restored)
+    return sink
+
+
+def restore(sink: FileSink, state: OperatorStateSnapshot) -> None:
+    """The sink's state hooks as a task restoring ``state`` calls them."""
+    initialized(sink, state)
+
+
+def snapshot(sink: FileSink, checkpoint_id: int) -> OperatorStateSnapshot:
+    """Checkpoint ``checkpoint_id`` of the sink: what the task stores."""
+    return _HOOKS[id(sink)].snapshot(checkpoint_id)
 
 
 def end_input(sink: FileSink) -> None:
     """The end of input of a job that takes no final checkpoint, as the sink operator
     drives it: finish, then pre-commit and commit under the end-of-input id."""
     sink.finish()
-    sink.snapshot_state(END_OF_INPUT_CHECKPOINT_ID)
+    snapshot(sink, END_OF_INPUT_CHECKPOINT_ID)
     sink.notify_checkpoint_complete(END_OF_INPUT_CHECKPOINT_ID)
 
 
@@ -107,6 +131,7 @@ class TestFileLifecycle:
     def test_is_a_sink_function_with_checkpoint_hooks(self, base):
         sink = make_sink(base)
         assert isinstance(sink, SinkFunction)
+        assert isinstance(sink, CheckpointedFunction)
         for hook in (
             "snapshot_state",
             "notify_checkpoint_complete",
@@ -118,11 +143,10 @@ class TestFileLifecycle:
 
     def test_nothing_is_visible_before_the_checkpoint_completes(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
-        sink.initialize_state(None)
         write(sink, ["a", "b"])
         assert visible(base) == []
         assert len(hidden(base)) == 1 and ".inprogress." in hidden(base)[0]
-        sink.snapshot_state(1)  # pre-commit: the file is pending, still hidden
+        snapshot(sink, 1)  # pre-commit: the file is pending, still hidden
         assert visible(base) == []
         assert len(hidden(base)) == 1
         sink.notify_checkpoint_complete(1)
@@ -132,9 +156,9 @@ class TestFileLifecycle:
     def test_pending_files_wait_for_their_own_checkpoint(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
-        sink.snapshot_state(1)
+        snapshot(sink, 1)
         write(sink, ["b"])
-        sink.snapshot_state(2)
+        snapshot(sink, 2)
         sink.notify_checkpoint_complete(1)
         assert committed_lines(base) == ["a"]
         sink.notify_checkpoint_complete(2)
@@ -143,10 +167,10 @@ class TestFileLifecycle:
     def test_an_aborted_checkpoint_is_committed_with_the_next_one(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
-        sink.snapshot_state(1)
+        snapshot(sink, 1)
         sink.notify_checkpoint_aborted(1)
         write(sink, ["b"])
-        sink.snapshot_state(2)
+        snapshot(sink, 2)
         assert visible(base) == []
         sink.notify_checkpoint_complete(2)
         assert sorted(committed_lines(base)) == ["a", "b"]
@@ -156,12 +180,12 @@ class TestFileLifecycle:
         after it, commits them."""
         sink = make_sink(base)
         write(sink, ["a"])
-        sink.snapshot_state(1)
+        snapshot(sink, 1)
         sink.notify_checkpoint_complete(1)
         write(sink, ["b"])
         sink.finish()
         assert visible(base) == []
-        sink.snapshot_state(2)
+        snapshot(sink, 2)
         assert visible(base) == []
         sink.notify_checkpoint_complete(2)
         assert committed_lines(base) == ["a", "b"]
@@ -173,11 +197,11 @@ class TestFileLifecycle:
         sink = make_sink(base)
         write(sink, ["a", "b"])
         sink.finish()
-        state = sink.snapshot_state(3)
+        state = snapshot(sink, 3)
         sink.close()  # the task is lost before notify_checkpoint_complete(3)
         assert visible(base) == []
         restored = make_sink(base)
-        restored.initialize_state(state)
+        restore(restored, state)
         end_input(restored)  # the restored task has no input left
         assert committed_lines(base) == ["a", "b"]
         assert hidden(base) == []
@@ -185,7 +209,7 @@ class TestFileLifecycle:
     def test_default_policy_keeps_a_small_file_in_progress_across_checkpoints(self, base):
         sink = make_sink(base)
         write(sink, ["a"])
-        sink.snapshot_state(1)
+        snapshot(sink, 1)
         sink.notify_checkpoint_complete(1)
         assert visible(base) == []  # still in progress: not rolled yet
         write(sink, ["b"])
@@ -196,7 +220,7 @@ class TestFileLifecycle:
     def test_finish_commits_everything_and_close_commits_nothing(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
-        sink.snapshot_state(1)
+        snapshot(sink, 1)
         write(sink, ["b"])
         end_input(sink)
         sink.close()
@@ -211,10 +235,10 @@ class TestFileLifecycle:
     def test_snapshot_ids_must_increase(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
-        sink.snapshot_state(2)
+        snapshot(sink, 2)
         write(sink, ["b"])
         with pytest.raises(CheckpointError, match="must increase"):
-            sink.snapshot_state(1)
+            snapshot(sink, 1)
 
 
 class TestRecovery:
@@ -223,17 +247,17 @@ class TestRecovery:
         sink = make_sink(base, clock, rolling=RollingPolicy.default_rolling_policy(part_size=10))
         before = [f"before-{i}" for i in range(7)]
         write(sink, before)  # rolls several files by size; the last stays in progress
-        state = sink.snapshot_state(1)
+        state = snapshot(sink, 1)
         write(sink, [f"after-{i}" for i in range(5)])  # the uncommitted tail
-        sink.snapshot_state(2)  # checkpoint 2 never completes
+        snapshot(sink, 2)  # checkpoint 2 never completes
         write(sink, ["tail"])
         # crash: no notify, no close. A new instance restores checkpoint 1.
         restored = make_sink(
             base, clock, rolling=RollingPolicy.default_rolling_policy(part_size=10)
         )
-        restored.initialize_state(state)
+        restore(restored, state)
         assert sorted(committed_lines(base)) == sorted(before[:-1])  # pending ones only
-        restored.snapshot_state(2)
+        snapshot(restored, 2)
         restored.notify_checkpoint_complete(2)
         end_input(restored)
         lines = committed_lines(base)
@@ -243,14 +267,14 @@ class TestRecovery:
     def test_restoring_twice_from_the_same_checkpoint(self, base):
         sink = make_sink(base)
         write(sink, ["a", "b"])
-        state = sink.snapshot_state(1)
+        state = snapshot(sink, 1)
         write(sink, ["lost"])
         first = make_sink(base)
-        first.initialize_state(state)
+        restore(first, state)
         write(first, ["lost again"])
-        first.snapshot_state(2)  # never completes
+        snapshot(first, 2)  # never completes
         second = make_sink(base)
-        second.initialize_state(state)
+        restore(second, state)
         write(second, ["c"])
         end_input(second)
         assert committed_lines(base) == ["a", "b", "c"]
@@ -258,22 +282,22 @@ class TestRecovery:
     def test_restore_commits_pending_files_idempotently(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
-        state = sink.snapshot_state(1)
+        state = snapshot(sink, 1)
         sink.notify_checkpoint_complete(1)  # committed before the crash
         restored = make_sink(base)
-        restored.initialize_state(state)  # commits again: a no-op
+        restore(restored, state)  # commits again: a no-op
         end_input(restored)
         assert committed_lines(base) == ["a"]
 
     def test_restore_with_a_pending_file_gone_and_never_committed_fails(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
-        state = sink.snapshot_state(1)
+        state = snapshot(sink, 1)
         fs, root = fsspec.core.url_to_fs(base)
         for path in fs.find(root):
             fs.rm(path)
         with pytest.raises(CheckpointError, match="lost data"):
-            make_sink(base).initialize_state(state)
+            restore(make_sink(base), state)
 
     def test_the_sink_pickles_without_open_files(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
@@ -307,11 +331,11 @@ class TestRollingAndNames:
         clock.now += 300
         write(sink, ["c"])  # inactive for 300 ms: rolled first, "c" opens a new file
         clock.now += 100
-        sink.snapshot_state(1)
+        snapshot(sink, 1)
         sink.notify_checkpoint_complete(1)
         assert committed_lines(base) == ["a", "b"]
         clock.now += 1000  # older than the rollover interval: rolled at the checkpoint
-        sink.snapshot_state(2)
+        snapshot(sink, 2)
         sink.notify_checkpoint_complete(2)
         assert sorted(committed_lines(base)) == ["a", "b", "c"]
 
@@ -319,10 +343,10 @@ class TestRollingAndNames:
         config = OutputFileConfig.builder().with_part_prefix("pre").with_part_suffix(".txt").build()
         sink = make_sink(base, config=config, rolling=RollingPolicy.on_checkpoint_rolling_policy())
         write(sink, ["a"])
-        sink.snapshot_state(1)
+        snapshot(sink, 1)
         in_flight = hidden(base)
         write(sink, ["b"])
-        sink.snapshot_state(2)
+        snapshot(sink, 2)
         sink.notify_checkpoint_complete(2)
         uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
         assert re.fullmatch(rf"\.pre-{uuid}-0\.txt\.inprogress\.{uuid}", in_flight[0])
@@ -350,6 +374,7 @@ class TestRollingAndNames:
             .build()
         )
         utc._clock = clock
+        initialized(utc)
         write(utc, ["a"])
         end_input(utc)
         assert [n.rpartition("/")[0] for n in visible(base)] == ["2023/11/14"]

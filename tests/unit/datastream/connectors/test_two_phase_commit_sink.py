@@ -1,10 +1,13 @@
-"""TwoPhaseCommitSinkFunction: pre-commit on snapshot, commit on notify, abort on restore."""
+"""TwoPhaseCommitSinkFunction: pre-commit on snapshot, commit on notify, abort on restore;
+its transactions kept in operator list state, as Flink's."""
 
 from __future__ import annotations
 
 import pytest
+from function_state_testing import StateHooks
 
 from weir.datastream.functions import (
+    CheckpointedFunction,
     CheckpointListener,
     SinkFunction,
     TwoPhaseCommitSinkFunction,
@@ -49,35 +52,46 @@ def output(store: dict) -> list:
     ]
 
 
-def test_is_a_sink_function_and_a_checkpoint_listener():
+def test_is_a_sink_function_a_checkpointed_function_and_a_checkpoint_listener():
     sink = RecordingSink({})
     assert isinstance(sink, SinkFunction) and isinstance(sink, CheckpointListener)
+    assert isinstance(sink, CheckpointedFunction)
 
 
 def test_commit_happens_only_on_notify():
     store: dict = {}
     sink = RecordingSink(store)
-    sink.initialize_state(None)
+    hooks = StateHooks(sink).initialize()
     sink.invoke(1, None)  # the task's call: (value, context)
     sink.invoke(2, None)
-    sink.snapshot_state(1)
+    hooks.snapshot(1)
     assert store["pre_committed"] == ["t1"] and output(store) == []
     sink.invoke(3, None)
-    sink.snapshot_state(2)
+    hooks.snapshot(2)
     sink.notify_checkpoint_complete(1)
     assert output(store) == [1, 2]
     sink.notify_checkpoint_complete(2)
     assert output(store) == [1, 2, 3]
 
 
+def test_without_initialize_state_it_starts_a_transaction_on_the_first_record():
+    store: dict = {}
+    sink = RecordingSink(store)
+    sink.invoke("a", None)
+    sink.finish()
+    sink.close()
+    assert store["staged"] == {"t1": ["a"]} and store["pre_committed"] == ["t1"]
+
+
 def test_aborted_checkpoint_is_committed_by_the_next():
     store: dict = {}
     sink = RecordingSink(store)
-    sink.invoke("a", None)  # initialises itself
-    sink.snapshot_state(1)
+    hooks = StateHooks(sink).initialize()
+    sink.invoke("a", None)
+    hooks.snapshot(1)
     sink.notify_checkpoint_aborted(1)
     sink.invoke("b", None)
-    sink.snapshot_state(2)
+    hooks.snapshot(2)
     sink.notify_checkpoint_complete(2)
     assert output(store) == ["a", "b"]
 
@@ -85,52 +99,74 @@ def test_aborted_checkpoint_is_committed_by_the_next():
 def test_recovery_commits_pending_and_aborts_the_open_transaction():
     store: dict = {}
     sink = RecordingSink(store)
+    hooks = StateHooks(sink).initialize()
     sink.invoke("a", None)
-    state = sink.snapshot_state(1)  # t1 pending, t2 open
+    state = hooks.snapshot(1)  # t1 pending, t2 open
     sink.invoke("lost", None)
     # crash before notify; restore from checkpoint 1
     restored = RecordingSink(store)
-    restored.initialize_state(state)
+    restored_hooks = StateHooks(restored).initialize(state)
     assert output(store) == ["a"]
     assert "t2" in store["aborted"]
     restored.invoke("b", None)
-    end_input(restored)
+    end_input(restored, restored_hooks)
     restored.close()
     assert output(store) == ["a", "b"]
 
 
-def end_input(sink) -> None:
+def test_the_transactions_of_several_subtasks_are_all_recovered():
+    """After scaling down, one subtask gets the list state of several: it commits the
+    pending transactions and aborts the open one of each."""
+    store: dict = {}
+    states = []
+    for _ in range(2):
+        sink = RecordingSink(store)
+        hooks = StateHooks(sink).initialize()
+        sink.invoke("x", None)
+        states.append(hooks.snapshot(1))
+    restored = StateHooks(RecordingSink(store))
+    for state in states:
+        restored.store.restore([(state.data, state.partitions)])
+    restored.initialize_with_restored_store()
+    assert sorted(store["committed"]) == ["t1", "t3"]
+    assert {"t2", "t4"} <= set(store["aborted"])
+
+
+def end_input(sink, hooks) -> None:
     """The end of input of a job without a final checkpoint, as the sink operator drives
     it: finish, then pre-commit and commit under the end-of-input id."""
     sink.finish()
-    sink.snapshot_state(END_OF_INPUT_CHECKPOINT_ID)
+    hooks.snapshot(END_OF_INPUT_CHECKPOINT_ID)
     sink.notify_checkpoint_complete(END_OF_INPUT_CHECKPOINT_ID)
 
 
 def test_finish_pre_commits_and_the_final_checkpoint_commits():
     store: dict = {}
     sink = RecordingSink(store)
+    hooks = StateHooks(sink).initialize()
     sink.invoke("a", None)
-    sink.snapshot_state(1)
+    hooks.snapshot(1)
     sink.invoke("b", None)
     sink.finish()
     assert output(store) == []  # pre-committed, not committed: no checkpoint covers it yet
-    state = sink.snapshot_state(2)
+    state = hooks.snapshot(2)
     sink.notify_checkpoint_complete(2)
     assert output(store) == ["a", "b"]
     # A restore of the final checkpoint commits again, harmlessly, and aborts nothing.
-    restored = RecordingSink(store)
-    restored.initialize_state(state)
+    aborted = list(store["aborted"]) if "aborted" in store else []
+    StateHooks(RecordingSink(store)).initialize(state)
     assert output(store) == ["a", "b"]
+    assert store.get("aborted", []) == aborted
 
 
 def test_end_of_input_without_checkpoints_commits_and_close_aborts():
     store: dict = {}
     sink = RecordingSink(store)
+    hooks = StateHooks(sink).initialize()
     sink.invoke("a", None)
-    sink.snapshot_state(1)
+    hooks.snapshot(1)
     sink.invoke("b", None)
-    end_input(sink)
+    end_input(sink, hooks)
     assert output(store) == ["a", "b"]
 
     failed_store: dict = {}
@@ -141,7 +177,7 @@ def test_end_of_input_without_checkpoints_commits_and_close_aborts():
 
 
 def test_checkpoint_ids_must_increase():
-    sink = RecordingSink({})
-    sink.snapshot_state(3)
+    hooks = StateHooks(RecordingSink({})).initialize()
+    hooks.snapshot(3)
     with pytest.raises(ValueError, match="must increase"):
-        sink.snapshot_state(2)
+        hooks.snapshot(2)

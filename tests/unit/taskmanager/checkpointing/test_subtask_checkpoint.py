@@ -8,20 +8,34 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
+from weir.common import Types
 from weir.core.checkpoint import (
     CheckpointMetrics,
+    CheckpointStorage,
+    FileSystemCheckpointStorage,
+    IncrementalKeyGroupsStateHandle,
     JobManagerCheckpointStorage,
+    OperatorStateDistributionMode,
     TaskStateSnapshot,
     encode_task_state,
 )
-from weir.core.ids import ExecutionAttemptId, JobId
+from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
+from weir.datastream.functions import CheckpointedFunction, MapFunction
+from weir.datastream.state import ListStateDescriptor, MapStateDescriptor
 from weir.taskmanager.checkpointing.snapshot import operators_of_chain
 from weir.taskmanager.checkpointing.subtask_checkpoint import (
     RestoredTaskState,
     SubtaskCheckpointCoordinator,
 )
+from weir.taskmanager.operators.function_state import initialize_function_state
+from weir.taskmanager.state.backend import KeyedStateBackend
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
 from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
 from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot
+from weir.taskmanager.state.rocksdb_incremental import restore_native
 from weir.taskmanager.task_events import CheckpointBarrier, deserialize_event
 
 _ACK_WAIT_S = 10  # an upper bound for the writer thread, not a synchronisation delay
@@ -47,11 +61,17 @@ class TestingPartition:
 class TestingChain:
     __test__ = False
 
-    def __init__(self) -> None:
+    def __init__(self, function: Any = None, keyed: KeyedStateBackend | None = None) -> None:
         descriptor = SimpleNamespace(operator_id="op-head")
+        self.store = DefaultOperatorStateBackend()
         self.operators = [
             SimpleNamespace(
-                setup=SimpleNamespace(descriptor=descriptor, keyed_state_backend=None),
+                setup=SimpleNamespace(
+                    descriptor=descriptor,
+                    keyed_state_backend=keyed,
+                    operator_state_backend=self.store,
+                ),
+                function=function,
             )
         ]
         self.flushes = 0
@@ -96,13 +116,19 @@ class Acks:
 
 
 def _coordinator(
-    partition: TestingPartition, acks: Acks, *, has_inputs: bool
+    partition: TestingPartition,
+    acks: Acks,
+    *,
+    has_inputs: bool,
+    function: Any = None,
+    keyed: KeyedStateBackend | None = None,
+    storage: CheckpointStorage | None = None,
 ) -> tuple[SubtaskCheckpointCoordinator, TestingChain]:
-    chain = TestingChain()
+    chain = TestingChain(function, keyed)
     coordinator = SubtaskCheckpointCoordinator(
         attempt_id=ExecutionAttemptId("a" * 32),
         subtask_index=0,
-        storage=JobManagerCheckpointStorage(JobId("j" * 32)),
+        storage=storage or JobManagerCheckpointStorage(JobId("j" * 32)),
         chain=chain,  # type: ignore[arg-type]
         partitions=[partition],  # type: ignore[list-item]
         acknowledge=acks.acknowledge,
@@ -243,3 +269,154 @@ class TestRocksDBFullCheckpoint:
             coordinator.close()
         finally:
             backend.dispose()
+
+
+class Remembering(MapFunction, CheckpointedFunction):
+    """Keeps what it saw in list state, and the last checkpoint id in union state."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+        self.seen: list[str] = []
+
+    def initialize_state(self, context):
+        store = context.get_operator_state_store()
+        self.state = store.get_list_state(ListStateDescriptor("seen", Types.STRING()))
+        self.last = store.get_union_list_state(ListStateDescriptor("last", Types.LONG()))
+        self.rules = store.get_broadcast_state(
+            MapStateDescriptor("rules", Types.STRING(), Types.STRING())
+        )
+        self.seen = list(self.state.get())
+
+    def snapshot_state(self, context):
+        self.calls.append(f"function snapshot_state {context.get_checkpoint_id()}")
+        self.state.update(self.seen)
+        self.last.update([context.get_checkpoint_id()])
+
+    def map(self, value):
+        self.seen.append(value)
+        return value
+
+
+class TestFunctionState:
+    def test_the_function_updates_its_state_after_the_operators_and_it_is_written(self):
+        acks = Acks()
+        calls: list[str] = []
+        function = Remembering(calls)
+        coordinator, chain = _coordinator(
+            TestingPartition([[]]), acks, has_inputs=False, function=function
+        )
+        chain.calls = calls
+        initialize_function_state(function, chain.store)
+        function.map("a")
+        function.map("b")
+        function.rules.put("r", "x")
+
+        coordinator.checkpoint(CheckpointBarrier(4, 0))
+        function.map("after the checkpoint")
+
+        assert calls == ["flush", "snapshot_state 4", "function snapshot_state 4"]
+        assert acks.event.wait(_ACK_WAIT_S)
+        coordinator.close()
+        (handle,) = acks.acked[4].subtask_states[OperatorId("op-head")].managed_operator_state
+        modes = {p.name: p.mode for p in handle.partitions}
+        assert modes == {
+            "seen": OperatorStateDistributionMode.SPLIT_DISTRIBUTE,
+            "last": OperatorStateDistributionMode.UNION,
+            "rules": OperatorStateDistributionMode.BROADCAST,
+        }
+
+        restored = RestoredTaskState(encode_task_state(acks.acked[4]), 128)
+        store = DefaultOperatorStateBackend()
+        store.restore(restored.operator_state("op-head"))
+        again = Remembering([])
+        initialize_function_state(again, store, restored=True, restored_checkpoint_id=4)
+        assert again.seen == ["a", "b"]
+        assert again.last.get() == [4]
+        assert dict(again.rules.items()) == {"r": "x"}
+
+    def test_a_failing_snapshot_declines_the_checkpoint(self):
+        class Failing(Remembering):
+            def snapshot_state(self, context):
+                raise RuntimeError("no state today")
+
+        acks = Acks()
+        function = Failing([])
+        coordinator, chain = _coordinator(
+            TestingPartition([[]]), acks, has_inputs=False, function=function
+        )
+        initialize_function_state(function, chain.store)
+        coordinator.checkpoint(CheckpointBarrier(2, 0))
+        coordinator.close()
+        assert acks.declined == {2: "RuntimeError: no state today"}
+
+
+class KeyedRemembering(Remembering):
+    """Remembering, and a count per value in the keyed state of ``keyed``."""
+
+    keyed: KeyedStateBackend
+
+    def map(self, value):
+        self.keyed.current_key = value
+        counts = self.keyed.get_value_state("count")
+        counts.update((counts.value() or 0) + 1)
+        return super().map(value)
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb", "rocksdb incremental"])
+def test_operator_state_is_written_beside_either_keyed_backend(backend, tmp_path):
+    """Operator state stays on the heap whichever keyed backend the operator has (as in
+    Flink); a checkpoint writes both, the rocksdb one also as shared SST files."""
+
+    def keyed_backend(name: str) -> KeyedStateBackend:
+        if backend == "hashmap":
+            return HashMapKeyedStateBackend(128, range(128))
+        rocks = RocksDBKeyedStateBackend(128, range(128), str(tmp_path / name))
+        rocks.incremental = backend == "rocksdb incremental"
+        return rocks
+
+    keyed = keyed_backend("before")
+    storage = FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}", JobId("j" * 32))
+    acks = Acks()
+    function = KeyedRemembering([])
+    function.keyed = keyed
+    coordinator, chain = _coordinator(
+        TestingPartition([[]]),
+        acks,
+        has_inputs=False,
+        function=function,
+        keyed=keyed,
+        storage=storage,
+    )
+    initialize_function_state(function, chain.store)
+    for value in ("a", "b", "a"):
+        function.map(value)
+    function.rules.put("r", "x")
+    coordinator.checkpoint(CheckpointBarrier(5, 0))
+    assert acks.event.wait(_ACK_WAIT_S)
+    coordinator.close()
+    keyed.dispose()
+
+    state = acks.acked[5].subtask_states[OperatorId("op-head")]
+    (keyed_handle,) = state.managed_keyed_state
+    incremental = isinstance(keyed_handle, IncrementalKeyGroupsStateHandle)
+    assert incremental == (backend == "rocksdb incremental")
+    (operator_handle,) = state.managed_operator_state
+    assert {p.name for p in operator_handle.partitions} == {"seen", "last", "rules"}
+
+    restored = RestoredTaskState(encode_task_state(acks.acked[5]), 128)
+    again_keyed = keyed_backend("after")
+    canonical, native = restored.keyed_state("op-head", range(128))
+    again_keyed.restore(canonical)
+    restore_native(again_keyed, native, str(tmp_path / "scratch"))
+    store = DefaultOperatorStateBackend()
+    store.restore(restored.operator_state("op-head"))
+    again = KeyedRemembering([])
+    again.keyed = again_keyed
+    initialize_function_state(again, store, restored=True, restored_checkpoint_id=5)
+    assert again.seen == ["a", "b", "a"]
+    assert again.last.get() == [5]
+    assert dict(again.rules.items()) == {"r": "x"}
+    counts = again_keyed.get_value_state("count")
+    again_keyed.current_key = "a"
+    assert counts.value() == 2
+    again_keyed.dispose()
