@@ -12,7 +12,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import cloudpickle
-from rocksdict import AccessType, BlockBasedOptions, Cache, DBCompressionType, Options, Rdict
+from rocksdict import (
+    AccessType,
+    BlockBasedIndexType,
+    BlockBasedOptions,
+    Cache,
+    DBCompressionType,
+    Options,
+    Rdict,
+)
 
 from weir.core.canonical_keys import canonical_key_bytes
 from weir.core.errors import ConfigurationError
@@ -37,6 +45,7 @@ _WRITE_BUFFER_BYTES = 64 << 20
 _MEMTABLE_BYTES = 16 << 20
 _BLOCK_CACHE_BYTES = 64 << 20
 _BLOOM_BITS_PER_KEY = 10
+_METADATA_BLOCK_BYTES = 4096
 
 
 def db_options() -> Options:
@@ -49,11 +58,19 @@ def db_options() -> Options:
     options.set_max_background_jobs(2)
     table = BlockBasedOptions()
     table.set_block_cache(Cache(_BLOCK_CACHE_BYTES))
-    table.set_cache_index_and_filter_blocks(True)
     # A key seen for the first time is looked up before it is written: without a filter
     # that read goes through every level's index and data blocks to find nothing.
     # 10 bits a key (~1 % false positives), kept in the block cache.
     table.set_bloom_filter(_BLOOM_BITS_PER_KEY, False)
+    # Index and filters in the block cache (bounded memory), partitioned into blocks of
+    # _METADATA_BLOCK_BYTES: the filter of an SST file of millions of keys is megabytes,
+    # more than one shard of the cache holds, and unpartitioned it was read from the file
+    # again on every lookup (Flink's state.backend.rocksdb.memory.partitioned-index-filters).
+    table.set_cache_index_and_filter_blocks(True)
+    table.set_index_type(BlockBasedIndexType.two_level_index_search())
+    table.set_partition_filters(True)
+    table.set_metadata_block_size(_METADATA_BLOCK_BYTES)
+    table.set_pin_top_level_index_and_filter(True)
     options.set_block_based_table_factory(table)
     return options
 
