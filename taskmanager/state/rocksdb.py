@@ -58,6 +58,7 @@ from weir.taskmanager.state.rocksdb_layout import (
     DEFAULT_CF,
     KEY_GROUP_PREFIXES,
     KEYS_CF,
+    block_cache,
     canonical_entries,
     db_options,
     decode_key,
@@ -140,6 +141,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.instance_id = uuid.uuid4().hex
         """Names the SST files this database uploads, unique across restores."""
         self._db: Rdict | None = None
+        self._block_cache = block_cache()
         self._cfs: dict[str, Rdict] = {}
         self._caches: dict[str, WriteBackColumnFamily] = {}
         self.write_options = WriteOptions()
@@ -177,7 +179,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise ConfigurationError(msg) from exc
         names = sorted({*column_families, KEYS_CF})
-        self._db = open_db(self.db_path, names)
+        self._db = open_db(self.db_path, names, cache=self._block_cache)
         self._cfs = {}
         self._caches = {}
         for name in names:
@@ -190,7 +192,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             return cf
         db = self._db
         assert db is not None
-        cf = db.create_column_family(name, db_options()) if create else db.get_column_family(name)
+        cf = (
+            db.create_column_family(name, db_options(self._block_cache))
+            if create
+            else db.get_column_family(name)
+        )
         cf.set_write_options(self.write_options)
         self._cfs[name] = cf
         return cf

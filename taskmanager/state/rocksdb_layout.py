@@ -48,7 +48,8 @@ _BLOOM_BITS_PER_KEY = 10
 _METADATA_BLOCK_BYTES = 4096
 
 
-def db_options() -> Options:
+def db_options(cache: Cache) -> Options:
+    """Options of a database or column family, its blocks cached in ``cache``."""
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
@@ -57,7 +58,7 @@ def db_options() -> Options:
     options.set_write_buffer_size(_MEMTABLE_BYTES)
     options.set_max_background_jobs(2)
     table = BlockBasedOptions()
-    table.set_block_cache(Cache(_BLOCK_CACHE_BYTES))
+    table.set_block_cache(cache)
     # A key seen for the first time is looked up before it is written: without a filter
     # that read goes through every level's index and data blocks to find nothing.
     # 10 bits a key (~1 % false positives), kept in the block cache.
@@ -75,10 +76,21 @@ def db_options() -> Options:
     return options
 
 
-def open_db(path: str, column_families: list[str], *, read_only: bool = False) -> Rdict:
-    """Open (or create) the database at ``path`` with these column families."""
-    options = db_options()
-    families = {name: db_options() for name in column_families if name != DEFAULT_CF}
+def block_cache() -> Cache:
+    """The block cache of one database, shared by all its column families: what a
+    backend's RocksDB keeps of its files in memory is bounded by it, however many states
+    the operator has."""
+    return Cache(_BLOCK_CACHE_BYTES)
+
+
+def open_db(
+    path: str, column_families: list[str], *, read_only: bool = False, cache: Cache | None = None
+) -> Rdict:
+    """Open (or create) the database at ``path`` with these column families, their blocks
+    in ``cache`` (a new one when None)."""
+    cache = cache or block_cache()
+    options = db_options(cache)
+    families = {name: db_options(cache) for name in column_families if name != DEFAULT_CF}
     if read_only:
         # A checkpoint's copy: nothing is written into it (it has no write-ahead log,
         # the backend writes none).
