@@ -674,6 +674,16 @@ class TaskExecutor:
                     timeout_s=_RPC_TIMEOUT_S,
                 )
             except WeirError:
+                if attempt_id not in self._tasks:
+                    # The task ended meanwhile, and its job may have too (a checkpoint
+                    # written while the job finished): nobody waits for this ack.
+                    logger.debug(
+                        "acknowledging checkpoint %d of ended task %s failed",
+                        checkpoint_id,
+                        attempt_id,
+                        exc_info=True,
+                    )
+                    return
                 logger.warning(
                     "acknowledging checkpoint %d of %s failed",
                     checkpoint_id,
@@ -692,9 +702,15 @@ class TaskExecutor:
                     timeout_s=_RPC_TIMEOUT_S,
                 )
             except WeirError:
-                # The checkpoint expires instead of being aborted at once.
-                logger.warning(
-                    "declining checkpoint %d of %s failed", checkpoint_id, attempt_id, exc_info=True
+                # The checkpoint expires instead of being aborted at once; nobody waits
+                # for it when the task has ended.
+                level = logging.WARNING if attempt_id in self._tasks else logging.DEBUG
+                logger.log(
+                    level,
+                    "declining checkpoint %d of %s failed",
+                    checkpoint_id,
+                    attempt_id,
+                    exc_info=True,
                 )
 
         return TaskServices(

@@ -187,6 +187,7 @@ class SubtaskCheckpointCoordinator:
         self._operators_finished = False
         self._first_after_finish: int | None = None
         self._final_completed = False
+        self._closed = False
 
     def operators_finished(self) -> None:
         """The operators reached the end of input and finished: the next checkpoint this
@@ -296,6 +297,8 @@ class SubtaskCheckpointCoordinator:
                 prefix = f"{op.operator_id}-{self._subtask}"
                 if op.native_keyed_state is not None:
                     keyed = (op.native_keyed_state.write(self._storage, location, prefix),)
+                if op.deferred_keyed_state is not None:
+                    keyed = (op.deferred_keyed_state.write(location, prefix, self._compress),)
                 if op.keyed_state is not None:
                     kg = op.keyed_state
                     handle = location.write_state(f"{prefix}-keyed", kg.data, self._compress)
@@ -325,6 +328,16 @@ class SubtaskCheckpointCoordinator:
                     )
             task_state = TaskStateSnapshot(states)
         except Exception as exc:
+            if self._closed:
+                # The task ended while this was written and its state (a rocksdb copy
+                # being read, say) went with it; nobody waits for this checkpoint.
+                logger.debug(
+                    "checkpoint %d of %s dropped: the task ended",
+                    n,
+                    self._attempt_id,
+                    exc_info=True,
+                )
+                return
             logger.warning("writing checkpoint %d of %s failed", n, self._attempt_id, exc_info=True)
             self._decline(self._attempt_id, n, f"writing its state failed: {exc}")
             return
@@ -386,5 +399,7 @@ class SubtaskCheckpointCoordinator:
                 hook(checkpoint_id)
 
     def close(self) -> None:
-        """Let writes in flight finish (their acks may still complete a checkpoint)."""
+        """Let writes in flight finish (their acks may still complete a checkpoint); one
+        that fails from now on (its state disposed under it) is dropped quietly."""
+        self._closed = True
         self._writer.shutdown(wait=False)
