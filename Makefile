@@ -23,14 +23,15 @@ $(CDS_STAMP): $(STAMP)
 	$(PY) -m weir.resourcemanager.spark_driver_jvm
 	touch $(CDS_STAMP)
 
-# Spark needs a JVM, the cluster scripts pgrep/setsid, and the multi-host tests `ip`
-# (network namespaces): install them on a fresh Debian machine if they are missing.
+# Spark needs a JVM, the cluster scripts pgrep/setsid, the multi-host tests `ip` (network
+# namespaces) and the high-availability tests a ZooKeeper server (Debian's package, run by
+# the tests without systemd): install them on a fresh Debian machine if they are missing.
 java:
 	@command -v java >/dev/null 2>&1 && command -v pgrep >/dev/null 2>&1 \
-	  && command -v ip >/dev/null 2>&1 || { \
-	  echo "installing a Java runtime, procps and iproute2"; \
+	  && command -v ip >/dev/null 2>&1 && test -f /usr/share/java/zookeeper.jar || { \
+	  echo "installing a Java runtime, procps, iproute2 and ZooKeeper"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq openjdk-17-jre-headless procps iproute2) >/dev/null; }
+	    apt-get install -y -qq openjdk-17-jre-headless procps iproute2 zookeeper) >/dev/null; }
 
 # The dashboard's browser test drives Debian's chromium headless through chromium-driver;
 # install both on a fresh Debian machine if they are missing (nothing is downloaded by

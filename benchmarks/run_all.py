@@ -52,6 +52,18 @@ def _steady_rate(stats_dir: str, expected: int) -> float:
     return total / (span_ns / 1e9)
 
 
+def _cpu_rate(stats_dir: str) -> float:
+    """Records per CPU second of the TaskManager processes between each sink's first and
+    last record (a process counted once, however many sinks it runs)."""
+    stats = [json.loads(p.read_text()) for p in pathlib.Path(stats_dir).glob("sink-*.json")]
+    spans: dict[int, tuple[int, int]] = {}
+    for s in stats:
+        first, last = spans.get(s["pid"], (s["first_cpu_ns"], s["last_cpu_ns"]))
+        spans[s["pid"]] = (min(first, s["first_cpu_ns"]), max(last, s["last_cpu_ns"]))
+    cpu_ns = sum(last - first for first, last in spans.values())
+    return sum(s["count"] for s in stats) / (cpu_ns / 1e9)
+
+
 def run_job(kind: str, n: int, parallelism: int) -> float:
     with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
         env = StreamExecutionEnvironment.get_execution_environment()

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -18,7 +20,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from nexmark import BidSource, CountingSink, CountPerAuction
-from run_all import _steady_rate
+from run_all import _cpu_rate, _steady_rate
 
 from weir.common import WatermarkStrategy
 from weir.core.checkpoint import FileSystemCheckpointStorage
@@ -31,10 +33,10 @@ from weir.datastream import (
     StreamExecutionEnvironment,
     ValueStateDescriptor,
 )
-from weir.taskmanager.checkpointing.snapshot import encode_keyed_state
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot
 from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot
 
 
@@ -45,7 +47,9 @@ def _backend(kind: str, directory: str):
 
 
 def per_record(kind: str, n: int) -> dict[str, float]:
-    """ns per record of each access, through RuntimeContext states."""
+    """CPU ns per record of each access, through RuntimeContext states (CPU time of the
+    process, RocksDB's own threads included: wall-clock time on a shared machine
+    measures the neighbours)."""
     directory = tempfile.mkdtemp(prefix="weir-bench-state-")
     backend = _backend(kind, os.path.join(directory, "db"))
     ctx = StreamingRuntimeContext(
@@ -63,27 +67,28 @@ def per_record(kind: str, n: int) -> dict[str, float]:
     items = ctx.get_list_state(ListStateDescriptor("l", None))
     keys = [i % 10_000 for i in range(n)]
     out = {}
-    start = time.perf_counter()
+    start = time.process_time()
     for k in keys:
         backend.current_key = k
         value.update((value.value() or 0) + 1)
-    out["ValueState read+update"] = (time.perf_counter() - start) / n * 1e9
-    start = time.perf_counter()
+    out["ValueState read+update"] = (time.process_time() - start) / n * 1e9
+    start = time.process_time()
     for i, k in enumerate(keys):
         backend.current_key = k
         entries.put(i & 63, i)
-    out["MapState put"] = (time.perf_counter() - start) / n * 1e9
-    start = time.perf_counter()
+    out["MapState put"] = (time.process_time() - start) / n * 1e9
+    start = time.process_time()
     for i, k in enumerate(keys):
         backend.current_key = k * 7 + i  # short lists: the cost of add, not of long values
         items.add(i)
-    out["ListState add"] = (time.perf_counter() - start) / n * 1e9
+    out["ListState add"] = (time.process_time() - start) / n * 1e9
     backend.dispose()
     shutil.rmtree(directory, ignore_errors=True)
     return out
 
 
-def keyed_count(kind: str, n: int) -> float:
+def keyed_count(kind: str, n: int) -> tuple[float, float]:
+    """``(events per second, events per CPU second of the TaskManagers)``."""
     with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(2)
@@ -97,44 +102,68 @@ def keyed_count(kind: str, n: int) -> float:
             .add_sink(CountingSink(stats_dir))
         )
         env.execute(f"bench-keyed-{kind}")
-        return _steady_rate(stats_dir, n)
+        return _steady_rate(stats_dir, n), _cpu_rate(stats_dir)
 
 
-def checkpoints(state_mb: int) -> None:
-    """Full (canonical) and incremental checkpoints of ``state_mb`` MB of ValueState,
-    then again after 1 % of the keys changed."""
+def checkpoints(state_mb: int, rounds: int) -> None:
+    """Full (canonical) and incremental checkpoints of ``state_mb`` MB of ValueState (1 kB
+    of incompressible bytes per key), then again after 1 % of the keys changed: the task
+    thread's part, the writer thread's part, and the bytes each writes."""
     root = tempfile.mkdtemp(prefix="weir-bench-chk-")
     storage = FileSystemCheckpointStorage(f"file://{root}/checkpoints", JobId("b" * 32))
     backend = RocksDBKeyedStateBackend(128, range(128), f"{root}/db")
     state = backend.get_value_state("v")
     value_bytes = 1000
     keys = state_mb * 1024 * 1024 // value_bytes
-    payload = os.urandom(value_bytes)
+    start = time.perf_counter()
     for i in range(keys):
         backend.current_key = i
-        state.update(payload)
-    for n, label in ((1, "initial"), (2, "after 1 % changed")):
-        if n == 2:
-            for i in range(0, keys, 100):
+        state.update(os.urandom(value_bytes))
+    backend.flush()
+    print(f"  {keys:,} keys written in {time.perf_counter() - start:.1f} s")
+    rng = random.Random(7)
+    uploads = []
+    full_bytes = 0
+    # Round 0 checkpoints the state as loaded; every later one after 1 % of the keys (at
+    # random) changed. The SST files a checkpoint uploads include what compaction
+    # rewrote since the last one, so several rounds are measured, not one.
+    for n in range(rounds + 1):
+        label = "initial" if n == 0 else f"round {n}, 1 % changed"
+        if n:
+            for i in rng.sample(range(keys), keys // 100):
                 backend.current_key = i
                 state.update(os.urandom(value_bytes))
         start = time.perf_counter()
-        native = RocksDBNativeSnapshot.take(backend, n)
+        native = RocksDBNativeSnapshot.take(backend, n + 1)
         sync = time.perf_counter() - start
-        handle = native.write(storage, storage.init_checkpoint(n), "op")
-        incremental_s = time.perf_counter() - start
-        backend.notify_checkpoint_complete(n)
-        total = sum(f.handle.size for f in handle.shared)
+        handle = native.write(storage, storage.init_checkpoint(n + 1), "op")
+        total_s = time.perf_counter() - start
+        backend.notify_checkpoint_complete(n + 1)
+        files = sum(f.handle.size for f in handle.shared)
+        if n:
+            uploads.append(handle.incremental_size)
         print(
-            f"  incremental, {label}: {incremental_s:6.2f} s (sync {sync:.2f} s), "
-            f"uploaded {handle.incremental_size / 1e6:8.1f} MB of {total / 1e6:.1f} MB"
+            f"  incremental, {label:22s}: {total_s:6.2f} s (task thread {sync:.2f} s), "
+            f"uploaded {handle.incremental_size / 1e6:8.1f} MB of {files / 1e6:.1f} MB "
+            "of SST files"
         )
-        start = time.perf_counter()
-        encoded = encode_keyed_state(backend.snapshot(), backend.key_group_range)
-        storage.init_checkpoint(100 + n).write_state("full", encoded.data)
+        if n in {0, rounds}:
+            start = time.perf_counter()
+            full = RocksDBFullSnapshot.take(backend, 1000 + n)
+            sync = time.perf_counter() - start
+            written = full.write(storage.init_checkpoint(1000 + n), "op", compress=False)
+            total_s = time.perf_counter() - start
+            full_bytes = written.handle.size
+            print(
+                f"  full,        {label:22s}: {total_s:6.2f} s (task thread {sync:.2f} s), "
+                f"wrote    {full_bytes / 1e6:8.1f} MB"
+            )
+    if uploads:
+        mean = statistics.mean(uploads)
         print(
-            f"  full,        {label}: {time.perf_counter() - start:6.2f} s, "
-            f"wrote {len(encoded.data) / 1e6:8.1f} MB"
+            f"  incremental upload after 1 % changed, mean of {len(uploads)} rounds: "
+            f"{mean / 1e6:.1f} MB = {mean / full_bytes:.1%} of a full checkpoint "
+            f"(each round: {', '.join(f'{u / full_bytes:.1%}' for u in uploads)})"
         )
     backend.dispose()
     shutil.rmtree(root, ignore_errors=True)
@@ -144,24 +173,38 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--state-mb", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=5, help="checkpoints after 1 % changed")
     parser.add_argument("--skip", default="", help="comma-separated: access,count,checkpoints")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
     if "access" not in skip:
-        print("per-record state access (ns/record):")
+        print("per-record state access (CPU ns/record):")
         for kind in ("hashmap", "rocksdb"):
             for name, ns in per_record(kind, args.records).items():
                 print(f"  {kind:8s} {name:24s} {ns:8.0f}")
     if "count" not in skip:
-        print(f"keyed running count, p=2, {args.events:,} events:")
-        rates = {kind: keyed_count(kind, args.events) for kind in ("hashmap", "rocksdb")}
-        for kind, rate in rates.items():
-            print(f"  {kind:8s} {rate:>12,.0f} events/s")
-        print(f"  rocksdb / hashmap: {rates['rocksdb'] / rates['hashmap']:.0%}")
+        print(f"keyed running count, p=2, {args.events:,} events, {args.runs} runs each:")
+        # Alternating runs, medians: on a shared machine one run says little.
+        runs: dict[str, list[tuple[float, float]]] = {"hashmap": [], "rocksdb": []}
+        for _ in range(args.runs):
+            for kind, results in runs.items():
+                results.append(keyed_count(kind, args.events))
+        wall = {kind: statistics.median(r for r, _ in results) for kind, results in runs.items()}
+        cpu = {kind: statistics.median(c for _, c in results) for kind, results in runs.items()}
+        for kind in runs:
+            print(
+                f"  {kind:8s} {wall[kind]:>12,.0f} events/s  "
+                f"{cpu[kind]:>12,.0f} events per TaskManager CPU second"
+            )
+        print(
+            f"  rocksdb / hashmap: {wall['rocksdb'] / wall['hashmap']:.0%} (wall clock), "
+            f"{cpu['rocksdb'] / cpu['hashmap']:.0%} (per CPU second)"
+        )
     if "checkpoints" not in skip:
         print(f"checkpoints of {args.state_mb} MB of rocksdb state:")
-        checkpoints(args.state_mb)
+        checkpoints(args.state_mb, args.rounds)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from weir.core import rpc
-from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint import CheckpointingConfig, CheckpointStatsSnapshot
 from weir.core.checkpoint.checkpoint_stats_codec import decode_checkpoint_stats
 from weir.core.errors import (
+    CheckpointError,
     JobNotFoundError,
     JobSubmissionError,
+    LeaderLostError,
     ServiceUnavailableError,
     WeirError,
 )
@@ -39,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 # Finished jobs kept for `weir list -a` and result queries (Flink's jobstore.max-capacity).
 MAX_ARCHIVED_JOBS = 1000
+# A forwarded savepoint is answered within the job's checkpoint timeout (the coordinator
+# aborts it then); this much more covers the JobMaster writing _metadata and answering.
+_SAVEPOINT_RPC_GRACE_S = 30.0
 # close() waits this long for JobMasters still starting (a start takes well under a
 # second: the JobMaster's server and its leader election) before it closes the others.
 _STARTING_WAIT_S = 30.0
@@ -103,6 +108,7 @@ class Dispatcher(LeaderContender):
         self._election = ha_services.get_dispatcher_leader_election()
         self._rm_retriever = ha_services.get_resource_manager_leader_retriever()
         self._rm_address: str | None = None
+        self._leader_token: str | None = None
         self._closed = False
         # Submissions whose JobMaster is still starting: close() waits for them, so it
         # cannot miss a JobMaster that started while it was closing the others.
@@ -120,18 +126,43 @@ class Dispatcher(LeaderContender):
         self._election.start(self)
 
     def grant_leadership(self, fencing_token: str) -> None:
-        # The fencing token is not kept: nothing checks it until the Dispatcher runs with
-        # ZooKeeper high availability, which fences every call with it.
-        logger.info("Dispatcher at %s is leader", self._address)
+        """Lead: recover every job whose graph the store holds (with high availability,
+        the jobs the previous leader was running), each from its latest checkpoint."""
+        logger.info("Dispatcher at %s is leader (session %s)", self._address, fencing_token[:8])
+        self._leader_token = fencing_token
+        for job_id in self._job_graph_store.get_job_ids():
+            with self._cond:
+                known = job_id in self._jobs
+            graph_bytes = None if known else self._job_graph_store.recover_job_graph(job_id)
+            if graph_bytes is None:
+                continue
+            logger.info("recovering job %s from its stored job graph", job_id)
+            try:
+                self.submit_job(graph_bytes)
+            except WeirError:
+                # The job stays in the store: a later leader tries it again.
+                logger.exception("job %s could not be recovered", job_id)
 
     def revoke_leadership(self) -> None:
+        """Leadership is gone: jobs are stopped here without being reported or removed
+        from the store; they belong to the next leader."""
+        self._leader_token = None
         logger.info("Dispatcher at %s is no longer leader", self._address)
+
+    def check_leadership(self) -> None:
+        """Raises LeaderLostError when this Dispatcher does not lead (a client that
+        reached a deposed leader looks the leader up again)."""
+        token = self._leader_token
+        if token is None or not self._election.has_leadership(token):
+            msg = f"the Dispatcher at {self._address} is not the leader; ask the current one"
+            raise LeaderLostError(msg)
 
     def _on_resource_manager(self, address: str | None, _token: str | None) -> None:
         self._rm_address = address
 
     # -- jobs ----------------------------------------------------------------------
     def submit_job(self, job_graph_bytes: bytes) -> str:
+        self.check_leadership()
         graph = decode_job_graph(job_graph_bytes)  # JobGraphError says what is wrong
         with self._cond:
             if self._closed:
@@ -229,7 +260,12 @@ class Dispatcher(LeaderContender):
             self._bump(entry)
             close_now = not entry.collect_ids
         logger.info("job %s reached %s", details.job_id, details.status)
-        self._job_graph_store.remove_job_graph(details.job_id)  # type: ignore[arg-type]
+        try:
+            self._job_graph_store.remove_job_graph(details.job_id)  # type: ignore[arg-type]
+        except LeaderLostError as exc:
+            # Deposed meanwhile: the graph stays for the next leader, which recovers the
+            # job from its last checkpoint.
+            logger.warning("job %s: its job graph stays stored: %s", details.job_id, exc)
         if close_now:
             self._close_runner(details.job_id)
         self._trim_archive()
@@ -355,6 +391,44 @@ class Dispatcher(LeaderContender):
             rpc.call(
                 "CancelJob", stub.CancelJob, common_pb2.JobIdRequest(job_id=job_id), timeout=10
             )
+
+    def trigger_savepoint(
+        self,
+        job_id: str,
+        target_directory: str | None = None,
+        *,
+        stop: bool = False,
+        drain: bool = False,
+    ) -> str:
+        """Take a savepoint of a running job (``weir savepoint``; with ``stop``, ``weir
+        stop``) and return its directory once it completed. The JobMaster's errors (not
+        RUNNING, no savepoint directory, the savepoint failed) come back as they are; the
+        job keeps running after each."""
+        entry = self._entry(job_id)
+        with self._cond:
+            final, runner = entry.final, entry.runner
+        if final is not None or runner is None:
+            status = final.status if final is not None else JobStatus.INITIALIZING.name
+            msg = (
+                f"cannot take a savepoint of job {job_id}: it is {status}, and a savepoint "
+                "is taken only while a job is RUNNING"
+            )
+            raise CheckpointError(msg)
+        timeout_s = CheckpointingConfig.from_config({**self._config, **entry.graph.config})
+        with rpc.create_channel(runner.address, self._security) as channel:
+            stub = jobmaster_pb2_grpc.JobMasterStub(channel)
+            reply = rpc.call(
+                "TriggerSavepoint",
+                stub.TriggerSavepoint,
+                common_pb2.TriggerSavepointRequest(
+                    job_id=job_id,
+                    target_directory=target_directory or "",
+                    stop=stop,
+                    drain=drain,
+                ),
+                timeout=timeout_s.timeout_ms / 1000 + _SAVEPOINT_RPC_GRACE_S,
+            )
+        return str(reply.savepoint_path)
 
     def collect_source(self, job_id: str) -> tuple[str | None, JobDetailsInfo | None]:
         """Where a collect fetch goes: the address of the job's JobMaster (None while it

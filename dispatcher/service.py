@@ -14,7 +14,7 @@ import grpc
 
 from weir.core import rpc
 from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
-from weir.core.errors import JobNotFoundError, QueryableStateError, WeirError
+from weir.core.errors import ConfigurationError, JobNotFoundError, QueryableStateError, WeirError
 from weir.core.ids import parse_job_id
 from weir.core.job_status import JobStatus
 from weir.core.rpc import translate_server_errors
@@ -89,6 +89,21 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
     async def CancelJob(self, request, context):
         await self._server.run_blocking(self._dispatcher.cancel_job, parse_job_id(request.job_id))
         return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
+    async def TriggerSavepoint(self, request, context):
+        if request.drain and not request.stop:
+            msg = "--drain only goes with stop (weir stop --drain --savepointPath DIR JOB_ID)"
+            raise ConfigurationError(msg)
+        path = await self._server.run_blocking(
+            lambda: self._dispatcher.trigger_savepoint(
+                parse_job_id(request.job_id),
+                request.target_directory or None,
+                stop=request.stop,
+                drain=request.drain,
+            )
+        )
+        return common_pb2.TriggerSavepointResponse(savepoint_path=path)
 
     @translate_server_errors
     async def WaitForJobResult(self, request, context):

@@ -5,7 +5,7 @@ closes. The only JobMaster module besides the servicer that touches protobuf typ
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -53,12 +53,17 @@ class ResourceManagerGateway:
     """The JobMaster's client of the ResourceManager; ``address`` may change (a new
     leader), the channel follows it. Thread-safe."""
 
-    def __init__(self, security: SecurityConfig) -> None:
+    def __init__(
+        self, security: SecurityConfig, fencing_token: Callable[[], str] = lambda: ""
+    ) -> None:
         self._security = security
         self._lock = threading.Lock()
         self._address = ""
         self._channel: grpc.Channel | None = None
         self._closed = False
+        # The JobMaster's leader session, sent with every call: the ResourceManager of
+        # another session (a new leader's, after this JobMaster was deposed) refuses it.
+        self._fencing_token = fencing_token
 
     def _stub(self, address: str) -> resourcemanager_pb2_grpc.ResourceManagerStub:
         with self._lock:
@@ -95,6 +100,7 @@ class ResourceManagerGateway:
                 timeout_ms=timeout_ms,
                 request_id=request_id,
                 protocol_version=rpc.SLOT_PROTOCOL_VERSION,
+                fencing_token=self._fencing_token(),
             ),
             timeout=rpc_timeout_s,
         )
@@ -115,7 +121,9 @@ class ResourceManagerGateway:
         answer = rpc.call(
             "ResourceManager.CancelSlotRequest",
             self._stub(address).CancelSlotRequest,
-            resourcemanager_pb2.CancelSlotRequestRequest(job_id=job_id, request_id=request_id),
+            resourcemanager_pb2.CancelSlotRequestRequest(
+                job_id=job_id, request_id=request_id, fencing_token=self._fencing_token()
+            ),
             timeout=rpc_timeout_s,
         )
         return answer.explanation if answer.cancelled else None
@@ -124,7 +132,9 @@ class ResourceManagerGateway:
         rpc.call(
             "ResourceManager.ReleaseSlots",
             self._stub(address).ReleaseSlots,
-            resourcemanager_pb2.ReleaseSlotsRequest(job_id=job_id),
+            resourcemanager_pb2.ReleaseSlotsRequest(
+                job_id=job_id, fencing_token=self._fencing_token()
+            ),
             timeout=rpc_timeout_s,
         )
 

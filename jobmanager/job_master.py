@@ -18,6 +18,10 @@ from weir.core.checkpoint import (
     create_checkpoint_storage,
     decode_task_state,
 )
+from weir.core.checkpoint.savepoint_storage import (
+    new_savepoint_directory,
+    savepoint_parent_directory,
+)
 from weir.core.deployment import ExecutionState
 from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
@@ -31,6 +35,7 @@ from weir.jobmanager.checkpoint import (
     ThreadScheduledExecutor,
     system_clock_ms,
 )
+from weir.jobmanager.checkpoint.resume_hint import resume_hint
 from weir.jobmanager.checkpoint.task_gateway import TaskExecutorCheckpointGateway
 from weir.jobmanager.collect_buffer import CollectBuffer, FetchResult
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
@@ -84,6 +89,8 @@ class JobMaster(LeaderContender):
             self._on_status,
             on_restart=self._on_restart,
             security=self._security,
+            confirm_leadership=self._confirm_leadership,
+            fencing_token=lambda: self._leader_token or "",
         )
         checkpointing = CheckpointingConfig.from_config(self._config)
         # With checkpoints, collect batches wait for the checkpoint that covers them, so a
@@ -96,6 +103,8 @@ class JobMaster(LeaderContender):
         }
         self.kv_state_locations = KvStateLocationRegistry(job_graph.job_id)
         self._closed = False
+        self._suspended = False
+        self._leader_token: str | None = None
         self._close_lock = threading.Lock()
         self._timer: ThreadScheduledExecutor | None = None
         # Acks complete checkpoints, which writes _metadata: off the gRPC threads, in order.
@@ -117,6 +126,7 @@ class JobMaster(LeaderContender):
                 executor=self._timer,
                 on_failure=self._on_checkpoint_failure,
                 on_completed=self._on_checkpoint_completed,
+                confirm_leadership=self._confirm_leadership,
             )
             self.scheduler.checkpoint_coordinator = self.checkpoint_coordinator
 
@@ -152,10 +162,12 @@ class JobMaster(LeaderContender):
     def _restore_initial_state(self) -> None:
         """``weir run -s PATH``: register the retained checkpoint or savepoint as the job's
         latest and deploy the first attempt with its state. Errors refuse the submission."""
-        path = cfg.get(self._config, cfg.STATE_RECOVERY_PATH)
+        coordinator = self.checkpoint_coordinator
+        if coordinator is not None and self._recover_latest(coordinator):
+            return
+        path = cfg.get_with_deprecated_keys(self._config, cfg.STATE_RECOVERY_PATH)
         if not path:
             return
-        coordinator = self.checkpoint_coordinator
         if coordinator is None:
             msg = (
                 f"job {self.job_id}: cannot start from {path}: checkpointing is off for this "
@@ -174,7 +186,7 @@ class JobMaster(LeaderContender):
         self.scheduler.set_initial_state(
             restored.metadata.operator_states,
             path,
-            cfg.get(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
+            cfg.get_with_deprecated_keys(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
             checkpoint_id=restored.checkpoint_id,
         )
         logger.info(
@@ -184,20 +196,65 @@ class JobMaster(LeaderContender):
             path,
         )
 
+    def _recover_latest(self, coordinator: CheckpointCoordinator) -> bool:
+        """A job this JobMaster takes over (high availability: the previous leader died)
+        resumes from the latest checkpoint registered for it, which wins over the path it
+        was first submitted with. False when none is registered."""
+        try:
+            restored = coordinator.restore_latest()
+        except CheckpointError as exc:
+            msg = f"job {self.job_id}: cannot recover: {exc}"
+            raise JobSubmissionError(msg) from exc
+        if restored is None:
+            return False
+        self.scheduler.set_initial_state(
+            restored.metadata.operator_states,
+            restored.external_pointer,
+            cfg.get(self._config, cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE),
+            checkpoint_id=restored.checkpoint_id,
+        )
+        logger.info(
+            "job %s: recovering from checkpoint %d at %s",
+            self.job_id,
+            restored.checkpoint_id,
+            restored.external_pointer,
+        )
+        return True
+
     # -- leadership ------------------------------------------------------------------
     def grant_leadership(self, fencing_token: str) -> None:
         logger.info(
-            "JobMaster for job %s (%s) at %s is leader",
+            "JobMaster for job %s (%s) at %s is leader (session %s)",
             self.job_graph.job_name,
             self.job_id,
             self._address,
+            fencing_token[:8],
         )
+        self._leader_token = fencing_token
         self.scheduler.start()
 
     def revoke_leadership(self) -> None:
+        """Leadership is gone (the session expired, or this master stops): from now on
+        nothing is written: no checkpoint completes, none is deleted, and the job's end
+        is not reported (the job is the next leader's)."""
+        self._suspended = True
+        self._leader_token = None
+        self._rm_address = None
+        if self.checkpoint_coordinator is not None:
+            self.checkpoint_coordinator.suspend()
         logger.info("JobMaster for job %s lost leadership", self.job_id)
 
+    def _confirm_leadership(self) -> bool:
+        token = self._leader_token
+        return token is not None and self._election.confirm_leadership(token)
+
+    def suspend_leadership(self, suspended: bool) -> None:
+        if self.checkpoint_coordinator is not None:
+            self.checkpoint_coordinator.pause(suspended)
+
     def _on_resource_manager(self, address: str | None, _token: str | None) -> None:
+        if self._suspended:
+            return  # deposed: it must not reach the next leader's ResourceManager
         self._rm_address = address
 
     # -- called by the servicer --------------------------------------------------------
@@ -290,6 +347,68 @@ class JobMaster(LeaderContender):
     def details(self) -> JobDetailsInfo:
         return self.scheduler.details(self._address)
 
+    def trigger_savepoint(
+        self, target_directory: str | None = None, *, stop: bool = False, drain: bool = False
+    ) -> Future[str]:
+        """Take a savepoint of the running job under ``target_directory`` (default
+        ``execution.checkpointing.savepoint-dir``): ``weir savepoint`` and, with ``stop``,
+        ``weir stop`` (the job ends FINISHED once the savepoint completed; if it fails, the
+        job keeps running; ``drain``: event time ends first, MAX_WATERMARK from the sources,
+        so every timer and window fires into the savepoint). The future completes with the
+        savepoint's directory, or fails with a CheckpointError saying why. Raises
+        CheckpointError or ConfigurationError at once, saying why, when no savepoint can be
+        taken now; the job is untouched then.
+
+        The one entry point for every front end (gRPC, REST)."""
+        status = self.scheduler.status
+        if status is not JobStatus.RUNNING:
+            why = {
+                JobStatus.CREATED: "it has not started yet; retry once it is RUNNING",
+                JobStatus.INITIALIZING: "it has not started yet; retry once it is RUNNING",
+                JobStatus.RESTARTING: "it is restarting after a failure; retry once it is "
+                "RUNNING again",
+                JobStatus.CANCELLING: "it is being cancelled",
+                JobStatus.FAILING: "it is failing",
+            }.get(status, "it has ended")
+            msg = (
+                f"cannot take a savepoint of job {self.job_id}: it is {status.name}, and "
+                f"a savepoint is taken only while a job is RUNNING; {why}"
+            )
+            raise CheckpointError(msg)
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            msg = (
+                f"cannot take a savepoint of job {self.job_id}: checkpointing is off for it, "
+                "and savepoints are taken through the checkpoint coordinator; submit it with "
+                "checkpointing enabled (env.enable_checkpointing(...) or "
+                "execution.checkpointing.interval)"
+            )
+            raise CheckpointError(msg)
+        parent = savepoint_parent_directory(self._config, target_directory)
+        directory = new_savepoint_directory(parent, self.job_id)
+        logger.info(
+            "job %s: %s into %s",
+            self.job_id,
+            "stop with savepoint" if stop else "savepoint",
+            parent,
+        )
+        result = coordinator.trigger_savepoint(directory, terminate=stop, drain=drain)
+        if stop:
+            result.add_done_callback(self._stop_after_savepoint)
+        return result
+
+    def _stop_after_savepoint(self, savepoint: Future[str]) -> None:
+        if savepoint.exception() is not None:
+            logger.warning(
+                "job %s: stop with savepoint failed, the job keeps running: %s",
+                self.job_id,
+                savepoint.exception(),
+            )
+            return
+        # The tasks were told the savepoint completed (sinks commit what it covers, and a
+        # sink that ends before it does commits it when resumed from the savepoint).
+        self.scheduler.stop_after_savepoint()
+
     def checkpoint_statistics(self) -> CheckpointStatsSnapshot:
         coordinator = self.checkpoint_coordinator
         if coordinator is None:
@@ -307,6 +426,14 @@ class JobMaster(LeaderContender):
             coordinator = self.checkpoint_coordinator
             shutdown: Future[None] | None = None
             if coordinator is not None:
+                if status is JobStatus.FAILED:
+                    stats = coordinator.statistics()
+                    latest = stats.latest_completed or stats.latest_restored
+                    self.scheduler.failure_cause += resume_hint(
+                        coordinator.config.retention,
+                        latest.external_pointer if latest is not None else "",
+                        self._config.get(cfg.PROGRAM_KEY, ""),
+                    )
                 # Storage I/O (deleting checkpoints): not on the scheduler's locked path.
                 shutdown = self._ack_worker.submit(coordinator.shutdown, status)
             for buffer in self._collect.values():
@@ -323,6 +450,11 @@ class JobMaster(LeaderContender):
             ).start()
 
     def _report_terminated(self, details: JobDetailsInfo, shutdown: Future[None] | None) -> None:
+        if self._suspended:
+            # Cancelled because leadership was lost: the job is not over, the next leader
+            # recovers it; the Dispatcher must not archive it nor drop its job graph.
+            logger.info("job %s: stopped here without leadership; not reported", self.job_id)
+            return
         if shutdown is not None:
             # The Dispatcher archives the checkpoint statistics when told: let the coordinator
             # first abort what was in progress, so the archive shows no checkpoint running.

@@ -25,6 +25,7 @@ from weir.core.errors import (
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
+    StateMigrationError,
     WeirError,
 )
 from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
@@ -37,7 +38,7 @@ from weir.jobmanager.checkpoint import (
     CheckpointTask,
     FinishedOperator,
 )
-from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states
+from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states, check_restorable
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
@@ -59,8 +60,16 @@ class _PendingSlotRequest:
 CANCEL_CONFIRM_TIMEOUT_S = 15.0
 # RPCs to TaskExecutors are short control messages; a peer that needs longer is gone.
 TASK_RPC_TIMEOUT_S = 10.0
+# While its leadership is unconfirmed (ZooKeeper unreachable or the session in doubt) a
+# JobMaster asks again this often before deploying; a revocation ends the wait sooner.
+_LEADERSHIP_POLL_S = 0.2
 # Task states in which a checkpoint can be taken when tasks may finish (FLIP-147).
 _CHECKPOINTABLE = (ExecutionState.RUNNING, ExecutionState.FINISHED)
+
+
+def _operator_label(operator_id: OperatorId, state: OperatorState) -> str:
+    """How messages name an operator of a checkpoint: by uid when it had one."""
+    return f"uid {state.uid!r}" if state.uid else f"operator id {operator_id}"
 
 
 class DefaultScheduler:
@@ -74,16 +83,22 @@ class DefaultScheduler:
         *,
         on_restart: Callable[[int], None] | None = None,
         security: SecurityConfig,
+        confirm_leadership: Callable[[], bool] | None = None,
+        fencing_token: Callable[[], str] = lambda: "",
     ) -> None:
         """``on_restart(attempt_number)`` is called, under the scheduler's lock, when a
         restart has ended the failed attempt's tasks and is about to deploy attempt
-        ``attempt_number`` (collect buffers drop what they held back for the old one)."""
+        ``attempt_number`` (collect buffers drop what they held back for the old one).
+        ``confirm_leadership()`` is asked before each attempt is deployed: a JobMaster
+        that may have been deposed (paused past its ZooKeeper session) deploys nothing,
+        since restored tasks write to the job's sinks."""
         self.graph = graph
         self._config = config
         self._jobmaster_address = jobmaster_address
         self._rm_address = resource_manager_address
         self._on_status = on_status
         self._on_restart = on_restart
+        self._confirm_leadership = confirm_leadership
         self._lock = threading.RLock()
         self.status = JobStatus.CREATED
         self.failure_cause = ""
@@ -100,7 +115,7 @@ class DefaultScheduler:
         # rpc addresses of TaskManagers known to be lost: no calls to them (they could
         # only time out), their tasks are taken as gone.
         self._lost_addresses: set[str] = set()
-        self._resource_manager = ResourceManagerGateway(security)
+        self._resource_manager = ResourceManagerGateway(security, fencing_token)
         self._task_executors = TaskExecutorGateways(security)
         self._slot_request: _PendingSlotRequest | None = None
         self._final_release: threading.Thread | None = None
@@ -117,6 +132,8 @@ class DefaultScheduler:
         self._coordinator_calls = ThreadPoolExecutor(
             1, thread_name_prefix=f"coordinator-calls-{graph.job_graph.job_id[:8]}"
         )
+        # Set by a completed stop with savepoint: the cancellation that follows ends FINISHED.
+        self._stopped_with_savepoint = False
         self.failure_ms: int | None = None
         """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
@@ -144,6 +161,8 @@ class DefaultScheduler:
             else:  # cancelled or failed while it waited: nothing to deploy
                 self._cancel_undeployed(list(self.graph.all_executions()))
             return
+        if not self._await_leadership():
+            return
         with self._lock:
             self._slots = slots
             # A port of a lost TaskManager may be reused by a new one.
@@ -165,6 +184,26 @@ class DefaultScheduler:
                 # attempt to be terminal, so end them now rather than at the cancel timeout.
                 self._cancel_undeployed(executions[index + 1 :])
                 return
+
+    def _await_leadership(self) -> bool:
+        """True once leadership is confirmed; False when the job stopped running first
+        (leadership lost: the JobMaster is being closed). Polls while unconfirmed."""
+        if self._confirm_leadership is None:
+            return True
+        warned = False
+        while not self._confirm_leadership():
+            with self._lock:
+                if self.status is not JobStatus.RUNNING:
+                    return False
+            if not warned:
+                logger.warning(
+                    "job %s: leadership unconfirmed; attempt %d waits before deploying",
+                    self.job_id,
+                    self.graph.attempt_number,
+                )
+                warned = True
+            time.sleep(_LEADERSHIP_POLL_S)  # polling interval; the confirmation decides
+        return True
 
     def _cancel_undeployed(self, executions: list[ExecutionVertex]) -> None:
         with self._lock:
@@ -381,12 +420,14 @@ class DefaultScheduler:
             self._cancel_all_tasks()
             return
         backoff_ms = self._restart_strategy.get_backoff_time_ms()
+        lines = [line for line in cause.splitlines() if line.strip()] or [cause]
         logger.info(
-            "job %s: restarting in %d ms (%s) after: %s",
+            "job %s: restarting in %d ms (%s) after: %s%s",
             self.job_id,
             backoff_ms,
             self._restart_strategy,
-            cause.splitlines()[0],
+            lines[0],
+            f" ... {lines[-1].strip()}" if len(lines) > 1 else "",
         )
         self._transition(JobStatus.RESTARTING)
         targets = self._cancel_targets()
@@ -461,21 +502,26 @@ class DefaultScheduler:
         checkpoint_id: int = 0,
     ) -> None:
         """Deploy the first attempt with this state (``weir run -s``) of checkpoint
-        ``checkpoint_id``. Call before ``start``. Raises JobSubmissionError when the
-        checkpoint holds state of operators this job lacks (unless
-        ``allow_non_restored``) or was taken at another parallelism."""
+        ``checkpoint_id``, at the job's parallelism (rescaled when it differs). Call
+        before ``start``. Raises JobSubmissionError when the checkpoint holds state of
+        operators this job lacks (unless ``allow_non_restored``) or state that cannot be
+        restored into it (``check_restorable``)."""
         vertex_of = {
             op.operator_id: vertex
             for vertex in self.graph.job_graph.vertices
             for op in vertex.operators
         }
-        unclaimed = sorted(op_id for op_id in operator_states if op_id not in vertex_of)
+        unclaimed = sorted(
+            _operator_label(op_id, state)
+            for op_id, state in operator_states.items()
+            if op_id not in vertex_of
+        )
         if unclaimed and not allow_non_restored:
             msg = (
-                f"job {self.job_id}: the checkpoint at {source} holds state of operators this "
-                f"job does not have (operator ids {', '.join(unclaimed)}); give the stateful "
-                "operators the uid they had when it was taken, or drop that state on purpose "
-                "with --allowNonRestoredState (-n, execution.state-recovery.ignore-unclaimed-state)"
+                f"job {self.job_id}: the state at {source} holds state of operators this job "
+                f"does not have ({', '.join(unclaimed)}); give the stateful operators the uid "
+                "they had when it was taken, or drop that state on purpose with "
+                "--allowNonRestoredState (-n, execution.state-recovery.ignore-unclaimed-state)"
             )
             raise JobSubmissionError(msg)
         if unclaimed:
@@ -484,16 +530,33 @@ class DefaultScheduler:
                 self.job_id,
                 ", ".join(unclaimed),
             )
-        for op_id, state in operator_states.items():
-            vertex = vertex_of.get(op_id)
-            if vertex is not None and state.parallelism != vertex.parallelism:
-                msg = (
-                    f"job {self.job_id}: operator {op_id} ({vertex.name}) runs at parallelism "
-                    f"{vertex.parallelism}, but the checkpoint at {source} was taken at "
-                    f"{state.parallelism}; restoring at another parallelism is not supported "
-                    "yet: run the job at the parallelism it had (-p)"
-                )
-                raise JobSubmissionError(msg)
+        try:
+            check_restorable(self.graph.job_graph.vertices, operator_states, source)
+        except StateMigrationError as exc:
+            msg = f"job {self.job_id}: {exc}"
+            raise JobSubmissionError(msg) from exc
+        derived = sorted(
+            f"{op.name} ({op_id})"
+            for vertex in self.graph.job_graph.vertices
+            for op in vertex.operators
+            if (op_id := OperatorId(op.operator_id)) in operator_states and not op.uid
+        )
+        if derived:
+            logger.warning(
+                "job %s: state restored into operators without a uid, matched by the id "
+                "derived from the job's graph: %s. That id changes when operators are added "
+                "or removed before them; give every stateful operator a uid (.uid(...))",
+                self.job_id,
+                ", ".join(derived),
+            )
+        rescaled = sorted(
+            f"{_operator_label(op_id, state)} {state.parallelism} -> {vertex.parallelism}"
+            for op_id, state in operator_states.items()
+            if (vertex := vertex_of.get(op_id)) is not None
+            and state.parallelism != vertex.parallelism
+        )
+        if rescaled:
+            logger.info("job %s: rescaling restored state: %s", self.job_id, ", ".join(rescaled))
         with self._lock:
             self._restored = self._split_restored_state(operator_states)
             self._finished_on_restore = self._finished_subtasks(operator_states)
@@ -506,14 +569,22 @@ class DefaultScheduler:
     def _finished_subtasks(
         self, operator_states: Mapping[OperatorId, OperatorState]
     ) -> set[tuple[str, int]]:
-        """The subtasks every operator of whose vertex a checkpoint recorded as finished."""
+        """The subtasks every operator of whose vertex a checkpoint recorded as finished.
+        At another parallelism only a fully finished operator counts: the new subtasks
+        of a partly finished one are not the old ones, so they all run."""
         finished: set[tuple[str, int]] = set()
         for vertex in self.graph.job_graph.vertices:
+            states = [operator_states.get(OperatorId(op.operator_id)) for op in vertex.operators]
             for index in range(vertex.parallelism):
-                states = [
-                    operator_states.get(OperatorId(op.operator_id)) for op in vertex.operators
-                ]
-                if all(s is not None and index in s.finished_subtasks for s in states):
+                if all(
+                    s is not None
+                    and (
+                        index in s.finished_subtasks
+                        if s.parallelism == vertex.parallelism
+                        else s.is_fully_finished
+                    )
+                    for s in states
+                ):
                     finished.add((vertex.vertex_id, index))
         return finished
 
@@ -570,7 +641,13 @@ class DefaultScheduler:
                     finished_operators[OperatorId(op.operator_id)] = FinishedOperator(
                         vertex.parallelism, indices
                     )
-            return CheckpointPlan(tasks, max_parallelism, finished_operators)
+            uids = {
+                OperatorId(op.operator_id): op.uid
+                for v in job_graph.vertices
+                for op in v.operators
+                if op.uid
+            }
+            return CheckpointPlan(tasks, max_parallelism, finished_operators, uids)
 
     def attempt_number_of(self, attempt_id: str) -> int | None:
         """The job attempt a task belongs to, or None if it is not of the current one."""
@@ -619,6 +696,15 @@ class DefaultScheduler:
                     ev.current.transition(ExecutionState.CANCELED)
             self._cancel_all_tasks()
             self._check_terminal()
+
+    def stop_after_savepoint(self) -> None:
+        """End the job after its stop-with-savepoint completed: its tasks are cancelled
+        and it ends FINISHED (Flink's ``flink stop``), not CANCELED."""
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                return
+            self._stopped_with_savepoint = True
+        self.cancel()
 
     def _fail_job(self, cause: str) -> None:
         with self._lock:
@@ -707,7 +793,8 @@ class DefaultScheduler:
         elif self.status is JobStatus.FAILING:
             self._transition(JobStatus.FAILED)
         elif self.status is JobStatus.CANCELLING:
-            self._transition(JobStatus.CANCELED)
+            stopped = self._stopped_with_savepoint
+            self._transition(JobStatus.FINISHED if stopped else JobStatus.CANCELED)
         elif self.status is JobStatus.RUNNING:  # every task ended but not all finished
             self.failure_cause = self.failure_cause or "tasks ended without finishing"
             self._transition(JobStatus.FAILED)

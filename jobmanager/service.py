@@ -123,6 +123,15 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
         return common_pb2.Ack(ok=True)
 
     @translate_server_errors
+    def TriggerSavepoint(self, request, context):
+        self._check_job(request.job_id)
+        savepoint = self._jm.trigger_savepoint(
+            request.target_directory or None, stop=request.stop, drain=request.drain
+        )
+        # Bounded by the checkpoint timeout, after which the coordinator aborts it.
+        return common_pb2.TriggerSavepointResponse(savepoint_path=savepoint.result())
+
+    @translate_server_errors
     def NotifyTaskManagerLost(self, request, context):
         self._jm.task_manager_lost(request.resource_id, request.reason)
         return common_pb2.Ack(ok=True)

@@ -32,6 +32,24 @@ class JobIdRequest(_message.Message):
     job_id: str
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
+class TriggerSavepointRequest(_message.Message):
+    __slots__ = ("job_id", "target_directory", "stop", "drain")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    target_directory: str
+    stop: bool
+    drain: bool
+    def __init__(self, job_id: _Optional[str] = ..., target_directory: _Optional[str] = ..., stop: _Optional[bool] = ..., drain: _Optional[bool] = ...) -> None: ...
+
+class TriggerSavepointResponse(_message.Message):
+    __slots__ = ("savepoint_path",)
+    SAVEPOINT_PATH_FIELD_NUMBER: _ClassVar[int]
+    savepoint_path: str
+    def __init__(self, savepoint_path: _Optional[str] = ...) -> None: ...
+
 class OperatorDescriptorProto(_message.Message):
     __slots__ = ("operator_id", "name", "kind", "payload", "chained_outputs", "uid", "has_uid", "input_count")
     OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]

@@ -85,6 +85,11 @@ class DispatcherStub:
                 request_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
                 _registered_method=True)
+        self.TriggerSavepoint = channel.unary_unary(
+                '/weir.Dispatcher/TriggerSavepoint',
+                request_serializer=weir_dot_proto_dot_common__pb2.TriggerSavepointRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.TriggerSavepointResponse.FromString,
+                _registered_method=True)
         self.GetJobPlan = channel.unary_unary(
                 '/weir.Dispatcher/GetJobPlan',
                 request_serializer=weir_dot_proto_dot_common__pb2.JobIdRequest.SerializeToString,
@@ -169,6 +174,13 @@ class DispatcherServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TriggerSavepoint(self, request, context):
+        """Forwarded to the job's JobMaster; answered when the savepoint completed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetJobPlan(self, request, context):
         """The job's plan (Flink's JobPlanInfo, JSON) and its configuration; kept with the
         archived job after it ended.
@@ -236,6 +248,11 @@ def add_DispatcherServicer_to_server(servicer, server):
                     servicer.RequestTaskManagerFile,
                     request_deserializer=weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.SerializeToString,
+            ),
+            'TriggerSavepoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerSavepoint,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.TriggerSavepointRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.TriggerSavepointResponse.SerializeToString,
             ),
             'GetJobPlan': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJobPlan,
@@ -518,6 +535,33 @@ class Dispatcher:
             '/weir.Dispatcher/RequestTaskManagerFile',
             weir_dot_proto_dot_common__pb2.TaskManagerFileRequest.SerializeToString,
             weir_dot_proto_dot_common__pb2.TaskManagerFileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerSavepoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.Dispatcher/TriggerSavepoint',
+            weir_dot_proto_dot_common__pb2.TriggerSavepointRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.TriggerSavepointResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -90,6 +90,11 @@ class JobMasterStub:
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.TriggerSavepoint = channel.unary_unary(
+                '/weir.JobMaster/TriggerSavepoint',
+                request_serializer=weir_dot_proto_dot_common__pb2.TriggerSavepointRequest.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.TriggerSavepointResponse.FromString,
+                _registered_method=True)
         self.NotifyKvStateRegistered = channel.unary_unary(
                 '/weir.JobMaster/NotifyKvStateRegistered',
                 request_serializer=weir_dot_proto_dot_jobmaster__pb2.KvStateRegistration.SerializeToString,
@@ -179,6 +184,13 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TriggerSavepoint(self, request, context):
+        """Take a savepoint (and with stop, end the job after it); answered when it completed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def NotifyKvStateRegistered(self, request, context):
         """A task registered a queryable keyed state (Flink's notifyKvStateRegistered); refused
         when another operator of the job registered that name.
@@ -251,6 +263,11 @@ def add_JobMasterServicer_to_server(servicer, server):
                     servicer.NotifyEndOfData,
                     request_deserializer=weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
+            ),
+            'TriggerSavepoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerSavepoint,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.TriggerSavepointRequest.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.TriggerSavepointResponse.SerializeToString,
             ),
             'NotifyKvStateRegistered': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyKvStateRegistered,
@@ -560,6 +577,33 @@ class JobMaster:
             '/weir.JobMaster/NotifyEndOfData',
             weir_dot_proto_dot_jobmaster__pb2.EndOfDataNotice.SerializeToString,
             weir_dot_proto_dot_common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerSavepoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.JobMaster/TriggerSavepoint',
+            weir_dot_proto_dot_common__pb2.TriggerSavepointRequest.SerializeToString,
+            weir_dot_proto_dot_common__pb2.TriggerSavepointResponse.FromString,
             options,
             channel_credentials,
             insecure,

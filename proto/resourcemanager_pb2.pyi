@@ -66,20 +66,22 @@ class HeartbeatResponse(_message.Message):
     def __init__(self, known: _Optional[bool] = ..., stale_slots: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RequestSlotsRequest(_message.Message):
-    __slots__ = ("job_id", "count", "jobmaster_address", "timeout_ms", "request_id", "protocol_version")
+    __slots__ = ("job_id", "count", "jobmaster_address", "timeout_ms", "request_id", "protocol_version", "fencing_token")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     JOBMASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     count: int
     jobmaster_address: str
     timeout_ms: int
     request_id: str
     protocol_version: int
-    def __init__(self, job_id: _Optional[str] = ..., count: _Optional[int] = ..., jobmaster_address: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., request_id: _Optional[str] = ..., protocol_version: _Optional[int] = ...) -> None: ...
+    fencing_token: str
+    def __init__(self, job_id: _Optional[str] = ..., count: _Optional[int] = ..., jobmaster_address: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., request_id: _Optional[str] = ..., protocol_version: _Optional[int] = ..., fencing_token: _Optional[str] = ...) -> None: ...
 
 class RequestSlotsResponse(_message.Message):
     __slots__ = ("protocol_version", "requests_ahead")
@@ -90,12 +92,14 @@ class RequestSlotsResponse(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., requests_ahead: _Optional[int] = ...) -> None: ...
 
 class CancelSlotRequestRequest(_message.Message):
-    __slots__ = ("job_id", "request_id")
+    __slots__ = ("job_id", "request_id", "fencing_token")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     request_id: str
-    def __init__(self, job_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    fencing_token: str
+    def __init__(self, job_id: _Optional[str] = ..., request_id: _Optional[str] = ..., fencing_token: _Optional[str] = ...) -> None: ...
 
 class CancelSlotRequestResponse(_message.Message):
     __slots__ = ("cancelled", "explanation")
@@ -106,9 +110,11 @@ class CancelSlotRequestResponse(_message.Message):
     def __init__(self, cancelled: _Optional[bool] = ..., explanation: _Optional[str] = ...) -> None: ...
 
 class ReleaseSlotsRequest(_message.Message):
-    __slots__ = ("job_id", "allocation_ids")
+    __slots__ = ("job_id", "allocation_ids", "fencing_token")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     allocation_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_id: _Optional[str] = ..., allocation_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    fencing_token: str
+    def __init__(self, job_id: _Optional[str] = ..., allocation_ids: _Optional[_Iterable[str]] = ..., fencing_token: _Optional[str] = ...) -> None: ...

@@ -181,16 +181,20 @@ class StopRequest(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class CheckpointOptions(_message.Message):
-    __slots__ = ("checkpoint_type", "mode", "unaligned", "snapshot_compression")
+    __slots__ = ("checkpoint_type", "mode", "unaligned", "snapshot_compression", "target_location", "drain")
     CHECKPOINT_TYPE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     UNALIGNED_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_COMPRESSION_FIELD_NUMBER: _ClassVar[int]
+    TARGET_LOCATION_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
     checkpoint_type: str
     mode: str
     unaligned: bool
     snapshot_compression: bool
-    def __init__(self, checkpoint_type: _Optional[str] = ..., mode: _Optional[str] = ..., unaligned: _Optional[bool] = ..., snapshot_compression: _Optional[bool] = ...) -> None: ...
+    target_location: str
+    drain: bool
+    def __init__(self, checkpoint_type: _Optional[str] = ..., mode: _Optional[str] = ..., unaligned: _Optional[bool] = ..., snapshot_compression: _Optional[bool] = ..., target_location: _Optional[str] = ..., drain: _Optional[bool] = ...) -> None: ...
 
 class TriggerCheckpointRequest(_message.Message):
     __slots__ = ("execution_attempt_id", "checkpoint_id", "timestamp_ms", "options")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.errors import (
+    LeaderLostError,
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
@@ -144,6 +145,9 @@ class ResourceManager:
         self._lock = threading.Lock()
         self._closed = False
         self._registration_delays_ms: list[int] = []
+        # Set by leader election; until then (no election ran) every call is served.
+        self._fenced = False
+        self._leader_session: str | None = None
         self._jobmaster_addresses: dict[JobId, str] = {}
         # Leases of TaskManagers declared lost: they may not register again (a few bytes
         # per lost TaskManager for the life of the cluster).
@@ -357,6 +361,29 @@ class ResourceManager:
         )
 
     # --- JobMaster side ------------------------------------------------------------------
+    def set_leader_session(self, fencing_token: str | None) -> None:
+        """The leader session this ResourceManager serves (None: it serves none, as
+        after its leadership ended). JobMasters send theirs with every slot call."""
+        with self._lock:
+            self._fenced = True
+            self._leader_session = fencing_token
+
+    def check_fencing_token(self, job_id: str, fencing_token: str) -> None:
+        """Raises LeaderLostError when a JobMaster's call comes from another leader
+        session than this ResourceManager's: a deposed master's JobMaster must not take
+        or free slots of the job its successor now runs. Without a session (a
+        ResourceManager started without leader election) every call is served."""
+        with self._lock:
+            fenced, session = self._fenced, self._leader_session
+        if not fenced or fencing_token == session:
+            return
+        msg = (
+            f"job {job_id}: refused a call of a JobMaster of leader session "
+            f"{fencing_token[:8] or '-'}: this ResourceManager serves session "
+            f"{(session or '-')[:8]}; that JobMaster was deposed"
+        )
+        raise LeaderLostError(msg)
+
     def request_slots(self, request: SlotRequest) -> int:
         """Queue a request for ``count`` slots (leasing TaskManagers as needed); returns
         how many requests are ahead of it. The slots are allocated on their TaskExecutors

@@ -92,6 +92,7 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
                 "run the JobMasters and the ResourceManager of one Weir version"
             )
             raise SlotAllocationError(msg)
+        self._rm.check_fencing_token(request.job_id, request.fencing_token)
         ahead = self._rm.request_slots(
             SlotRequest(
                 job_id=JobId(request.job_id),
@@ -111,6 +112,7 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
         request: resourcemanager_pb2.CancelSlotRequestRequest,
         context: grpc.ServicerContext,
     ) -> resourcemanager_pb2.CancelSlotRequestResponse:
+        self._rm.check_fencing_token(request.job_id, request.fencing_token)
         explanation = self._rm.cancel_slot_request(JobId(request.job_id), request.request_id)
         return resourcemanager_pb2.CancelSlotRequestResponse(
             cancelled=explanation is not None, explanation=explanation or ""
@@ -120,6 +122,7 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
     def ReleaseSlots(
         self, request: resourcemanager_pb2.ReleaseSlotsRequest, context: grpc.ServicerContext
     ) -> common_pb2.Ack:
+        self._rm.check_fencing_token(request.job_id, request.fencing_token)
         self._rm.release_slots(
             JobId(request.job_id), [AllocationId(a) for a in request.allocation_ids]
         )

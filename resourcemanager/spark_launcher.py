@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import InheritableThread, SparkContext
+from pyspark import InheritableThread, SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -63,6 +63,45 @@ def run_lease(
     yield from function(config, rm_address, lease_id)
 
 
+def _start_driver_jvm(config: Mapping[str, str], settings: Mapping[str, str]) -> None:
+    """Start the driver's JVM unless this process has one (a SparkSession stopped and
+    created again reuses it): from the recorded launch command, else as PySpark does."""
+    if SparkContext._gateway is not None:
+        return
+    master = {"spark.master": cfg.get(config, cfg.SPARK_MASTER)}
+    gateway = start_driver_gateway(archive_path(), {**master, **settings})
+    if gateway is not None:
+        SparkContext._ensure_initialized(gateway=gateway)
+        return
+    # PySpark's own start: spark-submit, given the settings the JVM needs at launch.
+    conf = SparkConf().setAll([*master.items(), *settings.items()])
+    SparkContext._ensure_initialized(conf=conf)
+
+
+def prestart_driver_jvm(config: Mapping[str, str]) -> None:
+    """Start the driver's JVM now and warm it with a SparkSession on ``local[1]`` that is
+    stopped at once: no application is registered with any cluster manager and no
+    executor is held, yet creating the real session later (when a standby master wins)
+    takes about a second instead of the JVM's start and class loading. Raises
+    ConfigurationError as ``create_spark_session`` does."""
+    settings = {k: v for k, v in config.items() if k.startswith("spark.")}
+    settings[EXTRA_JAVA_OPTIONS] = driver_java_options(settings.get(EXTRA_JAVA_OPTIONS, ""))
+    with driver_environment(cfg.get(config, cfg.BIND_HOST)):
+        try:
+            _start_driver_jvm(config, settings)
+            warm = (
+                SparkConf()
+                .setAll(list(settings.items()))
+                .setMaster("local[1]")
+                .setAppName("weir-standby-warm-up")
+                .set("spark.ui.enabled", "false")
+            )
+            SparkSession.builder.config(conf=warm).getOrCreate().stop()
+        except PySparkRuntimeError as exc:
+            msg = f"the Spark driver's JVM did not start ({exc}); check the spark.* settings"
+            raise ConfigurationError(msg) from exc
+
+
 def create_spark_session(config: Mapping[str, str]) -> SparkSession:
     """A SparkSession for leasing TaskManagers, from the ``spark.*`` keys; its JVM starts
     with Weir's options (``spark_driver_jvm``) and binds as the master binds when that is
@@ -97,10 +136,7 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
             builder = builder.config(key, value)
     with driver_environment(cfg.get(config, cfg.BIND_HOST)):
         try:
-            master = {"spark.master": cfg.get(config, cfg.SPARK_MASTER)}
-            gateway = start_driver_gateway(archive_path(), {**master, **settings})
-            if gateway is not None:
-                SparkContext._ensure_initialized(gateway=gateway)
+            _start_driver_jvm(config, settings)
             spark = builder.getOrCreate()
         except PySparkRuntimeError as exc:
             if exc.getCondition() != "JAVA_GATEWAY_EXITED":

@@ -4,8 +4,12 @@ Records are routed a whole batch at a time into per-subpartition pending lists; 
 pending list is serialized with ONE ``serialize_batch`` call once it holds about a
 segment's worth of records. How many records fit is estimated from the size of the
 buffers serialized before, so no record is ever serialized on its own. Partial lists
-go out when the task's buffer timeout fires (``BufferTimeout``, served by the
-task's mailbox loop: there is no flusher thread), and when the task finishes.
+go out when the task's buffer timeout fires (``BufferTimeout``, served by the task's
+mailbox loop between batches), and when the task finishes.
+
+The task thread calls everything here; the one other caller is the task's
+``OutputFlusher``, which sends the partial lists of a task stuck in one long batch
+(``flush_if``). Each public method holds the writer's lock, taken once per batch.
 
 Timestamps travel beside the records: a subpartition whose pending records carry
 timestamps keeps a parallel list, and its buffer is written with
@@ -17,6 +21,7 @@ records pending before them, so they stay in order with the data.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -98,20 +103,22 @@ class RecordWriter:
         payload = load_user_code(edge.partitioner_payload) if edge.partitioner_payload else {}
         self._partitioner_kind = kind
         self._next = 0
+        self._lock = threading.Lock()
+        self._emit: Callable[[list[Any], Timestamps], None]
         if kind is PartitionerKind.BROADCAST:
             # one pending list, serialized once and written to every subpartition
             self._pending = [[]]
             self._pending_ts = [None]
-            self.emit = self._emit_broadcast
+            self._emit = self._emit_broadcast
         elif kind is PartitionerKind.CUSTOM:
             partitioner = payload["partitioner"]
             self._partition = (
                 partitioner.partition if hasattr(partitioner, "partition") else partitioner
             )
             self._key = _key_selector(payload["key_selector"])
-            self.emit = self._emit_custom
+            self._emit = self._emit_custom
         elif n == 1:
-            self.emit = self._emit_single
+            self._emit = self._emit_single
         elif kind is PartitionerKind.KEY_GROUP:
             self._key = _key_selector(payload["key_selector"])
             self._key_group = PyFlinkKeyHasher(payload.get("key_type", "pickled")).key_group
@@ -125,18 +132,18 @@ class RecordWriter:
                 sub_of_consumer[compute_operator_index_for_key_group(m, p, g)] for g in range(m)
             ]
             self._route_cache: dict[Any, int] = {}
-            self.emit = self._emit_key_group
+            self._emit = self._emit_key_group
         elif kind is PartitionerKind.REBALANCE:
             # Flink starts each writer at a random channel so that many producers do not
             # all hit consumer 0 first.
             self._next = self._rng.randrange(n)
-            self.emit = self._emit_round_robin
+            self._emit = self._emit_round_robin
         elif kind is PartitionerKind.RESCALE:
-            self.emit = self._emit_round_robin
+            self._emit = self._emit_round_robin
         elif kind is PartitionerKind.SHUFFLE:
-            self.emit = self._emit_shuffle
+            self._emit = self._emit_shuffle
         else:  # FORWARD and GLOBAL have exactly one target
-            self.emit = self._emit_single
+            self._emit = self._emit_single
 
     # --- routing ---------------------------------------------------------------------
 
@@ -247,17 +254,24 @@ class RecordWriter:
                 ts_appends[r](t)
         self._drain_all_full()
 
+    def emit(self, batch: list[Any], timestamps: Timestamps = None) -> None:
+        """Route ``batch`` to its subpartitions; full buffers are written at once."""
+        with self._lock:
+            self._emit(batch, timestamps)
+
     # --- watermarks ----------------------------------------------------------------------
 
     def emit_watermark(self, watermark: int) -> None:
         """Send ``watermark`` to every consumer, after the records pending before it."""
-        self.flush()
-        self.last_watermark = watermark
-        self._writer.broadcast_event(serialize_event(Watermark(watermark)))
+        with self._lock:
+            self._flush()
+            self.last_watermark = watermark
+            self._writer.broadcast_event(serialize_event(Watermark(watermark)))
 
     def emit_watermark_status(self, idle: bool) -> None:
-        self.flush()
-        self._writer.broadcast_event(serialize_event(WatermarkStatus(idle)))
+        with self._lock:
+            self._flush()
+            self._writer.broadcast_event(serialize_event(WatermarkStatus(idle)))
 
     # --- buffers -----------------------------------------------------------------------
 
@@ -355,19 +369,40 @@ class RecordWriter:
         output channel state while they stay pending (they are sent after its barrier,
         possibly together with later records, which a restore produces again)."""
         out: dict[int, list[bytes]] = {}
-        for s, pending in enumerate(self._pending):
-            if pending:
-                pts = self._pending_ts[s]
-                buffers = self._within_frames(pending, pts, self._serialize(pending, pts))
-                targets = (
-                    range(self._n) if self._partitioner_kind is PartitionerKind.BROADCAST else (s,)
-                )
-                for sub in targets:
-                    out.setdefault(sub, []).extend(buffers)
+        with self._lock:  # after a flush the OutputFlusher may be finishing
+            for s, pending in enumerate(self._pending):
+                if pending:
+                    pts = self._pending_ts[s]
+                    buffers = self._within_frames(pending, pts, self._serialize(pending, pts))
+                    targets = (
+                        range(self._n)
+                        if self._partitioner_kind is PartitionerKind.BROADCAST
+                        else (s,)
+                    )
+                    for sub in targets:
+                        out.setdefault(sub, []).extend(buffers)
         return out
 
     def flush(self) -> None:
         """Write every partly filled buffer now (buffer timeout, end of input)."""
+        with self._lock:
+            self._flush()
+
+    def flush_if(self, still_due: Callable[[], bool]) -> bool:
+        """The ``OutputFlusher``'s flush, from its own thread: ``flush`` if the lock is
+        free (the task thread is not inside this writer) and ``still_due()``, asked
+        under the lock, holds. Returns whether it flushed."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not still_due():
+                return False
+            self._flush()
+            return True
+        finally:
+            self._lock.release()
+
+    def _flush(self) -> None:
         for s, pending in enumerate(self._pending):
             if pending:
                 pts = self._pending_ts[s]
@@ -377,15 +412,19 @@ class RecordWriter:
 
     def finish(self) -> None:
         """Flush, then end every subpartition (END_OF_PARTITION)."""
-        self.flush()
-        self._writer.finish()
+        with self._lock:
+            self._flush()
+            self._writer.finish()
 
     def end_of_data(self) -> None:
         """Flush, then tell every subpartition that no more records follow."""
-        self.flush()
-        self._writer.broadcast_event(_END_OF_DATA)
+        with self._lock:
+            self._flush()
+            self._writer.broadcast_event(_END_OF_DATA)
 
     def release(self, cause: BaseException | None = None) -> None:
+        # Not under the lock: releasing wakes an OutputFlusher blocked in emit while
+        # holding it.
         for pending in self._pending:
             pending.clear()
         self._pending_ts = [None] * len(self._pending)
@@ -412,6 +451,13 @@ class BufferTimeout:
         if not self.periodic:
             return None
         return max(0.0, self._deadline - self._clock())
+
+    def rearm(self) -> None:
+        """A flush just happened elsewhere (the ``OutputFlusher``, while the task was inside
+        a long batch): the next periodic one is due an interval from now, as with Flink's
+        fixed-rate flusher, not at once when the batch ends. Any thread."""
+        if self.periodic:
+            self._deadline = self._clock() + self._interval
 
     def due(self) -> bool:
         """True when a periodic flush is due; re-arms the deadline."""

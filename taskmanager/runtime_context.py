@@ -86,8 +86,9 @@ class StreamingRuntimeContext:
         return self._attempt_number
 
     def get_task_name_with_subtasks(self) -> str:
-        """E.g. ``"MyTask (3/6)"``."""
-        return self._task_name_with_subtasks
+        """The task name, the subtask and the attempt number, as PyFlink gives it:
+        ``"MyTask (3/6)#0"``."""
+        return f"{self._task_name_with_subtasks}#{self._attempt_number}"
 
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._job_parameters.get(key, default_value)

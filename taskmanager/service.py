@@ -85,6 +85,8 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
             request.checkpoint_id,
             request.timestamp_ms,
             checkpoint_type,
+            request.options.target_location,
+            drain=request.options.drain,
         )
         return common_pb2.Ack(ok=found, message="" if found else "no such task")
 

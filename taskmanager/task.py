@@ -72,8 +72,15 @@ from weir.taskmanager.operators.source import (
     SourceCanceledError,
     SourceFunctionContext,
     SourceOperator,
+    source_function_batching,
 )
 from weir.taskmanager.operators.timers import ProcessingTimeService
+from weir.taskmanager.output_flusher import OutputFlusher
+from weir.taskmanager.python_dependencies import (
+    install_python_files,
+    install_python_requirements,
+    unpack_python_archives,
+)
 from weir.taskmanager.record_writer import BufferTimeout, RecordWriter
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
@@ -94,10 +101,6 @@ from weir.taskmanager.watermark_valve import StatusWatermarkValve
 
 logger = logging.getLogger(__name__)
 
-# Records a source is asked for per poll: about one network buffer of small records,
-# so a batch amortises the per-batch costs while a mailbox action waits at most one
-# batch.
-SOURCE_BATCH_SIZE = 1024
 # How long an idle source (``poll_batch`` returned []) waits before polling again; a
 # mailbox action or cancel ends the wait early. Short, since readers must not block.
 _IDLE_SOURCE_WAIT_S = 0.005
@@ -227,6 +230,12 @@ class Task:
         if not config.get(cfg, config.BUFFER_TIMEOUT_ENABLED):
             timeout_ms = -1
         self._timeout_ms = timeout_ms
+        # The most records pushed through the chain as one batch (PyFlink's bundle size):
+        # a source polls this many, a larger network buffer is processed in parts. 1000 by
+        # default, about one network buffer of small records, so a batch amortises the
+        # per-batch costs while a mailbox action waits at most one batch.
+        self._bundle_size = config.get(cfg, config.PYTHON_BUNDLE_SIZE)
+        self._flusher = OutputFlusher((), None, tdd.task_name)
         # What the task thread counts for its metrics (weir.taskmanager.task_metrics):
         # per buffer or per wait, never per record; read by other threads without a lock.
         self.records_in = 0
@@ -327,11 +336,15 @@ class Task:
         checkpoint_id: int,
         timestamp_ms: int,
         checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+        target_location: str = "",
+        *,
+        drain: bool = False,
     ) -> None:
         """Checkpoint ``checkpoint_id`` at this task (any thread): a source, or a task whose
         producers have all finished. Taken between two batches on the task thread (by a
         task with inputs, once they have all ended). Savepoints are always aligned, as in
-        Flink."""
+        Flink, and go to ``target_location``, which their barrier carries downstream.
+        ``drain``: the task's sources end event time (MAX_WATERMARK) before the barrier."""
 
         def action() -> None:
             if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
@@ -342,9 +355,13 @@ class Task:
                     checkpoint_id,
                 )
                 return
+            if drain and self._chain is not None:
+                for op in self._chain.operators:
+                    if isinstance(op, SourceOperator):
+                        op.advance_to_end_of_event_time()
             unaligned = self._unaligned and checkpoint_type is CheckpointType.CHECKPOINT
             barrier = CheckpointBarrier(
-                checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned
+                checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned, target_location
             )
             if self._open_channels > 0:
                 # Triggered here because every producer finished (FLIP-147): taken once
@@ -417,6 +434,7 @@ class Task:
             self._check_canceled()
             self._transition(ExecutionState.RUNNING)
             self._replay_channel_state()
+            self._flusher.start()
             if self._source is not None:
                 self._run_source()
                 self._end_of_input()
@@ -450,6 +468,7 @@ class Task:
         self._input_ended = True
         chain = self._chain
         assert chain is not None
+        self._flusher.close()
         chain.finish_operators()
         self._processing_timers.close()
         if self._final_checkpoint:
@@ -529,6 +548,7 @@ class Task:
         """Close user functions, release partitions, close the gate. Returns the first
         error of a user ``close()``."""
         error = None
+        self._flusher.close()
         self._processing_timers.close()
         if self._chain is not None:
             error = self._chain.close()
@@ -550,6 +570,11 @@ class Task:
     def _initialize(self) -> None:
         tdd = self.tdd
         vertex = tdd.vertex
+        # Before the functions are unpickled: they may import what these bring. On the task
+        # thread, whose current directory is the job's working directory.
+        install_python_files(tdd.job_config)
+        install_python_requirements(tdd.job_config)
+        unpack_python_archives(tdd.job_config)
         payloads = [_unpickle_payload(op) for op in vertex.operators]
         if tdd.restored_state is not None:
             self._restored = RestoredTaskState(tdd.restored_state, vertex.max_parallelism)
@@ -582,6 +607,7 @@ class Task:
         if self._services.metric_group is not None:
             register_task_metrics(self._services.metric_group, self)
         self._buffer_timeout = BufferTimeout(self._timeout_ms, self._clock)
+        self._flusher = OutputFlusher(writers, self._buffer_timeout, tdd.task_name)
         self._initialize_function_state(setups)
         chain.open()
         self._setup_checkpointing(chain)
@@ -831,6 +857,8 @@ class Task:
         flush_after_batch = timeout.flush_after_batch
         serve = self._serve_mailbox
         poll = gate.poll
+        flusher = self._flusher
+        bundle_size = self._bundle_size
         # Unaligned checkpoints see every DATA buffer before it is processed (it may be
         # in-flight channel state); one check per buffer, not per record.
         capture = (
@@ -851,7 +879,14 @@ class Task:
                 # Counted per buffer, never per record (numRecordsIn, numBytesIn).
                 self.records_in += len(records)
                 self.bytes_in += len(payload)
-                inputs[gate_index](records, timestamps)
+                if len(records) > bundle_size:
+                    self._process_in_bundles(inputs[gate_index], records, timestamps)
+                else:
+                    flusher.epoch += 1
+                    try:
+                        inputs[gate_index](records, timestamps)
+                    finally:
+                        flusher.epoch += 1
                 if flush_after_batch:
                     chain.flush()
             elif kind == _END:
@@ -874,6 +909,21 @@ class Task:
                     return
             else:
                 self._on_event(gate_index, channel, payload)
+
+    def _process_in_bundles(self, process: Any, records: list[Any], timestamps: Any) -> None:
+        """A buffer of more records than the bundle size, a bundle at a time, serving the
+        mailbox in between (timers, periodic watermarks, a due flush)."""
+        size = self._bundle_size
+        flusher = self._flusher
+        for start in range(0, len(records), size):
+            if start:
+                self._serve_mailbox()
+            end = start + size
+            flusher.epoch += 1
+            try:
+                process(records[start:end], None if timestamps is None else timestamps[start:end])
+            finally:
+                flusher.epoch += 1
 
     def _channel_data_ended(self, gate_index: int, channel: int) -> None:
         """No record follows on this channel (EndOfData, or END_OF_PARTITION); after the
@@ -954,7 +1004,8 @@ class Task:
         serve = self._serve_mailbox
         poll_batch = reader.poll_batch
         output = source.emit
-        n = SOURCE_BATCH_SIZE
+        n = self._bundle_size
+        flusher = self._flusher
         # Unaligned checkpoints must not wait for a back-pressured source to get its
         # batch out: it reads only when its output has room, and serves the mailbox (a
         # checkpoint trigger) meanwhile, as Flink's StreamTask does. Aligned barriers
@@ -973,7 +1024,11 @@ class Task:
             if batch is None:
                 return
             if batch:
-                output(batch, None)
+                flusher.epoch += 1
+                try:
+                    output(batch, None)
+                finally:
+                    flusher.epoch += 1
                 if flush_after_batch:
                     chain.flush()
             else:
@@ -996,8 +1051,19 @@ class Task:
                 chain.flush()
             self._serve_mailbox()
 
+        emit = source.emit
+        flusher = self._flusher
+
+        def output(batch: list[Any], timestamps: list[int | None] | None) -> None:
+            flusher.epoch += 1
+            try:
+                emit(batch, timestamps)
+            finally:
+                flusher.epoch += 1
+
+        size, max_age_s = source_function_batching(self.tdd.job_config, self._bundle_size)
         ctx = SourceFunctionContext(
-            source.emit, SOURCE_BATCH_SIZE, chain.flush, serve, source.output
+            output, size, chain.flush, serve, source.output, max_age_s=max_age_s
         )
         try:
             source.source_function.run(ctx)  # type: ignore[union-attr]

@@ -40,6 +40,8 @@ class CheckpointBarrier:
     """When the coordinator triggered it (ms since the epoch)."""
     checkpoint_type: str = CheckpointType.CHECKPOINT.value
     unaligned: bool = False
+    target_location: str = ""
+    """A savepoint's directory, where every task writes its state; empty for checkpoints."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -591,14 +591,20 @@ class TaskExecutor:
         checkpoint_id: int,
         timestamp_ms: int,
         checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+        target_location: str = "",
+        *,
+        drain: bool = False,
     ) -> bool:
-        """False when the task is not here (ended): the coordinator's plan is stale."""
+        """False when the task is not here (ended): the coordinator's plan is stale.
+        ``target_location``: a savepoint's directory."""
         with self._lock:
             entry = self._tasks.get(attempt_id)
         if entry is None:
             return False
         try:
-            entry[0].trigger_checkpoint(checkpoint_id, timestamp_ms, checkpoint_type)
+            entry[0].trigger_checkpoint(
+                checkpoint_id, timestamp_ms, checkpoint_type, target_location, drain=drain
+            )
         except MailboxClosedError:
             return False
         return True
@@ -694,6 +700,16 @@ class TaskExecutor:
                     timeout_s=_RPC_TIMEOUT_S,
                 )
             except WeirError:
+                if attempt_id not in self._tasks:
+                    # The task ended meanwhile, and its job may have too (a checkpoint
+                    # written while the job finished): nobody waits for this ack.
+                    logger.debug(
+                        "acknowledging checkpoint %d of ended task %s failed",
+                        checkpoint_id,
+                        attempt_id,
+                        exc_info=True,
+                    )
+                    return
                 logger.warning(
                     "acknowledging checkpoint %d of %s failed",
                     checkpoint_id,
@@ -712,9 +728,15 @@ class TaskExecutor:
                     timeout_s=_RPC_TIMEOUT_S,
                 )
             except WeirError:
-                # The checkpoint expires instead of being aborted at once.
-                logger.warning(
-                    "declining checkpoint %d of %s failed", checkpoint_id, attempt_id, exc_info=True
+                # The checkpoint expires instead of being aborted at once; nobody waits
+                # for it when the task has ended.
+                level = logging.WARNING if attempt_id in self._tasks else logging.DEBUG
+                logger.log(
+                    level,
+                    "declining checkpoint %d of %s failed",
+                    checkpoint_id,
+                    attempt_id,
+                    exc_info=True,
                 )
 
         return TaskServices(

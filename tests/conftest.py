@@ -37,3 +37,15 @@ def spark_session() -> Iterator[object]:
     )
     yield spark
     spark.stop()
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real ZooKeeper server on 127.0.0.1 (Debian's package, no systemd), shared by the
+    suites that need one; each test uses a cluster id of its own beneath it."""
+    from zookeeper_server import ZooKeeperServer
+
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server.start()
+    yield server
+    server.stop()

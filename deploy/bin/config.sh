@@ -52,6 +52,8 @@ WEIR_MASTER_LOG_FILE=$WEIR_LOG_DIR/weir-master-$(hostname).log
 
 # The first line of the master's stdout once its Dispatcher answers (master_process.py).
 WEIR_READY_PREFIX="Weir master ready: Dispatcher at "
+# What a master under high availability prints while it waits as a standby (ha_master.py).
+WEIR_STANDBY_PREFIX="Weir master standby: "
 
 # is_running PID: the process exists (and is not a zombie).
 is_running() {

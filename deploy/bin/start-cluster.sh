@@ -3,9 +3,18 @@
 # ResourceManager leases TaskManagers from the Spark master named by spark.master.
 #
 #   start-cluster.sh [-n N | --taskmanagers N]
+#   start-cluster.sh --standby [--port P]
 #
 #   -n, --taskmanagers N   lease N TaskManagers at start and keep them
 #                          (resourcemanager.taskmanager.min for this run)
+#   --standby              start one more master beside the running one; it waits as a
+#                          standby and takes over when the leader dies (needs
+#                          high-availability.type: zookeeper); --port its Dispatcher port
+#                          (default: any free one)
+#
+# With high availability, a `masters` file beside weir-conf.yaml (one host:port a line,
+# as Flink's conf/masters; hosts of this machine only) starts a master for each line:
+# the first as above, the others as standbys.
 #
 # Environment: WEIR_CONF_DIR, WEIR_LOG_DIR, WEIR_PID_DIR, WEIR_PYTHON (see config.sh);
 # WEIR_START_TIMEOUT seconds to wait for the Dispatcher (default 120: a SparkSession
@@ -16,10 +25,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/config.sh"
 
 usage() {
-    sed -n '4,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '4,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 taskmanagers=""
+masters=()
+standby=""
+port=""
+host=""
 while [[ $# -gt 0 ]]; do
     case $1 in
         -n | --taskmanagers)
@@ -33,6 +46,18 @@ while [[ $# -gt 0 ]]; do
         --taskmanagers=*)
             taskmanagers=${1#*=}
             shift
+            ;;
+        --standby)
+            standby=1
+            shift
+            ;;
+        --port | --host)
+            if [[ $# -lt 2 ]]; then
+                echo "error: $1 needs a value" >&2
+                exit 2
+            fi
+            if [[ $1 == --port ]]; then port=$2; else host=$2; fi
+            shift 2
             ;;
         -h | --help)
             usage
@@ -57,6 +82,31 @@ fi
 
 mkdir -p "$WEIR_LOG_DIR" "$WEIR_PID_DIR"
 WEIR_LOG_DIR=$(cd "$WEIR_LOG_DIR" && pwd)  # TaskManagers run in other directories
+
+ha_type=$(read_config high-availability.type none)
+masters_file=$WEIR_CONF_DIR/masters
+if [[ -n $standby && $ha_type != zookeeper ]]; then
+    echo "error: a standby master needs high-availability.type: zookeeper in" \
+        "$WEIR_CONF_FILE (it is '$ha_type')" >&2
+    exit 1
+fi
+if [[ -n $standby ]]; then
+    # pid and log file of the next free standby slot
+    i=1
+    while [[ -f $WEIR_PID_DIR/weir-master-standby-$i.pid ]] \
+        && is_running "$(<"$WEIR_PID_DIR/weir-master-standby-$i.pid")"; do
+        i=$((i + 1))
+    done
+    WEIR_MASTER_PID_FILE=$WEIR_PID_DIR/weir-master-standby-$i.pid
+    WEIR_MASTER_LOG_FILE=${WEIR_MASTER_LOG_FILE%.log}-standby-$i.log
+    port=${port:-0}
+elif [[ $ha_type == zookeeper && -f $masters_file ]]; then
+    mapfile -t masters < <(grep -vE '^[[:space:]]*(#|$)' "$masters_file" | sed -E 's/[[:space:]]+//g')
+    if ((${#masters[@]} > 0)); then
+        host=${host:-${masters[0]%:*}}
+        port=${port:-${masters[0]##*:}}
+    fi
+fi
 
 if [[ -f $WEIR_MASTER_PID_FILE ]]; then
     old_pid=$(<"$WEIR_MASTER_PID_FILE")
@@ -84,6 +134,12 @@ master_args=(--config-dir "$WEIR_CONF_DIR" --set "env.log.dir=$WEIR_LOG_DIR")
 if [[ -n $taskmanagers ]]; then
     master_args+=(--set "resourcemanager.taskmanager.min=$taskmanagers")
 fi
+if [[ -n $host ]]; then
+    master_args+=(--host "$host")
+fi
+if [[ -n $port ]]; then
+    master_args+=(--port "$port")
+fi
 
 # A session of its own: the master, the Spark driver JVM that pyspark starts and that
 # JVM's Python workers can be found (and stopped) together by stop-cluster.sh, and a
@@ -93,6 +149,8 @@ launcher=(nohup)
 if command -v setsid >/dev/null 2>&1; then
     launcher=(setsid nohup)
 fi
+# Created here: the background job opens it asynchronously, and the wait below reads it.
+: >"$WEIR_MASTER_LOG_FILE"
 "${launcher[@]}" "$WEIR_PYTHON" -m weir.client.master_process "${master_args[@]}" \
     >"$WEIR_MASTER_LOG_FILE" 2>&1 </dev/null &
 pid=$!
@@ -123,6 +181,11 @@ while true; do
     if [[ -n $address ]] && answers "$address"; then
         break
     fi
+    if [[ -n $standby ]] && grep -q "^${WEIR_STANDBY_PREFIX}" "$WEIR_MASTER_LOG_FILE"; then
+        echo "Weir master started as a standby (pid $pid): it takes over when the leader" \
+            "dies. Log: $WEIR_MASTER_LOG_FILE"
+        exit 0
+    fi
     if ((SECONDS >= deadline)); then
         echo "error: the Weir master did not answer within ${timeout_s} s" \
             "(WEIR_START_TIMEOUT); stopping it." >&2
@@ -134,5 +197,10 @@ while true; do
 done
 
 echo "Weir master started: Dispatcher at $address."
+if [[ -z $standby && $ha_type == zookeeper && ${#masters[@]} -gt 1 ]]; then
+    for entry in "${masters[@]:1}"; do
+        "$WEIR_BIN_DIR/start-cluster.sh" --standby --host "${entry%:*}" --port "${entry##*:}"
+    done
+fi
 echo "Logs: $WEIR_MASTER_LOG_FILE"
 echo "Stop it with $WEIR_BIN_DIR/stop-cluster.sh."

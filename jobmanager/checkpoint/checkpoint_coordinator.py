@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,11 +33,17 @@ from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointStatsSnapshot,
     CheckpointStorage,
+    CheckpointStorageLocation,
     CheckpointType,
     OperatorState,
     TaskStateSnapshot,
     decode_metadata,
     encode_metadata,
+)
+from weir.core.checkpoint.savepoint_storage import (
+    remove_savepoint_directory,
+    savepoint_location,
+    write_savepoint_metadata,
 )
 from weir.core.errors import CheckpointError, CorruptCheckpointError, WeirError
 from weir.core.highavailability import (
@@ -68,6 +75,21 @@ class CheckpointOptions:
     mode: CheckpointingMode
     unaligned: bool
     snapshot_compression: bool
+    target_location: str = ""
+    """A savepoint's directory; empty for checkpoints."""
+    drain: bool = False
+    """Sources end event time (MAX_WATERMARK) before the barrier (stop --drain)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _SavepointRequest:
+    """A savepoint in progress: where it goes, whether the job stops after it, and the
+    future its caller waits on (the savepoint's directory, or the reason it failed)."""
+
+    directory: str
+    terminate: bool
+    drain: bool
+    result: Future[str]
 
 
 class CheckpointTriggerGateway(Protocol):
@@ -126,6 +148,7 @@ class CheckpointCoordinator:
         on_failure: FailureListener,
         stats: CheckpointStatsTracker | None = None,
         on_completed: CompletionListener | None = None,
+        confirm_leadership: Callable[[], bool] | None = None,
     ) -> None:
         self.job_id = job_id
         self.config = config
@@ -138,6 +161,11 @@ class CheckpointCoordinator:
         self._executor = executor
         self._on_failure = on_failure
         self._on_completed = on_completed
+        # Asked (without the lock, once per completed checkpoint) before the tasks are told
+        # to commit: a leader deposed while it completed the checkpoint commits nothing.
+        self._confirm_leadership = confirm_leadership
+        self._confirmed: dict[int, bool] = {}
+        self._confirm_lock = threading.Lock()
         self._stats = stats or CheckpointStatsTracker()
         self._lock = threading.RLock()
         self._pending: dict[int, PendingCheckpoint] = {}
@@ -150,6 +178,7 @@ class CheckpointCoordinator:
         self._shut_down = False
         self._shared = SharedStateRegistry()
         self._shared_loaded = False
+        self._savepoints: dict[int, _SavepointRequest] = {}
 
     # -- inspection ----------------------------------------------------------------------
     @property
@@ -238,8 +267,62 @@ class CheckpointCoordinator:
         self._run(effects)
         return new_ids.pop() if new_ids else None
 
-    def _trigger_locked(self, now: int, checkpoint_type: CheckpointType) -> list[_Effect]:
-        plan = self._plan_provider()
+    def trigger_savepoint(
+        self, directory: str, *, terminate: bool = False, drain: bool = False
+    ) -> Future[str]:
+        """Trigger a savepoint into ``directory`` (a new, empty directory URL) now. The
+        future completes with the directory once ``_metadata`` is written there, or fails
+        with a CheckpointError saying why. ``terminate``: the job stops after it (stop
+        with savepoint): periodic checkpoints stop first, so none commits output past the
+        savepoint; they start again if the savepoint fails. ``drain`` (with ``terminate``):
+        the sources emit MAX_WATERMARK ahead of the barrier.
+
+        Raises CheckpointError at once when it cannot be triggered (not every task is
+        running, or the coordinator is shut down)."""
+        result: Future[str] = Future()
+        request = _SavepointRequest(directory, terminate, drain and terminate, result)
+        with self._lock:
+            if self._shut_down:
+                msg = f"job {self.job_id} is ending: its checkpoint coordinator is shut down"
+                raise CheckpointError(msg)
+            plan = self._plan_provider()
+            if plan is None or not plan.tasks_to_trigger:
+                msg = (
+                    f"job {self.job_id}: not every task is running (tasks are being deployed, "
+                    "restarted or are finishing); retry once they are all RUNNING"
+                )
+                raise CheckpointError(msg)
+            effects: list[_Effect] = []
+            if terminate:
+                self.stop_periodic_scheduler()
+                for pending in sorted(self._pending.values(), key=lambda p: p.checkpoint_id):
+                    if pending.checkpoint_id not in self._savepoints:
+                        effects += self._abort_locked(
+                            pending, "a stop with savepoint is in progress", counted=False
+                        )
+            error: CheckpointError | None = None
+            try:
+                effects += self._trigger_locked(
+                    self._clock(), CheckpointType.SAVEPOINT, plan=plan, savepoint=request
+                )
+            except CheckpointError as exc:
+                error = exc
+                if terminate:
+                    self.start_periodic_scheduler()  # the job goes on as before
+        self._run(effects)
+        if error is not None:
+            raise error
+        return result
+
+    def _trigger_locked(
+        self,
+        now: int,
+        checkpoint_type: CheckpointType,
+        *,
+        plan: CheckpointPlan | None = None,
+        savepoint: _SavepointRequest | None = None,
+    ) -> list[_Effect]:
+        plan = plan or self._plan_provider()
         if plan is None or not plan.tasks_to_trigger:
             logger.info(
                 "job %s: not triggering a checkpoint: not every task is running", self.job_id
@@ -247,8 +330,15 @@ class CheckpointCoordinator:
             return []
         checkpoint_id = self._counter.get_and_increment()
         try:
-            location = self._storage.init_checkpoint(checkpoint_id)
+            location: CheckpointStorageLocation
+            if savepoint is not None:
+                location = savepoint_location(savepoint.directory, checkpoint_id)
+            else:
+                location = self._storage.init_checkpoint(checkpoint_id)
         except (OSError, CheckpointError) as exc:
+            if savepoint is not None:
+                msg = f"savepoint {checkpoint_id}: cannot create {savepoint.directory}: {exc}"
+                raise CheckpointError(msg) from exc
             logger.warning(
                 "job %s: checkpoint %d: cannot create its storage location",
                 self.job_id,
@@ -261,16 +351,25 @@ class CheckpointCoordinator:
             return self._count_failure(checkpoint_id, f"its storage location failed: {exc}")
         pending = PendingCheckpoint(checkpoint_id, now, plan, location, checkpoint_type)
         self._pending[checkpoint_id] = pending
+        if savepoint is not None:
+            self._savepoints[checkpoint_id] = savepoint
         pending.timeout_task = self._executor.schedule(
             self.config.timeout_ms, lambda: self._on_timeout(checkpoint_id)
         )
         self._stats.report_pending(checkpoint_id, now, checkpoint_type, len(plan.tasks))
-        logger.info("job %s: triggering checkpoint %d", self.job_id, checkpoint_id)
+        logger.info(
+            "job %s: triggering %s %d",
+            self.job_id,
+            "savepoint" if savepoint else "checkpoint",
+            checkpoint_id,
+        )
         options = CheckpointOptions(
             checkpoint_type,
             self.config.mode,
-            self.config.unaligned,
+            self.config.unaligned and savepoint is None,  # savepoints are always aligned
             self.config.snapshot_compression,
+            savepoint.directory if savepoint else "",
+            savepoint.drain if savepoint else False,
         )
         return [
             self._trigger_effect(task.attempt_id, checkpoint_id, now, options)
@@ -492,6 +591,9 @@ class CheckpointCoordinator:
             checkpoint_type=pending.checkpoint_type,
             operator_states=operator_states,
         )
+        savepoint = self._savepoints.get(checkpoint_id)
+        if savepoint is not None:
+            return self._complete_savepoint_locked(pending, metadata, savepoint)
         try:
             self._load_shared_locked()
             pointer = self._storage.write_metadata(checkpoint_id, encode_metadata(metadata))
@@ -533,11 +635,54 @@ class CheckpointCoordinator:
             for task in pending.plan.tasks
         ]
         effects += discards
-        for older in sorted(p for p in self._pending if p < checkpoint_id):
+        for older in sorted(
+            p for p in self._pending if p < checkpoint_id and p not in self._savepoints
+        ):
             effects += self._abort_locked(
                 self._pending[older], f"subsumed by checkpoint {checkpoint_id}", counted=False
             )
         return effects
+
+    def _complete_savepoint_locked(
+        self, pending: PendingCheckpoint, metadata: CheckpointMetadata, request: _SavepointRequest
+    ) -> list[_Effect]:
+        checkpoint_id = pending.checkpoint_id
+        now = metadata.completion_timestamp_ms
+        try:
+            pointer = write_savepoint_metadata(request.directory, metadata)
+        except (OSError, WeirError) as exc:
+            logger.warning(
+                "job %s: savepoint %d: writing its _metadata failed",
+                self.job_id,
+                checkpoint_id,
+                exc_info=True,
+            )
+            return self._abort_locked(pending, f"writing its _metadata failed: {exc}", False)
+        del self._pending[checkpoint_id]
+        del self._savepoints[checkpoint_id]
+        pending.dispose()
+        self._last_end_ms = now
+        self._stats.report_completed(
+            checkpoint_id, now, pending.metrics.values(), metadata.state_size, pointer
+        )
+        logger.info(
+            "job %s: savepoint %d completed in %d ms at %s (%d bytes of state)",
+            self.job_id,
+            checkpoint_id,
+            now - pending.trigger_timestamp_ms,
+            pointer,
+            metadata.state_size,
+        )
+        effects: list[_Effect] = []
+        if request.terminate:
+            # The job ends at this savepoint: what it covers is committed, as by a checkpoint.
+            if self._on_completed is not None:
+                self._on_completed(checkpoint_id)
+            effects = [
+                self._notify_effect(task.attempt_id, checkpoint_id, complete=True)
+                for task in pending.plan.tasks
+            ]
+        return [*effects, lambda: request.result.set_result(pointer)]
 
     @staticmethod
     def _operator_states(pending: PendingCheckpoint) -> dict[OperatorId, OperatorState]:
@@ -557,6 +702,7 @@ class CheckpointCoordinator:
                 ),
                 subtask_states={index: state for index, (_, state) in subtasks.items()},
                 finished_subtasks=finished.finished_subtasks if finished else frozenset(),
+                uid=plan.uids.get(operator_id, ""),
             )
         return states
 
@@ -567,7 +713,9 @@ class CheckpointCoordinator:
         now = self._clock()
         self._pending.pop(checkpoint_id, None)
         pending.dispose()
-        self._storage.discard_checkpoint(checkpoint_id)
+        savepoint = self._savepoints.pop(checkpoint_id, None)
+        if savepoint is None:
+            self._storage.discard_checkpoint(checkpoint_id)
         uploaded = self._shared.unreferenced(
             path
             for subtasks in pending.operator_states().values()
@@ -583,9 +731,26 @@ class CheckpointCoordinator:
                 self._notify_effect(task.attempt_id, checkpoint_id, complete=False)
                 for task in pending.plan.tasks
             ]
-        if counted:
+        if savepoint is not None:
+            # Not counted against tolerable failures: the caller is told instead.
+            effects.append(self._fail_savepoint_effect(checkpoint_id, savepoint, reason))
+            if savepoint.terminate and not self._shut_down:
+                self.start_periodic_scheduler()
+        elif counted:
             effects += self._count_failure(checkpoint_id, reason)
         return effects
+
+    def _fail_savepoint_effect(
+        self, checkpoint_id: int, request: _SavepointRequest, reason: str
+    ) -> _Effect:
+        def effect() -> None:
+            remove_savepoint_directory(request.directory)
+            error = CheckpointError(
+                f"job {self.job_id}: savepoint {checkpoint_id} failed: {reason}"
+            )
+            request.result.set_exception(error)
+
+        return effect
 
     def _count_failure(self, checkpoint_id: int, reason: str) -> list[_Effect]:
         self._consecutive_failures += 1
@@ -605,6 +770,8 @@ class CheckpointCoordinator:
         self, attempt_id: ExecutionAttemptId, checkpoint_id: int, complete: bool
     ) -> _Effect:
         def effect() -> None:
+            if complete and not self._leadership_confirmed(checkpoint_id):
+                return
             try:
                 if complete:
                     self._gateway.notify_checkpoint_complete(attempt_id, checkpoint_id)
@@ -623,6 +790,25 @@ class CheckpointCoordinator:
                 )
 
         return effect
+
+    def _leadership_confirmed(self, checkpoint_id: int) -> bool:
+        """Whether this JobMaster still leads, asked once per checkpoint (a ZooKeeper round
+        trip with high availability) by the first of its notifications."""
+        if self._confirm_leadership is None:
+            return True
+        with self._confirm_lock:
+            known = self._confirmed.get(checkpoint_id)
+            if known is None:
+                known = self._confirm_leadership()
+                self._confirmed = {checkpoint_id: known}  # only the latest is asked again
+                if not known:
+                    logger.warning(
+                        "job %s: checkpoint %d: this JobMaster no longer leads; its tasks "
+                        "are not told to commit (the next leader restores and commits it)",
+                        self.job_id,
+                        checkpoint_id,
+                    )
+            return known
 
     @staticmethod
     def _run(effects: list[_Effect]) -> None:
@@ -717,6 +903,36 @@ class CheckpointCoordinator:
         # Ids never repeat: after restoring checkpoint n the next one is at least n + 1.
         if self._counter.get() <= restored_id:
             self._counter.set_count(restored_id + 1)
+
+    # -- leadership ----------------------------------------------------------------------
+    def suspend(self) -> None:
+        """This JobMaster lost its leadership: stop for good without writing anything.
+        Checkpoints in progress are dropped without touching storage or tasks (the next
+        leader's ids come after them and its coordinator owns the files), and a later
+        ``shutdown`` keeps every retained checkpoint: they are the next leader's."""
+        with self._lock:
+            if self._shut_down:
+                return
+            self.stop_periodic_scheduler()
+            self._shut_down = True
+            for pending in self._pending.values():
+                pending.dispose()
+            dropped = sorted(self._pending)
+            self._pending.clear()
+        logger.info(
+            "job %s: checkpoint coordinator suspended (leadership lost); dropped checkpoints %s",
+            self.job_id,
+            dropped or "none",
+        )
+
+    def pause(self, paused: bool) -> None:
+        """While the leadership is in doubt (ZooKeeper SUSPENDED), trigger nothing and drop
+        what is in progress (uncounted: no failover for a connection blip); resume after."""
+        if paused:
+            self.stop_periodic_scheduler()
+            self.abort_pending("the ZooKeeper connection is suspended")
+        else:
+            self.start_periodic_scheduler()
 
     # -- shutdown ------------------------------------------------------------------------
     def shutdown(self, job_status: JobStatus) -> None:

@@ -47,6 +47,9 @@ class CheckpointPlan:
     """Max parallelism of each stateful operator, recorded in ``_metadata``."""
     finished: Mapping[OperatorId, FinishedOperator] = field(default_factory=dict)
     """Operators with finished subtasks: recorded as finished in ``_metadata``."""
+    uids: Mapping[OperatorId, str] = field(default_factory=dict)
+    """The uid of each operator that has one, recorded in ``_metadata`` (state readers
+    and error messages name operators by it)."""
 
     @property
     def tasks_to_trigger(self) -> tuple[CheckpointTask, ...]:

@@ -1,10 +1,16 @@
 """Which state each subtask of a job restores, from a checkpoint's operator states
-(Flink's ``StateAssignmentOperation``).
+(Flink's ``StateAssignmentOperation``), at the checkpoint's parallelism or another one.
 
-Keyed state, source positions and in-flight data go back to the subtask index that
-wrote them (the parallelism is the checkpoint's). Operator state is redistributed by
-mode (``repartition_operator_state``) even so: a union list state reaches every subtask
-whatever the parallelism, while list and broadcast state stay with their subtask.
+- Keyed state moves by key group: new subtask ``i`` gets every old handle whose
+  key-group range overlaps the range it owns (``key_group_range_for_operator``), and
+  its backend reads only its own groups from them. At the same parallelism that is
+  exactly the handle the subtask wrote.
+- Operator state is redistributed by mode (``repartition_operator_state``): list state
+  split, union state to every subtask (also at the same parallelism), broadcast state
+  copied.
+- Source positions and in-flight data (unaligned checkpoints) go back to the subtask
+  index that wrote them; they cannot be split, so an operator that has them keeps its
+  parallelism (``check_restorable`` says so before anything is deployed).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from weir.core.checkpoint import (
+    KeyedStateHandle,
     OperatorState,
     OperatorStateHandle,
     OperatorSubtaskState,
@@ -20,17 +27,63 @@ from weir.core.checkpoint import (
     encode_task_state,
     repartition_operator_state,
 )
+from weir.core.errors import StateMigrationError
 from weir.core.ids import OperatorId
 from weir.core.job_graph import JobVertex
+from weir.core.key_groups import key_group_range_for_operator
 
-__all__ = ["assign_subtask_states"]
+__all__ = ["assign_subtask_states", "check_restorable"]
+
+
+def check_restorable(
+    vertices: Sequence[JobVertex], operator_states: Mapping[OperatorId, OperatorState], source: str
+) -> None:
+    """Raise StateMigrationError, naming the operator and both values, when state of
+    ``source`` cannot be restored into ``vertices``: another max parallelism, or source
+    positions or in-flight data at another parallelism."""
+    for vertex in vertices:
+        for op in vertex.operators:
+            state = operator_states.get(OperatorId(op.operator_id))
+            if state is None:
+                continue
+            label = f"operator {op.uid or op.operator_id} ({op.name})"
+            if state.max_parallelism != vertex.max_parallelism:
+                msg = (
+                    f"{label} has max parallelism {vertex.max_parallelism}, but the state at "
+                    f"{source} was written with max parallelism {state.max_parallelism}; key "
+                    "groups cannot be mapped between them. Set the operator's max parallelism "
+                    f"back to {state.max_parallelism} (set_max_parallelism, or "
+                    "pipeline.max-parallelism)"
+                )
+                raise StateMigrationError(msg)
+            if state.parallelism == vertex.parallelism:
+                continue
+            subtasks = state.subtask_states.values()
+            if any(s.source_reader_state for s in subtasks):
+                msg = (
+                    f"{label} is a source that ran at parallelism {state.parallelism} when "
+                    f"the state at {source} was taken, and now runs at {vertex.parallelism}; "
+                    "a source's positions cannot be split over another parallelism yet. Keep "
+                    f"the source at parallelism {state.parallelism} (set_parallelism on it) "
+                    "and rescale the operators after it"
+                )
+                raise StateMigrationError(msg)
+            if any(s.input_channel_state or s.result_subpartition_state for s in subtasks):
+                msg = (
+                    f"{label}: the state at {source} holds in-flight data of an unaligned "
+                    f"checkpoint taken at parallelism {state.parallelism}, which cannot be "
+                    f"restored at {vertex.parallelism}. Restore it at parallelism "
+                    f"{state.parallelism}, or take a savepoint (always aligned) and rescale "
+                    "from that"
+                )
+                raise StateMigrationError(msg)
 
 
 def assign_subtask_states(
     vertices: Sequence[JobVertex], operator_states: Mapping[OperatorId, OperatorState]
 ) -> dict[tuple[str, int], bytes]:
     """Per ``(vertex id, subtask index)``, the encoded states of its vertex's operators;
-    subtasks with nothing to restore are left out."""
+    subtasks with nothing to restore are left out. Call ``check_restorable`` first."""
     restored: dict[tuple[str, int], bytes] = {}
     for vertex in vertices:
         per_subtask: list[dict[OperatorId, OperatorSubtaskState]] = [
@@ -41,18 +94,44 @@ def assign_subtask_states(
             if state is None:
                 continue
             operator = _operator_state_of_subtasks(state, vertex.parallelism)
+            keyed = _keyed_state_of_subtasks(state, vertex)
+            same = state.parallelism == vertex.parallelism
             for index, states in enumerate(per_subtask):
-                own = state.subtask_states.get(index)
-                if own is None and not operator[index]:
+                own = state.subtask_states.get(index) if same else None
+                if own is None and not operator[index] and not keyed[index]:
                     continue
                 base = own if own is not None else OperatorSubtaskState()
                 states[OperatorId(op.operator_id)] = dataclasses.replace(
-                    base, managed_operator_state=tuple(operator[index])
+                    base,
+                    managed_keyed_state=tuple(keyed[index]),
+                    managed_operator_state=tuple(operator[index]),
                 )
         for index, states in enumerate(per_subtask):
             if states:
                 restored[(vertex.vertex_id, index)] = encode_task_state(TaskStateSnapshot(states))
     return restored
+
+
+def _keyed_state_of_subtasks(
+    state: OperatorState, vertex: JobVertex
+) -> list[list[KeyedStateHandle]]:
+    """Per new subtask, the old keyed handles that hold some of its key groups."""
+    handles = [
+        handle
+        for _, subtask in sorted(state.subtask_states.items())
+        for handle in subtask.managed_keyed_state
+    ]
+    out: list[list[KeyedStateHandle]] = []
+    for index in range(vertex.parallelism):
+        owned = key_group_range_for_operator(vertex.max_parallelism, vertex.parallelism, index)
+        out.append(
+            [
+                h
+                for h in handles
+                if h.key_groups.start < owned.stop and owned.start < h.key_groups.end
+            ]
+        )
+    return out
 
 
 def _operator_state_of_subtasks(

@@ -62,6 +62,8 @@ class TaskExecutorCheckpointGateway:
                         mode=options.mode.name,
                         unaligned=options.unaligned,
                         snapshot_compression=options.snapshot_compression,
+                        target_location=options.target_location,
+                        drain=options.drain,
                     ),
                 ),
                 timeout=_RPC_TIMEOUT_S,

@@ -7,9 +7,10 @@ asynchronous part only writes bytes. Per operator of the chain it captures:
 
 - keyed state in the canonical form, one block per key group (``KeyGroupsSnapshot``):
   a restore at another parallelism reads only the key groups it owns, via ``offsets``;
-  with each table's kind (``state_meta``), so any backend restores it. Or, for a
-  rocksdb backend with incremental checkpoints, its native snapshot (a local RocksDB
-  checkpoint the asynchronous part uploads);
+  with each table's kind (``state_meta``), so any backend restores it. A rocksdb
+  backend only takes a local RocksDB checkpoint here: with incremental checkpoints
+  the asynchronous part uploads its new SST files (``native_keyed_state``), else it
+  reads the copy into the same canonical blocks (``deferred_keyed_state``);
 - the source reader's position (``CheckpointedSourceReader.snapshot_state``);
 - operator state (list, union list and broadcast state, and raw function state) as its
   backend serializes it (``DefaultOperatorStateBackend.snapshot``), after the user
@@ -47,6 +48,7 @@ from weir.taskmanager.state.operator_state import (
     DefaultOperatorStateBackend,
     OperatorStateSnapshot,
 )
+from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot, full_snapshot_of
 from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot, native_snapshot_of
 
 logger = logging.getLogger(__name__)
@@ -99,6 +101,9 @@ class OperatorSnapshot:
     """An incremental snapshot of a rocksdb backend, in place of ``keyed_state``."""
     operator_state: OperatorStateSnapshot | None = None
     """Its operator state; None when it has none."""
+    deferred_keyed_state: RocksDBFullSnapshot | None = None
+    """A full snapshot of a rocksdb backend, read into the canonical form by the
+    asynchronous part, in place of ``keyed_state``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,14 +192,18 @@ def capture_task_snapshot(
     operators: Sequence[SnapshotableOperator],
     input_channel_state: Mapping[ChannelId, Sequence[bytes]] | None = None,
     result_subpartition_state: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    *,
+    canonical: bool = False,
 ) -> TaskSnapshot:
     """Capture every operator's state as bytes (task thread, between two batches).
+    ``canonical``: keyed state in the canonical form even where the backend offers a
+    native snapshot (savepoints).
 
     ``input_channel_state`` is ``ChannelStateComplete.channel_state``;
     ``result_subpartition_state`` maps ``(partition_index, subpartition_index)`` to what
     ``emit_priority_event`` returned for it. Empty buffer lists are left out.
     """
-    snapshots = tuple(_capture_operator(checkpoint_id, op) for op in operators)
+    snapshots = tuple(_capture_operator(checkpoint_id, op, canonical) for op in operators)
     return TaskSnapshot(
         checkpoint_id=checkpoint_id,
         operators=snapshots,
@@ -219,13 +228,18 @@ def with_channel_state(
     )
 
 
-def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorSnapshot:
+def _capture_operator(
+    checkpoint_id: int, op: SnapshotableOperator, canonical: bool = False
+) -> OperatorSnapshot:
     keyed = None
     native = None
+    deferred = None
     backend = op.keyed_state_backend
     if backend is not None:
-        native = native_snapshot_of(backend, checkpoint_id)
+        native = None if canonical else native_snapshot_of(backend, checkpoint_id)
         if native is None:
+            deferred = full_snapshot_of(backend, checkpoint_id)
+        if native is None and deferred is None:
             keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
     source_state = None
     reader = op.source_reader
@@ -233,7 +247,7 @@ def _capture_operator(checkpoint_id: int, op: SnapshotableOperator) -> OperatorS
         source_state = pickle.dumps(reader.snapshot_state(checkpoint_id), _PICKLE_PROTOCOL)
     store = op.operator_state_backend
     operator_state = store.snapshot() if store is not None else None
-    return OperatorSnapshot(op.operator_id, keyed, source_state, native, operator_state)
+    return OperatorSnapshot(op.operator_id, keyed, source_state, native, operator_state, deferred)
 
 
 def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:

@@ -27,6 +27,7 @@ from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointStorage,
     CheckpointStorageLocation,
+    CheckpointType,
     IncrementalKeyGroupsStateHandle,
     InputChannelStateHandle,
     KeyedStateHandle,
@@ -40,6 +41,7 @@ from weir.core.checkpoint import (
     decode_task_state,
     read_state,
 )
+from weir.core.checkpoint.savepoint_storage import savepoint_location
 from weir.core.ids import ExecutionAttemptId, OperatorId
 from weir.taskmanager.checkpointing.snapshot import (
     KeyGroupsSnapshot,
@@ -185,6 +187,7 @@ class SubtaskCheckpointCoordinator:
         self._operators_finished = False
         self._first_after_finish: int | None = None
         self._final_completed = False
+        self._closed = False
 
     def operators_finished(self) -> None:
         """The operators reached the end of input and finished: the next checkpoint this
@@ -215,7 +218,9 @@ class SubtaskCheckpointCoordinator:
             # The functions update their operator state first; the capture serializes it.
             for function, store in self._functions:
                 snapshot_function_state(function, store, n, barrier.timestamp)
-            snapshot = capture_task_snapshot(n, self._operators)
+            # A savepoint holds keyed state in the canonical form, never a native snapshot.
+            savepoint = barrier.checkpoint_type == CheckpointType.SAVEPOINT.value
+            snapshot = capture_task_snapshot(n, self._operators, canonical=savepoint)
         except Exception as exc:
             # A failing user hook declines this checkpoint; the task keeps running, as
             # Flink's task does when a snapshot fails (the coordinator counts it).
@@ -241,7 +246,9 @@ class SubtaskCheckpointCoordinator:
         for partition in self._partitions:
             partition.broadcast_event(event)
         sync_ms = int((time.monotonic() - started) * 1000)
-        self._writer.submit(self._write_and_ack, snapshot, sync_ms, alignment_ms)
+        self._writer.submit(
+            self._write_and_ack, snapshot, sync_ms, alignment_ms, barrier.target_location
+        )
 
     def complete_channel_state(
         self, checkpoint_id: int, input_state: Mapping[tuple[int, int], Sequence[bytes]]
@@ -272,11 +279,16 @@ class SubtaskCheckpointCoordinator:
         snapshot: TaskSnapshot,
         sync_ms: int,
         alignment_ms: int,
+        target_location: str = "",
     ) -> None:
         n = snapshot.checkpoint_id
         started = time.monotonic()
         try:
-            location = self._storage.init_checkpoint(n)
+            location = (
+                savepoint_location(target_location, n)
+                if target_location
+                else self._storage.init_checkpoint(n)
+            )
             states: dict[OperatorId, OperatorSubtaskState] = {}
             for op in snapshot.operators:
                 keyed: tuple[KeyedStateHandle, ...] = ()
@@ -285,6 +297,8 @@ class SubtaskCheckpointCoordinator:
                 prefix = f"{op.operator_id}-{self._subtask}"
                 if op.native_keyed_state is not None:
                     keyed = (op.native_keyed_state.write(self._storage, location, prefix),)
+                if op.deferred_keyed_state is not None:
+                    keyed = (op.deferred_keyed_state.write(location, prefix, self._compress),)
                 if op.keyed_state is not None:
                     kg = op.keyed_state
                     handle = location.write_state(f"{prefix}-keyed", kg.data, self._compress)
@@ -314,6 +328,16 @@ class SubtaskCheckpointCoordinator:
                     )
             task_state = TaskStateSnapshot(states)
         except Exception as exc:
+            if self._closed:
+                # The task ended while this was written and its state (a rocksdb copy
+                # being read, say) went with it; nobody waits for this checkpoint.
+                logger.debug(
+                    "checkpoint %d of %s dropped: the task ended",
+                    n,
+                    self._attempt_id,
+                    exc_info=True,
+                )
+                return
             logger.warning("writing checkpoint %d of %s failed", n, self._attempt_id, exc_info=True)
             self._decline(self._attempt_id, n, f"writing its state failed: {exc}")
             return
@@ -375,5 +399,7 @@ class SubtaskCheckpointCoordinator:
                 hook(checkpoint_id)
 
     def close(self) -> None:
-        """Let writes in flight finish (their acks may still complete a checkpoint)."""
+        """Let writes in flight finish (their acks may still complete a checkpoint); one
+        that fails from now on (its state disposed under it) is dropped quietly."""
+        self._closed = True
         self._writer.shutdown(wait=False)

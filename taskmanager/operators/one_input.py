@@ -16,6 +16,7 @@ builds a timestamp list.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -52,6 +53,23 @@ def _input_key_selector(setup: OperatorSetup, index: int) -> Callable[[Any], Any
     if index < len(selectors) and selectors[index] is not None:
         return key_selector(selectors[index])
     return None
+
+
+class PickledKey:
+    """An unhashable key (a list, a dict) stood for by its pickled bytes, which is how
+    PyFlink tells keys apart."""
+
+    __slots__ = ("_pickled", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self._pickled = pickle.dumps(value, protocol=5)
+
+    def __hash__(self) -> int:
+        return hash(self._pickled)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PickledKey) and other._pickled == self._pickled
 
 
 class _UserFunctionOperator(StreamOperator):
@@ -176,7 +194,8 @@ class ReduceOperator(_UserFunctionOperator):
             msg = f"operator {self.name!r}: reduce runs on a KeyedStream; call key_by() first"
             raise ValueError(msg)
         if self.setup.batch_mode:
-            # Flink's batch execution keeps one accumulator per key and no state backend.
+            # Flink's batch execution keeps one accumulator per key; the function's own
+            # state (get_state in open) is still the current key's.
             final: dict[Any, Any] = {}
             self._final, self._final_output = final, output
             missing = object()
@@ -184,8 +203,16 @@ class ReduceOperator(_UserFunctionOperator):
             def accumulate(batch: list[Any], timestamps: Timestamps) -> None:
                 for x in batch:
                     k = key(x)
-                    acc = final.get(k, missing)
-                    final[k] = x if acc is missing else f(acc, x)
+                    try:
+                        acc = final.get(k, missing)
+                    except TypeError:  # an unhashable key (a list): by its pickled bytes
+                        k = PickledKey(k)
+                        acc = final.get(k, missing)
+                    if acc is missing:
+                        final[k] = x
+                    else:
+                        backend.current_key = k
+                        final[k] = f(acc, x)
 
             return accumulate
         state = backend.get_value_state(self.STATE_NAME)

@@ -86,6 +86,13 @@ def _timestamp(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") + "." + fraction
 
 
+def _time(value: Any) -> str:
+    """java.sql.Time.toString: ``hh:mm:ss``, without the fraction."""
+    if not isinstance(value, datetime.time):
+        return _plain(value)
+    return value.strftime("%H:%M:%S")
+
+
 def _pickled(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -94,7 +101,10 @@ def _pickled(value: Any) -> str:
     return str(value)
 
 
-def build_renderer(spec: tuple[Any, ...] | None) -> Renderer:
+def build_renderer(spec: tuple[Any, ...] | None, nested: bool = False) -> Renderer:
+    """The renderer of a record of the stream ``spec`` describes; ``nested`` for a field of
+    a typed composite, which Java prints (a Row there as ``+I[a, 1]``), where a Row record
+    itself is turned into text in Python first (``+I[a,1]``)."""
     if not spec or spec[0] == "pickled":
         return _pickled
     kind = spec[0]
@@ -108,31 +118,50 @@ def build_renderer(spec: tuple[Any, ...] | None) -> Renderer:
         return _float
     if kind == "timestamp":
         return _timestamp
+    if kind == "time":
+        return _time
     if kind == "tuple":
-        fields = [build_renderer(s) for s in spec[1]]
+        fields = [build_renderer(s, nested=True) for s in spec[1]]
         return lambda v: (
             "null"
             if v is None
             else ("(" + ",".join(f(x) for f, x in zip(fields, v, strict=False)) + ")")
         )
     if kind == "row":
-        # PyFlink turns a Row into text in Python before printing it: each field's str().
-        def row(v: Any) -> str:
-            if v is None:
-                return "null"
-            kind_value = getattr(v, "get_row_kind", None)
-            short = _ROW_KIND_SHORT.get(kind_value().value, "+I") if kind_value else "+I"
-            return short + "[" + ",".join([str(x) for x in v]) + "]"
-
-        return row
+        return _java_row(spec) if nested else _python_row
     if kind == "list":
-        element = build_renderer(spec[1])
+        element = build_renderer(spec[1], nested=True)
         return lambda v: "null" if v is None else "[" + ", ".join(element(x) for x in v) + "]"
     if kind == "map":
-        key, value = build_renderer(spec[1]), build_renderer(spec[2])
+        key, value = build_renderer(spec[1], nested=True), build_renderer(spec[2], nested=True)
         return lambda v: (
             "null"
             if v is None
             else ("{" + ", ".join(f"{key(k)}={value(x)}" for k, x in v.items()) + "}")
         )
     return _plain
+
+
+def _row_kind(v: Any) -> str:
+    kind_value = getattr(v, "get_row_kind", None)
+    return _ROW_KIND_SHORT.get(kind_value().value, "+I") if kind_value else "+I"
+
+
+def _python_row(v: Any) -> str:
+    """PyFlink turns a Row record into text in Python before printing it: each field's str()."""
+    if v is None:
+        return "null"
+    return _row_kind(v) + "[" + ",".join([str(x) for x in v]) + "]"
+
+
+def _java_row(spec: tuple[Any, ...]) -> Renderer:
+    """Java's Row.toString, for a Row inside a typed tuple, list or map."""
+    fields = [build_renderer(s, nested=True) for s in spec[1]]
+
+    def row(v: Any) -> str:
+        if v is None:
+            return "null"
+        inner = ", ".join(f(x) for f, x in zip(fields, v, strict=False))
+        return _row_kind(v) + "[" + inner + "]"
+
+    return row

@@ -166,6 +166,7 @@ class CollectOperator(StreamOperator):
         self._limit = _INITIAL_COLLECT_RECORDS
         self._operator_id = str(setup.descriptor.operator_id)
         self._epoch = setup.restored_checkpoint_id
+        self._serializer = setup.payload.get("serializer", SerializerKind.MARSHAL)
 
     def open(self, output: Output) -> None:
         pending = self._pending
@@ -178,7 +179,7 @@ class CollectOperator(StreamOperator):
         self.process = process
 
     def _send(self, records: list[Any], end: bool) -> None:
-        buffer = serialize_batch(records, SerializerKind.MARSHAL)
+        buffer = serialize_batch(records, self._serializer)
         if records:
             size = self.setup.segment_size
             self._limit = max(1, len(records) * size // len(buffer))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from weir.core import config
 from weir.core.source import SourceReader, SplitSourceReader, create_reader
 from weir.taskmanager.operators.base import (
     MAX_WATERMARK,
@@ -44,15 +45,31 @@ class _ReaderContext:
         return self._parallelism
 
 
-# A record collected this long after the one before goes out at once (with what is
-# pending): a slow source's records are not held back waiting for a full batch.
+# A record collected this long after the one before goes out at once: a slow source's
+# records are not held back waiting for a full batch.
 _SLOW_COLLECT_S = 0.005
+
+
+def source_function_batching(job_config: Mapping[str, str], bundle_size: int) -> tuple[int, float]:
+    """``(batch size, longest age of a batch in seconds)`` for a ``SourceFunctionContext``:
+    the bundle size, and the bundle time or, when shorter, the auto-watermark interval,
+    so that a periodic watermark can fall between records collected further apart (as
+    in PyFlink, whose sources hand records on one by one)."""
+    age_ms = config.get(job_config, config.PYTHON_BUNDLE_TIME)
+    batch_mode = config.get(job_config, config.RUNTIME_MODE) == "BATCH"
+    interval_ms = 0 if batch_mode else config.get(job_config, config.AUTO_WATERMARK_INTERVAL)
+    if interval_ms > 0:
+        age_ms = min(age_ms, interval_ms)
+    return bundle_size, age_ms / 1000
 
 
 class SourceFunctionContext:
     """``SourceFunction.SourceContext``: ``collect`` appends to a batch that is pushed
-    through the chain every ``batch_size`` records, or at once when the source is slow
-    (its records more than 5 ms apart), in which case ``flush`` sends it on.
+    through the chain every ``batch_size`` records, once it is ``max_age_s`` old, or at
+    once when the source is slow (its records more than 5 ms apart), in which case
+    ``flush`` sends it on. A record that comes after a pause or past the age limit goes
+    in a batch after the records before it, with the mailbox served in between, so a
+    periodic watermark that fell due meanwhile comes before it, as in PyFlink.
     ``collect_with_timestamp`` and ``emit_watermark`` give the records event time, as a
     legacy Flink source may.
 
@@ -74,6 +91,9 @@ class SourceFunctionContext:
         flush: Callable[[], None],
         serve: Callable[[], None],
         watermarks: Output | None = None,
+        *,
+        max_age_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._output = output
         self._batch_size = batch_size
@@ -81,14 +101,35 @@ class SourceFunctionContext:
         self._serve = serve
         self._serve_due = False
         self._watermarks = watermarks
+        self._max_age_s = max_age_s
+        self._clock = clock
         self._batch: list[Any] = []
         self._timestamps: list[int | None] | None = None
         self._last_collect = 0.0
+        self._batch_started = 0.0
 
-    def _after_collect(self) -> None:
-        now = time.monotonic()
+    def _before_collect(self) -> bool:
+        """Cut the pending batch if the record about to be collected comes after a pause
+        or past the batch's age limit, and serve the mailbox if a batch went out since the
+        last time; returns whether the source is slow."""
+        now = self._clock()
         slow = now - self._last_collect > _SLOW_COLLECT_S
         self._last_collect = now
+        if self._batch:
+            if slow or now - self._batch_started >= self._max_age_s:
+                self.emit_pending()
+                if slow:
+                    self._flush()
+                self._serve_due = True
+                self._batch_started = now
+        else:
+            self._batch_started = now
+        if self._serve_due:
+            self._serve_due = False
+            self._serve()
+        return slow
+
+    def _after_collect(self, slow: bool) -> None:
         if slow or len(self._batch) >= self._batch_size:
             self.emit_pending()
             if slow:
@@ -97,23 +138,19 @@ class SourceFunctionContext:
             self._serve_due = True
 
     def collect(self, value: Any) -> None:
-        if self._serve_due:
-            self._serve_due = False
-            self._serve()
+        slow = self._before_collect()
         self._batch.append(value)
         if self._timestamps is not None:
             self._timestamps.append(None)
-        self._after_collect()
+        self._after_collect(slow)
 
     def collect_with_timestamp(self, value: Any, timestamp: int) -> None:
-        if self._serve_due:
-            self._serve_due = False
-            self._serve()
+        slow = self._before_collect()
         if self._timestamps is None:
             self._timestamps = [None] * len(self._batch)
         self._timestamps.append(int(timestamp))
         self._batch.append(value)
-        self._after_collect()
+        self._after_collect(slow)
 
     def emit_watermark(self, watermark: Any) -> None:
         """Flink's ``SourceContext.emitWatermark``: after the records collected so far."""
@@ -196,6 +233,11 @@ class SourceOperator(StreamOperator):
 
     def finish(self) -> None:
         """End of input: event time is over, so every timer and window downstream fires."""
+        self.advance_to_end_of_event_time()
+
+    def advance_to_end_of_event_time(self) -> None:
+        """Emit MAX_WATERMARK (at the end of input, or for a stop with ``--drain``); later
+        watermarks cannot pass it."""
         if self.emitter is not None:
             self.emitter.end_of_input()
         elif self.current_watermark < MAX_WATERMARK:

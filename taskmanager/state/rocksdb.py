@@ -27,20 +27,14 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import shutil
 import struct
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import cloudpickle
 from rocksdict import (
-    BlockBasedOptions,
-    Cache,
-    DBCompressionType,
-    Options,
     Rdict,
     WriteBatch,
     WriteOptions,
@@ -59,6 +53,21 @@ from weir.taskmanager.state.backend import (
     StateMeta,
     check_registration,
 )
+from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
+from weir.taskmanager.state.rocksdb_layout import (
+    DEFAULT_CF,
+    KEY_GROUP_PREFIXES,
+    KEYS_CF,
+    block_cache,
+    canonical_entries,
+    db_options,
+    decode_key,
+    entries_of,
+    holds_prefix,
+    open_db,
+    pickle_key,
+    scan_by_key,
+)
 from weir.taskmanager.state.rocksdb_states import (
     RocksAggregatingState,
     RocksListState,
@@ -71,19 +80,12 @@ from weir.taskmanager.state.rocksdb_states import (
     TtlRocksMapState,
     TtlRocksReducingState,
     TtlRocksValueState,
-    namespace_bytes,
-    pack_elements,
-    unpack_elements,
 )
 
 logger = logging.getLogger(__name__)
 
-KEYS_CF = "_weir_keys"
-DEFAULT_CF = "default"
 _TTL_PREFIX = "_weir_ttl_"
-_PICKLE = 5
 _U16 = struct.Struct(">H")
-_KEY_GROUP_PREFIX = [_U16.pack(i) for i in range(1 << 16)]
 _MAX_KEY_BYTES = 0xFFFF
 # A restore writes this many entries per WriteBatch: big enough that the batch call is
 # amortised, small enough that a batch never holds much memory.
@@ -91,11 +93,13 @@ _RESTORE_BATCH = 10_000
 # The key -> serialized key cache: bounded, so 20 M distinct keys do not live on the
 # heap; big enough that the keys of a window of records hit it.
 _KEY_CACHE_SIZE = 65_536
-# Memory RocksDB may use for all memtables of one backend, and its block cache: both
-# bounded so that state much larger than memory keeps the TaskManager's RSS flat.
-_WRITE_BUFFER_BYTES = 64 << 20
-_MEMTABLE_BYTES = 16 << 20
-_BLOCK_CACHE_BYTES = 64 << 20
+# ``_weir_keys`` holds the original of every non-canonical key ever used, unless swept:
+# after this many new originals, the next ``_KEYS_SWEEP_ENTRIES`` of them (in key
+# order, wrapping around) are checked and those of keys with no state left are dropped.
+# Examining two per new one keeps the dead ones a fraction of the live ones; a check is
+# a seek per table, so a new non-canonical key costs a few microseconds more.
+_KEYS_SWEEP_EVERY = 1024
+_KEYS_SWEEP_ENTRIES = 2048
 _NOT_A_KEY = object()
 
 
@@ -113,46 +117,6 @@ def _default_kind(name: str) -> StateKind:
     if name.startswith(("_weir_window", "_weir_timers")):
         return StateKind.NAMESPACED
     return StateKind.VALUE
-
-
-def _options() -> Options:
-    options = Options(raw_mode=True)
-    options.create_if_missing(True)
-    options.create_missing_column_families(True)
-    options.set_compression_type(DBCompressionType.lz4())
-    options.set_db_write_buffer_size(_WRITE_BUFFER_BYTES)
-    options.set_write_buffer_size(_MEMTABLE_BYTES)
-    options.set_max_background_jobs(2)
-    table = BlockBasedOptions()
-    table.set_block_cache(Cache(_BLOCK_CACHE_BYTES))
-    table.set_cache_index_and_filter_blocks(True)
-    options.set_block_based_table_factory(table)
-    return options
-
-
-def open_db(path: str, column_families: list[str]) -> Rdict:
-    """Open (or create) the database at ``path`` with these column families."""
-    options = _options()
-    families = {name: _options() for name in column_families if name != DEFAULT_CF}
-    return Rdict(path, options, column_families=families)
-
-
-def create_db_directory(root: str, name: str) -> str:
-    """``{root}/{name}``, created; ConfigurationError naming the key and the path when
-    it cannot be."""
-    path = os.path.join(root, name)
-    try:
-        os.makedirs(path, exist_ok=False)
-    except FileExistsError:
-        return path
-    except OSError as exc:
-        msg = (
-            f"the rocksdb state backend cannot create its directory {path}: "
-            f"{exc.strerror or exc}; set taskmanager.state.local.root-dirs to a writable "
-            "local directory"
-        )
-        raise ConfigurationError(msg) from exc
-    return path
 
 
 class RocksDBKeyedStateBackend(KeyedStateBackend):
@@ -177,7 +141,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.instance_id = uuid.uuid4().hex
         """Names the SST files this database uploads, unique across restores."""
         self._db: Rdict | None = None
+        self._block_cache = block_cache()
         self._cfs: dict[str, Rdict] = {}
+        self._caches: dict[str, WriteBackColumnFamily] = {}
         self.write_options = WriteOptions()
         self.write_options.disable_wal = True  # type: ignore[method-assign,assignment]
         self.incremental = False
@@ -191,6 +157,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._key_cache: dict[Any, bytes] = {}
         self._last_key: Any = _NOT_A_KEY
         self._last_key_bytes = b""
+        self._keys_added = 0
+        self._keys_sweep_from = b""
         self.uploaded: dict[str, Any] = {}
         """SST file name -> its handle in ``shared/``, of the last completed checkpoint
         (what the next incremental checkpoint may refer to instead of uploading)."""
@@ -211,8 +179,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise ConfigurationError(msg) from exc
         names = sorted({*column_families, KEYS_CF})
-        self._db = open_db(self.db_path, names)
+        self._db = open_db(self.db_path, names, cache=self._block_cache)
         self._cfs = {}
+        self._caches = {}
         for name in names:
             if name != DEFAULT_CF:
                 self._cfs[name] = self._column_family(name, create=False)
@@ -223,12 +192,41 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             return cf
         db = self._db
         assert db is not None
-        cf = db.create_column_family(name, _options()) if create else db.get_column_family(name)
+        cf = (
+            db.create_column_family(name, db_options(self._block_cache))
+            if create
+            else db.get_column_family(name)
+        )
         cf.set_write_options(self.write_options)
         self._cfs[name] = cf
         return cf
 
+    def _cached(self, name: str) -> WriteBackColumnFamily:
+        """Column family ``name`` behind its write-back cache (what states use)."""
+        cache = self._caches.get(name)
+        if cache is None:
+            cf = self._column_family(name)
+            handle = self.db.get_column_family_handle(name)
+            cache = self._caches[name] = WriteBackColumnFamily(
+                self.db, cf, handle, self.write_options
+            )
+        return cache
+
+    def flush(self) -> None:
+        """Write what the states' caches hold to RocksDB (before it is read directly:
+        snapshots, checkpoints)."""
+        for cache in self._caches.values():
+            cache.flush()
+
+    def _invalidate_caches(self) -> None:
+        for cache in self._caches.values():
+            cache.invalidate()
+
     def column_family_for_restore(self, name: str) -> Rdict:
+        """Column family ``name``, to be written directly (before any record)."""
+        cache = self._caches.get(name)
+        if cache is not None:
+            cache.invalidate()
         return self._column_family(name)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
@@ -291,43 +289,46 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise StateAccessError(msg)
         group = self.key_hasher.key_group_of_canonical(key, canonical, self.max_parallelism)
-        serialized = _KEY_GROUP_PREFIX[group] + _U16.pack(len(canonical)) + canonical
+        serialized = KEY_GROUP_PREFIXES[group] + _U16.pack(len(canonical)) + canonical
         if not is_canonical(key):
-            self._cfs[KEYS_CF].put(serialized, _pickle_key(key))
+            self._keys_added += 1
+            if self._keys_added >= _KEYS_SWEEP_EVERY:
+                # Before this key's original goes in: it has no state yet.
+                self._keys_added = 0
+                self._sweep_keys()
+            self._cfs[KEYS_CF].put(serialized, pickle_key(key))
         return serialized
 
-    def decode_key(self, serialized: bytes) -> Any:
-        original = self._cfs[KEYS_CF].get(serialized)
-        if original is not None:
-            return pickle.loads(original)
-        return pickle.loads(serialized[4:])
-
-    @staticmethod
-    def scan_by_key(
-        cf: Rdict, prefix: bytes = b""
-    ) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
-        """The entries of ``cf`` (starting with ``prefix``) grouped by serialized key."""
-        it = cf.iter()
-        if prefix:
-            it.seek(prefix)
-        else:
-            it.seek_to_first()
-        current: bytes | None = None
-        group: list[tuple[bytes, bytes]] = []
-        while it.valid():
-            entry = it.key()
-            if prefix and not entry.startswith(prefix):
+    def _sweep_keys(self) -> None:
+        """Drop the originals of keys without state among the next ``_KEYS_SWEEP_ENTRIES``
+        of ``_weir_keys`` (task thread)."""
+        self.flush()
+        keys = self._cfs[KEYS_CF]
+        tables = [cf.iter() for name, cf in self._cfs.items() if name != KEYS_CF]
+        it = keys.iter()
+        it.seek(self._keys_sweep_from)
+        unused = []
+        for _ in range(_KEYS_SWEEP_ENTRIES):
+            if not it.valid():
                 break
-            end = 4 + _U16.unpack_from(entry, 2)[0]
-            key = entry[:end]
-            if key != current:
-                if current is not None:
-                    yield current, group
-                current, group = key, []
-            group.append((entry, it.value()))
+            serialized = it.key()
+            if not any(holds_prefix(table, serialized) for table in tables):
+                unused.append(serialized)
             it.next()
-        if current is not None:
-            yield current, group
+        self._keys_sweep_from = it.key() if it.valid() else b""
+        del it, tables
+        if unused:
+            for serialized in unused:
+                keys.delete(serialized)
+            # A cached key's bytes stand for "its original is recorded": no longer true.
+            self._key_cache.clear()
+            self._last_key = _NOT_A_KEY
+            logger.debug("dropped %d originals of keys without state", len(unused))
+
+    def decode_key(self, serialized: bytes) -> Any:
+        return decode_key(self._cfs[KEYS_CF], serialized)
+
+    scan_by_key = staticmethod(scan_by_key)
 
     # --- registration --------------------------------------------------------------------
 
@@ -337,7 +338,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         kind: StateKind,
         ttl: StateTtl | None,
         serializer: str,
-        make: Callable[[Rdict], Any],
+        make: Callable[[WriteBackColumnFamily], Any],
     ) -> Any:
         wanted = StateMeta(kind, serializer)
         table = name if ttl is None else _ttl_table(name)
@@ -373,7 +374,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise StateMigrationError(msg)
         check_registration(name, wanted, None, self._restored_meta.get(table))
-        state = self._states[name] = make(self._column_family(table))
+        state = self._states[name] = make(self._cached(table))
         self._meta[table] = wanted
         if ttl is not None and ttl.cleanup_full_snapshot:
             self._snapshot_filters[table] = state.unexpired
@@ -479,14 +480,15 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         if table is None:
             wanted = StateMeta(StateKind.NAMESPACED)
             check_registration(name, wanted, None, self._restored_meta.get(name))
-            table = RocksNamespacedTable(self, self._column_family(name))
+            table = RocksNamespacedTable(self, self._cached(name))
             self._namespaced[name] = table
             self._meta[name] = wanted
         return table
 
     def get_keys(self, name: str) -> list[Any]:
         # One scan of the state's column family (its TTL form's, when that is the one
-        # there), not a snapshot of every table.
+        # there), not a snapshot of every table; after what the caches hold is written.
+        self.flush()
         cf = self._cfs.get(name)
         if cf is None:
             cf = self._cfs.get(_ttl_table(name))
@@ -497,25 +499,27 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     # --- snapshots in the canonical form ------------------------------------------------
 
     def snapshot(self) -> KeyedStateSnapshot:
+        self.flush()
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         meta = self.table_meta()
         now = self.clock_ms() if self._snapshot_filters else 0
+        keys = self._cfs[KEYS_CF]
         for name, table_meta in meta.items():
             cf = self._cfs.get(name)
             if cf is None:
                 continue
             alive = self._snapshot_filters.get(name)
             by_group: dict[int, dict[Any, Any]] = {}
-            for serialized, entries in self.scan_by_key(cf):
-                value = _canonical_value(table_meta.kind, entries)
-                if alive is not None:
-                    value = alive(value, now)
-                    if value is None:
-                        continue
-                group = _U16.unpack_from(serialized)[0]
-                by_group.setdefault(group, {})[self.decode_key(serialized)] = value
+            for group, key, value in canonical_entries(cf, table_meta.kind, keys, alive, now):
+                by_group.setdefault(group, {})[key] = value
             states[name] = by_group
         return KeyedStateSnapshot(self.max_parallelism, states, meta)
+
+    def snapshot_filters(self) -> dict[str, Callable[[Any, int], Any]]:
+        """Per table, what a full snapshot keeps of a stored value at a time (TTL
+        states cleaned up in full snapshots); pure functions, callable off the task
+        thread."""
+        return dict(self._snapshot_filters)
 
     def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
         owned = self.key_group_range
@@ -532,13 +536,14 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                     if group not in owned:
                         continue
                     for key, value in entries.items():
-                        for entry, raw in _entries_of(meta.kind, self.bytes_of_key(key), value):
+                        for entry, raw in entries_of(meta.kind, self.bytes_of_key(key), value):
                             batch.put(entry, raw, handle)
                         if batch.len() >= _RESTORE_BATCH:
                             db.write(batch, self.write_options)
                             batch = WriteBatch(raw_mode=True)
                 if batch.len():
                     db.write(batch, self.write_options)
+        self._invalidate_caches()
 
     def restore_meta(self, meta: dict[str, StateMeta]) -> None:
         """Record what the tables of a natively restored database are."""
@@ -552,9 +557,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._last_key = _NOT_A_KEY
 
     def close_db(self) -> None:
+        self.flush()
         db = self._db
         self._db = None
         self._cfs = {}
+        self._caches = {}
         if db is not None:
             db.close()
 
@@ -564,41 +571,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._disposed = True
         self._states.clear()
         self._namespaced.clear()
+        self._caches = {}  # nothing to flush into a database about to be deleted
         try:
             self.close_db()
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
-
-
-def _pickle_key(key: Any) -> bytes:
-    try:
-        return pickle.dumps(key, _PICKLE)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return cloudpickle.dumps(key, protocol=_PICKLE)  # type: ignore[no-any-return]
-
-
-def _canonical_value(kind: StateKind, entries: list[tuple[bytes, bytes]]) -> Any:
-    """A key's entries as the hashmap backend keeps its value."""
-    loads = pickle.loads
-    if kind is StateKind.MAP or kind is StateKind.NAMESPACED:
-        return dict(loads(raw) for _, raw in entries)
-    raw = entries[0][1]
-    if kind is StateKind.LIST:
-        return unpack_elements(raw)
-    return loads(raw)
-
-
-def _entries_of(kind: StateKind, prefix: bytes, value: Any) -> Iterator[tuple[bytes, bytes]]:
-    """A canonical value as the entries of one key."""
-    dumps = pickle.dumps
-    if kind is StateKind.MAP:
-        for user_key, user_value in value.items():
-            yield prefix + canonical_key_bytes(user_key), dumps((user_key, user_value), _PICKLE)
-    elif kind is StateKind.NAMESPACED:
-        for namespace, ns_value in value.items():
-            yield prefix + namespace_bytes(namespace), dumps((namespace, ns_value), _PICKLE)
-    elif kind is StateKind.LIST:
-        if value:
-            yield prefix, pack_elements(list(value))
-    else:
-        yield prefix, dumps(value, _PICKLE)

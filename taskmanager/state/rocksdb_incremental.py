@@ -45,12 +45,8 @@ from weir.taskmanager.state.backend import (
     StateKind,
     StateMeta,
 )
-from weir.taskmanager.state.rocksdb import (
-    DEFAULT_CF,
-    KEYS_CF,
-    RocksDBKeyedStateBackend,
-    open_db,
-)
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_layout import DEFAULT_CF, KEYS_CF, open_db
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +81,7 @@ class RocksDBNativeSnapshot:
     @staticmethod
     def take(backend: RocksDBKeyedStateBackend, checkpoint_id: int) -> RocksDBNativeSnapshot:
         directory = os.path.join(backend.directory, f"chk-{checkpoint_id}-{uuid.uuid4().hex[:8]}")
+        backend.flush()
         Checkpoint(backend.db).create_checkpoint(directory)
         return RocksDBNativeSnapshot(
             checkpoint_id=checkpoint_id,

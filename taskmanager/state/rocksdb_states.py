@@ -3,10 +3,16 @@ and writes the serialized entries of the backend's current key.
 
 Entry layout (``weir.taskmanager.state.rocksdb`` builds the key prefix)::
 
-    Value, Reducing, Aggregating   key prefix                   -> pickle(value)
-    List                           key prefix                   -> [u32 length, pickle]*
-    Map                            key prefix + canonical(ukey) -> pickle((ukey, value))
-    namespaced tables              key prefix + namespace bytes -> pickle((namespace, value))
+    Value, Reducing, Aggregating   key prefix                   -> dump(value)
+    List                           key prefix                   -> [u32 length, dump]*
+    Map                            key prefix + canonical(ukey) -> dump((ukey, value))
+    namespaced tables              key prefix + namespace bytes -> dump((namespace, value))
+
+``dump`` is ``marshal`` when the value is made of exact built-in types only (marshal
+refuses anything else: a Row or a namedtuple is never turned into a tuple), else pickle
+protocol 5, as the network's serializers choose; a pickle starts with 0x80, which no
+marshal does, so a read knows which it holds. marshal is several times cheaper for the
+numbers, strings and tuples state usually holds.
 
 Under a TTL a value is stored as ``(value, last_access_ms)``, a list element and a map
 value likewise, exactly as the hashmap backend keeps them, so both snapshot to the same
@@ -16,10 +22,13 @@ changes the state only when it is written back (as on Flink's RocksDB backend).
 
 from __future__ import annotations
 
+import marshal
 import pickle
 import struct
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
+
+import cloudpickle
 
 from weir.core.canonical_keys import canonical_key_bytes
 from weir.core.state_ttl import StateTtl
@@ -28,11 +37,12 @@ from weir.taskmanager.state.backend import NamespacedTable
 from weir.taskmanager.state.heap_states import ListStateContents, MapStateReads
 
 if TYPE_CHECKING:
-    from rocksdict import Rdict
-
     from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+    from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
 
 _PICKLE = 5
+_MARSHAL_VERSION = 4
+_PICKLE_PROTO = 0x80
 _LENGTH = struct.Struct(">I")
 _TWO_LONGS = struct.Struct(">QQ")
 _LONG = struct.Struct(">Q")
@@ -41,13 +51,34 @@ _SHIFT = 1 << 63
 _ABSENT = object()
 
 
+def dump_value(value: Any) -> bytes:
+    """A value as stored: marshal when it can, else pickle (see the module docstring)."""
+    try:
+        return marshal.dumps(value, _MARSHAL_VERSION)
+    except ValueError:  # not made of exact built-in types
+        pass
+    try:
+        return pickle.dumps(value, _PICKLE)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        # A lambda or an instance of a class defined in a function, as the hashmap
+        # backend would keep it.
+        return cloudpickle.dumps(value, protocol=_PICKLE)  # type: ignore[no-any-return]
+
+
+def load_value(raw: bytes | memoryview) -> Any:
+    """The inverse of ``dump_value`` (our own bytes)."""
+    if raw[0] == _PICKLE_PROTO:
+        return pickle.loads(raw)
+    return marshal.loads(raw)  # noqa: S302
+
+
 def pack_elements(values: list[Any]) -> bytes:
-    """List elements as one value: each pickled, prefixed by its u32 length (an add
+    """List elements as one value: each dumped, prefixed by its u32 length (an add
     appends bytes and never reads the elements already there)."""
-    dumps, pack = pickle.dumps, _LENGTH.pack
+    dumps, pack = dump_value, _LENGTH.pack
     parts = []
     for value in values:
-        data = dumps(value, _PICKLE)
+        data = dumps(value)
         parts.append(pack(len(data)))
         parts.append(data)
     return b"".join(parts)
@@ -57,7 +88,7 @@ def unpack_elements(raw: bytes) -> list[Any]:
     out = []
     view = memoryview(raw)
     position, end = 0, len(raw)
-    unpack, loads = _LENGTH.unpack_from, pickle.loads
+    unpack, loads = _LENGTH.unpack_from, load_value
     while position < end:
         (length,) = unpack(view, position)
         position += 4
@@ -94,7 +125,7 @@ def prefix_end(prefix: bytes) -> bytes:
     return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
-def scan(cf: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+def scan(cf: WriteBackColumnFamily, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
     """The entries of ``cf`` whose keys start with ``prefix``, in key order."""
     it = cf.iter()
     it.seek(prefix)
@@ -109,7 +140,9 @@ def scan(cf: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
 class _RocksState:
     __slots__ = ("_backend", "_cf", "name")
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, name: str, cf: Rdict) -> None:
+    def __init__(
+        self, backend: RocksDBKeyedStateBackend, name: str, cf: WriteBackColumnFamily
+    ) -> None:
         self._backend = backend
         self._cf = cf
         self.name = name
@@ -123,13 +156,13 @@ class RocksValueState(_RocksState):
 
     def value(self) -> Any:
         raw = self._cf.get(self._backend.key_bytes())
-        return None if raw is None else pickle.loads(raw)
+        return None if raw is None else load_value(raw)
 
     def update(self, value: Any) -> None:
         if value is None:  # PyFlink: updating to null clears the state
             self._cf.delete(self._backend.key_bytes())
         else:
-            self._cf.put(self._backend.key_bytes(), pickle.dumps(value, _PICKLE))
+            self._cf.put(self._backend.key_bytes(), dump_value(value))
 
 
 class RocksReducingState(_RocksState):
@@ -139,7 +172,7 @@ class RocksReducingState(_RocksState):
         self,
         backend: RocksDBKeyedStateBackend,
         name: str,
-        cf: Rdict,
+        cf: WriteBackColumnFamily,
         reduce: Callable[[Any, Any], Any],
     ) -> None:
         super().__init__(backend, name, cf)
@@ -147,27 +180,27 @@ class RocksReducingState(_RocksState):
 
     def get(self) -> Any:
         raw = self._cf.get(self._backend.key_bytes())
-        return None if raw is None else pickle.loads(raw)
+        return None if raw is None else load_value(raw)
 
     def add(self, value: Any) -> None:
         key = self._backend.key_bytes()
         raw = self._cf.get(key)
-        result = value if raw is None else self._reduce(pickle.loads(raw), value)
-        self._cf.put(key, pickle.dumps(result, _PICKLE))
+        result = value if raw is None else self._reduce(load_value(raw), value)
+        self._cf.put(key, dump_value(result))
 
 
 class RocksAggregatingState(_RocksState):
     __slots__ = ("_function",)
 
     def __init__(
-        self, backend: RocksDBKeyedStateBackend, name: str, cf: Rdict, function: Any
+        self, backend: RocksDBKeyedStateBackend, name: str, cf: WriteBackColumnFamily, function: Any
     ) -> None:
         super().__init__(backend, name, cf)
         self._function = function
 
     def get(self) -> Any:
         raw = self._cf.get(self._backend.key_bytes())
-        return None if raw is None else self._function.get_result(pickle.loads(raw))
+        return None if raw is None else self._function.get_result(load_value(raw))
 
     def add(self, value: Any) -> None:
         if value is None:
@@ -175,8 +208,8 @@ class RocksAggregatingState(_RocksState):
             return
         key = self._backend.key_bytes()
         raw = self._cf.get(key)
-        accumulator = self._function.create_accumulator() if raw is None else pickle.loads(raw)
-        self._cf.put(key, pickle.dumps(self._function.add(value, accumulator), _PICKLE))
+        accumulator = self._function.create_accumulator() if raw is None else load_value(raw)
+        self._cf.put(key, dump_value(self._function.add(value, accumulator)))
 
 
 class RocksListState(_RocksState):
@@ -226,12 +259,12 @@ class RocksMapState(MapStateReads, _RocksState):
         return dict(self._entries())
 
     def _entries(self) -> list[tuple[Any, Any]]:
-        loads = pickle.loads
+        loads = load_value
         return [loads(raw) for _, raw in scan(self._cf, self._backend.key_bytes())]
 
     def get(self, key: Any) -> Any:
         raw = self._cf.get(self._entry(key))
-        return None if raw is None else pickle.loads(raw)[1]
+        return None if raw is None else load_value(raw)[1]
 
     def contains(self, key: Any) -> bool:
         return self._cf.get(self._entry(key)) is not None
@@ -240,7 +273,7 @@ class RocksMapState(MapStateReads, _RocksState):
         return next(scan(self._cf, self._backend.key_bytes()), None) is None
 
     def put(self, key: Any, value: Any) -> None:
-        self._cf.put(self._entry(key), pickle.dumps((key, value), _PICKLE))
+        self._cf.put(self._entry(key), dump_value((key, value)))
 
     def put_all(self, dict_value: dict[Any, Any]) -> None:
         for key, value in dict_value.items():
@@ -268,18 +301,18 @@ class RocksNamespacedTable(NamespacedTable):
 
     __slots__ = ("_backend", "_cf")
 
-    def __init__(self, backend: RocksDBKeyedStateBackend, cf: Rdict) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, cf: WriteBackColumnFamily) -> None:
         self._backend = backend
         self._cf = cf
 
     def get(self, key: Any, namespace: Any, default: Any = None) -> Any:
         raw = self._cf.get(self._backend.bytes_of_key(key) + namespace_bytes(namespace))
-        return default if raw is None else pickle.loads(raw)[1]
+        return default if raw is None else load_value(raw)[1]
 
     def put(self, key: Any, namespace: Any, value: Any) -> None:
         self._cf.put(
             self._backend.bytes_of_key(key) + namespace_bytes(namespace),
-            pickle.dumps((namespace, value), _PICKLE),
+            dump_value((namespace, value)),
         )
 
     def remove(self, key: Any, namespace: Any) -> None:
@@ -290,7 +323,7 @@ class RocksNamespacedTable(NamespacedTable):
         for key_bytes, group in backend.scan_by_key(self._cf):
             key = backend.decode_key(key_bytes)
             for _, raw in group:
-                namespace, value = pickle.loads(raw)
+                namespace, value = load_value(raw)
                 yield key, namespace, value
 
     def is_empty(self) -> bool:
@@ -315,7 +348,7 @@ class _TtlSingleValue(_RocksState):
         self,
         backend: RocksDBKeyedStateBackend,
         name: str,
-        cf: Rdict,
+        cf: WriteBackColumnFamily,
         *,
         ttl: StateTtl,
         clock_ms: Callable[[], int],
@@ -329,26 +362,26 @@ class _TtlSingleValue(_RocksState):
         raw = self._cf.get(key)
         if raw is None:
             return None
-        value, last_access_ms = pickle.loads(raw)
+        value, last_access_ms = load_value(raw)
         now = self._clock_ms()
         if now - last_access_ms >= self.ttl.ttl_ms:
             self._cf.delete(key)
             return value if self.ttl.return_expired else None
         if self.ttl.update_on_read:
-            self._cf.put(key, pickle.dumps((value, now), _PICKLE))
+            self._cf.put(key, dump_value((value, now)))
         return value
 
     def _current_for_write(self) -> Any:
         raw = self._cf.get(self._backend.key_bytes())
         if raw is None:
             return None
-        value, last_access_ms = pickle.loads(raw)
+        value, last_access_ms = load_value(raw)
         if self._clock_ms() - last_access_ms >= self.ttl.ttl_ms and not self.ttl.return_expired:
             return None
         return value
 
     def _write(self, value: Any) -> None:
-        self._cf.put(self._backend.key_bytes(), pickle.dumps((value, self._clock_ms()), _PICKLE))
+        self._cf.put(self._backend.key_bytes(), dump_value((value, self._clock_ms())))
 
     def unexpired(self, stored: Any, now: int) -> Any:
         return stored if now - stored[1] < self.ttl.ttl_ms else None
@@ -374,7 +407,7 @@ class TtlRocksReducingState(_TtlSingleValue):
         self,
         backend: RocksDBKeyedStateBackend,
         name: str,
-        cf: Rdict,
+        cf: WriteBackColumnFamily,
         reduce: Callable[[Any, Any], Any],
         *,
         ttl: StateTtl,
@@ -398,7 +431,7 @@ class TtlRocksAggregatingState(_TtlSingleValue):
         self,
         backend: RocksDBKeyedStateBackend,
         name: str,
-        cf: Rdict,
+        cf: WriteBackColumnFamily,
         function: Any,
         *,
         ttl: StateTtl,
@@ -430,7 +463,7 @@ class TtlRocksListState(RocksListState):
         self,
         backend: RocksDBKeyedStateBackend,
         name: str,
-        cf: Rdict,
+        cf: WriteBackColumnFamily,
         *,
         ttl: StateTtl,
         clock_ms: Callable[[], int],
@@ -486,7 +519,7 @@ class TtlRocksMapState(RocksMapState):
         self,
         backend: RocksDBKeyedStateBackend,
         name: str,
-        cf: Rdict,
+        cf: WriteBackColumnFamily,
         *,
         ttl: StateTtl,
         clock_ms: Callable[[], int],
@@ -500,13 +533,13 @@ class TtlRocksMapState(RocksMapState):
         raw = self._cf.get(entry)
         if raw is None:
             return _ABSENT
-        _, (value, last_access_ms) = pickle.loads(raw)
+        _, (value, last_access_ms) = load_value(raw)
         now = self._clock_ms()
         if now - last_access_ms >= self.ttl.ttl_ms:
             self._cf.delete(entry)
             return value if self.ttl.return_expired else _ABSENT
         if self.ttl.update_on_read:
-            self._cf.put(entry, pickle.dumps((user_key, (value, now)), _PICKLE))
+            self._cf.put(entry, dump_value((user_key, (value, now))))
         return value
 
     def _visible(self, *, read: bool = True) -> list[tuple[Any, Any]]:
@@ -514,7 +547,7 @@ class TtlRocksMapState(RocksMapState):
         ttl_ms = self.ttl.ttl_ms
         shown = []
         for entry, raw in list(scan(self._cf, self._backend.key_bytes())):
-            user_key, (value, last_access_ms) = pickle.loads(raw)
+            user_key, (value, last_access_ms) = load_value(raw)
             if now - last_access_ms >= ttl_ms:
                 self._cf.delete(entry)
                 if self.ttl.return_expired:
@@ -522,7 +555,7 @@ class TtlRocksMapState(RocksMapState):
                 continue
             shown.append((user_key, value))
             if read and self.ttl.update_on_read:
-                self._cf.put(entry, pickle.dumps((user_key, (value, now)), _PICKLE))
+                self._cf.put(entry, dump_value((user_key, (value, now))))
         return shown
 
     def get(self, key: Any) -> Any:
@@ -533,7 +566,7 @@ class TtlRocksMapState(RocksMapState):
         return self._lookup(key) is not _ABSENT
 
     def put(self, key: Any, value: Any) -> None:
-        self._cf.put(self._entry(key), pickle.dumps((key, (value, self._clock_ms())), _PICKLE))
+        self._cf.put(self._entry(key), dump_value((key, (value, self._clock_ms()))))
 
     def _entries(self) -> list[tuple[Any, Any]]:
         return self._visible()

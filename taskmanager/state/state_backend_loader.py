@@ -14,7 +14,8 @@ from weir.core import config
 from weir.core.key_groups import PyFlinkKeyHasher
 from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
-from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend, create_db_directory
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_layout import create_db_directory
 
 logger = logging.getLogger(__name__)
 

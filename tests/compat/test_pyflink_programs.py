@@ -37,6 +37,20 @@ EMBEDDED = {
 }
 
 
+# Programs whose feature comes with another issue: expected to fail until it lands, strictly,
+# so that a program passing again fails here until its entry goes.
+PENDING: dict[str, str] = {}
+
+
+def _with_pending(names: list[str]) -> list[object]:
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(reason=PENDING[n], strict=True))
+        if n in PENDING
+        else n
+        for n in names
+    ]
+
+
 # Programs run once more with keyed state in rocksdb (``state.backend.type``, set as a
 # cluster's configuration would): the broadcast ones, whose broadcast state stays on the heap
 # beside it as Flink keeps operator state, and whose keyed state, timers and
@@ -77,7 +91,7 @@ def test_embedded_program_prints_what_pyflink_prints(name, tmp_path):
     _check_output(name, source, result.stdout)
 
 
-@pytest.mark.parametrize("name", [p for p in PROGRAMS if p not in EMBEDDED])
+@pytest.mark.parametrize("name", _with_pending([p for p in PROGRAMS if p not in EMBEDDED]))
 def test_program_prints_what_pyflink_prints(name, tmp_path, compat_cluster):
     _run_on_cluster(name, tmp_path, compat_cluster.address, [])
 

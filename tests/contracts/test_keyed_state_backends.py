@@ -5,27 +5,42 @@ every key's state exactly; incremental rocksdb snapshots restored the same way."
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
+import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from weir.core.checkpoint import FileSystemCheckpointStorage, StateMetaInfo
+from weir.common import Row
+from weir.core.checkpoint import (
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+    StateMetaInfo,
+    read_state,
+)
 from weir.core.errors import ConfigurationError, StateMigrationError
 from weir.core.ids import JobId
 from weir.core.key_groups import key_group_range_for_operator
 from weir.core.state_ttl import StateTtl
-from weir.taskmanager.checkpointing.snapshot import decode_keyed_state, encode_keyed_state
+from weir.taskmanager.checkpointing.snapshot import (
+    KeyGroupsSnapshot,
+    decode_keyed_state,
+    encode_keyed_state,
+)
 from weir.taskmanager.operators.timers import InternalTimerService
+from weir.taskmanager.state import rocksdb_cache
 from weir.taskmanager.state.backend import StateAccessError
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot
 from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot, restore_native
 from weir.taskmanager.state.state_backend_loader import create_keyed_state_backend
 
 M = 128
+Point = collections.namedtuple("Point", "x y")
 KINDS = ["hashmap", "rocksdb"]
 _counter = itertools.count()
 
@@ -328,6 +343,28 @@ def _rescale(make, kind, into, old_p, new_p, ops):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_state_far_beyond_the_rocksdb_cache_snapshots_exactly(make, kind, monkeypatch):
+    """The rocksdb backend's write-back cache flushes and drops entries many times over
+    (its bounds made small); every key's state is still exactly the model's."""
+    monkeypatch.setattr(rocksdb_cache, "_DIRTY_BYTES", 20_000)
+    monkeypatch.setattr(rocksdb_cache, "_CLEAN_BYTES", 50_000)
+    rng = random.Random(11)
+    ops = [(rng.randrange(3_000), rng.randrange(7), rng.randrange(1, 1000)) for _ in range(30_000)]
+    model = make("hashmap")
+    _apply(model, ops)
+    b = make(kind)
+    _apply(b, ops)
+    assert _by_key(_through_bytes(b)) == _by_key(model.snapshot())
+    # And reading through the states agrees too, after the snapshot flushed everything.
+    v, m = b.get_value_state("v"), b.get_map_state("m")
+    mv, mm = model.get_value_state("v"), model.get_map_state("m")
+    for key in range(0, 3_000, 7):
+        b.current_key = model.current_key = key
+        assert v.value() == mv.value()
+        assert dict(m.items()) == dict(mm.items())
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("into", KINDS)
 @pytest.mark.parametrize(("old_p", "new_p"), [(2, 3), (3, 1), (1, 4)])
 @settings(
@@ -368,6 +405,48 @@ def test_incremental_snapshots_restore_by_key_group_range(
         for name, table in _by_key(b.snapshot()).items():
             got.setdefault(name, {}).update(table)
     assert got == expected
+
+
+class TestAsynchronousFullSnapshots:
+    """A rocksdb checkpoint without incremental snapshots reads a copy of the database
+    off the task thread; what it writes is what ``snapshot()`` gives."""
+
+    @settings(
+        max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(ops=OPS)
+    def test_the_copy_encodes_as_the_canonical_snapshot(self, make, tmp_path_factory, ops):
+        b = make("rocksdb", key_group_range_for_operator(M, 2, 1))
+        _apply(b, [op for op in ops if b.key_group_of(op[0]) in b.key_group_range])
+        location = JobManagerCheckpointStorage(JobId("4" * 32)).init_checkpoint(1)
+        handle = RocksDBFullSnapshot.take(b, 1).write(location, "op", compress=True)
+        encoded = KeyGroupsSnapshot(
+            M, handle.key_groups.start, read_state(handle.handle), handle.offsets, handle.state_meta
+        )
+        assert _by_key(decode_keyed_state(encoded)) == _by_key(b.snapshot())
+        assert decode_keyed_state(encoded).meta == b.snapshot().meta
+
+    def test_keys_ttl_filters_and_later_changes(self, make):
+        clock = Clock()
+        b = make("rocksdb", clock=clock)
+        v = b.get_value_state("v", StateTtl(100, cleanup_full_snapshot=True))
+        point = Point(1, 2)
+        for key in ("old", 2.0, point, Row(a=1)):
+            b.current_key = key
+            v.update(str(key))
+            clock.now += 30
+        copy = RocksDBFullSnapshot.take(b, 1)
+        b.current_key = "later"
+        v.update("not in the copy")
+        clock.now += 1000
+        data, offsets = copy.encode()
+        got = _by_key(decode_keyed_state(KeyGroupsSnapshot(M, 0, data, offsets)))["_weir_ttl_v"]
+        assert {k: value for k, (value, _) in got.items()} == {
+            2.0: "2.0",
+            point: str(point),
+            Row(a=1): str(Row(a=1)),
+        }
+        assert [type(k) for k in got if k == point] == [Point]
 
 
 class TestIncrementalCheckpoints:

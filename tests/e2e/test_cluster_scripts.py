@@ -358,7 +358,7 @@ def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -
         match = JOB_ID.search(result.stdout)
         assert match, result.stdout
         job_id = match.group(1)
-        with DispatcherGateway(cluster.address, cluster.security()) as gateway:
+        with DispatcherGateway(cluster.address, security=cluster.security()) as gateway:
             attempt = 0
             for _ in range(3):
                 target = _latest_checkpoint(checkpoints) + rng.randint(1, 6)

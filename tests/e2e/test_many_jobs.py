@@ -41,14 +41,14 @@ def cluster(tmp_path: Path):
 
 
 def _task_managers(cluster: WeirCluster) -> set[str]:
-    with DispatcherGateway(cluster.address, cluster.security()) as gateway:
+    with DispatcherGateway(cluster.address, security=cluster.security()) as gateway:
         return {tm.resource_id for tm in gateway.list_task_managers()}
 
 
 def _check_all_finished_in_order_and_none_lost(
     cluster: WeirCluster, job_ids: list[str], task_managers: set[str]
 ) -> None:
-    with DispatcherGateway(cluster.address, cluster.security()) as gateway:
+    with DispatcherGateway(cluster.address, security=cluster.security()) as gateway:
 
         def all_ended() -> bool:
             jobs = {j.job_id: j.status for j in gateway.list_jobs(include_terminated=True)}

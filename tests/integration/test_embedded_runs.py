@@ -11,6 +11,12 @@ import time
 
 import pytest
 
+from weir.core.checkpoint import (
+    IncrementalKeyGroupsStateHandle,
+    KeyGroupsStateHandle,
+    decode_metadata,
+)
+
 pytestmark = pytest.mark.spark
 
 JOBS = {
@@ -49,20 +55,57 @@ for r in sorted(results):
     print(r)
 print(f"finished at {time.time()}", file=sys.stderr, flush=True)
 """,
+    # keyed state on rocksdb, checkpointed while the job runs and as it ends: full
+    # checkpoints (read off the task thread) or incremental ones (SST files in shared/)
+    "rocksdb": """
+import sys, time
+from weir.common import Types
+from weir.datastream import EmbeddedRocksDBStateBackend, StreamExecutionEnvironment
+from weir.datastream import ExternalizedCheckpointRetention
+from weir.datastream.functions import KeyedProcessFunction
+from weir.datastream.state import ValueStateDescriptor
+
+
+class RunningCount(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        time.sleep(0.01)  # the job lasts long enough for a few checkpoints
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        yield value, count
+
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+env.enable_checkpointing(100)
+env.get_checkpoint_config().set_checkpoint_storage_dir("file://" + sys.argv[2])
+env.get_checkpoint_config().set_externalized_checkpoint_retention(
+    ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+)
+env.set_state_backend(EmbeddedRocksDBStateBackend(sys.argv[1] == "incremental"))
+(env.from_collection(list(range(100)), type_info=Types.INT())
+    .key_by(lambda x: x % 7)
+    .process(RunningCount())
+    .print())
+env.execute("rocksdb job")
+print(f"finished at {time.time()}", file=sys.stderr, flush=True)
+""",
 }
 # What the JVM prints as it starts (the incubator module Spark's launcher adds); nothing
 # else may appear.
 ALLOWED_STDERR = ("WARNING: Using incubator modules: jdk.incubator.vector",)
 
 
-def _runs(tmp_path, count: int, job: str) -> list[float]:
+def _runs(tmp_path, count: int, job: str, *args: str) -> list[float]:
     script = tmp_path / "small_job.py"
     script.write_text(JOBS[job])
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     exits = []
     for run in range(count):
         result = subprocess.run(
-            [sys.executable, str(script)],
+            [sys.executable, str(script), *args],
             capture_output=True,
             text=True,
             cwd=tmp_path,
@@ -81,12 +124,26 @@ def _runs(tmp_path, count: int, job: str) -> list[float]:
     return exits
 
 
-@pytest.mark.parametrize("job", sorted(JOBS))
+@pytest.mark.parametrize("job", sorted(set(JOBS) - {"rocksdb"}))
 def test_consecutive_embedded_runs_end_cleanly(tmp_path, job):
     _runs(tmp_path, 2, job)
 
 
+@pytest.mark.parametrize("checkpoints", ["full", "incremental"])
+def test_a_job_on_rocksdb_ends_cleanly(tmp_path, checkpoints):
+    _runs(tmp_path, 1, "rocksdb", checkpoints, str(tmp_path / "checkpoints"))
+    (metadata,) = tmp_path.glob("checkpoints/*/chk-*/_metadata")
+    handles = [
+        handle
+        for operator in decode_metadata(metadata.read_bytes()).operator_states.values()
+        for subtask in operator.subtask_states.values()
+        for handle in subtask.managed_keyed_state
+    ]
+    kind = IncrementalKeyGroupsStateHandle if checkpoints == "incremental" else KeyGroupsStateHandle
+    assert handles and all(isinstance(h, kind) for h in handles)
+
+
 @pytest.mark.long
-@pytest.mark.parametrize("job", sorted(JOBS))
+@pytest.mark.parametrize("job", sorted(set(JOBS) - {"rocksdb"}))
 def test_twenty_consecutive_embedded_runs_end_cleanly(tmp_path, job):
     _runs(tmp_path, 20, job)

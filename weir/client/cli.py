@@ -1,30 +1,39 @@
-"""The ``weir`` command line: run, list, cancel and info, as Flink's ``flink`` CLI.
+"""The ``weir`` command line: run, list, cancel, savepoint, stop and info, as Flink's
+``flink`` CLI.
 
 weir run [-d] [-p N] [-m host:port] [-s PATH [-n]] job.py [args...]
 weir list [-a] [-m host:port]
 weir cancel [-m host:port] JOB_ID
+weir savepoint [-m host:port] JOB_ID [DIR]
+weir savepoint -d PATH | --inspect PATH
+weir stop [-m host:port] [-p DIR] [-d] JOB_ID
 weir checkpoints [-m host:port] JOB_ID
 weir logs [-m host:port] [--taskmanager ID] [--log] [--tail-bytes N]
 weir info [-p N] job.py [args...]
 weir certs --out DIR --hosts HOST[,HOST...] [--days N]
+weir ha status
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import runpy
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.dispatcher_client import DispatcherGateway, LeaderLookup
 from weir.client.executor import RemoteExecutor
+from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
+from weir.client.leader_lookup import dispatcher_lookup
 from weir.core import config as cfg
 from weir.core.checkpoint import CheckpointStatsSnapshot
+from weir.core.checkpoint.savepoint_storage import dispose_savepoint
 from weir.core.completable_future import CompletableFuture
 from weir.core.errors import JobExecutionError, WeirError
 from weir.core.executor import JobExecutionResult, register_executor, set_context_configuration
@@ -34,6 +43,7 @@ from weir.core.local_paths import absolute_local_path
 from weir.core.security import SecurityConfig
 from weir.core.task_manager_files import TaskManagerFileType
 from weir.graph.execution_plan import job_graph_plan_json
+from weir.state import read_savepoint
 
 CONF_FILE = "weir-conf.yaml"
 
@@ -50,23 +60,41 @@ def load_cli_config() -> dict[str, str]:
     return cfg.load_config_file(path) if path.exists() else {}
 
 
+@contextlib.contextmanager
+def open_gateway(ns: argparse.Namespace, conf: dict[str, str]) -> Iterator[DispatcherGateway]:
+    """The Dispatcher ``-m`` names; else, with high availability, the leader found in
+    ZooKeeper (followed when it changes); else the configured address."""
+    lookup = None if ns.jobmanager else dispatcher_lookup(conf)
+    security = SecurityConfig.from_config(conf)
+    try:
+        if lookup is not None:
+            gateway = DispatcherGateway(leader=lookup, security=security)
+        else:
+            gateway = DispatcherGateway(ns.jobmanager or default_address(conf), security=security)
+        with gateway:
+            yield gateway
+    finally:
+        if lookup is not None:
+            lookup.close()
+
+
 def default_address(conf: dict[str, str]) -> str:
     host = cfg.get(conf, cfg.JOBMANAGER_ADDRESS)
     port = cfg.get(conf, cfg.JOBMANAGER_PORT)
     return f"{host}:{port}"
 
 
-def _gateway(ns: argparse.Namespace, conf: dict[str, str]) -> DispatcherGateway:
-    return DispatcherGateway(
-        ns.jobmanager or default_address(conf), SecurityConfig.from_config(conf)
-    )
-
-
 class _CliExecutor(RemoteExecutor):
     """Submits, tells the user the job id, and in detached mode returns at once."""
 
-    def __init__(self, address: str, detached: bool, security: SecurityConfig) -> None:
-        super().__init__(address, security=security)
+    def __init__(
+        self,
+        address: str | None,
+        detached: bool,
+        security: SecurityConfig,
+        leader: LeaderLookup | None = None,
+    ) -> None:
+        super().__init__(address, leader=leader, security=security)
         self.detached = detached
         self.submitted: list[str] = []
 
@@ -110,7 +138,8 @@ def _run_script(script: str, args: Sequence[str]) -> None:
 
 
 def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    address = ns.jobmanager or default_address(conf)
+    lookup = None if ns.jobmanager else dispatcher_lookup(conf)
+    address = None if lookup is not None else ns.jobmanager or default_address(conf)
     context = {}
     if cfg.PARALLELISM_DEFAULT.key in conf:  # the cluster's default, as flink run reads it
         context[cfg.PARALLELISM_DEFAULT.key] = conf[cfg.PARALLELISM_DEFAULT.key]
@@ -121,13 +150,15 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     if ns.allow_non_restored_state:
         context[cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key] = "true"
     set_context_configuration(context)
-    executor = _CliExecutor(address, ns.detached, SecurityConfig.from_config(conf))
+    executor = _CliExecutor(address, ns.detached, SecurityConfig.from_config(conf), lookup)
     register_executor(executor)
     started = time.monotonic()
     try:
         _run_script(ns.script, ns.args)
     finally:
         register_executor(None)
+        if lookup is not None:
+            lookup.close()
         set_context_configuration({})  # -p and -s are for this program only
     if not executor.submitted:
         print("The program did not submit a job (it never called execute()).", file=sys.stderr)
@@ -141,7 +172,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
 
 
 def cmd_list(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with _gateway(ns, conf) as gateway:
+    with open_gateway(ns, conf) as gateway:
         jobs = gateway.list_jobs(include_terminated=ns.all)
         running = [j for j in jobs if not JobStatus[j.status].is_globally_terminal_state()]
         ended = [j for j in jobs if j not in running]
@@ -196,7 +227,7 @@ _HISTORY_COLUMNS = (
 
 
 def cmd_checkpoints(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with _gateway(ns, conf) as gateway:
+    with open_gateway(ns, conf) as gateway:
         stats = gateway.checkpoint_statistics(ns.job_id)
     if not stats.checkpointing_enabled:
         print(f"Checkpointing is not enabled for job {ns.job_id}.")
@@ -246,7 +277,7 @@ def _when(ms: int) -> str:
 
 
 def cmd_cancel(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    with _gateway(ns, conf) as gateway:
+    with open_gateway(ns, conf) as gateway:
         gateway.cancel_job(ns.job_id)
     print(f"Cancelled job {ns.job_id}.")
     return 0
@@ -257,7 +288,7 @@ def cmd_logs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     run: Flink's TaskManager stdout and log pages, through the Dispatcher."""
     file_type = TaskManagerFileType.LOG if ns.log else TaskManagerFileType.STDOUT
     failed = False
-    with _gateway(ns, conf) as gateway:
+    with open_gateway(ns, conf) as gateway:
         hosts = {tm.resource_id: tm.data_host for tm in gateway.list_task_managers()}
         ids = [ns.taskmanager] if ns.taskmanager else sorted(hosts)
         if not ids:
@@ -279,6 +310,35 @@ def cmd_logs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
             sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
             sys.stdout.flush()
     return 1 if failed else 0
+
+
+def cmd_savepoint(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    if ns.dispose:
+        directory = dispose_savepoint(absolute_local_path(ns.dispose))
+        print(f"Savepoint '{directory}' disposed.")
+        return 0
+    if ns.inspect:
+        print(read_savepoint(absolute_local_path(ns.inspect)).describe())
+        return 0
+    if not ns.job_id:
+        msg = "give the JobID of a running job (weir savepoint JOB_ID [DIR]), or -d/--inspect PATH"
+        raise WeirError(msg)
+    target = absolute_local_path(ns.directory) if ns.directory else None
+    print(f"Triggering savepoint for job {ns.job_id}.", flush=True)
+    with open_gateway(ns, conf) as gateway:
+        path = gateway.trigger_savepoint(ns.job_id, target)
+    print(f"Savepoint completed. Path: {path}")
+    print("You can resume your program from this savepoint with the run command.")
+    return 0
+
+
+def cmd_stop(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    target = absolute_local_path(ns.savepoint_path) if ns.savepoint_path else None
+    print(f"Suspending job {ns.job_id}{' with draining' if ns.drain else ''}.", flush=True)
+    with open_gateway(ns, conf) as gateway:
+        path = gateway.trigger_savepoint(ns.job_id, target, stop=True, drain=ns.drain)
+    print(f"Savepoint completed. Path: {path}")
+    return 0
 
 
 def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
@@ -307,6 +367,11 @@ def cmd_certs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     print()
     for line in written.config_lines():
         print(f"  {line}")
+    return 0
+
+
+def cmd_ha_status(_ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    print(format_ha_status(read_ha_status(conf)))
     return 0
 
 
@@ -368,6 +433,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="at most the last N bytes of each file (default: the last 3 MiB)",
     )
     logs.set_defaults(func=cmd_logs)
+
+    ha = sub.add_parser("ha", help="high availability: what ZooKeeper holds")
+    ha_sub = ha.add_subparsers(dest="ha_command", required=True)
+    ha_sub.add_parser(
+        "status", help="leaders, stored job graphs and each job's latest checkpoint"
+    ).set_defaults(func=cmd_ha_status)
+
+    savepoint = sub.add_parser(
+        "savepoint", help="take a savepoint of a running job, or dispose or inspect one"
+    )
+    savepoint.add_argument("-m", "--jobmanager")
+    savepoint.add_argument(
+        "-d", "--dispose", metavar="PATH", help="delete the savepoint at PATH (its directory)"
+    )
+    savepoint.add_argument(
+        "--inspect", metavar="PATH", help="print the operators and state of the savepoint"
+    )
+    savepoint.add_argument("job_id", nargs="?")
+    savepoint.add_argument(
+        "directory",
+        nargs="?",
+        help="where the savepoint goes (default: execution.checkpointing.savepoint-dir)",
+    )
+    savepoint.set_defaults(func=cmd_savepoint)
+
+    stop = sub.add_parser("stop", help="stop a job with a savepoint")
+    stop.add_argument("-m", "--jobmanager")
+    stop.add_argument(
+        "-p",
+        "--savepointPath",
+        dest="savepoint_path",
+        metavar="DIR",
+        help="where the savepoint goes (default: execution.checkpointing.savepoint-dir)",
+    )
+    stop.add_argument(
+        "-d",
+        "--drain",
+        action="store_true",
+        help="emit MAX_WATERMARK first, so every event-time timer and window fires",
+    )
+    stop.add_argument("job_id")
+    stop.set_defaults(func=cmd_stop)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
     info.add_argument("-p", "--parallelism", type=int)

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
 from weir.core import rpc
-from weir.core.highavailability import StandaloneHaServices
+from weir.core.highavailability import (
+    HighAvailabilityServices,
+    LeaderContender,
+    LeaderElectionService,
+    StandaloneHaServices,
+)
 from weir.core.job_graph import JobGraph
 from weir.core.job_info import JobDetailsInfo
 from weir.core.security import Endpoint, SecurityConfig
@@ -32,6 +37,7 @@ from weir.dispatcher.service import DispatcherServicer
 from weir.jobmanager.job_master import JobMaster
 from weir.queryablestate.client_proxy import KvStateClientProxy
 from weir.resourcemanager.resource_manager import ResourceManager
+from weir.resourcemanager.spark_launcher import prestart_driver_jvm
 from weir.rest import ClusterView, RestServerEndpoint
 from weir.rest.job_manager_metrics import JobManagerMetrics
 
@@ -48,6 +54,38 @@ _DISPATCHER_WORKERS = 16
 _SERVER_STOP_GRACE_S = 1.0
 
 
+def prestart_spark_driver(config: Mapping[str, str]) -> None:
+    """Start the Spark driver's JVM of this process without an application (a standby
+    master's warm start; see ``weir.resourcemanager.spark_launcher.prestart_driver_jvm``).
+    Call before any gRPC server exists in the process."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    prestart_driver_jvm(config)
+
+
+class _PublishedAddress(LeaderContender):
+    """The ResourceManager as a leader: found through its published address, its
+    session handed to it so that it refuses slot calls of JobMasters of other sessions.
+    Its TaskManagers need no fencing: they live and die with this leader's Spark
+    application."""
+
+    def __init__(self, name: str, address: str, on_session: Callable[[str | None], None]) -> None:
+        self._name = name
+        self._address = address
+        self._on_session = on_session
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    def grant_leadership(self, fencing_token: str) -> None:
+        logger.info("%s at %s is leader (session %s)", self._name, self._address, fencing_token[:8])
+        self._on_session(fencing_token)
+
+    def revoke_leadership(self) -> None:
+        self._on_session(None)
+        logger.info("%s at %s is no longer leader", self._name, self._address)
+
+
 class ClusterComponents:
     """ResourceManager + Dispatcher + JobMaster factory; see the module docstring.
 
@@ -60,6 +98,7 @@ class ClusterComponents:
         self,
         config: Mapping[str, str],
         spark_session: SparkSession | None = None,
+        ha_services: HighAvailabilityServices | None = None,
         *,
         start_rest: bool = True,
     ) -> None:
@@ -67,10 +106,13 @@ class ClusterComponents:
         self._spark_session = spark_session
         self.host = cfg.get(self.config, cfg.BIND_HOST)
         self.advertised_host = cfg.advertised_master_host(self.config)
-        self._ha = StandaloneHaServices()
+        # Without high availability, leaders are found where this process put them.
+        self._standalone = StandaloneHaServices() if ha_services is None else None
+        self._ha: HighAvailabilityServices = ha_services or self._standalone  # type: ignore[assignment]
         self.resource_manager: ResourceManager | None = None
         self.dispatcher: Dispatcher | None = None
         self._server: rpc.AsyncioServer | None = None
+        self._rm_election: LeaderElectionService | None = None
         self.address = ""
         self._start_rest = start_rest
         self.rest: RestServerEndpoint | None = None
@@ -87,8 +129,16 @@ class ClusterComponents:
             # The ResourceManager creates the SparkSession: that must happen before any
             # gRPC server exists in this process (gRPC's fork handlers).
             self.resource_manager = ResourceManager(self.config, self._spark_session)
-            self._ha.resource_manager_address = self.resource_manager.start(
-                self.host, 0, advertise=self.advertised_host
+            rm_address = self.resource_manager.start(self.host, 0, advertise=self.advertised_host)
+            if self._standalone is not None:
+                self._standalone.resource_manager_address = rm_address
+            # Published before the Dispatcher leads: the JobMasters of the jobs it recovers
+            # find the ResourceManager through it.
+            self._rm_election = self._ha.get_resource_manager_leader_election()
+            self._rm_election.start(
+                _PublishedAddress(
+                    "ResourceManager", rm_address, self.resource_manager.set_leader_session
+                )
             )
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
             self._server = rpc.AsyncioServer(
@@ -104,7 +154,8 @@ class ClusterComponents:
                 port_key=cfg.JOBMANAGER_PORT.key,
                 advertise=self.advertised_host,
             )
-            self._ha.dispatcher_address = self.address
+            if self._standalone is not None:
+                self._standalone.dispatcher_address = self.address
             self._server.start()
             self.dispatcher.start(self.address)
             if self._start_rest:
@@ -165,6 +216,9 @@ class ClusterComponents:
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.dispatcher = None
+        if self._rm_election is not None:
+            self._rm_election.stop()
+            self._rm_election = None
         if self._server is not None:
             self._server.stop(_SERVER_STOP_GRACE_S)
             self._server = None

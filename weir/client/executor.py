@@ -9,7 +9,7 @@ import os
 import stat
 import sys
 
-from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.dispatcher_client import DispatcherGateway, LeaderLookup
 from weir.client.job_client import ClusterJobClient
 from weir.core.job_graph import JobGraph
 from weir.core.job_graph_codec import encode_job_graph
@@ -50,20 +50,26 @@ def client_stdout_path() -> str | None:
 
 
 class RemoteExecutor:
-    """Submits to the Dispatcher at ``address`` (``weir run -m host:port``)."""
+    """Submits to the Dispatcher at ``address`` (``weir run -m host:port``), or to the
+    leader ``leader`` finds (high availability), following it when it changes."""
 
     def __init__(
-        self, address: str, attach_stdout: bool = False, security: SecurityConfig | None = None
+        self,
+        address: str | None,
+        attach_stdout: bool = False,
+        leader: LeaderLookup | None = None,
+        security: SecurityConfig | None = None,
     ) -> None:
         self.address = address
         self._attach_stdout = attach_stdout
+        self._leader = leader
         self._security = security
         self._gateway: DispatcherGateway | None = None
 
     @property
     def gateway(self) -> DispatcherGateway:
         if self._gateway is None:
-            self._gateway = DispatcherGateway(self.address, self._security)
+            self._gateway = DispatcherGateway(self.address, self._leader, self._security)
         return self._gateway
 
     def submit(self, job_graph: JobGraph) -> ClusterJobClient:

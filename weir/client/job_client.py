@@ -4,8 +4,10 @@ and the iterator that streams a collect sink's results to the client in batches.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Any
 
 from weir.client.dispatcher_client import DispatcherGateway
@@ -61,6 +63,36 @@ class ClusterJobClient(JobClient):
 
     def get_job_execution_result(self) -> CompletableFuture:
         return CompletableFuture(self._execution_result, self._ended)
+
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
+        """Take a savepoint now (PyFlink's ``JobClient.trigger_savepoint``); the future's
+        result is the savepoint's path. Without a directory:
+        ``execution.checkpointing.savepoint-dir`` of the job."""
+        return self._savepoint(savepoint_directory, stop=False, drain=False)
+
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool, savepoint_directory: str | None = None
+    ) -> CompletableFuture:
+        """Stop the job with a savepoint (``advance_to_end_of_event_time``: emit
+        MAX_WATERMARK first, as ``flink stop --drain``); the result is its path."""
+        return self._savepoint(savepoint_directory, stop=True, drain=advance_to_end_of_event_time)
+
+    def _savepoint(self, directory: str | None, *, stop: bool, drain: bool) -> CompletableFuture:
+        # Triggered at once, as PyFlink's are; the future waits for the savepoint.
+        pending: Future[str] = Future()
+
+        def trigger() -> None:
+            try:
+                path = self._gateway.trigger_savepoint(
+                    self._job_id, directory, stop=stop, drain=drain
+                )
+            except BaseException as exc:  # handed to whoever reads the future
+                pending.set_exception(exc)
+            else:
+                pending.set_result(path)
+
+        threading.Thread(target=trigger, name=f"savepoint-{self._job_id[:8]}", daemon=True).start()
+        return CompletableFuture(pending.result, pending.done)
 
     def collect(self, operator_id: str) -> CollectResultIterator:
         return CollectResultIterator(self, self._gateway, operator_id)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -108,6 +109,14 @@ class _ShutdownSignals:
 
 
 def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
+    if cfg.get(config, cfg.HA_TYPE) == "zookeeper":
+        from weir.client.ha_master import run_highly_available  # noqa: PLC0415
+
+        host = cfg.get(config, cfg.BIND_HOST)
+        identifier = f"{host}:{cfg.get(config, cfg.JOBMANAGER_PORT)} pid {os.getpid()}"
+        return run_highly_available(
+            config, signals.requested, READY_LINE, identifier, after_start=signals.install
+        )
     components = ClusterComponents(config)
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))

@@ -6,6 +6,7 @@ from weir.common.execution_config import ExecutionConfig
 from weir.common.job_client import JobClient
 from weir.common.job_execution_result import JobExecutionResult, JobID
 from weir.common.job_status import JobStatus
+from weir.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from weir.common.serialization import Encoder
 from weir.common.time import Duration, Instant, Time
 from weir.common.typeinfo import (
@@ -49,6 +50,8 @@ __all__ = [
     "ObjectArrayTypeInfo",
     "PickledBytesTypeInfo",
     "PrimitiveArrayTypeInfo",
+    "RestartStrategies",
+    "RestartStrategyConfiguration",
     "Row",
     "RowKind",
     "RowTypeInfo",

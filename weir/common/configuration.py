@@ -2,12 +2,58 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import yaml
 
 __all__ = ["Configuration"]
+
+
+# GlobalConfiguration.SENSITIVE_KEYS: values of keys holding these print as ******.
+_SENSITIVE = (
+    "password",
+    "secret",
+    "fs.azure.account.key",
+    "apikey",
+    "api-key",
+    "auth-params",
+    "service-key",
+    "token",
+    "basic-auth",
+    "jaas.config",
+    "http-headers",
+)
+
+
+def _java_hash(key: str) -> int:
+    """``HashMap.hash(key)``: Java's ``String.hashCode`` spread by its high bits."""
+    h = 0
+    data = key.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _hash_map_order(keys: Iterable[str], capacity: int) -> list[str]:
+    """The order a ``java.util.HashMap`` of ``capacity`` buckets iterates ``keys`` put into
+    it in this order: by bucket, then in the order put."""
+    return sorted(keys, key=lambda k: _java_hash(k) & (capacity - 1))
+
+
+def _grown_capacity(size: int) -> int:
+    """The table size of a ``new HashMap<>()`` holding ``size`` entries."""
+    capacity = 16
+    while size > capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
+def _presized_capacity(size: int) -> int:
+    """The table size of Flink's ``CollectionUtil.newHashMapWithExpectedSize(size)``."""
+    wanted = size + 1 if size <= 2 else math.ceil(size / 0.75)
+    return 1 << max(0, wanted - 1).bit_length()
 
 
 def _as_text(value: Any) -> str:
@@ -115,8 +161,14 @@ class Configuration:
     def contains_key(self, key: str) -> bool:
         return key in self._entries
 
+    def _java_order(self) -> list[str]:
+        """The keys in the order Flink's Configuration (a HashMap) holds them."""
+        return _hash_map_order(self._entries, _grown_capacity(len(self._entries)))
+
     def to_dict(self) -> dict[str, str]:
-        return dict(self._entries)
+        """The settings as strings, in the order PyFlink's (a copy of a Java HashMap) has."""
+        order = _hash_map_order(self._java_order(), _presized_capacity(len(self._entries)))
+        return {key: self._entries[key] for key in order}
 
     def remove_config(self, key: str) -> bool:
         return self._entries.pop(key, None) is not None
@@ -138,3 +190,18 @@ class Configuration:
 
     def __repr__(self) -> str:
         return f"Configuration({self._entries!r})"
+
+    def __str__(self) -> str:
+        """As Flink's ``Configuration.toString()``: ``{key=value, ...}``, values of
+        sensitive keys (passwords, secrets, tokens) hidden."""
+        # Copied twice through new HashMaps of the same size: the order of confData.
+        shown = [
+            f"{key}={'******' if _is_sensitive(key) else self._entries[key]}"
+            for key in self._java_order()
+        ]
+        return "{" + ", ".join(shown) + "}"
+
+
+def _is_sensitive(key: str) -> bool:
+    lowered = key.lower()
+    return any(word in lowered for word in _SENSITIVE)

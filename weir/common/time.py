@@ -49,8 +49,9 @@ class Duration:
     def __hash__(self) -> int:
         return hash(("Duration", self._millis))
 
-    def __repr__(self) -> str:
-        return f"Duration({self._millis} ms)"
+    # No __repr__ or __str__: PyFlink's Duration (a JVM object's wrapper) has neither, and
+    # programs print what holds one (StateTtlConfig, CheckpointConfig values) as PyFlink
+    # prints it.
 
 
 class Time:
@@ -89,10 +90,8 @@ class Time:
         return hash(("Time", self._milliseconds))
 
     def __str__(self) -> str:
+        # PyFlink's; its repr is object's, as here.
         return f"{self._milliseconds} ms"
-
-    def __repr__(self) -> str:
-        return f"Time({self._milliseconds} ms)"
 
 
 class Instant:

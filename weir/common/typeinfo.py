@@ -26,6 +26,7 @@ __all__ = [
     "TupleTypeInfo",
     "TypeInformation",
     "Types",
+    "read_back",
     "serializer_kind_of",
 ]
 
@@ -130,7 +131,7 @@ class SqlTimeTypeInfo(TypeInformation):
         self._name = name
 
     def __repr__(self) -> str:
-        return self._name
+        return f"{self._name}TypeInfo"  # PyFlink's DateTypeInfo, TimeTypeInfo, ...
 
     @staticmethod
     def DATE() -> SqlTimeTypeInfo:
@@ -147,6 +148,9 @@ class SqlTimeTypeInfo(TypeInformation):
 
 class PickledBytesTypeInfo(TypeInformation):
     """Any Python object, pickled (the default when no type is declared)."""
+
+    def __repr__(self) -> str:
+        return "PickledByteArrayTypeInfo"
 
     @staticmethod
     def PICKLED_BYTE_ARRAY_TYPE_INFO() -> PickledBytesTypeInfo:
@@ -225,6 +229,8 @@ class RowTypeInfo(TypeInformation):
         self, field_types: list[TypeInformation], field_names: list[str] | None = None
     ) -> None:
         self._field_types = list(field_types)
+        self._named = field_names is not None
+        """Named by the program (``Types.ROW_NAMED``): the names print with the types."""
         if field_names is None:
             field_names = [f"f{i}" for i in range(len(self._field_types))]
         elif len(field_names) != len(self._field_types):
@@ -236,6 +242,9 @@ class RowTypeInfo(TypeInformation):
         self._field_names = list(field_names)
 
     def get_field_names(self) -> list[str]:
+        # PyFlink's asks Java for the names of an unnamed Row type and keeps them, so the
+        # type prints with its names from then on.
+        self._named = True
         return list(self._field_names)
 
     def get_field_index(self, field_name: str) -> int:
@@ -264,7 +273,16 @@ class RowTypeInfo(TypeInformation):
         row.set_field_names(self._field_names)
         return row
 
+    def __eq__(self, other: object) -> bool:
+        # As PyFlink's: the field types decide, not the names.
+        return isinstance(other, RowTypeInfo) and self._field_types == other._field_types
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._field_types))
+
     def __repr__(self) -> str:
+        if not self._named:
+            return "RowTypeInfo({})".format(", ".join(repr(t) for t in self._field_types))
         inner = ", ".join(
             f"{n}: {t!r}" for n, t in zip(self._field_names, self._field_types, strict=True)
         )
@@ -374,6 +392,27 @@ class Types:
         return ListTypeInfo(element_type_info)
 
 
+def read_back(type_info: TypeInformation) -> TypeInformation:
+    """``type_info`` as PyFlink's ``get_type()`` returns it, rebuilt from the Java type: the
+    same type, with every Row type in it named (``f0``, ``f1``, ... where the program gave
+    no names), so it prints with its names."""
+    if isinstance(type_info, RowTypeInfo):
+        return RowTypeInfo(
+            [read_back(t) for t in type_info._field_types], list(type_info._field_names)
+        )
+    if isinstance(type_info, TupleTypeInfo):
+        return TupleTypeInfo([read_back(t) for t in type_info._field_types])
+    if isinstance(type_info, ListTypeInfo):
+        return ListTypeInfo(read_back(type_info.elem_type))
+    if isinstance(type_info, MapTypeInfo):
+        return MapTypeInfo(
+            read_back(type_info._key_type_info), read_back(type_info._value_type_info)
+        )
+    if isinstance(type_info, ObjectArrayTypeInfo):
+        return ObjectArrayTypeInfo(read_back(type_info._element_type))
+    return type_info
+
+
 def serializer_kind_of(type_info: TypeInformation | None) -> SerializerKind:
     """The serializer an edge carrying records of ``type_info`` tries first."""
     if type_info is not None and type_info._marshallable():
@@ -413,6 +452,8 @@ def print_format_spec(type_info: TypeInformation | None) -> tuple[Any, ...]:
         return ("plain",)
     if isinstance(type_info, SqlTimeTypeInfo) and type_info._name == "Timestamp":
         return ("timestamp",)
+    if isinstance(type_info, SqlTimeTypeInfo) and type_info._name == "Time":
+        return ("time",)
     if isinstance(type_info, TupleTypeInfo):
         return ("tuple", tuple(print_format_spec(t) for t in type_info.get_field_types()))
     if isinstance(type_info, RowTypeInfo):

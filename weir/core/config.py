@@ -199,6 +199,18 @@ BUFFER_TIMEOUT = _option(
     "How long a partly filled network buffer may wait before it is sent (ms). "
     "0 sends after every record batch, -1 only when full.",
 )
+OPERATOR_CHAINING_DEPRECATED = _option(
+    "pipeline.operator-chaining",
+    True,
+    _parse_bool,
+    "Deprecated name of pipeline.operator-chaining.enabled, still read as Flink reads it.",
+)
+BUFFER_TIMEOUT_DEPRECATED = _option(
+    "execution.buffer-timeout",
+    100,
+    parse_duration_ms,
+    "Deprecated name of execution.buffer-timeout.interval, still read as Flink reads it.",
+)
 BUFFER_TIMEOUT_ENABLED = _option(
     "execution.buffer-timeout.enabled",
     True,
@@ -206,12 +218,67 @@ BUFFER_TIMEOUT_ENABLED = _option(
     "If false, buffers are sent only when full (the same as a timeout of -1).",
 )
 JOB_NAME = _option("pipeline.name", "", str, "The job name.")
+PROGRAM_KEY = "weir.internal.program"
+"""Set by the client: the program and its arguments as it was started (shell-quoted), for
+the ``weir run -s`` command a failed job suggests; absent when not started from a script."""
 AUTO_WATERMARK_INTERVAL = _option(
     "pipeline.auto-watermark-interval",
     200,
     parse_duration_ms,
     "How often periodic watermark generators emit (ms); 0 turns periodic watermarks off.",
 )
+PYTHON_BUNDLE_SIZE = _option(
+    "python.fn-execution.bundle.size",
+    1000,
+    _positive_int,
+    "PyFlink's bundle size, the most records a task pushes through its operator chain as "
+    "one batch: a source polls at most this many at once and a larger network buffer is "
+    "processed in parts of this size, with timers, periodic watermarks and due flushes "
+    "served in between. 1 makes every record its own batch.",
+)
+PYTHON_BUNDLE_TIME = _option(
+    "python.fn-execution.bundle.time",
+    1000,
+    _positive_duration_ms,
+    "PyFlink's bundle time (ms): the longest a source function's records wait to be pushed "
+    "through the chain as one batch. With periodic watermarks a batch is also cut after one "
+    "pipeline.auto-watermark-interval, so a watermark can fall between records produced "
+    "further apart than that.",
+)
+PYTHON_FILES = _option(
+    "python.files",
+    "",
+    str,
+    "Python files, packages or directories the job's functions import (comma-separated, "
+    "as env.add_python_file() sets it): shipped with the job and put on the TaskManagers' "
+    "sys.path.",
+)
+PYTHON_FILES_ARCHIVE = "weir.internal.python-files"
+"""Set by the client: the files of python.files, zipped and base64-encoded."""
+PYTHON_ARCHIVES = _option(
+    "python.archives",
+    "",
+    str,
+    "Archives shipped with the job (comma-separated `path` or `path#target_dir`, as "
+    "env.add_python_archive() sets them; zip, jar, whl, egg, tar, tar.gz or tgz): each is "
+    "extracted in the job's working directory on every TaskManager, under its target "
+    "directory (without one, the archive's file name), where functions read its files by "
+    "relative paths.",
+)
+PYTHON_ARCHIVES_PACKED = "weir.internal.python-archives"
+"""Set by the client: the archives of python.archives, zipped and base64-encoded."""
+PYTHON_REQUIREMENTS = _option(
+    "python.requirements",
+    "",
+    str,
+    "A pip requirements file, optionally followed by `#` and a directory of the packages to "
+    "install (as env.set_python_requirements() sets it): installed with pip on every "
+    "TaskManager (from that directory alone when given) for the job's functions to import. "
+    "A TaskManager's Python is shared by every job and by Weir, so packages it has already "
+    "stay as they are.",
+)
+PYTHON_REQUIREMENTS_PACKED = "weir.internal.python-requirements"
+"""Set by the client: the requirements file and its packages, zipped and base64-encoded."""
 OBJECT_REUSE = _option(
     "pipeline.object-reuse",
     False,
@@ -677,7 +744,46 @@ HA_CLUSTER_ID = _option(
     "high-availability.cluster-id", "/default", str, "Namespace of this cluster in ZooKeeper."
 )
 HA_STORAGE_DIR = _option(
-    "high-availability.storageDir", "", str, "Where job graphs are stored (any fsspec URL)."
+    "high-availability.storageDir",
+    "",
+    str,
+    "Where job graphs are stored (any fsspec URL); ZooKeeper holds only pointers to them.",
+)
+HA_ZK_PATH_ROOT = _option(
+    "high-availability.zookeeper.path.root",
+    "/weir",
+    str,
+    "The ZooKeeper node under which every Weir cluster keeps its data.",
+)
+# Flink's ZooKeeper client settings (HighAvailabilityOptions), with Flink's defaults. The
+# session timeout is how long a leader that stopped answering (killed, paused, cut off)
+# keeps its leadership: a standby takes over that long after the leader dies, so a cluster
+# that wants fast failover lowers it (ZooKeeper bounds it to 2..20 ticks of the server).
+HA_ZK_SESSION_TIMEOUT = _option(
+    "high-availability.zookeeper.client.session-timeout",
+    60_000,
+    _positive_duration_ms,
+    "ZooKeeper session timeout (ms): a leader that stops answering loses leadership after it.",
+)
+# How long one connection attempt to a quorum member may take; a fraction of the session
+# timeout, so a client tries several members before its session could expire.
+HA_ZK_CONNECTION_TIMEOUT = _option(
+    "high-availability.zookeeper.client.connection-timeout",
+    15_000,
+    _positive_duration_ms,
+    "ZooKeeper connection timeout (ms).",
+)
+HA_ZK_RETRY_WAIT = _option(
+    "high-availability.zookeeper.client.retry-wait",
+    5_000,
+    _positive_duration_ms,
+    "Pause between two attempts of a ZooKeeper operation that lost its connection (ms).",
+)
+HA_ZK_MAX_RETRY_ATTEMPTS = _option(
+    "high-availability.zookeeper.client.max-retry-attempts",
+    3,
+    _positive_int,
+    "Attempts of a ZooKeeper operation that lost its connection before it fails.",
 )
 
 
@@ -770,11 +876,12 @@ CHECKPOINTING_AFTER_TASKS_FINISH = _option(
     "its two-phase-commit sinks commit everything, and a restore does not run it again. Off: "
     "checkpoints stop at the first finished task, as before Flink 1.14.",
 )
-# Flink 2.x defaults to NO_EXTERNALIZED_CHECKPOINTS; we keep the checkpoints of a failed
-# job by default, so that it can always be resumed with `weir run -s`.
+# Flink 2.x's default, NO_EXTERNALIZED_CHECKPOINTS, as PyFlink reports it: a job's
+# checkpoints go when it ends. A job that fails for good says which setting keeps them, or
+# the `weir run -s` command that resumes from the one kept (jobmanager's resume_hint).
 CHECKPOINTING_RETENTION = _option(
     "execution.checkpointing.externalized-checkpoint-retention",
-    "DELETE_ON_CANCELLATION",
+    "NO_EXTERNALIZED_CHECKPOINTS",
     str.upper,
     "What happens to retained checkpoints when the job ends: NO_EXTERNALIZED_CHECKPOINTS "
     "deletes them when the job finishes, fails or is cancelled; DELETE_ON_CANCELLATION "
@@ -823,7 +930,11 @@ SAVEPOINT_DIR = _option(
     "execution.checkpointing.savepoint-dir",
     "",
     str,
-    "The default directory for savepoints (kept for the savepoint commands to come).",
+    "The default directory for savepoints (weir savepoint JOB_ID, weir stop): each gets a "
+    "savepoint-{job-id[:6]}-{random} directory there. Deprecated key: state.savepoints.dir.",
+)
+SAVEPOINT_DIR_DEPRECATED = _option(
+    "state.savepoints.dir", "", str, "Deprecated: use execution.checkpointing.savepoint-dir."
 )
 STATE_BACKEND_TYPE = _option(
     "state.backend.type",
@@ -861,14 +972,25 @@ STATE_RECOVERY_PATH = _option(
     "",
     str,
     "A retained checkpoint or savepoint to start the job from: its chk-N directory or its "
-    "_metadata file (weir run -s PATH). Empty: start without state.",
+    "_metadata file (weir run -s PATH). Empty: start without state. Deprecated key: "
+    "execution.savepoint.path.",
+)
+STATE_RECOVERY_PATH_DEPRECATED = _option(
+    "execution.savepoint.path", "", str, "Deprecated: use execution.state-recovery.path."
 )
 STATE_RECOVERY_IGNORE_UNCLAIMED_STATE = _option(
     "execution.state-recovery.ignore-unclaimed-state",
     False,
     _parse_bool,
     "Start even when the checkpoint holds state of operators the job no longer has; that "
-    "state is dropped (weir run --allowNonRestoredState). Off: such a job is refused.",
+    "state is dropped (weir run --allowNonRestoredState). Off: such a job is refused. "
+    "Deprecated key: execution.savepoint.ignore-unclaimed-state.",
+)
+STATE_RECOVERY_IGNORE_UNCLAIMED_STATE_DEPRECATED = _option(
+    "execution.savepoint.ignore-unclaimed-state",
+    False,
+    _parse_bool,
+    "Deprecated: use execution.state-recovery.ignore-unclaimed-state.",
 )
 
 # --- restart strategies (Flink 2.x RestartStrategyOptions) ----------------------------
@@ -961,9 +1083,16 @@ RESTART_EXPONENTIAL_ATTEMPTS = _option(
 )
 
 DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
+    OPERATOR_CHAINING.key: (OPERATOR_CHAINING_DEPRECATED.key,),
+    BUFFER_TIMEOUT.key: (BUFFER_TIMEOUT_DEPRECATED.key,),
     CHECKPOINTING_DIR.key: (CHECKPOINTING_DIR_DEPRECATED.key,),
     CHECKPOINTING_NUM_RETAINED.key: (CHECKPOINTING_NUM_RETAINED_DEPRECATED.key,),
     CHECKPOINTING_ALIGNED_TIMEOUT.key: (CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED.key,),
+    SAVEPOINT_DIR.key: (SAVEPOINT_DIR_DEPRECATED.key,),
+    STATE_RECOVERY_PATH.key: (STATE_RECOVERY_PATH_DEPRECATED.key,),
+    STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key: (
+        STATE_RECOVERY_IGNORE_UNCLAIMED_STATE_DEPRECATED.key,
+    ),
 }
 """Current key -> older names still accepted for it (Flink's ``withDeprecatedKeys``)."""
 
@@ -1065,6 +1194,11 @@ def docs_table() -> str:
     rows = ["| key | default | description |", "|---|---|---|"]
     rows += [f"| `{o.key}` | `{o.default}` | {o.description} |" for o in OPTIONS.values()]
     return "\n".join(rows)
+
+
+def is_set(entries: Mapping[str, str], opt: ConfigOption[Any]) -> bool:
+    """Whether ``entries`` sets ``opt`` under its key or one of its deprecated keys."""
+    return opt.key in entries or any(k in entries for k in DEPRECATED_KEYS.get(opt.key, ()))
 
 
 def get_with_deprecated_keys(entries: Mapping[str, str], opt: ConfigOption[T]) -> T:

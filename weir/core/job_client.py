@@ -73,7 +73,7 @@ class JobClient(abc.ABC):
 
 def _no_savepoints() -> WeirError:
     return WeirError(
-        "savepoints are not available yet; to stop a job and resume it later, retain its "
-        "checkpoints (execution.checkpointing.externalized-checkpoint-retention: "
-        "RETAIN_ON_CANCELLATION), cancel it and run it again with weir run -s <chk-N dir>"
+        "this job client reaches no cluster, so it cannot take savepoints; submit the job "
+        "to a cluster (weir run, or the embedded MiniCluster) and use its JobClient, or "
+        "weir savepoint JOB_ID DIR"
     )

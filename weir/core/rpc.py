@@ -110,6 +110,8 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
         errors.LeaderLostError,
         errors.JobExecutionError,
         errors.DeploymentVersionError,
+        errors.CheckpointError,
+        errors.StateMigrationError,
         errors.QueryableStateError,
         errors.UnknownKvStateLocationError,
         errors.UnknownKvStateKeyGroupLocationError,

@@ -7,7 +7,9 @@ A buffer is one tag byte followed by the payload:
 
 ``marshal`` accepts only exact built-in types (a ``Row`` or a namedtuple is refused
 rather than silently turned into a tuple), so trying it first and falling back to
-pickle is always correct; the edge's declared type only says which to try first.
+pickle is correct for the types it round-trips; the edge's declared type says which to
+try first. It does not round-trip a ``bytearray`` or a ``memoryview`` (they come back as
+``bytes``), which is why records of no declared type are pickled first.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from weir.datastream.functions import (
     WindowFunction,
 )
 from weir.datastream.output_tag import OutputTag
+from weir.datastream.slot_sharing_group import MemorySize, SlotSharingGroup
 from weir.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -101,6 +102,7 @@ __all__ = [
     "ListStateDescriptor",
     "MapFunction",
     "MapStateDescriptor",
+    "MemorySize",
     "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
@@ -111,6 +113,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SinkFunction",
+    "SlotSharingGroup",
     "SourceFunction",
     "StateBackend",
     "StateDescriptor",

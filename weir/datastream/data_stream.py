@@ -4,6 +4,7 @@ the environment executes."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
@@ -15,7 +16,10 @@ from weir.common.typeinfo import (
     Types,
     key_type_name,
     print_format_spec,
+    read_back,
+    serializer_kind_of,
 )
+from weir.common.types import Row
 from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core.job_graph import OperatorKind, PartitionerKind
 from weir.datastream._aggregation import AccumulateReduceFunction, AccumulateType
@@ -36,6 +40,7 @@ from weir.datastream.queryable_state_stream import (
     QueryableStateStream,
     queryable_state_descriptor,
 )
+from weir.datastream.slot_sharing_group import SlotSharingGroup
 from weir.datastream.state import MapStateDescriptor
 from weir.graph.transformations import (
     ChainingStrategy,
@@ -116,12 +121,20 @@ class _OperatorSettings:
         """This operator chains neither to its input nor to its outputs."""
         return self._set(chaining=ChainingStrategy.NEVER)
 
-    def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
-        group = (
-            slot_sharing_group
-            if isinstance(slot_sharing_group, str)
-            else getattr(slot_sharing_group, "get_name", lambda: str(slot_sharing_group))()
-        )
+    def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup) -> Any:
+        """Operators in the same slot sharing group may share a slot; by name (a
+        ``SlotSharingGroup``'s resources are not used). Operators inherit the group of their
+        inputs when those agree, else they are in ``"default"``."""
+        if isinstance(slot_sharing_group, SlotSharingGroup):
+            group = slot_sharing_group.get_name()
+        elif isinstance(slot_sharing_group, str):
+            group = slot_sharing_group
+        else:
+            msg = (
+                "slot_sharing_group() needs a name or a SlotSharingGroup; got "
+                f"{type(slot_sharing_group).__name__}"
+            )
+            raise TypeError(msg)
         return self._set(slot_sharing_group=group)
 
 
@@ -160,7 +173,12 @@ class DataStream(_OperatorSettings):
         return self._set(chaining=ChainingStrategy.HEAD)  # type: ignore[no-any-return]
 
     def get_type(self) -> TypeInformation:
-        return self._transformation.output_type or Types.PICKLED_BYTE_ARRAY()
+        """The declared type of the records, as PyFlink returns it (``read_back``)."""
+        return read_back(self._record_type() or Types.PICKLED_BYTE_ARRAY())
+
+    def _record_type(self) -> TypeInformation | None:
+        """The declared type of the records (``None``: undeclared)."""
+        return self._transformation.output_type
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
@@ -374,7 +392,10 @@ class DataStream(_OperatorSettings):
             lambda value: tuple([value[i] for i in indexes]),
             output_type=Types.TUPLE([field_types[i] for i in indexes]),
         )
-        out._transformation.name = "Projection"
+        projection = out._transformation
+        assert isinstance(projection, PhysicalTransformation)
+        projection.name = "Projection"
+        projection.payload["projection"] = indexes  # a Java operator in PyFlink's plans
         return out
 
     def shuffle(self) -> DataStream:
@@ -461,14 +482,17 @@ class DataStream(_OperatorSettings):
         return self._sink(
             OperatorKind.PRINT,
             "Print to Std. Out",
-            {"sink_identifier": sink_identifier, "format": print_format_spec(self.get_type())},
+            {
+                "sink_identifier": sink_identifier,
+                "format": print_format_spec(self._record_type() or Types.PICKLED_BYTE_ARRAY()),
+            },
         )
 
     def add_sink(self, sink_func: SinkFunction | Callable[..., Any]) -> DataStreamSink:
         if not isinstance(sink_func, SinkFunction) and not callable(sink_func):
             msg = f"add_sink() needs a SinkFunction or a callable; got {type(sink_func)!r}"
             raise TypeError(msg)
-        return self._sink(OperatorKind.SINK, "Sink: Unnamed", {"function": sink_func})
+        return self._sink(OperatorKind.SINK, "Unnamed", {"function": sink_func})
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         if not isinstance(sink, SinkFunction) and not callable(sink):
@@ -477,7 +501,7 @@ class DataStream(_OperatorSettings):
                 "connector sinks are not available yet"
             )
             raise TypeError(msg)
-        return self._sink(OperatorKind.SINK, "Sink", {"function": sink})
+        return self._sink(OperatorKind.SINK, "Writer", {"function": sink})
 
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
@@ -488,7 +512,13 @@ class DataStream(_OperatorSettings):
             with ds.execute_and_collect() as results:
                 for value in results: ...
         """
-        collect = self._sink(OperatorKind.COLLECT, "Data stream collect sink", {})
+        # marshal (the fast choice for declared primitives) would give a bytearray of an
+        # untyped stream back as bytes: an untyped stream is collected pickled.
+        collect = self._sink(
+            OperatorKind.COLLECT,
+            "Data stream collect sink",
+            {"serializer": serializer_kind_of(self._transformation.output_type)},
+        )
         collect._transformation.parallelism = 1
         iterator = CloseableIterator(
             self._env._execute_and_collect(collect._transformation, job_execution_name)
@@ -715,13 +745,44 @@ class KeyedStream(DataStream):
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
     ) -> CloseableIterator | list[Any]:
-        return self._values().execute_and_collect(job_execution_name, limit)
+        """As PyFlink's: the keyed stream's records as it holds them, ``Row(f0=key,
+        f1=record)``, where a key or a record of no declared type is its pickled bytes (a
+        ``bytearray``)::
+
+            for row in keyed.execute_and_collect():
+                key, value = pickle.loads(row.f0), row.f1
+        """
+        internal = _InternalKeyedRecord(
+            self._key_selector,
+            pickle_key=_is_pickled(self._key_type),
+            pickle_value=_is_pickled(self._original_type),
+        )
+        # As PyFlink's: the rows are made where the key is (at the parallelism of the stream
+        # keyed) and read by the one collecting subtask, so a sequential input keeps its order.
+        origin = self._origin_stream._transformation
+        rows = self._origin_stream.map(internal)
+        rows._transformation.parallelism = origin.parallelism
+        if getattr(origin, "non_parallel", False):
+            rows._transformation.parallelism = 1
+        return rows.execute_and_collect(job_execution_name, limit)
 
     def get_type(self) -> TypeInformation:
-        return self._original_type or PickledBytesTypeInfo()
+        """As PyFlink's: the type of the stream its key_by made, a Row of the key and the
+        record (``f0``, ``f1``)."""
+        return RowTypeInfo(
+            [
+                read_back(self._key_type or PickledBytesTypeInfo()),
+                read_back(self._original_type or PickledBytesTypeInfo()),
+            ],
+            ["f0", "f1"],
+        )
+
+    def _record_type(self) -> TypeInformation | None:
+        return self._original_type
 
     def _unsupported(self, what: str) -> Any:
-        msg = f"{what} for KeyedStream is not supported."
+        """``what`` names the operation with its preposition, as PyFlink's message does."""
+        msg = f"{what} KeyedStream is not supported."
         raise Exception(msg)  # PyFlink raises a bare Exception here
 
     def shuffle(self) -> DataStream:
@@ -750,34 +811,56 @@ class KeyedStream(DataStream):
         raise Exception(msg)  # PyFlink raises a bare Exception here
 
     def set_parallelism(self, parallelism: int) -> Any:
-        return self._unsupported("Set parallelism")
+        return self._unsupported("Set parallelism for")
 
     def name(self, name: str) -> Any:
-        return self._unsupported("Set name")
+        return self._unsupported("Set name for")
 
     def get_name(self) -> str:
-        return self._unsupported("Get name")  # type: ignore[no-any-return]
+        return self._unsupported("Get name of")  # type: ignore[no-any-return]
 
     def uid(self, uid: str) -> Any:
-        return self._unsupported("Set uid")
+        return self._unsupported("Set uid for")
 
     def set_uid_hash(self, uid_hash: str) -> Any:
-        return self._unsupported("Set uid hash")
+        return self._unsupported("Set uid hash for")
 
     def set_max_parallelism(self, max_parallelism: int) -> DataStream:
-        return self._unsupported("Set max parallelism")  # type: ignore[no-any-return]
+        return self._unsupported("Set max parallelism for")  # type: ignore[no-any-return]
 
     def force_non_parallel(self) -> DataStream:
-        return self._unsupported("Set force non-parallel")  # type: ignore[no-any-return]
+        return self._unsupported("Set force non-parallel for")  # type: ignore[no-any-return]
 
     def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
-        return self._unsupported("Set buffer timeout")  # type: ignore[no-any-return]
+        return self._unsupported("Set buffer timeout for")  # type: ignore[no-any-return]
 
     def start_new_chain(self) -> DataStream:
-        return self._unsupported("Start new chain")  # type: ignore[no-any-return]
+        return self._unsupported("Start new chain for")  # type: ignore[no-any-return]
 
     def disable_chaining(self) -> Any:
-        return self._unsupported("Disable chaining")
+        return self._unsupported("Disable chaining for")
 
     def slot_sharing_group(self, slot_sharing_group: Any) -> Any:
-        return self._unsupported("Setting slot sharing group")
+        return self._unsupported("Setting slot sharing group for")
+
+
+def _is_pickled(type_info: TypeInformation | None) -> bool:
+    return type_info is None or isinstance(type_info, PickledBytesTypeInfo)
+
+
+class _InternalKeyedRecord:
+    """A keyed stream's record in PyFlink's internal form, ``Row(f0=key, f1=record)``."""
+
+    def __init__(
+        self, key_selector: Callable[[Any], Any], *, pickle_key: bool, pickle_value: bool
+    ) -> None:
+        self._key = key_selector
+        self._pickle_key = pickle_key
+        self._pickle_value = pickle_value
+
+    def __call__(self, value: Any) -> Row:
+        key = self._key(value)
+        return Row(
+            f0=bytearray(pickle.dumps(key, protocol=5)) if self._pickle_key else key,
+            f1=bytearray(pickle.dumps(value, protocol=5)) if self._pickle_value else value,
+        )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from weir.common.typeinfo import TypeInformation
 from weir.datastream.state_ttl import StateTtlConfig
@@ -33,13 +33,18 @@ __all__ = [
 ]
 
 
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+
+
 class State(abc.ABC):
     @abc.abstractmethod
     def clear(self) -> None:
         """Removes the value of the current key."""
 
 
-class ValueState(State):
+class ValueState(State, Generic[T]):
     @abc.abstractmethod
     def value(self) -> Any:
         """The value of the current key, or None if it has none."""
@@ -70,7 +75,7 @@ class ListState(State):
         return iter(self.get())
 
 
-class MapState(State):
+class MapState(State, Generic[K, V]):
     @abc.abstractmethod
     def get(self, key: Any) -> Any:
         pass

@@ -32,7 +32,7 @@ def _checked_ttl(ttl: Time | Duration) -> Time | Duration:
     return ttl
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class StateTtlConfig:
     """How long keyed state lives after its last access, and what counts as one.
 
@@ -100,6 +100,15 @@ class StateTtlConfig:
 
     def get_cleanup_strategies(self) -> StateTtlConfig.CleanupStrategies:
         return self.cleanup_strategies
+
+    def __repr__(self) -> str:
+        # PyFlink's, spacing included.
+        return (
+            f"StateTtlConfig<update_type={self.update_type}, "
+            f"state_visibility={self.state_visibility},"
+            f"ttl_time_characteristic ={self.ttl_time_characteristic},"
+            f"ttl={self.ttl}>"
+        )
 
     class Builder:
         """Builds a ``StateTtlConfig``; every setter returns the builder."""
@@ -315,10 +324,3 @@ class StateTtlConfig:
 
         def __hash__(self) -> int:
             return hash((frozenset(self._strategies), self._is_cleanup_in_background))
-
-        def __repr__(self) -> str:
-            names = sorted(s.name for s in self._strategies)
-            return (
-                f"CleanupStrategies({names}, "
-                f"is_cleanup_in_background={self._is_cleanup_in_background})"
-            )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +29,7 @@ from weir.datastream.connectors.text_file import TextFileSource
 from weir.datastream.data_stream import DataStream
 from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import SourceFunction
+from weir.datastream.slot_sharing_group import SlotSharingGroup
 from weir.datastream.state_backend import StateBackend
 from weir.graph.execution_plan import execution_plan_json
 from weir.graph.job_graph_generator import JobGraphResult, create_job_graph
@@ -63,11 +66,17 @@ class StreamExecutionEnvironment:
             # defaults to one subtask per CPU core.
             self._parallelism = StreamExecutionEnvironment.get_default_local_parallelism()
         self._max_parallelism = config_keys.get(entries, config_keys.MAX_PARALLELISM)
-        self._chaining = config_keys.get(entries, config_keys.OPERATOR_CHAINING)
-        self._buffer_timeout_ms = config_keys.get(entries, config_keys.BUFFER_TIMEOUT)
+        self._chaining = config_keys.get_with_deprecated_keys(
+            entries, config_keys.OPERATOR_CHAINING
+        )
+        self._buffer_timeout_ms = config_keys.get_with_deprecated_keys(
+            entries, config_keys.BUFFER_TIMEOUT
+        )
         self._config = ExecutionConfig(self, self._configuration)
         self._transformations: list[Transformation] = []
         self._ids = itertools.count(1)
+        self._cached_files: dict[str, tuple[str, bool]] = {}
+        self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
 
     @staticmethod
     def get_execution_environment(
@@ -220,6 +229,83 @@ class StreamExecutionEnvironment:
             raise ValueError(msg)
         _default_local_parallelism = parallelism
 
+    # -- dependencies and resources ---------------------------------------------------
+    def add_python_file(self, file_path: str) -> None:
+        """Adds a Python file, package or directory the job's functions import: it is
+        shipped with the job and put first on the TaskManagers' ``sys.path``::
+
+            env.add_python_file("/path/to/helpers.py")  # then: from helpers import ...
+        """
+        _add_to(self._configuration, config_keys.PYTHON_FILES.key, file_path, ",", first=True)
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        """Adds an archive (zip, jar, whl, egg, tar, tar.gz or tgz) that is shipped with
+        the job and extracted in the working directory of its functions on every
+        TaskManager, under ``target_dir`` (the archive's file name when not given)::
+
+            env.add_python_archive("/path/to/data.zip", "data")
+            # then, in a function: open("data/data.txt")
+        """
+        entry = archive_path if target_dir is None else f"{archive_path}#{target_dir}"
+        _add_to(self._configuration, "python.archives", entry, ",", first=True)
+
+    def set_python_requirements(
+        self, requirements_file_path: str, requirements_cache_dir: str | None = None
+    ) -> None:
+        """Adds a pip requirements file whose packages are installed on every TaskManager
+        for the job's functions to import; with ``requirements_cache_dir``, only from the
+        packages in that directory (``pip download -d DIR -r requirements.txt``), without a
+        package index. A TaskManager's Python is shared by every job and by Weir: packages
+        it has already stay as they are::
+
+            env.set_python_requirements("/path/to/requirements.txt", "/path/to/cache")
+        """
+        value = requirements_file_path
+        if requirements_cache_dir is not None:
+            value = f"{requirements_file_path}#{requirements_cache_dir}"
+        self._configuration.set_string("python.requirements", value)
+
+    def set_python_executable(self, python_exec: str) -> None:
+        """Recorded (``python.executable``); TaskManagers run the Python of their Spark
+        workers (``PYSPARK_PYTHON``)."""
+        self._configuration.set_string("python.executable", python_exec)
+
+    def add_jars(self, *jars_path: str) -> None:
+        """Recorded (``pipeline.jars``); Weir runs no Java code, so jars change nothing."""
+        _add_to(self._configuration, "pipeline.jars", ";".join(jars_path), ";")
+
+    def add_classpaths(self, *classpaths: str) -> None:
+        """Recorded (``pipeline.classpaths``); Weir runs no Java code."""
+        _add_to(self._configuration, "pipeline.classpaths", ";".join(classpaths), ";")
+
+    def register_cached_file(self, file_path: str, name: str, executable: bool = False) -> None:
+        """Flink's distributed cache; PyFlink functions cannot read it, so this only
+        records the file."""
+        self._cached_files[name] = (file_path, executable)
+
+    def register_slot_sharing_group(
+        self, slot_sharing_group: SlotSharingGroup
+    ) -> StreamExecutionEnvironment:
+        """Registers a group's resource spec; operators name their group with
+        ``slot_sharing_group()``. The resources are kept, not used."""
+        if not isinstance(slot_sharing_group, SlotSharingGroup):
+            msg = (
+                "register_slot_sharing_group() needs a SlotSharingGroup; got "
+                f"{type(slot_sharing_group).__name__}"
+            )
+            raise TypeError(msg)
+        self._slot_sharing_groups[slot_sharing_group.get_name()] = slot_sharing_group
+        return self
+
+    def create_input(self, input_format: Any, type_info: TypeInformation | None = None) -> Any:
+        """Java InputFormats do not run in Weir."""
+        msg = (
+            "create_input() reads through a Java InputFormat, which Weir cannot run; use "
+            "from_source() with a Source (FileSource, NumberSequenceSource, ...) or "
+            "add_source() with a SourceFunction"
+        )
+        raise NotImplementedError(msg)
+
     def is_chaining_of_operators_with_different_max_parallelism_enabled(self) -> bool:
         """Always True: operators chain whatever their max parallelism."""
         return True
@@ -238,10 +324,11 @@ class StreamExecutionEnvironment:
             self.set_parallelism(config_keys.get(given, config_keys.PARALLELISM_DEFAULT))
         if config_keys.MAX_PARALLELISM.key in given:
             self._max_parallelism = config_keys.get(given, config_keys.MAX_PARALLELISM)
-        if config_keys.OPERATOR_CHAINING.key in given:
-            self._chaining = config_keys.get(given, config_keys.OPERATOR_CHAINING)
-        if config_keys.BUFFER_TIMEOUT.key in given:
-            self._buffer_timeout_ms = config_keys.get(given, config_keys.BUFFER_TIMEOUT)
+        chaining, timeout = config_keys.OPERATOR_CHAINING, config_keys.BUFFER_TIMEOUT
+        if config_keys.is_set(given, chaining):
+            self._chaining = config_keys.get_with_deprecated_keys(given, chaining)
+        if config_keys.is_set(given, timeout):
+            self._buffer_timeout_ms = config_keys.get_with_deprecated_keys(given, timeout)
         return self
 
     # -- sources ------------------------------------------------------------------------
@@ -260,7 +347,7 @@ class StreamExecutionEnvironment:
     ) -> DataStream:
         t = PhysicalTransformation(
             id=self._next_id(),
-            name=f"Source: {name}",
+            name=name,
             output_type=output_type,
             kind=OperatorKind.SOURCE,
             payload=payload,
@@ -334,6 +421,9 @@ class StreamExecutionEnvironment:
         entries[config_keys.BUFFER_TIMEOUT.key] = str(self._buffer_timeout_ms)
         entries[config_keys.JOB_NAME.key] = job_name
         entries[config_keys.RUNTIME_MODE.key] = self._resolved_runtime_mode()
+        program = _program_command_line()
+        if program:
+            entries[config_keys.PROGRAM_KEY] = program
         return entries
 
     def _resolved_runtime_mode(self) -> str:
@@ -383,7 +473,7 @@ class StreamExecutionEnvironment:
 
     def get_execution_plan(self) -> str:
         """The plan as JSON in Flink's shape; the program is not changed or run."""
-        return execution_plan_json(self._stream_graph(clear=False))
+        return execution_plan_json(self._stream_graph(clear=False), self._parallelism)
 
     def execute_async(self, job_name: str | None = None) -> JobClient:
         """Submits the job and returns at once with a JobClient, whose methods answer
@@ -440,3 +530,23 @@ def _is_unbounded_source(transformation: Transformation) -> bool:
         return True
     is_bounded = getattr(source, "is_bounded", None)
     return not (callable(is_bounded) and is_bounded())
+
+
+def _program_command_line() -> str:
+    """The script and arguments this program was started with (``python job.py a b`` or
+    ``weir run job.py a b``), shell-quoted, or "" when it was not started from a script
+    (an interactive session, a notebook)."""
+    argv = sys.argv
+    if not argv or not argv[0].endswith(".py") or not os.path.isfile(argv[0]):
+        return ""
+    return shlex.join(argv)
+
+
+def _add_to(
+    config: Configuration, key: str, value: str, delimiter: str, first: bool = False
+) -> None:
+    """Adds ``value`` to a list setting, as PyFlink does: python files go first, jars last."""
+    old = config.get_string(key, "").strip()
+    if old:
+        value = f"{value}{delimiter}{old}" if first else f"{old}{delimiter}{value}"
+    config.set_string(key, value)

@@ -17,7 +17,7 @@ import abc
 import math
 import struct
 from collections.abc import Collection, Iterable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Generic, TypeVar
 
 from weir.common.typeinfo import Types
 from weir.core.windowing import (
@@ -96,6 +96,11 @@ def _missing_timestamp(assigner: WindowAssigner) -> MissingTimestampError:
     return MissingTimestampError(msg)
 
 
+T = TypeVar("T")
+W = TypeVar("W")
+W2 = TypeVar("W2")
+
+
 class TimeWindowSerializer:
     """Writes a ``TimeWindow`` as its start and end (big-endian longs), as PyFlink's.
 
@@ -132,7 +137,7 @@ class GlobalWindowSerializer:
         return GlobalWindow.get()
 
 
-class WindowAssigner(abc.ABC):
+class WindowAssigner(abc.ABC, Generic[T, W]):
     """Assigns zero or more windows to each element."""
 
     class WindowAssignerContext(abc.ABC):
@@ -167,7 +172,7 @@ class WindowAssigner(abc.ABC):
 class MergingWindowAssigner(WindowAssigner):
     """An assigner whose windows may merge (sessions)."""
 
-    class MergeCallback(abc.ABC):
+    class MergeCallback(abc.ABC, Generic[W2]):
         @abc.abstractmethod
         def merge(self, to_be_merged: Iterable[Any], merge_result: Any) -> None:
             """The windows ``to_be_merged`` become ``merge_result``."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from weir.datastream.functions import Function, RuntimeContext
 from weir.datastream.state import (
@@ -22,6 +22,14 @@ from weir.datastream.state import (
     ValueState,
     ValueStateDescriptor,
 )
+
+# PyFlink's window functions are generic (``ProcessWindowFunction[tuple, tuple, str,
+# TimeWindow]``, ``ProcessWindowFunction.Context[TimeWindow]``); programs subscript them.
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+KEY = TypeVar("KEY")
+W = TypeVar("W")
+W2 = TypeVar("W2")
 
 
 class KeyedStateStore(abc.ABC):
@@ -45,7 +53,7 @@ class KeyedStateStore(abc.ABC):
     ) -> AggregatingState: ...
 
 
-class WindowFunction(Function):
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """Evaluates a keyed window: ``apply`` returns or yields the outputs::
 
     >>> class CountPerWindow(WindowFunction):
@@ -58,7 +66,7 @@ class WindowFunction(Function):
         """Evaluates the window of ``key`` holding ``inputs``."""
 
 
-class AllWindowFunction(Function):
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
     """Evaluates a window of a non-keyed stream (``window_all``)."""
 
     @abc.abstractmethod
@@ -66,7 +74,7 @@ class AllWindowFunction(Function):
         """Evaluates ``window`` holding ``inputs``."""
 
 
-class ProcessWindowFunction(Function):
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """Evaluates a keyed window with a context: the window, the clocks and state::
 
     >>> class Report(ProcessWindowFunction):
@@ -74,7 +82,7 @@ class ProcessWindowFunction(Function):
     ...         yield key, context.window().end, len(list(elements))
     """
 
-    class Context(abc.ABC):
+    class Context(abc.ABC, Generic[W2]):
         """The window being evaluated and what the function may use."""
 
         @abc.abstractmethod
@@ -105,10 +113,10 @@ class ProcessWindowFunction(Function):
         lateness): delete the per-window state kept in ``context.window_state()``."""
 
 
-class ProcessAllWindowFunction(Function):
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
     """Evaluates a window of a non-keyed stream with a context."""
 
-    class Context(abc.ABC):
+    class Context(abc.ABC, Generic[W2]):
         @abc.abstractmethod
         def window(self) -> Any: ...
 
@@ -138,7 +146,7 @@ class PassThroughAllWindowFunction(AllWindowFunction):
         yield from inputs
 
 
-class InternalWindowFunction(Function):
+class InternalWindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """What the window operator calls when a window fires: one interface over the four
     kinds of user window function, fed either the single reduced/aggregated value or the
     buffered elements (``process(key, window, context, input_data)``), and ``clear`` when

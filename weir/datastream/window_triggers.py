@@ -9,7 +9,7 @@ to a pane and once per timer it registered; it keeps no state of its own between
 from __future__ import annotations
 
 import abc
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 from weir.common.typeinfo import Types
 from weir.core.windowing import CountWindow, GlobalWindow, TimeWindow, TriggerResult, Window
@@ -41,7 +41,11 @@ def _interval_ms(interval: Any, what: str) -> int:
     return millis
 
 
-class Trigger(abc.ABC):
+T = TypeVar("T")
+W = TypeVar("W")
+
+
+class Trigger(abc.ABC, Generic[T, W]):
     """Decides when a pane (the elements of one key in one window) is evaluated.
 
     With a merging assigner (session windows) ``can_merge()`` must return True and

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from weir.common.typeinfo import RowTypeInfo, TypeInformation
+from weir.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, read_back
 from weir.core.job_graph import OperatorKind
 from weir.datastream.data_stream import DataStream, KeyedStream, _output_type
 from weir.datastream.functions import AggregateFunction, ReduceFunction
@@ -109,7 +109,7 @@ class _Windowed:
         return self._keyed_stream.get_execution_environment()
 
     def get_input_type(self) -> TypeInformation:
-        return self._keyed_stream.get_type()
+        return read_back(self._keyed_stream._record_type() or PickledBytesTypeInfo())
 
     def trigger(self, trigger: Trigger) -> Any:
         """Sets the trigger that decides when windows are evaluated."""
@@ -296,7 +296,9 @@ class WindowedStream(_Windowed):
 
 
 class AllWindowedStream(_Windowed):
-    """A non-keyed stream split into windows; evaluated in one subtask (parallelism 1)."""
+    """A non-keyed stream split into windows. As in PyFlink, every element gets the same
+    key, so the windows are evaluated in one subtask of an operator that runs at the
+    default parallelism."""
 
     _keyed_name = "AllWindow"
     _window_function_types = (AllWindowFunction, ProcessAllWindowFunction)
@@ -326,18 +328,3 @@ class AllWindowedStream(_Windowed):
             if process
             else InternalIterableAllWindowFunction(function)
         )
-
-    def _result(
-        self,
-        state_kind: str,
-        state_function: Any,
-        window_function: InternalWindowFunction | None,
-        func_desc: str,
-        output_type: TypeInformation | None,
-    ) -> DataStream:
-        out = super()._result(state_kind, state_function, window_function, func_desc, output_type)
-        t = out._transformation
-        t.parallelism = 1
-        t.max_parallelism = 1
-        t.non_parallel = True  # type: ignore[attr-defined]
-        return out

@@ -22,6 +22,11 @@ from weir.core.job_graph import (
 )
 from weir.core.local_paths import absolute_local_path
 from weir.graph.operator_ids import operator_ids
+from weir.graph.python_dependencies import (
+    pack_python_archives,
+    pack_python_files,
+    pack_python_requirements,
+)
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 from weir.graph.user_code import shipping_user_modules
 
@@ -56,7 +61,9 @@ _LOCAL_PATH_KEYS = (
     config_keys.CHECKPOINTING_DIR.key,
     config_keys.CHECKPOINTING_DIR_DEPRECATED.key,
     config_keys.SAVEPOINT_DIR.key,
+    config_keys.SAVEPOINT_DIR_DEPRECATED.key,
     config_keys.STATE_RECOVERY_PATH.key,
+    config_keys.STATE_RECOVERY_PATH_DEPRECATED.key,
 )
 
 
@@ -72,7 +79,33 @@ def _job_config(entries: Mapping[str, str]) -> dict[str, str]:
     for key in _LOCAL_PATH_KEYS:
         if known.get(key):
             known[key] = absolute_local_path(known[key])
+    # The job's Python dependencies travel in its configuration, read here where the paths
+    # name files: TaskManagers may run on other hosts.
+    for option, packed_key, pack in (
+        (config_keys.PYTHON_FILES, config_keys.PYTHON_FILES_ARCHIVE, pack_python_files),
+        (config_keys.PYTHON_ARCHIVES, config_keys.PYTHON_ARCHIVES_PACKED, pack_python_archives),
+        (
+            config_keys.PYTHON_REQUIREMENTS,
+            config_keys.PYTHON_REQUIREMENTS_PACKED,
+            pack_python_requirements,
+        ),
+    ):
+        paths = known.get(option.key)
+        if paths:
+            known[packed_key] = pack(paths)
     return config_keys.validate(known)
+
+
+def _chained_name(graph: StreamGraph, node: StreamNode) -> str:
+    """Flink's name of the chain from ``node`` on: ``A -> B``, and ``A -> (B -> C, D)`` where
+    ``A`` feeds several chained operators (in the order it got them)."""
+    outputs = [e.target_id for e in node.out_edges if graph.is_chainable(e)]
+    if not outputs:
+        return node.name
+    names = [_chained_name(graph, graph.nodes[target]) for target in outputs]
+    if len(names) == 1:
+        return f"{node.name} -> {names[0]}"
+    return f"{node.name} -> ({', '.join(names)})"
 
 
 def create_job_graph(graph: StreamGraph, job_id: JobId | None = None) -> JobGraphResult:
@@ -107,7 +140,7 @@ def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResul
         head_node = graph.nodes[head]
         vertices[head] = JobVertex(
             vertex_id=vertex_id[head],
-            name=" -> ".join(n.name for n in chain),
+            name=_chained_name(graph, head_node),
             parallelism=head_node.parallelism,
             max_parallelism=head_node.max_parallelism,
             operators=tuple(descriptors[n.id] for n in chain),
@@ -141,7 +174,7 @@ def _descriptor(
     content = node.payload
     if isinstance(node.output_type, RowTypeInfo) and isinstance(content, dict):
         # Rows this operator emits get the declared field names, as PyFlink's do.
-        content = {**content, "row_field_names": tuple(node.output_type.get_field_names())}
+        content = {**content, "row_field_names": tuple(node.output_type._field_names)}
     payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(

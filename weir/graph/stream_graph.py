@@ -22,6 +22,12 @@ from weir.graph.transformations import (
 __all__ = ["StreamEdge", "StreamGraph", "StreamNode", "build_stream_graph"]
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
+# Flink names sources and sinks in the graph it builds, whatever name the program gave.
+_PREFIXES = {
+    OperatorKind.SOURCE: "Source: ",
+    OperatorKind.PRINT: "Sink: ",
+    OperatorKind.SINK: "Sink: ",
+}
 
 
 @dataclass(eq=False)
@@ -35,6 +41,12 @@ class StreamEdge:
     """The side output of the source node this edge carries; empty for the main output."""
     output_type: TypeInformation | None = None
     """The type of the records on this edge when it is a side output's (the tag's)."""
+    partition_id: int | None = None
+    """The id of the partition transformation (``key_by``, ``rebalance``, ...) that set
+    this edge's partitioner; None for a default one."""
+    side_output_id: int | None = None
+    """The id of the ``get_side_output`` transformation this edge reads; None for the main
+    output."""
 
 
 @dataclass(eq=False)
@@ -136,35 +148,35 @@ def build_stream_graph(
         node = _make_node(t, nodes, default_parallelism, default_max_parallelism_setting)
         nodes[t.id] = node
         for index, upstream in enumerate(t.input_streams):
-            for source_id, partitioner, payload, side in _resolve(upstream):
+            for source_id, partition, payload, side in _resolve(upstream):
+                partitioner = None if partition is None else partition.partitioner
                 edge = _make_edge(nodes[source_id], node, index, partitioner, payload)
+                edge.partition_id = None if partition is None else partition.id
                 if side is not None:
                     edge.output_tag, edge.output_type = side.tag_id, side.output_type
+                    edge.side_output_id = side.id
                 nodes[source_id].out_edges.append(edge)
                 node.in_edges.append(edge)
                 edges.append(edge)
     return StreamGraph(job_name, nodes, edges, chaining_enabled)
 
 
-_Resolved = tuple[int, PartitionerKind | None, dict[str, Any], SideOutputTransformation | None]
+_Resolved = tuple[
+    int, PartitionTransformation | None, dict[str, Any], SideOutputTransformation | None
+]
 
 
 def _resolve(t: Transformation) -> list[_Resolved]:
-    """The physical operators behind ``t``, the partitioner a virtual node put on them,
-    and the side output read from them (None: the main output)."""
+    """The physical operators behind ``t``, the partition a virtual node put on them, and
+    the side output read from them (None: the main output)."""
     if isinstance(t, PhysicalTransformation):
         return [(t.id, None, {}, None)]
     if isinstance(t, PartitionTransformation):
         assert t.input is not None
-        return [
-            (nid, t.partitioner, t.partitioner_payload, side)
-            for nid, _, _, side in _resolve(t.input)
-        ]
+        return [(nid, t, t.partitioner_payload, side) for nid, _, _, side in _resolve(t.input)]
     if isinstance(t, SideOutputTransformation):
         assert t.input is not None
-        return [
-            (nid, partitioner, payload, t) for nid, partitioner, payload, _ in _resolve(t.input)
-        ]
+        return [(nid, partition, payload, t) for nid, partition, payload, _ in _resolve(t.input)]
     if isinstance(t, UnionTransformation):
         return [resolved for upstream in t.union_inputs for resolved in _resolve(upstream)]
     msg = f"unknown transformation {t!r}"
@@ -201,7 +213,7 @@ def _make_node(
         group = upstream_groups.pop() if len(upstream_groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
     return StreamNode(
         id=t.id,
-        name=t.name,
+        name=_PREFIXES.get(t.kind, "") + t.name,
         kind=t.kind,
         parallelism=parallelism,
         max_parallelism=max_parallelism,

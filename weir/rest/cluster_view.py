@@ -61,7 +61,7 @@ class ClusterView:
         savepoints: SavepointTrigger | None = None,
     ) -> None:
         self._security = SecurityConfig.from_config(config)
-        self.dispatcher = DispatcherGateway(dispatcher_address, self._security)
+        self.dispatcher = DispatcherGateway(dispatcher_address, security=self._security)
         self.config = dict(config)
         self.savepoints: SavepointTrigger = savepoints or UnsupportedSavepointTrigger()
         self._lock = threading.Lock()

@@ -59,7 +59,7 @@ class JobManagerMetrics:
         samples: list[MetricSample] = []
         try:
             with DispatcherGateway(
-                self._dispatcher_address, SecurityConfig.from_config(self._config)
+                self._dispatcher_address, security=SecurityConfig.from_config(self._config)
             ) as dispatcher:
                 overview = dispatcher.overview()
                 own = {"host": host}

@@ -14,7 +14,9 @@ from weir.core.security import SecurityConfig
 
 if __name__ == "__main__":
     address, what = sys.argv[1], sys.argv[2]
-    with DispatcherGateway(address, SecurityConfig.from_config(load_cli_config())) as gateway:
+    with DispatcherGateway(
+        address, security=SecurityConfig.from_config(load_cli_config())
+    ) as gateway:
         if what == "taskmanagers":
             print(
                 json.dumps(

@@ -168,3 +168,81 @@ def test_a_missing_checkpoint_refuses_the_submission(cluster, tmp_path, capsys):
     missing = str(tmp_path / "nowhere" / "chk-3")
     assert cli.main(["run", "-m", cluster.address, "-s", missing, str(script), *args]) == 1
     assert f"cannot start from {missing}" in capsys.readouterr().err
+
+
+# A job that fails for good after a checkpoint completed; argv: checkpoint directory and
+# the retention setting.
+FAILING_JOB = textwrap.dedent(
+    """
+    import sys
+    import time
+
+    from weir.common import Configuration, WatermarkStrategy
+    from weir.datastream import (
+        ExternalizedCheckpointRetention, MapFunction, StreamExecutionEnvironment,
+    )
+    from weir.datastream.connectors.number_seq import NumberSequenceSource
+    from weir.datastream.functions import SinkFunction
+
+    checkpoints, retention = sys.argv[1:3]
+
+
+    class FailAfterACheckpoint(MapFunction):
+        completed = 0
+
+        def notify_checkpoint_complete(self, checkpoint_id):
+            self.completed = checkpoint_id
+
+        def map(self, value):
+            if self.completed:
+                raise RuntimeError("planned failure")
+            time.sleep(0.001)
+            return value
+
+
+    class DiscardingSink(SinkFunction):
+        def invoke(self, value, context):
+            pass
+
+
+    config = Configuration()
+    config.set_string("restart-strategy.type", "none")
+    env = StreamExecutionEnvironment.get_execution_environment(config)
+    env.enable_checkpointing(100)
+    checkpoint_config = env.get_checkpoint_config()
+    checkpoint_config.set_checkpoint_storage_dir(checkpoints)
+    if retention != "default":
+        checkpoint_config.set_externalized_checkpoint_retention(
+            ExternalizedCheckpointRetention[retention]
+        )
+    env.from_source(
+        NumberSequenceSource(0, 10**9), WatermarkStrategy.no_watermarks(), "numbers"
+    ).map(FailAfterACheckpoint()).add_sink(DiscardingSink())
+    env.execute("fails after a checkpoint")
+    """
+)
+
+
+def test_a_failed_job_says_how_to_resume_from_the_checkpoint_it_kept(cluster, tmp_path, capsys):
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_JOB)
+    args = [f"file://{tmp_path / 'checkpoints'}", "DELETE_ON_CANCELLATION"]
+    assert cli.main(["run", "-m", cluster.address, str(script), *args]) == 1
+    err = capsys.readouterr().err
+    assert "planned failure" in err
+    match = re.search(r"weir run -s (\S+/chk-\d+/_metadata) (.*)$", err, re.MULTILINE)
+    assert match, err
+    assert match.group(2) == " ".join([str(script), *args])
+    assert Path(match.group(1).removeprefix("file://")).is_file()
+
+
+def test_with_the_default_retention_a_failed_job_names_the_setting(cluster, tmp_path, capsys):
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_JOB)
+    args = [f"file://{tmp_path / 'checkpoints'}", "default"]
+    assert cli.main(["run", "-m", cluster.address, str(script), *args]) == 1
+    err = capsys.readouterr().err
+    assert "NO_EXTERNALIZED_CHECKPOINTS" in err
+    assert "set_externalized_checkpoint_retention" in err
+    assert f"weir run -s <its chk-N directory> {script} {' '.join(args)}" in err
+    assert not list((tmp_path / "checkpoints").glob("*/chk-*"))

@@ -14,7 +14,7 @@ import pytest
 from _rm_testing import TestingJobMaster, wait_until
 
 from weir.core import rpc
-from weir.core.errors import ServiceUnavailableError, SlotAllocationError
+from weir.core.errors import LeaderLostError, ServiceUnavailableError, SlotAllocationError
 from weir.core.security import SecurityConfig
 from weir.proto import (
     common_pb2,
@@ -82,11 +82,11 @@ class _Client:
         self.queue_slot_request(job_id, count, job_master.address, timeout_ms)
         return job_master.await_offer(job_id)
 
-    def release_slots(self, job_id: str) -> None:
+    def release_slots(self, job_id: str, fencing_token: str = "") -> None:
         rpc.call(
             "ReleaseSlots",
             self.stub.ReleaseSlots,
-            resourcemanager_pb2.ReleaseSlotsRequest(job_id=job_id),
+            resourcemanager_pb2.ReleaseSlotsRequest(job_id=job_id, fencing_token=fencing_token),
         )
 
 
@@ -149,6 +149,37 @@ class TestResourceManager:
         wait_until(
             lambda: all(tm.free_slots == 1 for tm in client.task_managers()),
             "both slots to be free again",
+        )
+
+    def test_a_release_from_a_jobmaster_of_another_leader_session_is_refused(
+        self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
+    ) -> None:
+        """Fencing: a deposed master's JobMaster that finds this (the new leader's)
+        ResourceManager must not free the slots of the job its successor runs."""
+        rm, client = cluster
+        rm.set_leader_session("new-session")
+        rpc.call(
+            "RequestSlots",
+            client.stub.RequestSlots,
+            resourcemanager_pb2.RequestSlotsRequest(
+                job_id="job-f",
+                count=2,
+                jobmaster_address=job_master.address,
+                timeout_ms=60_000,
+                request_id="job-f",
+                protocol_version=rpc.SLOT_PROTOCOL_VERSION,
+                fencing_token="new-session",
+            ),
+            timeout=10,
+        )
+        assert len(job_master.await_offer("job-f")) == 2
+        with pytest.raises(LeaderLostError, match="deposed"):
+            client.release_slots("job-f", fencing_token="old-session")
+        assert all(tm.free_slots == 0 for tm in client.task_managers())  # nothing freed
+        client.release_slots("job-f", fencing_token="new-session")
+        wait_until(
+            lambda: all(tm.free_slots == 1 for tm in client.task_managers()),
+            "the slots to be freed by the JobMaster of the current session",
         )
 
     def test_a_request_that_can_never_be_met_fails_at_once_and_says_what_to_do(

@@ -93,7 +93,7 @@ def tls_cluster(spark_session, certs) -> Iterator[tuple[MiniCluster, str]]:
 
 
 def _good_gateway(cluster: MiniCluster, certs: ClusterTestCertificates) -> DispatcherGateway:
-    return DispatcherGateway(cluster.address, SecurityConfig.from_config(certs.config()))
+    return DispatcherGateway(cluster.address, security=SecurityConfig.from_config(certs.config()))
 
 
 def _running(gateway: DispatcherGateway, job_id: str) -> bool:

@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from weir.common import Configuration, Duration, Row, RowKind, Time, Types, WatermarkStrategy
-from weir.common.typeinfo import serializer_kind_of
+from weir.common.typeinfo import read_back, serializer_kind_of
 from weir.core.job_graph import SerializerKind
 
 
@@ -84,6 +84,36 @@ class TestTypes:
     def test_others_pickle(self, t):
         assert serializer_kind_of(t) is SerializerKind.PICKLE
 
+    def test_print_as_pyflinks(self):
+        assert repr(Types.ROW([Types.INT(), Types.STRING()])) == "RowTypeInfo(Integer, String)"
+        named = Types.ROW_NAMED(["id", "name"], [Types.LONG(), Types.STRING()])
+        assert repr(named) == "RowTypeInfo(id: Long, name: String)"
+        assert [repr(t) for t in (Types.SQL_DATE(), Types.SQL_TIME(), Types.SQL_TIMESTAMP())] == [
+            "DateTypeInfo",
+            "TimeTypeInfo",
+            "TimestampTypeInfo",
+        ]
+        assert repr(Types.PICKLED_BYTE_ARRAY()) == "PickledByteArrayTypeInfo"
+
+    def test_read_back_names_every_row_type(self):
+        row = Types.ROW([Types.INT()])
+        nested = Types.TUPLE([Types.LIST(row), Types.MAP(Types.STRING(), row)])
+        assert repr(read_back(nested)) == (
+            "TupleTypeInfo(ListTypeInfo<RowTypeInfo(f0: Integer)>, "
+            "MapTypeInfo<String, RowTypeInfo(f0: Integer)>)"
+        )
+        assert repr(row) == "RowTypeInfo(Integer)"  # the declared type is left as it was
+        assert read_back(row) == row
+        assert read_back(Types.INT()) == Types.INT()
+
+    def test_row_types_are_equal_by_field_types_and_named_once_asked(self):
+        row = Types.ROW([Types.INT(), Types.STRING()])
+        named = Types.ROW_NAMED(["x", "y"], [Types.INT(), Types.STRING()])
+        assert row == named
+        assert hash(row) == hash(named)
+        assert row.get_field_names() == ["f0", "f1"]
+        assert repr(row) == "RowTypeInfo(f0: Integer, f1: String)"
+
     def test_row_named(self):
         t = Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.INT()])
         assert t.get_field_names() == ["k", "v"]
@@ -114,6 +144,18 @@ class TestConfiguration:
         with pytest.raises(ValueError, match="'k'"):
             config.get_integer("k", 0)
 
+    def test_prints_and_lists_its_keys_in_flinks_hash_map_order(self):
+        """As PyFlink's, a Java HashMap behind: str() in its bucket order with secrets
+        hidden; to_dict() in the order of the smaller copy Flink hands out."""
+        config = Configuration()
+        for key in ("i", "b", "s", "f"):
+            config.set_string(key, key.upper())
+        # "i" (105) falls in bucket 9 of 16 but bucket 1 of the 8 of the copy.
+        assert str(config) == "{b=B, s=S, f=F, i=I}"
+        assert list(config.to_dict()) == ["i", "b", "s", "f"]
+        assert str(Configuration().set_string("db.password", "x")) == "{db.password=******}"
+        assert str(Configuration()) == "{}"
+
 
 class TestTime:
     def test_duration_and_time(self):
@@ -127,6 +169,12 @@ class TestTime:
         assert Time.hours(2).to_milliseconds() == 7_200_000
         assert Time.days(1).to_milliseconds() == 86_400_000
         assert Time.milliseconds(9).to_milliseconds() == 9
+
+    def test_print_as_pyflinks(self):
+        """Time prints as "5000 ms"; neither has a repr of its own, as in PyFlink."""
+        assert str(Time.seconds(5)) == "5000 ms"
+        assert repr(Time.seconds(5)).startswith("<weir.common.time.Time object at ")
+        assert str(Duration.of_seconds(5)).startswith("<weir.common.time.Duration object at ")
 
     def test_watermark_strategy_keeps_settings(self):
         ws = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)).with_idleness(
@@ -148,3 +196,12 @@ def test_parse_list_value_reads_yaml_lists_and_semicolons() -> None:
     assert Configuration.parse_list_value("[1, x]") == [1, "x"]
     assert Configuration.parse_list_value("a;b") == ["a", "b"]
     assert Configuration.parse_list_value("") == []
+
+
+def test_restart_strategies_import_but_fail_as_in_pyflink_2() -> None:
+    from weir.common import RestartStrategies
+
+    with pytest.raises(TypeError, match="restart-strategy.fixed-delay.attempts"):
+        RestartStrategies.fixed_delay_restart(3, 1000)
+    with pytest.raises(TypeError, match="restart-strategy.type: none"):
+        RestartStrategies.no_restart()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from weir.common import Row
+from weir.common import Row, Types
 from weir.datastream._aggregation import AccumulateReduceFunction, AccumulateType
 from weir.datastream.connectors import CollectionSource, NumberSequenceSource
 
@@ -47,6 +47,24 @@ class TestCollectionSource:
         data.append("later")
         assert drain(source.create_reader(Ctx(0, 1)), 2) == [1, "a", (2, 3)]
         assert drain(source.create_reader(Ctx(1, 2))) == []
+
+    def test_declared_byte_short_and_int_narrow_as_java(self):
+        def read(data, type_info):
+            return drain(CollectionSource(data, type_info).create_reader(Ctx(0, 1)))
+
+        assert read([40000, -40000, 32767], Types.SHORT()) == [-25536, 25536, 32767]
+        assert read([200, -129], Types.BYTE()) == [-56, 127]
+        assert read([3000000000, -2147483649], Types.INT()) == [-1294967296, 2147483647]
+        assert read([2**40, 1.5, "x"], Types.LONG()) == [2**40, 1.5, "x"]
+        pair = Types.TUPLE([Types.SHORT(), Types.STRING()])
+        assert read([(70000, "a")], pair) == [(4464, "a")]
+        row = Row(n=65536, s="y")
+        (narrowed,) = read([row], Types.ROW_NAMED(["n", "s"], [Types.SHORT(), Types.STRING()]))
+        assert (narrowed.n, narrowed.s, row.n) == (0, "y", 65536)
+        assert read([{"a": 3000000000}], Types.MAP(Types.STRING(), Types.INT())) == [
+            {"a": -1294967296}
+        ]
+        assert read([[70000]], Types.LIST(Types.SHORT())) == [[4464]]
 
 
 def fold(kind, position, values):

@@ -62,6 +62,22 @@ class TestStateTtlConfig:
         assert rocksdb.get_query_time_after_num_entries() == 50
         assert rocksdb.get_periodic_compaction_time() == Duration.of_hours(1)
 
+    def test_prints_as_pyflinks(self):
+        config = (
+            StateTtlConfig.new_builder(Time.seconds(1))
+            .set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
+            .build()
+        )
+        assert (
+            repr(config)
+            == str(config)
+            == (
+                "StateTtlConfig<update_type=UpdateType.OnReadAndWrite, "
+                "state_visibility=StateVisibility.NeverReturnExpired,"
+                "ttl_time_characteristic =TtlTimeCharacteristic.ProcessingTime,ttl=1000 ms>"
+            )
+        )
+
     def test_without_background_cleanup_no_default_strategies(self):
         strategies = (
             StateTtlConfig.new_builder(Time.seconds(1))

@@ -71,11 +71,12 @@ class TestExecute:
         assert result.result().get_job_id() == graph.job_id
         assert client.cancel().result() is None
         assert client.get_accumulators().result() == {}
-        with pytest.raises(WeirError, match="savepoints are not available yet"):
+        with pytest.raises(WeirError, match="cannot take savepoints"):
             client.trigger_savepoint("file:///tmp/sp")
 
     def test_config_and_job_parameters(self, executor):
         config = Configuration().set_string("python.fn-execution.bundle.size", "10")
+        config.set_string("python.executable", "python3")
         env = StreamExecutionEnvironment.get_execution_environment(config)
         env.set_buffer_timeout(5).set_parallelism(3).set_max_parallelism(64)
         env.get_config().set_global_job_parameters({"threshold": "7"})
@@ -85,8 +86,19 @@ class TestExecute:
         assert graph.config["execution.buffer-timeout.interval"] == "5"
         assert graph.config["parallelism.default"] == "3"
         assert graph.config["pipeline.max-parallelism"] == "64"
-        assert "python.fn-execution.bundle.size" not in graph.config
+        assert graph.config["python.fn-execution.bundle.size"] == "10"
+        assert "python.executable" not in graph.config  # PyFlink's, meaningless here
         assert graph.job_parameters == {"threshold": "7"}
+
+    def test_flinks_deprecated_keys_still_apply(self):
+        config = Configuration()
+        config.set_string("pipeline.operator-chaining", "false")
+        config.set_string("execution.buffer-timeout", "1 min")
+        env = StreamExecutionEnvironment.get_execution_environment(config)
+        assert not env.is_chaining_enabled() and env.get_buffer_timeout() == 60_000
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.configure(config)
+        assert not env.is_chaining_enabled() and env.get_buffer_timeout() == 60_000
 
     def test_configuration_sets_the_defaults(self):
         config = Configuration().set_integer("parallelism.default", 4)
@@ -446,3 +458,23 @@ class TestSettingsAsPyFlinkReportsThem:
         env.close()
         with pytest.raises(JobGraphError, match="No operators"):
             env.execute()
+
+
+class TestDependencies:
+    def test_recorded_under_pyflinks_keys(self, tmp_path):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        first, second = tmp_path / "a.py", tmp_path / "b.py"
+        env.add_python_file(str(first))
+        env.add_python_file(str(second))
+        env.add_jars("file:///x.jar", "file:///y.jar")
+        env.add_jars("file:///z.jar")
+        env.set_python_executable("python3")
+        env.set_python_requirements("req.txt", "cache")
+        env.add_python_archive("venv.zip", "venv")
+        config = env._configuration
+        assert config.get_string("python.files", "") == f"{second},{first}"
+        assert config.get_string("pipeline.jars", "") == "file:///x.jar;file:///y.jar;file:///z.jar"
+        assert config.get_string("python.requirements", "") == "req.txt#cache"
+        assert config.get_string("python.archives", "") == "venv.zip#venv"
+        with pytest.raises(NotImplementedError, match="InputFormat"):
+            env.create_input(object())

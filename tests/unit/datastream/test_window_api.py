@@ -110,11 +110,14 @@ def test_a_custom_trigger_turns_the_fast_path_off():
     assert ds._transformation.payload["fast_path"] is None
 
 
-def test_window_all_runs_at_parallelism_one():
+def test_window_all_keys_every_element_alike_at_the_default_parallelism():
+    """As PyFlink's: one key, so one subtask sees every window, but the operator runs at
+    the default parallelism (and may be given another)."""
     ds = stream().window_all(TumblingEventTimeWindows.of(Time.seconds(5))).reduce(max)
-    assert ds._transformation.parallelism == 1
-    with pytest.raises(ValueError, match="non parallel"):
-        ds.set_parallelism(2)
+    assert ds._transformation.parallelism is None
+    key = ds._transformation.payload["key_selectors"][0]
+    assert {key(x) for x in [(1, 2), "a", None]} == {0}
+    ds.set_parallelism(2)
 
 
 def test_negative_lateness_and_wrong_arguments_are_refused():
@@ -135,3 +138,16 @@ def test_a_merging_all_window_needs_a_merging_trigger():
     windowed = stream().window_all(EventTimeSessionWindows.with_gap(Time.seconds(1)))
     with pytest.raises(TypeError, match="does not support merging"):
         windowed.trigger(NotMerging(2))
+
+
+def test_window_functions_triggers_and_assigners_are_generic_as_in_pyflink():
+    from weir.datastream.functions import ProcessAllWindowFunction, ProcessWindowFunction
+    from weir.datastream.window import CountWindow, TimeWindow, Trigger, WindowAssigner
+
+    class Count(ProcessWindowFunction[tuple, tuple, str, TimeWindow]):
+        def process(self, key, context: ProcessWindowFunction.Context[TimeWindow], elements):
+            return [len(list(elements))]
+
+    assert Count().process("k", None, [1, 2]) == [2]
+    assert ProcessAllWindowFunction[tuple, tuple, CountWindow] is not None
+    assert Trigger[tuple, TimeWindow] is not None and WindowAssigner[tuple, TimeWindow] is not None

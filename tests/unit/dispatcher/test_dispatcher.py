@@ -45,6 +45,7 @@ class TestDispatcher:
             return runner
 
         dispatcher = Dispatcher({}, StandaloneHaServices(), factory)
+        dispatcher.start("127.0.0.1:1")  # leads at once: standalone
         errors: list[BaseException] = []
 
         def submit() -> None:
@@ -78,6 +79,7 @@ class TestDispatcher:
             return runner
 
         dispatcher = Dispatcher({}, StandaloneHaServices(), factory)
+        dispatcher.start("127.0.0.1:1")  # leads at once: standalone
         job_id = dispatcher.submit_job(_graph("b" * 32))
         changes: list[int] = []
         watch = dispatcher.watch(job_id, lambda: changes.append(1))

@@ -38,13 +38,13 @@ class TestChaining:
         env.from_collection([1]).rebalance().map(lambda x: x).name("m1").map(lambda x: x).name(
             "m2"
         ).print()
-        assert chains(build(env))[1] == ["m1", "m2", "Print to Std. Out"]
+        assert chains(build(env))[1] == ["m1", "m2", "Sink: Print to Std. Out"]
 
     def test_unequal_parallelism_is_rebalance_and_does_not_chain(self):
         env = new_env()
         env.from_collection([1]).map(lambda x: x).name("m").print()
         graph = build(env)
-        assert chains(graph) == [["Source: Collection Source"], ["m", "Print to Std. Out"]]
+        assert chains(graph) == [["Source: Collection Source"], ["m", "Sink: Print to Std. Out"]]
         assert graph.edges[0].partitioner is PartitionerKind.REBALANCE
 
     def test_explicit_forward_with_unequal_parallelism_fails(self):
@@ -56,7 +56,10 @@ class TestChaining:
     def test_non_forward_edge_does_not_chain(self):
         env = new_env(1)
         env.from_collection([1]).shuffle().map(lambda x: x).name("m").print()
-        assert chains(build(env)) == [["Source: Collection Source"], ["m", "Print to Std. Out"]]
+        assert chains(build(env)) == [
+            ["Source: Collection Source"],
+            ["m", "Sink: Print to Std. Out"],
+        ]
 
     def test_env_disable_operator_chaining(self):
         env = new_env(1).disable_operator_chaining()
@@ -101,11 +104,21 @@ class TestChaining:
         graph = build(env)
         vertex = graph.vertices[0]
         ops = {op.name: op for op in vertex.operators}
-        assert list(ops) == ["Source: Collection Source", "m", "x", "Print to Std. Out", "y"]
+        assert list(ops) == ["Source: Collection Source", "m", "x", "Sink: Print to Std. Out", "y"]
         assert ops["m"].chained_outputs == (ops["x"].operator_id, ops["y"].operator_id)
         (edge,) = graph.edges
         assert edge.source_operator == ops["y"].operator_id
         assert edge.source_vertex == vertex.vertex_id
+
+    def test_vertex_name_groups_chained_outputs_as_flink(self):
+        env = new_env(1)
+        m = env.from_collection([1]).map(lambda x: x).name("m")
+        m.map(lambda x: x).name("x").print()
+        m.map(lambda x: x).name("y").rebalance().print()
+        vertex = build(env).vertices[0]
+        assert vertex.name == (
+            "Source: Collection Source -> m -> (x -> Sink: Print to Std. Out, y)"
+        )
 
 
 class TestOperatorIds:
@@ -172,7 +185,7 @@ class TestParallelism:
         graph = build(env)
         by_name = {v.head.name: v for v in graph.vertices}
         assert by_name["m"].max_parallelism == 8
-        assert by_name["Print to Std. Out"].max_parallelism == 16
+        assert by_name["Sink: Print to Std. Out"].max_parallelism == 16
 
     def test_max_below_parallelism_fails(self):
         env = new_env(4)

@@ -6,12 +6,15 @@ from typing import Any
 
 from task_testing import Recorder, collect_op
 
+from weir.core.job_graph import SerializerKind
 from weir.taskmanager.operators.base import OperatorSetup
 from weir.taskmanager.operators.chain import OperatorChain
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 
 
-def _collect_chain(recorder: Recorder, restored_checkpoint_id: int = 0) -> OperatorChain:
+def _collect_chain(
+    recorder: Recorder, restored_checkpoint_id: int = 0, payload: dict[str, Any] | None = None
+) -> OperatorChain:
     descriptor = collect_op()
     context = StreamingRuntimeContext(
         task_name="collect",
@@ -24,7 +27,7 @@ def _collect_chain(recorder: Recorder, restored_checkpoint_id: int = 0) -> Opera
     )
     setup = OperatorSetup(
         descriptor=descriptor,
-        payload={},
+        payload=payload or {},
         runtime_context=context,
         keyed_state_backend=None,
         subtask_index=0,
@@ -67,3 +70,15 @@ class TestCollectOperatorEpochs:
         chain.finish()
 
         assert recorder.collect_epochs == [12, 12]
+
+
+class TestCollectOperatorSerializer:
+    def test_an_untyped_stream_keeps_bytearrays(self):
+        recorder = Recorder()
+        chain = _collect_chain(recorder, payload={"serializer": SerializerKind.PICKLE})
+        _feed(chain, [bytearray(b"ab"), b"cd"])
+        chain.finish()
+
+        (records,) = recorder.collected.values()
+        assert records == [bytearray(b"ab"), b"cd"]
+        assert type(records[0]) is bytearray

@@ -56,6 +56,14 @@ def test_doubles_print_as_java_does(value, text):
             (1, ("b", 2)),
             "(1,(b,2))",
         ),
+        # A Row inside a typed tuple is Java's to print: Row.toString, fields Java's way.
+        (
+            Types.TUPLE([Types.INT(), Types.ROW([Types.STRING(), Types.DOUBLE(), Types.INT()])]),
+            (1, Row("x", 2.0, None)),
+            "(1,+I[x, 2.0, null])",
+        ),
+        # java.sql.Time prints without its fraction.
+        (Types.SQL_TIME(), datetime.time(1, 2, 3, 250000), "01:02:03"),
     ],
 )
 def test_records_render_as_pyflink_prints_them(type_info, value, text):

@@ -19,6 +19,7 @@ from task_testing import (
 
 from weir.core.deployment import ExecutionState
 from weir.core.job_graph import OperatorDescriptor, OperatorKind, PartitionerKind
+from weir.taskmanager.task import Task, TaskServices
 
 K = OperatorKind
 
@@ -170,8 +171,8 @@ class TestOneInputChains:
         d.parameters["k"] = "v"
         _, rec = run_tasks(d)
         assert sorted(rec.records(sink)) == [
-            (0, 2, 64, "Map", "Map (1/2)", 0, "v", "d"),
-            (1, 2, 64, "Map", "Map (2/2)", 0, "v", "d"),
+            (0, 2, 64, "Map", "Map (1/2)#0", 0, "v", "d"),
+            (1, 2, 64, "Map", "Map (2/2)#0", 0, "v", "d"),
         ]
 
 
@@ -292,3 +293,109 @@ class TestTwoInputOperators:
         run_tasks(d, env, rec, only=[left])
         run_tasks(d, env, rec, only=[right, co])
         assert sorted(rec.records(sink), key=str) == [("a", ("a", 1), "x"), ("c", None, "y")]
+
+
+# --- bundles (python.fn-execution.bundle.size) ---------------------------------------------
+
+BUNDLE_LOG: list = []
+MAP_TASKS: dict = {}
+
+
+class RecordingReader:
+    """Polled for ``max_records``; remembers every request."""
+
+    def __init__(self, records: list) -> None:
+        self.records = list(records)
+        self.requests: list[int] = []
+
+    def poll_batch(self, max_records: int):
+        self.requests.append(max_records)
+        BUNDLE_LOG.append(("poll", max_records))
+        if not self.records:
+            return None
+        out, self.records = self.records[:max_records], self.records[max_records:]
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+class RecordingSource:
+    def __init__(self, records: list) -> None:
+        self.records = records
+
+    def create_reader(self, context):
+        return RecordingReader(self.records)
+
+
+def log_and_ask_the_mailbox(value):
+    """Logs each record; the first one queues a mailbox action of the map's own task."""
+    if value == 0:
+        MAP_TASKS["map"].mailbox.put(lambda: BUNDLE_LOG.append("mailbox"))
+    BUNDLE_LOG.append(value)
+    return value
+
+
+class TestBundles:
+    def test_a_source_polls_at_most_the_bundle_size(self):
+        BUNDLE_LOG.clear()
+        d, sink = _single(
+            op(K.SOURCE, {"source": RecordingSource(list(range(7)))}),
+            collect_op(),
+        )
+        d.config["python.fn-execution.bundle.size"] = "3"
+        _, rec = run_tasks(d)
+        assert rec.records(sink) == list(range(7))
+        assert [n for what, n in BUNDLE_LOG] == [3, 3, 3, 3]
+
+    def test_a_network_buffer_larger_than_the_bundle_is_processed_a_bundle_at_a_time(self):
+        """The mailbox is served between two bundles of one buffer, not only after it."""
+        BUNDLE_LOG.clear()
+        src = vertex([source_op(list(range(6)))], name="src")
+        mapped = chain(op(K.MAP, {"function": log_and_ask_the_mailbox}), collect_op())
+        d = Deployment([src, vertex(mapped, name="map")])
+        d.connect(src, d.vertices[1], PartitionerKind.FORWARD)
+        d.config["python.fn-execution.bundle.size"] = "2"
+        env, recorder = TestingNetworkEnvironment(), Recorder()
+        services = TaskServices(env, recorder.report_state, recorder.collect)
+        # The source's six records leave in one buffer (they fit, and nothing flushes
+        # before the source ends).
+        tasks = [Task(d.tdd(v), services) for v in d.vertices]
+        MAP_TASKS["map"] = tasks[1]
+        for t in tasks:
+            t.start()
+        assert all(t.join(30) for t in tasks)
+        assert len(env.partitions[next(iter(env.partitions))].emitted) == 1
+        assert recorder.records(mapped[-1]) == list(range(6))
+        assert BUNDLE_LOG == [0, 1, "mailbox", 2, 3, 4, 5]
+
+
+class StatefulConcat:
+    """A reduce function with state of its own: how many merges its key has seen."""
+
+    def open(self, ctx):
+        class Descriptor:
+            name = "merges"
+
+        self.merges = ctx.get_state(Descriptor())
+
+    def reduce(self, a, b):
+        merges = (self.merges.value() or 0) + 1
+        self.merges.update(merges)
+        return (a[0] + b[0], a[1], merges)
+
+
+class TestBatchReduce:
+    def test_the_function_sees_the_state_of_its_key_and_list_keys_work(self):
+        records = [("a", [0], 0), ("c", [1], 0), ("d", [1], 0), ("b", [0], 0), ("e", [1], 0)]
+        d, sink = _single(
+            source_op(records),
+            op(
+                K.REDUCE,
+                {"function": StatefulConcat(), "key_selectors": [lambda r: r[1]]},
+            ),
+            collect_op(),
+        )
+        d.config["execution.runtime-mode"] = "BATCH"
+        _, rec = run_tasks(d)
+        assert sorted(rec.records(sink)) == [("ab", [0], 1), ("cde", [1], 2)]

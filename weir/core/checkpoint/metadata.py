@@ -11,6 +11,11 @@ Layout (all integers big-endian)::
 The body is plain JSON of the handles (inline state as base64), never a pickle, so a
 checkpoint can be inspected with any JSON tool and restoring it runs no stored code. The
 header catches truncation and corruption before the JSON is parsed.
+
+A savepoint's ``_metadata`` names the files in its own directory relative to it
+(``{"relative": "name"}`` in place of ``{"path": url}``, Flink's
+``RelativeFileStateHandle``), so the directory can be moved or copied and restored from
+its new place: ``decode_metadata`` resolves them against the directory it read from.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import enum
 import json
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +73,8 @@ class OperatorState:
     finished_subtasks: frozenset[int] = frozenset()
     """Subtasks that had finished (their final checkpoint completed, they exited) when
     the checkpoint was taken: restored as finished, never run again. They hold no state."""
+    uid: str = ""
+    """The operator's uid when it had one (``operator_id`` is derived from it)."""
 
     @property
     def state_size(self) -> int:
@@ -123,22 +130,24 @@ class CheckpointMetadata:
 # -- encoding ------------------------------------------------------------------------
 
 
-def encode_metadata(metadata: CheckpointMetadata) -> bytes:
-    """The ``_metadata`` bytes of ``metadata``."""
-    body = json.dumps(
-        {
-            "format": _FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "job_id": metadata.job_id,
-            "checkpoint_id": metadata.checkpoint_id,
-            "trigger_timestamp_ms": metadata.trigger_timestamp_ms,
-            "completion_timestamp_ms": metadata.completion_timestamp_ms,
-            "checkpoint_type": metadata.checkpoint_type.value,
-            "operators": [_operator_to_json(op) for op in metadata.operator_states.values()],
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    ).encode("utf-8")
+def encode_metadata(metadata: CheckpointMetadata, *, relative_to: str | None = None) -> bytes:
+    """The ``_metadata`` bytes of ``metadata``. With ``relative_to`` (the URL of the
+    directory the file is written to), files inside that directory are named relative
+    to it (a savepoint)."""
+    doc = {
+        "format": _FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "job_id": metadata.job_id,
+        "checkpoint_id": metadata.checkpoint_id,
+        "trigger_timestamp_ms": metadata.trigger_timestamp_ms,
+        "completion_timestamp_ms": metadata.completion_timestamp_ms,
+        "checkpoint_type": metadata.checkpoint_type.value,
+        "operators": [_operator_to_json(op) for op in metadata.operator_states.values()],
+    }
+    if relative_to is not None:
+        prefix = relative_to.rstrip("/") + "/"
+        _rewrite_handles(doc, lambda h: _to_relative(h, prefix))
+    body = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
     return _HEADER.pack(MAGIC, FORMAT_VERSION, len(body), zlib.crc32(body)) + body
 
 
@@ -166,6 +175,8 @@ def decode_metadata(data: bytes, *, source: str = "_metadata") -> CheckpointMeta
         if doc.get("format") != _FORMAT_NAME:
             msg = f"unexpected format {doc.get('format')!r}"
             raise ValueError(msg)
+        base = metadata_directory(source)
+        _rewrite_handles(doc, lambda h: _from_relative(h, base))
         operators = [_operator_from_json(op) for op in doc["operators"]]
         return CheckpointMetadata(
             job_id=JobId(doc["job_id"]),
@@ -178,6 +189,47 @@ def decode_metadata(data: bytes, *, source: str = "_metadata") -> CheckpointMeta
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         msg = f"{source} cannot be decoded: {exc}"
         raise CorruptCheckpointError(msg, path=source) from exc
+
+
+def metadata_directory(pointer: str) -> str:
+    """The directory of a ``_metadata`` file, given the file or the directory."""
+    pointer = pointer.rstrip("/")
+    suffix = "/_metadata"
+    return pointer[: -len(suffix)] if pointer.endswith(suffix) else pointer
+
+
+def _rewrite_handles(doc: Any, rewrite: Callable[[dict[str, Any]], None]) -> None:
+    """Apply ``rewrite`` to every stream handle (a dict with a ``checksum``) in ``doc``."""
+    if isinstance(doc, dict):
+        if "checksum" in doc and "size" in doc:
+            rewrite(doc)
+            return
+        for value in doc.values():
+            _rewrite_handles(value, rewrite)
+    elif isinstance(doc, list):
+        for value in doc:
+            _rewrite_handles(value, rewrite)
+
+
+def _to_relative(handle: dict[str, Any], prefix: str) -> None:
+    path = handle.get("path")
+    if isinstance(path, str) and path.startswith(prefix) and "/" not in path[len(prefix) :]:
+        del handle["path"]
+        handle["relative"] = path[len(prefix) :]
+
+
+def _from_relative(handle: dict[str, Any], base: str) -> None:
+    relative = handle.pop("relative", None)
+    if relative is not None:
+        if (
+            not isinstance(relative, str)
+            or not relative
+            or "/" in relative
+            or relative in {".", ".."}
+        ):
+            msg = f"bad relative state file name {relative!r}"
+            raise ValueError(msg)
+        handle["path"] = f"{base}/{relative}"
 
 
 def encode_task_state(snapshot: TaskStateSnapshot) -> bytes:
@@ -209,6 +261,7 @@ def _operator_to_json(op: OperatorState) -> dict[str, Any]:
             for index, state in sorted(op.subtask_states.items())
         ],
         "finished_subtasks": sorted(op.finished_subtasks),
+        **({"uid": op.uid} if op.uid else {}),
     }
 
 
@@ -222,6 +275,7 @@ def _operator_from_json(doc: dict[str, Any]) -> OperatorState:
         },
         # Absent in metadata written before finished tasks were recorded: none finished.
         finished_subtasks=frozenset(int(i) for i in doc.get("finished_subtasks", ())),
+        uid=str(doc.get("uid", "")),
     )
 
 

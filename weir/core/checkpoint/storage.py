@@ -19,6 +19,7 @@ either side may call it. Methods do blocking I/O: call them off the RPC threads.
 from __future__ import annotations
 
 import abc
+import errno
 import logging
 import re
 import threading
@@ -50,6 +51,9 @@ DEFAULT_MAX_INLINE_STATE_SIZE = 5 * 1024 * 1024
 
 # Shared files (SST files, up to tens of MB) are copied in pieces of this size.
 _COPY_CHUNK = 4 << 20
+# A checkpoint directory a task still writes into while it is discarded is removed
+# again: a task writes a handful of files, so a few tries see it empty.
+_REMOVE_ATTEMPTS = 4
 
 _STATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -307,6 +311,18 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         ]
 
     def _remove_quietly(self, path: str, recursive: bool = False) -> None:
+        for _ in range(_REMOVE_ATTEMPTS - 1):
+            try:
+                self._fs.rm(path, recursive=recursive)
+            except FileNotFoundError:
+                return  # already gone: discarding is idempotent
+            except OSError as exc:
+                if exc.errno != errno.ENOTEMPTY:
+                    break
+                # A task was still writing its state into the checkpoint being
+                # discarded (it ended with its job): what it wrote goes on the next try.
+                continue
+            return
         try:
             self._fs.rm(path, recursive=recursive)
         except FileNotFoundError:

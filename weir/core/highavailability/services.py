@@ -23,6 +23,11 @@ class LeaderContender(abc.ABC):
     def revoke_leadership(self) -> None:
         """Called when leadership is lost; the contender must stop acting as leader."""
 
+    def suspend_leadership(self, suspended: bool) -> None:  # noqa: B027 (optional hook)
+        """Leadership is in doubt (``True``: the ZooKeeper connection is suspended, the
+        session may expire) or confirmed again (``False``). A leader commits nothing
+        while in doubt. Called from a service thread; by default nothing happens."""
+
     @property
     @abc.abstractmethod
     def address(self) -> str:
@@ -39,6 +44,12 @@ class LeaderElectionService(abc.ABC):
     @abc.abstractmethod
     def has_leadership(self, fencing_token: str) -> bool:
         """True while the contender holding ``fencing_token`` is the leader."""
+
+    def confirm_leadership(self, fencing_token: str) -> bool:
+        """Like ``has_leadership``, but asks the source of truth (ZooKeeper) now instead
+        of trusting this process's view; for the moments before an irrevocable act
+        (telling tasks to commit). May block for a round trip."""
+        return self.has_leadership(fencing_token)
 
 
 LeaderListener = Callable[[str | None, str | None], None]

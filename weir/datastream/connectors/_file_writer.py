@@ -233,6 +233,9 @@ class FileWriter:
             raise CheckpointError(msg)
         final = entry["final"]
         name = final.rpartition("/")[2]
+        open_part = self._in_progress.get(entry["bucket"])
+        if open_part is not None:  # resumed from another subtask's state (rescaled down)
+            self._close_part(open_part)
         part = self._open_part(entry["bucket"], self._clock(), name=name)
         part.creation_time = entry["created"]
         assert part.handle is not None

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import cloudpickle
 
-from weir.common.typeinfo import RowTypeInfo, TypeInformation
+from weir.common.typeinfo import (
+    BasicTypeInfo,
+    ListTypeInfo,
+    MapTypeInfo,
+    PrimitiveArrayTypeInfo,
+    RowTypeInfo,
+    TupleTypeInfo,
+    TypeInformation,
+)
+from weir.common.types import Row
 from weir.core.source import SourceReaderContext, SourceStateError
 from weir.graph.user_code import shipping_user_modules
 
@@ -46,6 +56,75 @@ class CollectionReader:
         self._position = 0
 
 
+_WIDTHS = {"Byte": 8, "Short": 16, "Integer": 32}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _narrowing(type_info: TypeInformation | None) -> Callable[[Any], Any] | None:
+    """What PyFlink's collection source does to integers declared BYTE, SHORT or INT (also
+    inside tuples, rows, lists and maps): Java's narrowing conversion, which keeps the low
+    bits (40000 as a SHORT is -25536). ``None`` where the type declares no such integer."""
+    if isinstance(type_info, BasicTypeInfo):
+        bits = _WIDTHS.get(repr(type_info))
+        if bits is None:
+            return None
+        half, whole = 1 << (bits - 1), 1 << bits
+
+        def narrow_int(value: Any) -> Any:
+            if type(value) is int and not -half <= value < half:
+                return (value + half) % whole - half
+            return value
+
+        return narrow_int
+    if isinstance(type_info, TupleTypeInfo | RowTypeInfo):
+        fields = [_narrowing(t) for t in type_info.get_field_types()]
+        if not any(fields):
+            return None
+
+        def narrow_fields(value: Any) -> Any:
+            if isinstance(value, Row):
+                row = copy.copy(value)
+                for i, narrow in enumerate(fields[: len(row)]):
+                    if narrow is not None:
+                        row[i] = narrow(row[i])
+                return row
+            if isinstance(value, tuple | list):
+                narrowed = [
+                    v if narrow is None else narrow(v)
+                    for v, narrow in zip(value, fields, strict=False)
+                ]
+                return type(value)(narrowed + list(value[len(fields) :]))
+            return value
+
+        return narrow_fields
+    if isinstance(type_info, ListTypeInfo | PrimitiveArrayTypeInfo):
+        element_type = (
+            type_info.elem_type
+            if isinstance(type_info, ListTypeInfo)
+            else type_info.get_component_type()
+        )
+        element = _narrowing(element_type)
+        if element is None:
+            return None
+        return lambda value: (
+            type(value)(element(v) for v in value) if isinstance(value, list | tuple) else value
+        )
+    if isinstance(type_info, MapTypeInfo):
+        narrow_key = _narrowing(type_info._key_type_info)
+        narrow_value = _narrowing(type_info._value_type_info)
+        if narrow_key is None and narrow_value is None:
+            return None
+        key = narrow_key or _same
+        item = narrow_value or _same
+        return lambda value: (
+            {key(k): item(v) for k, v in value.items()} if isinstance(value, dict) else value
+        )
+    return None
+
+
 class CollectionSource:
     """The elements, pickled when the job is built (later changes to the collection do not
     show), emitted in order by subtask 0 (``from_collection`` runs it with parallelism 1).
@@ -57,6 +136,9 @@ class CollectionSource:
         values = list(elements)
         if isinstance(type_info, RowTypeInfo):
             values = [type_info.to_row(v) for v in values]
+        narrow = _narrowing(type_info)
+        if narrow is not None:
+            values = [narrow(v) for v in values]
         self._count = len(values)
         with shipping_user_modules():
             self._blob = cloudpickle.dumps(values)

@@ -44,7 +44,6 @@ from weir.core.checkpointed_function import (
     FunctionInitializationContext,
     FunctionSnapshotContext,
 )
-from weir.core.errors import CheckpointError
 from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
 from weir.datastream.connectors._file_source_reader import FileSourceReader
@@ -496,16 +495,12 @@ class FileSink(SinkFunction, CheckpointedFunction, CheckpointListener):
             ListStateDescriptor("writer_raw_states", Types.PICKLED_BYTE_ARRAY())
         )
         restored = list(self._state.get()) if context.is_restored() else []
-        if len(restored) > 1:
-            msg = (
-                f"FileSink: this subtask was given the writer state of {len(restored)} "
-                "subtasks; restoring a FileSink at a lower parallelism is not supported "
-                "yet: run the job at the parallelism the checkpoint was taken at"
-            )
-            raise CheckpointError(msg)
         writer = self._start()
-        if restored:
-            writer.restore(restored[0])
+        # At a lower parallelism a subtask gets the writer states of several old ones
+        # (Flink merges their buckets): each is recovered in turn, and an in-progress
+        # file of a bucket another state already resumed is rolled to pending.
+        for state in restored:
+            writer.restore(state)
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._writer_or_fresh()

@@ -188,3 +188,52 @@ def test_handles_hold_a_path_or_inline_bytes():
         StreamStateHandle("file:///x", 1, 0, inline=b"x")
     with pytest.raises(ValueError, match="key-group range"):
         KeyGroupRange(5, 3)
+
+
+def test_a_savepoint_names_its_own_files_relative_to_its_directory():
+    import dataclasses
+
+    directory = "file:///sp/savepoint-abc"
+    own = StreamStateHandle(f"{directory}/op-0-keyed", 3, 42, False)
+    elsewhere = StreamStateHandle("file:///other/chk-1/x", 3, 42, False)
+    state = OperatorSubtaskState(
+        managed_keyed_state=(KeyGroupsStateHandle(KeyGroupRange(0, 128), own, (0,)),),
+        source_reader_state=(elsewhere,),
+    )
+    op = OperatorId("op")
+    meta = CheckpointMetadata(
+        JobId("j" * 32),
+        4,
+        100,
+        200,
+        CheckpointType.SAVEPOINT,
+        {op: OperatorState(op, 1, 128, {0: state}, uid="counter")},
+    )
+    data = encode_metadata(meta, relative_to=directory)
+    body = json.loads(data[18:])
+    keyed = body["operators"][0]["subtasks"][0]["state"]["keyed"][0]["handle"]
+    assert keyed["relative"] == "op-0-keyed" and "path" not in keyed
+    assert body["operators"][0]["uid"] == "counter"
+
+    # Read where it was written, it is what was written; read after a move, its own
+    # files are found in the new place and nothing else moves.
+    assert decode_metadata(data, source=f"{directory}/_metadata") == meta
+    moved = decode_metadata(data, source="/archive/savepoint-abc")
+    subtask = moved.operator_states[op].subtask_states[0]
+    assert subtask.managed_keyed_state[0].handle.path == "/archive/savepoint-abc/op-0-keyed"
+    assert subtask.source_reader_state == (elsewhere,)
+    assert dataclasses.replace(moved.operator_states[op], subtask_states={}).uid == "counter"
+
+
+def test_a_relative_name_cannot_leave_the_directory():
+    import zlib
+
+    meta = _sample()
+    body = json.loads(encode_metadata(meta)[18:])
+    handle = body["operators"][0]["subtasks"][0]["state"]["keyed"][0]["handle"]
+    del handle["path"]
+    handle["relative"] = "../../etc/passwd"
+    raw = json.dumps(body).encode()
+    data = struct.pack(">8sHII", b"WEIRCKPT", 1, len(raw), zlib.crc32(raw)) + raw
+    with pytest.raises(CorruptCheckpointError, match="bad relative state file name"):
+        decode_metadata(data, source="/sp/savepoint-x")

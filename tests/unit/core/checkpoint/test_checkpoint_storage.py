@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import uuid
 
 import fsspec
@@ -100,6 +101,28 @@ class TestFileSystemCheckpointStorage:
         storage.discard_checkpoint(1)
         storage.discard_checkpoint(1)
         assert _ls(f"{checkpoints_dir}/{JOB}") == {"chk-2", "shared", "taskowned"}
+
+    def test_discard_checkpoint_removes_what_a_task_writes_during_the_removal(
+        self, tmp_path, monkeypatch
+    ):
+        storage = FileSystemCheckpointStorage(f"file://{tmp_path}", JOB)
+        location = storage.init_checkpoint(1)
+        location.write_state("s", b"x")
+        fs = storage._fs
+        remove = fs.rm
+        late_writes = []
+
+        def rm_while_a_task_writes(path, recursive=False):
+            if not late_writes:
+                # A task's writer thread puts a file in between the listing and rmdir.
+                late_writes.append(location.write_state("late", b"y"))
+                raise OSError(errno.ENOTEMPTY, "Directory not empty", path)
+            return remove(path, recursive=recursive)
+
+        monkeypatch.setattr(fs, "rm", rm_while_a_task_writes)  # fsspec shares the instance
+        storage.discard_checkpoint(1)
+        assert late_writes
+        assert _ls(f"file://{tmp_path}/{JOB}") == {"shared", "taskowned"}
 
     def test_discard_job_without_retain_deletes_everything(self, checkpoints_dir):
         storage = FileSystemCheckpointStorage(checkpoints_dir, JOB)

@@ -1,7 +1,12 @@
 """The state each subtask restores: its own keyed state and source position, its own
-list and broadcast state, and every subtask's union list state."""
+list and broadcast state, and every subtask's union list state; at another parallelism,
+keyed state by key group, and what cannot be rescaled refused by name."""
 
 from __future__ import annotations
+
+import dataclasses
+
+import pytest
 
 from weir.core.checkpoint import (
     KeyGroupRange,
@@ -14,9 +19,10 @@ from weir.core.checkpoint import (
     StreamStateHandle,
     decode_task_state,
 )
+from weir.core.errors import StateMigrationError
 from weir.core.ids import JobVertexId, OperatorId
 from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
-from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states
+from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states, check_restorable
 
 OP = OperatorId("a" * 32)
 OTHER = OperatorId("b" * 32)
@@ -105,3 +111,61 @@ def test_subtasks_and_operators_without_state_are_left_out():
 
     assert list(restored) == [("v" * 32, 0)]
     assert list(decode_task_state(restored[("v" * 32, 0)]).subtask_states) == [OP]
+
+
+def _keyed_state(parallelism: int, **extra: object) -> OperatorState:
+    from weir.core.key_groups import key_group_range_for_operator
+
+    subtasks = {}
+    for i in range(parallelism):
+        owned = key_group_range_for_operator(128, parallelism, i)
+        handle = KeyGroupsStateHandle(KeyGroupRange(owned.start, owned.stop), _file(f"keyed-{i}"))
+        subtasks[i] = OperatorSubtaskState(managed_keyed_state=(handle,), **extra)  # type: ignore[arg-type]
+    return OperatorState(OP, parallelism, 128, subtasks)
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (3, 1), (1, 4), (4, 4)])
+def test_keyed_state_goes_to_every_subtask_whose_key_groups_it_holds(old, new):
+    from weir.core.key_groups import key_group_range_for_operator
+
+    state = _keyed_state(old)
+    restored = assign_subtask_states([_vertex(new)], {OP: state})
+
+    covered = []
+    for i in range(new):
+        owned = key_group_range_for_operator(128, new, i)
+        handles = decode_task_state(restored[("v" * 32, i)]).subtask_states[OP].managed_keyed_state
+        assert handles, f"subtask {i} of {new} got no keyed state"
+        for h in handles:
+            assert h.key_groups.start < owned.stop and owned.start < h.key_groups.end
+        # Every key group the subtask owns is in one of the handles it got.
+        assert all(any(g in h.key_groups for h in handles) for g in owned)
+        covered.extend(handles)
+    assert {h.handle.path for h in covered} == {f"file:///chk-3/keyed-{i}" for i in range(old)}
+
+
+def test_a_source_position_cannot_move_to_another_parallelism():
+    state = OperatorState(
+        OP,
+        2,
+        128,
+        {i: OperatorSubtaskState(source_reader_state=(_file(f"s{i}"),)) for i in range(2)},
+    )
+    check_restorable([_vertex(2)], {OP: state}, "the savepoint")
+    with pytest.raises(StateMigrationError, match=r"parallelism 2 .* now runs at 3"):
+        check_restorable([_vertex(3)], {OP: state}, "the savepoint")
+
+
+def test_another_max_parallelism_is_refused_naming_both():
+    state = dataclasses.replace(_keyed_state(2), max_parallelism=256)
+    with pytest.raises(StateMigrationError, match=r"max parallelism 128.*max parallelism 256"):
+        check_restorable([_vertex(2)], {OP: state}, "the savepoint")
+
+
+def test_in_flight_data_cannot_be_rescaled():
+    from weir.core.checkpoint import InputChannelStateHandle
+
+    state = _keyed_state(2, input_channel_state=(InputChannelStateHandle(0, 0, _file("in")),))
+    check_restorable([_vertex(2)], {OP: state}, "chk-4")
+    with pytest.raises(StateMigrationError, match="in-flight data of an unaligned checkpoint"):
+        check_restorable([_vertex(3)], {OP: state}, "chk-4")

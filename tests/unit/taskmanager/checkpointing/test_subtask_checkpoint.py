@@ -3,6 +3,7 @@ state is written and acknowledged, and that restored channel state reads back in
 
 from __future__ import annotations
 
+import os
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +24,7 @@ from weir.core.checkpoint import (
 from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
 from weir.datastream.functions import CheckpointedFunction, MapFunction
 from weir.datastream.state import ListStateDescriptor, MapStateDescriptor
+from weir.taskmanager.checkpointing.snapshot import operators_of_chain
 from weir.taskmanager.checkpointing.subtask_checkpoint import (
     RestoredTaskState,
     SubtaskCheckpointCoordinator,
@@ -32,6 +34,7 @@ from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
 from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot
 from weir.taskmanager.state.rocksdb_incremental import restore_native
 from weir.taskmanager.task_events import CheckpointBarrier, deserialize_event
 
@@ -213,6 +216,59 @@ class TestOperatorSnapshotHook:
             assert chain.calls == [flush, "snapshot_state 4"]
             assert acks.event.wait(_ACK_WAIT_S)
             coordinator.close()
+
+
+class TestRocksDBFullCheckpoint:
+    def test_the_state_is_read_off_the_task_thread_as_it_was_at_the_barrier(
+        self, tmp_path, monkeypatch
+    ):
+        backend = RocksDBKeyedStateBackend(128, range(128), str(tmp_path / "db"))
+        try:
+            counts = backend.get_value_state("count")
+            for key in range(1000):
+                backend.current_key = key
+                counts.update(key)
+            acks = Acks()
+            coordinator, chain = _coordinator(TestingPartition([]), acks, has_inputs=False)
+            chain.operators[0].setup.keyed_state_backend = backend
+            coordinator._operators = operators_of_chain(chain)
+            readers: list[threading.Thread] = []
+            reading, release = threading.Event(), threading.Event()
+            encode = RocksDBFullSnapshot.encode
+
+            def held_encode(snapshot):
+                readers.append(threading.current_thread())
+                reading.set()
+                release.wait(_ACK_WAIT_S)
+                return encode(snapshot)
+
+            monkeypatch.setattr(RocksDBFullSnapshot, "encode", held_encode)
+
+            coordinator.checkpoint(CheckpointBarrier(1, 1000))
+
+            # checkpoint() has returned while the copy is still being read: the task
+            # goes on changing its state, and none of it reaches checkpoint 1.
+            assert reading.wait(_ACK_WAIT_S)
+            for key in range(1000):
+                backend.current_key = key
+                counts.update(-1)
+            backend.current_key = 5000
+            counts.update(1)
+            backend.flush()
+            release.set()
+            assert acks.event.wait(_ACK_WAIT_S)
+            assert readers[0] is not threading.current_thread()
+            restored = RestoredTaskState(encode_task_state(acks.acked[1]), 128)
+            keyed, native = restored.keyed_state("op-head", range(128))
+            assert not native
+            got = {
+                k: v for snap in keyed for g in snap.states["count"].values() for k, v in g.items()
+            }
+            assert got == {key: key for key in range(1000)}
+            assert not [p for p in os.listdir(backend.directory) if p.startswith("full-")]
+            coordinator.close()
+        finally:
+            backend.dispose()
 
 
 class Remembering(MapFunction, CheckpointedFunction):

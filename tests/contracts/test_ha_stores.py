@@ -1,0 +1,117 @@
+"""One suite for every implementation of the job graph store, the checkpoint id counter and
+the completed checkpoint store: standalone (in memory, one master) and ZooKeeper (a real
+server; pointers in ZooKeeper, job graphs in storageDir)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from weir.core.highavailability import (
+    CompletedCheckpointPointer,
+    HighAvailabilityServices,
+    StandaloneHaServices,
+)
+from weir.core.ids import JobId
+
+JOB = JobId("ab" * 16)
+
+
+@pytest.fixture(params=["standalone", "zookeeper"])
+def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HighAvailabilityServices]:
+    if request.param == "standalone":
+        yield StandaloneHaServices()
+        return
+    from weir.core.highavailability.zookeeper import ZooKeeperHaServices
+
+    zookeeper = request.getfixturevalue("zookeeper")
+    services = ZooKeeperHaServices(
+        {
+            "high-availability.type": "zookeeper",
+            "high-availability.zookeeper.quorum": zookeeper.address,
+            "high-availability.cluster-id": f"contract-{uuid.uuid4().hex[:8]}",
+            "high-availability.storageDir": f"file://{tmp_path}/ha",
+        },
+        "contract",
+    )
+    services.start_contending()
+    assert services.latch.await_leadership(30) is not None
+    yield services
+    services.close()
+
+
+def pointer(checkpoint_id: int) -> CompletedCheckpointPointer:
+    return CompletedCheckpointPointer(JOB, checkpoint_id, f"file:///c/chk-{checkpoint_id}", 1)
+
+
+class TestCheckpointIdCounter:
+    def test_ids_increase_from_one_and_never_repeat(self, services: HighAvailabilityServices):
+        counter = services.create_checkpoint_id_counter(JOB)
+        assert [counter.get_and_increment() for _ in range(3)] == [1, 2, 3]
+        assert counter.get() == 4
+
+    def test_set_count_moves_the_next_id(self, services: HighAvailabilityServices):
+        counter = services.create_checkpoint_id_counter(JOB)
+        counter.set_count(10)
+        assert counter.get_and_increment() == 10
+        assert counter.get() == 11
+
+
+class TestCompletedCheckpointStore:
+    def test_keeps_the_newest_and_returns_what_it_subsumed(
+        self, services: HighAvailabilityServices
+    ):
+        store = services.create_completed_checkpoint_store(JOB, max_retained=2)
+        assert store.get_latest() is None
+        assert store.add_checkpoint(pointer(1)) == []
+        assert store.add_checkpoint(pointer(2)) == []
+        assert store.add_checkpoint(pointer(3)) == [pointer(1)]
+        assert store.get_all() == [pointer(2), pointer(3)]
+        assert store.get_latest() == pointer(3)
+
+
+class TestJobGraphStore:
+    def test_put_recover_remove(self, services: HighAvailabilityServices):
+        store = services.get_job_graph_store()
+        store.put_job_graph(JOB, b"graph bytes")
+        if isinstance(services, StandaloneHaServices):
+            # Without HA nothing outlives the master: there is nothing to recover.
+            assert store.get_job_ids() == []
+            assert store.recover_job_graph(JOB) is None
+            return
+        assert store.get_job_ids() == [JOB]
+        assert store.recover_job_graph(JOB) == b"graph bytes"
+        store.remove_job_graph(JOB)
+        assert store.get_job_ids() == []
+        assert store.recover_job_graph(JOB) is None
+
+
+class TestZooKeeperStoresOutliveTheirWriter:
+    def test_a_new_leader_reads_what_the_old_one_wrote(self, zookeeper: object, tmp_path: Path):
+        from weir.core.highavailability.zookeeper import ZooKeeperHaServices
+
+        config = {
+            "high-availability.type": "zookeeper",
+            "high-availability.zookeeper.quorum": zookeeper.address,  # type: ignore[attr-defined]
+            "high-availability.cluster-id": f"outlive-{uuid.uuid4().hex[:8]}",
+            "high-availability.storageDir": f"file://{tmp_path}/ha",
+        }
+        writer = ZooKeeperHaServices(config, "writer")
+        writer.start_contending()
+        assert writer.latch.await_leadership(30) is not None
+        writer.get_job_graph_store().put_job_graph(JOB, b"g")
+        writer.create_checkpoint_id_counter(JOB).set_count(8)
+        writer.create_completed_checkpoint_store(JOB, 3).add_checkpoint(pointer(7))
+        writer.close()
+        # Another master of the same cluster: what a standby that won reads.
+        reader = ZooKeeperHaServices(config, "reader")
+        try:
+            assert reader.get_job_graph_store().get_job_ids() == [JOB]
+            assert reader.get_job_graph_store().recover_job_graph(JOB) == b"g"
+            assert reader.create_checkpoint_id_counter(JOB).get() == 8
+            assert reader.create_completed_checkpoint_store(JOB, 3).get_latest() == pointer(7)
+        finally:
+            reader.close()

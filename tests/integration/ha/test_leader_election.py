@@ -1,0 +1,203 @@
+"""Leader election, retrieval and fencing on a real ZooKeeper server: one leader among
+contenders, its address published for retrievers, a successor when it goes, and a
+deposed leader's writes refused by ZooKeeper itself."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from zookeeper_server import ZooKeeperServer
+
+from weir.core.errors import LeaderLostError
+from weir.core.highavailability import CompletedCheckpointPointer, LeaderContender
+from weir.core.highavailability.zookeeper import ZooKeeperHaServices
+from weir.core.ids import JobId
+
+JOB = JobId("cd" * 16)
+
+
+class RecordingContender(LeaderContender):
+    def __init__(self, address: str) -> None:
+        self._address = address
+        self.tokens: list[str] = []
+        self.revoked = threading.Event()
+        self.suspensions: list[bool] = []
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    def grant_leadership(self, fencing_token: str) -> None:
+        self.tokens.append(fencing_token)
+
+    def revoke_leadership(self) -> None:
+        self.revoked.set()
+
+    def suspend_leadership(self, suspended: bool) -> None:
+        self.suspensions.append(suspended)
+
+
+class Watcher:
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.seen: list[str | None] = []
+
+    def __call__(self, address: str | None, _token: str | None) -> None:
+        with self.cond:
+            self.seen.append(address)
+            self.cond.notify_all()
+
+    def wait_for(self, address: str | None, timeout: float = 30) -> None:
+        with self.cond:
+            assert self.cond.wait_for(lambda: self.seen and self.seen[-1] == address, timeout), (
+                f"leader never became {address}; saw {self.seen}"
+            )
+
+
+def lead(services: ZooKeeperHaServices, address: str) -> RecordingContender:
+    contender = RecordingContender(address)
+    services.get_dispatcher_leader_election().start(contender)
+    return contender
+
+
+class TestLeaderElection:
+    def test_one_leader_its_address_retrieved_and_a_successor_when_it_goes(
+        self, make_services: Callable[[str], ZooKeeperHaServices]
+    ):
+        first, second, client = make_services("a"), make_services("b"), make_services("client")
+        first.start_contending()
+        assert first.latch.await_leadership(30) is not None
+        second.start_contending()
+        a, b = lead(first, "127.0.0.1:1001"), lead(second, "127.0.0.1:1002")
+        watcher = Watcher()
+        client.get_dispatcher_leader_retriever().start(watcher)
+        watcher.wait_for("127.0.0.1:1001")
+        assert len(a.tokens) == 1
+        assert b.tokens == []  # the standby waits
+
+        first.close()  # the leader goes
+        watcher.wait_for("127.0.0.1:1002")
+        assert a.revoked.is_set()
+        assert len(b.tokens) == 1
+        assert b.tokens[0] != a.tokens[0]  # a new leader session, a new fencing token
+
+    def test_a_deposed_leaders_writes_are_refused_by_zookeeper(
+        self, make_services: Callable[[str], ZooKeeperHaServices]
+    ):
+        old, new = make_services("old"), make_services("new")
+        old.start_contending()
+        old_token = old.latch.await_leadership(30)
+        assert old_token is not None
+        store = old.create_completed_checkpoint_store(JOB, 3)
+        store.add_checkpoint(CompletedCheckpointPointer(JOB, 1, "file:///c/chk-1", 1))
+        # The old leader's latch node vanishes as when its session expires, while this
+        # process still believes it leads (the SIGSTOP case without the wait).
+        node = old.latch._node
+        assert node is not None
+        old.client.delete(node)
+        new.start_contending()
+        assert new.latch.await_leadership(30) is not None
+        with pytest.raises(LeaderLostError, match="refused"):
+            old.latch.guarded_transaction(old_token, lambda t: t.create("/split-brain", b""))
+        assert new.client.exists("/split-brain") is None
+        with pytest.raises(LeaderLostError):
+            store.add_checkpoint(CompletedCheckpointPointer(JOB, 2, "file:///c/chk-2", 2))
+        latest = new.create_completed_checkpoint_store(JOB, 3).get_latest()
+        assert latest is not None
+        assert latest.checkpoint_id == 1
+
+    def test_a_writer_that_missed_an_update_is_refused(
+        self, make_services: Callable[[str], ZooKeeperHaServices]
+    ):
+        services = make_services("one")
+        services.start_contending()
+        assert services.latch.await_leadership(30) is not None
+        stale = services.create_completed_checkpoint_store(JOB, 3)
+        fresh = services.create_completed_checkpoint_store(JOB, 3)
+        fresh.add_checkpoint(CompletedCheckpointPointer(JOB, 5, "file:///c/chk-5", 5))
+        with pytest.raises(LeaderLostError, match="changed under"):
+            stale.add_checkpoint(CompletedCheckpointPointer(JOB, 4, "file:///c/chk-4", 4))
+        assert [p.checkpoint_id for p in fresh.get_all()] == [5]
+
+
+class TestLosingZooKeeper:
+    """Each test stops a server of its own: stopping the shared one would disturb others."""
+
+    @pytest.fixture
+    def own_server(self, tmp_path: Path) -> Iterator[ZooKeeperServer]:
+        server = ZooKeeperServer(tmp_path / "zk")
+        server.start()
+        yield server
+        server.stop()
+
+    def _leader(
+        self, server: ZooKeeperServer, ha_config: dict[str, str]
+    ) -> tuple[ZooKeeperHaServices, RecordingContender, str]:
+        services = ZooKeeperHaServices(
+            {**ha_config, "high-availability.zookeeper.quorum": server.address}, "solo"
+        )
+        services.start_contending()
+        token = services.latch.await_leadership(30)
+        assert token is not None
+        return services, lead(services, "127.0.0.1:1003"), token
+
+    def test_suspended_while_the_quorum_is_away_and_resumed_when_it_returns(
+        self,
+        own_server: ZooKeeperServer,
+        ha_config: dict[str, str],
+        caplog: pytest.LogCaptureFixture,
+    ):
+        caplog.set_level(logging.INFO, logger="weir.core.highavailability")
+        services, contender, token = self._leader(own_server, ha_config)
+        try:
+            own_server.stop()
+            wait(lambda: contender.suspensions == [True], "leaders to suspend")
+            assert not services.latch.has_leadership(token)  # nothing is committed now
+            own_server.start()  # same data: the session is still known and alive
+            wait(lambda: contender.suspensions == [True, False], "leaders to resume")
+            assert services.latch.has_leadership(token)
+            assert not contender.revoked.is_set()
+            lines = [r.getMessage() for r in caplog.records if "ZooKeeper" in r.getMessage()]
+            assert sum("SUSPENDED" in line for line in lines) == 1
+            assert sum("resume" in line for line in lines) == 1
+        finally:
+            services.close()
+
+    def test_lost_session_gives_up_leadership_and_leads_again_with_a_new_token(
+        self,
+        own_server: ZooKeeperServer,
+        ha_config: dict[str, str],
+        caplog: pytest.LogCaptureFixture,
+    ):
+        services, contender, token = self._leader(own_server, ha_config)
+        try:
+            # ZooKeeper expires the session: another client attaches to it and closes it,
+            # the server's way of ending a session (what a pause past the timeout causes).
+            from kazoo.client import KazooClient
+
+            thief = KazooClient(own_server.address, client_id=services.client.client_id)
+            thief.start(timeout=30)
+            thief.stop()
+            thief.close()
+            wait(contender.revoked.is_set, "leadership to be given up")
+            wait(lambda: len(contender.tokens) == 2, "leadership again after reconnecting")
+            assert contender.tokens[1] != token
+            assert not services.latch.has_leadership(token)
+            lost = [r for r in caplog.records if "session LOST" in r.getMessage()]
+            assert len(lost) == 1
+            assert lost[0].levelname == "ERROR"
+        finally:
+            services.close()
+
+
+def wait(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)  # polling interval; the condition decides

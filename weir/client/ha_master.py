@@ -1,0 +1,100 @@
+"""A master process under ZooKeeper high availability: it waits as a standby until it wins
+the election, then starts its services (the SparkSession first), recovers the jobs of the
+previous leader, and serves until it stops or loses its leadership; a master that lost
+it (its session expired) stops its services without writing anything and contends again.
+
+A standby keeps the Spark driver's JVM running but no Spark application: it registers
+one on winning (the README's High availability section says why, and what it costs).
+Lines on stdout, for the scripts::
+
+    Weir master standby: waiting for leadership (ZooKeeper 127.0.0.1:2181)
+    Weir master ready: Dispatcher at 127.0.0.1:6123
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+
+from weir.client.cluster_components import ClusterComponents, prestart_spark_driver
+from weir.core import config as cfg
+from weir.core.errors import WeirError
+from weir.core.highavailability.zookeeper import ZooKeeperHaServices
+
+logger = logging.getLogger(__name__)
+
+STANDBY_LINE = "Weir master standby: waiting for leadership (ZooKeeper {quorum})"
+# How often the standby's wait looks at the stop request; the election itself wakes it.
+_WAIT_SLICE_S = 0.5
+# A master that wins at once (the first one started) skips the warm start: its services
+# start the JVM anyway. A ZooKeeper round trip or two decides an uncontested election.
+_FIRST_LEADER_WAIT_S = 1.0
+
+
+def run_highly_available(
+    config: Mapping[str, str],
+    stop: threading.Event,
+    ready_line: str,
+    identifier: str,
+    after_start: Callable[[], None] = lambda: None,
+) -> int:
+    """Contend, lead, step down, contend again, until ``stop`` is set. Returns the exit
+    code: 0 after a requested stop, 1 when the services could not start. ``after_start``
+    runs once the services are up (the master reinstalls its signal handlers over
+    Spark's)."""
+    try:
+        services = ZooKeeperHaServices(config, identifier=identifier)
+    except WeirError as exc:
+        logger.error("the master could not reach ZooKeeper: %s", exc)
+        return 1
+    try:
+        services.start_contending()
+        if services.latch.await_leadership(_FIRST_LEADER_WAIT_S) is None:
+            # A standby's warm start: the Spark driver's JVM runs, warmed, but no
+            # application (it holds no executor a leader needs); winning then costs
+            # about a second of Spark start instead of the JVM's. No gRPC server exists
+            # in this process yet, as the JVM's launch requires.
+            prestart_spark_driver(config)
+        while not stop.is_set():
+            print(STANDBY_LINE.format(quorum=cfg.get(config, cfg.HA_ZK_QUORUM)), flush=True)
+            logger.info("standby (%s): waiting for leadership", identifier)
+            token = None
+            while token is None and not stop.is_set():
+                token = services.latch.await_leadership(_WAIT_SLICE_S)
+            if token is None:
+                break
+            if not _lead(config, services, stop, ready_line, after_start):
+                return 1
+        return 0
+    finally:
+        services.close()
+
+
+def _lead(
+    config: Mapping[str, str],
+    services: ZooKeeperHaServices,
+    stop: threading.Event,
+    ready_line: str,
+    after_start: Callable[[], None],
+) -> bool:
+    components = ClusterComponents(config, ha_services=services)
+    try:
+        address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
+    except WeirError as exc:
+        logger.error("the master could not start its services: %s", exc)
+        components.close()
+        return False
+    after_start()
+    print(ready_line.format(address=address), flush=True)
+    while not stop.is_set():
+        if services.latch.await_revocation(_WAIT_SLICE_S):
+            logger.warning("leadership lost: stopping this master's services; nothing is written")
+            break
+    else:
+        # A requested stop hands the jobs over: leadership goes first (the JobMasters
+        # suspend and keep their checkpoints), then the services stop.
+        logger.info("stopping: handing leadership and the running jobs to a standby")
+        services.latch.stop()
+    components.close()
+    return True

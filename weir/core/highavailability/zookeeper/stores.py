@@ -1,0 +1,258 @@
+"""What a new leader recovers jobs from, kept in ZooKeeper: pointers to job graphs (the
+graphs themselves in ``high-availability.storageDir``), the checkpoint id counter and the
+pointers to the retained completed checkpoints of each job.
+
+Every write is fenced (``ZooKeeperLeaderLatch.guarded_transaction``: it fails once this
+process's leadership is over) and every update of a shared node is a compare-and-set on the
+version last read, so two writers never silently overwrite each other: the loser gets a
+LeaderLostError, which the checkpoint coordinator treats as a checkpoint that could not be
+finalized (nothing is committed).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import fsspec
+
+from weir.core.errors import LeaderLostError
+from weir.core.highavailability.services import (
+    CheckpointIdCounter,
+    CompletedCheckpointPointer,
+    CompletedCheckpointStore,
+    JobGraphStore,
+)
+from weir.core.highavailability.zookeeper.client import (
+    checkpoint_counter_path,
+    checkpoints_path,
+    job_graph_path,
+)
+from weir.core.highavailability.zookeeper.leader_latch import ZooKeeperLeaderLatch
+from weir.core.ids import JobId
+
+logger = logging.getLogger(__name__)
+
+TokenProvider = Callable[[], str]
+"""The fencing token of this process's current leadership (raises LeaderLostError when
+there is none)."""
+
+
+class ZooKeeperJobGraphStore(JobGraphStore):
+    """Graph bytes in ``{storage_dir}/submittedJobGraph-{random}``, pointer in ZooKeeper."""
+
+    def __init__(
+        self, client: Any, latch: ZooKeeperLeaderLatch, token: TokenProvider, storage_dir: str
+    ) -> None:
+        self._client = client
+        self._latch = latch
+        self._token = token
+        self._storage_dir = storage_dir.rstrip("/")
+
+    def put_job_graph(self, job_id: JobId, job_graph: bytes) -> None:
+        path = job_graph_path(job_id)
+        existing = self._pointer(job_id)
+        if existing is not None:
+            return  # recovered, or submitted again by the same leader: the graph is kept
+        url = f"{self._storage_dir}/submittedJobGraph-{uuid.uuid4().hex}"
+        fs, fs_path = fsspec.core.url_to_fs(url)
+        fs.makedirs(fs_path.rsplit("/", 1)[0], exist_ok=True)
+        with fs.open(fs_path, "wb") as out:
+            out.write(job_graph)
+        self._client.ensure_path("/jobgraphs")
+        data = json.dumps({"path": url}).encode()
+        try:
+            self._latch.guarded_transaction(self._token(), lambda t: t.create(path, data))
+        except LeaderLostError:
+            fs.rm(fs_path)
+            raise
+
+    def _pointer(self, job_id: JobId) -> str | None:
+        from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
+
+        try:
+            data, _ = self._client.get(job_graph_path(job_id))
+        except NoNodeError:
+            return None
+        return str(json.loads(data)["path"])
+
+    def remove_job_graph(self, job_id: JobId) -> None:
+        from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
+
+        url = self._pointer(job_id)
+        if url is None:
+            return
+        try:
+            self._latch.guarded_transaction(
+                self._token(), lambda t: t.delete(job_graph_path(job_id))
+            )
+        except NoNodeError:
+            return
+        fs, fs_path = fsspec.core.url_to_fs(url)
+        try:
+            fs.rm(fs_path)
+        except FileNotFoundError:
+            pass  # removed before: nothing left to do
+
+    def recover_job_graph(self, job_id: JobId) -> bytes | None:
+        url = self._pointer(job_id)
+        if url is None:
+            return None
+        fs, fs_path = fsspec.core.url_to_fs(url)
+        with fs.open(fs_path, "rb") as source:
+            return bytes(source.read())
+
+    def get_job_ids(self) -> list[JobId]:
+        from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
+
+        try:
+            return [JobId(child) for child in sorted(self._client.get_children("/jobgraphs"))]
+        except NoNodeError:
+            return []
+
+
+def _set_data(path: str, data: bytes, version: int, transaction: Any) -> None:
+    transaction.set_data(path, data, version)
+
+
+class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
+    """The next checkpoint id of a job in one node, advanced by compare-and-set."""
+
+    def __init__(
+        self, client: Any, latch: ZooKeeperLeaderLatch, token: TokenProvider, job_id: JobId
+    ) -> None:
+        self._client = client
+        self._latch = latch
+        self._token = token
+        self._path = checkpoint_counter_path(job_id)
+        self._lock = threading.Lock()
+        client.ensure_path("/checkpoint_id_counter")
+        if client.exists(self._path) is None:
+            from kazoo.exceptions import NodeExistsError  # noqa: PLC0415
+
+            try:
+                self._latch.guarded_transaction(token(), lambda t: t.create(self._path, b"1"))
+            except NodeExistsError:
+                pass  # another contender of the same leadership created it first
+
+    def _read(self) -> tuple[int, int]:
+        data, stat = self._client.get(self._path)
+        return int(data), stat.version
+
+    def _swap(self, update: Callable[[int], int]) -> int:
+        """Apply ``update`` by compare-and-set; returns the value it replaced."""
+        from kazoo.exceptions import BadVersionError  # noqa: PLC0415
+
+        with self._lock:
+            while True:
+                value, version = self._read()
+                new = str(update(value)).encode()
+                try:
+                    self._latch.guarded_transaction(
+                        self._token(), functools.partial(_set_data, self._path, new, version)
+                    )
+                except BadVersionError:
+                    continue  # another writer came first: read again
+                return value
+
+    def get_and_increment(self) -> int:
+        return self._swap(lambda value: value + 1)
+
+    def get(self) -> int:
+        return self._read()[0]
+
+    def set_count(self, count: int) -> None:
+        self._swap(lambda _value: count)
+
+
+class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
+    """The retained pointers of one job as a JSON list in one node: adding one is one
+    compare-and-set on the version this store last saw, so a writer that missed an update
+    (a deposed leader) is refused instead of dropping its successor's checkpoints."""
+
+    def __init__(
+        self,
+        client: Any,
+        latch: ZooKeeperLeaderLatch,
+        token: TokenProvider,
+        job_id: JobId,
+        max_retained: int,
+    ) -> None:
+        from kazoo.exceptions import NodeExistsError  # noqa: PLC0415 (optional dependency)
+
+        self._client = client
+        self._latch = latch
+        self._token = token
+        self._job_id = job_id
+        self._path = checkpoints_path(job_id)
+        self._max_retained = max(1, max_retained)
+        self._lock = threading.Lock()
+        client.ensure_path("/checkpoints")
+        if client.exists(self._path) is None:
+            try:
+                self._latch.guarded_transaction(token(), lambda t: t.create(self._path, b"[]"))
+            except NodeExistsError:
+                pass
+        self._pointers, self._version = self._read()
+
+    def _read(self) -> tuple[list[CompletedCheckpointPointer], int]:
+        data, stat = self._client.get(self._path)
+        pointers = [
+            CompletedCheckpointPointer(
+                JobId(entry["job_id"]),
+                int(entry["checkpoint_id"]),
+                str(entry["external_pointer"]),
+                int(entry["timestamp_ms"]),
+            )
+            for entry in json.loads(data or b"[]")
+        ]
+        return pointers, stat.version
+
+    def add_checkpoint(
+        self, pointer: CompletedCheckpointPointer
+    ) -> list[CompletedCheckpointPointer]:
+        from kazoo.exceptions import BadVersionError  # noqa: PLC0415 (optional dependency)
+
+        with self._lock:
+            pointers = [*self._pointers, pointer]
+            subsumed = pointers[: -self._max_retained]
+            retained = pointers[-self._max_retained :]
+            data = json.dumps(
+                [
+                    {
+                        "job_id": p.job_id,
+                        "checkpoint_id": p.checkpoint_id,
+                        "external_pointer": p.external_pointer,
+                        "timestamp_ms": p.timestamp_ms,
+                    }
+                    for p in retained
+                ]
+            ).encode()
+            version = self._version
+            try:
+                self._latch.guarded_transaction(
+                    self._token(), lambda t: t.set_data(self._path, data, version)
+                )
+            except BadVersionError as exc:
+                msg = (
+                    f"job {self._job_id}: the completed checkpoints in ZooKeeper changed under "
+                    f"this JobMaster (another leader wrote them); checkpoint "
+                    f"{pointer.checkpoint_id} is not registered"
+                )
+                raise LeaderLostError(msg) from exc
+            self._pointers = retained
+            self._version = version + 1
+            return subsumed
+
+    def get_latest(self) -> CompletedCheckpointPointer | None:
+        with self._lock:
+            return self._pointers[-1] if self._pointers else None
+
+    def get_all(self) -> list[CompletedCheckpointPointer]:
+        with self._lock:
+            return list(self._pointers)
