@@ -18,6 +18,7 @@ from weir.core.checkpoint import (
 from weir.core.errors import JobSubmissionError
 from weir.core.ids import OperatorId
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
+from weir.core.security import SecurityConfig
 from weir.jobmanager.execution_graph import ExecutionGraph
 from weir.jobmanager.scheduler import DefaultScheduler
 
@@ -40,6 +41,7 @@ def _scheduler(parallelism: int, uid: str | None = "counter", max_parallelism: i
         jobmaster_address=lambda: "127.0.0.1:1",
         resource_manager_address=lambda: None,
         on_status=lambda status: None,
+        security=SecurityConfig(),
     )
 
 
