@@ -97,6 +97,9 @@ class HaCluster:
             "high-availability.zookeeper.client.session-timeout": "2 s",
             "high-availability.zookeeper.client.connection-timeout": "5 s",
             "high-availability.zookeeper.client.retry-wait": "200 ms",
+            # Masters on one host need REST ports of their own: a paused leader still
+            # holds its socket when the standby takes over.
+            "rest.port": "0",
         }
         (self.conf_dir / "weir-conf.yaml").write_text(yaml.safe_dump(conf))
         self.masters: list[Master] = []
