@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
 
-from test_ha_failover import HaCluster, leader_and_standby, submit  # noqa: E402
+from ha_cluster import HaCluster, leader_and_standby, submit  # noqa: E402
 from zookeeper_server import ZooKeeperServer  # noqa: E402
 
 _STAMP = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*?"

@@ -1,5 +1,7 @@
 """A real ZooKeeper server for tests: Debian's ``zookeeper`` package (3.8), started without
-systemd on 127.0.0.1 with a generated ``zoo.cfg``, a random port and a temporary data dir.
+systemd on 127.0.0.1 with a generated ``zoo.cfg``, a random port and a temporary data dir;
+or an ensemble of such servers (``ZooKeeperEnsemble``: ``server.N`` lines with peer and
+election ports of their own on 127.0.0.1, a ``myid`` file per member).
 
 The Makefile installs the package when it is missing (``make setup``); a machine without
 it fails the tests that need it with a message saying how to install it (never a skip:
@@ -8,6 +10,7 @@ a skipped HA suite would hide a broken failover).
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -122,3 +125,81 @@ class ZooKeeperServer:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+@dataclass
+class ZooKeeperEnsemble:
+    """``size`` servers forming one quorum on loopback: each has a client, a peer and an
+    election port of its own and a data dir under ``root/zk{id}``."""
+
+    root: Path
+    size: int = 3
+    servers: list[ZooKeeperServer] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        members = [(sid, free_port(), free_port()) for sid in range(1, self.size + 1)]
+        self.servers = [
+            ZooKeeperServer(self.root / f"zk{sid}", ensemble=members, server_id=sid)
+            for sid, _, _ in members
+        ]
+
+    @property
+    def address(self) -> str:
+        """The quorum, as ``high-availability.zookeeper.quorum`` takes it."""
+        return ",".join(server.address for server in self.servers)
+
+    def start(self) -> None:
+        """Start every member, then wait until each serves (a quorum has formed)."""
+        for server in self.servers:
+            server.start(wait=False)
+        for server in self.servers:
+            server.wait_ready()
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+    def mode(self, server: ZooKeeperServer) -> str:
+        """``leader`` or ``follower`` (the ``srvr`` command's Mode line); "" if it is down."""
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=1.0) as conn:
+                conn.sendall(b"srvr")
+                reply = conn.recv(4096).decode(errors="replace")
+        except OSError:
+            return ""
+        for line in reply.splitlines():
+            if line.startswith("Mode:"):
+                return line.split(":", 1)[1].strip()
+        return ""
+
+    def connected_from(self, pid: int) -> ZooKeeperServer | None:
+        """The member that process ``pid`` holds an established connection to (a kazoo
+        client keeps one), found through the process's sockets in /proc; None when it
+        has none."""
+        ports = {server.port: server for server in self.servers}
+        for port in _established_remote_ports(pid):
+            if port in ports:
+                return ports[port]
+        return None
+
+
+def _established_remote_ports(pid: int) -> list[int]:
+    """The remote ports of the established IPv4/IPv6 TCP connections of process ``pid``."""
+    inodes = set()
+    fd_dir = Path(f"/proc/{pid}/fd")
+    for fd in fd_dir.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = []
+    for table in ("tcp", "tcp6"):
+        lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for line in lines:
+            fields = line.split()
+            # rem_address is HEXIP:HEXPORT, st 01 is ESTABLISHED, inode is field 9.
+            if fields[3] == "01" and fields[9] in inodes:
+                ports.append(int(fields[2].rsplit(":", 1)[1], 16))
+    return ports

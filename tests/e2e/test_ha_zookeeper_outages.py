@@ -1,0 +1,150 @@
+"""A job on an HA cluster while ZooKeeper itself fails, with real processes: a master
+process (its own Spark application on local[2]) runs the checkpointed running-sum job
+through the exactly-once FileSink while its ZooKeeper server is SIGKILLed and started
+again on the same data and port, or while the member of a 3-node ensemble it is connected
+to is SIGKILLed. The committed output is exactly the failure-free output either way."""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_harness import wait_until
+from ha_cluster import (
+    JOB_S,
+    MASTER_START_S,
+    HaCluster,
+    Master,
+    committed,
+    completed_checkpoints,
+    expected_running_sums,
+    submit,
+)
+from zookeeper_server import ZooKeeperEnsemble, ZooKeeperServer
+
+# Long enough that the master's session outlives a ZooKeeper restart or the move to
+# another member of the ensemble on a loaded machine (the server restores its sessions
+# from its data and gives each its full timeout again); the tick of 500 ms allows up
+# to 10 s. What a session that expires does is test_leader_election's (LOST) business.
+SESSION_TIMEOUT = "6 s"
+RECORDS = 15_000
+
+
+def one_master(cluster: HaCluster) -> Master:
+    master = cluster.start_master()
+    wait_until(lambda: master.leading, MASTER_START_S, "the master to lead")
+    return master
+
+
+def between(text: str, start: str, end: str) -> str:
+    """The part of ``text`` from the first ``start`` to the first ``end`` after it."""
+    head = text.index(start)
+    return text[head : text.index(end, head)]
+
+
+@pytest.fixture
+def own_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    """A server of this test's own: stopping the shared one would disturb other tests."""
+    server = ZooKeeperServer(tmp_path / "zk")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_zookeeper_restarted_mid_job_the_leader_suspends_resumes_and_loses_nothing(
+    own_zookeeper: ZooKeeperServer, tmp_path: Path
+):
+    cluster = HaCluster(
+        tmp_path / "cluster",
+        own_zookeeper.address,
+        **{"high-availability.zookeeper.client.session-timeout": SESSION_TIMEOUT},
+    )
+    try:
+        master = one_master(cluster)
+        out, _ = submit(cluster, RECORDS)
+        wait_until(lambda: completed_checkpoints(master.text()) >= 2, JOB_S, "checkpoints")
+
+        own_zookeeper.stop(signal.SIGKILL)
+        wait_until(
+            lambda: "ZooKeeper connection SUSPENDED" in master.text(),
+            MASTER_START_S,
+            "the master to notice that ZooKeeper is gone",
+        )
+        own_zookeeper.start()  # the same data dir and port
+        wait_until(
+            lambda: "leaders resume" in master.text(), MASTER_START_S, "the leaders to resume"
+        )
+        wait_until(lambda: "reached FINISHED" in master.text(), JOB_S, "the job to be FINISHED")
+        assert committed(out) == expected_running_sums(RECORDS)
+
+        text = master.text()
+        # One line each way; the session survived, so nobody gave up leadership.
+        assert len(re.findall("ZooKeeper connection SUSPENDED", text)) == 1, text
+        assert len(re.findall("leaders resume", text)) == 1, text
+        assert "session LOST" not in text
+        assert text.count("is now the leader") == 1
+        # While the leadership was in doubt no checkpoint completed; after, they did.
+        outage = between(text, "ZooKeeper connection SUSPENDED", "leaders resume")
+        assert completed_checkpoints(outage) == 0, outage
+        assert completed_checkpoints(text[text.index("leaders resume") :]) >= 1
+        assert "recovering from checkpoint" not in text  # the job went on as it was
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def ensemble(tmp_path: Path) -> Iterator[ZooKeeperEnsemble]:
+    servers = ZooKeeperEnsemble(tmp_path / "ensemble", size=3)
+    servers.start()
+    yield servers
+    servers.stop()
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_the_ensemble_member_the_master_uses_is_killed_and_the_job_goes_on(
+    ensemble: ZooKeeperEnsemble, tmp_path: Path
+):
+    cluster = HaCluster(
+        tmp_path / "cluster",
+        ensemble.address,
+        **{"high-availability.zookeeper.client.session-timeout": SESSION_TIMEOUT},
+    )
+    try:
+        master = one_master(cluster)
+        out, _ = submit(cluster, RECORDS)
+        wait_until(lambda: completed_checkpoints(master.text()) >= 2, JOB_S, "checkpoints")
+        member = ensemble.connected_from(master.pid)
+        assert member is not None, "the master holds no connection to the ensemble"
+
+        member.stop(signal.SIGKILL)
+        # kazoo moves to another member; the session (held by the quorum) is intact.
+        wait_until(
+            lambda: (
+                (other := ensemble.connected_from(master.pid)) is not None and other is not member
+            ),
+            MASTER_START_S,
+            "the master to connect to another member",
+        )
+        wait_until(
+            lambda: "leaders resume" in master.text(), MASTER_START_S, "the leaders to resume"
+        )
+        before = completed_checkpoints(master.text())
+        wait_until(
+            lambda: completed_checkpoints(master.text()) > before,
+            JOB_S,
+            "a checkpoint with one member down",
+        )
+        wait_until(lambda: "reached FINISHED" in master.text(), JOB_S, "the job to be FINISHED")
+        assert committed(out) == expected_running_sums(RECORDS)
+        text = master.text()
+        assert "session LOST" not in text
+        assert text.count("is now the leader") == 1  # the cluster kept its leader
+        assert "recovering from checkpoint" not in text
+    finally:
+        cluster.stop()
