@@ -336,6 +336,16 @@ class DefaultScheduler:
                 return False
             ev.current.transition(state)
             self._changed.notify_all()
+            if state is ExecutionState.RUNNING and all(
+                e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()
+            ):
+                # Once per attempt: the last of its tasks to start (a lifecycle milestone,
+                # what recovery times are measured to).
+                logger.info(
+                    "job %s: every task of attempt %d is RUNNING",
+                    self.job_id,
+                    self.graph.attempt_number,
+                )
             coordinator = self.checkpoint_coordinator
             if state is ExecutionState.FAILED:
                 ev.current.failure_cause = cause or "unknown failure"

@@ -174,6 +174,7 @@ class TestLosingZooKeeper:
         ha_config: dict[str, str],
         caplog: pytest.LogCaptureFixture,
     ):
+        caplog.set_level(logging.INFO, logger="weir.core.highavailability")
         services, contender, token = self._leader(own_server, ha_config)
         try:
             # ZooKeeper expires the session: another client attaches to it and closes it,
@@ -191,6 +192,11 @@ class TestLosingZooKeeper:
             lost = [r for r in caplog.records if "session LOST" in r.getMessage()]
             assert len(lost) == 1
             assert lost[0].levelname == "ERROR"
+            # The reconnection is a new session: it says so, once, and nothing "resumes".
+            lines = [r.getMessage() for r in caplog.records]
+            assert sum("with a new session" in line for line in lines) == 1, lines
+            assert not any("leaders resume" in line for line in lines), lines
+            assert contender.suspensions in ([], [True]), contender.suspensions
         finally:
             services.close()
 

@@ -12,7 +12,8 @@ Connection states, one log line each:
 * LOST (the session expired: its ephemeral nodes, our latch node among them, are gone):
   leadership is given up; the revoke listeners are told. The latch then contends again
   with a new session, so a master whose quorum comes back becomes leader or standby.
-* CONNECTED again with the session intact: leaders resume.
+* CONNECTED again with the session intact: leaders resume. CONNECTED after LOST is a new
+  session: nothing resumes (the line says so).
 
 Every write a leader makes to ZooKeeper (``guarded_transaction``) carries a check that
 its latch node still exists: a deposed leader's write fails in ZooKeeper itself, whatever
@@ -48,6 +49,8 @@ class ZooKeeperLeaderLatch:
         self._token: str | None = None
         self._node: str | None = None
         self._suspended = False
+        self._session_replaced = False
+        """The session was LOST: the next CONNECTED is a new session, not a resumption."""
         self._lost = threading.Event()
         self._stopped = threading.Event()
         self._connected = threading.Event()
@@ -217,6 +220,7 @@ class ZooKeeperLeaderLatch:
 
     def _on_connection_state(self, state: str) -> None:
         """kazoo's thread: flags and events only, one log line per change."""
+        new_session = False
         with self._lock:
             leading = self._token is not None
             if state == "SUSPENDED":
@@ -224,8 +228,16 @@ class ZooKeeperLeaderLatch:
                 listeners = list(self._suspend_listeners) if leading else []
                 suspended: bool | None = True
             elif state == "LOST":
+                # The next CONNECTED is a new session: nothing resumes, the latch
+                # contends again (leadership stays in doubt until it is given up).
+                self._session_replaced = True
                 suspended = None
                 listeners = []
+            elif self._session_replaced:  # CONNECTED with the new session
+                self._session_replaced = False
+                suspended = None
+                listeners = []
+                new_session = True
             else:  # CONNECTED: the session survived the interruption
                 was = self._suspended
                 self._suspended = False
@@ -248,6 +260,8 @@ class ZooKeeperLeaderLatch:
                 else "contending again once connected",
             )
             self._lost.set()
+        elif new_session:
+            logger.info("ZooKeeper connected again with a new session: contending again")
         elif suspended is False:
             logger.info("ZooKeeper connection back with the session intact: leaders resume")
         if suspended is not None:
