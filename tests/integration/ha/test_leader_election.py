@@ -5,6 +5,7 @@ deposed leader's writes refused by ZooKeeper itself."""
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ class RecordingContender(LeaderContender):
         self.tokens: list[str] = []
         self.revoked = threading.Event()
         self.suspensions: list[bool] = []
+        self.on_suspend: Callable[[bool], None] = lambda _suspended: None
 
     @property
     def address(self) -> str:
@@ -39,6 +41,7 @@ class RecordingContender(LeaderContender):
         self.revoked.set()
 
     def suspend_leadership(self, suspended: bool) -> None:
+        self.on_suspend(suspended)
         self.suspensions.append(suspended)
 
 
@@ -165,6 +168,40 @@ class TestLosingZooKeeper:
             lines = [r.getMessage() for r in caplog.records if "ZooKeeper" in r.getMessage()]
             assert sum("SUSPENDED" in line for line in lines) == 1
             assert sum("resume" in line for line in lines) == 1
+        finally:
+            services.close()
+
+    def test_a_suspend_hook_may_wait_for_a_thread_that_waits_for_zookeeper(
+        self, own_server: ZooKeeperServer, ha_config: dict[str, str]
+    ):
+        """The checkpoint coordinator's case: its suspend hook takes the coordinator's
+        lock, which another thread may hold across a ZooKeeper call made while the
+        connection was away. That call's reply comes in on kazoo's thread, so the hooks
+        must run elsewhere, or the resumption deadlocks."""
+        services, contender, _token = self._leader(own_server, ha_config)
+        lock = threading.Lock()
+
+        def hook(_suspended: bool) -> None:
+            with lock:
+                pass
+
+        contender.on_suspend = hook
+        read: list[object] = []
+
+        def read_while_away() -> None:
+            with lock:
+                read.append(services.client.exists("/leader"))  # sent once reconnected
+
+        try:
+            own_server.stop(signal.SIGKILL)
+            wait(lambda: contender.suspensions == [True], "leaders to suspend")
+            reader = threading.Thread(target=read_while_away, daemon=True)
+            reader.start()
+            wait(lock.locked, "the reader to hold the lock")
+            own_server.start()
+            wait(lambda: contender.suspensions == [True, False], "leaders to resume")
+            reader.join(30)
+            assert read and read[0] is not None
         finally:
             services.close()
 

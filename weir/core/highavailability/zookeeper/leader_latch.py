@@ -20,7 +20,9 @@ its latch node still exists: a deposed leader's write fails in ZooKeeper itself,
 its own threads believe (no split brain).
 
 Threading: kazoo calls the connection listener on its own thread; it only sets flags and
-events. Grants and revocations run on the latch's thread, one at a time.
+events, and hands the suspend listeners to a thread of the latch's (they take locks that
+threads waiting for ZooKeeper replies may hold, and those replies arrive on kazoo's
+thread). Grants and revocations run on the latch's thread, one at a time.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from weir.core.errors import LeaderLostError
@@ -58,6 +61,8 @@ class ZooKeeperLeaderLatch:
         self._suspend_listeners: list[Callable[[bool], None]] = []
         self._election: Any = None
         self._thread: threading.Thread | None = None
+        # Suspend listeners run here, one change at a time, in the order they happened.
+        self._events = ThreadPoolExecutor(1, thread_name_prefix="weir-leader-latch-events")
         self.leaderships = 0
         """How many times this latch became leader (for tests and logs)."""
 
@@ -82,6 +87,7 @@ class ZooKeeperLeaderLatch:
         if self._thread is not None:
             self._thread.join(timeout=30)
         self._client.remove_listener(self._on_connection_state)
+        self._events.shutdown(wait=False)
 
     def add_listener(self, listener: LeadershipListener) -> None:
         """``listener(token)`` now if leading, and on every grant and revocation."""
@@ -264,6 +270,12 @@ class ZooKeeperLeaderLatch:
             logger.info("ZooKeeper connected again with a new session: contending again")
         elif suspended is False:
             logger.info("ZooKeeper connection back with the session intact: leaders resume")
-        if suspended is not None:
-            for listener in listeners:
-                listener(suspended)
+        if suspended is not None and listeners:
+            # Not on kazoo's thread: a hook may wait for a lock held by a thread that
+            # waits for a ZooKeeper reply, and replies come in on kazoo's thread.
+            self._events.submit(_notify, listeners, suspended)
+
+
+def _notify(listeners: list[Callable[[bool], None]], suspended: bool) -> None:
+    for listener in listeners:
+        listener(suspended)
