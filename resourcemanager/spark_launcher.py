@@ -41,6 +41,7 @@ from weir.resourcemanager.spark_driver_launch import start_driver_gateway
 logger = logging.getLogger(__name__)
 
 DEFAULT_ENTRY_POINT = "weir.taskmanager.spark_entry:run_task_manager"
+PYTHON_DAEMON_MODULE = "weir.taskmanager.spark_daemon"
 JOB_GROUP_PREFIX = "weir-tm-"
 
 
@@ -102,6 +103,16 @@ def prestart_driver_jvm(config: Mapping[str, str]) -> None:
             raise ConfigurationError(msg) from exc
 
 
+def warm_up_python_workers(spark: SparkSession) -> None:
+    """Run one trivial job on every core of the session, so that each executor's Python
+    daemon (with the TaskManager imported) is up before the first lease needs it: a
+    standby master's warm start on a local master, where the application holds nothing
+    another one could use."""
+    context = spark.sparkContext
+    cores = context.defaultParallelism
+    context.parallelize(range(cores), cores).count()
+
+
 def create_spark_session(config: Mapping[str, str]) -> SparkSession:
     """A SparkSession for leasing TaskManagers, from the ``spark.*`` keys; its JVM starts
     with Weir's options (``spark_driver_jvm``) and binds as the master binds when that is
@@ -121,6 +132,9 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
         # TaskManager; executors come and go only as the ResourceManager leases.
         "spark.speculation": "false",
         "spark.dynamicAllocation.enabled": "false",
+        # Executors fork their Python workers from a daemon that has the TaskManager
+        # imported already (weir/taskmanager/spark_daemon.py): a lease starts faster.
+        "spark.python.daemon.module": PYTHON_DAEMON_MODULE,
     }
     settings.update(_driver_network_settings(config))
     settings.update({k: v for k, v in config.items() if k.startswith("spark.")})

@@ -60,6 +60,44 @@ def kill_leaders(cluster: HaCluster, records: int, kills: int, rng: random.Rando
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_the_leader_is_killed_and_the_standby_finishes_the_job_exactly_once(
+    ha_cluster: HaCluster,
+):
+    """start-cluster.sh starts a leader and a standby from a masters file; the leader is
+    SIGKILLed after a random number of checkpoints; the standby takes over, recovers the
+    job from its latest checkpoint and finishes it: the committed output is exactly the
+    failure-free output, and the clients find the new leader in ZooKeeper."""
+    records = 15_000
+    leader, standby = ha_cluster.start_scripted(2)
+    assert leader.leading
+    assert "Weir master standby" in standby.text()
+    assert not standby.leading
+    out, checkpoints = submit(ha_cluster, records)
+    target = random.randint(1, 4)
+    wait_until(lambda: latest_checkpoint(checkpoints) >= target, JOB_S, "checkpoints")
+    assert "reached FINISHED" not in leader.text(), "the job ended before the kill"
+
+    leader.kill()
+    wait_until(lambda: standby.leading, MASTER_START_S, "the standby to take over")
+    wait_until(lambda: "recovering from checkpoint" in standby.text(), JOB_S, "the recovery")
+    status = ha_cluster.weir("ha", "status")
+    assert status.returncode == 0, status.stderr
+    assert f"dispatcher: 127.0.0.1:{standby.port}" in status.stdout, status.stdout
+    assert "submittedJobGraph" in status.stdout, status.stdout
+    wait_until(lambda: "reached FINISHED" in standby.text(), JOB_S, "the job to be FINISHED")
+    assert committed(out) == expected_running_sums(records)
+    listed = ha_cluster.weir("list", "-a")  # no -m: the leader is found in ZooKeeper
+    assert listed.returncode == 0, listed.stderr
+    assert "FINISHED" in listed.stdout
+    stopped = ha_cluster.stop()
+    assert stopped is not None
+    assert stopped.returncode == 0, stopped.stderr
+    assert list(ha_cluster.pid_dir.glob("weir-master*.pid")) == []
+
+
+@pytest.mark.spark
+@pytest.mark.long
 @pytest.mark.timeout(900)  # three Spark starts and two failovers on a loaded machine
 def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
     ha_cluster: HaCluster,

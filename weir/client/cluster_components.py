@@ -37,7 +37,11 @@ from weir.dispatcher.service import DispatcherServicer
 from weir.jobmanager.job_master import JobMaster
 from weir.queryablestate.client_proxy import KvStateClientProxy
 from weir.resourcemanager.resource_manager import ResourceManager
-from weir.resourcemanager.spark_launcher import prestart_driver_jvm
+from weir.resourcemanager.spark_launcher import (
+    create_spark_session,
+    prestart_driver_jvm,
+    warm_up_python_workers,
+)
 from weir.rest import ClusterView, RestServerEndpoint
 from weir.rest.job_manager_metrics import JobManagerMetrics
 
@@ -54,12 +58,27 @@ _DISPATCHER_WORKERS = 16
 _SERVER_STOP_GRACE_S = 1.0
 
 
-def prestart_spark_driver(config: Mapping[str, str]) -> None:
-    """Start the Spark driver's JVM of this process without an application (a standby
-    master's warm start; see ``weir.resourcemanager.spark_launcher.prestart_driver_jvm``).
-    Call before any gRPC server exists in the process."""
+def prestart_spark_driver(config: Mapping[str, str]) -> SparkSession | None:
+    """A standby master's warm start; call before any gRPC server exists in the process.
+
+    On a local master (``local[N]``: the executors are threads of this process's JVM),
+    the SparkSession the master will lease from is created now and its Python workers'
+    daemon started: the application holds nothing another could use. Returned, to be
+    handed to ``ClusterComponents`` on winning (and stopped by the caller after).
+    On a cluster manager an application would hold executors that the leader's needs:
+    only the driver's JVM is started and warmed, without an application (see
+    ``weir.resourcemanager.spark_launcher.prestart_driver_jvm``); returns None."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    prestart_driver_jvm(config)
+    if not cfg.get(config, cfg.SPARK_MASTER).startswith("local"):
+        prestart_driver_jvm(config)
+        return None
+    spark = create_spark_session(config)
+    try:
+        warm_up_python_workers(spark)
+    except BaseException:
+        spark.stop()
+        raise
+    return spark
 
 
 class _PublishedAddress(LeaderContender):

@@ -3,8 +3,10 @@ the election, then starts its services (the SparkSession first), recovers the jo
 previous leader, and serves until it stops or loses its leadership; a master that lost
 it (its session expired) stops its services without writing anything and contends again.
 
-A standby keeps the Spark driver's JVM running but no Spark application: it registers
-one on winning (the README's High availability section says why, and what it costs).
+A standby warms its Spark driver before it waits: on a local master it creates the
+SparkSession it will lease from and starts its Python workers' daemon; on a cluster
+manager it keeps only the driver's JVM running, with no application, and registers one on
+winning (the README's High availability section says why, and what each costs).
 Lines on stdout, for the scripts::
 
     Weir master standby: waiting for leadership (ZooKeeper 127.0.0.1:2181)
@@ -16,11 +18,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from weir.client.cluster_components import ClusterComponents, prestart_spark_driver
 from weir.core import config as cfg
 from weir.core.errors import WeirError
 from weir.core.highavailability.zookeeper import ZooKeeperHaServices
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +54,19 @@ def run_highly_available(
     except WeirError as exc:
         logger.error("the master could not reach ZooKeeper: %s", exc)
         return 1
+    warm: SparkSession | None = None
     try:
         services.start_contending()
-        if services.latch.await_leadership(_FIRST_LEADER_WAIT_S) is None:
-            # A standby's warm start: the Spark driver's JVM runs, warmed, but no
-            # application (it holds no executor a leader needs); winning then costs
-            # about a second of Spark start instead of the JVM's. No gRPC server exists
-            # in this process yet, as the JVM's launch requires.
-            prestart_spark_driver(config)
+        leads_at_once = services.latch.await_leadership(_FIRST_LEADER_WAIT_S) is not None
         while not stop.is_set():
+            if not leads_at_once:
+                # A standby's warm start (prestart_spark_driver says what is warmed on
+                # which Spark master); winning then costs about a second of Spark start
+                # instead of the JVM's, and on a local master no Python worker start
+                # either. The first time, no gRPC server exists in this process yet, as
+                # the JVM's launch requires; after a leadership, the JVM runs already.
+                warm = prestart_spark_driver(config)
+            leads_at_once = False
             print(STANDBY_LINE.format(quorum=cfg.get(config, cfg.HA_ZK_QUORUM)), flush=True)
             logger.info("standby (%s): waiting for leadership", identifier)
             token = None
@@ -64,10 +74,13 @@ def run_highly_available(
                 token = services.latch.await_leadership(_WAIT_SLICE_S)
             if token is None:
                 break
-            if not _lead(config, services, stop, ready_line, after_start):
+            spark, warm = warm, None
+            if not _lead(config, services, stop, ready_line, after_start, spark=spark):
                 return 1
         return 0
     finally:
+        if warm is not None:
+            warm.stop()
         services.close()
 
 
@@ -77,13 +90,17 @@ def _lead(
     stop: threading.Event,
     ready_line: str,
     after_start: Callable[[], None],
+    *,
+    spark: SparkSession | None,
 ) -> bool:
-    components = ClusterComponents(config, ha_services=services)
+    """Serve as the leader until leadership or the process ends. ``spark``: the standby's
+    warm session, if any; the services lease from it and it is stopped with them."""
+    components = ClusterComponents(config, spark_session=spark, ha_services=services)
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
     except WeirError as exc:
         logger.error("the master could not start its services: %s", exc)
-        components.close()
+        _close(components, spark)
         return False
     after_start()
     print(ready_line.format(address=address), flush=True)
@@ -96,5 +113,15 @@ def _lead(
         # suspend and keep their checkpoints), then the services stop.
         logger.info("stopping: handing leadership and the running jobs to a standby")
         services.latch.stop()
-    components.close()
+    _close(components, spark)
     return True
+
+
+def _close(components: ClusterComponents, spark: SparkSession | None) -> None:
+    """Stop the services, then the warm session they were given (a given session is
+    never stopped by them): the next leadership starts from a new application."""
+    try:
+        components.close()
+    finally:
+        if spark is not None:
+            spark.stop()
