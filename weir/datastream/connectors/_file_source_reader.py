@@ -1,4 +1,11 @@
-"""The reader behind ``FileSource``: file discovery, split assignment and line reading."""
+"""The readers behind ``FileSource``: file discovery, split assignment and line reading.
+
+Bounded, a reader's state is its splits (``FileSourceReader.snapshot_splits``): per file
+not finished, ``(path, byte offset of the next line, lines consumed)``, so a checkpoint
+of it is restored at any parallelism. Monitoring continuously, it is one opaque position
+(``ContinuousFileSourceReader``), as the files already read (which every subtask's
+discovery must know) are not splits that can be dealt out.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,8 @@ from typing import IO, Any
 
 import fsspec
 from fsspec.core import url_to_fs
+
+from weir.core.source import SourceStateError
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +67,7 @@ def enumerate_files(paths: tuple[str, ...]) -> list[str]:
     return sorted(found)
 
 
-class FileSourceReader:
+class _FileReader:
     """Reads the splits of one subtask, one file after the other, a batch of lines a poll.
 
     Not a ``SplitSourceReader``: as it reads one split at a time, one watermark
@@ -98,9 +107,7 @@ class FileSourceReader:
 
     # -- reading ------------------------------------------------------------------------
     def poll_batch(self, max_records: int) -> list[str] | None:
-        if not self._enumerated:
-            self._discover()
-            self._enumerated = True
+        self._enumerate_once()
         limit = max(1, min(max_records, _LINES_PER_BATCH))
         while True:
             if self._splits:
@@ -158,6 +165,13 @@ class FileSourceReader:
             self._file.close()
             self._file = None
 
+    def _enumerate_once(self) -> None:
+        """The first listing of the paths, at the first poll or at a checkpoint taken
+        before it (whose state must then name the files this subtask is to read)."""
+        if not self._enumerated:
+            self._discover()
+            self._enumerated = True
+
     def _discover(self) -> bool:
         """Queues this subtask's files not seen before; True when there were any."""
         if self._interval_s is not None:
@@ -175,27 +189,62 @@ class FileSourceReader:
         return bool(new)
 
     # -- positions ----------------------------------------------------------------------
-    def snapshot_state(self, checkpoint_id: int | None = None) -> bytes:
-        """The splits still to read (the current one with its position first) and, when
-        monitoring, the files already read."""
-        return json.dumps(
-            {
-                "splits": [[s.path, s.offset, s.lines] for s in self._splits],
-                "finished": sorted(self._finished) if self._interval_s is not None else [],
-            }
-        ).encode()
-
-    def restore_state(self, state: bytes) -> None:
-        """Resume exactly where ``snapshot_state`` was taken; called before the first poll."""
+    def _restore(self, splits: list[FileSplit], finished: set[str]) -> None:
         self.close()
-        restored = json.loads(state)
-        self._splits = collections.deque(FileSplit(p, o, n) for p, o, n in restored["splits"])
-        self._finished = set(restored["finished"])
-        self._known = self._finished | {s.path for s in self._splits}
+        self._splits = collections.deque(splits)
+        self._finished = finished
+        self._known = finished | {s.path for s in splits}
         self._enumerated = True
         self._next_discovery = 0.0
+
+    def restore_state(self, state: bytes) -> None:
+        """Resume exactly where a position (``snapshot_state``, JSON of the splits still
+        to read and, when monitoring, the files already read) was taken; called before
+        the first poll."""
+        restored = json.loads(state)
+        splits = [FileSplit(p, o, n) for p, o, n in restored["splits"]]
+        self._restore(splits, set(restored["finished"]))
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+class FileSourceReader(_FileReader):
+    """The bounded reader: its state is its splits, so it rescales
+    (``weir.core.source.SplitCheckpointedSourceReader``)."""
+
+    def snapshot_splits(self, checkpoint_id: int | None = None) -> list[tuple[str, int, int]]:
+        """``(path, byte offset of the next line, lines consumed)`` per file still to read
+        (the current one first). Before the first poll, the files this subtask would
+        read are listed first, so that a checkpoint taken then names them."""
+        self._enumerate_once()
+        return [(s.path, s.offset, s.lines) for s in self._splits]
+
+    def restore_splits(self, splits: list[tuple[str, int, int]]) -> None:
+        """Read exactly these files, each from its position, in the order given."""
+        try:
+            restored = [FileSplit(str(p), int(o), int(n)) for p, o, n in splits]
+        except (TypeError, ValueError) as exc:
+            msg = (
+                f"FileSource: cannot restore splits {splits!r}; expected the (path, offset, "
+                "lines) triples its reader's snapshot_splits returned"
+            )
+            raise SourceStateError(msg) from exc
+        self._restore(restored, set())
+
+
+class ContinuousFileSourceReader(_FileReader):
+    """The monitoring reader: one opaque position, restored at the same parallelism."""
+
+    def snapshot_state(self, checkpoint_id: int | None = None) -> bytes:
+        """The splits still to read (the current one with its position first) and the
+        files already read."""
+        self._enumerate_once()
+        return json.dumps(
+            {
+                "splits": [[s.path, s.offset, s.lines] for s in self._splits],
+                "finished": sorted(self._finished),
+            }
+        ).encode()
