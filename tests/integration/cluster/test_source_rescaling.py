@@ -2,7 +2,8 @@
 or a FileSource over several files) runs at parallelism 2 resumes with the source at
 parallelism 3 or 1, each new subtask reading its share of the old subtasks' splits from
 where they were; with an exactly-once FileSink, the two runs' output together is every
-record exactly once, as an uninterrupted run's."""
+record exactly once, as an uninterrupted run's. The same from a retained checkpoint of
+a cancelled job."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ JOB = textwrap.dedent(
     import time
 
     from weir.common import Types, WatermarkStrategy
-    from weir.datastream import MapFunction, StreamExecutionEnvironment
+    from weir.datastream import (
+        ExternalizedCheckpointRetention, MapFunction, StreamExecutionEnvironment,
+    )
     from weir.datastream.connectors import FileSink, FileSource, StreamFormat
     from weir.datastream.connectors.file_system import BucketAssigner, Encoder
     from weir.datastream.connectors.number_seq import NumberSequenceSource
@@ -54,7 +57,11 @@ JOB = textwrap.dedent(
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.enable_checkpointing(300)
-    env.get_checkpoint_config().set_checkpoint_storage_dir(checkpoints)
+    config = env.get_checkpoint_config()
+    config.set_checkpoint_storage_dir(checkpoints)
+    config.set_externalized_checkpoint_retention(
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
     if source == "numbers":
         reader = NumberSequenceSource(0, {NUMBERS} - 1)
     else:
@@ -193,3 +200,31 @@ def test_a_file_source_stopped_at_parallelism_2_resumes_at_another(
 
     _resume(cluster, script, path, [str(out), checkpoints, "fast", str(data)], parallelism)
     assert sorted(_lines(out)) == sorted(expected)
+
+
+def test_a_retained_checkpoint_of_a_cancelled_job_resumes_its_source_at_parallelism_3(
+    cluster, tmp_path, capsys
+):
+    script = tmp_path / "rescaled_source.py"
+    script.write_text(JOB)
+    out = tmp_path / "out"
+    checkpoints = f"file://{tmp_path / 'checkpoints'}"
+    args = [str(out), checkpoints, "slow", "numbers"]
+    assert cli.main(["run", "-d", "-p", "2", "-m", cluster.address, str(script), *args]) == 0
+    job_id = _job_id(capsys)
+    with DispatcherGateway(cluster.address) as gateway:
+        deadline = time.monotonic() + DEADLINE_S
+        while gateway.checkpoint_statistics(job_id).num_completed < 2:
+            assert time.monotonic() < deadline, "no checkpoint completed"
+            time.sleep(0.1)  # polling interval
+        gateway.cancel_job(job_id)
+        assert gateway.wait_for_result(job_id, DEADLINE_S * 1000).status == "CANCELED"
+        path = gateway.checkpoint_statistics(job_id).latest_completed_path
+    assert path
+    (first,), (second,) = _splits_at(path)
+    assert 0 < first[0] < NUMBERS // 2 < second[0] < NUMBERS
+
+    # What the cancelled run wrote after its checkpoint was never committed; the
+    # resumed run reads it again, so the committed output is every number once.
+    _resume(cluster, script, path, [str(out), checkpoints, "fast", "numbers"], 3)
+    assert sorted(_lines(out), key=int) == [str(n) for n in range(NUMBERS)]
