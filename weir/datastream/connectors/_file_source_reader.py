@@ -1,10 +1,18 @@
-"""The readers behind ``FileSource``: file discovery, split assignment and line reading.
+"""The reader behind ``FileSource``: file discovery, split assignment and line reading.
 
-Bounded, a reader's state is its splits (``FileSourceReader.snapshot_splits``): per file
-not finished, ``(path, byte offset of the next line, lines consumed)``, so a checkpoint
-of it is restored at any parallelism. Monitoring continuously, it is one opaque position
-(``ContinuousFileSourceReader``), as the files already read (which every subtask's
-discovery must know) are not splits that can be dealt out.
+A reader's state is its splits (``FileSourceReader.snapshot_splits``), so a checkpoint of
+it is restored at any parallelism:
+
+- a file split per file not finished: ``(path, byte offset of the next line, lines
+  consumed)``;
+- monitoring continuously, a discovery split per class of paths the reader discovers:
+  ``("discovery", index, parallelism, paths)`` stands for the files whose path hashes to
+  ``index`` among ``parallelism`` (``owner_of``) and names those already discovered.
+  A fresh reader holds its own class; after a restore at another parallelism the
+  classes of the first run are dealt out like the file splits, so every new file is
+  discovered by exactly one reader, and none is read twice. Discovery then runs on as
+  many readers as the first run had (or fewer), while every reader reads the file
+  splits it is given.
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 # Lines handed over per poll at most, so one poll stays within a few milliseconds.
 _LINES_PER_BATCH = 4096
+
+# The first element of a discovery split (a file split starts with its path, a URL).
+_DISCOVERY = "discovery"
 
 
 @dataclass(slots=True)
@@ -67,15 +78,16 @@ def enumerate_files(paths: tuple[str, ...]) -> list[str]:
     return sorted(found)
 
 
-class _FileReader:
-    """Reads the splits of one subtask, one file after the other, a batch of lines a poll.
+class FileSourceReader:
+    """Reads the splits of one subtask, one file after the other, a batch of lines a poll
+    (``weir.core.source.SplitCheckpointedSourceReader``).
 
     Not a ``SplitSourceReader``: as it reads one split at a time, one watermark
     generator over its output sees the event time that per-split ones would.
 
     Bounded: the files present at the first poll; then ``None``. Continuous: every
-    ``discovery_interval_ms`` the paths are listed again and new files of this subtask
-    are queued; ``[]`` while there is nothing to read.
+    ``discovery_interval_ms`` the paths are listed again and new files of the reader's
+    discovery classes are queued; ``[]`` while there is nothing to read.
     """
 
     def __init__(
@@ -95,11 +107,13 @@ class _FileReader:
         # TextLineInputFormat always does.
         self._by_offset = "\n".encode(charset_name) == b"\n"
         self._subtask = subtask
-        self._parallelism = parallelism
         self._interval_s = None if discovery_interval_ms is None else discovery_interval_ms / 1000
         self._clock = clock
         self._splits: collections.deque[FileSplit] = collections.deque()
-        self._finished: set[str] = set()
+        # (index, parallelism) of each class of paths this reader discovers -> the paths
+        # of it discovered so far.
+        self._classes: dict[tuple[int, int], set[str]] = {(subtask, parallelism): set()}
+        # Paths discovered here or handed over in a split: never queued again.
         self._known: set[str] = set()
         self._enumerated = False
         self._next_discovery = 0.0
@@ -159,8 +173,7 @@ class _FileReader:
         return f
 
     def _finish_split(self) -> None:
-        split = self._splits.popleft()
-        self._finished.add(split.path)
+        self._splits.popleft()
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -173,78 +186,80 @@ class _FileReader:
             self._enumerated = True
 
     def _discover(self) -> bool:
-        """Queues this subtask's files not seen before; True when there were any."""
+        """Queues the files of this reader's classes not seen before; True when there
+        were any."""
         if self._interval_s is not None:
             self._next_discovery = self._clock() + self._interval_s
-        new = [
-            p
-            for p in enumerate_files(self._paths)
-            if p not in self._known and owner_of(p, self._parallelism) == self._subtask
-        ]
-        for path in new:
-            self._known.add(path)
-            self._splits.append(FileSplit(path))
+        classes = self._classes.items()
+        new = 0
+        for path in enumerate_files(self._paths):
+            if path in self._known:
+                continue
+            for (index, parallelism), discovered in classes:
+                if owner_of(path, parallelism) == index:
+                    discovered.add(path)
+                    self._known.add(path)
+                    self._splits.append(FileSplit(path))
+                    new += 1
+                    break
         if new:
-            logger.debug("subtask %d discovered %d new files", self._subtask, len(new))
+            logger.debug("subtask %d discovered %d new files", self._subtask, new)
         return bool(new)
 
     # -- positions ----------------------------------------------------------------------
-    def _restore(self, splits: list[FileSplit], finished: set[str]) -> None:
-        self.close()
-        self._splits = collections.deque(splits)
-        self._finished = finished
-        self._known = finished | {s.path for s in splits}
-        self._enumerated = True
-        self._next_discovery = 0.0
+    def snapshot_splits(self, checkpoint_id: int | None = None) -> list[tuple[Any, ...]]:
+        """A ``(path, byte offset of the next line, lines consumed)`` per file still to
+        read (the current one first) and, monitoring, a ``("discovery", index,
+        parallelism, paths)`` per discovery class. Before the first poll, the files this
+        subtask would read are listed first, so that a checkpoint taken then names them."""
+        self._enumerate_once()
+        splits: list[tuple[Any, ...]] = [(s.path, s.offset, s.lines) for s in self._splits]
+        if self._interval_s is not None:
+            splits += [
+                (_DISCOVERY, index, parallelism, tuple(sorted(paths)))
+                for (index, parallelism), paths in sorted(self._classes.items())
+            ]
+        return splits
+
+    def restore_splits(self, splits: list[tuple[Any, ...]]) -> None:
+        """Read exactly these files, each from its position, in the order given, and
+        discover (monitoring) the new files of exactly these classes."""
+        files: list[FileSplit] = []
+        classes: dict[tuple[int, int], set[str]] = {}
+        try:
+            for split in splits:
+                if len(split) == 4 and split[0] == _DISCOVERY:
+                    _, index, parallelism, paths = split
+                    classes[(int(index), int(parallelism))] = {str(p) for p in paths}
+                else:
+                    path, offset, lines = split
+                    files.append(FileSplit(str(path), int(offset), int(lines)))
+        except (TypeError, ValueError) as exc:
+            msg = (
+                f"FileSource: cannot restore splits {splits!r}; expected the (path, offset, "
+                'lines) and ("discovery", index, parallelism, paths) tuples its reader\'s '
+                "snapshot_splits returned"
+            )
+            raise SourceStateError(msg) from exc
+        self._restore(files, classes)
 
     def restore_state(self, state: bytes) -> None:
-        """Resume exactly where a position (``snapshot_state``, JSON of the splits still
-        to read and, when monitoring, the files already read) was taken; called before
-        the first poll."""
+        """A position written before the reader kept splits: JSON of the files still to
+        read and, monitoring, the files already read (by this subtask's class)."""
         restored = json.loads(state)
-        splits = [FileSplit(p, o, n) for p, o, n in restored["splits"]]
-        self._restore(splits, set(restored["finished"]))
+        files = [FileSplit(p, o, n) for p, o, n in restored["splits"]]
+        (own,) = self._classes
+        self._restore(files, {own: set(restored["finished"]) | {f.path for f in files}})
+
+    def _restore(self, files: list[FileSplit], classes: dict[tuple[int, int], set[str]]) -> None:
+        self.close()
+        self._splits = collections.deque(files)
+        self._classes = classes
+        self._known = {f.path for f in files}.union(*classes.values())
+        self._enumerated = True
+        self._next_discovery = 0.0
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-class FileSourceReader(_FileReader):
-    """The bounded reader: its state is its splits, so it rescales
-    (``weir.core.source.SplitCheckpointedSourceReader``)."""
-
-    def snapshot_splits(self, checkpoint_id: int | None = None) -> list[tuple[str, int, int]]:
-        """``(path, byte offset of the next line, lines consumed)`` per file still to read
-        (the current one first). Before the first poll, the files this subtask would
-        read are listed first, so that a checkpoint taken then names them."""
-        self._enumerate_once()
-        return [(s.path, s.offset, s.lines) for s in self._splits]
-
-    def restore_splits(self, splits: list[tuple[str, int, int]]) -> None:
-        """Read exactly these files, each from its position, in the order given."""
-        try:
-            restored = [FileSplit(str(p), int(o), int(n)) for p, o, n in splits]
-        except (TypeError, ValueError) as exc:
-            msg = (
-                f"FileSource: cannot restore splits {splits!r}; expected the (path, offset, "
-                "lines) triples its reader's snapshot_splits returned"
-            )
-            raise SourceStateError(msg) from exc
-        self._restore(restored, set())
-
-
-class ContinuousFileSourceReader(_FileReader):
-    """The monitoring reader: one opaque position, restored at the same parallelism."""
-
-    def snapshot_state(self, checkpoint_id: int | None = None) -> bytes:
-        """The splits still to read (the current one with its position first) and the
-        files already read."""
-        self._enumerate_once()
-        return json.dumps(
-            {
-                "splits": [[s.path, s.offset, s.lines] for s in self._splits],
-                "finished": sorted(self._finished),
-            }
-        ).encode()

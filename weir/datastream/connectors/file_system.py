@@ -46,10 +46,7 @@ from weir.core.checkpointed_function import (
 )
 from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
-from weir.datastream.connectors._file_source_reader import (
-    ContinuousFileSourceReader,
-    FileSourceReader,
-)
+from weir.datastream.connectors._file_source_reader import FileSourceReader
 from weir.datastream.connectors._file_writer import FileWriter, InProgressFile
 from weir.datastream.functions import CheckpointListener, RuntimeContext, SinkFunction
 from weir.datastream.state import ListState, ListStateDescriptor
@@ -131,9 +128,9 @@ class FileSource:
     the path) one after the other. Hidden files (``.``/``_`` prefix) under a directory
     are skipped; ``.gz``, ``.bz2`` and ``.xz`` files are decompressed. The reader's
     checkpointed state is, per file not yet read to its end, the path, the byte offset
-    of the next line and the lines consumed. Bounded, these splits are dealt out again
-    when a checkpoint is restored at another parallelism; monitoring continuously, the
-    source resumes at the parallelism it had.
+    of the next line and the lines consumed, and, monitoring continuously, the files
+    already discovered; these splits are dealt out again when a checkpoint is restored
+    at another parallelism.
     """
 
     def __init__(
@@ -161,15 +158,8 @@ class FileSource:
     def is_bounded(self) -> bool:
         return self._discovery_interval_ms is None
 
-    def create_reader(
-        self, context: SourceReaderContext
-    ) -> FileSourceReader | ContinuousFileSourceReader:
-        # Bounded, the reader's state is its splits, which rescale; monitoring, it is
-        # one position (the files already read are not splits to deal out).
-        reader = (
-            FileSourceReader if self._discovery_interval_ms is None else ContinuousFileSourceReader
-        )
-        return reader(
+    def create_reader(self, context: SourceReaderContext) -> FileSourceReader:
+        return FileSourceReader(
             self._paths,
             self._stream_format.charset_name,
             subtask=context.get_index_of_this_subtask(),

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from weir.common import Duration
-from weir.core.source import SplitCheckpointedSourceReader, assign_splits
+from weir.core.source import assign_splits
 from weir.datastream.connectors.file_system import FileSource, StreamFormat
 
 
@@ -150,34 +150,70 @@ def test_a_position_written_before_splits_still_restores(files):
     assert drain(reader) == ["b2"]
 
 
+def _monitoring(tmp_path, clock) -> FileSource:
+    built = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(tmp_path))
+        .monitor_continuously(Duration.of_seconds(10))
+        .build()
+    )
+    assert not built.is_bounded()
+    return FileSource(built._paths, built._stream_format, built._discovery_interval_ms, clock=clock)
+
+
 def test_monitor_continuously_discovers_new_files(tmp_path):
     clock = FakeClock()
     (tmp_path / "1.txt").write_text("one\n")
-    builder = FileSource.for_record_stream_format(
-        StreamFormat.text_line_format(), str(tmp_path)
-    ).monitor_continuously(Duration.of_seconds(10))
-    built = builder.build()
-    assert not built.is_bounded()
-    source = FileSource(
-        built._paths, built._stream_format, built._discovery_interval_ms, clock=clock
-    )
+    source = _monitoring(tmp_path, clock)
     reader = source.create_reader(Ctx())
-    # Its state is the files already read too, not splits: it keeps its parallelism.
-    assert not isinstance(reader, SplitCheckpointedSourceReader)
     assert reader.poll_batch(10) == ["one"]
     assert reader.poll_batch(10) == []  # idle, not ended
     (tmp_path / "2.txt").write_text("two\n")
     clock.now += 9.9
     assert reader.poll_batch(10) == []  # not yet time to look again
-    state = reader.snapshot_state()
+    splits = reader.snapshot_splits(1)
     clock.now += 0.1
     assert reader.poll_batch(10) == ["two"]
     assert reader.poll_batch(10) == []
     # a restored reader knows "1.txt" was read and finds "2.txt" again
     restored = source.create_reader(Ctx())
-    restored.restore_state(state)
+    restored.restore_splits(splits)
     assert restored.poll_batch(10) == ["two"]
     assert restored.poll_batch(10) == []
+
+
+def _poll_all(readers, clock) -> list[str]:
+    """Every line the readers have now, past one discovery interval."""
+    clock.now += 10
+    out: list[str] = []
+    for reader in readers:
+        while batch := reader.poll_batch(3):
+            out.extend(batch)
+    return out
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (2, 1), (3, 2)])
+def test_monitoring_restored_at_another_parallelism_reads_every_file_once(tmp_path, old, new):
+    clock = FakeClock()
+    for f in range(6):
+        (tmp_path / f"old-{f}.txt").write_text("".join(f"old-{f}-{i}\n" for i in range(5)))
+    source = _monitoring(tmp_path, clock)
+    first = [source.create_reader(Ctx(i, old)) for i in range(old)]
+    read = [line for reader in first for line in reader.poll_batch(3)]  # part of a file each
+    lists = [reader.snapshot_splits(1) for reader in first]
+    kinds = {len(split) for splits in lists for split in splits}
+    assert kinds == {3, 4}  # file splits and the discovery classes
+
+    resumed = [source.create_reader(Ctx(i, new)) for i in range(new)]
+    for index, reader in enumerate(resumed):
+        reader.restore_splits(assign_splits(lists, index, new))
+    read += _poll_all(resumed, clock)
+    for f in range(8):
+        (tmp_path / f"new-{f}.txt").write_text(f"new-{f}\n")
+    read += _poll_all(resumed, clock)
+    read += _poll_all(resumed, clock)  # nothing is found twice
+
+    expected = [f"old-{f}-{i}" for f in range(6) for i in range(5)] + [f"new-{f}" for f in range(8)]
+    assert sorted(read) == sorted(expected)
 
 
 def test_a_missing_path_is_a_clear_error(tmp_path):
