@@ -30,19 +30,20 @@ LINES_PER_FILE = 2_000
 DEADLINE_S = 120
 
 # argv: output directory, checkpoint directory, "slow" or "fast", and the input: a
-# directory of files, or "numbers". Every operator runs at the parallelism of
-# `weir run -p`, the source too, chained into one task.
+# directory of files, "monitor:" and a directory to watch for new files, or "numbers".
+# Every operator runs at the parallelism of `weir run -p`, the source too, chained into
+# one task.
 JOB = textwrap.dedent(
     f"""
     import sys
     import time
 
-    from weir.common import Types, WatermarkStrategy
+    from weir.common import Duration, Types, WatermarkStrategy
     from weir.datastream import (
         ExternalizedCheckpointRetention, MapFunction, StreamExecutionEnvironment,
     )
     from weir.datastream.connectors import FileSink, FileSource, StreamFormat
-    from weir.datastream.connectors.file_system import BucketAssigner, Encoder
+    from weir.datastream.connectors.file_system import BucketAssigner, Encoder, RollingPolicy
     from weir.datastream.connectors.number_seq import NumberSequenceSource
 
     out, checkpoints, speed, source = sys.argv[1:5]
@@ -64,6 +65,14 @@ JOB = textwrap.dedent(
     )
     if source == "numbers":
         reader = NumberSequenceSource(0, {NUMBERS} - 1)
+    elif source.startswith("monitor:"):
+        reader = (
+            FileSource.for_record_stream_format(
+                StreamFormat.text_line_format(), source.removeprefix("monitor:")
+            )
+            .monitor_continuously(Duration.of_millis(200))
+            .build()
+        )
     else:
         reader = FileSource.for_record_stream_format(
             StreamFormat.text_line_format(), source
@@ -71,6 +80,8 @@ JOB = textwrap.dedent(
     sink = (
         FileSink.for_row_format(out, Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        # Committed at every checkpoint, so that an unbounded run's output shows soon.
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
         .build()
     )
     (
@@ -162,13 +173,13 @@ def test_a_number_sequence_stopped_at_parallelism_2_resumes_at_another(
     assert sorted(_lines(out), key=int) == [str(n) for n in range(NUMBERS)]
 
 
-def _names_for_both_subtasks(data: Path) -> list[str]:
+def _names_for_both_subtasks(data: Path, prefix: str = "") -> list[str]:
     """File names of which each of two subtasks reads half (files go to subtasks by a
     hash of their path)."""
     names: list[list[str]] = [[], []]
     k = 0
     while min(map(len, names)) < FILES // 2:
-        name = f"{k}.txt"
+        name = f"{prefix}{k}.txt"
         owned = names[owner_of(f"file://{data / name}", 2)]
         if len(owned) < FILES // 2:
             owned.append(name)
@@ -228,3 +239,38 @@ def test_a_retained_checkpoint_of_a_cancelled_job_resumes_its_source_at_parallel
     # resumed run reads it again, so the committed output is every number once.
     _resume(cluster, script, path, [str(out), checkpoints, "fast", "numbers"], 3)
     assert sorted(_lines(out), key=int) == [str(n) for n in range(NUMBERS)]
+
+
+def test_a_monitoring_file_source_resumes_at_parallelism_3_and_finds_new_files_once(
+    cluster, tmp_path, capsys
+):
+    data = tmp_path / "in"
+    data.mkdir()
+    expected = []
+    for f in _names_for_both_subtasks(data):
+        lines = [f"{f}-line{i}" for i in range(LINES_PER_FILE)]
+        (data / f).write_text("\n".join(lines) + "\n")
+        expected += lines
+    out = tmp_path / "out"
+    checkpoints = f"file://{tmp_path / 'checkpoints'}"
+    watch = f"monitor:{data}"
+    script, path = _stop_midway(cluster, tmp_path, capsys, [str(out), checkpoints, "slow", watch])
+    kinds = {len(split) for splits in _splits_at(path) for split in splits}
+    assert kinds == {3, 4}  # files being read, and the classes of paths each discovers
+
+    args = [str(out), checkpoints, "fast", watch]
+    run = ["run", "-d", "-p", "3", "-m", cluster.address, "-s", path, str(script), *args]
+    assert cli.main(run) == 0
+    job_id = _job_id(capsys)
+    for f in _names_for_both_subtasks(data, "new-"):
+        (data / f).write_text(f"{f}\n")
+        expected.append(f)
+    # Unbounded: wait for every line to be committed, then check none came twice.
+    deadline = time.monotonic() + DEADLINE_S
+    while len(lines := _lines(out)) < len(expected):
+        assert time.monotonic() < deadline, f"{len(lines)} of {len(expected)} lines committed"
+        time.sleep(0.1)  # polling interval
+    assert sorted(lines) == sorted(expected)
+    with DispatcherGateway(cluster.address) as gateway:
+        gateway.cancel_job(job_id)
+        assert gateway.wait_for_result(job_id, DEADLINE_S * 1000).status == "CANCELED"
