@@ -13,9 +13,9 @@ reader would derive from its subtask index. At the parallelism of the checkpoint
 subtask gets back the splits it wrote. At another one, every new subtask is given the
 split lists of all old subtasks, in the old subtasks' order, and takes its share of the
 flattened list round-robin (``assign_splits``: new subtask ``i`` of ``p`` takes the
-splits at positions ``i, i + p, i + 2p, ...``), as Flink redistributes operator list
-state. The JobMaster only hands out handles, it never unpickles the splits; a subtask
-that gets no split reads nothing. Finished splits are not listed, so they are never
+splits at positions ``i, i + p, i + 2p, ...``, so the counts differ by at most one).
+The JobMaster only hands out handles, it never unpickles the splits; a subtask that
+gets no split reads nothing. Finished splits are not listed, so they are never
 read again; a subtask that had finished holds no state, and an operator all of whose
 subtasks had finished is restored as finished at any parallelism.
 
