@@ -28,7 +28,7 @@ from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
-from weir.core.job_info import JobDetailsInfo
+from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.jobmanager.checkpoint import (
@@ -259,11 +259,15 @@ class JobMaster(LeaderContender):
         self._rm_address = address
 
     # -- called by the servicer --------------------------------------------------------
-    def update_task_execution_state(self, attempt_id: str, state: str, cause: str) -> bool:
+    def update_task_execution_state(
+        self, attempt_id: str, state: str, cause: str, io_metrics: IOMetricsInfo | None = None
+    ) -> bool:
         execution_state = ExecutionState(state)
         if execution_state.is_terminal:
             self.kv_state_locations.attempt_ended(attempt_id)
-        return self.scheduler.update_task_state(attempt_id, execution_state, cause or None)
+        return self.scheduler.update_task_state(
+            attempt_id, execution_state, cause or None, io_metrics
+        )
 
     def push_collect(
         self,

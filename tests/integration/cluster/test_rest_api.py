@@ -476,3 +476,28 @@ class TestJobSubmission:
         assert info.value.code == 400 and "jobfile" in json.loads(info.value.read())["errors"][0]
         # The cluster goes on: the running job still runs.
         assert _get(f"{url}/overview")["jobs-running"] >= 1
+
+
+def test_a_finished_job_keeps_its_vertices_record_counts(cluster):
+    """Once a job's tasks end their TaskManagers report them no more: the counts they
+    ended with travel with their final state, and /jobs/{id} shows them (Flink's
+    archived IOMetrics)."""
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration())
+    env.set_parallelism(1)
+    (
+        env.from_source(NumberSequenceSource(1, 1234), WatermarkStrategy.no_watermarks(), "n")
+        .key_by(lambda v: v % 3)
+        .filter(lambda v: v % 2 == 0)
+        .print()
+    )
+    job_id = str(env.execute("counted to the end").get_job_id())
+    url = cluster.rest_url
+    job = _get(f"{url}/jobs/{job_id}")
+    assert job["state"] == "FINISHED"
+    source, keyed = job["vertices"]
+    assert source["metrics"]["write-records"] == 1234
+    assert source["metrics"]["write-records-complete"] is True
+    assert keyed["metrics"]["read-records"] == 1234
+    assert keyed["metrics"]["read-bytes"] > 0
+    (row,) = _get(f"{url}/jobs/{job_id}/vertices/{keyed['id']}")["subtasks"]
+    assert row["status"] == "FINISHED" and row["metrics"]["read-records"] == 1234
