@@ -80,12 +80,18 @@ typecheck: site
 	  --config-file $(abspath pyproject.toml) --cache-dir $(abspath .mypy_cache) weir \
 	  | $(TO_REPO)
 
+# The tests beyond the unit tier mostly wait (on JVMs, subprocesses, checkpoints): two
+# workers, each with its own SparkSession and shared clusters, a test file per worker at a
+# time (pytest-xdist), keep both cores busy.
+TEST_WORKERS ?= 2
+
 # Static checks first, then the unit tier (no sockets, no subprocesses: stops at the first
 # failure), then everything else with the slowest tests listed.
 test: setup browser
 	$(MAKE) --no-print-directory lint layers typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider -x tests/unit
-	$(VENV)/bin/pytest -q -p no:cacheprovider --durations=15 --ignore=tests/unit
+	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 \
+	  --ignore=tests/unit
 
 test-long: setup
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m long

@@ -18,7 +18,7 @@ from weir.core.deployment import (
 from weir.core.errors import JobGraphError
 from weir.core.ids import AllocationId, ExecutionAttemptId, ResourceId, new_execution_attempt_id
 from weir.core.job_graph import JobEdge, JobGraph, JobVertex, PartitionerKind
-from weir.core.job_info import TaskStatusInfo
+from weir.core.job_info import IOMetricsInfo, TaskStatusInfo
 
 _POINTWISE = (PartitionerKind.FORWARD, PartitionerKind.RESCALE)
 
@@ -48,6 +48,7 @@ class Execution:
     slot: SlotInfo | None = None
     failure_cause: str = ""
     state_timestamps: dict[str, float] = field(default_factory=dict)
+    io_metrics: IOMetricsInfo | None = None  # the task's final counts, once it ended
 
     def transition(self, state: ExecutionState) -> None:
         self.state = state
@@ -232,6 +233,7 @@ class ExecutionGraph:
                 state=ev.current.state.value,
                 resource_id=ev.current.slot.resource_id if ev.current.slot else "",
                 failure_cause=ev.current.failure_cause,
+                io_metrics=ev.current.io_metrics,
             )
             for ev in self.all_executions()
         )

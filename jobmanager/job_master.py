@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -27,7 +28,7 @@ from weir.core.errors import CheckpointError, JobSubmissionError
 from weir.core.highavailability import HighAvailabilityServices, LeaderContender
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_graph import JobGraph, OperatorKind
-from weir.core.job_info import JobDetailsInfo
+from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.jobmanager.checkpoint import (
@@ -258,11 +259,15 @@ class JobMaster(LeaderContender):
         self._rm_address = address
 
     # -- called by the servicer --------------------------------------------------------
-    def update_task_execution_state(self, attempt_id: str, state: str, cause: str) -> bool:
+    def update_task_execution_state(
+        self, attempt_id: str, state: str, cause: str, io_metrics: IOMetricsInfo | None = None
+    ) -> bool:
         execution_state = ExecutionState(state)
         if execution_state.is_terminal:
             self.kv_state_locations.attempt_ended(attempt_id)
-        return self.scheduler.update_task_state(attempt_id, execution_state, cause or None)
+        return self.scheduler.update_task_state(
+            attempt_id, execution_state, cause or None, io_metrics
+        )
 
     def push_collect(
         self,
@@ -424,18 +429,12 @@ class JobMaster(LeaderContender):
     def _on_status(self, status: JobStatus) -> None:
         if status.is_globally_terminal_state():
             coordinator = self.checkpoint_coordinator
-            shutdown: Future[None] | None = None
+            shutdown: Future[str] | None = None
             if coordinator is not None:
-                if status is JobStatus.FAILED:
-                    stats = coordinator.statistics()
-                    latest = stats.latest_completed or stats.latest_restored
-                    self.scheduler.failure_cause += resume_hint(
-                        coordinator.config.retention,
-                        latest.external_pointer if latest is not None else "",
-                        self._config.get(cfg.PROGRAM_KEY, ""),
-                    )
-                # Storage I/O (deleting checkpoints): not on the scheduler's locked path.
-                shutdown = self._ack_worker.submit(coordinator.shutdown, status)
+                # Storage I/O (deleting checkpoints): not on the scheduler's locked path. On
+                # the acknowledgement thread, after any checkpoint it is completing: the
+                # resume hint names the checkpoint that is kept, not one it subsumed.
+                shutdown = self._ack_worker.submit(self._shut_down_checkpointing, status)
             for buffer in self._collect.values():
                 if status is JobStatus.FINISHED:
                     # Every sink ended and nothing will be replayed.
@@ -449,7 +448,22 @@ class JobMaster(LeaderContender):
                 name=f"jm-terminated-{self.job_id[:8]}",
             ).start()
 
-    def _report_terminated(self, details: JobDetailsInfo, shutdown: Future[None] | None) -> None:
+    def _shut_down_checkpointing(self, status: JobStatus) -> str:
+        """Stop the coordinator; for a failed job, the hint that says how to resume it."""
+        coordinator = self.checkpoint_coordinator
+        assert coordinator is not None
+        coordinator.shutdown(status)
+        if status is not JobStatus.FAILED:
+            return ""
+        stats = coordinator.statistics()
+        latest = stats.latest_completed or stats.latest_restored
+        return resume_hint(
+            coordinator.config.retention,
+            latest.external_pointer if latest is not None else "",
+            self._config.get(cfg.PROGRAM_KEY, ""),
+        )
+
+    def _report_terminated(self, details: JobDetailsInfo, shutdown: Future[str] | None) -> None:
         if self._suspended:
             # Cancelled because leadership was lost: the job is not over, the next leader
             # recovers it; the Dispatcher must not archive it nor drop its job graph.
@@ -460,7 +474,12 @@ class JobMaster(LeaderContender):
             # first abort what was in progress, so the archive shows no checkpoint running.
             # Bounded: deleting checkpoints on a slow store must not hold the job's result.
             try:
-                shutdown.result(timeout=_SHUTDOWN_REPORT_WAIT_S)
+                hint = shutdown.result(timeout=_SHUTDOWN_REPORT_WAIT_S)
+                if hint:
+                    self.scheduler.failure_cause += hint
+                    details = dataclasses.replace(
+                        details, failure_cause=details.failure_cause + hint
+                    )
             except Exception:  # reported anyway; the statistics may show a checkpoint running
                 logger.warning(
                     "job %s: checkpoint coordinator shutdown did not finish cleanly",

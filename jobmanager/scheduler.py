@@ -29,7 +29,7 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
-from weir.core.job_info import JobDetailsInfo
+from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.jobmanager.checkpoint import (
@@ -329,12 +329,20 @@ class DefaultScheduler:
         return True
 
     # -- task state ------------------------------------------------------------------
-    def update_task_state(self, attempt_id: str, state: ExecutionState, cause: str | None) -> bool:
+    def update_task_state(
+        self,
+        attempt_id: str,
+        state: ExecutionState,
+        cause: str | None,
+        io_metrics: IOMetricsInfo | None = None,
+    ) -> bool:
         with self._lock:
             ev = self.graph.find(attempt_id)
             if ev is None or ev.current.state.is_terminal:
                 return False
             ev.current.transition(state)
+            if io_metrics is not None:
+                ev.current.io_metrics = io_metrics
             self._changed.notify_all()
             if state is ExecutionState.RUNNING and all(
                 e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()

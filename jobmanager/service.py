@@ -7,6 +7,7 @@ import grpc
 from weir.core.checkpoint import CheckpointMetrics
 from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
 from weir.core.errors import JobNotFoundError
+from weir.core.job_info import IOMetricsInfo
 from weir.core.rpc import translate_server_errors
 from weir.jobmanager.gateways import slots_from_proto
 from weir.jobmanager.job_master import COLLECT_RETRY_AFTER_MS, JobMaster
@@ -30,8 +31,11 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
     @translate_server_errors
     def UpdateTaskExecutionState(self, request, context):
         self._check_job(request.job_id)
+        io_metrics = (
+            IOMetricsInfo.from_proto(request.io_metrics) if request.HasField("io_metrics") else None
+        )
         accepted = self._jm.update_task_execution_state(
-            request.execution_attempt_id, request.state, request.failure_cause
+            request.execution_attempt_id, request.state, request.failure_cause, io_metrics
         )
         return common_pb2.Ack(ok=accepted)
 

@@ -136,8 +136,24 @@ class JobGraphProto(_message.Message):
     job_parameters: _containers.ScalarMap[str, str]
     def __init__(self, job_id: _Optional[str] = ..., job_name: _Optional[str] = ..., vertices: _Optional[_Iterable[_Union[JobVertexProto, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[JobEdgeProto, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., job_parameters: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class IOMetrics(_message.Message):
+    __slots__ = ("num_records_in", "num_records_out", "num_bytes_in", "num_bytes_out", "accumulated_idle_ms", "accumulated_back_pressured_ms")
+    NUM_RECORDS_IN_FIELD_NUMBER: _ClassVar[int]
+    NUM_RECORDS_OUT_FIELD_NUMBER: _ClassVar[int]
+    NUM_BYTES_IN_FIELD_NUMBER: _ClassVar[int]
+    NUM_BYTES_OUT_FIELD_NUMBER: _ClassVar[int]
+    ACCUMULATED_IDLE_MS_FIELD_NUMBER: _ClassVar[int]
+    ACCUMULATED_BACK_PRESSURED_MS_FIELD_NUMBER: _ClassVar[int]
+    num_records_in: int
+    num_records_out: int
+    num_bytes_in: int
+    num_bytes_out: int
+    accumulated_idle_ms: float
+    accumulated_back_pressured_ms: float
+    def __init__(self, num_records_in: _Optional[int] = ..., num_records_out: _Optional[int] = ..., num_bytes_in: _Optional[int] = ..., num_bytes_out: _Optional[int] = ..., accumulated_idle_ms: _Optional[float] = ..., accumulated_back_pressured_ms: _Optional[float] = ...) -> None: ...
+
 class TaskStatus(_message.Message):
-    __slots__ = ("vertex_id", "task_name", "subtask_index", "attempt_number", "execution_attempt_id", "state", "resource_id", "failure_cause")
+    __slots__ = ("vertex_id", "task_name", "subtask_index", "attempt_number", "execution_attempt_id", "state", "resource_id", "failure_cause", "io_metrics")
     VERTEX_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_NAME_FIELD_NUMBER: _ClassVar[int]
     SUBTASK_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +162,7 @@ class TaskStatus(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     FAILURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
+    IO_METRICS_FIELD_NUMBER: _ClassVar[int]
     vertex_id: str
     task_name: str
     subtask_index: int
@@ -154,7 +171,8 @@ class TaskStatus(_message.Message):
     state: str
     resource_id: str
     failure_cause: str
-    def __init__(self, vertex_id: _Optional[str] = ..., task_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., attempt_number: _Optional[int] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., resource_id: _Optional[str] = ..., failure_cause: _Optional[str] = ...) -> None: ...
+    io_metrics: IOMetrics
+    def __init__(self, vertex_id: _Optional[str] = ..., task_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., attempt_number: _Optional[int] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., resource_id: _Optional[str] = ..., failure_cause: _Optional[str] = ..., io_metrics: _Optional[_Union[IOMetrics, _Mapping]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
     __slots__ = ("job_id", "job_name", "status", "start_time_ms", "end_time_ms", "failure_cause", "tasks", "jobmaster_address", "status_version")

@@ -42,16 +42,18 @@ class EndOfDataNotice(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ...) -> None: ...
 
 class TaskExecutionStateUpdate(_message.Message):
-    __slots__ = ("job_id", "execution_attempt_id", "state", "failure_cause")
+    __slots__ = ("job_id", "execution_attempt_id", "state", "failure_cause", "io_metrics")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     FAILURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
+    IO_METRICS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     execution_attempt_id: str
     state: str
     failure_cause: str
-    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., failure_cause: _Optional[str] = ...) -> None: ...
+    io_metrics: _common_pb2.IOMetrics
+    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., failure_cause: _Optional[str] = ..., io_metrics: _Optional[_Union[_common_pb2.IOMetrics, _Mapping]] = ...) -> None: ...
 
 class PushCollectBatchRequest(_message.Message):
     __slots__ = ("job_id", "operator_id", "subtask_index", "batch", "end_of_data", "execution_attempt_id", "checkpoint_epoch")

@@ -20,6 +20,7 @@ from weir.core.checkpoint import (
 )
 from weir.core.deployment_codec import decode_deployment
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId
+from weir.core.job_info import IOMetricsInfo
 from weir.core.metrics.metric_codec import encode_metrics
 from weir.core.process_status import current_process_status
 from weir.core.security import SecurityConfig
@@ -334,18 +335,22 @@ class JobMasterGateways:
         attempt_id: ExecutionAttemptId,
         state: str,
         failure_cause: str | None,
+        io_metrics: IOMetricsInfo | None = None,
         timeout_s: float,
     ) -> None:
+        update = jobmaster_pb2.TaskExecutionStateUpdate(
+            job_id=job_id,
+            execution_attempt_id=attempt_id,
+            state=state,
+            failure_cause=failure_cause or "",
+        )
+        if io_metrics is not None:
+            update.io_metrics.CopyFrom(io_metrics.to_proto())
         with self._stub(address) as stub:
             rpc.call(
                 "JobMaster.UpdateTaskExecutionState",
                 stub.UpdateTaskExecutionState,
-                jobmaster_pb2.TaskExecutionStateUpdate(
-                    job_id=job_id,
-                    execution_attempt_id=attempt_id,
-                    state=state,
-                    failure_cause=failure_cause or "",
-                ),
+                update,
                 timeout=timeout_s,
             )
 

@@ -37,6 +37,7 @@ from weir.core.errors import (
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
+from weir.core.job_info import IOMetricsInfo
 from weir.core.print_target import local_print_target
 from weir.core.security import SecurityConfig
 from weir.core.task_manager_files import TaskManagerFile, TaskManagerFileType
@@ -55,6 +56,7 @@ from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.task import RegisterKvState, Task, TaskCanceledError, TaskServices
 from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
 from weir.taskmanager.task_manager_metrics import TaskManagerMetrics
+from weir.taskmanager.task_metrics import final_io_metrics
 
 if TYPE_CHECKING:
     import grpc
@@ -136,6 +138,7 @@ class _StateUpdate:
     attempt_id: ExecutionAttemptId
     state: ExecutionState
     failure_cause: str | None
+    io_metrics: IOMetricsInfo | None = None
 
 
 @dataclass(slots=True)
@@ -640,7 +643,13 @@ class TaskExecutor:
             attempt_id: ExecutionAttemptId, state: ExecutionState, cause: str | None
         ) -> None:
             # On the task thread: queue it, never block on an RPC; one sender keeps order.
-            self._reports.put(_StateUpdate(jobmaster_address, job_id, attempt_id, state, cause))
+            io_metrics = None
+            if state.is_terminal:
+                entry = self._tasks.get(attempt_id)
+                io_metrics = final_io_metrics(entry[0]) if entry is not None else None
+            self._reports.put(
+                _StateUpdate(jobmaster_address, job_id, attempt_id, state, cause, io_metrics)
+            )
             if state.is_terminal:
                 self._task_ended(attempt_id)
 
@@ -901,6 +910,7 @@ class TaskExecutor:
                     attempt_id=update.attempt_id,
                     state=update.state.value,
                     failure_cause=update.failure_cause,
+                    io_metrics=update.io_metrics,
                     timeout_s=_RPC_TIMEOUT_S,
                 )
             except WeirError:

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from weir.core.job_info import IOMetricsInfo
 from weir.core.metrics import RateView, ScopedMetricGroup
 from weir.core.metrics.metric_types import GaugeImpl
 
 if TYPE_CHECKING:
     from weir.taskmanager.task import Task
 
-__all__ = ["register_task_metrics"]
+__all__ = ["final_io_metrics", "register_task_metrics"]
 
 # Flink's TimerGauge reports the time measured over its last update interval; a short
 # span keeps the busy/idle/back-pressured split current while a dashboard watches it.
@@ -28,27 +29,54 @@ _TIME_SPAN_S = 5.0
 _METER_SPAN_S = 60.0
 
 
+def _records_out(task: Task) -> int:
+    chain = task.chain
+    return sum(w.records_written for w in chain.writers) if chain is not None else 0
+
+
+def _bytes_out(task: Task) -> int:
+    chain = task.chain
+    return sum(w.bytes_written for w in chain.writers) if chain is not None else 0
+
+
+def _idle_ms(task: Task) -> float:
+    gate = task.input_gate
+    waited = task.idle_ns + (gate.stats.idle_ns if gate is not None else 0)
+    return waited / 1e6
+
+
+def _back_pressured_ms(task: Task) -> float:
+    waited = task.back_pressured_ns + sum(p.stats.back_pressured_ns for p in task.result_partitions)
+    return waited / 1e6
+
+
+def final_io_metrics(task: Task) -> IOMetricsInfo:
+    """The task's counts as it ends, sent with its final state to the JobMaster (whose
+    REST API shows them once this TaskManager no longer reports the task)."""
+    return IOMetricsInfo(
+        num_records_in=task.records_in,
+        num_records_out=_records_out(task),
+        num_bytes_in=task.bytes_in,
+        num_bytes_out=_bytes_out(task),
+        accumulated_idle_ms=_idle_ms(task),
+        accumulated_back_pressured_ms=_back_pressured_ms(task),
+    )
+
+
 def register_task_metrics(group: ScopedMetricGroup, task: Task) -> None:
     """Register the task's gauges and rates in ``group``; called once its chain exists."""
 
     def records_out() -> int:
-        chain = task.chain
-        return sum(w.records_written for w in chain.writers) if chain is not None else 0
+        return _records_out(task)
 
     def bytes_out() -> int:
-        chain = task.chain
-        return sum(w.bytes_written for w in chain.writers) if chain is not None else 0
+        return _bytes_out(task)
 
     def idle_ms() -> float:
-        gate = task.input_gate
-        waited = task.idle_ns + (gate.stats.idle_ns if gate is not None else 0)
-        return waited / 1e6
+        return _idle_ms(task)
 
     def back_pressured_ms() -> float:
-        waited = task.back_pressured_ns + sum(
-            p.stats.back_pressured_ns for p in task.result_partitions
-        )
-        return waited / 1e6
+        return _back_pressured_ms(task)
 
     def output_watermark() -> int:
         chain = task.chain

@@ -8,9 +8,15 @@
 - Operator state is redistributed by mode (``repartition_operator_state``): list state
   split, union state to every subtask (also at the same parallelism), broadcast state
   copied.
-- Source positions and in-flight data (unaligned checkpoints) go back to the subtask
-  index that wrote them; they cannot be split, so an operator that has them keeps its
-  parallelism (``check_restorable`` says so before anything is deployed).
+- A source reader's splits (``source_split_state``) go back to the subtask that wrote
+  them at the same parallelism; at another one every new subtask gets every old
+  subtask's split list, in the old order, marked ``source_splits_rescaled``, and takes
+  its round-robin share itself (``weir.core.source.assign_splits``): the splits are the
+  user's pickled objects, which the JobMaster never unpickles.
+- An opaque source position (a reader without splits) and in-flight data (unaligned
+  checkpoints) go back to the subtask index that wrote them; they cannot be split, so
+  an operator that has them keeps its parallelism (``check_restorable`` says so before
+  anything is deployed).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from weir.core.checkpoint import (
     OperatorState,
     OperatorStateHandle,
     OperatorSubtaskState,
+    StreamStateHandle,
     TaskStateSnapshot,
     encode_task_state,
     repartition_operator_state,
@@ -63,9 +70,11 @@ def check_restorable(
                 msg = (
                     f"{label} is a source that ran at parallelism {state.parallelism} when "
                     f"the state at {source} was taken, and now runs at {vertex.parallelism}; "
-                    "a source's positions cannot be split over another parallelism yet. Keep "
-                    f"the source at parallelism {state.parallelism} (set_parallelism on it) "
-                    "and rescale the operators after it"
+                    "its reader keeps one opaque position per subtask (snapshot_state), "
+                    "which cannot be split over another parallelism. Keep the source at "
+                    f"parallelism {state.parallelism} (set_parallelism on it) and rescale "
+                    "the operators after it, or give its reader snapshot_splits/"
+                    "restore_splits (weir.core.source.SplitCheckpointedSourceReader)"
                 )
                 raise StateMigrationError(msg)
             if any(s.input_channel_state or s.result_subpartition_state for s in subtasks):
@@ -96,11 +105,17 @@ def assign_subtask_states(
             operator = _operator_state_of_subtasks(state, vertex.parallelism)
             keyed = _keyed_state_of_subtasks(state, vertex)
             same = state.parallelism == vertex.parallelism
+            # At another parallelism every new subtask gets every old split list.
+            splits = () if same else _split_lists_of_subtasks(state)
             for index, states in enumerate(per_subtask):
                 own = state.subtask_states.get(index) if same else None
-                if own is None and not operator[index] and not keyed[index]:
+                if own is None and not operator[index] and not keyed[index] and not splits:
                     continue
                 base = own if own is not None else OperatorSubtaskState()
+                if splits:
+                    base = dataclasses.replace(
+                        base, source_split_state=splits, source_splits_rescaled=True
+                    )
                 states[OperatorId(op.operator_id)] = dataclasses.replace(
                     base,
                     managed_keyed_state=tuple(keyed[index]),
@@ -132,6 +147,16 @@ def _keyed_state_of_subtasks(
             ]
         )
     return out
+
+
+def _split_lists_of_subtasks(state: OperatorState) -> tuple[StreamStateHandle, ...]:
+    """Every old subtask's split list handle, in the old subtasks' order (finished
+    subtasks hold none: their splits are done)."""
+    return tuple(
+        handle
+        for _, subtask in sorted(state.subtask_states.items())
+        for handle in subtask.source_split_state
+    )
 
 
 def _operator_state_of_subtasks(

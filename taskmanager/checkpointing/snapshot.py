@@ -11,7 +11,8 @@ asynchronous part only writes bytes. Per operator of the chain it captures:
   backend only takes a local RocksDB checkpoint here: with incremental checkpoints
   the asynchronous part uploads its new SST files (``native_keyed_state``), else it
   reads the copy into the same canonical blocks (``deferred_keyed_state``);
-- the source reader's position (``CheckpointedSourceReader.snapshot_state``);
+- the source reader's split states (``SplitCheckpointedSourceReader.snapshot_splits``,
+  as one pickled list) or its opaque position (``CheckpointedSourceReader``);
 - operator state (list, union list and broadcast state, and raw function state) as its
   backend serializes it (``DefaultOperatorStateBackend.snapshot``), after the user
   functions' ``snapshot_state`` updated it. It stays on the heap whichever keyed state
@@ -21,8 +22,9 @@ Per task it carries the in-flight data of an unaligned checkpoint: the input buf
 the barrier handler captured and the output buffers ``emit_priority_event`` overtook.
 
 Formats: a key-group block is ``serialize_batch`` of ``(state_name, key, value)``
-triples (marshal when the values allow, else pickle protocol 5); a source position is
-pickle protocol 5; a list of channel buffers is each buffer prefixed by its u32 length.
+triples (marshal when the values allow, else pickle protocol 5); a source position or
+split list is pickle protocol 5; a list of channel buffers is each buffer prefixed by
+its u32 length.
 """
 
 from __future__ import annotations
@@ -37,7 +39,11 @@ from typing import Any, Protocol
 from weir.core.checkpoint import StateMetaInfo
 from weir.core.errors import WeirError
 from weir.core.serializers import deserialize_batch, serialize_batch
-from weir.core.source import CheckpointedSourceReader
+from weir.core.source import (
+    CheckpointedSourceReader,
+    SplitCheckpointedSourceReader,
+    assign_splits,
+)
 from weir.taskmanager.state.backend import (
     KeyedStateBackend,
     KeyedStateSnapshot,
@@ -96,7 +102,8 @@ class OperatorSnapshot:
     operator_id: str
     keyed_state: KeyGroupsSnapshot | None = None
     source_state: bytes | None = None
-    """The reader's pickled position; None if the operator is no checkpointed source."""
+    """The reader's pickled split list (``source_splits``) or position; None if the
+    operator is no checkpointed source."""
     native_keyed_state: RocksDBNativeSnapshot | None = None
     """An incremental snapshot of a rocksdb backend, in place of ``keyed_state``."""
     operator_state: OperatorStateSnapshot | None = None
@@ -104,6 +111,9 @@ class OperatorSnapshot:
     deferred_keyed_state: RocksDBFullSnapshot | None = None
     """A full snapshot of a rocksdb backend, read into the canonical form by the
     asynchronous part, in place of ``keyed_state``."""
+    source_splits: bool = False
+    """``source_state`` is a list of split states, which may be restored at another
+    parallelism, not an opaque position."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,11 +253,17 @@ def _capture_operator(
             keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
     source_state = None
     reader = op.source_reader
-    if isinstance(reader, CheckpointedSourceReader):
+    splits = isinstance(reader, SplitCheckpointedSourceReader)
+    if splits:
+        split_list = list(reader.snapshot_splits(checkpoint_id))
+        source_state = pickle.dumps(split_list, _PICKLE_PROTOCOL)
+    elif isinstance(reader, CheckpointedSourceReader):
         source_state = pickle.dumps(reader.snapshot_state(checkpoint_id), _PICKLE_PROTOCOL)
     store = op.operator_state_backend
     operator_state = store.snapshot() if store is not None else None
-    return OperatorSnapshot(op.operator_id, keyed, source_state, native, operator_state, deferred)
+    return OperatorSnapshot(
+        op.operator_id, keyed, source_state, native, operator_state, deferred, splits
+    )
 
 
 def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:
@@ -341,14 +357,18 @@ def _encode_channel_state(
 
 
 def restore_task_snapshot(
-    snapshots: Sequence[TaskSnapshot], operators: Sequence[SnapshotableOperator]
+    snapshots: Sequence[TaskSnapshot],
+    operators: Sequence[SnapshotableOperator],
+    *,
+    split_share: tuple[int, int] | None = None,
 ) -> None:
     """Load operator state into a freshly opened chain, before its first record.
 
     ``snapshots`` are the subtask snapshots to restore from: one at the same parallelism,
     or every old subtask's when rescaling (each backend takes the key groups it owns).
-    Source positions are restored only from a single snapshot: splitting a reader's
-    position across another parallelism is the source's own business (later work).
+    Source splits: all of them, or with ``split_share=(subtask, parallelism)`` that
+    subtask's round-robin share (``assign_splits``), as at another parallelism. An
+    opaque source position is restored only from a single snapshot.
     Operator state is loaded from every snapshot given, whole: the redistribution by
     mode is the JobMaster's (``repartition_operator_state``), before it gets here.
     Channel state is not touched here; see ``restored_channel_state``.
@@ -373,13 +393,21 @@ def restore_task_snapshot(
                     if s.operator_state
                 ]
             )
+        split_lists = [
+            pickle.loads(s.source_state)
+            for s in own
+            if s.source_splits and s.source_state is not None
+        ]
+        if split_lists:
+            _restore_splits(op, split_lists, split_share)
+            continue
         positions = [s.source_state for s in own if s.source_state is not None]
         if not positions:
             continue
         if len(positions) > 1:
             msg = (
                 f"operator {op.operator_id}: {len(positions)} source positions for one "
-                "reader; restoring a source at another parallelism is not supported yet"
+                "reader; an opaque position cannot be split over another parallelism"
             )
             raise SnapshotRestoreError(msg)
         reader = op.source_reader
@@ -391,6 +419,22 @@ def restore_task_snapshot(
             raise SnapshotRestoreError(msg)
         # Our own checkpoint files, checksummed before they get here.
         reader.restore_state(pickle.loads(positions[0]))
+
+
+def _restore_splits(
+    op: SnapshotableOperator, split_lists: list[list[Any]], share: tuple[int, int] | None
+) -> None:
+    reader = op.source_reader
+    if not isinstance(reader, SplitCheckpointedSourceReader):
+        msg = (
+            f"operator {op.operator_id}: the checkpoint holds source splits but its "
+            f"reader ({type(reader).__name__}) cannot restore splits"
+        )
+        raise SnapshotRestoreError(msg)
+    if share is not None:
+        reader.restore_splits(assign_splits(split_lists, *share))
+    else:
+        reader.restore_splits([split for splits in split_lists for split in splits])
 
 
 def restored_channel_state(

@@ -53,6 +53,7 @@ from weir.taskmanager.checkpointing.snapshot import (
     with_channel_state,
 )
 from weir.taskmanager.network.api import ResultPartitionWriter
+from weir.taskmanager.operators.base import RestoredSourceState
 from weir.taskmanager.operators.chain import OperatorChain
 from weir.taskmanager.operators.function_state import snapshot_function_state
 from weir.taskmanager.state.backend import KeyedStateSnapshot
@@ -119,11 +120,19 @@ class RestoredTaskState:
             restored.append(decode_keyed_state(snapshot, key_groups))
         return restored, native
 
-    def source_state(self, operator_id: str) -> bytes | None:
+    def source_state(self, operator_id: str) -> RestoredSourceState | None:
+        """The operator's source position or split lists, None when it has neither."""
         state = self.snapshot.subtask_states.get(OperatorId(operator_id))
-        if state is None or not state.source_reader_state:
+        if state is None:
             return None
-        return read_state(state.source_reader_state[0])
+        if state.source_split_state or state.source_splits_rescaled:
+            return RestoredSourceState(
+                split_lists=tuple(read_state(h) for h in state.source_split_state),
+                rescaled=state.source_splits_rescaled,
+            )
+        if state.source_reader_state:
+            return RestoredSourceState(position=read_state(state.source_reader_state[0]))
+        return None
 
     def operator_state(
         self, operator_id: str
@@ -293,6 +302,7 @@ class SubtaskCheckpointCoordinator:
             for op in snapshot.operators:
                 keyed: tuple[KeyedStateHandle, ...] = ()
                 source: tuple[Any, ...] = ()
+                splits: tuple[Any, ...] = ()
                 operator: tuple[OperatorStateHandle, ...] = ()
                 prefix = f"{op.operator_id}-{self._subtask}"
                 if op.native_keyed_state is not None:
@@ -306,9 +316,13 @@ class SubtaskCheckpointCoordinator:
                     key_groups = KeyGroupRange(start, start + len(kg.offsets))
                     keyed = (KeyGroupsStateHandle(key_groups, handle, kg.offsets, kg.state_meta),)
                 if op.source_state is not None:
-                    source = (
-                        location.write_state(f"{prefix}-source", op.source_state, self._compress),
+                    handle = location.write_state(
+                        f"{prefix}-source", op.source_state, self._compress
                     )
+                    if op.source_splits:
+                        splits = (handle,)
+                    else:
+                        source = (handle,)
                 if op.operator_state is not None:
                     data = op.operator_state.data
                     handle = location.write_state(f"{prefix}-operator", data, self._compress)
@@ -318,13 +332,14 @@ class SubtaskCheckpointCoordinator:
                 if op is snapshot.operators[0]:
                     # In-flight data belongs to the task; it is kept with the chain's head.
                     inputs, outputs = self._write_channel_handles(snapshot, location, prefix)
-                if keyed or source or operator or inputs or outputs:
+                if keyed or source or splits or operator or inputs or outputs:
                     states[OperatorId(op.operator_id)] = OperatorSubtaskState(
                         managed_keyed_state=keyed,
                         managed_operator_state=operator,
                         input_channel_state=inputs,
                         result_subpartition_state=outputs,
                         source_reader_state=source,
+                        source_split_state=splits,
                     )
             task_state = TaskStateSnapshot(states)
         except Exception as exc:

@@ -105,6 +105,20 @@ DISCARDING_OUTPUT = Output()
 
 
 @dataclass(frozen=True, slots=True)
+class RestoredSourceState:
+    """A source reader's state in the checkpoint the task restores, as pickled bytes
+    (our own checkpoint files, checksummed before they get here): the opaque position of
+    a ``CheckpointedSourceReader``, or the split lists of ``SplitCheckpointedSourceReader``
+    s. ``rescaled``: ``split_lists`` are every old subtask's, of which this subtask takes
+    its round-robin share (``weir.core.source.assign_splits``); otherwise the one list
+    this subtask wrote."""
+
+    position: bytes | None = None
+    split_lists: tuple[bytes, ...] = ()
+    rescaled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class OperatorSetup:
     """What an operator needs from its task to be built and opened."""
 
@@ -125,8 +139,8 @@ class OperatorSetup:
     processing time (timers, periodic watermarks)."""
     batch_mode: bool = False
     """The job runs in BATCH execution mode (``execution.runtime-mode``)."""
-    restored_source_state: bytes | None = None
-    """A source reader's pickled position from the checkpoint the task restores."""
+    restored_source_state: RestoredSourceState | None = None
+    """A source reader's position or splits from the checkpoint the task restores."""
     config: Mapping[str, str] | None = None
     """The job's configuration (Flink key names)."""
     restored_checkpoint_id: int = 0

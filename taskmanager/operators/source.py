@@ -14,12 +14,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from weir.core import config
-from weir.core.source import SourceReader, SplitSourceReader, create_reader
+from weir.core.source import SourceReader, SplitSourceReader, assign_splits, create_reader
 from weir.taskmanager.operators.base import (
     MAX_WATERMARK,
     Collect,
     OperatorSetup,
     Output,
+    RestoredSourceState,
     StreamOperator,
     Timestamps,
     discard,
@@ -185,6 +186,25 @@ def _stamps_records(strategy: Any) -> bool:
     )
 
 
+def _restored_position_or_splits(
+    restored: RestoredSourceState | None, index: int, parallelism: int
+) -> tuple[Any, list[Any] | None]:
+    """``(opaque position, splits)`` this subtask's reader restores: the splits it wrote,
+    or at another parallelism its share of every old subtask's; ``(None, None)`` for a
+    fresh start."""
+    if restored is None:
+        return None, None
+    if restored.split_lists or restored.rescaled:
+        # Our own checkpoint files, checksummed before they get here.
+        lists = [pickle.loads(blob) for blob in restored.split_lists]
+        if restored.rescaled:
+            return None, assign_splits(lists, index, parallelism)
+        return None, [split for splits in lists for split in splits]
+    if restored.position is None:
+        return None, None
+    return pickle.loads(restored.position), None
+
+
 class SourceOperator(StreamOperator):
     """``emit(batch)`` pushes a batch the reader or source function produced into the
     chain, stamped by ``from_source``'s watermark strategy when it has one."""
@@ -202,11 +222,12 @@ class SourceOperator(StreamOperator):
         if self.source_function is not None:
             open_function(self.source_function, self.setup.runtime_context)
         else:
-            ctx = _ReaderContext(self.setup.subtask_index, self.setup.parallelism)
-            restored = self.setup.restored_source_state
-            # Our own checkpoint files, checksummed before they get here.
-            position = None if restored is None else pickle.loads(restored)
-            self.reader = create_reader(self.source, ctx, position)  # type: ignore[arg-type]
+            index, parallelism = self.setup.subtask_index, self.setup.parallelism
+            ctx = _ReaderContext(index, parallelism)
+            position, splits = _restored_position_or_splits(
+                self.setup.restored_source_state, index, parallelism
+            )
+            self.reader = create_reader(self.source, ctx, position, splits)  # type: ignore[arg-type]
         collect = output.collect
         self.emit = collect
         strategy = self.setup.payload.get("watermark_strategy")

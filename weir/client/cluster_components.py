@@ -194,15 +194,17 @@ class ClusterComponents:
         return self.address
 
     def _start_rest_endpoint(self) -> None:
-        """Flink's REST API and the dashboard on rest.bind-address:rest.port. TLS for it
-        (security.ssl.rest.*) is handed to ``start`` as an SSLContext once the cluster
-        has those keys."""
+        """Flink's REST API and the dashboard on rest.bind-address:rest.port, with TLS
+        (security.ssl.rest.*) and the token (security.auth.token) where the cluster has
+        them."""
         bind = cfg.get(self.config, cfg.REST_BIND_ADDRESS) or self.host
-        self.rest = RestServerEndpoint(ClusterView(self.address, self.config))
+        security = SecurityConfig.from_config(self.config)
+        self.rest = RestServerEndpoint(ClusterView(self.address, self.config), security)
         self.rest.start(
             bind,
             cfg.get(self.config, cfg.REST_PORT),
             advertised_host=cfg.get(self.config, cfg.REST_ADDRESS),
+            ssl_context=security.rest_server_context(),
         )
 
     def _start_job_master(

@@ -9,6 +9,26 @@ from weir.proto import common_pb2
 
 
 @dataclass(frozen=True, slots=True)
+class IOMetricsInfo:
+    """A task's counts when it ended (Flink's IOMetrics): what the REST API shows for a
+    subtask whose TaskManager no longer reports it."""
+
+    num_records_in: int = 0
+    num_records_out: int = 0
+    num_bytes_in: int = 0
+    num_bytes_out: int = 0
+    accumulated_idle_ms: float = 0.0
+    accumulated_back_pressured_ms: float = 0.0
+
+    def to_proto(self) -> common_pb2.IOMetrics:
+        return common_pb2.IOMetrics(**_scalars(self))
+
+    @staticmethod
+    def from_proto(message: common_pb2.IOMetrics) -> IOMetricsInfo:
+        return IOMetricsInfo(**_from_message(IOMetricsInfo, message))
+
+
+@dataclass(frozen=True, slots=True)
 class TaskStatusInfo:
     vertex_id: str
     task_name: str
@@ -18,6 +38,7 @@ class TaskStatusInfo:
     state: str
     resource_id: str = ""
     failure_cause: str = ""
+    io_metrics: IOMetricsInfo | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +56,24 @@ class JobDetailsInfo:
     def to_proto(self) -> common_pb2.JobDetails:
         message = common_pb2.JobDetails(**_scalars(self, exclude=("tasks",)))
         for t in self.tasks:
-            message.tasks.add(**_scalars(t))
+            task = message.tasks.add(**_scalars(t, exclude=("io_metrics",)))
+            if t.io_metrics is not None:
+                task.io_metrics.CopyFrom(t.io_metrics.to_proto())
         return message
 
     @staticmethod
     def from_proto(message: common_pb2.JobDetails) -> JobDetailsInfo:
         return JobDetailsInfo(
             **_from_message(JobDetailsInfo, message, exclude=("tasks",)),
-            tasks=tuple(TaskStatusInfo(**_from_message(TaskStatusInfo, t)) for t in message.tasks),
+            tasks=tuple(_task_from_proto(t) for t in message.tasks),
         )
+
+
+def _task_from_proto(message: common_pb2.TaskStatus) -> TaskStatusInfo:
+    io = IOMetricsInfo.from_proto(message.io_metrics) if message.HasField("io_metrics") else None
+    return TaskStatusInfo(
+        **_from_message(TaskStatusInfo, message, exclude=("io_metrics",)), io_metrics=io
+    )
 
 
 def _scalars(info: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -202,6 +202,37 @@ class SecurityConfig:
     def client_metadata(self) -> tuple[tuple[str, str], ...]:
         return ((TOKEN_METADATA_KEY, self.token),) if self.token else ()
 
+    # --- the REST endpoint (HTTP) ----------------------------------------------------------
+    def rest_server_context(self) -> ssl.SSLContext | None:
+        """The REST API's and dashboard's TLS (security.ssl.rest.*); None: plain HTTP.
+        A client certificate is asked for as on the REST gRPC endpoint."""
+        material = self.rest
+        if material is None:
+            return None
+        if not material.cert_path or not material.key_path:
+            msg = "a TLS server needs security.ssl.rest.cert and security.ssl.rest.key; set both"
+            raise ConfigurationError(msg)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(material.cert_path, material.key_path)
+        context.load_verify_locations(cadata=material.trust.decode())
+        context.verify_mode = ssl.CERT_REQUIRED if self.rest_client_auth else ssl.CERT_NONE
+        return context
+
+    def rest_client_context(self) -> ssl.SSLContext | None:
+        """For an HTTPS client of the REST endpoint (tests, tools): trusts
+        security.ssl.rest.trust-cert and presents the REST certificate when it has one."""
+        material = self.rest
+        if material is None:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if material.cert_path and material.key_path:
+            context.load_cert_chain(material.cert_path, material.key_path)
+        context.load_verify_locations(cadata=material.trust.decode())
+        context.check_hostname = self.verify_hostname
+        return context
+
     # --- the data plane (INTERNAL) -------------------------------------------------------
     def data_server_context(self) -> ssl.SSLContext | None:
         material = self.internal

@@ -3,10 +3,26 @@
 A ``Source`` is created on the client, pickled into the JobGraph, and unpickled in
 each source subtask, which calls ``create_reader`` once and then polls it.
 
-A reader that can be replayed also implements ``CheckpointedSourceReader``: the task
-asks it for its position between two batches (``snapshot_state``) and, on recovery,
-hands the position back to a new reader before its first poll (``restore_state``).
-Readers without these methods keep working; their sources are simply not replayable.
+A reader that can be replayed keeps its position as a list of splits, as Flink's
+``SourceReader.snapshotState`` does: it implements ``SplitCheckpointedSourceReader``.
+Between two batches the task asks it for the state of every split it holds and has not
+finished (``snapshot_splits``), each split state self-contained (a file and the offset
+in it, a range of numbers and the next one); on recovery it hands a new reader, before
+its first poll, the splits it is to read (``restore_splits``) in place of those the
+reader would derive from its subtask index. At the parallelism of the checkpoint a
+subtask gets back the splits it wrote. At another one, every new subtask is given the
+split lists of all old subtasks, in the old subtasks' order, and takes its share of the
+flattened list round-robin (``assign_splits``: new subtask ``i`` of ``p`` takes the
+splits at positions ``i, i + p, i + 2p, ...``, so the counts differ by at most one).
+The JobMaster only hands out handles, it never unpickles the splits; a subtask that
+gets no split reads nothing. Finished splits are not listed, so they are never
+read again; a subtask that had finished holds no state, and an operator all of whose
+subtasks had finished is restored as finished at any parallelism.
+
+A reader that implements only ``CheckpointedSourceReader`` keeps one opaque position
+(``snapshot_state`` / ``restore_state``): it is replayed at the parallelism it had, and
+a checkpoint of it cannot be restored at another one (the JobMaster refuses, naming the
+operator). Readers without either keep working; their sources are simply not replayable.
 
 A reader that reads several splits at once implements ``SplitSourceReader`` as well:
 ``from_source`` then generates watermarks per split and the source's watermark is the
@@ -16,6 +32,7 @@ splits one after the other needs none of it: one generator sees the same event t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from weir.core.errors import WeirError
@@ -90,17 +107,78 @@ class CheckpointedSourceReader(SourceReader, Protocol):
         ...
 
 
-def create_reader(
-    source: Source, context: SourceReaderContext, restored_state: Any = None
-) -> SourceReader:
-    """``source.create_reader(context)``, restored to ``restored_state`` when given.
+@runtime_checkable
+class SplitCheckpointedSourceReader(SourceReader, Protocol):
+    """A reader whose position is the list of its splits' states (Flink's
+    ``SourceReader.snapshotState`` and ``addSplits`` on restore), so that a checkpoint of
+    it can be restored at another parallelism (see the module docstring).
 
-    >>> reader = create_reader(source, ctx, restored_state=state_from_checkpoint)
+    >>> class RangeReader:
+    ...     def snapshot_splits(self, checkpoint_id): return [(self.next, self.stop)]
+    ...     def restore_splits(self, splits): self.ranges = list(splits)
+    """
+
+    def snapshot_splits(self, checkpoint_id: int) -> list[Any]:
+        """The state of every split this reader holds and has not finished, after the
+        last record ``poll_batch`` returned: small values that pickle (tuples, ints,
+        strs, bytes), each enough on its own for any reader of the same source, in any
+        subtask and at any parallelism, to continue that split exactly where it is.
+        Called on the task thread between two polls; must not share mutable parts with
+        the reader, which keeps reading afterwards."""
+        ...
+
+    def restore_splits(self, splits: list[Any]) -> None:
+        """Read exactly ``splits`` (states ``snapshot_splits`` returned, possibly of
+        several old readers in other processes), each from where its state says, and
+        nothing else: not the splits this reader would take from its subtask index. An
+        empty list means there is nothing left to read. Called once, before the first
+        ``poll_batch``."""
+        ...
+
+
+def assign_splits(split_lists: Sequence[Sequence[Any]], index: int, parallelism: int) -> list[Any]:
+    """Subtask ``index`` of ``parallelism``'s share of the splits that old readers held:
+    ``split_lists`` is each old subtask's list in the old subtasks' order; the flattened
+    list is dealt round-robin, so every split goes to exactly one new subtask and the
+    counts differ by at most one.
+
+    >>> assign_splits([["a", "b", "c"], ["d"]], 1, 3)
+    ['b']
+    """
+    if not 0 <= index < parallelism:
+        msg = f"subtask index {index} is outside parallelism {parallelism}"
+        raise ValueError(msg)
+    flat = [split for splits in split_lists for split in splits]
+    return flat[index::parallelism]
+
+
+def create_reader(
+    source: Source,
+    context: SourceReaderContext,
+    restored_state: Any = None,
+    restored_splits: list[Any] | None = None,
+) -> SourceReader:
+    """``source.create_reader(context)``, restored to ``restored_splits`` (the splits
+    this subtask is to read) or to the opaque position ``restored_state`` when given.
+
+    >>> reader = create_reader(source, ctx, restored_splits=splits_from_checkpoint)
     """
     reader = source.create_reader(context)
+    if restored_splits is not None:
+        if not isinstance(reader, SplitCheckpointedSourceReader):
+            msg = (
+                f"cannot restore splits into the reader of {source!r}: "
+                f"{type(reader).__name__} has no snapshot_splits/restore_splits; the "
+                "checkpoint was taken with a different source, or drop its state with "
+                "--allowNonRestoredState"
+            )
+            raise SourceStateError(msg)
+        reader.restore_splits(restored_splits)
+        return reader
     if restored_state is None:
         return reader
-    if not isinstance(reader, CheckpointedSourceReader):
+    # A split reader may still take a position written before it kept splits.
+    if not callable(getattr(reader, "restore_state", None)):
         msg = (
             f"cannot restore a position into the reader of {source!r}: "
             f"{type(reader).__name__} has no snapshot_state/restore_state; the checkpoint "
@@ -108,5 +186,5 @@ def create_reader(
             "--allowNonRestoredState"
         )
         raise SourceStateError(msg)
-    reader.restore_state(restored_state)
+    reader.restore_state(restored_state)  # type: ignore[attr-defined]
     return reader

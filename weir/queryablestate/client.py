@@ -37,10 +37,25 @@ class QueryableStateClient:
     """
 
     def __init__(
-        self, remote_hostname: str, remote_port: int, security: SecurityConfig | None = None
+        self,
+        remote_hostname: str,
+        remote_port: int | None = None,
+        security: SecurityConfig | None = None,
     ) -> None:
-        """``security``: TLS (security.ssl.rest.*) and the token of a cluster that has them,
-        e.g. ``SecurityConfig.from_config(...)``; plaintext without a token if not given."""
+        """The proxy at ``remote_hostname:remote_port``, or at ``remote_hostname`` given
+        as one ``"host:port"``. ``security``: TLS (security.ssl.rest.*) and the token of
+        a cluster that has them, e.g. ``SecurityConfig.from_config(...)``; plaintext
+        without a token if not given."""
+        if remote_port is None:
+            host, sep, port = remote_hostname.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                msg = (
+                    f"queryable state proxy address {remote_hostname!r} has no port: give "
+                    "QueryableStateClient('host:port') or QueryableStateClient(host, port) "
+                    "(the proxy's port is queryable-state.proxy.ports, 9069 by default)"
+                )
+                raise ValueError(msg)
+            remote_hostname, remote_port = host, int(port)
         self.address = f"{remote_hostname}:{remote_port}"
         self._channel = rpc.create_channel(
             self.address, security or SecurityConfig(), Endpoint.REST

@@ -4,6 +4,7 @@ It reads the cluster only through gRPC (the Dispatcher, the TaskExecutors' metri
 from weir.rest.cluster_view import ClusterView
 from weir.rest.rest_server_endpoint import RestServerEndpoint
 from weir.rest.savepoint_trigger import (
+    DispatcherSavepointTrigger,
     SavepointOperation,
     SavepointTrigger,
     UnsupportedSavepointTrigger,
@@ -11,6 +12,7 @@ from weir.rest.savepoint_trigger import (
 
 __all__ = [
     "ClusterView",
+    "DispatcherSavepointTrigger",
     "RestServerEndpoint",
     "SavepointOperation",
     "SavepointTrigger",

@@ -22,7 +22,7 @@ from weir.core.metrics import MetricSample
 from weir.core.metrics.metric_codec import decode_metrics
 from weir.core.security import SecurityConfig
 from weir.proto import common_pb2, taskexecutor_pb2_grpc
-from weir.rest.savepoint_trigger import SavepointTrigger, UnsupportedSavepointTrigger
+from weir.rest.savepoint_trigger import DispatcherSavepointTrigger, SavepointTrigger
 
 __all__ = ["ClusterView", "TaskManagerMetricsView"]
 
@@ -63,24 +63,36 @@ class ClusterView:
         self._security = SecurityConfig.from_config(config)
         self.dispatcher = DispatcherGateway(dispatcher_address, security=self._security)
         self.config = dict(config)
-        self.savepoints: SavepointTrigger = savepoints or UnsupportedSavepointTrigger()
+        self.savepoints: SavepointTrigger = savepoints or DispatcherSavepointTrigger(
+            self.dispatcher
+        )
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._cache = _Cache()
 
     def task_managers(self, *, fresh: bool = False) -> dict[str, TaskManagerMetricsView]:
-        """Every registered TaskManager by resource id, with its current metrics."""
+        """Every registered TaskManager by resource id, with its current metrics. The list
+        is asked for every time (a TaskManager that just registered is never missing);
+        only metrics younger than ``_METRICS_MAX_AGE_S`` are reused."""
+        infos = self.dispatcher.list_task_managers()
         with self._lock:
             cache = self._cache
-            if not fresh and time.monotonic() - cache.fetched_at < _METRICS_MAX_AGE_S:
-                return cache.views
-        infos = self.dispatcher.list_task_managers()
-        previous = cache.views
-        views = {
-            info.resource_id: self._fetch(info, previous.get(info.resource_id)) for info in infos
-        }
+        reuse = not fresh and time.monotonic() - cache.fetched_at < _METRICS_MAX_AGE_S
+        views: dict[str, TaskManagerMetricsView] = {}
+        fetched: dict[str, TaskManagerMetricsView] = {}
+        for info in infos:
+            cached = cache.views.get(info.resource_id)
+            if reuse and cached is not None:
+                views[info.resource_id] = TaskManagerMetricsView(
+                    info, cached.samples, cached.prometheus_address
+                )
+            else:
+                views[info.resource_id] = fetched[info.resource_id] = self._fetch(info, cached)
         with self._lock:
-            self._cache = _Cache(time.monotonic(), views)
+            if not reuse:
+                self._cache = _Cache(time.monotonic(), dict(views))
+            elif fetched and self._cache is cache:
+                cache.views.update(fetched)
             for address in set(self._channels) - {i.rpc_address for i in infos}:
                 self._channels.pop(address).close()
         return views

@@ -102,7 +102,8 @@ def get_jobs_overview(view: ClusterView, req: RestRequest) -> Any:
 def vertex_io_metrics(
     subtasks: list[TaskStatusInfo], metrics: Mapping[str, Mapping[str, float]]
 ) -> dict[str, Any]:
-    """Flink's IOMetricsInfo of a vertex: sums over its subtasks' task metrics."""
+    """Flink's IOMetricsInfo of a vertex: sums over its subtasks' task metrics, live from
+    their TaskManagers, or for a subtask that has ended, the counts it ended with."""
     names = {
         "read-bytes": "numBytesIn",
         "write-bytes": "numBytesOut",
@@ -111,7 +112,23 @@ def vertex_io_metrics(
         "accumulated-backpressured-time": "accumulatedBackPressuredTime",
         "accumulated-idle-time": "accumulatedIdleTime",
     }
-    found = [metrics[t.execution_attempt_id] for t in subtasks if t.execution_attempt_id in metrics]
+    found: list[Mapping[str, float]] = []
+    for t in subtasks:
+        live = metrics.get(t.execution_attempt_id)
+        if live is not None:
+            found.append(live)
+        elif t.io_metrics is not None:
+            io = t.io_metrics
+            found.append(
+                {
+                    "numBytesIn": io.num_bytes_in,
+                    "numBytesOut": io.num_bytes_out,
+                    "numRecordsIn": io.num_records_in,
+                    "numRecordsOut": io.num_records_out,
+                    "accumulatedBackPressuredTime": io.accumulated_back_pressured_ms,
+                    "accumulatedIdleTime": io.accumulated_idle_ms,
+                }
+            )
     body: dict[str, Any] = {}
     for field, name in names.items():
         body[field] = int(sum(m.get(name, 0) for m in found))

@@ -37,7 +37,6 @@ def post_savepoint(view: ClusterView, req: RestRequest) -> Any:
         job_id,
         body.get("target-directory"),
         cancel_job=bool(body.get("cancel-job", False)),
-        drain=False,
     )
     return RestResponse({"request-id": trigger_id}, status=202)
 
@@ -55,7 +54,7 @@ def post_stop(view: ClusterView, req: RestRequest) -> Any:
     trigger_id = view.savepoints.trigger(
         job_id,
         body.get("targetDirectory"),
-        cancel_job=True,
+        stop=True,
         drain=bool(body.get("drain", False)),
     )
     return RestResponse({"request-id": trigger_id}, status=202)

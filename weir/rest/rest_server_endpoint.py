@@ -7,7 +7,10 @@ pool, so a slow TaskManager never stalls the loop. Every path is served under ``
 too, as Flink serves its current API version.
 
 TLS: ``start`` takes an ``ssl.SSLContext``; the composition root builds it from the
-``security.ssl.rest.*`` keys where the cluster has them.
+``security.ssl.rest.*`` keys where the cluster has them. A cluster with
+``security.auth.token`` asks every request for it: ``Authorization: Bearer <token>``, or
+the ``weir-token`` cookie a browser gets by opening the dashboard once as
+``/?token=<token>``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 
 from weir.core.errors import ConfigurationError
+from weir.core.security import SecurityConfig
 
 # The handler modules register their routes when imported.
 from weir.rest import (  # noqa: F401
@@ -50,6 +54,7 @@ _HANDLER_THREADS = 8
 # is 100 MiB; a Python job file is small, its data is read by its sources).
 _MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 _START_TIMEOUT_S = 30.0
+_TOKEN_COOKIE = "weir-token"  # noqa: S105 (the cookie's name, not a secret)
 _WEB_PACKAGE = "weir.rest.web"
 _CONTENT_TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 
@@ -80,8 +85,9 @@ def _error(status: int, message: str) -> web.Response:
 class RestServerEndpoint:
     """``start`` binds and serves; ``close`` stops. A context manager."""
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: ClusterView, security: SecurityConfig | None = None) -> None:
         self._view = view
+        self._security = security or SecurityConfig()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -92,7 +98,9 @@ class RestServerEndpoint:
     # -- the app ---------------------------------------------------------------------------
 
     def _app(self) -> web.Application:
-        app = web.Application(middlewares=[self._errors], client_max_size=_MAX_UPLOAD_BYTES)
+        app = web.Application(
+            middlewares=[self._errors, self._authenticate], client_max_size=_MAX_UPLOAD_BYTES
+        )
         # Fixed paths before templated ones: /jobs/overview is not a job id.
         ordered = sorted(ROUTES, key=lambda r: ("{" in r.path, r.path))
         for prefix in ("", "/v1"):
@@ -123,6 +131,36 @@ class RestServerEndpoint:
             if status >= 500:
                 logger.warning("REST %s %s failed", request.method, request.path, exc_info=True)
             return _error(status, str(exc) or type(exc).__name__)
+
+    @web.middleware
+    async def _authenticate(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        security = self._security
+        if not security.token:
+            return await handler(request)
+        scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and security.token_matches(bearer.strip()):
+            return await handler(request)
+        if security.token_matches(request.cookies.get(_TOKEN_COOKIE, "")):
+            return await handler(request)
+        offered = request.query.get("token")
+        if request.path == "/" and offered is not None and security.token_matches(offered):
+            # The dashboard opened with its token: remember it in a cookie, drop it from the URL.
+            response = web.Response(status=302, headers={"Location": "/"})
+            response.set_cookie(
+                _TOKEN_COOKIE,
+                security.token,
+                httponly=True,
+                samesite="Strict",
+                secure=request.secure,
+            )
+            return response
+        return _error(
+            401,
+            "this cluster requires security.auth.token: send it as 'Authorization: Bearer "
+            "<token>', or open the dashboard once as /?token=<token>",
+        )
 
     def _handler(self, route: Route) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handle(request: web.Request) -> web.Response:

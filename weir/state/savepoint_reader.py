@@ -202,7 +202,7 @@ def _info(state: OperatorState) -> OperatorInfo:
     operator: dict[str, str] = {}
     source = False
     for subtask in state.subtask_states.values():
-        source = source or bool(subtask.source_reader_state)
+        source = source or bool(subtask.source_reader_state or subtask.source_split_state)
         for handle in subtask.managed_keyed_state:
             for meta in handle.state_meta:
                 name = meta.name.removeprefix(_TTL_PREFIX)

@@ -3,6 +3,7 @@ JobMasters over gRPC, TaskManagers leased from the session's SparkSession."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -61,3 +62,33 @@ def cluster(mini_cluster) -> Iterator[MiniCluster]:
     register_executor(mini_cluster.executor())
     yield mini_cluster
     register_executor(None)
+
+
+@pytest.fixture(autouse=True)
+def _leave_the_shared_cluster_idle(request) -> Iterator[None]:
+    """After a test that used the shared cluster: cancel the jobs it started and left
+    running, and wait until they have ended, so that one failed test cannot starve the
+    next ones of slots. Jobs of module-scoped fixtures (started before the test) are left
+    alone. A job that will not end fails this test's teardown."""
+    if "mini_cluster" not in request.fixturenames:
+        yield
+        return
+    dispatcher = request.getfixturevalue("mini_cluster").dispatcher
+    if dispatcher is None:
+        yield
+        return
+    before = {job.job_id for job in dispatcher.list_jobs(include_terminated=False)}
+    yield
+
+    def left_running() -> list[str]:
+        jobs = dispatcher.list_jobs(include_terminated=False)
+        return [job.job_id for job in jobs if job.job_id not in before]
+
+    for job_id in left_running():
+        dispatcher.cancel_job(job_id)
+    deadline = time.monotonic() + 60
+    while left := left_running():
+        if time.monotonic() > deadline:
+            msg = f"jobs {left} of this test did not end within 60 s of being cancelled"
+            raise AssertionError(msg)
+        time.sleep(0.1)

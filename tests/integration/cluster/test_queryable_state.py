@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from test_checkpoint_recovery import await_condition
 
+import weir.state
 from weir.common import Configuration, Types, WatermarkStrategy
 from weir.core import rpc
 from weir.core.errors import (
@@ -65,8 +66,12 @@ def counting_job(mini_cluster) -> Iterator[tuple[str, str]]:
 
 
 def _client(address: str) -> QueryableStateClient:
+    """The client by the name weir.state gives it, with the proxy's "host:port"."""
+    client = weir.state.QueryableStateClient(address)
     host, port = address.rsplit(":", 1)
-    return QueryableStateClient(host, int(port))
+    with QueryableStateClient(host, int(port)) as by_host_and_port:
+        assert client.address == by_host_and_port.address == address
+    return client
 
 
 def _count(client: QueryableStateClient, job_id: str, key: str) -> int | None:

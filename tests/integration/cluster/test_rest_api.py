@@ -9,6 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,12 +138,17 @@ class TestClusterEndpoints:
         code, body = _error(f"{url}/taskmanagers/nosuchtaskmanager")
         assert code == 404 and "nosuchtaskmanager" in body["errors"][0]
 
-    def test_task_manager_log_files(self, running_job):
+    def test_task_manager_log_files(self, running_job, mini_cluster):
         url, _ = running_job
         tm_id = _get(f"{url}/taskmanagers")["taskmanagers"][0]["id"]
         with urllib.request.urlopen(f"{url}/taskmanagers/{tm_id}/log", timeout=30) as response:
             assert response.headers["Content-Type"].startswith("text/plain")
-            assert tm_id in response.read().decode()
+            served = response.read().decode()
+        # What is served is the end of that TaskManager's own log file (the shared cluster's
+        # logs roll over, so the file may have moved on to taskmanager.log.1 since).
+        last_line = served.strip().splitlines()[-1]
+        files = Path(mini_cluster.config["env.log.dir"], f"taskmanager-{tm_id}").glob("*.log*")
+        assert any(last_line in f.read_text(errors="replace") for f in files)
         with urllib.request.urlopen(f"{url}/taskmanagers/{tm_id}/stdout", timeout=30) as response:
             assert response.status == 200
 
@@ -259,11 +265,80 @@ class TestJobEndpoints:
         code, body = _error(f"{url}/jobs/{job_id}/vertices/nosuchvertex")
         assert code == 404 and "nosuchvertex" in body["errors"][0]
 
-    def test_savepoints_are_refused_until_the_dispatcher_takes_them(self, running_job):
-        url, job_id = running_job
-        code, body = _error(f"{url}/jobs/{job_id}/savepoints", method="POST")
-        assert code == 501 and "not supported" in body["errors"][0]
+    def test_a_savepoint_that_cannot_be_taken_fails_its_operation_and_leaves_the_job(
+        self, running_job, tmp_path
+    ):
+        url, job_id = running_job  # no checkpointing: savepoints cannot be taken
+        trigger = _post(f"{url}/jobs/{job_id}/savepoints", {"target-directory": str(tmp_path)})
+        operation = _await_operation(url, job_id, trigger["request-id"])
+        assert "location" not in operation and operation["failure-cause"]["stack-trace"]
         assert _get(f"{url}/jobs/{job_id}")["state"] == "RUNNING"
+        code, body = _error(f"{url}/jobs/{job_id}/savepoints/{'0' * 32}")
+        assert code == 404 and "0" * 32 in body["errors"][0]
+        code, body = _error(f"{url}/jobs/{'1' * 32}/savepoints", method="POST")
+        assert code == 404 and "1" * 32 in body["errors"][0]
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 202
+        return json.loads(response.read())
+
+
+def _await_operation(url: str, job_id: str, trigger_id: str) -> dict[str, Any]:
+    def completed():
+        answer = _get(f"{url}/jobs/{job_id}/savepoints/{trigger_id}")
+        return answer["operation"] if answer["status"]["id"] == "COMPLETED" else None
+
+    return await_condition(completed, "the savepoint operation to complete", timeout=120)
+
+
+def test_savepoint_then_stop_with_savepoint_through_rest(cluster, tmp_path):
+    """POST /jobs/{id}/savepoints leaves the job running with a savepoint the reader
+    opens; POST /jobs/{id}/stop takes another and ends the job FINISHED, as Flink's."""
+    from weir.state import read_savepoint
+
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration())
+    env.set_parallelism(1)  # the module's running job holds two of the three slots
+    env.enable_checkpointing(200)
+    (
+        env.from_source(
+            NumberSequenceSource(1, 10**12), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .key_by(lambda v: v % 4)
+        .reduce(lambda a, b: a + b)
+        .uid("sum")
+        .filter(lambda v: False)
+        .print()
+    )
+    job_id = str(env.execute_async("rest savepoints").get_job_id())
+    url = cluster.rest_url
+    await_condition(
+        lambda: _get(f"{url}/jobs/{job_id}/checkpoints")["counts"]["completed"] > 0,
+        "a completed checkpoint",
+    )
+
+    trigger = _post(f"{url}/jobs/{job_id}/savepoints", {"target-directory": str(tmp_path / "a")})
+    operation = _await_operation(url, job_id, trigger["request-id"])
+    assert "failure-cause" not in operation, operation
+    assert operation["location"].startswith(f"file://{tmp_path / 'a'}/savepoint-")
+    assert read_savepoint(operation["location"]).operator("sum").parallelism == 1
+    assert _get(f"{url}/jobs/{job_id}")["state"] == "RUNNING"
+
+    trigger = _post(f"{url}/jobs/{job_id}/stop", {"targetDirectory": str(tmp_path / "b")})
+    operation = _await_operation(url, job_id, trigger["request-id"])
+    assert "failure-cause" not in operation, operation
+    assert operation["location"].startswith(f"file://{tmp_path / 'b'}/savepoint-")
+    assert (Path(operation["location"].removeprefix("file://")) / "_metadata").is_file()
+    await_condition(
+        lambda: _get(f"{url}/jobs/{job_id}")["state"] == "FINISHED", "the job to be stopped"
+    )
 
 
 class TestMetrics:
@@ -406,3 +481,28 @@ class TestJobSubmission:
         assert info.value.code == 400 and "jobfile" in json.loads(info.value.read())["errors"][0]
         # The cluster goes on: the running job still runs.
         assert _get(f"{url}/overview")["jobs-running"] >= 1
+
+
+def test_a_finished_job_keeps_its_vertices_record_counts(cluster):
+    """Once a job's tasks end their TaskManagers report them no more: the counts they
+    ended with travel with their final state, and /jobs/{id} shows them (Flink's
+    archived IOMetrics)."""
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration())
+    env.set_parallelism(1)
+    (
+        env.from_source(NumberSequenceSource(1, 1234), WatermarkStrategy.no_watermarks(), "n")
+        .key_by(lambda v: v % 3)
+        .filter(lambda v: v % 2 == 0)
+        .print()
+    )
+    job_id = str(env.execute("counted to the end").get_job_id())
+    url = cluster.rest_url
+    job = _get(f"{url}/jobs/{job_id}")
+    assert job["state"] == "FINISHED"
+    source, keyed = job["vertices"]
+    assert source["metrics"]["write-records"] == 1234
+    assert source["metrics"]["write-records-complete"] is True
+    assert keyed["metrics"]["read-records"] == 1234
+    assert keyed["metrics"]["read-bytes"] > 0
+    (row,) = _get(f"{url}/jobs/{job_id}/vertices/{keyed['id']}")["subtasks"]
+    assert row["status"] == "FINISHED" and row["metrics"]["read-records"] == 1234

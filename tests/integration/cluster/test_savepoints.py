@@ -32,9 +32,9 @@ DEADLINE_S = 120
 # the running sum (any other than "sum" renames the sink too: a FileSink's state refers
 # to in-progress files outside the savepoint, which the first job resumed from it
 # consumes, so one savepoint of it is resumed once). The source and the map chained to
-# it stay at parallelism 1 (a source position is not split over another parallelism),
-# so each key's records reach the sum in order and its running totals are the same in
-# every run: the rest of the job runs at the parallelism of `weir run -p`.
+# it stay at parallelism 1, so each key's records reach the sum in order and its running
+# totals are the same in every run: the rest of the job runs at the parallelism of
+# `weir run -p` (test_source_rescaling.py rescales sources).
 JOB = textwrap.dedent(
     f"""
     import sys

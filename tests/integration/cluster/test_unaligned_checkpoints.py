@@ -21,7 +21,7 @@ from weir.datastream.functions import SinkFunction
 
 pytestmark = pytest.mark.spark
 
-RECORDS = 250_000
+RECORDS = 120_000
 # Per record: the sink's workload that back-pressures the job (not a synchronisation).
 SINK_DELAY_S = 0.00002
 # Buffers of ~1,600 numbers, a fraction of a second of the sink's work each: an aligned

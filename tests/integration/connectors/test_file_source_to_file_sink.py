@@ -70,7 +70,7 @@ def test_a_crash_between_checkpoints_gives_exactly_once_output(tmp_path, crash_a
             batches += 1
             if batches % checkpoint_every == 0:
                 checkpoint += 1
-                states = (reader.snapshot_state(), hooks.snapshot(checkpoint), checkpoint)
+                states = (reader.snapshot_splits(), hooks.snapshot(checkpoint), checkpoint)
                 sink.notify_checkpoint_complete(checkpoint)
                 completed = states
             if stop_after is not None and batches == stop_after:
@@ -95,7 +95,7 @@ def test_a_crash_between_checkpoints_gives_exactly_once_output(tmp_path, crash_a
         hooks.initialize()
         last = 0
     else:
-        reader.restore_state(completed[0])
+        reader.restore_splits(completed[0])
         hooks.initialize(completed[1])
         last = completed[2]
     _, done = run(reader, hooks, 3, last)

@@ -68,6 +68,7 @@ def tls_cluster(spark_session, certs) -> Iterator[tuple[MiniCluster, str]]:
     config = {
         **certs.config(),
         "resourcemanager.taskmanager.max": "1",
+        "rest.port": "0",  # the REST API too, on HTTPS with the token
         "heartbeat.interval": "500 ms",
         "heartbeat.timeout": "6 s",
     }
@@ -325,5 +326,64 @@ def test_a_payload_that_would_create_a_file_if_unpickled_creates_nothing(
             with pytest.raises((AuthenticationError, ServiceUnavailableError)):
                 rpc.call(target, lambda request, timeout: call(channel), None)
     assert not marker.exists()
+    with _good_gateway(cluster, certs) as gateway:
+        assert _running(gateway, job_id)
+
+
+def _https(url: str, security: SecurityConfig, headers: dict[str, str]) -> tuple[int, bytes]:
+    import urllib.error
+    import urllib.request
+
+    context = security.rest_client_context() or ssl.create_default_context()
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=READ_TIMEOUT_S, context=context) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_the_rest_api_is_https_and_asks_for_the_token(tls_cluster, certs) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    cluster, job_id = tls_cluster
+    url = cluster.rest_url
+    assert url.startswith("https://")
+    good = SecurityConfig.from_config(certs.config())
+    bearer = {"Authorization": f"Bearer {certs.config()['security.auth.token']}"}
+
+    status, body = _https(f"{url}/jobs/{job_id}", good, bearer)
+    assert status == 200 and json.loads(body)["state"] == "RUNNING"
+
+    # The right certificates without the token, or with another: 401, saying what to send.
+    for headers in ({}, {"Authorization": "Bearer guess"}):
+        status, body = _https(f"{url}/jobs/{job_id}", good, headers)
+        assert status == 401 and "security.auth.token" in json.loads(body)["errors"][0]
+    # A browser opening the dashboard with the token keeps it as a cookie.
+    import http.cookiejar
+
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(
+        urllib.request.HTTPSHandler(context=good.rest_client_context()),
+        urllib.request.HTTPCookieProcessor(jar),
+    )
+    token = certs.config()["security.auth.token"]
+    with browser.open(f"{url}/?token={token}", timeout=READ_TIMEOUT_S) as page:
+        assert page.geturl() == f"{url}/" and b"<html" in page.read().lower()
+    with browser.open(f"{url}/overview", timeout=READ_TIMEOUT_S) as overview:
+        assert json.loads(overview.read())["jobs-running"] >= 1
+    status, _ = _https(f"{url}/?token=guess", good, {})
+    assert status == 401
+
+    # Plain HTTP, and a client of another CA, get no answer at all.
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(url.replace("https://", "http://") + "/overview", timeout=10)
+    stranger = SecurityConfig.from_config(certs.other_ca_config())
+    with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
+        _https(f"{url}/overview", stranger, bearer)
+
+    # Refusals left the job running.
     with _good_gateway(cluster, certs) as gateway:
         assert _running(gateway, job_id)

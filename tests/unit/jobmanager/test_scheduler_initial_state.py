@@ -90,3 +90,46 @@ def test_another_max_parallelism_is_refused_naming_both():
     scheduler = _scheduler(2, max_parallelism=256)
     with pytest.raises(JobSubmissionError, match=r"max parallelism 256.*max parallelism 128"):
         scheduler.set_initial_state({KEYED: _state(KEYED, 2)}, "/sp", False)
+
+
+def _source_state(parallelism: int, finished: frozenset[int], *, splits: bool = True):
+    def handles(i: int) -> dict[str, tuple[StreamStateHandle, ...]]:
+        handle = (StreamStateHandle(f"file:///sp/source-{i}", 1, 0),)
+        return {"source_split_state" if splits else "source_reader_state": handle}
+
+    subtasks = {
+        i: OperatorSubtaskState(**handles(i))  # type: ignore[arg-type]
+        for i in range(parallelism)
+        if i not in finished
+    }
+    return OperatorState(KEYED, parallelism, 128, subtasks, finished, uid="counter")
+
+
+def test_a_source_finished_at_two_is_finished_at_three():
+    scheduler = _scheduler(3)
+    scheduler.set_initial_state({KEYED: _source_state(2, frozenset({0, 1}))}, "/sp", False)
+    assert scheduler._finished_on_restore == {("v" * 32, i) for i in range(3)}
+
+
+def test_a_partly_finished_source_deals_out_what_its_running_subtasks_had_left():
+    scheduler = _scheduler(3)
+    scheduler.set_initial_state({KEYED: _source_state(2, frozenset({0}))}, "/sp", False)
+    # The new subtasks are not the old ones: all run, each with its share of the splits
+    # the unfinished subtask had left (the finished one's are done).
+    assert scheduler._finished_on_restore == set()
+    for i in range(3):
+        state = decode_task_state(scheduler._restored[("v" * 32, i)]).subtask_states[KEYED]
+        assert state.source_split_state == (StreamStateHandle("file:///sp/source-1", 1, 0),)
+        assert state.source_splits_rescaled
+
+
+def test_an_opaque_source_position_at_another_parallelism_is_refused_by_name():
+    scheduler = _scheduler(3)
+    with pytest.raises(JobSubmissionError) as refused:
+        scheduler.set_initial_state(
+            {KEYED: _source_state(2, frozenset(), splits=False)}, "/sp", False
+        )
+    message = str(refused.value)
+    assert "operator counter (count)" in message
+    assert "parallelism 2" in message and "now runs at 3" in message
+    assert "set_parallelism" in message

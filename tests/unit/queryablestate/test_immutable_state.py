@@ -52,3 +52,11 @@ def test_writes_are_refused():
 def test_a_descriptor_is_required():
     with pytest.raises(TypeError, match="descriptor"):
         immutable_state(object(), 1)
+
+
+@pytest.mark.parametrize("address", ["localhost", "localhost:", ":9069", "host:port"])
+def test_a_client_address_without_a_port_says_how_to_give_one(address):
+    from weir.state import QueryableStateClient
+
+    with pytest.raises(ValueError, match="queryable-state.proxy.ports"):
+        QueryableStateClient(address)

@@ -368,6 +368,12 @@ def _subtask_to_json(state: OperatorSubtaskState) -> dict[str, Any]:
             for h in state.result_subpartition_state
         ],
         "source_reader": [_handle_to_json(h) for h in state.source_reader_state],
+        **(
+            {"source_splits": [_handle_to_json(h) for h in state.source_split_state]}
+            if state.source_split_state
+            else {}
+        ),
+        **({"source_splits_rescaled": True} if state.source_splits_rescaled else {}),
     }
 
 
@@ -407,6 +413,9 @@ def _subtask_from_json(doc: dict[str, Any]) -> OperatorSubtaskState:
             for h in doc["result_subpartitions"]
         ),
         source_reader_state=tuple(_handle_from_json(h) for h in doc["source_reader"]),
+        # Absent in metadata written before readers kept their splits.
+        source_split_state=tuple(_handle_from_json(h) for h in doc.get("source_splits", ())),
+        source_splits_rescaled=bool(doc.get("source_splits_rescaled", False)),
     )
 
 

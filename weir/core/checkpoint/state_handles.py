@@ -179,7 +179,18 @@ class OperatorSubtaskState:
     input_channel_state: tuple[InputChannelStateHandle, ...] = ()
     result_subpartition_state: tuple[ResultSubpartitionStateHandle, ...] = ()
     source_reader_state: tuple[StreamStateHandle, ...] = ()
-    """Serialized positions (splits and offsets) of a source reader."""
+    """The opaque position of a source reader (``CheckpointedSourceReader``): restored
+    only into the subtask index that wrote it."""
+    source_split_state: tuple[StreamStateHandle, ...] = ()
+    """The pickled list of split states of a source reader
+    (``SplitCheckpointedSourceReader``). In a checkpoint, the one list the subtask
+    wrote; handed to a subtask restored at another parallelism, every old subtask's list
+    in the old subtasks' order (``source_splits_rescaled``)."""
+    source_splits_rescaled: bool = False
+    """Set only in the state the JobMaster assigns a subtask restored at another
+    parallelism than the checkpoint's (as Flink's ``OperatorSubtaskState`` carries its
+    rescaling descriptors): the subtask takes its round-robin share of the flattened
+    ``source_split_state`` (``weir.core.source.assign_splits``) instead of all of it."""
 
     def stream_handles(self) -> Iterator[StreamStateHandle]:
         """Every blob this state refers to."""
@@ -195,6 +206,7 @@ class OperatorSubtaskState:
         for subpartition in self.result_subpartition_state:
             yield subpartition.handle
         yield from self.source_reader_state
+        yield from self.source_split_state
 
     def shared_paths(self) -> Iterator[str]:
         """The files in ``shared/`` this state refers to (reference-counted)."""

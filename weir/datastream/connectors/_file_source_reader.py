@@ -1,4 +1,19 @@
-"""The reader behind ``FileSource``: file discovery, split assignment and line reading."""
+"""The reader behind ``FileSource``: file discovery, split assignment and line reading.
+
+A reader's state is its splits (``FileSourceReader.snapshot_splits``), so a checkpoint of
+it is restored at any parallelism:
+
+- a file split per file not finished: ``(path, byte offset of the next line, lines
+  consumed)``;
+- monitoring continuously, a discovery split per class of paths the reader discovers:
+  ``("discovery", index, parallelism, paths)`` stands for the files whose path hashes to
+  ``index`` among ``parallelism`` (``owner_of``) and names those already discovered.
+  A fresh reader holds its own class; after a restore at another parallelism the
+  classes of the first run are dealt out like the file splits, so every new file is
+  discovered by exactly one reader, and none is read twice. Discovery then runs on as
+  many readers as the first run had (or fewer), while every reader reads the file
+  splits it is given.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +28,15 @@ from typing import IO, Any
 import fsspec
 from fsspec.core import url_to_fs
 
+from weir.core.source import SourceStateError
+
 logger = logging.getLogger(__name__)
 
 # Lines handed over per poll at most, so one poll stays within a few milliseconds.
 _LINES_PER_BATCH = 4096
+
+# The first element of a discovery split (a file split starts with its path, a URL).
+_DISCOVERY = "discovery"
 
 
 @dataclass(slots=True)
@@ -59,14 +79,15 @@ def enumerate_files(paths: tuple[str, ...]) -> list[str]:
 
 
 class FileSourceReader:
-    """Reads the splits of one subtask, one file after the other, a batch of lines a poll.
+    """Reads the splits of one subtask, one file after the other, a batch of lines a poll
+    (``weir.core.source.SplitCheckpointedSourceReader``).
 
     Not a ``SplitSourceReader``: as it reads one split at a time, one watermark
     generator over its output sees the event time that per-split ones would.
 
     Bounded: the files present at the first poll; then ``None``. Continuous: every
-    ``discovery_interval_ms`` the paths are listed again and new files of this subtask
-    are queued; ``[]`` while there is nothing to read.
+    ``discovery_interval_ms`` the paths are listed again and new files of the reader's
+    discovery classes are queued; ``[]`` while there is nothing to read.
     """
 
     def __init__(
@@ -86,11 +107,13 @@ class FileSourceReader:
         # TextLineInputFormat always does.
         self._by_offset = "\n".encode(charset_name) == b"\n"
         self._subtask = subtask
-        self._parallelism = parallelism
         self._interval_s = None if discovery_interval_ms is None else discovery_interval_ms / 1000
         self._clock = clock
         self._splits: collections.deque[FileSplit] = collections.deque()
-        self._finished: set[str] = set()
+        # (index, parallelism) of each class of paths this reader discovers -> the paths
+        # of it discovered so far.
+        self._classes: dict[tuple[int, int], set[str]] = {(subtask, parallelism): set()}
+        # Paths discovered here or handed over in a split: never queued again.
         self._known: set[str] = set()
         self._enumerated = False
         self._next_discovery = 0.0
@@ -98,9 +121,7 @@ class FileSourceReader:
 
     # -- reading ------------------------------------------------------------------------
     def poll_batch(self, max_records: int) -> list[str] | None:
-        if not self._enumerated:
-            self._discover()
-            self._enumerated = True
+        self._enumerate_once()
         limit = max(1, min(max_records, _LINES_PER_BATCH))
         while True:
             if self._splits:
@@ -152,46 +173,89 @@ class FileSourceReader:
         return f
 
     def _finish_split(self) -> None:
-        split = self._splits.popleft()
-        self._finished.add(split.path)
+        self._splits.popleft()
         if self._file is not None:
             self._file.close()
             self._file = None
 
+    def _enumerate_once(self) -> None:
+        """The first listing of the paths, at the first poll or at a checkpoint taken
+        before it (whose state must then name the files this subtask is to read)."""
+        if not self._enumerated:
+            self._discover()
+            self._enumerated = True
+
     def _discover(self) -> bool:
-        """Queues this subtask's files not seen before; True when there were any."""
+        """Queues the files of this reader's classes not seen before; True when there
+        were any."""
         if self._interval_s is not None:
             self._next_discovery = self._clock() + self._interval_s
-        new = [
-            p
-            for p in enumerate_files(self._paths)
-            if p not in self._known and owner_of(p, self._parallelism) == self._subtask
-        ]
-        for path in new:
-            self._known.add(path)
-            self._splits.append(FileSplit(path))
+        classes = self._classes.items()
+        new = 0
+        for path in enumerate_files(self._paths):
+            if path in self._known:
+                continue
+            for (index, parallelism), discovered in classes:
+                if owner_of(path, parallelism) == index:
+                    discovered.add(path)
+                    self._known.add(path)
+                    self._splits.append(FileSplit(path))
+                    new += 1
+                    break
         if new:
-            logger.debug("subtask %d discovered %d new files", self._subtask, len(new))
+            logger.debug("subtask %d discovered %d new files", self._subtask, new)
         return bool(new)
 
     # -- positions ----------------------------------------------------------------------
-    def snapshot_state(self, checkpoint_id: int | None = None) -> bytes:
-        """The splits still to read (the current one with its position first) and, when
-        monitoring, the files already read."""
-        return json.dumps(
-            {
-                "splits": [[s.path, s.offset, s.lines] for s in self._splits],
-                "finished": sorted(self._finished) if self._interval_s is not None else [],
-            }
-        ).encode()
+    def snapshot_splits(self, checkpoint_id: int | None = None) -> list[tuple[Any, ...]]:
+        """A ``(path, byte offset of the next line, lines consumed)`` per file still to
+        read (the current one first) and, monitoring, a ``("discovery", index,
+        parallelism, paths)`` per discovery class. Before the first poll, the files this
+        subtask would read are listed first, so that a checkpoint taken then names them."""
+        self._enumerate_once()
+        splits: list[tuple[Any, ...]] = [(s.path, s.offset, s.lines) for s in self._splits]
+        if self._interval_s is not None:
+            splits += [
+                (_DISCOVERY, index, parallelism, tuple(sorted(paths)))
+                for (index, parallelism), paths in sorted(self._classes.items())
+            ]
+        return splits
+
+    def restore_splits(self, splits: list[tuple[Any, ...]]) -> None:
+        """Read exactly these files, each from its position, in the order given, and
+        discover (monitoring) the new files of exactly these classes."""
+        files: list[FileSplit] = []
+        classes: dict[tuple[int, int], set[str]] = {}
+        try:
+            for split in splits:
+                if len(split) == 4 and split[0] == _DISCOVERY:
+                    _, index, parallelism, paths = split
+                    classes[(int(index), int(parallelism))] = {str(p) for p in paths}
+                else:
+                    path, offset, lines = split
+                    files.append(FileSplit(str(path), int(offset), int(lines)))
+        except (TypeError, ValueError) as exc:
+            msg = (
+                f"FileSource: cannot restore splits {splits!r}; expected the (path, offset, "
+                'lines) and ("discovery", index, parallelism, paths) tuples its reader\'s '
+                "snapshot_splits returned"
+            )
+            raise SourceStateError(msg) from exc
+        self._restore(files, classes)
 
     def restore_state(self, state: bytes) -> None:
-        """Resume exactly where ``snapshot_state`` was taken; called before the first poll."""
-        self.close()
+        """A position written before the reader kept splits: JSON of the files still to
+        read and, monitoring, the files already read (by this subtask's class)."""
         restored = json.loads(state)
-        self._splits = collections.deque(FileSplit(p, o, n) for p, o, n in restored["splits"])
-        self._finished = set(restored["finished"])
-        self._known = self._finished | {s.path for s in self._splits}
+        files = [FileSplit(p, o, n) for p, o, n in restored["splits"]]
+        (own,) = self._classes
+        self._restore(files, {own: set(restored["finished"]) | {f.path for f in files}})
+
+    def _restore(self, files: list[FileSplit], classes: dict[tuple[int, int], set[str]]) -> None:
+        self.close()
+        self._splits = collections.deque(files)
+        self._classes = classes
+        self._known = {f.path for f in files}.union(*classes.values())
         self._enumerated = True
         self._next_discovery = 0.0
 

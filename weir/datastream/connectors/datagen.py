@@ -4,20 +4,22 @@ As Flink's ``DataGeneratorSource(generatorFunction, count, rateLimiterStrategy, 
 the indices ``0..count-1`` are split over the subtasks in contiguous ranges, each subtask
 maps its indices in order through the generator function, and a ``RateLimiterStrategy``
 caps the rate (``per_second`` is the rate of the whole source, divided evenly over the
-subtasks). The position (the next index) is checkpointed, so a deterministic generator
-function replays exactly the same records after recovery.
+subtasks). Each range is a split whose state (the next index and the end) is
+checkpointed, so a deterministic generator function replays exactly the same records
+after recovery, also at another parallelism (the ranges are then dealt out again).
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 from weir.common.typeinfo import TypeInformation
-from weir.core.source import SourceReaderContext, SourceStateError
-from weir.datastream.connectors.number_seq import split_range
+from weir.core.source import SourceReaderContext
+from weir.datastream.connectors.number_seq import restore_ranges, split_range
 
 __all__ = ["DataGeneratorSource", "RateLimiter", "RateLimiterStrategy"]
 
@@ -134,47 +136,52 @@ class _NoOp:
 
 
 class DataGeneratorReader:
-    """Maps the indices of one range through the generator function, in order."""
+    """Maps the indices of its splits through the generator function, in order, one
+    split after the other. A split is a range of indices; its state is ``(next,
+    stop)``, as a ``NumberSequenceSource`` split's, so it rescales."""
 
     def __init__(
         self, generate: Callable[[int], Any], indices: range, rate_limiter: RateLimiter
     ) -> None:
         self._generate = generate
-        self._next = indices.start
-        self._stop = indices.stop
+        # [next, stop] per split, the one being read first
+        self._splits = collections.deque([[indices.start, indices.stop]])
         self._rate_limiter = rate_limiter
 
     def poll_batch(self, max_records: int) -> list[Any] | None:
-        if self._next >= self._stop:
+        splits = self._splits
+        while splits and splits[0][0] >= splits[0][1]:
+            splits.popleft()
+        if not splits:
             return None
-        granted = self._rate_limiter.acquire(min(max_records, self._stop - self._next))
+        split = splits[0]
+        next_, stop = split
+        granted = self._rate_limiter.acquire(min(max_records, stop - next_))
         if granted <= 0:
             return []
         generate = self._generate
-        batch = [generate(i) for i in range(self._next, self._next + granted)]
-        self._next += granted
+        batch = [generate(i) for i in range(next_, next_ + granted)]
+        split[0] = next_ + granted
         return batch
 
-    def snapshot_state(self, checkpoint_id: int | None = None) -> bytes:
-        """The next index to generate (and the end of this reader's range)."""
-        return json.dumps({"next": self._next, "stop": self._stop}).encode()
+    def snapshot_splits(self, checkpoint_id: int | None = None) -> list[tuple[int, int]]:
+        """``(next index to generate, end of the range)`` per split not finished."""
+        return [(n, s) for n, s in self._splits if n < s]
+
+    def restore_splits(self, splits: list[tuple[int, int]]) -> None:
+        self._splits = restore_ranges("DataGeneratorSource", splits)
 
     def restore_state(self, state: bytes) -> None:
-        """Continue from a ``snapshot_state`` of a reader of the same range."""
+        """A position written before the reader kept splits (JSON of ``next`` and
+        ``stop``): its one split."""
         position = json.loads(state)
-        if position["stop"] != self._stop:
-            msg = (
-                f"DataGeneratorSource: the restored position ends at {position['stop']}, "
-                f"this reader's range at {self._stop}; restore at the same parallelism"
-            )
-            raise SourceStateError(msg)
-        self._next = int(position["next"])
+        self.restore_splits([(position["next"], position["stop"])])
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         self._rate_limiter.notify_checkpoint_complete(checkpoint_id)
 
     def close(self) -> None:
-        self._next = self._stop
+        self._splits.clear()
 
 
 class DataGeneratorSource:

@@ -127,8 +127,10 @@ class FileSource:
     Each file is one split; a subtask reads the files assigned to it (by a stable hash of
     the path) one after the other. Hidden files (``.``/``_`` prefix) under a directory
     are skipped; ``.gz``, ``.bz2`` and ``.xz`` files are decompressed. The reader's
-    position (per split: path, byte offset of the next line, lines consumed) is its
-    checkpointed state.
+    checkpointed state is, per file not yet read to its end, the path, the byte offset
+    of the next line and the lines consumed, and, monitoring continuously, the files
+    already discovered; these splits are dealt out again when a checkpoint is restored
+    at another parallelism.
     """
 
     def __init__(

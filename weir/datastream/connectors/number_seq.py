@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+from typing import Any
+
 from weir.common.typeinfo import TypeInformation, Types
 from weir.core.source import SourceReaderContext, SourceStateError
 
@@ -22,41 +25,56 @@ def split_range(start: int, end: int, num_splits: int) -> list[range]:
     return ranges
 
 
-class NumberSequenceReader:
-    """Reads one split; each poll is one ``list(range(...))``.
+def restore_ranges(source: str, splits: list[Any]) -> collections.deque[list[int]]:
+    """``[next, stop]`` per split state ``(next, stop)`` (a range of numbers or indices
+    and the next one to emit), for ``restore_splits``."""
+    try:
+        return collections.deque([int(n), int(s)] for n, s in splits)
+    except (TypeError, ValueError) as exc:
+        msg = (
+            f"{source}: cannot restore splits {splits!r}; expected the (next, stop) pairs "
+            "its reader's snapshot_splits returned"
+        )
+        raise SourceStateError(msg) from exc
 
-    Its position is ``(next, stop)``: the next number it returns and the end of its
-    split (exclusive), so a restored reader needs nothing from the source.
+
+class NumberSequenceReader:
+    """Reads its splits one after the other; each poll is one ``list(range(...))``.
+
+    A split is a range of numbers; its state is ``(next, stop)``: the next number it
+    returns and the end of the range (exclusive), so a restored reader needs nothing
+    from the source, in whichever subtask and at whichever parallelism it runs.
     """
 
     def __init__(self, numbers: range) -> None:
-        self._next = numbers.start
-        self._stop = numbers.stop
+        # [next, stop] per split, the one being read first
+        self._splits = collections.deque([[numbers.start, numbers.stop]])
 
     def poll_batch(self, max_records: int) -> list[int] | None:
-        if self._next >= self._stop:
-            return None
-        upper = min(self._next + max_records, self._stop)
-        batch = list(range(self._next, upper))
-        self._next = upper
-        return batch
+        splits = self._splits
+        while splits:
+            split = splits[0]
+            next_, stop = split
+            if next_ >= stop:
+                splits.popleft()
+                continue
+            upper = min(next_ + max_records, stop)
+            split[0] = upper
+            return list(range(next_, upper))
+        return None
 
-    def snapshot_state(self, checkpoint_id: int) -> tuple[int, int]:
-        return (self._next, self._stop)
+    def snapshot_splits(self, checkpoint_id: int) -> list[tuple[int, int]]:
+        return [(n, s) for n, s in self._splits if n < s]
+
+    def restore_splits(self, splits: list[tuple[int, int]]) -> None:
+        self._splits = restore_ranges("NumberSequenceSource", splits)
 
     def restore_state(self, state: tuple[int, int]) -> None:
-        try:
-            next_, stop = (int(v) for v in state)
-        except (TypeError, ValueError) as exc:
-            msg = (
-                f"NumberSequenceSource: cannot restore from {state!r}; expected the "
-                "(next, stop) pair its reader's snapshot_state returned"
-            )
-            raise SourceStateError(msg) from exc
-        self._next, self._stop = next_, stop
+        """A position written before the reader kept splits: its one split."""
+        self.restore_splits([state])
 
     def close(self) -> None:
-        self._next = self._stop
+        self._splits.clear()
 
 
 class NumberSequenceSource:

@@ -99,6 +99,8 @@ def subtask_states(draw):
             )
         ),
         source_reader_state=tuple(draw(st.lists(stream_handles(), max_size=2))),
+        source_split_state=tuple(draw(st.lists(stream_handles(), max_size=3))),
+        source_splits_rescaled=draw(st.booleans()),
     )
 
 

@@ -57,14 +57,24 @@ def test_snapshot_and_restore():
     source = DataGeneratorSource(lambda i: i, 100)
     reader = source.create_reader(Ctx(1, 2))
     head = reader.poll_batch(7) + reader.poll_batch(7)
-    state = reader.snapshot_state()
+    splits = reader.snapshot_splits()
+    assert splits == [(64, 100)]
     reader.poll_batch(7)
     restored = source.create_reader(Ctx(1, 2))
-    restored.restore_state(state)
+    restored.restore_splits(splits)
     assert head + drain(restored) == list(range(50, 100))
-    other = source.create_reader(Ctx(0, 2))
-    with pytest.raises(ValueError, match="same parallelism"):
-        other.restore_state(state)
+    # A split is self-contained: any subtask, at any parallelism, continues it.
+    other = source.create_reader(Ctx(0, 3))
+    other.restore_splits(splits)
+    assert drain(other) == list(range(64, 100))
+    with pytest.raises(ValueError, match="expected the \\(next, stop\\) pairs"):
+        other.restore_splits([{"next": 1}])
+
+
+def test_a_position_written_before_splits_still_restores():
+    reader = DataGeneratorSource(lambda i: i, 100).create_reader(Ctx(1, 2))
+    reader.restore_state(b'{"next": 97, "stop": 100}')
+    assert drain(reader) == [97, 98, 99]
 
 
 def test_per_second_limits_each_subtask_to_its_share_without_blocking():

@@ -1,12 +1,15 @@
-"""FileSource: splits, batches, position snapshots and continuous monitoring."""
+"""FileSource: splits, batches, split snapshots (restored at the same and at another
+parallelism) and continuous monitoring."""
 
 from __future__ import annotations
 
 import gzip
+import json
 
 import pytest
 
 from weir.common import Duration
+from weir.core.source import assign_splits
 from weir.datastream.connectors.file_system import FileSource, StreamFormat
 
 
@@ -80,11 +83,12 @@ def test_snapshot_and_restore_resume_exactly(tmp_path, charset):
     head: list[str] = []
     for _ in range(20):  # 60 lines: past the end of the first file
         head.extend(reader.poll_batch(3))
-    state = reader.snapshot_state()
+    splits = reader.snapshot_splits()
+    assert len(splits) == 1  # the first file is finished, so not listed
     reader.poll_batch(3)  # read on, then "crash"
     reader.close()
     restored = source.create_reader(Ctx())
-    restored.restore_state(state)
+    restored.restore_splits(splits)
     assert head + drain(restored) == lines + lines
 
 
@@ -96,38 +100,120 @@ def test_compressed_files_are_decompressed(tmp_path):
     ).build()
     reader = source.create_reader(Ctx())
     assert reader.poll_batch(1) == ["g1"]
-    state = reader.snapshot_state()
+    splits = reader.snapshot_splits()
     restored = source.create_reader(Ctx())
-    restored.restore_state(state)
+    restored.restore_splits(splits)
     assert drain(restored) == ["g2"]
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (2, 1), (3, 2), (1, 4)])
+def test_splits_restored_at_another_parallelism_read_every_line_once(tmp_path, old, new):
+    expected = []
+    for f in range(5):
+        lines = [f"f{f}-{i}" for i in range(10 + f)]
+        (tmp_path / f"{f}.txt").write_text("\n".join(lines) + "\n")
+        expected += lines
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(tmp_path)
+    ).build()
+    heads: list[str] = []
+    lists = []
+    for index in range(old):
+        reader = source.create_reader(Ctx(index, old))
+        heads += reader.poll_batch(4) or []  # into its first file
+        lists.append(reader.snapshot_splits(1))
+    tails: list[str] = []
+    for index in range(new):
+        reader = source.create_reader(Ctx(index, new))
+        reader.restore_splits(assign_splits(lists, index, new))
+        tails += drain(reader)
+    assert sorted(heads + tails) == sorted(expected)
+
+
+def test_a_snapshot_before_the_first_poll_names_the_files_to_read(files):
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(files)
+    ).build()
+    splits = source.create_reader(Ctx()).snapshot_splits(1)
+    assert sorted(p.rsplit("/", 1)[-1] for p, _, _ in splits) == ["a.txt", "b.txt", "c.txt"]
+    restored = source.create_reader(Ctx())
+    restored.restore_splits(splits)
+    assert sorted(drain(restored)) == ["a1", "a2", "a3", "b1", "b2", "c1"]
+
+
+def test_a_position_written_before_splits_still_restores(files):
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), str(files)
+    ).build()
+    reader = source.create_reader(Ctx())
+    reader.restore_state(json.dumps({"splits": [[f"file://{files}/b.txt", 3, 1]], "finished": []}))
+    assert drain(reader) == ["b2"]
+
+
+def _monitoring(tmp_path, clock) -> FileSource:
+    built = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(tmp_path))
+        .monitor_continuously(Duration.of_seconds(10))
+        .build()
+    )
+    assert not built.is_bounded()
+    return FileSource(built._paths, built._stream_format, built._discovery_interval_ms, clock=clock)
 
 
 def test_monitor_continuously_discovers_new_files(tmp_path):
     clock = FakeClock()
     (tmp_path / "1.txt").write_text("one\n")
-    builder = FileSource.for_record_stream_format(
-        StreamFormat.text_line_format(), str(tmp_path)
-    ).monitor_continuously(Duration.of_seconds(10))
-    built = builder.build()
-    assert not built.is_bounded()
-    source = FileSource(
-        built._paths, built._stream_format, built._discovery_interval_ms, clock=clock
-    )
+    source = _monitoring(tmp_path, clock)
     reader = source.create_reader(Ctx())
     assert reader.poll_batch(10) == ["one"]
     assert reader.poll_batch(10) == []  # idle, not ended
     (tmp_path / "2.txt").write_text("two\n")
     clock.now += 9.9
     assert reader.poll_batch(10) == []  # not yet time to look again
-    state = reader.snapshot_state()
+    splits = reader.snapshot_splits(1)
     clock.now += 0.1
     assert reader.poll_batch(10) == ["two"]
     assert reader.poll_batch(10) == []
     # a restored reader knows "1.txt" was read and finds "2.txt" again
     restored = source.create_reader(Ctx())
-    restored.restore_state(state)
+    restored.restore_splits(splits)
     assert restored.poll_batch(10) == ["two"]
     assert restored.poll_batch(10) == []
+
+
+def _poll_all(readers, clock) -> list[str]:
+    """Every line the readers have now, past one discovery interval."""
+    clock.now += 10
+    out: list[str] = []
+    for reader in readers:
+        while batch := reader.poll_batch(3):
+            out.extend(batch)
+    return out
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (2, 1), (3, 2)])
+def test_monitoring_restored_at_another_parallelism_reads_every_file_once(tmp_path, old, new):
+    clock = FakeClock()
+    for f in range(6):
+        (tmp_path / f"old-{f}.txt").write_text("".join(f"old-{f}-{i}\n" for i in range(5)))
+    source = _monitoring(tmp_path, clock)
+    first = [source.create_reader(Ctx(i, old)) for i in range(old)]
+    read = [line for reader in first for line in reader.poll_batch(3)]  # part of a file each
+    lists = [reader.snapshot_splits(1) for reader in first]
+    kinds = {len(split) for splits in lists for split in splits}
+    assert kinds == {3, 4}  # file splits and the discovery classes
+
+    resumed = [source.create_reader(Ctx(i, new)) for i in range(new)]
+    for index, reader in enumerate(resumed):
+        reader.restore_splits(assign_splits(lists, index, new))
+    read += _poll_all(resumed, clock)
+    for f in range(8):
+        (tmp_path / f"new-{f}.txt").write_text(f"new-{f}\n")
+    read += _poll_all(resumed, clock)
+    read += _poll_all(resumed, clock)  # nothing is found twice
+
+    expected = [f"old-{f}-{i}" for f in range(6) for i in range(5)] + [f"new-{f}" for f in range(8)]
+    assert sorted(read) == sorted(expected)
 
 
 def test_a_missing_path_is_a_clear_error(tmp_path):

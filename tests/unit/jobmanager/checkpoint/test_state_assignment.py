@@ -1,12 +1,16 @@
 """The state each subtask restores: its own keyed state and source position, its own
 list and broadcast state, and every subtask's union list state; at another parallelism,
-keyed state by key group, and what cannot be rescaled refused by name."""
+keyed state by key group, every old subtask's source splits to each new subtask (which
+takes its round-robin share), and what cannot be rescaled refused by name."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from weir.core.checkpoint import (
     KeyGroupRange,
@@ -22,6 +26,7 @@ from weir.core.checkpoint import (
 from weir.core.errors import StateMigrationError
 from weir.core.ids import JobVertexId, OperatorId
 from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
+from weir.core.source import assign_splits
 from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states, check_restorable
 
 OP = OperatorId("a" * 32)
@@ -144,16 +149,94 @@ def test_keyed_state_goes_to_every_subtask_whose_key_groups_it_holds(old, new):
     assert {h.handle.path for h in covered} == {f"file:///chk-3/keyed-{i}" for i in range(old)}
 
 
-def test_a_source_position_cannot_move_to_another_parallelism():
+def test_an_opaque_source_position_cannot_move_to_another_parallelism():
     state = OperatorState(
         OP,
         2,
         128,
         {i: OperatorSubtaskState(source_reader_state=(_file(f"s{i}"),)) for i in range(2)},
+        uid="numbers",
     )
     check_restorable([_vertex(2)], {OP: state}, "the savepoint")
-    with pytest.raises(StateMigrationError, match=r"parallelism 2 .* now runs at 3"):
+    with pytest.raises(StateMigrationError) as refused:
         check_restorable([_vertex(3)], {OP: state}, "the savepoint")
+    message = str(refused.value)
+    assert "operator" in message and "(map)" in message
+    assert re.search(r"parallelism 2 .* now runs at 3", message)
+    assert "set_parallelism" in message and "snapshot_splits/restore_splits" in message
+
+
+def _split_state(parallelism: int, finished: frozenset[int] = frozenset()) -> OperatorState:
+    return OperatorState(
+        OP,
+        parallelism,
+        128,
+        {
+            i: OperatorSubtaskState(source_split_state=(_file(f"splits-{i}"),))
+            for i in range(parallelism)
+            if i not in finished
+        },
+        finished_subtasks=finished,
+    )
+
+
+def test_source_splits_stay_with_their_subtask_at_the_same_parallelism():
+    restored = assign_subtask_states([_vertex(2)], {OP: _split_state(2)})
+    for i in range(2):
+        own = decode_task_state(restored[("v" * 32, i)]).subtask_states[OP]
+        assert own.source_split_state == (_file(f"splits-{i}"),)
+        assert not own.source_splits_rescaled
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (2, 1), (3, 2), (1, 4)])
+def test_at_another_parallelism_every_subtask_gets_every_split_list_in_order(old, new):
+    state = _split_state(old)
+    check_restorable([_vertex(new)], {OP: state}, "the savepoint")
+    restored = assign_subtask_states([_vertex(new)], {OP: state})
+    for i in range(new):
+        mine = decode_task_state(restored[("v" * 32, i)]).subtask_states[OP]
+        assert mine.source_split_state == tuple(_file(f"splits-{j}") for j in range(old))
+        assert mine.source_splits_rescaled
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 6), min_size=1, max_size=5),
+    new=st.integers(1, 6),
+    finished=st.sets(st.integers(0, 4)),
+)
+def test_every_split_is_read_by_exactly_one_new_subtask(
+    sizes: list[int], new: int, finished: set[int]
+) -> None:
+    """What each new subtask restores (``assign_subtask_states``, then its share by
+    ``assign_splits`` as ``SourceOperator.open`` takes it): every split of the old
+    subtasks that had not finished, exactly once; finished subtasks' splits are done."""
+    old = len(sizes)
+    done = frozenset(i for i in finished if i < old)
+    contents = {
+        _file(f"splits-{i}").path: [(i, j) for j in range(size)] for i, size in enumerate(sizes)
+    }
+    state = _split_state(old, done)
+    check_restorable([_vertex(new)], {OP: state}, "the savepoint")
+    restored = assign_subtask_states([_vertex(new)], {OP: state})
+
+    read = []
+    for index in range(new):
+        task_state = restored.get(("v" * 32, index))
+        if task_state is None:
+            # A subtask that had finished, at the same parallelism, or any subtask of a
+            # fully finished operator (the scheduler deploys both as finished).
+            assert (old == new and index in done) or len(done) == old
+            continue
+        mine = decode_task_state(task_state).subtask_states[OP]
+        lists = [contents[h.path] for h in mine.source_split_state]
+        if mine.source_splits_rescaled:
+            read += assign_splits(lists, index, new)
+        else:
+            assert old == new
+            read += [split for splits in lists for split in splits]
+    expected = [(i, j) for i, size in enumerate(sizes) if i not in done for j in range(size)]
+    assert sorted(read) == expected
 
 
 def test_another_max_parallelism_is_refused_naming_both():

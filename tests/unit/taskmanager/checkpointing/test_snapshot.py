@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from weir.core.key_groups import key_group_range_for_operator
+from weir.datastream.connectors.collection import CollectionSource
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 from weir.taskmanager.checkpointing import (
     OperatorStateRefs,
@@ -42,12 +43,18 @@ class Point:
     __hash__ = None  # type: ignore[assignment]
 
 
-class Context:
+class Ctx:
+    def __init__(self, index: int = 0, parallelism: int = 1) -> None:
+        self.index, self.parallelism = index, parallelism
+
     def get_index_of_this_subtask(self) -> int:
-        return 0
+        return self.index
 
     def get_number_of_parallel_subtasks(self) -> int:
-        return 1
+        return self.parallelism
+
+
+Context = Ctx
 
 
 def backend(parallelism: int = 1, index: int = 0) -> HashMapKeyedStateBackend:
@@ -147,11 +154,38 @@ class TestCaptureAndRestore:
         assert outputs == {(0, 3): [b"out" * 100]}
         assert snap.in_flight_size == snap.state_size > 0
 
-    def test_a_source_position_for_a_reader_that_cannot_take_it_is_refused(self) -> None:
+    def test_source_splits_for_a_reader_that_cannot_take_them_are_refused(self) -> None:
         reader = NumberSequenceSource(1, 10).create_reader(Context())
         snap = capture_task_snapshot(1, [OperatorStateRefs("src", None, reader)])
+        assert snap.operators[0].source_splits
+        with pytest.raises(SnapshotRestoreError, match="cannot restore splits"):
+            restore_task_snapshot([snap], [OperatorStateRefs("src", None, object())])
+
+    def test_an_opaque_source_position_for_a_reader_that_cannot_take_it_is_refused(
+        self,
+    ) -> None:
+        reader = CollectionSource([1, 2, 3]).create_reader(Context())
+        reader.poll_batch(1)
+        snap = capture_task_snapshot(1, [OperatorStateRefs("src", None, reader)])
+        assert not snap.operators[0].source_splits
         with pytest.raises(SnapshotRestoreError, match="cannot restore one"):
             restore_task_snapshot([snap], [OperatorStateRefs("src", None, object())])
+
+    def test_source_splits_of_several_subtasks_are_dealt_round_robin(self) -> None:
+        source = NumberSequenceSource(1, 40)
+        snaps = []
+        for index in range(2):
+            reader = source.create_reader(Ctx(index, 2))
+            reader.poll_batch(5)  # 1..5 and 21..25 read before the snapshot
+            snaps.append(capture_task_snapshot(1, [OperatorStateRefs("src", None, reader)]))
+        read: list[int] = []
+        for index in range(3):
+            fresh = source.create_reader(Ctx(index, 3))
+            refs = [OperatorStateRefs("src", None, fresh)]
+            restore_task_snapshot(snaps, refs, split_share=(index, 3))
+            while (batch := fresh.poll_batch(100)) is not None:
+                read += batch
+        assert sorted(read) == [*range(6, 21), *range(26, 41)]
 
     def test_a_cut_short_channel_state_is_refused(self) -> None:
         blob = encode_buffers([b"abc", b"de"])
