@@ -68,7 +68,7 @@ def test_the_leader_is_killed_and_the_standby_finishes_the_job_exactly_once(
     SIGKILLed after a random number of checkpoints; the standby takes over, recovers the
     job from its latest checkpoint and finishes it: the committed output is exactly the
     failure-free output, and the clients find the new leader in ZooKeeper."""
-    records = 15_000
+    records = 10_000  # ten seconds or more of work: still running at the kill
     leader, standby = ha_cluster.start_scripted(2)
     assert leader.leading
     assert "Weir master standby" in standby.text()
