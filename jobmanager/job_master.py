@@ -224,6 +224,12 @@ class JobMaster(LeaderContender):
 
     # -- leadership ------------------------------------------------------------------
     def grant_leadership(self, fencing_token: str) -> None:
+        if self._suspended:
+            # Revoked before: this JobMaster is being closed, and the job belongs to the
+            # JobMaster the next leadership's Dispatcher starts (the latch may win again
+            # with a new session while this one closes).
+            logger.info("job %s: leadership granted again after a revocation; ignored", self.job_id)
+            return
         logger.info(
             "JobMaster for job %s (%s) at %s is leader (session %s)",
             self.job_graph.job_name,

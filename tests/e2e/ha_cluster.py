@@ -100,6 +100,7 @@ class HaCluster:
             "rest.port": "0",
             **overrides,
         }
+        self.conf = conf
         (self.conf_dir / "weir-conf.yaml").write_text(yaml.safe_dump(conf))
         self.masters: list[Master] = []
         self.scripted = False

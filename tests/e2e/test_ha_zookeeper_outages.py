@@ -148,3 +148,54 @@ def test_the_ensemble_member_the_master_uses_is_killed_and_the_job_goes_on(
         assert "recovering from checkpoint" not in text
     finally:
         cluster.stop()
+
+
+@pytest.mark.spark
+@pytest.mark.long
+@pytest.mark.timeout(900)
+def test_zookeeper_back_after_the_masters_session_expired_the_job_is_recovered(
+    own_zookeeper: ZooKeeperServer, tmp_path: Path
+):
+    """ZooKeeper is restarted while the master is paused, and the master resumes only once
+    ZooKeeper has expired its session: the master gives up its leadership (LOST, one
+    line), contends again with a new session, wins, and recovers the job from its latest
+    checkpoint. The committed output is exactly the failure-free output."""
+    from weir.core.highavailability.zookeeper.client import close_client, create_client
+
+    cluster = HaCluster(tmp_path / "cluster", own_zookeeper.address)
+    try:
+        master = one_master(cluster)
+        out, _ = submit(cluster, RECORDS)
+        wait_until(lambda: completed_checkpoints(master.text()) >= 2, JOB_S, "checkpoints")
+        own_zookeeper.stop(signal.SIGKILL)
+        wait_until(
+            lambda: "ZooKeeper connection SUSPENDED" in master.text(),
+            MASTER_START_S,
+            "the master to notice that ZooKeeper is gone",
+        )
+        master.signal(signal.SIGSTOP)
+        try:
+            own_zookeeper.start()
+            observer = create_client(cluster.conf)
+            try:
+                wait_until(
+                    lambda: observer.get_children("/leader/latch") == [],
+                    MASTER_START_S,
+                    "ZooKeeper to expire the paused master's session",
+                )
+            finally:
+                close_client(observer)
+        finally:
+            master.signal(signal.SIGCONT)
+        wait_until(lambda: "recovering from checkpoint" in master.text(), JOB_S, "the recovery")
+        wait_until(lambda: "reached FINISHED" in master.text(), JOB_S, "the job to be FINISHED")
+        assert committed(out) == expected_running_sums(RECORDS)
+        text = master.text()
+        assert text.count("ZooKeeper session LOST") == 1, text
+        assert text.count("with a new session") == 1, text
+        assert "leaders resume" not in text
+        assert text.count("is now the leader") == 2
+        # The JobMaster of the lost leadership is closed, never granted the next one.
+        assert len(re.findall(r"JobMaster for job .* is leader", text)) == 2, text
+    finally:
+        cluster.stop()
