@@ -1,0 +1,62 @@
+"""High availability keys (Flink's HighAvailabilityOptions): ZooKeeper, storage, cluster id."""
+
+from __future__ import annotations
+
+from weir.core.config_option import (
+    _option,
+    _positive_duration_ms,
+    _positive_int,
+)
+
+# --- high availability --------------------------------------------------------------
+HA_TYPE = _option(
+    "high-availability.type", "none", str.lower, "High-availability mode.", ("none", "zookeeper")
+)
+HA_ZK_QUORUM = _option(
+    "high-availability.zookeeper.quorum", "", str, "ZooKeeper quorum host:port,..."
+)
+HA_CLUSTER_ID = _option(
+    "high-availability.cluster-id", "/default", str, "Namespace of this cluster in ZooKeeper."
+)
+HA_STORAGE_DIR = _option(
+    "high-availability.storageDir",
+    "",
+    str,
+    "Where job graphs are stored (any fsspec URL); ZooKeeper holds only pointers to them.",
+)
+HA_ZK_PATH_ROOT = _option(
+    "high-availability.zookeeper.path.root",
+    "/weir",
+    str,
+    "The ZooKeeper node under which every Weir cluster keeps its data.",
+)
+# Flink's ZooKeeper client settings (HighAvailabilityOptions), with Flink's defaults. The
+# session timeout is how long a leader that stopped answering (killed, paused, cut off)
+# keeps its leadership: a standby takes over that long after the leader dies, so a cluster
+# that wants fast failover lowers it (ZooKeeper bounds it to 2..20 ticks of the server).
+HA_ZK_SESSION_TIMEOUT = _option(
+    "high-availability.zookeeper.client.session-timeout",
+    60_000,
+    _positive_duration_ms,
+    "ZooKeeper session timeout (ms): a leader that stops answering loses leadership after it.",
+)
+# How long one connection attempt to a quorum member may take; a fraction of the session
+# timeout, so a client tries several members before its session could expire.
+HA_ZK_CONNECTION_TIMEOUT = _option(
+    "high-availability.zookeeper.client.connection-timeout",
+    15_000,
+    _positive_duration_ms,
+    "ZooKeeper connection timeout (ms).",
+)
+HA_ZK_RETRY_WAIT = _option(
+    "high-availability.zookeeper.client.retry-wait",
+    5_000,
+    _positive_duration_ms,
+    "Pause between two attempts of a ZooKeeper operation that lost its connection (ms).",
+)
+HA_ZK_MAX_RETRY_ATTEMPTS = _option(
+    "high-availability.zookeeper.client.max-retry-attempts",
+    3,
+    _positive_int,
+    "Attempts of a ZooKeeper operation that lost its connection before it fails.",
+)
