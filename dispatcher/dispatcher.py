@@ -44,6 +44,9 @@ MAX_ARCHIVED_JOBS = 1000
 # A forwarded savepoint is answered within the job's checkpoint timeout (the coordinator
 # aborts it then); this much more covers the JobMaster writing _metadata and answering.
 _SAVEPOINT_RPC_GRACE_S = 30.0
+# A JobMaster that stops answering while its job ends hands its final details to the
+# Dispatcher as it closes; a details request waits this long for them.
+_JOB_MASTER_GONE_WAIT_S = 10.0
 # close() waits this long for JobMasters still starting (a start takes well under a
 # second: the JobMaster's server and its leader election) before it closes the others.
 _STARTING_WAIT_S = 30.0
@@ -353,14 +356,29 @@ class Dispatcher(LeaderContender):
                 entry.submitted_ms,
                 status_version=version,
             )
-        with rpc.create_channel(runner.address, self._security) as channel:
-            stub = jobmaster_pb2_grpc.JobMasterStub(channel)
-            reply = rpc.call(
-                "GetJobDetails",
-                stub.GetJobDetails,
-                common_pb2.JobIdRequest(job_id=job_id),
-                timeout=10,
-            )
+        try:
+            with rpc.create_channel(runner.address, self._security) as channel:
+                stub = jobmaster_pb2_grpc.JobMasterStub(channel)
+                reply = rpc.call(
+                    "GetJobDetails",
+                    stub.GetJobDetails,
+                    common_pb2.JobIdRequest(job_id=job_id),
+                    timeout=10,
+                )
+        except WeirError:
+            # The JobMaster may be closing because the job just ended: its final details
+            # reach this Dispatcher as it closes. Answer with them rather than the error.
+            with self._cond:
+                self._cond.wait_for(
+                    lambda: entry.final is not None or entry.runner is not runner,
+                    timeout=_JOB_MASTER_GONE_WAIT_S,
+                )
+                version, final, now = entry.version, entry.final, entry.runner
+            if final is not None:
+                return dataclasses.replace(final, status_version=version)
+            if now is not None and now is not runner:
+                return self.job_details(job_id)  # another JobMaster took the job over
+            raise
         return dataclasses.replace(JobDetailsInfo.from_proto(reply), status_version=version)
 
     def job_plan(self, job_id: str) -> tuple[str, dict[str, str]]:
