@@ -301,11 +301,14 @@ class TestBackPressure:
         )
         producer_env, consumer_env = make_env("a", config), make_env("b", config)
         pid = partition_id("p")
+        writer = producer_env.create_result_partition(partition_descriptor(pid, 1))
+        thread = produce(writer, 100, finish=False)
+        # The backlog travels with the buffers: let the subpartition fill (8 queued, the
+        # producer blocked) before the consumer asks, so its first buffer announces 7.
+        wait_until(lambda: writer.stats.blocked_emits >= 1)
         gate = consumer_env.create_input_gate(
             (gate_of(channel(pid, 0, producer_env, local=False)),)
         )
-        writer = producer_env.create_result_partition(partition_descriptor(pid, 1))
-        thread = produce(writer, 100, finish=False)
         # Backlogged, the channel borrows the gate's floating credits: 2 + 3 buffered.
         wait_until(lambda: gate.buffered(0, 0) == 5)
         assert gate.stats.max_buffered_per_channel == 5
