@@ -212,12 +212,7 @@ class SecurityConfig:
         if not material.cert_path or not material.key_path:
             msg = "a TLS server needs security.ssl.rest.cert and security.ssl.rest.key; set both"
             raise ConfigurationError(msg)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(material.cert_path, material.key_path)
-        context.load_verify_locations(cadata=material.trust.decode())
-        context.verify_mode = ssl.CERT_REQUIRED if self.rest_client_auth else ssl.CERT_NONE
-        return context
+        return _server_context(material, require_client_cert=self.rest_client_auth)
 
     def rest_client_context(self) -> ssl.SSLContext | None:
         """For an HTTPS client of the REST endpoint (tests, tools): trusts
@@ -225,40 +220,40 @@ class SecurityConfig:
         material = self.rest
         if material is None:
             return None
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        if material.cert_path and material.key_path:
-            context.load_cert_chain(material.cert_path, material.key_path)
-        context.load_verify_locations(cadata=material.trust.decode())
-        context.check_hostname = self.verify_hostname
-        return context
+        return _client_context(material, check_hostname=self.verify_hostname)
 
     # --- the data plane (INTERNAL) -------------------------------------------------------
     def data_server_context(self) -> ssl.SSLContext | None:
         material = self.internal
-        if material is None:
-            return None
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(material.cert_path, material.key_path)
-        context.load_verify_locations(cadata=material.trust.decode())
-        context.verify_mode = ssl.CERT_REQUIRED
-        return context
+        return None if material is None else _server_context(material, require_client_cert=True)
 
     def data_client_context(self) -> ssl.SSLContext | None:
         material = self.internal
-        if material is None:
-            return None
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(material.cert_path, material.key_path)
-        context.load_verify_locations(cadata=material.trust.decode())
-        context.check_hostname = True
-        return context
+        return None if material is None else _client_context(material, check_hostname=True)
 
     def data_server_hostname(self, host: str) -> str:
         """The name a data server's certificate is checked against."""
         return host if self.verify_hostname else CLUSTER_NAME
+
+
+def _server_context(material: TlsMaterial, *, require_client_cert: bool) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(material.cert_path, material.key_path)
+    context.load_verify_locations(cadata=material.trust.decode())
+    context.verify_mode = ssl.CERT_REQUIRED if require_client_cert else ssl.CERT_NONE
+    return context
+
+
+def _client_context(material: TlsMaterial, *, check_hostname: bool) -> ssl.SSLContext:
+    """Trusts ``material``'s CA; presents its certificate when it has one."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if material.cert_path and material.key_path:
+        context.load_cert_chain(material.cert_path, material.key_path)
+    context.load_verify_locations(cadata=material.trust.decode())
+    context.check_hostname = check_hostname
+    return context
 
 
 def refusal_message(endpoint: Endpoint, security: SecurityConfig) -> str:
