@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,ha]'
 	touch $(STAMP)
 
-# A class-data sharing archive of the Spark driver's classes: every SparkSession Weir
+# A class-data sharing archive of the Spark driver's classes: every Spark driver Weir
 # starts afterwards (the embedded cluster's, the master's) starts seconds sooner.
 $(CDS_STAMP): $(STAMP)
 	$(PY) -m weir.resourcemanager.spark_driver_jvm
@@ -81,7 +81,7 @@ typecheck: site
 	  | $(TO_REPO)
 
 # The tests beyond the unit tier mostly wait (on JVMs, subprocesses, checkpoints): two
-# workers, each with its own SparkSession and shared clusters, a test file per worker at a
+# workers, each with its own SparkContext and shared clusters, a test file per worker at a
 # time (pytest-xdist), keep both cores busy.
 TEST_WORKERS ?= 2
 

@@ -10,7 +10,7 @@ an open dashboard does), which fetches every TaskManager's metrics.
 Tasks count records and bytes per buffer whether or not anything reads them, so the
 difference measured is what reading costs: the metric RPCs and the exposition served by
 the TaskManager's process beside the task threads. Each setting runs in a process of its
-own (one SparkSession each) and the rounds alternate, so load from elsewhere on the
+own (one SparkContext each) and the rounds alternate, so load from elsewhere on the
 machine falls on both; the medians are reported. Prometheus scrapes every 15 s by
 default; once a second is a harsh case.
 """

@@ -6,7 +6,7 @@ token in both cases, as a cluster across hosts would run).
     .venv/bin/python benchmarks/tls_overhead.py [--events 4000000] [--keyed-events 2000000]
                                                 [--rounds 2] [--seconds 3]
 
-Each cluster run is a process of its own (one SparkSession per setting), and the rounds
+Each cluster run is a process of its own (one SparkContext per setting), and the rounds
 alternate off and on so that load from elsewhere on the machine falls on both; the
 medians are reported. The keyed count's exchange crosses between the two TaskManagers,
 so its overhead is TLS on the data plane; q1 chains source and map, so only the control

@@ -1,27 +1,5 @@
-"""The ResourceManager service: TaskManager registry, heartbeats, slots, Spark leases."""
+"""The ResourceManager service: TaskManager registry, heartbeats, slots, Spark leases.
 
-from weir.resourcemanager.heartbeat_monitor import HeartbeatMonitor
-from weir.resourcemanager.resource_manager import RegistrationResult, ResourceManager
-from weir.resourcemanager.slot_manager import (
-    DefaultSlotManager,
-    SlotAssignment,
-    SlotRequest,
-    TaskManagerLauncher,
-    TaskManagerRegistration,
-    TaskManagerStatus,
-)
-from weir.resourcemanager.spark_launcher import SparkTaskManagerLauncher, create_spark_session
-
-__all__ = [
-    "DefaultSlotManager",
-    "HeartbeatMonitor",
-    "RegistrationResult",
-    "ResourceManager",
-    "SlotAssignment",
-    "SlotRequest",
-    "SparkTaskManagerLauncher",
-    "TaskManagerLauncher",
-    "TaskManagerRegistration",
-    "TaskManagerStatus",
-    "create_spark_session",
-]
+Import from its modules (``weir.resourcemanager.resource_manager`` and the others): the
+package itself imports nothing, so that starting the Spark driver
+(``weir.resourcemanager.spark_launcher``) does not wait for the service's gRPC stack."""

@@ -50,12 +50,12 @@ from weir.resourcemanager.spark_launcher import (
     DEFAULT_ENTRY_POINT,
     LeaseEnded,
     SparkTaskManagerLauncher,
-    create_spark_session,
+    create_spark_context,
 )
 
 if TYPE_CHECKING:
     import grpc
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext
 
 logger = logging.getLogger(__name__)
 
@@ -96,14 +96,14 @@ class RegistrationResult:
 class ResourceManager:
     """The ResourceManager component; see the module docstring.
 
-    ``spark_session``: None creates one from the ``spark.*`` keys (and stops it on close);
+    ``spark_context``: None creates one from the ``spark.*`` keys (and stops it on close);
     a given session is reused and never stopped.
     """
 
     def __init__(
         self,
         config: Mapping[str, str],
-        spark_session: SparkSession | None = None,
+        spark_context: SparkContext | None = None,
         *,
         entry_point: str = DEFAULT_ENTRY_POINT,
     ) -> None:
@@ -113,8 +113,8 @@ class ResourceManager:
         self._heartbeat_timeout_ms = cfg.get(config, cfg.HEARTBEAT_TIMEOUT)
         # The session comes first: gRPC's fork handlers must not see a server when the
         # JVM is launched.
-        self._owns_spark = spark_session is None
-        self._spark = spark_session if spark_session is not None else create_spark_session(config)
+        self._owns_spark = spark_context is None
+        self._spark = spark_context if spark_context is not None else create_spark_context(config)
         self._address = ""
         self._launcher = SparkTaskManagerLauncher(
             self._spark,
@@ -185,7 +185,7 @@ class ResourceManager:
         return self._address
 
     @property
-    def spark_session(self) -> SparkSession:
+    def spark_context(self) -> SparkContext:
         return self._spark
 
     @property
@@ -206,7 +206,7 @@ class ResourceManager:
         """Stop every TaskExecutor (cancelling the Spark job of any that does not stop),
         wait for the leases to end, stop the server. Idempotent.
 
-        ``stop_spark=False`` leaves a SparkSession this ResourceManager created to the
+        ``stop_spark=False`` leaves a SparkContext this ResourceManager created to the
         end of the process: its JVM stops when the interpreter exits (the gateway's
         stdin closes), so an embedded run does not wait for Spark's orderly stop."""
         with self._lock:

@@ -1,7 +1,7 @@
 """How the Spark driver's JVM is started: a class-data sharing archive, quiet logging and
 the address it binds.
 
-A SparkSession takes seconds to start, most of it the JVM loading and verifying some
+A SparkContext takes seconds to start, most of it the JVM loading and verifying some
 ten thousand classes. A dynamic class-data sharing (CDS) archive, written once by a run
 that starts Spark and leases a TaskManager, lets later JVMs map those classes instead:
 ``make setup`` writes it (``python -m weir.resourcemanager.spark_driver_jvm``). The archive
@@ -124,13 +124,14 @@ def write_archive(config: Mapping[str, str] | None = None) -> Path | None:
 
 
 _ARCHIVE_RUN = """
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master({master!r}).appName("weir-cds")
-         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.driver.extraJavaOptions", {options!r}).getOrCreate())
-spark.sparkContext.parallelize([0], 1).mapPartitions(lambda rows: rows).collect()
-jvm = spark.sparkContext._gateway.proc
-spark.stop()
+from pyspark import SparkConf, SparkContext
+conf = (SparkConf().setMaster({master!r}).setAppName("weir-cds")
+        .set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false")
+        .set("spark.driver.extraJavaOptions", {options!r}))
+context = SparkContext(conf=conf)
+context.parallelize([0], 1).mapPartitions(lambda rows: rows).collect()
+jvm = context._gateway.proc
+context.stop()
 # The JVM writes the archive as it exits, which it does when its stdin closes: wait.
 jvm.stdin.close()
 jvm.wait(timeout=300)

@@ -26,7 +26,6 @@ from typing import Any
 
 from pyspark import InheritableThread, SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
-from pyspark.sql import SparkSession
 
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
@@ -65,7 +64,7 @@ def run_lease(
 
 
 def _start_driver_jvm(config: Mapping[str, str], settings: Mapping[str, str]) -> None:
-    """Start the driver's JVM unless this process has one (a SparkSession stopped and
+    """Start the driver's JVM unless this process has one (a SparkContext stopped and
     created again reuses it): from the recorded launch command, else as PySpark does."""
     if SparkContext._gateway is not None:
         return
@@ -80,11 +79,11 @@ def _start_driver_jvm(config: Mapping[str, str], settings: Mapping[str, str]) ->
 
 
 def prestart_driver_jvm(config: Mapping[str, str]) -> None:
-    """Start the driver's JVM now and warm it with a SparkSession on ``local[1]`` that is
+    """Start the driver's JVM now and warm it with a SparkContext on ``local[1]`` that is
     stopped at once: no application is registered with any cluster manager and no
-    executor is held, yet creating the real session later (when a standby master wins)
+    executor is held, yet creating the real context later (when a standby master wins)
     takes about a second instead of the JVM's start and class loading. Raises
-    ConfigurationError as ``create_spark_session`` does."""
+    ConfigurationError as ``create_spark_context`` does."""
     settings = {k: v for k, v in config.items() if k.startswith("spark.")}
     settings[EXTRA_JAVA_OPTIONS] = driver_java_options(settings.get(EXTRA_JAVA_OPTIONS, ""))
     with driver_environment(cfg.get(config, cfg.BIND_HOST)):
@@ -97,27 +96,28 @@ def prestart_driver_jvm(config: Mapping[str, str]) -> None:
                 .setAppName("weir-standby-warm-up")
                 .set("spark.ui.enabled", "false")
             )
-            SparkSession.builder.config(conf=warm).getOrCreate().stop()
+            SparkContext.getOrCreate(warm).stop()
         except PySparkRuntimeError as exc:
             msg = f"the Spark driver's JVM did not start ({exc}); check the spark.* settings"
             raise ConfigurationError(msg) from exc
 
 
-def warm_up_python_workers(spark: SparkSession) -> None:
-    """Run one trivial job on every core of the session, so that each executor's Python
+def warm_up_python_workers(context: SparkContext) -> None:
+    """Run one trivial job on every core of the context, so that each executor's Python
     daemon (with the TaskManager imported) is up before the first lease needs it: a
     standby master's warm start on a local master, where the application holds nothing
     another one could use."""
-    context = spark.sparkContext
     cores = context.defaultParallelism
     context.parallelize(range(cores), cores).count()
 
 
-def create_spark_session(config: Mapping[str, str]) -> SparkSession:
-    """A SparkSession for leasing TaskManagers, from the ``spark.*`` keys; its JVM starts
+def create_spark_context(config: Mapping[str, str]) -> SparkContext:
+    """A SparkContext for leasing TaskManagers, from the ``spark.*`` keys; its JVM starts
     with Weir's options (``spark_driver_jvm``) and binds as the master binds when that is
-    loopback."""
-    builder = SparkSession.builder.master(cfg.get(config, cfg.SPARK_MASTER))
+    loopback.
+
+    A SparkContext and no SparkSession: leases are RDD jobs, and a SparkSession's JVM side
+    (Spark SQL's catalog and configuration) would add about a second to every start."""
     settings = {
         "spark.app.name": "weir",
         "spark.ui.enabled": "false",
@@ -145,13 +145,11 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
             "on the Spark master and workers (spark-defaults.conf) to turn it on"
         )
     settings[EXTRA_JAVA_OPTIONS] = driver_java_options(settings.get(EXTRA_JAVA_OPTIONS, ""))
-    for key, value in settings.items():
-        if key != "spark.master":
-            builder = builder.config(key, value)
+    conf = SparkConf().setAll(list(settings.items())).setMaster(cfg.get(config, cfg.SPARK_MASTER))
     with driver_environment(cfg.get(config, cfg.BIND_HOST)):
         try:
             _start_driver_jvm(config, settings)
-            spark = builder.getOrCreate()
+            context = SparkContext.getOrCreate(conf)
         except PySparkRuntimeError as exc:
             if exc.getCondition() != "JAVA_GATEWAY_EXITED":
                 raise
@@ -166,8 +164,8 @@ def create_spark_session(config: Mapping[str, str]) -> SparkSession:
             )
             raise ConfigurationError(msg) from exc
     if settings.get("spark.ui.enabled") == "true":
-        logger.info("Spark UI of the driver: %s", spark.sparkContext.uiWebUrl)
-    return spark
+        logger.info("Spark UI of the driver: %s", context.uiWebUrl)
+    return context
 
 
 def _driver_network_settings(config: Mapping[str, str]) -> dict[str, str]:
@@ -190,12 +188,12 @@ def _driver_network_settings(config: Mapping[str, str]) -> dict[str, str]:
     return settings
 
 
-def derive_max_task_managers(config: Mapping[str, str], spark: SparkSession) -> int:
+def derive_max_task_managers(config: Mapping[str, str], context: SparkContext) -> int:
     """``resourcemanager.taskmanager.max``, or derived from ``spark.master`` when 0."""
     configured = cfg.get(config, cfg.TASKMANAGERS_MAX)
     if configured > 0:
         return configured
-    master = spark.sparkContext.master or ""
+    master = context.master or ""
     local = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", master)
     if local:
         cores = local.group(1)
@@ -204,7 +202,7 @@ def derive_max_task_managers(config: Mapping[str, str], spark: SparkSession) -> 
         if cores == "*":
             return os.cpu_count() or 1
         return int(cores)
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = context.defaultParallelism
     if parallelism < 1:
         msg = (
             f"cannot derive resourcemanager.taskmanager.max from spark.master={master!r}: "
@@ -215,14 +213,14 @@ def derive_max_task_managers(config: Mapping[str, str], spark: SparkSession) -> 
 
 
 class SparkTaskManagerLauncher:
-    """Leases TaskManagers on a SparkSession's executors; see the module docstring.
+    """Leases TaskManagers on a SparkContext's executors; see the module docstring.
 
     ``on_lease_ended`` is called on the lease's thread when its Spark job ends.
     """
 
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkContext,
         config: Mapping[str, str],
         rm_address: Callable[[], str],
         on_lease_ended: Callable[[LeaseEnded], None],
@@ -261,7 +259,7 @@ class SparkTaskManagerLauncher:
             return self._started_at.get(lease_id)
 
     def _run(self, lease_id: str) -> None:
-        sc = self._spark.sparkContext
+        sc = self._spark
         started = time.monotonic()
         result, error = "", None
         try:
@@ -288,7 +286,7 @@ class SparkTaskManagerLauncher:
     def cancel(self, lease_id: str) -> None:
         """Kill the lease's Spark job (the fallback when a Stop RPC did not end it)."""
         logger.info("cancelling the Spark job of lease %s", lease_id)
-        self._spark.sparkContext.cancelJobGroup(job_group(lease_id))
+        self._spark.cancelJobGroup(job_group(lease_id))
 
     def is_running(self, lease_id: str) -> bool:
         with self._lock:

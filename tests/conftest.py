@@ -1,5 +1,5 @@
 """Session-wide test setup: the interpreter Spark's Python workers must use, logs, and the
-one SparkSession every suite that needs Spark shares."""
+one SparkContext every suite that needs Spark shares."""
 
 from __future__ import annotations
 
@@ -24,15 +24,15 @@ SPARK_TASK_SLOTS = 9
 
 
 @pytest.fixture(scope="session")
-def spark_session() -> Iterator[object]:
-    """A ``local[8]`` SparkSession shared by the whole test session (starting one takes
+def spark_context() -> Iterator[object]:
+    """A ``local[8]`` SparkContext shared by the whole test session (starting one takes
     seconds). Suites that lease TaskManagers cap how many they hold
     (``resourcemanager.taskmanager.max``) so that together they fit its slots. Tests must
     leave no Spark job running behind them."""
     # Weir's own driver settings (class-data sharing, quiet logging, loopback binding).
-    from weir.resourcemanager.spark_launcher import create_spark_session
+    from weir.resourcemanager.spark_launcher import create_spark_context
 
-    spark = create_spark_session(
+    spark = create_spark_context(
         {"spark.master": f"local[{SPARK_TASK_SLOTS}]", "spark.app.name": "weir-tests"}
     )
     yield spark

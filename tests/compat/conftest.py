@@ -1,5 +1,5 @@
 """One cluster for the compat programs: a MiniCluster in the test process, on the session's
-SparkSession, with TaskManagers leased once and kept. Each program still runs in a fresh
+SparkContext, with TaskManagers leased once and kept. Each program still runs in a fresh
 client process of its own (``run_on_cluster.py``) and prints to its own stdout."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ COMPAT_CLUSTER_CONFIG = {
 
 
 @pytest.fixture(scope="session")
-def compat_cluster(spark_session) -> Iterator[MiniCluster]:
-    cluster = MiniCluster(COMPAT_CLUSTER_CONFIG, spark_session=spark_session).start()
+def compat_cluster(spark_context) -> Iterator[MiniCluster]:
+    cluster = MiniCluster(COMPAT_CLUSTER_CONFIG, spark_context=spark_context).start()
     yield cluster
     cluster.close()

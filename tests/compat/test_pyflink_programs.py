@@ -26,7 +26,7 @@ pytestmark = pytest.mark.spark
 
 RUNNER = HERE / "run_on_cluster.py"
 # Run as a user runs them, `python job.py` with an embedded MiniCluster of their own (a
-# SparkSession each, so only a few): the plainest program, print() inside user functions,
+# SparkContext each, so only a few): the plainest program, print() inside user functions,
 # a job whose restart strategy restarts it, and one that configures the environment from
 # a Configuration. The others submit to one shared cluster from a fresh client process.
 EMBEDDED = {

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "deploy" / "bin"
 PYTHON = sys.executable
 
-# Starting a master is a SparkSession (~5 s locally) plus leases; against a standalone
+# Starting a master is a SparkContext (~5 s locally) plus leases; against a standalone
 # cluster the executors start first. 120 s is the scripts' own default.
 START_TIMEOUT_S = 120
 # A job of a few hundred records, including its TaskManager leases.

@@ -38,15 +38,16 @@ from weir.jobmanager.job_master import JobMaster
 from weir.queryablestate.client_proxy import KvStateClientProxy
 from weir.resourcemanager.resource_manager import ResourceManager
 from weir.resourcemanager.spark_launcher import (
-    create_spark_session,
+    create_spark_context,
     prestart_driver_jvm,
     warm_up_python_workers,
 )
-from weir.rest import ClusterView, RestServerEndpoint
 from weir.rest.job_manager_metrics import JobManagerMetrics
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext
+
+    from weir.rest.rest_server_endpoint import RestServerEndpoint
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +59,11 @@ _DISPATCHER_WORKERS = 16
 _SERVER_STOP_GRACE_S = 1.0
 
 
-def prestart_spark_driver(config: Mapping[str, str]) -> SparkSession | None:
+def prestart_spark_driver(config: Mapping[str, str]) -> SparkContext | None:
     """A standby master's warm start; call before any gRPC server exists in the process.
 
     On a local master (``local[N]``: the executors are threads of this process's JVM),
-    the SparkSession the master will lease from is created now and its Python workers'
+    the SparkContext the master will lease from is created now and its Python workers'
     daemon started: the application holds nothing another could use. Returned, to be
     handed to ``ClusterComponents`` on winning (and stopped by the caller after).
     On a cluster manager an application would hold executors that the leader's needs:
@@ -72,7 +73,7 @@ def prestart_spark_driver(config: Mapping[str, str]) -> SparkSession | None:
     if not cfg.get(config, cfg.SPARK_MASTER).startswith("local"):
         prestart_driver_jvm(config)
         return None
-    spark = create_spark_session(config)
+    spark = create_spark_context(config)
     try:
         warm_up_python_workers(spark)
     except BaseException:
@@ -109,20 +110,20 @@ class ClusterComponents:
     """ResourceManager + Dispatcher + JobMaster factory; see the module docstring.
 
     ``config`` must already be validated (``weir.core.config.validate``).
-    ``spark_session``: None lets the ResourceManager create one from the ``spark.*``
+    ``spark_context``: None lets the ResourceManager create one from the ``spark.*``
     keys and stop it on close; a given session is reused and never stopped.
     """
 
     def __init__(
         self,
         config: Mapping[str, str],
-        spark_session: SparkSession | None = None,
+        spark_context: SparkContext | None = None,
         ha_services: HighAvailabilityServices | None = None,
         *,
         start_rest: bool = True,
     ) -> None:
         self.config = dict(config)
-        self._spark_session = spark_session
+        self._spark_context = spark_context
         self.host = cfg.get(self.config, cfg.BIND_HOST)
         self.advertised_host = cfg.advertised_master_host(self.config)
         # Without high availability, leaders are found where this process put them.
@@ -145,9 +146,9 @@ class ClusterComponents:
         # Executors' Python workers must run this interpreter (it has Weir installed).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         try:
-            # The ResourceManager creates the SparkSession: that must happen before any
+            # The ResourceManager creates the SparkContext: that must happen before any
             # gRPC server exists in this process (gRPC's fork handlers).
-            self.resource_manager = ResourceManager(self.config, self._spark_session)
+            self.resource_manager = ResourceManager(self.config, self._spark_context)
             rm_address = self.resource_manager.start(self.host, 0, advertise=self.advertised_host)
             if self._standalone is not None:
                 self._standalone.resource_manager_address = rm_address
@@ -196,7 +197,11 @@ class ClusterComponents:
     def _start_rest_endpoint(self) -> None:
         """Flink's REST API and the dashboard on rest.bind-address:rest.port, with TLS
         (security.ssl.rest.*) and the token (security.auth.token) where the cluster has
-        them."""
+        them. Imported here: the web server is a fifth of an embedded cluster's start,
+        and the embedded cluster serves REST only when asked to."""
+        from weir.rest.cluster_view import ClusterView  # noqa: PLC0415
+        from weir.rest.rest_server_endpoint import RestServerEndpoint  # noqa: PLC0415
+
         bind = cfg.get(self.config, cfg.REST_BIND_ADDRESS) or self.host
         security = SecurityConfig.from_config(self.config)
         self.rest = RestServerEndpoint(ClusterView(self.address, self.config), security)
@@ -223,7 +228,7 @@ class ClusterComponents:
 
     def close(self, *, stop_spark: bool = True) -> None:
         """Stop the Dispatcher (and with it every JobMaster), its server, then the
-        ResourceManager, which stops its TaskManagers and the SparkSession it created
+        ResourceManager, which stops its TaskManagers and the SparkContext it created
         (unless ``stop_spark`` is False: see ``ResourceManager.close``). Idempotent."""
         if self.kv_state_proxy is not None:
             self.kv_state_proxy.close()

@@ -1,10 +1,10 @@
 """A master process under ZooKeeper high availability: it waits as a standby until it wins
-the election, then starts its services (the SparkSession first), recovers the jobs of the
+the election, then starts its services (the SparkContext first), recovers the jobs of the
 previous leader, and serves until it stops or loses its leadership; a master that lost
 it (its session expired) stops its services without writing anything and contends again.
 
 A standby warms its Spark driver before it waits: on a local master it creates the
-SparkSession it will lease from and starts its Python workers' daemon; on a cluster
+SparkContext it will lease from and starts its Python workers' daemon; on a cluster
 manager it keeps only the driver's JVM running, with no application, and registers one on
 winning (the README's High availability section says why, and what each costs).
 Lines on stdout, for the scripts::
@@ -26,7 +26,7 @@ from weir.core.errors import WeirError
 from weir.core.highavailability.zookeeper import ZooKeeperHaServices
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def run_highly_available(
     except WeirError as exc:
         logger.error("the master could not reach ZooKeeper: %s", exc)
         return 1
-    warm: SparkSession | None = None
+    warm: SparkContext | None = None
     try:
         services.start_contending()
         leads_at_once = services.latch.await_leadership(_FIRST_LEADER_WAIT_S) is not None
@@ -91,11 +91,11 @@ def _lead(
     ready_line: str,
     after_start: Callable[[], None],
     *,
-    spark: SparkSession | None,
+    spark: SparkContext | None,
 ) -> bool:
     """Serve as the leader until leadership or the process ends. ``spark``: the standby's
     warm session, if any; the services lease from it and it is stopped with them."""
-    components = ClusterComponents(config, spark_session=spark, ha_services=services)
+    components = ClusterComponents(config, spark_context=spark, ha_services=services)
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
     except WeirError as exc:
@@ -117,7 +117,7 @@ def _lead(
     return True
 
 
-def _close(components: ClusterComponents, spark: SparkSession | None) -> None:
+def _close(components: ClusterComponents, spark: SparkContext | None) -> None:
     """Stop the services, then the warm session they were given (a given session is
     never stopped by them): the next leadership starts from a new application."""
     try:

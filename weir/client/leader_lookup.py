@@ -20,7 +20,7 @@ from weir.core.highavailability.zookeeper.leader_election import ZooKeeperLeader
 logger = logging.getLogger(__name__)
 
 # How long a client waits for a leader: a failover is the ZooKeeper session timeout (the
-# dead leader's session must expire) plus the new leader's start (its SparkSession, a few
+# dead leader's session must expire) plus the new leader's start (its SparkContext, a few
 # seconds), so twice the session timeout plus a minute covers a slow machine too.
 _START_WAIT_S = 60.0
 

@@ -13,7 +13,7 @@ Logs go to stderr; once the Dispatcher answers, one line goes to stdout::
     Weir master ready: Dispatcher at 127.0.0.1:6123
 
 SIGTERM or SIGINT stops it gracefully (Dispatcher and JobMasters, the server, then the
-ResourceManager with its TaskManagers and the SparkSession) and it exits with 0.
+ResourceManager with its TaskManagers and the SparkContext) and it exits with 0.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    # Installed before the SparkSession exists: a stop requested while Spark starts is
+    # Installed before the SparkContext exists: a stop requested while Spark starts is
     # honoured as soon as the services are up.
     signals = _ShutdownSignals()
     signals.install()

@@ -4,13 +4,12 @@ wiring itself is ``ClusterComponents``, shared with the master process."""
 
 from __future__ import annotations
 
-import atexit
 import logging
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from weir.client.cluster_components import ClusterComponents
+from weir.client.embedded import EMBEDDED_DEFAULTS
 from weir.client.executor import RemoteExecutor
 from weir.core import config as cfg
 from weir.core.security import SecurityConfig
@@ -21,31 +20,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Leases are made on demand, so a generous local[N] costs nothing until a job needs the
-# TaskManagers; it lets jobs use more parallelism than the machine has cores, as Flink's
-# MiniCluster does.
-#
-# The embedded driver lives as long as one program: its JVM stops at C1, the quick
-# compiler (Spark's driver only schedules leases here; the records never pass through
-# it), which shortens the start of a short run by a second or more.
-_EMBEDDED_DEFAULTS = {
-    "spark.master": "local[16]",
-    "spark.ui.enabled": "false",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-    # Nothing to clean up in a driver that lives for one program and is not stopped but
-    # left to end with it: no cleaner thread to complain as the JVM goes down.
-    "spark.cleaner.referenceTracking": "false",
-}
-
 
 class MiniCluster:
-    def __init__(self, config: Mapping[str, str] | None = None, spark_session: Any = None) -> None:
-        self.config = cfg.validate({**_EMBEDDED_DEFAULTS, **(config or {})})
+    def __init__(self, config: Mapping[str, str] | None = None, spark_context: Any = None) -> None:
+        self.config = cfg.validate({**EMBEDDED_DEFAULTS, **(config or {})})
         cfg.check_relations(self.config)
         # As Flink's local environment, the embedded cluster serves the REST API and the
         # dashboard only when asked to (rest.port set).
         self._components = ClusterComponents(
-            self.config, spark_session, start_rest=cfg.REST_PORT.key in self.config
+            self.config, spark_context, start_rest=cfg.REST_PORT.key in self.config
         )
         self.address = ""
 
@@ -87,7 +70,7 @@ class MiniCluster:
 
     def close(self, *, stop_spark: bool = True) -> None:
         """Stop the cluster. ``stop_spark=False`` (the end of an embedded run) leaves the
-        SparkSession the cluster created to the interpreter's exit: nobody waits for it."""
+        SparkContext the cluster created to the interpreter's exit: nobody waits for it."""
         self._components.close(stop_spark=stop_spark)
 
     def __enter__(self) -> MiniCluster:
@@ -95,26 +78,3 @@ class MiniCluster:
 
     def __exit__(self, *_: object) -> None:
         self.close()
-
-
-_shared: MiniCluster | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_mini_cluster_executor() -> RemoteExecutor:
-    """The executor of this process's embedded MiniCluster, started on first use and
-    stopped when the interpreter exits."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = MiniCluster().start()
-            atexit.register(_close_shared)
-        return _shared.executor()
-
-
-def _close_shared() -> None:
-    global _shared
-    with _shared_lock:
-        if _shared is not None:
-            _shared.close(stop_spark=False)
-            _shared = None

@@ -2,7 +2,7 @@
 (by topic, in ``weir.core.options``; every key is a name of this module too).
 
 Flink's key names are used where Flink has the key. ``spark.*`` keys are passed through
-to the SparkSession untouched. ``load_config_file`` and ``validate`` report unknown keys
+to the SparkContext untouched. ``load_config_file`` and ``validate`` report unknown keys
 and bad values by name.
 """
 

@@ -1,5 +1,5 @@
 """A MiniCluster shared by the cluster tests: real Dispatcher, ResourceManager and
-JobMasters over gRPC, TaskManagers leased from the session's SparkSession."""
+JobMasters over gRPC, TaskManagers leased from the session's SparkContext."""
 
 from __future__ import annotations
 
@@ -44,14 +44,14 @@ TASK_MANAGER_LOG_BACKUPS = 2
 
 
 @pytest.fixture(scope="session")
-def mini_cluster(spark_session, tmp_path_factory) -> Iterator[MiniCluster]:
+def mini_cluster(spark_context, tmp_path_factory) -> Iterator[MiniCluster]:
     config = {
         **CLUSTER_CONFIG,
         "env.log.dir": str(tmp_path_factory.mktemp("task-manager-logs")),
         "env.log.max-file-size": str(TASK_MANAGER_LOG_CAP),
         "env.log.max": str(TASK_MANAGER_LOG_BACKUPS),
     }
-    cluster = MiniCluster(config, spark_session=spark_session).start()
+    cluster = MiniCluster(config, spark_context=spark_context).start()
     yield cluster
     cluster.close()
 

@@ -129,9 +129,9 @@ def test_user_function_raising_fails_the_job_with_the_remote_traceback(cluster):
     _cluster_still_serves()
 
 
-def test_a_second_master_on_the_same_port_does_not_start(cluster, spark_session):
+def test_a_second_master_on_the_same_port_does_not_start(cluster, spark_context):
     port = int(cluster.address.rsplit(":", 1)[1])
-    second = ClusterComponents(cluster.config, spark_session)
+    second = ClusterComponents(cluster.config, spark_context)
     with pytest.raises(ServiceUnavailableError, match="port in use") as info:
         second.start(dispatcher_port=port)
     assert "jobmanager.rpc.port" in str(info.value)

@@ -23,7 +23,7 @@ from weir.proto import (
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
-from weir.resourcemanager import ResourceManager
+from weir.resourcemanager.resource_manager import ResourceManager
 from weir.taskmanager.task_executor import TaskExecutor
 
 pytestmark = pytest.mark.spark
@@ -98,8 +98,8 @@ def job_master() -> Iterator[TestingJobMaster]:
 
 
 @pytest.fixture
-def cluster(spark_session: Any) -> Iterator[tuple[ResourceManager, _Client]]:
-    rm = ResourceManager(CONFIG, spark_session)
+def cluster(spark_context: Any) -> Iterator[tuple[ResourceManager, _Client]]:
+    rm = ResourceManager(CONFIG, spark_context)
     client = _Client(rm.start())
     yield rm, client
     client.channel.close()
@@ -220,8 +220,8 @@ class TestResourceManager:
         print(f"lease-to-registration times: {rm.registration_delays_ms} ms")
         client.release_slots("job-k2")
 
-    def test_close_stops_every_task_manager_and_ends_every_lease(self, spark_session: Any) -> None:
-        rm = ResourceManager(CONFIG, spark_session)
+    def test_close_stops_every_task_manager_and_ends_every_lease(self, spark_context: Any) -> None:
+        rm = ResourceManager(CONFIG, spark_context)
         client = _Client(rm.start())
         tms = wait_until(
             lambda: len(client.task_managers()) == 2 and client.task_managers(),
@@ -242,7 +242,7 @@ class TestResourceManager:
         def threads(_: Any) -> Iterator[list[str]]:
             yield [t.name for t in threading.enumerate()]
 
-        names = spark_session.sparkContext.parallelize(range(2), 2).mapPartitions(threads).collect()
+        names = spark_context.parallelize(range(2), 2).mapPartitions(threads).collect()
         leftovers = [
             n for group in names for n in group if n.startswith(("weir-", "grpc")) or "_serve" in n
         ]
@@ -298,3 +298,25 @@ class TestResourceManager:
             ),
             "a replacement for the killed TaskManager",
         )
+
+
+def test_python_workers_import_the_installed_pyspark_not_sparks_source_archive(
+    spark_context: Any,
+) -> None:
+    # Spark puts its pyspark.zip first on the workers' PYTHONPATH; our daemon drops it for
+    # the same installed version, whose compiled modules load without compiling.
+    def origins(_: Any) -> Iterator[tuple[str, str, list[str]]]:
+        import sys
+
+        import py4j
+        import pyspark
+
+        archives = [p for p in sys.path if p.endswith(".zip") and ("pyspark" in p or "py4j" in p)]
+        yield pyspark.__file__, py4j.__file__, archives
+
+    [(pyspark_file, py4j_file, archives)] = (
+        spark_context.parallelize([0], 1).mapPartitions(origins).collect()
+    )
+    assert ".zip" not in pyspark_file
+    assert ".zip" not in py4j_file
+    assert archives == []

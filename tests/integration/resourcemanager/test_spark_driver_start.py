@@ -20,15 +20,15 @@ SCRIPT = textwrap.dedent(
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("weir.resourcemanager.spark_driver_launch").setLevel(logging.DEBUG)
     from weir.core.errors import ConfigurationError
-    from weir.resourcemanager.spark_launcher import create_spark_session
+    from weir.resourcemanager.spark_launcher import create_spark_context
     settings = {"spark.master": "local[1]", "spark.driver.extraJavaOptions": sys.argv[1]}
     try:
-        spark = create_spark_session(settings)
+        spark = create_spark_context(settings)
     except ConfigurationError as exc:
         print("CONFIGURATION ERROR:", exc)
         sys.exit(3)
-    print("SUM", spark.sparkContext.parallelize(range(10), 2).sum())
-    print("PROPERTY", spark.sparkContext._jvm.System.getProperty("weir.test"))
+    print("SUM", spark.parallelize(range(10), 2).sum())
+    print("PROPERTY", spark._jvm.System.getProperty("weir.test"))
     """
 )
 

@@ -63,7 +63,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> ClusterTestCertificates:
 
 
 @pytest.fixture(scope="module")
-def tls_cluster(spark_session, certs) -> Iterator[tuple[MiniCluster, str]]:
+def tls_cluster(spark_context, certs) -> Iterator[tuple[MiniCluster, str]]:
     """A MiniCluster with TLS and a token, one TaskManager, and a job running on it."""
     config = {
         **certs.config(),
@@ -72,7 +72,7 @@ def tls_cluster(spark_session, certs) -> Iterator[tuple[MiniCluster, str]]:
         "heartbeat.interval": "500 ms",
         "heartbeat.timeout": "6 s",
     }
-    cluster = MiniCluster(config, spark_session=spark_session).start()
+    cluster = MiniCluster(config, spark_context=spark_context).start()
     register_executor(cluster.executor())
     try:
         env = StreamExecutionEnvironment.get_execution_environment()

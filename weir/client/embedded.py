@@ -1,0 +1,76 @@
+"""The embedded executor: the MiniCluster that ``env.execute()`` starts in the program's
+own process when no cluster is registered (the ``embedded`` entry point of
+``weir.pipeline_executors``), shared by every job of the process and stopped at its exit.
+
+A program's first ``execute()`` waits for the Spark driver's JVM to boot (about a second
+and a half here) and for the services to be imported (about half a second). The JVM is
+launched first, from a thread, and the services are imported while it boots.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from weir.core import config as cfg
+from weir.resourcemanager.spark_launcher import create_spark_context
+
+if TYPE_CHECKING:
+    from weir.client.executor import RemoteExecutor
+    from weir.client.mini_cluster import MiniCluster
+
+# Leases are made on demand, so a generous local[N] costs nothing until a job needs the
+# TaskManagers; it lets jobs use more parallelism than the machine has cores, as Flink's
+# MiniCluster does.
+#
+# The embedded driver lives as long as one program: its JVM stops at C1, the quick
+# compiler (Spark's driver only schedules leases here; the records never pass through
+# it), which shortens the start of a short run by a second or more.
+EMBEDDED_DEFAULTS = {
+    "spark.master": "local[16]",
+    "spark.ui.enabled": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # Nothing to clean up in a driver that lives for one program and is not stopped but
+    # left to end with it: no cleaner thread to complain as the JVM goes down.
+    "spark.cleaner.referenceTracking": "false",
+}
+
+_shared: MiniCluster | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_mini_cluster_executor() -> RemoteExecutor:
+    """The executor of this process's embedded MiniCluster, started on first use and
+    stopped when the interpreter exits."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = _start_shared()
+            atexit.register(_close_shared)
+        return _shared.executor()
+
+
+def _start_shared() -> MiniCluster:
+    config = cfg.validate(dict(EMBEDDED_DEFAULTS))
+    # Executors' Python workers must run this interpreter (it has Weir installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with ThreadPoolExecutor(1, thread_name_prefix="weir-spark-start") as pool:
+        # The JVM is launched before any gRPC server exists in this process, as it must be.
+        starting = pool.submit(create_spark_context, config)
+        from weir.client.mini_cluster import MiniCluster  # noqa: PLC0415 (imported while the JVM boots)
+
+        spark = starting.result()
+    # The SparkContext is given, so the cluster never stops it: it ends with the process.
+    return MiniCluster(config, spark_context=spark).start()
+
+
+def _close_shared() -> None:
+    global _shared
+    with _shared_lock:
+        if _shared is not None:
+            _shared.close(stop_spark=False)
+            _shared = None
