@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -38,8 +39,11 @@ class _ProgressReader:
         stop = min(SOURCE_RECORDS, self._next + min(max_records, 500))
         batch = list(range(self._next, stop))
         self._next = stop
-        with open(self._file, "w") as out:
+        # Replaced whole, never truncated in place: the sink's process reads it any time.
+        partial = f"{self._file}.partial"
+        with open(partial, "w") as out:
             out.write(str(stop))
+        os.replace(partial, self._file)
         return batch
 
     def close(self):
