@@ -1,5 +1,6 @@
 """A real ZooKeeper server for tests: Debian's ``zookeeper`` package (3.8), started without
-systemd on 127.0.0.1 with a generated ``zoo.cfg``, a random port and a temporary data dir;
+systemd on 127.0.0.1 with a generated ``zoo.cfg``, a random port and a temporary data dir
+(or on the address of a host of ``tests/e2e/netns.py``, run inside that host);
 or an ensemble of such servers (``ZooKeeperEnsemble``: ``server.N`` lines with peer and
 election ports of their own on 127.0.0.1, a ``myid`` file per member).
 
@@ -14,6 +15,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +37,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _answers(port: int) -> bool:
+def _answers(host: str, port: int) -> bool:
     """The server accepts a connection and answers the four-letter ``srvr`` command."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as conn:
+        with socket.create_connection((host, port), timeout=1.0) as conn:
             conn.sendall(b"srvr")
             return b"Zookeeper version" in conn.recv(4096)
     except OSError:
         return False
+
+
+_ANSWERS = """
+import sys
+sys.path.insert(0, {tests!r})
+from zookeeper_server import _answers
+sys.exit(0 if _answers({host!r}, {port}) else 1)
+"""
 
 
 @dataclass
@@ -55,10 +65,20 @@ class ZooKeeperServer:
     ensemble: list[tuple[int, int, int]] = field(default_factory=list)
     """(server id, peer port, election port) of every member, for a quorum; empty alone."""
     server_id: int = 0
+    host: str = "127.0.0.1"
+    command_prefix: list[str] = field(default_factory=list)
+    """Runs the server (and its readiness probe) elsewhere, e.g. ``ip netns exec <host>``."""
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    def answers(self) -> bool:
+        if not self.command_prefix:
+            return _answers(self.host, self.port)
+        probe = _ANSWERS.format(tests=str(Path(__file__).parent), host=self.host, port=self.port)
+        argv = [*self.command_prefix, sys.executable, "-c", probe]
+        return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0
 
     def start(self, wait: bool = True) -> None:
         if not ZOOKEEPER_JAR.exists():
@@ -72,7 +92,7 @@ class ZooKeeperServer:
             f"tickTime={TICK_TIME_MS}",
             f"dataDir={data}",
             f"clientPort={self.port}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={self.host}",
             "admin.enableServer=false",
             "4lw.commands.whitelist=srvr,ruok",
             "initLimit=10",
@@ -93,7 +113,15 @@ class ZooKeeperServer:
         )
         log = (self.root / "zookeeper.log").open("ab")
         self.process = subprocess.Popen(
-            ["java", "-Xmx256m", "-cp", f"{ZOOKEEPER_CONF}:{ZOOKEEPER_JAR}", main, str(cfg)],
+            [
+                *self.command_prefix,
+                "java",
+                "-Xmx256m",
+                "-cp",
+                f"{ZOOKEEPER_CONF}:{ZOOKEEPER_JAR}",
+                main,
+                str(cfg),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -103,7 +131,7 @@ class ZooKeeperServer:
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not _answers(self.port):
+        while not self.answers():
             if self.process is not None and self.process.poll() is not None:
                 pytest.fail(f"ZooKeeper exited with {self.process.returncode}; see {self.root}")
             if time.monotonic() > deadline:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 from cluster_harness import PYTHON, REPO, free_port, is_alive, wait_until
+from netns import Host
 
 RUNNING_SUM = Path(__file__).parent / "jobs" / "running_sum_to_files.py"
 MASTER_START_S = 120
@@ -141,19 +142,16 @@ class HaCluster:
             self.masters.append(Master(pid, self.log_dir / log_file, port))
         return self.masters
 
-    def start_master(self) -> Master:
+    def start_master(self, host: Host | None = None) -> Master:
+        """A master on this machine's loopback, or inside ``host`` bound to its address."""
         port = free_port()
         log = self.root / f"master-{port}.log"
+        argv = [PYTHON, "-m", "weir.client.master_process", "--config-dir", str(self.conf_dir)]
+        argv += ["--port", str(port)]
+        if host is not None:
+            argv = host.command([*argv, "--host", host.address])
         process = subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "weir.client.master_process",
-                "--config-dir",
-                str(self.conf_dir),
-                "--port",
-                str(port),
-            ],
+            argv,
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             env=self.env(),
@@ -165,9 +163,13 @@ class HaCluster:
         self.masters.append(master)
         return master
 
-    def weir(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def weir(
+        self, *args: str, timeout: float = 120, host: Host | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The ``weir`` command line, here or inside ``host``."""
+        argv = [PYTHON, "-m", "weir.client.cli", *args]
         return subprocess.run(
-            [PYTHON, "-m", "weir.client.cli", *args],
+            host.command(argv) if host is not None else argv,
             env=self.env(),
             cwd=REPO,
             capture_output=True,
@@ -194,7 +196,9 @@ class HaCluster:
         return None
 
 
-def submit(cluster: HaCluster, records: int) -> tuple[Path, Path]:
+def submit(cluster: HaCluster, records: int, host: Host | None = None) -> tuple[Path, Path]:
+    """Run the running-sum job detached (from ``host`` if given); its output and
+    checkpoint directories."""
     out, checkpoints = cluster.root / "out", cluster.root / "chk"
     submitted = cluster.weir(
         "run",
@@ -206,6 +210,7 @@ def submit(cluster: HaCluster, records: int) -> tuple[Path, Path]:
         str(checkpoints),
         "--records",
         str(records),
+        host=host,
     )
     assert submitted.returncode == 0, submitted.stderr
     return out, checkpoints
