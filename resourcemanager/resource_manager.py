@@ -51,6 +51,7 @@ from weir.resourcemanager.spark_launcher import (
     LeaseEnded,
     SparkTaskManagerLauncher,
     create_spark_context,
+    stop_spark_context,
 )
 
 if TYPE_CHECKING:
@@ -253,7 +254,7 @@ class ResourceManager:
             rpc.stop_server(self._server, 1.0)
         self._gateways.close()
         if self._owns_spark and stop_spark:
-            self._spark.stop()
+            stop_spark_context(self._spark)
         logger.info("ResourceManager at %s closed", self._address)
 
     def __enter__(self) -> ResourceManager:

@@ -143,8 +143,14 @@ def _environment(**values: str) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _ignore_interrupts() -> None:
+def _ignore_stop_signals() -> None:
+    """The driver's JVM ignores SIGINT and SIGTERM (a JVM keeps a stop signal ignored
+    that it inherits so): the master stops Spark when it stops, in order, and a signal to
+    the master's whole process group (Ctrl-C, systemd, ``kill -- -pgid``) must not take
+    the JVM from under it first. The JVM still ends with the master: its standard input
+    closes then."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def start_driver_gateway(archive: Path | None, settings: Mapping[str, str]) -> Any | None:
@@ -171,12 +177,13 @@ def start_driver_gateway(archive: Path | None, settings: Mapping[str, str]) -> A
             "_PYSPARK_DRIVER_CONN_INFO_PATH": info_path,
         }
         # The JVM ends when its standard input closes, that is with this process; it
-        # ignores Ctrl-C, which is this process's to handle (as PySpark starts it).
+        # ignores Ctrl-C (as PySpark starts it) and SIGTERM, which are this process's to
+        # handle.
         proc = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             env=env,
-            preexec_fn=_ignore_interrupts,  # noqa: PLW1509 (only signal.signal before exec)
+            preexec_fn=_ignore_stop_signals,  # noqa: PLW1509 (only signal.signal before exec)
         )
         while proc.poll() is None and not os.path.isfile(info_path):
             time.sleep(0.02)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from py4j.protocol import Py4JError
 from pyspark import InheritableThread, SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 
@@ -166,6 +167,26 @@ def create_spark_context(config: Mapping[str, str]) -> SparkContext:
     if settings.get("spark.ui.enabled") == "true":
         logger.info("Spark UI of the driver: %s", context.uiWebUrl)
     return context
+
+
+def stop_spark_context(context: SparkContext) -> None:
+    """Stop a SparkContext whose JVM may be gone already: a signal sent to the master's
+    whole process group (systemd's default, ``kill -- -pgid``) stops the driver's JVM
+    too, before the master gets to stop it. That is logged in one line, not as a Py4J
+    stack trace; the JVM's own shutdown has ended the application either way."""
+    try:
+        context.stop()
+    except (Py4JError, ConnectionError) as exc:
+        logger.info("the Spark driver's JVM had stopped already (%s)", type(exc).__name__)
+        # The rest of PySpark's stop(), and the dead JVM forgotten: a new context (the
+        # next leadership of an HA master) starts a JVM of its own.
+        accumulators = getattr(context, "_accumulatorServer", None)
+        if accumulators is not None:
+            accumulators.shutdown()
+        with SparkContext._lock:
+            SparkContext._active_spark_context = None
+            SparkContext._gateway = None
+            SparkContext._jvm = None
 
 
 def _driver_network_settings(config: Mapping[str, str]) -> dict[str, str]:

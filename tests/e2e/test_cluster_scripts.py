@@ -259,7 +259,11 @@ def test_word_count_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Pa
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int) -> None:
     # SparkContext installs a SIGINT handler of its own; the master's must win over it.
-    cluster = WeirCluster(tmp_path, "local[1]")
+    # The signal goes to the master's whole process group, as Ctrl-C in a terminal or
+    # systemd's stop sends it: the driver's JVM ignores it and is stopped by the master,
+    # in order, with nothing on stderr but log lines. A TaskManager is leased, so the
+    # master has a Spark job in flight that a JVM gone first would fail under it.
+    cluster = WeirCluster(tmp_path, "local[1]", extra_conf={"resourcemanager.taskmanager.min": "1"})
     out = tmp_path / "master.out"
     with out.open("w") as stdout, (tmp_path / "master.err").open("w") as stderr:
         master = subprocess.Popen(
@@ -276,17 +280,23 @@ def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int
             stderr=stderr,
             env=cluster.env(),
             cwd=REPO,
+            start_new_session=True,
         )
     try:
         wait_until(
-            lambda: "Weir master ready" in out.read_text() or master.poll() is not None,
+            lambda: (
+                "registered" in (tmp_path / "master.err").read_text() or master.poll() is not None
+            ),
             120,
-            "the master's ready line",
+            "the master's TaskManager to register",
         )
         assert master.poll() is None, (tmp_path / "master.err").read_text()
         family = process_family(master.pid)
-        master.send_signal(signum)
+        os.killpg(master.pid, signum)
         assert master.wait(timeout=120) == 0, (tmp_path / "master.err").read_text()
+        errors = (tmp_path / "master.err").read_text()
+        for sign in ("Traceback", "Exception", " ERROR ", "JVM had stopped already"):
+            assert sign not in errors, errors
         wait_until(
             lambda: not [p for p in family if is_alive(p)],
             30,

@@ -40,6 +40,7 @@ from weir.resourcemanager.resource_manager import ResourceManager
 from weir.resourcemanager.spark_launcher import (
     create_spark_context,
     prestart_driver_jvm,
+    stop_spark_context,
     warm_up_python_workers,
 )
 from weir.rest.job_manager_metrics import JobManagerMetrics
@@ -77,7 +78,7 @@ def prestart_spark_driver(config: Mapping[str, str]) -> SparkContext | None:
     try:
         warm_up_python_workers(spark)
     except BaseException:
-        spark.stop()
+        stop_spark_context(spark)
         raise
     return spark
 

@@ -20,7 +20,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from weir.client.cluster_components import ClusterComponents, prestart_spark_driver
+from weir.client.cluster_components import (
+    ClusterComponents,
+    prestart_spark_driver,
+    stop_spark_context,
+)
 from weir.core import config as cfg
 from weir.core.errors import WeirError
 from weir.core.highavailability.zookeeper import ZooKeeperHaServices
@@ -80,7 +84,7 @@ def run_highly_available(
         return 0
     finally:
         if warm is not None:
-            warm.stop()
+            stop_spark_context(warm)
         services.close()
 
 
@@ -124,4 +128,4 @@ def _close(components: ClusterComponents, spark: SparkContext | None) -> None:
         components.close()
     finally:
         if spark is not None:
-            spark.stop()
+            stop_spark_context(spark)
