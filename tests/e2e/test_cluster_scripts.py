@@ -332,6 +332,11 @@ def _committed(out: Path) -> Counter[str]:
     return lines
 
 
+def _completed(checkpoints: Path) -> int:
+    """The number of the latest checkpoint whose metadata is written (0: none)."""
+    return max((int(p.parent.name[4:]) for p in checkpoints.glob("*/chk-*/_metadata")), default=0)
+
+
 def _latest_checkpoint(checkpoints: Path) -> int:
     return max((int(p.name[4:]) for p in checkpoints.glob("*/chk-*")), default=0)
 
@@ -403,6 +408,68 @@ def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -
                 "the job to finish",
                 interval_s=0.2,
             )
+        assert _committed(out) == _expected_running_sums(records)
+    finally:
+        stop_and_check_nothing_left(cluster, pid)
+
+
+# --- a master lost without high availability ---------------------------------------------
+
+
+@pytest.mark.spark
+# On Spark standalone the executors start first and the kill ends them: long.
+@pytest.mark.parametrize("spark", ["local", pytest.param("standalone", marks=pytest.mark.long)])
+def test_a_killed_master_leaves_no_task_manager_and_a_new_one_resumes_the_job(
+    spark: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Without high availability the master is SIGKILLed while a checkpointed job runs:
+    no TaskManager outlives it (they end with its Spark application, on a local master
+    and on Spark standalone). A master started again resumes the job with `weir run -s`
+    from the retained checkpoint, and the committed output is the failure-free output."""
+    master_url = (
+        "local[2]" if spark == "local" else request.getfixturevalue("spark_standalone").master_url
+    )
+    cluster = WeirCluster(
+        tmp_path / "weir",
+        master_url,
+        extra_conf={
+            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"
+        },
+    )
+    pid = start(cluster, "--taskmanagers", "2")
+    out, checkpoints, records = tmp_path / "out", tmp_path / "checkpoints", 6_000
+    job_args = ["--output", str(out), "--checkpoints", str(checkpoints), "--records", str(records)]
+    submitted = cluster.weir("run", "-d", str(RUNNING_SUM), *job_args)
+    assert submitted.returncode == 0, cluster.explain(submitted)
+    job_id = JOB_ID.search(submitted.stdout).group(1)
+    target = random.randint(1, 4)
+    print(f"killing the master after checkpoint {target}")
+    wait_until(lambda: _completed(checkpoints) >= target, JOB_TIMEOUT_S, "checkpoints")
+    with DispatcherGateway(cluster.address, security=cluster.security()) as gateway:
+        assert gateway.job_details(job_id).status == "RUNNING", "the job ended before the kill"
+        task_managers = [tm.pid for tm in gateway.list_task_managers()]
+    assert len(task_managers) == 2, task_managers
+    family = process_family(pid)
+
+    os.kill(pid, signal.SIGKILL)
+    wait_until(
+        lambda: not [p for p in task_managers if is_alive(p)],
+        JOB_TIMEOUT_S,
+        "the dead master's TaskManagers to end",
+    )
+    wait_until(
+        lambda: not [p for p in family if is_alive(p)],
+        JOB_TIMEOUT_S,
+        "the dead master's Spark driver to end",
+    )
+
+    # The retained checkpoint: the latest one whose metadata was written.
+    latest = checkpoints / job_id / f"chk-{_completed(checkpoints)}"
+    assert not out.exists() or _committed(out) != _expected_running_sums(records)
+    pid = start(cluster, "--taskmanagers", "2")
+    try:
+        resumed = cluster.weir("run", "-s", str(latest), str(RUNNING_SUM), *job_args)
+        assert resumed.returncode == 0, cluster.explain(resumed)
         assert _committed(out) == _expected_running_sums(records)
     finally:
         stop_and_check_nothing_left(cluster, pid)

@@ -97,6 +97,32 @@ def test_the_leader_is_killed_and_the_standby_finishes_the_job_exactly_once(
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_the_leader_stopped_gracefully_hands_the_job_to_the_standby(ha_cluster: HaCluster):
+    """The leader gets SIGTERM (to its whole process group, as systemd stops a service)
+    after a random number of checkpoints: it gives up leadership and stops its services
+    cleanly, exiting 0; the standby takes the job over from its latest checkpoint and
+    finishes it with exactly the failure-free output."""
+    records = 8_000
+    leader, standby = leader_and_standby(ha_cluster)
+    out, checkpoints = submit(ha_cluster, records)
+    target = random.randint(1, 4)
+    print(f"stopping the leader after checkpoint {target}")
+    wait_until(lambda: latest_checkpoint(checkpoints) >= target, JOB_S, "checkpoints")
+    assert "reached FINISHED" not in leader.text(), "the job ended before the stop"
+    leader.signal(signal.SIGTERM)
+    assert leader.process is not None
+    assert leader.process.wait(timeout=MASTER_START_S) == 0, leader.text()
+    stopped = leader.text()
+    assert "handing leadership and the running jobs to a standby" in stopped
+    assert "Traceback" not in stopped, stopped
+    wait_until(lambda: standby.leading, MASTER_START_S, "the standby to take over")
+    wait_until(lambda: "recovering from checkpoint" in standby.text(), JOB_S, "the recovery")
+    wait_until(lambda: "reached FINISHED" in standby.text(), JOB_S, "the job to be FINISHED")
+    assert committed(out) == expected_running_sums(records)
+
+
+@pytest.mark.spark
 @pytest.mark.long
 @pytest.mark.timeout(900)  # three Spark starts and two failovers on a loaded machine
 def test_fenced_pause_then_kill_the_job_moves_twice_with_exactly_once_output(
