@@ -65,7 +65,7 @@ from weir.taskmanager.network.api import (
     PartitionClosedError,
     ResultPartitionWriter,
 )
-from weir.taskmanager.operators.base import MIN_WATERMARK, OperatorSetup
+from weir.taskmanager.operators.base import MAX_WATERMARK, MIN_WATERMARK, OperatorSetup
 from weir.taskmanager.operators.chain import OperatorChain
 from weir.taskmanager.operators.function_state import initialize_function_state
 from weir.taskmanager.operators.source import (
@@ -93,6 +93,7 @@ from weir.taskmanager.task_events import (
     Watermark,
     WatermarkStatus,
     deserialize_event,
+    serialize_event,
 )
 from weir.taskmanager.task_metrics import register_task_metrics
 from weir.taskmanager.task_stdout import task_stdout
@@ -509,9 +510,17 @@ class Task:
 
     def _run_finished_on_restore(self) -> None:
         """The restored checkpoint recorded this subtask as finished: end the outputs at
-        once and wait for the inputs (their producers finished as well) to end."""
+        once and wait for the inputs (their producers finished as well) to end.
+
+        Its consumers get what it sent last before it finished: the end of event time
+        (MAX_WATERMARK), then the end of its partitions. Without the watermark, a
+        consumer with another input still running (a keyed stream connected with a
+        finished broadcast stream) would keep this input's watermark at its start and
+        never fire an event-time timer or window again."""
         logger.info("task %s was finished when its checkpoint was taken", self.tdd.task_name)
+        end_of_event_time = serialize_event(Watermark(MAX_WATERMARK))
         for partition in self._partitions:
+            partition.broadcast_event(end_of_event_time)
             partition.finish()
         gate = self._gate
         open_channels = sum(len(g.channels) for g in self.tdd.input_gates)
