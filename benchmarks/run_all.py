@@ -65,6 +65,11 @@ def _cpu_rate(stats_dir: str) -> float:
 
 
 def run_job(kind: str, n: int, parallelism: int) -> float:
+    return run_job_with_cpu(kind, n, parallelism)[0]
+
+
+def run_job_with_cpu(kind: str, n: int, parallelism: int) -> tuple[float, float]:
+    """The steady rate (events/s) and events per CPU second of the TaskManagers."""
     with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(parallelism)
@@ -75,7 +80,7 @@ def run_job(kind: str, n: int, parallelism: int) -> float:
             stream = source.key_by(lambda bid: bid[0]).map(CountPerAuction())
         stream.add_sink(CountingSink(stats_dir))
         env.execute(f"bench-{kind}-p{parallelism}")
-        return _steady_rate(stats_dir, n)
+        return _steady_rate(stats_dir, n), _cpu_rate(stats_dir)
 
 
 def main() -> None:
