@@ -281,11 +281,10 @@ class Dispatcher(LeaderContender):
             return None
         try:
             return self._fetch_checkpoint_statistics(runner.address, job_id)
-        except WeirError:
+        except WeirError as exc:
             # The job's result matters more than its statistics: archive it without them.
-            logger.warning(
-                "job %s: could not archive its checkpoint statistics", job_id, exc_info=True
-            )
+            # (The error names the call and the cause; its stack trace adds nothing.)
+            logger.warning("job %s: could not archive its checkpoint statistics: %s", job_id, exc)
             return None
 
     def _fetch_checkpoint_statistics(self, address: str, job_id: str) -> CheckpointStatsSnapshot:

@@ -525,14 +525,16 @@ class ResourceManager:
                 released = self._gateways.free_slot(
                     registration.rpc_address, allocation_id, _CONTROL_RPC_TIMEOUT_S
                 )
-            except WeirError:
+            except WeirError as exc:
                 # A TaskExecutor we cannot reach is either gone (its lease ending tells
-                # us) or, if it still holds the slot, learns from its next heartbeat.
-                logger.warning(
-                    "FreeSlot %s on TaskManager %s failed",
+                # us) or, if it still holds the slot, learns from its next heartbeat. While
+                # the cluster shuts down, its TaskExecutors stopping first is expected.
+                logger.log(
+                    logging.DEBUG if self._closed else logging.WARNING,
+                    "FreeSlot %s on TaskManager %s failed: %s",
                     allocation_id,
                     registration.resource_id,
-                    exc_info=True,
+                    exc,
                 )
             finally:
                 if released:
