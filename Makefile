@@ -93,8 +93,10 @@ test: setup browser
 	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 \
 	  --ignore=tests/unit
 
+# The soak and multi-host tests (none is in the unit tier, whose module names may repeat
+# those of the other tiers: they are never collected together).
 test-long: setup
-	$(VENV)/bin/pytest -q -p no:cacheprovider -m long
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m long --durations=15 --ignore=tests/unit
 	$(MAKE) --no-print-directory test-e2e-tls
 
 # The whole end-to-end suite again, soak tests included, with mutual TLS and a token on
