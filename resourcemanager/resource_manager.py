@@ -98,7 +98,7 @@ class ResourceManager:
     """The ResourceManager component; see the module docstring.
 
     ``spark_context``: None creates one from the ``spark.*`` keys (and stops it on close);
-    a given session is reused and never stopped.
+    a given one is reused and never stopped.
     """
 
     def __init__(

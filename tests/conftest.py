@@ -15,7 +15,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
-# Spark task slots of the shared session. Leases are long-running Spark tasks, one per
+# Spark task slots of the shared SparkContext. Leases are long-running Spark tasks, one per
 # TaskManager, and the session-scoped clusters keep theirs between tests: the cluster
 # suite (2), the compat cluster (3), the ResourceManager suite (2) and the TLS cluster of
 # tests/integration/security (1) fit side by side.

@@ -17,14 +17,18 @@ block raised.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
+
+import pytest
 
 # 10.213.0.0/16 is carved into one /24 per network (by its index) so that two networks of
 # one test run never overlap; the addresses live on the bridge only.
@@ -177,6 +181,27 @@ class HostNetwork:
                 ["ip", "link", "del", f"{self._prefix}v{i}"], capture_output=True, timeout=30
             )
         subprocess.run(["ip", "link", "del", self._bridge], capture_output=True, timeout=30)
+
+
+@contextlib.contextmanager
+def hosts_for_a_test(prefix: str, count: int, index: int = 0) -> Iterator[list[Host]]:
+    """The hosts of a ``HostNetwork`` for a test, removed with whatever still runs in them
+    however the test ends. Where namespaces cannot be made the test is skipped, saying
+    why; on CI (``CI=true``) it fails instead, so that a broken fixture is never hidden."""
+    try:
+        network = HostNetwork(prefix, count, index).__enter__()
+    except (NamespaceSetupError, OSError) as exc:
+        reason = (
+            f"cannot build hosts from network namespaces ({exc}); this test needs root and "
+            "iproute2 (`ip netns`, veth, bridge)"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    try:
+        yield network.hosts
+    finally:
+        network.close()
 
 
 def _stop_all(host: Host) -> None:

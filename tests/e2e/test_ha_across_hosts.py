@@ -28,7 +28,7 @@ from ha_cluster import (
     latest_checkpoint,
     submit,
 )
-from netns import Host, HostNetwork, NamespaceSetupError
+from netns import Host, hosts_for_a_test
 from zookeeper_server import ZooKeeperServer
 
 ZOOKEEPER_PORT = 2181
@@ -41,21 +41,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.long, pytest.mark.timeout(900)]
 
 @pytest.fixture
 def hosts() -> Iterator[list[Host]]:
-    """Hosts Z, A and B; removed with whatever still runs in them, however the test ends."""
-    try:
-        network = HostNetwork(f"wha{os.getpid() % 1000}", 3, index=1).__enter__()
-    except (NamespaceSetupError, OSError) as exc:
-        reason = (
-            f"cannot build hosts from network namespaces ({exc}); this test needs root and "
-            "iproute2 (`ip netns`, veth, bridge)"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    try:
-        yield network.hosts
-    finally:
-        network.close()
+    """Hosts Z, A and B; removed with whatever still runs in them, however the tests end."""
+    with hosts_for_a_test(f"wha{os.getpid() % 1000}", 3, index=1) as hosts:
+        yield hosts
 
 
 @pytest.fixture

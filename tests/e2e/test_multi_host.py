@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from cluster_harness import JOB_TIMEOUT_S, PYTHON, START_TIMEOUT_S, WeirCluster, wait_until
 from conftest import SPARK_HOME, SPARK_READY_TIMEOUT_S
-from netns import Host, HostNetwork, NamespaceSetupError
+from netns import Host, hosts_for_a_test
 
 JOBS = Path(__file__).parent / "jobs"
 JOB = JOBS / "keyed_sum_across_hosts.py"
@@ -44,20 +44,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.long, pytest.mark.timeout(900)]
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[list[Host]]:
     """Hosts A, B and C; removed with whatever still runs in them, however the tests end."""
-    try:
-        network = HostNetwork(f"wmh{os.getpid() % 1000}", 3).__enter__()
-    except (NamespaceSetupError, OSError) as exc:
-        reason = (
-            f"cannot build hosts from network namespaces ({exc}); this test needs root and "
-            "iproute2 (`ip netns`, veth, bridge)"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    try:
-        yield network.hosts
-    finally:
-        network.close()
+    with hosts_for_a_test(f"wmh{os.getpid() % 1000}", 3) as hosts:
+        yield hosts
 
 
 def _run_in(host: Host, argv: list[str], env: dict[str, str] | None = None, timeout: float = 120):

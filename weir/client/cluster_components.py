@@ -112,7 +112,7 @@ class ClusterComponents:
 
     ``config`` must already be validated (``weir.core.config.validate``).
     ``spark_context``: None lets the ResourceManager create one from the ``spark.*``
-    keys and stop it on close; a given session is reused and never stopped.
+    keys and stop it on close; a given one is reused and never stopped.
     """
 
     def __init__(

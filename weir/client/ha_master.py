@@ -98,7 +98,7 @@ def _lead(
     spark: SparkContext | None,
 ) -> bool:
     """Serve as the leader until leadership or the process ends. ``spark``: the standby's
-    warm session, if any; the services lease from it and it is stopped with them."""
+    warm SparkContext, if any; the services lease from it and it is stopped with them."""
     components = ClusterComponents(config, spark_context=spark, ha_services=services)
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
@@ -122,7 +122,7 @@ def _lead(
 
 
 def _close(components: ClusterComponents, spark: SparkContext | None) -> None:
-    """Stop the services, then the warm session they were given (a given session is
+    """Stop the services, then the warm context they were given (a given context is
     never stopped by them): the next leadership starts from a new application."""
     try:
         components.close()

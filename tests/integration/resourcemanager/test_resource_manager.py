@@ -31,7 +31,7 @@ pytestmark = pytest.mark.spark
 # Short heartbeats so a lost TaskManager is noticed within seconds in either way.
 CONFIG = {
     "spark.master": "local[2]",
-    # The shared session has more cores than this suite may use (other suites keep
+    # The shared SparkContext has more cores than this suite may use (other suites keep
     # TaskManagers leased on it): two is this ResourceManager's share.
     "resourcemanager.taskmanager.max": "2",
     "resourcemanager.taskmanager.min": "2",
