@@ -26,6 +26,7 @@ from cluster_harness import (
     process_family,
     wait_until,
 )
+from ha_cluster import committed, expected_running_sums
 
 from weir.client.dispatcher_client import DispatcherGateway
 
@@ -313,25 +314,6 @@ def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int
 RUNNING_SUM = Path(__file__).parent / "jobs" / "running_sum_to_files.py"
 
 
-def _expected_running_sums(records: int, keys: int = 4) -> Counter[str]:
-    """The job's failure-free output: its source runs at parallelism 1, so each key sees
-    its records in order and every running sum is fixed."""
-    lines: Counter[str] = Counter()
-    sums = [0] * keys
-    for value in range(records):
-        sums[value % keys] += value + 1
-        lines[f"{value % keys},{sums[value % keys]}"] += 1
-    return lines
-
-
-def _committed(out: Path) -> Counter[str]:
-    lines: Counter[str] = Counter()
-    for path in out.rglob("*"):
-        if path.is_file() and not path.name.startswith("."):
-            lines.update(path.read_text().splitlines())
-    return lines
-
-
 def _completed(checkpoints: Path) -> int:
     """The number of the latest checkpoint whose metadata is written (0: none)."""
     return max((int(p.parent.name[4:]) for p in checkpoints.glob("*/chk-*/_metadata")), default=0)
@@ -408,7 +390,7 @@ def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -
                 "the job to finish",
                 interval_s=0.2,
             )
-        assert _committed(out) == _expected_running_sums(records)
+        assert committed(out) == expected_running_sums(records)
     finally:
         stop_and_check_nothing_left(cluster, pid)
 
@@ -465,11 +447,11 @@ def test_a_killed_master_leaves_no_task_manager_and_a_new_one_resumes_the_job(
 
     # The retained checkpoint: the latest one whose metadata was written.
     latest = checkpoints / job_id / f"chk-{_completed(checkpoints)}"
-    assert not out.exists() or _committed(out) != _expected_running_sums(records)
+    assert not out.exists() or committed(out) != expected_running_sums(records)
     pid = start(cluster, "--taskmanagers", "2")
     try:
         resumed = cluster.weir("run", "-s", str(latest), str(RUNNING_SUM), *job_args)
         assert resumed.returncode == 0, cluster.explain(resumed)
-        assert _committed(out) == _expected_running_sums(records)
+        assert committed(out) == expected_running_sums(records)
     finally:
         stop_and_check_nothing_left(cluster, pid)
