@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from cluster_harness import JOB_TIMEOUT_S, PYTHON, START_TIMEOUT_S, WeirCluster, wait_until
 from conftest import SPARK_HOME, SPARK_READY_TIMEOUT_S
+from ha_cluster import committed, expected_running_sums
 from netns import Host, hosts_for_a_test
 
 JOBS = Path(__file__).parent / "jobs"
@@ -103,23 +104,6 @@ def _job(cluster: WeirCluster, a: Host, job_id: str) -> dict:
     if details["status"] == "FAILED":
         pytest.fail(f"the job failed: {details['failure_cause']}")
     return details
-
-
-def _expected_sums() -> Counter[str]:
-    lines: Counter[str] = Counter()
-    sums = [0] * KEYS
-    for value in range(RECORDS):
-        sums[value % KEYS] += value + 1
-        lines[f"{value % KEYS},{sums[value % KEYS]}"] += 1
-    return lines
-
-
-def _committed(out: Path) -> Counter[str]:
-    lines: Counter[str] = Counter()
-    for path in out.rglob("*"):
-        if path.is_file() and not path.name.startswith("."):
-            lines.update(path.read_text().splitlines())
-    return lines
 
 
 def _latest_checkpoint(checkpoints: Path) -> int:
@@ -253,7 +237,7 @@ def test_a_keyed_job_across_hosts_recovers_exactly_once_with_tls(
             JOB_TIMEOUT_S,
             "the job to finish",
         )
-        assert _committed(out) == _expected_sums()
+        assert committed(out) == expected_running_sums(RECORDS, KEYS)
 
         # print() of remote tasks: in the taskmanager.out of their TaskManager.
         printed = {
