@@ -31,12 +31,14 @@ def _run_job(n: int) -> None:
 
 def _levels(gateway: DispatcherGateway) -> dict[str, tuple[int, int, int]]:
     """(threads, fds, channels) of this process and of each TaskManager, as of a heartbeat
-    sent after this call began."""
+    sent after this call began. A TaskManager that registered since but has not sent a
+    heartbeat yet has no process status (its registration counts as contact, with zeros):
+    wait for its first heartbeat."""
     asked_ms = int(time.time() * 1000)
     deadline = time.monotonic() + 60
     while True:
         tms = gateway.list_task_managers()
-        if all(tm.last_heartbeat_ms > asked_ms for tm in tms):
+        if all(tm.last_heartbeat_ms > asked_ms and tm.process.threads > 0 for tm in tms):
             break
         assert time.monotonic() < deadline, "no fresh heartbeats in 60 s"
         time.sleep(0.05)  # polling interval; the heartbeats decide
