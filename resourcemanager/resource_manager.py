@@ -129,6 +129,8 @@ class ResourceManager:
             cfg.get(config, cfg.NUM_TASK_SLOTS),
             min_task_managers=cfg.get(config, cfg.TASKMANAGERS_MIN),
             idle_timeout_ms=cfg.get(config, cfg.RESOURCE_WAIT_IDLE_TIMEOUT),
+            max_start_failures_per_minute=cfg.get(config, cfg.START_WORKER_MAX_FAILURE_RATE),
+            start_retry_interval_ms=cfg.get(config, cfg.START_WORKER_RETRY_INTERVAL),
         )
         self._heartbeats: HeartbeatMonitor[ResourceId] = HeartbeatMonitor(
             self._heartbeat_timeout_ms
@@ -587,17 +589,18 @@ class ResourceManager:
                     self._background.submit(self._release, registration, "idle")
 
     def _on_lease_ended(self, ended: LeaseEnded) -> None:
-        resource_id = self._slot_manager.lease_ended(ended.lease_id)
+        # One that ended before its TaskManager registered is logged there, with its error.
+        resource_id = self._slot_manager.lease_ended(ended.lease_id, ended.error)
         if resource_id is not None:
             reason = f"its Spark job ended ({ended.error or 'returned: ' + ended.result})"
             self._task_manager_lost(resource_id, reason)
             return
-        if ended.error is not None and not self._closed:
-            logger.info(
-                "lease %s ended after %d ms: %s", ended.lease_id, ended.duration_ms, ended.error
-            )
-        else:
-            logger.debug("lease %s ended: %s", ended.lease_id, ended.result or ended.error)
+        logger.debug(
+            "lease %s ended after %d ms: %s",
+            ended.lease_id,
+            ended.duration_ms,
+            ended.result or ended.error,
+        )
         # A lease that ended before it registered leaves room for another.
         self._serve_slot_requests()
 

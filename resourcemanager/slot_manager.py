@@ -28,6 +28,10 @@ from weir.core.process_status import ProcessStatus
 
 logger = logging.getLogger(__name__)
 
+# Leases that ended before their TaskManager registered are counted over this window
+# against resourcemanager.start-worker.max-failure-rate (Flink's, per minute).
+_START_FAILURE_WINDOW_S = 60.0
+
 
 @dataclass(frozen=True, slots=True)
 class TaskManagerRegistration:
@@ -145,6 +149,8 @@ class DefaultSlotManager:
         *,
         min_task_managers: int = 0,
         idle_timeout_ms: int = 30_000,
+        max_start_failures_per_minute: float = 10.0,
+        start_retry_interval_ms: int = 3_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._launcher = launcher
@@ -157,6 +163,11 @@ class DefaultSlotManager:
         self._sequence = 0
         self._task_managers: dict[ResourceId, _TaskManager] = {}
         self._pending_leases: set[str] = set()
+        self._max_start_failures = max_start_failures_per_minute
+        self._start_retry_interval_s = start_retry_interval_ms / 1000
+        self._start_failures: deque[float] = deque()
+        self._last_start_failure = ""
+        self._leasing_resumes_at = -math.inf
         self._closed = False
 
     # --- capacity --------------------------------------------------------------------
@@ -171,7 +182,8 @@ class DefaultSlotManager:
     def ensure_minimum(self) -> list[str]:
         """Lease TaskManagers until ``min`` are registered or pending; returns new lease ids."""
         with self._lock:
-            leases = self._new_leases(self._min - self._live_count())
+            paused = self._clock() < self._leasing_resumes_at
+            leases = [] if paused else self._new_leases(self._min - self._live_count())
         self._start(leases)
         return leases
 
@@ -248,15 +260,46 @@ class DefaultSlotManager:
             held.setdefault(allocation.jobmaster_address, []).append(allocation_id)
         return held
 
-    def lease_ended(self, lease_id: str) -> ResourceId | None:
-        """The Spark job of a lease ended. Returns the TaskManager it hosted if that one is
-        still registered and not being released (it is lost); None otherwise."""
+    def lease_ended(self, lease_id: str, error: str | None = None) -> ResourceId | None:
+        """The Spark job of a lease ended (``error``: why, when it failed). Returns the
+        TaskManager it hosted if that one is still registered and not being released (it
+        is lost); None otherwise.
+
+        A lease that ends before its TaskManager registered is a start failure: when
+        ``max_start_failures_per_minute`` of them fall within a minute, no lease starts
+        for ``start_retry_interval_ms`` (a TaskManager that cannot start is not re-leased
+        in a tight loop), and the last one's error is told to the requests not met."""
         with self._lock:
-            self._pending_leases.discard(lease_id)
+            if lease_id in self._pending_leases:
+                self._pending_leases.discard(lease_id)
+                if not self._closed:
+                    self._start_failed(lease_id, error)
+                return None
             for resource_id, tm in self._task_managers.items():
                 if tm.registration.lease_id == lease_id and not tm.releasing:
                     return resource_id
         return None
+
+    def _start_failed(self, lease_id: str, error: str | None) -> None:
+        now = self._clock()
+        self._start_failures.append(now)
+        failures = self._recent_start_failures(now)
+        self._last_start_failure = error or "its Spark task returned before it registered"
+        paused = failures >= self._max_start_failures
+        if paused:
+            self._leasing_resumes_at = now + self._start_retry_interval_s
+        logger.warning(
+            "lease %s ended before its TaskManager registered (%d such in the last minute%s): %s",
+            lease_id,
+            failures,
+            f"; new leases wait {self._start_retry_interval_s:g} s" if paused else "",
+            self._last_start_failure,
+        )
+
+    def _recent_start_failures(self, now: float) -> int:
+        while self._start_failures and self._start_failures[0] <= now - _START_FAILURE_WINDOW_S:
+            self._start_failures.popleft()
+        return len(self._start_failures)
 
     def mark_releasing(self, resource_id: ResourceId) -> TaskManagerRegistration | None:
         """Take a TaskManager out of service before its release; None if it is unknown or
@@ -410,6 +453,8 @@ class DefaultSlotManager:
         return sum(tm.free_slots for tm in self._task_managers.values() if not tm.releasing)
 
     def _leases_needed(self, short_slots: int) -> int:
+        if self._clock() < self._leasing_resumes_at:
+            return 0  # too many leases failed to start lately; the maintenance loop retries
         pending_slots = len(self._pending_leases) * self._slots_per_tm
         wanted = math.ceil(max(0, short_slots - pending_slots) / self._slots_per_tm)
         room = self.max_task_managers - self._live_count()
@@ -434,15 +479,25 @@ class DefaultSlotManager:
 
     def _unmet_message(self, pending: _PendingRequest, ahead: int) -> str:
         request = pending.request
-        waited_ms = int((self._clock() - pending.queued_at) * 1000)
-        return (
+        now = self._clock()
+        waited_ms = int((now - pending.queued_at) * 1000)
+        message = (
             f"job {request.job_id} asked for {request.count} slots but only "
             f"{self._free_slots()} were free after {waited_ms} ms, with {ahead} requests "
             f"queued before it ({len(self._task_managers)} TaskManagers registered, "
             f"{len(self._pending_leases)} leases pending, at most {self.max_task_managers} "
-            f"x {self._slots_per_tm} slots can be leased); other jobs may hold the rest or "
-            "Spark could not start executors: lower the parallelism, free the cluster, or "
-            "raise slot.request.timeout"
+            f"x {self._slots_per_tm} slots can be leased); "
+        )
+        failures = self._recent_start_failures(now)
+        if failures:
+            return message + (
+                f"{failures} leases in the last minute ended before their TaskManager "
+                f"registered, the last with: {self._last_start_failure}; fix what stops "
+                "TaskManagers from starting (the master's log has each failure)"
+            )
+        return message + (
+            "other jobs may hold the rest or Spark could not start executors: lower the "
+            "parallelism, free the cluster, or raise slot.request.timeout"
         )
 
     def free(

@@ -293,7 +293,7 @@ class SparkTaskManagerLauncher:
             rows = sc.parallelize([0], 1).mapPartitions(function).collect()
             result = "; ".join(str(row) for row in rows)
         except Exception as exc:  # the job failed or was cancelled: reported below
-            error = _first_line(exc)
+            error = lease_error(exc)
         finally:
             with self._lock:
                 self._threads.pop(lease_id, None)
@@ -331,7 +331,51 @@ def job_group(lease_id: str) -> str:
     return f"{JOB_GROUP_PREFIX}{lease_id}"
 
 
-def _first_line(exc: BaseException) -> str:
+# The executor's Python has no Weir (or not the TaskManager's modules): the most common
+# reason a lease fails on a cluster whose workers run another Python.
+_WEIR_MISSING = re.compile(r"No module named 'weir(\.taskmanager[\w.]*)?'")
+
+
+def lease_error(exc: BaseException) -> str:
+    """What ended a lease's Spark job, in a line: the Python worker's own error when Spark
+    relays one (the worker could not start, or the TaskManager raised), else the first
+    lines of the JVM's message (which carries the whole JVM stack after them)."""
     text = str(exc).strip() or type(exc).__name__
-    # Py4J errors carry the whole JVM stack; the first lines name the cause.
-    return " ".join(text.splitlines()[:3])[:500]
+    lines = text.splitlines()
+    cause = _worker_start_error(lines) or _python_exception(lines) or " ".join(lines[:3])
+    if _WEIR_MISSING.search(cause):
+        cause += (
+            " (the executors' Python cannot import Weir: install Weir there, or point "
+            "spark.pyspark.python / PYSPARK_PYTHON at a Python that has it)"
+        )
+    return cause[:1000]
+
+
+def _worker_start_error(lines: list[str]) -> str:
+    """A Python worker that exited before it started: Spark quotes its stderr between
+    ``Error from python worker:`` and ``PYTHONPATH was:``."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("Error from python worker:")]
+    if not starts:
+        return ""
+    quoted = []
+    for line in lines[starts[0] + 1 :]:
+        if line.startswith(("PYTHONPATH was:", "org.apache.", "\tat ")):
+            break
+        quoted.append(line.strip())
+    return " ".join(q for q in quoted if q)
+
+
+def _python_exception(lines: list[str]) -> str:
+    """A Python exception on the executor: the line after its traceback's frames."""
+    starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last):" in line]
+    if not starts:
+        return ""
+    exception = ""
+    for line in lines[starts[0] + 1 :]:
+        if line.startswith(("\tat ", " SQLSTATE")):
+            break
+        if line.startswith("  File "):
+            exception = ""
+        elif line and not line.startswith(" ") and not exception:
+            exception = line
+    return exception

@@ -132,6 +132,14 @@ def _port(text: str) -> int:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # NaN too
+        msg = f"expected a number of 0 or more, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
 def _positive_duration_ms(text: str) -> int:
     value = parse_duration_ms(text)
     if value <= 0:

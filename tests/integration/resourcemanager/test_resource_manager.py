@@ -3,6 +3,7 @@ registration, slots, a killed TaskManager, and a clean close."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -298,6 +299,54 @@ class TestResourceManager:
             ),
             "a replacement for the killed TaskManager",
         )
+
+
+def test_task_managers_that_cannot_start_are_not_leased_in_a_loop_and_requests_say_why(
+    spark_context: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The TaskManager's entry point is missing on the executors, as when their Python has
+    # no Weir: each lease's Spark job fails before anything registers.
+    config = {
+        **CONFIG,
+        "resourcemanager.taskmanager.min": "0",
+        "resourcemanager.start-worker.max-failure-rate": "2",
+        "resourcemanager.start-worker.retry-interval": "1 h",
+    }
+    caplog.set_level(logging.INFO, logger="weir.resourcemanager")
+    rm = ResourceManager(config, spark_context, entry_point="weir.no_such_module:main")
+    client = _Client(rm.start())
+
+    def leases() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "leasing a TaskManager" in r.getMessage()]
+
+    try:
+        client.queue_slot_request("job-a", 1, "127.0.0.1:1")
+        wait_until(
+            lambda: any(
+                "2 such in the last minute; new leases wait 3600 s" in r.getMessage()
+                for r in caplog.records
+            ),
+            "the second lease to fail",
+        )
+        # A new request would lease at once (the launch is logged before RequestSlots
+        # answers); leasing waits out the retry interval instead.
+        client.queue_slot_request("job-b", 1, "127.0.0.1:1")
+        assert len(leases()) == 2, leases()
+        answer = rpc.call(
+            "CancelSlotRequest",
+            client.stub.CancelSlotRequest,
+            resourcemanager_pb2.CancelSlotRequestRequest(job_id="job-b", request_id="job-b"),
+        )
+        assert answer.cancelled
+        assert "2 leases in the last minute ended before their TaskManager registered" in (
+            answer.explanation
+        )
+        assert "No module named 'weir.no_such_module'" in answer.explanation
+        assert "\tat " not in answer.explanation  # the Python error, not the JVM's stack
+    finally:
+        client.channel.close()
+        rm.close()
+    assert rm.running_leases() == []
 
 
 def test_python_workers_import_the_installed_pyspark_not_sparks_source_archive(

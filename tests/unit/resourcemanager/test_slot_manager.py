@@ -139,6 +139,65 @@ class TestDefaultSlotManager:
         assert manager.cancel(JobId("b"), "r-b") is None  # not queued any more
         assert launcher.leases == []
 
+    def test_leases_that_fail_to_start_pause_leasing_and_are_named_to_the_request(
+        self,
+    ) -> None:
+        launcher = TestingLauncher(2)
+        clock = FakeClock()
+        manager = DefaultSlotManager(
+            launcher,
+            1,
+            min_task_managers=1,
+            max_start_failures_per_minute=2,
+            start_retry_interval_ms=3000,
+            clock=clock,
+        )
+        manager.request(request(1))
+        assert manager.lease_ended(launcher.leases[-1], "ModuleNotFoundError: x") is None
+        assert manager.match() == []
+        assert len(launcher.leases) == 2  # one failure: leased again at once
+        manager.lease_ended(launcher.leases[-1], "ModuleNotFoundError: y")
+        manager.match()
+        manager.ensure_minimum()
+        assert len(launcher.leases) == 2  # two in a minute: leasing waits
+        clock.now = 2.9
+        manager.match()
+        assert len(launcher.leases) == 2
+        clock.now = 3.0
+        manager.match()
+        assert len(launcher.leases) == 3  # the retry interval is over
+        manager.request(request(1, job="b"))
+        message = manager.cancel(JobId("b"), "r-b")
+        assert message is not None
+        assert "2 leases in the last minute ended before their TaskManager registered" in message
+        assert "the last with: ModuleNotFoundError: y" in message
+        assert "slot.request.timeout" not in message  # waiting longer would not help
+        clock.now = 61.0  # the failures are over a minute old
+        manager.request(request(1, job="c"))
+        message = manager.cancel(JobId("c"), "r-c")
+        assert message is not None
+        assert "ended before" not in message
+        assert "slot.request.timeout" in message
+
+    def test_a_lease_ending_after_its_task_manager_registered_is_no_start_failure(
+        self,
+    ) -> None:
+        launcher = TestingLauncher(2)
+        manager = DefaultSlotManager(launcher, 1, max_start_failures_per_minute=1)
+        manager.request(request(2))
+        first, second = launcher.leases
+        manager.register(registration(1, lease_id=first))
+        assert manager.lease_ended(first, "cancelled") == "tm1"
+        manager.unregister(ResourceId("tm1"))
+        manager.match()
+        assert len(launcher.leases) == 3  # replaced at once: no failure counted
+        manager.lease_ended(second, None)  # returned without registering: a failure
+        manager.match()
+        assert len(launcher.leases) == 3
+        message = manager.cancel(JobId("job"), "r-job")
+        assert message is not None
+        assert "the last with: its Spark task returned before it registered" in message
+
     def test_requests_past_their_timeout_leave_the_queue(self) -> None:
         clock = FakeClock()
         manager = DefaultSlotManager(TestingLauncher(1), 1, clock=clock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from weir.core.config_option import (
     _non_negative_duration_ms,
+    _non_negative_float,
     _option,
     _port,
     _positive_duration_ms,
@@ -85,6 +86,20 @@ TASKMANAGERS_MIN = _option(
     0,
     int,
     "TaskManagers leased at start and kept while the cluster runs.",
+)
+START_WORKER_MAX_FAILURE_RATE = _option(
+    "resourcemanager.start-worker.max-failure-rate",
+    10.0,
+    _non_negative_float,
+    "Leases whose TaskManager ended before it registered, per minute, before new leases "
+    "wait resourcemanager.start-worker.retry-interval: a TaskManager that cannot start "
+    "(its Python lacks Weir, a bad setting) is not re-leased in a tight loop.",
+)
+START_WORKER_RETRY_INTERVAL = _option(
+    "resourcemanager.start-worker.retry-interval",
+    3_000,
+    _non_negative_duration_ms,
+    "How long new leases wait once resourcemanager.start-worker.max-failure-rate is reached (ms).",
 )
 CLUSTER_LOG_DIR = _option(
     "env.log.dir",
