@@ -16,8 +16,6 @@ import contextlib
 import logging
 import os
 import queue
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -57,6 +55,7 @@ from weir.taskmanager.task import RegisterKvState, Task, TaskCanceledError, Task
 from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
 from weir.taskmanager.task_manager_metrics import TaskManagerMetrics
 from weir.taskmanager.task_metrics import final_io_metrics
+from weir.taskmanager.working_directory import WorkingDirectory, remove_abandoned
 
 if TYPE_CHECKING:
     import grpc
@@ -223,6 +222,7 @@ class TaskExecutor:
         self.rpc_address = ""
         self.data_port = 0
         self.working_dir = ""
+        self._working_directory: WorkingDirectory | None = None
         self._job_resources: JobResourceTable | None = None
         self.metrics = TaskManagerMetrics(
             self.resource_id, self.config.host, self._config, self._buffers_in_use
@@ -241,9 +241,11 @@ class TaskExecutor:
         ``heartbeat.timeout`` (everything opened is closed again)."""
         try:
             user_system_exit.install(self.config.intercept_user_system_exit)
-            self.working_dir = tempfile.mkdtemp(
-                prefix=f"weir-tm-{self.resource_id[:8]}-", dir=self.config.tmp_dir or None
+            self._working_directory = WorkingDirectory.create(
+                self.resource_id, self.config.tmp_dir or None
             )
+            self.working_dir = self._working_directory.path
+            remove_abandoned(self.config.tmp_dir or None)
             self._job_resources = JobResourceTable(self.working_dir)
             self.host = self.config.host or local_address_towards(self._rm.address)
             bind_host = self.config.bind_host or self.host
@@ -390,8 +392,8 @@ class TaskExecutor:
                 resources = self._job_resources.detach(job_id)
                 if resources is not None:
                     JobResourceTable.release(resources)
-        if self.working_dir:
-            shutil.rmtree(self.working_dir, ignore_errors=True)
+        if self._working_directory is not None:
+            self._working_directory.close()
         logger.info("TaskManager %s closed (%s)", self.resource_id, self._stop_reason)
 
     def __enter__(self) -> TaskExecutor:

@@ -3,9 +3,11 @@ registration, slots, a killed TaskManager, and a clean close."""
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -290,6 +292,9 @@ class TestResourceManager:
             "two TaskManagers to register",
         )
         victim = tms[0]
+        victim_dirs = _working_directories(victim.resource_id)
+        assert len(victim_dirs) == 1, victim_dirs
+        victim_dir = victim_dirs[0]
         os.kill(victim.pid, signal.SIGKILL)
         # No job asks for slots: the minimum (2) alone brings a replacement.
         wait_until(
@@ -299,6 +304,21 @@ class TestResourceManager:
             ),
             "a replacement for the killed TaskManager",
         )
+        # The killed one could not delete its working directory; the replacement, which
+        # started after it died, did (on start, before it registered).
+        assert not os.path.exists(victim_dir), os.listdir(victim_dir)
+        for tm in client.task_managers():
+            assert len(_working_directories(tm.resource_id)) == 1, (
+                tm,
+                glob.glob(f"{_TMP}/weir-tm-*"),
+            )
+
+
+_TMP = tempfile.gettempdir()
+
+
+def _working_directories(resource_id: str) -> list[str]:
+    return glob.glob(os.path.join(_TMP, f"weir-tm-{resource_id[:8]}-*"))
 
 
 def test_task_managers_that_cannot_start_are_not_leased_in_a_loop_and_requests_say_why(

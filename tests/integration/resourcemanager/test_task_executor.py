@@ -28,6 +28,7 @@ from weir.core.security import SecurityConfig
 from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
 from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
+from weir.taskmanager.working_directory import LOCK_FILE
 
 CONFIG = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "2 s"}
 JOB_ID = "0123456789abcdef" * 2
@@ -232,7 +233,7 @@ class TestTaskExecutor:
                     ),
                 )
             assert executor.running_tasks() == []
-            assert os.listdir(executor.working_dir) == []
+            assert _job_directories(executor) == []
             channel.close()
 
     def test_a_job_leaves_its_directory_behind_only_until_its_last_slot_is_freed(
@@ -258,13 +259,18 @@ class TestTaskExecutor:
             )
             wait_until(lambda: executor.running_tasks() == [], "the empty task to end")
             # the task ended, but the job still holds a slot here: its directory stays
-            [job_dir] = os.listdir(executor.working_dir)
+            [job_dir] = _job_directories(executor)
             assert job_dir.startswith(f"job_{JOB_ID}_")
             rpc.call(
                 "FreeSlot", stub.FreeSlot, taskexecutor_pb2.FreeSlotRequest(allocation_id="a1")
             )
-            assert os.listdir(executor.working_dir) == []
+            assert _job_directories(executor) == []
             channel.close()
+
+
+def _job_directories(executor: TaskExecutor) -> list[str]:
+    """The working directory's entries but its lock file (``working_directory.py``)."""
+    return [name for name in os.listdir(executor.working_dir) if name != LOCK_FILE]
 
 
 class TestProcessWatchdog:
