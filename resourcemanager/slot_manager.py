@@ -182,8 +182,9 @@ class DefaultSlotManager:
     def ensure_minimum(self) -> list[str]:
         """Lease TaskManagers until ``min`` are registered or pending; returns new lease ids."""
         with self._lock:
-            paused = self._clock() < self._leasing_resumes_at
-            leases = [] if paused else self._new_leases(self._min - self._live_count())
+            leases = (
+                [] if self._leasing_paused() else self._new_leases(self._min - self._live_count())
+            )
         self._start(leases)
         return leases
 
@@ -295,6 +296,11 @@ class DefaultSlotManager:
             f"; new leases wait {self._start_retry_interval_s:g} s" if paused else "",
             self._last_start_failure,
         )
+
+    def _leasing_paused(self) -> bool:
+        """Too many leases failed to start lately: none starts until the retry interval is
+        over (the maintenance loop serves the queue again then)."""
+        return self._clock() < self._leasing_resumes_at
 
     def _recent_start_failures(self, now: float) -> int:
         while self._start_failures and self._start_failures[0] <= now - _START_FAILURE_WINDOW_S:
@@ -453,8 +459,8 @@ class DefaultSlotManager:
         return sum(tm.free_slots for tm in self._task_managers.values() if not tm.releasing)
 
     def _leases_needed(self, short_slots: int) -> int:
-        if self._clock() < self._leasing_resumes_at:
-            return 0  # too many leases failed to start lately; the maintenance loop retries
+        if self._leasing_paused():
+            return 0
         pending_slots = len(self._pending_leases) * self._slots_per_tm
         wanted = math.ceil(max(0, short_slots - pending_slots) / self._slots_per_tm)
         room = self.max_task_managers - self._live_count()

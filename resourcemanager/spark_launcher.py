@@ -354,11 +354,11 @@ def lease_error(exc: BaseException) -> str:
 def _worker_start_error(lines: list[str]) -> str:
     """A Python worker that exited before it started: Spark quotes its stderr between
     ``Error from python worker:`` and ``PYTHONPATH was:``."""
-    starts = [i for i, line in enumerate(lines) if line.startswith("Error from python worker:")]
-    if not starts:
+    start = _line_with(lines, "Error from python worker:")
+    if start is None:
         return ""
     quoted = []
-    for line in lines[starts[0] + 1 :]:
+    for line in lines[start + 1 :]:
         if line.startswith(("PYTHONPATH was:", "org.apache.", "\tat ")):
             break
         quoted.append(line.strip())
@@ -367,11 +367,11 @@ def _worker_start_error(lines: list[str]) -> str:
 
 def _python_exception(lines: list[str]) -> str:
     """A Python exception on the executor: the line after its traceback's frames."""
-    starts = [i for i, line in enumerate(lines) if "Traceback (most recent call last):" in line]
-    if not starts:
+    start = _line_with(lines, "Traceback (most recent call last):")
+    if start is None:
         return ""
     exception = ""
-    for line in lines[starts[0] + 1 :]:
+    for line in lines[start + 1 :]:
         if line.startswith(("\tat ", " SQLSTATE")):
             break
         if line.startswith("  File "):
@@ -379,3 +379,7 @@ def _python_exception(lines: list[str]) -> str:
         elif line and not line.startswith(" ") and not exception:
             exception = line
     return exception
+
+
+def _line_with(lines: list[str], marker: str) -> int | None:
+    return next((i for i, line in enumerate(lines) if marker in line), None)
