@@ -91,6 +91,7 @@ class JobMaster(LeaderContender):
             on_restart=self._on_restart,
             security=self._security,
             confirm_leadership=self._confirm_leadership,
+            leadership_revoked=lambda: self._suspended,
             fencing_token=lambda: self._leader_token or "",
         )
         checkpointing = CheckpointingConfig.from_config(self._config)
@@ -500,7 +501,7 @@ class JobMaster(LeaderContender):
             if self._closed:
                 return
             self._closed = True
-        if not self.scheduler.status.is_globally_terminal_state():
+        if not self.scheduler.status.is_terminal_state():
             self.scheduler.cancel()
             self.scheduler.wait_terminated(30.0)
         self._stop_workers()

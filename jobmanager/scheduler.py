@@ -84,14 +84,22 @@ class DefaultScheduler:
         on_restart: Callable[[int], None] | None = None,
         security: SecurityConfig,
         confirm_leadership: Callable[[], bool] | None = None,
+        leadership_revoked: Callable[[], bool] = lambda: False,
         fencing_token: Callable[[], str] = lambda: "",
     ) -> None:
         """``on_restart(attempt_number)`` is called, under the scheduler's lock, when a
         restart has ended the failed attempt's tasks and is about to deploy attempt
         ``attempt_number`` (collect buffers drop what they held back for the old one).
-        ``confirm_leadership()`` is asked before each attempt is deployed: a JobMaster
-        that may have been deposed (paused past its ZooKeeper session) deploys nothing,
-        since restored tasks write to the job's sinks."""
+
+        ``confirm_leadership()`` asks the source of truth (ZooKeeper) whether this
+        JobMaster still leads; ``leadership_revoked()`` says whether it learned that it
+        does not. Both are asked, never under this scheduler's lock, before each attempt
+        is deployed (restored tasks write to the job's sinks) and before the job ends for
+        good: a JobMaster that may have been deposed (paused past its ZooKeeper session)
+        deploys nothing, and its job does not end FAILED, CANCELED or FINISHED here but
+        SUSPENDED (Flink's status for a job whose JobMaster lost its leadership): the job
+        is the next leader's, and nothing that follows a job's end (deleting its
+        checkpoints, dropping its graph, telling the client) happens."""
         self.graph = graph
         self._config = config
         self._jobmaster_address = jobmaster_address
@@ -99,6 +107,9 @@ class DefaultScheduler:
         self._on_status = on_status
         self._on_restart = on_restart
         self._confirm_leadership = confirm_leadership
+        self._leadership_revoked = leadership_revoked
+        # A thread waits for the verdict on leadership before the job ends (_conclude).
+        self._concluding = False
         self._lock = threading.RLock()
         self.status = JobStatus.CREATED
         self.failure_cause = ""
@@ -193,7 +204,7 @@ class DefaultScheduler:
         warned = False
         while not self._confirm_leadership():
             with self._lock:
-                if self.status is not JobStatus.RUNNING:
+                if self.status is not JobStatus.RUNNING or self._leadership_revoked():
                     return False
             if not warned:
                 logger.warning(
@@ -706,7 +717,7 @@ class DefaultScheduler:
 
     def cancel(self) -> None:
         with self._lock:
-            if self.status.is_globally_terminal_state() or self.status is JobStatus.CANCELLING:
+            if self.status.is_terminal_state() or self.status is JobStatus.CANCELLING:
                 return
             self._transition(JobStatus.CANCELLING)
             for ev in self.graph.all_executions():
@@ -726,7 +737,7 @@ class DefaultScheduler:
 
     def _fail_job(self, cause: str) -> None:
         with self._lock:
-            if self.status.is_globally_terminal_state():
+            if self.status.is_terminal_state():
                 return
             self.failure_cause = cause
             self._transition(JobStatus.FAILING)
@@ -801,21 +812,71 @@ class DefaultScheduler:
                 return
 
     def _check_terminal(self) -> None:
+        """Under the lock: end the job if every task has ended. With leader election the
+        end waits for the verdict on leadership, on a thread of its own (``_conclude``)."""
+        target = self._terminal_target()
+        if target is None:
+            return
+        if target is JobStatus.FAILED and self.status is JobStatus.RUNNING:
+            self.failure_cause = self.failure_cause or "tasks ended without finishing"
+        if self._confirm_leadership is None:
+            self._transition(target)
+        elif not self._concluding:
+            self._concluding = True
+            threading.Thread(
+                target=self._conclude, daemon=True, name=f"conclude-{self.job_id[:8]}"
+            ).start()
+
+    def _terminal_target(self) -> JobStatus | None:
+        """Under the lock: the status the job ends in now that its tasks' states are what
+        they are; None while a task has not ended or the job is not ending."""
         executions = self.graph.all_executions()
         if not all(ev.current.state.is_terminal for ev in executions):
-            return
+            return None
         if self.status is JobStatus.RUNNING and all(
             ev.current.state is ExecutionState.FINISHED for ev in executions
         ):
-            self._transition(JobStatus.FINISHED)
-        elif self.status is JobStatus.FAILING:
-            self._transition(JobStatus.FAILED)
-        elif self.status is JobStatus.CANCELLING:
-            stopped = self._stopped_with_savepoint
-            self._transition(JobStatus.FINISHED if stopped else JobStatus.CANCELED)
-        elif self.status is JobStatus.RUNNING:  # every task ended but not all finished
-            self.failure_cause = self.failure_cause or "tasks ended without finishing"
-            self._transition(JobStatus.FAILED)
+            return JobStatus.FINISHED
+        if self.status is JobStatus.FAILING:
+            return JobStatus.FAILED
+        if self.status is JobStatus.CANCELLING:
+            return JobStatus.FINISHED if self._stopped_with_savepoint else JobStatus.CANCELED
+        if self.status is JobStatus.RUNNING:  # every task ended but not all finished
+            return JobStatus.FAILED
+        return None
+
+    def _conclude(self) -> None:
+        """End the job once leadership is decided: confirmed, in its status; revoked, or
+        ZooKeeper's answer lost, SUSPENDED. While in doubt (the connection suspended) it
+        asks again; a session that expires ends the doubt with a revocation."""
+        assert self._confirm_leadership is not None
+        leading = self._confirm_leadership()
+        warned = False
+        while not leading and not self._leadership_revoked():
+            if not warned:
+                logger.warning(
+                    "job %s: leadership unconfirmed; the job ends once it is decided",
+                    self.job_id,
+                )
+                warned = True
+            time.sleep(_LEADERSHIP_POLL_S)  # polling interval; the confirmation decides
+            leading = self._confirm_leadership()
+        with self._lock:
+            self._concluding = False
+            target = self._terminal_target()
+            if target is None:  # restarted or suspended meanwhile
+                return
+            if leading:
+                self._transition(target)
+                return
+            logger.warning(
+                "job %s: this JobMaster no longer leads: the job is SUSPENDED here, not %s; "
+                "it was taken over by the new leader, which recovers it from its latest "
+                "checkpoint (nothing of the job's is deleted here)",
+                self.job_id,
+                target.name,
+            )
+            self._transition(JobStatus.SUSPENDED)
 
     def _transition(self, status: JobStatus) -> None:
         if status is self.status:
@@ -830,7 +891,7 @@ class DefaultScheduler:
         self.status = status
         with self._lock:
             self._changed.notify_all()
-        terminal = status.is_globally_terminal_state()
+        terminal = status.is_terminal_state()
         if terminal:
             self.end_time_ms = int(time.time() * 1000)
             with self._lock:

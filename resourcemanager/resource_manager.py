@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
@@ -151,6 +151,7 @@ class ResourceManager:
         # Set by leader election; until then (no election ran) every call is served.
         self._fenced = False
         self._leader_session: str | None = None
+        self._confirm_session: Callable[[str], bool] | None = None
         self._jobmaster_addresses: dict[JobId, str] = {}
         # Leases of TaskManagers declared lost: they may not register again (a few bytes
         # per lost TaskManager for the life of the cluster).
@@ -364,12 +365,34 @@ class ResourceManager:
         )
 
     # --- JobMaster side ------------------------------------------------------------------
-    def set_leader_session(self, fencing_token: str | None) -> None:
+    def set_leader_session(
+        self, fencing_token: str | None, confirm: Callable[[str], bool] | None = None
+    ) -> None:
         """The leader session this ResourceManager serves (None: it serves none, as
-        after its leadership ended). JobMasters send theirs with every slot call."""
+        after its leadership ended). JobMasters send theirs with every slot call.
+        ``confirm(token)`` asks the source of truth (ZooKeeper) whether that session
+        still leads; it is asked before a slot request may lease TaskManagers."""
         with self._lock:
             self._fenced = True
             self._leader_session = fencing_token
+            if confirm is not None:
+                self._confirm_session = confirm
+
+    def _check_leading(self, job_id: JobId) -> None:
+        """Raises LeaderLostError when this ResourceManager's leadership is not confirmed:
+        a deposed master (paused past its ZooKeeper session, not yet told) must not lease
+        TaskManagers for a job its successor runs. One ZooKeeper round trip."""
+        with self._lock:
+            fenced, session, confirm = self._fenced, self._leader_session, self._confirm_session
+        if not fenced:
+            return
+        if session is not None and (confirm is None or confirm(session)):
+            return
+        msg = (
+            f"job {job_id}: this ResourceManager no longer leads (leader session "
+            f"{(session or '-')[:8]} is over); no slot is given and no TaskManager leased"
+        )
+        raise LeaderLostError(msg)
 
     def check_fencing_token(self, job_id: str, fencing_token: str) -> None:
         """Raises LeaderLostError when a JobMaster's call comes from another leader
@@ -395,6 +418,7 @@ class ResourceManager:
         if request.count < 1:
             msg = f"job {request.job_id} asked for {request.count} slots; ask for at least 1"
             raise SlotAllocationError(msg)
+        self._check_leading(request.job_id)
         timeout_ms = request.timeout_ms or cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
         # The JobMaster withdraws its request at its own timeout and gets the reason; the
         # queue drops it only well after, if that withdrawal never came.

@@ -328,7 +328,14 @@ class CheckpointCoordinator:
                 "job %s: not triggering a checkpoint: not every task is running", self.job_id
             )
             return []
-        checkpoint_id = self._counter.get_and_increment()
+        try:
+            checkpoint_id = self._counter.get_and_increment()
+        except WeirError as exc:  # the counter lives in ZooKeeper under high availability
+            if savepoint is not None:
+                msg = f"no checkpoint id could be drawn for the savepoint: {exc}"
+                raise CheckpointError(msg) from exc
+            logger.warning("job %s: not triggering a checkpoint: %s", self.job_id, exc)
+            return []
         try:
             location: CheckpointStorageLocation
             if savepoint is not None:
@@ -937,12 +944,28 @@ class CheckpointCoordinator:
     # -- shutdown ------------------------------------------------------------------------
     def shutdown(self, job_status: JobStatus) -> None:
         """The job reached ``job_status``: stop triggering, abort what is in progress, and
-        keep or delete the retained checkpoints as the retention setting says."""
+        keep or delete the retained checkpoints as the retention setting says.
+
+        Deleting is irrevocable and the files may be another leader's: with leader
+        election, leadership is confirmed first (a ZooKeeper round trip, before the lock);
+        a JobMaster that no longer leads keeps every file, as ``suspend`` does."""
+        leading = self._confirm_leadership is None or self._confirm_leadership()
         with self._lock:
             if self._shut_down:
                 return
             self.stop_periodic_scheduler()
             self._shut_down = True
+            if not leading:
+                for pending in self._pending.values():
+                    pending.dispose()
+                self._pending.clear()
+                logger.warning(
+                    "job %s: keeping its checkpoints: this JobMaster no longer leads, and the "
+                    "job it saw %s was taken over by the new leader",
+                    self.job_id,
+                    job_status.name,
+                )
+                return
             for pending in list(self._pending.values()):
                 self._abort_locked(pending, f"the job is {job_status.name}", counted=False)
             retain = self.config.retention.retains_on(job_status)
@@ -954,3 +977,10 @@ class CheckpointCoordinator:
                 self.config.retention.name,
             )
             self._storage.discard_job(retain=retain)
+        # The job's entries in the HA store go with a globally terminal end (a retained
+        # checkpoint is resumed by its path); a fenced write, refused to a deposed leader.
+        try:
+            self._store.shutdown(job_status)
+            self._counter.shutdown(job_status)
+        except WeirError as exc:
+            logger.warning("job %s: its checkpoint pointers stay stored: %s", self.job_id, exc)

@@ -16,6 +16,7 @@ from weir.core.highavailability import (
     StandaloneHaServices,
 )
 from weir.core.ids import JobId
+from weir.core.job_status import JobStatus
 
 JOB = JobId("ab" * 16)
 
@@ -71,6 +72,42 @@ class TestCompletedCheckpointStore:
         assert store.add_checkpoint(pointer(3)) == [pointer(1)]
         assert store.get_all() == [pointer(2), pointer(3)]
         assert store.get_latest() == pointer(3)
+
+
+class TestShutdown:
+    """A job's counter and pointers go when it ends for good (Flink drops them from
+    ZooKeeper then), and stay when it is only suspended here (the next leader's)."""
+
+    @pytest.mark.parametrize("status", [JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.FAILED])
+    def test_a_globally_terminal_job_leaves_nothing(
+        self, services: HighAvailabilityServices, status: JobStatus
+    ):
+        counter = services.create_checkpoint_id_counter(JOB)
+        counter.set_count(5)
+        store = services.create_completed_checkpoint_store(JOB, max_retained=2)
+        store.add_checkpoint(pointer(4))
+        store.shutdown(status)
+        counter.shutdown(status)
+        assert store.get_all() == []
+        if isinstance(services, StandaloneHaServices):
+            return  # in memory: nothing outlives the objects
+        assert services.create_completed_checkpoint_store(JOB, max_retained=2).get_all() == []
+        assert services.create_checkpoint_id_counter(JOB).get() == 1
+
+    def test_a_suspended_job_keeps_its_counter_and_pointers(
+        self, services: HighAvailabilityServices
+    ):
+        counter = services.create_checkpoint_id_counter(JOB)
+        counter.set_count(5)
+        store = services.create_completed_checkpoint_store(JOB, max_retained=2)
+        store.add_checkpoint(pointer(4))
+        store.shutdown(JobStatus.SUSPENDED)
+        counter.shutdown(JobStatus.SUSPENDED)
+        again = services.create_completed_checkpoint_store(JOB, max_retained=2)
+        if not isinstance(services, StandaloneHaServices):
+            assert again.get_all() == [pointer(4)]
+            assert services.create_checkpoint_id_counter(JOB).get() == 5
+        assert store.get_all() == [pointer(4)]
 
 
 class TestJobGraphStore:

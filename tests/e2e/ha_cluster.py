@@ -63,6 +63,12 @@ class Master:
     def leading(self) -> bool:
         return "Weir master ready" in self.text()
 
+    def dispatcher_address(self) -> str:
+        """Where its Dispatcher serves since it last became leader (from its log)."""
+        found = re.findall(r"Weir master ready: Dispatcher at (\S+)", self.text())
+        assert found, "this master has not led yet"
+        return str(found[-1])
+
     def signal(self, signum: int) -> None:
         os.killpg(self.pid, signum)
 
@@ -142,12 +148,19 @@ class HaCluster:
             self.masters.append(Master(pid, self.log_dir / log_file, port))
         return self.masters
 
-    def start_master(self, host: Host | None = None) -> Master:
-        """A master on this machine's loopback, or inside ``host`` bound to its address."""
-        port = free_port()
-        log = self.root / f"master-{port}.log"
+    def start_master(
+        self, host: Host | None = None, *, port: int | None = None, **settings: str
+    ) -> Master:
+        """A master on this machine's loopback, or inside ``host`` bound to its address;
+        ``port`` its Dispatcher's (default: one free now; 0: any free when it leads, which
+        ``Master.dispatcher_address`` reads back); ``settings``
+        (``**{"key.name": value}``): keys of its own over the cluster's."""
+        port = free_port() if port is None else port
+        log = self.root / f"master-{port or uuid.uuid4().hex[:8]}.log"
         argv = [PYTHON, "-m", "weir.client.master_process", "--config-dir", str(self.conf_dir)]
         argv += ["--port", str(port)]
+        for key, value in settings.items():
+            argv += ["--set", f"{key}={value}"]
         if host is not None:
             argv = host.command([*argv, "--host", host.address])
         process = subprocess.Popen(
@@ -196,20 +209,29 @@ class HaCluster:
         return None
 
 
-def submit(cluster: HaCluster, records: int, host: Host | None = None) -> tuple[Path, Path]:
-    """Run the running-sum job detached (from ``host`` if given); its output and
-    checkpoint directories."""
+def submit(
+    cluster: HaCluster,
+    records: int,
+    host: Host | None = None,
+    interval_ms: int = 200,
+    checkpoint_dir: bool = True,
+) -> tuple[Path, Path]:
+    """Run the running-sum job detached (from ``host`` if given), checkpointing every
+    ``interval_ms`` (without ``checkpoint_dir``, into the JobMaster's storage); its
+    output and checkpoint directories."""
     out, checkpoints = cluster.root / "out", cluster.root / "chk"
+    storage = ["--checkpoints", str(checkpoints)] if checkpoint_dir else []
     submitted = cluster.weir(
         "run",
         "-d",
         str(RUNNING_SUM),
         "--output",
         str(out),
-        "--checkpoints",
-        str(checkpoints),
+        *storage,
         "--records",
         str(records),
+        "--interval",
+        str(interval_ms),
         host=host,
     )
     assert submitted.returncode == 0, submitted.stderr
@@ -220,8 +242,8 @@ def completed_checkpoints(log_text: str) -> int:
     return len(re.findall(r"checkpoint \d+ completed", log_text))
 
 
-def leader_and_standby(cluster: HaCluster) -> tuple[Master, Master]:
-    first = cluster.start_master()
+def leader_and_standby(cluster: HaCluster, **leader_settings: str) -> tuple[Master, Master]:
+    first = cluster.start_master(**leader_settings)
     wait_until(lambda: first.leading, MASTER_START_S, "the first master to lead")
     second = cluster.start_master()
     wait_until(lambda: "standby" in second.text(), MASTER_START_S, "the second master's standby")

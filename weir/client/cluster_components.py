@@ -155,10 +155,16 @@ class ClusterComponents:
                 self._standalone.resource_manager_address = rm_address
             # Published before the Dispatcher leads: the JobMasters of the jobs it recovers
             # find the ResourceManager through it.
-            self._rm_election = self._ha.get_resource_manager_leader_election()
-            self._rm_election.start(
+            election = self._ha.get_resource_manager_leader_election()
+            self._rm_election = election
+            resource_manager = self.resource_manager
+            election.start(
                 _PublishedAddress(
-                    "ResourceManager", rm_address, self.resource_manager.set_leader_session
+                    "ResourceManager",
+                    rm_address,
+                    lambda token: resource_manager.set_leader_session(
+                        token, election.confirm_leadership
+                    ),
                 )
             )
             self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)

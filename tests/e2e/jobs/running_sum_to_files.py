@@ -1,7 +1,7 @@
 """A checkpointed keyed running sum written by the exactly-once FileSink, paced so that
 the chaos test can kill TaskManagers while it runs. Fixed-delay restarts.
 
-    weir run -d tests/e2e/jobs/running_sum_to_files.py --output DIR --checkpoints DIR
+    weir run -d tests/e2e/jobs/running_sum_to_files.py --output DIR [--checkpoints DIR]
 """
 
 import argparse
@@ -27,8 +27,11 @@ class Paced(MapFunction):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--output", required=True)
-    parser.add_argument("--checkpoints", required=True)
+    parser.add_argument(
+        "--checkpoints", help="checkpoint directory; none: the JobMaster keeps them (jobmanager)"
+    )
     parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--interval", type=int, default=200, help="checkpoint interval, ms")
     args = parser.parse_args()
     configuration = Configuration()
     configuration.set_string("restart-strategy.type", "fixed-delay")
@@ -36,8 +39,9 @@ if __name__ == "__main__":
     configuration.set_string("restart-strategy.fixed-delay.delay", "100 ms")
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(2)
-    env.enable_checkpointing(200)
-    env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{args.checkpoints}")
+    env.enable_checkpointing(args.interval)
+    if args.checkpoints:
+        env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{args.checkpoints}")
     sink = (
         FileSink.for_row_format(f"file://{args.output}", Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())

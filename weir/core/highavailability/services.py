@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from weir.core.ids import JobId
+from weir.core.job_status import JobStatus
 
 
 class LeaderContender(abc.ABC):
@@ -93,6 +94,10 @@ class CheckpointIdCounter(abc.ABC):
     @abc.abstractmethod
     def set_count(self, count: int) -> None: ...
 
+    def shutdown(self, job_status: JobStatus) -> None:  # noqa: B027 (nothing kept outside)
+        """The job ended in ``job_status``: a globally terminal job's counter is dropped
+        (Flink's ``CheckpointIDCounter.shutdown``); kept otherwise, for the next leader."""
+
 
 @dataclass(frozen=True, slots=True)
 class CompletedCheckpointPointer:
@@ -117,6 +122,12 @@ class CompletedCheckpointStore(abc.ABC):
 
     @abc.abstractmethod
     def get_all(self) -> list[CompletedCheckpointPointer]: ...
+
+    def shutdown(self, job_status: JobStatus) -> None:  # noqa: B027 (nothing kept outside)
+        """The job ended in ``job_status``: a globally terminal job's pointers are dropped
+        (the checkpoints themselves are kept or deleted by the coordinator, as the
+        retention setting says; a retained one is found by its path); kept otherwise, for
+        the next leader (Flink's ``CompletedCheckpointStore.shutdown``)."""
 
 
 class HighAvailabilityServices(abc.ABC):

@@ -23,6 +23,7 @@ from weir.core.highavailability.services import (
     LeaderRetrievalService,
 )
 from weir.core.ids import JobId
+from weir.core.job_status import JobStatus
 
 DEFAULT_FENCING_TOKEN = "00000000000000000000000000000000"  # noqa: S105 (not a secret)
 
@@ -113,6 +114,11 @@ class StandaloneCompletedCheckpointStore(CompletedCheckpointStore):
     def get_all(self) -> list[CompletedCheckpointPointer]:
         with self._lock:
             return list(self._pointers)
+
+    def shutdown(self, job_status: JobStatus) -> None:
+        if job_status.is_globally_terminal_state():
+            with self._lock:
+                self._pointers = []
 
 
 class StandaloneHaServices(HighAvailabilityServices):

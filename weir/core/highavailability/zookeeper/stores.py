@@ -35,6 +35,7 @@ from weir.core.highavailability.zookeeper.client import (
 )
 from weir.core.highavailability.zookeeper.leader_latch import ZooKeeperLeaderLatch
 from weir.core.ids import JobId
+from weir.core.job_status import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,17 @@ def _set_data(path: str, data: bytes, version: int, transaction: Any) -> None:
     transaction.set_data(path, data, version)
 
 
+def _delete_fenced(latch: ZooKeeperLeaderLatch, token: TokenProvider, path: str) -> None:
+    """Delete ``path`` in a fenced write (LeaderLostError when this master no longer
+    leads); a node already gone is no error."""
+    from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
+
+    try:
+        latch.guarded_transaction(token(), lambda t: t.delete(path))
+    except NoNodeError:
+        pass  # gone already: what was asked
+
+
 class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
     """The next checkpoint id of a job in one node, advanced by compare-and-set."""
 
@@ -141,7 +153,16 @@ class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
                 pass  # another contender of the same leadership created it first
 
     def _read(self) -> tuple[int, int]:
-        data, stat = self._client.get(self._path)
+        from kazoo.exceptions import KazooException  # noqa: PLC0415 (optional dependency)
+
+        try:
+            data, stat = self._client.get(self._path)
+        except KazooException as exc:
+            msg = (
+                f"the checkpoint id counter in ZooKeeper cannot be read ({type(exc).__name__}); "
+                "leadership is in doubt until ZooKeeper answers again"
+            )
+            raise LeaderLostError(msg) from exc
         return int(data), stat.version
 
     def _swap(self, update: Callable[[int], int]) -> int:
@@ -162,6 +183,10 @@ class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
 
     def get_and_increment(self) -> int:
         return self._swap(lambda value: value + 1)
+
+    def shutdown(self, job_status: JobStatus) -> None:
+        if job_status.is_globally_terminal_state():
+            _delete_fenced(self._latch, self._token, self._path)
 
     def get(self) -> int:
         return self._read()[0]
@@ -252,6 +277,13 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
     def get_latest(self) -> CompletedCheckpointPointer | None:
         with self._lock:
             return self._pointers[-1] if self._pointers else None
+
+    def shutdown(self, job_status: JobStatus) -> None:
+        if not job_status.is_globally_terminal_state():
+            return
+        with self._lock:
+            _delete_fenced(self._latch, self._token, self._path)
+            self._pointers = []
 
     def get_all(self) -> list[CompletedCheckpointPointer]:
         with self._lock:
