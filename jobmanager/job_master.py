@@ -117,7 +117,11 @@ class JobMaster(LeaderContender):
             self.checkpoint_coordinator = CheckpointCoordinator(
                 job_id=job_graph.job_id,
                 config=checkpointing,
-                storage=create_checkpoint_storage(self._config, job_graph.job_id),
+                storage=create_checkpoint_storage(
+                    self._config,
+                    job_graph.job_id,
+                    metadata_dir=ha_services.completed_checkpoint_dir(),
+                ),
                 id_counter=ha_services.create_checkpoint_id_counter(job_graph.job_id),
                 store=ha_services.create_completed_checkpoint_store(
                     job_graph.job_id, checkpointing.num_retained

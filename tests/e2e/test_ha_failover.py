@@ -103,6 +103,29 @@ def test_the_leader_is_killed_and_the_standby_finishes_the_job_exactly_once(
 
 @pytest.mark.spark
 @pytest.mark.timeout(600)
+def test_checkpoints_kept_by_the_job_master_survive_the_leader(ha_cluster: HaCluster):
+    """A job with checkpointing on but no checkpoint directory (the JobMaster keeps its
+    checkpoints, state inline): under high availability they are written to
+    high-availability.storageDir, so the standby recovers the job from the latest one
+    after the leader is SIGKILLed, with exactly the failure-free output."""
+    records = 8_000
+    leader, standby = leader_and_standby(ha_cluster)
+    out, _ = submit(ha_cluster, records, checkpoint_dir=False)
+    target = random.randint(1, 4)
+    wait_until(lambda: completed_checkpoints(leader.text()) >= target, JOB_S, "checkpoints")
+    assert "reached FINISHED" not in leader.text(), "the job ended before the kill"
+    leader.kill()
+    wait_until(lambda: "recovering from checkpoint" in standby.text(), JOB_S, "the recovery")
+    recovered = standby.text()
+    assert f"file://{ha_cluster.root}/ha/" in recovered, "not recovered from HA storage"
+    wait_until(lambda: "reached FINISHED" in standby.text(), JOB_S, "the job to be FINISHED")
+    assert committed(out) == expected_running_sums(records)
+    # The job ended for good: nothing of it stays in HA storage.
+    assert not list((ha_cluster.root / "ha").rglob("_metadata"))
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
 def test_the_leader_stopped_gracefully_hands_the_job_to_the_standby(ha_cluster: HaCluster):
     """The leader gets SIGTERM (to its whole process group, as systemd stops a service)
     after a random number of checkpoints: it gives up leadership and stops its services

@@ -429,12 +429,18 @@ def read_metadata_at(pointer: str) -> bytes:
     return _read_file(str(fs.unstrip_protocol(path)))
 
 
-def create_checkpoint_storage(config: Mapping[str, str], job_id: JobId) -> CheckpointStorage:
-    """The storage ``execution.checkpointing.storage`` and ``.dir`` ask for."""
+def create_checkpoint_storage(
+    config: Mapping[str, str], job_id: JobId, *, metadata_dir: str | None = None
+) -> CheckpointStorage:
+    """The storage ``execution.checkpointing.storage`` and ``.dir`` ask for.
+
+    ``metadata_dir`` (the JobMaster's, under high availability): where a ``jobmanager``
+    storage with no directory of its own writes ``_metadata``, state inline, instead of
+    keeping it in memory, so that a new leader restores it."""
     directory = cfg.get_with_deprecated_keys(config, cfg.CHECKPOINTING_DIR)
     kind = cfg.get(config, cfg.CHECKPOINTING_STORAGE) or (
         "filesystem" if directory else "jobmanager"
     )
     if kind == "filesystem":
         return FileSystemCheckpointStorage(directory, job_id)
-    return JobManagerCheckpointStorage(job_id, directory or None)
+    return JobManagerCheckpointStorage(job_id, directory or metadata_dir or None)

@@ -157,5 +157,12 @@ class HighAvailabilityServices(abc.ABC):
         self, job_id: JobId, max_retained: int
     ) -> CompletedCheckpointStore: ...
 
+    def completed_checkpoint_dir(self) -> str | None:
+        """Where a JobMaster writes the ``_metadata`` of checkpoints it would otherwise keep
+        only in its memory (``execution.checkpointing.storage: jobmanager``, state inline),
+        so that the next leader can restore them (Flink writes completed checkpoints to
+        ``high-availability.storageDir``); None when nothing outlives the master."""
+        return None
+
     @abc.abstractmethod
     def close(self) -> None: ...

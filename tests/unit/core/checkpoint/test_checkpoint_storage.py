@@ -272,3 +272,22 @@ def test_factory_picks_the_storage_from_the_config(tmp_path):
     assert isinstance(jm, JobManagerCheckpointStorage)
     with pytest.raises(ConfigurationError, match=r"execution\.checkpointing\.dir"):
         create_checkpoint_storage({"execution.checkpointing.storage": "filesystem"}, JOB)
+
+
+def test_a_metadata_dir_keeps_jobmanager_checkpoints_for_the_next_leader(checkpoints_dir):
+    """Under high availability a JobMaster's in-memory checkpoints are written to the HA
+    storage directory: another JobMaster (the next leader) reads them back."""
+    storage = create_checkpoint_storage({}, JOB, metadata_dir=checkpoints_dir)
+    assert isinstance(storage, JobManagerCheckpointStorage)
+    location = storage.init_checkpoint(3)
+    handle = location.write_state("s", b"state")
+    assert handle.inline is not None  # the state still travels inline, with the metadata
+    pointer = storage.write_metadata(3, b"meta with inline state")
+    assert not pointer.startswith("jobmanager://")
+    next_leader = create_checkpoint_storage({}, JOB, metadata_dir=checkpoints_dir)
+    assert next_leader.read_metadata(pointer) == b"meta with inline state"
+    # A directory of the job's own wins over the HA directory.
+    own = create_checkpoint_storage(
+        {"execution.checkpointing.dir": f"{checkpoints_dir}/own"}, JOB, metadata_dir="x"
+    )
+    assert f"/own/{JOB}/chk-1/" in own.write_metadata(1, b"m")

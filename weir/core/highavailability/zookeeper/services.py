@@ -107,6 +107,9 @@ class ZooKeeperHaServices(HighAvailabilityServices):
             self.client, self.latch, self._token, job_id, max_retained
         )
 
+    def completed_checkpoint_dir(self) -> str | None:
+        return f"{self._storage_dir}/completedCheckpoints"
+
     def close(self) -> None:
         if self._contending:
             self.latch.stop()
