@@ -55,9 +55,17 @@ class _PendingSlotRequest:
     slots: Future[list[SlotInfo]]
 
 
-# Tasks that do not confirm a cancel within this time (their TaskManager is unreachable)
-# are taken as cancelled, so a job always reaches a terminal status.
+# A restart does not wait longer than this for the failed attempt's tasks to confirm their
+# cancellation: the next attempt goes to other slots, and the old slots stay RELEASING on
+# their TaskExecutors until those tasks end (availability first, as after a TaskManager
+# loss).
 CANCEL_CONFIRM_TIMEOUT_S = 15.0
+# A cancelled job stays CANCELLING until every task has ended, as in Flink: a task whose
+# user code ignores interrupts ends with its TaskManager at task.cancellation.timeout (the
+# TaskManager's watchdog), which the ResourceManager notices within heartbeat.timeout. A
+# task still unconfirmed after both, and this much more, lost its report on the way: it
+# is taken as cancelled so the job ends.
+_CANCEL_REPORT_GRACE_S = 10.0
 # RPCs to TaskExecutors are short control messages; a peer that needs longer is gone.
 TASK_RPC_TIMEOUT_S = 10.0
 # While its leadership is unconfirmed (ZooKeeper unreachable or the session in doubt) a
@@ -117,6 +125,15 @@ class DefaultScheduler:
         self.end_time_ms = 0
         self._slots: list[SlotInfo] = []
         self._cancel_deadline: float | None = None
+        cancellation_timeout_ms = cfg.get(config, cfg.TASK_CANCELLATION_TIMEOUT)
+        # None: task.cancellation.timeout 0, no watchdog: a stuck task holds the job
+        # CANCELLING until its TaskManager is lost (Flink's behaviour).
+        self._cancel_confirm_timeout_s: float | None = (
+            (cancellation_timeout_ms + cfg.get(config, cfg.HEARTBEAT_TIMEOUT)) / 1000
+            + _CANCEL_REPORT_GRACE_S
+            if cancellation_timeout_ms > 0
+            else None
+        )
         self._thread: threading.Thread | None = None
         self._terminated = threading.Event()
         self._changed = threading.Condition(self._lock)
@@ -351,6 +368,26 @@ class DefaultScheduler:
             ev = self.graph.find(attempt_id)
             if ev is None or ev.current.state.is_terminal:
                 return False
+            if ev.current.state is ExecutionState.CANCELING:
+                if not state.is_terminal:
+                    return False  # a report sent before the cancel reached the task
+                if state is ExecutionState.FAILED and self.status is JobStatus.CANCELLING:
+                    # Its job is being cancelled: what it failed on is the cancellation's
+                    # doing (an input released by a cancelled producer), not a cause
+                    # (Flink's Execution ends CANCELED when it fails while CANCELING).
+                    lines = (cause or "").strip().splitlines()
+                    logger.info(
+                        "job %s: %s ended while being cancelled (%s); it is CANCELED",
+                        self.job_id,
+                        ev.task_name,
+                        lines[-1] if lines else "no cause given",
+                    )
+                    state, cause = ExecutionState.CANCELED, None
+            if state is ExecutionState.CANCELED and self._stopped_with_savepoint:
+                # Stopped after its terminating savepoint completed (and its sinks were
+                # told to commit it): nothing is left for it to do, and it is FINISHED,
+                # as flink stop reports every task of the job.
+                state = ExecutionState.FINISHED
             ev.current.transition(state)
             if io_metrics is not None:
                 ev.current.io_metrics = io_metrics
@@ -757,9 +794,16 @@ class DefaultScheduler:
         ]
 
     def _cancel_all_tasks(self) -> None:
-        """Ask every running task to cancel (from a helper thread: RPCs off the lock)."""
+        """Under the lock: mark every deployed task that has not ended CANCELING and ask it
+        to cancel (from a helper thread: RPCs off the lock). The job's status waits for
+        each task's own report of its end."""
         targets = self._cancel_targets()
-        self._cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
+        cancelled = {attempt for attempt, _ in targets}
+        for ev in self.graph.all_executions():
+            if ev.current.attempt_id in cancelled:
+                ev.current.transition(ExecutionState.CANCELING)
+        timeout_s = self._cancel_confirm_timeout_s
+        self._cancel_deadline = None if timeout_s is None else time.monotonic() + timeout_s
         threading.Thread(
             target=self._send_cancels,
             args=(targets,),
@@ -795,7 +839,9 @@ class DefaultScheduler:
             self.update_task_state(outcome.attempt_id, ExecutionState.CANCELED, None)
 
     def _await_cancels(self) -> None:
-        deadline = self._cancel_deadline or time.monotonic()
+        deadline = self._cancel_deadline
+        if deadline is None:
+            return  # no watchdog: the tasks' reports, or their TaskManagers' loss, end it
         while not self._terminated.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
                 with self._lock:
