@@ -16,8 +16,8 @@ from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointMetrics,
     CheckpointStatsSnapshot,
+    TaskStateSnapshot,
     create_checkpoint_storage,
-    decode_task_state,
 )
 from weir.core.checkpoint.savepoint_storage import (
     new_savepoint_directory,
@@ -271,14 +271,15 @@ class JobMaster(LeaderContender):
 
     # -- called by the servicer --------------------------------------------------------
     def update_task_execution_state(
-        self, attempt_id: str, state: str, cause: str, io_metrics: IOMetricsInfo | None = None
+        self,
+        attempt_id: str,
+        state: ExecutionState,
+        cause: str,
+        io_metrics: IOMetricsInfo | None = None,
     ) -> bool:
-        execution_state = ExecutionState(state)
-        if execution_state.is_terminal:
+        if state.is_terminal:
             self.kv_state_locations.attempt_ended(attempt_id)
-        return self.scheduler.update_task_state(
-            attempt_id, execution_state, cause or None, io_metrics
-        )
+        return self.scheduler.update_task_state(attempt_id, state, cause or None, io_metrics)
 
     def push_collect(
         self,
@@ -321,12 +322,15 @@ class JobMaster(LeaderContender):
         return buffer.fetch(max(1, max_batches), timeout)
 
     def acknowledge_checkpoint(
-        self, attempt_id: str, checkpoint_id: int, task_state: bytes, metrics: CheckpointMetrics
+        self,
+        attempt_id: str,
+        checkpoint_id: int,
+        snapshot: TaskStateSnapshot,
+        metrics: CheckpointMetrics,
     ) -> None:
         coordinator = self.checkpoint_coordinator
         if coordinator is None:
             return
-        snapshot = decode_task_state(task_state)
         self._ack_worker.submit(
             coordinator.receive_acknowledge,
             ExecutionAttemptId(attempt_id),

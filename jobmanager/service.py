@@ -1,11 +1,14 @@
-"""The JobMaster's gRPC face: decodes requests, calls the JobMaster, encodes answers."""
+"""The JobMaster's gRPC face: decodes requests, calls the JobMaster, encodes answers. A
+field it cannot decode answers INVALID_ARGUMENT naming it (``rpc.decode_field``)."""
 
 from __future__ import annotations
 
 import grpc
 
-from weir.core.checkpoint import CheckpointMetrics
+from weir.core import rpc
+from weir.core.checkpoint import CheckpointMetrics, decode_task_state
 from weir.core.checkpoint.checkpoint_stats_codec import encode_checkpoint_stats
+from weir.core.deployment import ExecutionState
 from weir.core.errors import JobNotFoundError
 from weir.core.job_info import IOMetricsInfo
 from weir.core.rpc import translate_server_errors
@@ -35,7 +38,10 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
             IOMetricsInfo.from_proto(request.io_metrics) if request.HasField("io_metrics") else None
         )
         accepted = self._jm.update_task_execution_state(
-            request.execution_attempt_id, request.state, request.failure_cause, io_metrics
+            request.execution_attempt_id,
+            rpc.decode_field("state", ExecutionState, request.state),
+            request.failure_cause,
+            io_metrics,
         )
         return common_pb2.Ack(ok=accepted)
 
@@ -101,7 +107,7 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
         self._jm.acknowledge_checkpoint(
             request.execution_attempt_id,
             request.checkpoint_id,
-            request.task_state,
+            rpc.decode_field("task_state", decode_task_state, request.task_state),
             CheckpointMetrics(
                 sync_duration_ms=m.sync_duration_ms,
                 async_duration_ms=m.async_duration_ms,

@@ -177,7 +177,7 @@ class ResourceManagerServicer(resourcemanager_pb2_grpc.ResourceManagerServicer):
     ) -> common_pb2.TaskManagerFileResponse:
         found = self._rm.request_task_manager_file(
             ResourceId(request.resource_id),
-            TaskManagerFileType(request.file_type),
+            rpc.decode_field("file_type", TaskManagerFileType, request.file_type),
             request.max_bytes,
         )
         return common_pb2.TaskManagerFileResponse(

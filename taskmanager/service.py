@@ -16,6 +16,7 @@ from weir.core.checkpoint import (
     CheckpointMetrics,
     CheckpointType,
     TaskStateSnapshot,
+    decode_task_state,
     encode_task_state,
 )
 from weir.core.deployment_codec import decode_deployment
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 
 
 class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
-    """Decodes each request, calls the TaskExecutor, encodes its answer."""
+    """Decodes each request, calls the TaskExecutor, encodes its answer. A field it cannot
+    decode answers INVALID_ARGUMENT naming it (``rpc.decode_field``)."""
 
     def __init__(self, task_executor: TaskExecutor) -> None:
         self._te = task_executor
@@ -66,7 +68,14 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     def SubmitTask(
         self, request: taskexecutor_pb2.SubmitTaskRequest, context: grpc.ServicerContext
     ) -> common_pb2.Ack:
-        self._te.submit_task(decode_deployment(request.deployment), request.jobmaster_address)
+        deployment = rpc.decode_field("deployment", decode_deployment, request.deployment)
+        if request.deployment.has_restored_state:
+            # Decoded here only to refuse what is no task state before anything is deployed;
+            # the descriptor carries the bytes on, and the task decodes them as it restores.
+            rpc.decode_field(
+                "deployment.restored_state", decode_task_state, request.deployment.restored_state
+            )
+        self._te.submit_task(deployment, request.jobmaster_address)
         return common_pb2.Ack(ok=True)
 
     @rpc.translate_server_errors
@@ -80,7 +89,11 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     def TriggerCheckpoint(
         self, request: taskexecutor_pb2.TriggerCheckpointRequest, context: grpc.ServicerContext
     ) -> common_pb2.Ack:
-        checkpoint_type = CheckpointType(request.options.checkpoint_type or "CHECKPOINT")
+        checkpoint_type = rpc.decode_field(
+            "options.checkpoint_type",
+            CheckpointType,
+            request.options.checkpoint_type or "CHECKPOINT",
+        )
         found = self._te.trigger_checkpoint(
             ExecutionAttemptId(request.execution_attempt_id),
             request.checkpoint_id,
@@ -114,7 +127,8 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
         self, request: common_pb2.TaskManagerFileRequest, context: grpc.ServicerContext
     ) -> common_pb2.TaskManagerFileResponse:
         found = self._te.request_file_upload(
-            TaskManagerFileType(request.file_type), request.max_bytes
+            rpc.decode_field("file_type", TaskManagerFileType, request.file_type),
+            request.max_bytes,
         )
         return common_pb2.TaskManagerFileResponse(
             content=found.content, truncated=found.truncated, path=found.path

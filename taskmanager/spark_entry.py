@@ -2,8 +2,8 @@
 
 ``run_task_manager`` starts a TaskExecutor in the executor's Python worker, watches the
 worker's parent process and SIGTERM, and returns (one summary line) only when the
-TaskExecutor stops: a Stop RPC, a lost ResourceManager, a dead parent, SIGTERM. It is a
-plain module-level function, so Spark's pickling refers to it by name.
+TaskExecutor stops: a Stop RPC, a lost ResourceManager, a failed data plane, a dead parent,
+SIGTERM. It is a plain module-level function, so Spark's pickling refers to it by name.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@ ResourceManager and its state reports to JobMasters.
 
 Lifecycle: ``start()`` opens the network environment and the gRPC server and registers
 with the ResourceManager; ``wait()`` blocks until a Stop RPC, a lost ResourceManager
-(no successful heartbeat for ``heartbeat.timeout``) or ``stop()``; ``close()`` cancels the
-tasks and leaves no thread, socket, server or working directory behind (a Spark Python
-worker is reused for later tasks). Anything may call ``stop()``; ``close()`` belongs to
-the thread that started it.
+(no successful heartbeat for ``heartbeat.timeout``), a failed data plane or ``stop()``;
+``close()`` cancels the tasks and leaves no thread, socket, server or working directory
+behind (a Spark Python worker is reused for later tasks). Anything may call ``stop()``;
+``close()`` belongs to the thread that started it.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ class TaskExecutor:
             bind_host = self.config.bind_host or self.host
             network = self._network_factory(self.resource_id, bind_host, self.config.network)
             self._network = network
-            self.data_port = network.start()
+            self.data_port = network.start(self._on_network_failure)
             server = rpc.create_server(security=self._security)
             service.add_to_server(self, server)
             self.rpc_address = rpc.bind_in_range(
@@ -326,6 +326,18 @@ class TaskExecutor:
             self.rpc_address,
             self.data_port,
         )
+
+    def _on_network_failure(self, reason: str) -> None:
+        """The data plane's fatal error handler (on its I/O thread, as it ends). Without
+        it this TaskManager can neither send its tasks' output nor read their input, yet
+        it would go on heart-beating: it stops instead, so that its lease ends and the
+        ResourceManager replaces it, and its tasks' jobs fail over elsewhere."""
+        logger.error(
+            "TaskManager %s lost its data plane (%s); stopping so that it is replaced",
+            self.resource_id,
+            reason,
+        )
+        self.stop(f"its data plane failed: {reason}")
 
     def request_file_upload(
         self, file_type: TaskManagerFileType, max_bytes: int

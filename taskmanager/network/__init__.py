@@ -2,6 +2,7 @@
 
 from weir.taskmanager.network.api import (
     BufferKind,
+    FatalErrorHandler,
     InputGate,
     InputGateStats,
     NetworkConfig,
@@ -18,6 +19,7 @@ __all__ = [
     "BufferKind",
     "DefaultInputGate",
     "DefaultNetworkEnvironment",
+    "FatalErrorHandler",
     "InputGate",
     "InputGateStats",
     "NetworkConfig",

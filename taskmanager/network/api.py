@@ -13,6 +13,7 @@ a lock per record; at most one per buffer.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,6 +32,12 @@ class BufferKind(enum.IntEnum):
     """A task event that overtook the data queued ahead of it (an unaligned checkpoint
     barrier, sent with ``emit_priority_event``). Priority events keep their order among
     themselves; the task treats one like any EVENT."""
+
+
+FatalErrorHandler = Callable[[str], None]
+"""Told, once and with the reason, that a network environment can no longer move data
+(Flink's ``FatalErrorHandler``): called on the network's I/O thread as it ends, so it
+must only hand the news on (the TaskExecutor stops, and the ResourceManager replaces it)."""
 
 
 class PartitionClosedError(Exception):
@@ -191,8 +198,10 @@ class InputGate(Protocol):
 class NetworkEnvironment(Protocol):
     """One per TaskExecutor."""
 
-    def start(self) -> int:
-        """Bind the data server on the configured host; return its port."""
+    def start(self, on_fatal_error: FatalErrorHandler | None = None) -> int:
+        """Bind the data server on the configured host; return its port. If the I/O
+        thread ever ends without ``close`` (a bug: no peer's bytes can end it), its port
+        is closed and ``on_fatal_error`` is called once with the reason."""
         ...
 
     def create_result_partition(

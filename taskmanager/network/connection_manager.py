@@ -6,6 +6,12 @@ talk to it through a lock-free command deque plus a self-pipe wakeup; producers 
 "this subpartition became readable" the same way, once per transition rather than per
 buffer. One connection is opened per (consumer environment, producer environment) pair
 and every channel between them is multiplexed on it by the consumer's channel id.
+
+What one connection brings cannot end the thread: a frame the protocol does not allow
+(``DataProtocolError``), or any error that one connection's event runs into, closes that
+connection alone with one WARNING naming the peer. The thread serves every connection of
+its TaskManager; if it ends anyway, while nobody closed it, its owner's fatal error
+handler hears it once (the TaskManager then stops, so that it is replaced).
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from typing import Any
 from weir.core.deployment import ResultPartitionId
 from weir.core.errors import NetworkError, ProducerFailedError
 from weir.core.security import SecurityConfig
-from weir.taskmanager.network.api import BufferKind
+from weir.taskmanager.network.api import BufferKind, FatalErrorHandler
 from weir.taskmanager.network.frames import (
     HEADER,
     MAX_HANDSHAKE_PAYLOAD,
+    DataProtocolError,
     Frame,
     FrameDecoder,
     FrameType,
@@ -187,6 +194,7 @@ class ConnectionManager:
         self._thread: threading.Thread | None = None
         self._thread_id: int | None = None
         self._stopping = False
+        self._on_fatal_error: FatalErrorHandler | None = None
         self._clients: dict[tuple[str, int], _ClientConnection] = {}
         self._servers: set[_ServerConnection] = set()
         self._pumping: set[_ServerConnection] = set()
@@ -197,10 +205,14 @@ class ConnectionManager:
     def is_running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self) -> int:
+    def start(self, on_fatal_error: FatalErrorHandler | None = None) -> int:
+        """Bind the data server and start the I/O thread; returns the port. Should the
+        thread ever end while ``close`` was not called, ``on_fatal_error(reason)`` is
+        called once, on that thread, after its sockets are closed."""
         if self._thread is not None:
             msg = "the network environment was already started"
             raise NetworkError(msg)
+        self._on_fatal_error = on_fatal_error
         server = self._bind_server()
         self._server = server
         self._selector.register(self._wake_r, selectors.EVENT_READ, self._on_wake)
@@ -283,6 +295,7 @@ class ConnectionManager:
 
     def _run(self) -> None:
         self._thread_id = threading.get_ident()
+        cause = "it ended unexpectedly"
         try:
             while not self._stopping:
                 # Readers left in a queue by a full round must not wait for an event.
@@ -295,9 +308,24 @@ class ConnectionManager:
                 self._pump()
         except Exception as exc:  # the loop must never die silently: fail every consumer
             logger.exception("network I/O thread of %s failed", self._resource_id)
+            cause = f"it failed: {exc!r}"
             self._fail_all(f"the network I/O thread failed: {exc!r}")
         finally:
-            self._teardown()
+            try:
+                self._teardown()
+            finally:
+                if not self._stopping:
+                    self._report_death(f"the network I/O thread of {self._resource_id} {cause}")
+
+    def _report_death(self, reason: str) -> None:
+        handler = self._on_fatal_error
+        if handler is None:
+            return
+        try:
+            handler(reason)
+        except Exception:
+            # The thread is ending either way; the handler's own failure is all we can add.
+            logger.warning("the fatal error handler of %s failed", self._resource_id, exc_info=True)
 
     def _teardown(self) -> None:
         for client in list(self._clients.values()):
@@ -344,16 +372,25 @@ class ConnectionManager:
 
     def _on_server_event(self, conn: _ServerConnection) -> Callable[[Any, int], None]:
         def handle(_sock: Any, mask: int) -> None:
-            if mask & selectors.EVENT_READ and not self._read(conn, self._on_server_frames):
-                self._close_server_conn(conn)
-                return
-            if mask & selectors.EVENT_WRITE:
-                self._flush(conn)
+            try:
+                if mask & selectors.EVENT_READ and not self._read(conn, self._on_server_frames):
+                    self._close_server_conn(conn)
+                    return
+                if mask & selectors.EVENT_WRITE:
+                    self._flush(conn)
+            except Exception as exc:  # one connection's trouble: see _drop_broken
+                self._drop_broken(conn, exc)
 
         return handle
 
     def _on_client_event(self, conn: _ClientConnection) -> Callable[[Any, int], None]:
         def handle(sock: Any, mask: int) -> None:
+            try:
+                handle_event(sock, mask)
+            except Exception as exc:  # one connection's trouble: see _drop_broken
+                self._drop_broken(conn, exc)
+
+        def handle_event(sock: Any, mask: int) -> None:
             if not conn.connected and mask & selectors.EVENT_WRITE:
                 err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 if err:
@@ -371,8 +408,24 @@ class ConnectionManager:
 
         return handle
 
+    def _drop_broken(self, conn: _Connection, exc: Exception) -> None:
+        """Close a connection whose event raised ``exc``: a DataProtocolError (or another
+        NetworkError) says what its peer did wrong; anything else is an error of ours
+        that this peer's data ran into, logged with its traceback. Either way only this
+        connection goes: the thread serves every other connection of the TaskManager."""
+        unexpected = not isinstance(exc, NetworkError)
+        reason = f"unexpected error: {exc!r}" if unexpected else str(exc)
+        logger.warning(
+            "closing the data connection with %s: %s", conn.peer, reason, exc_info=unexpected
+        )
+        if isinstance(conn, _ClientConnection):
+            self._close_client(conn, reason, logged=True)
+        elif isinstance(conn, _ServerConnection):
+            self._close_server_conn(conn)
+
     def _read(self, conn: _Connection, dispatch: Callable[[Any, list[Frame]], None]) -> bool:
-        """Receive once and dispatch whole frames; False once the peer is gone."""
+        """Receive once and dispatch whole frames; False once the peer is gone. Raises
+        DataProtocolError for bytes the protocol does not allow."""
         if conn.tls is not None:
             return self._read_tls(conn, conn.tls, dispatch)
         try:
@@ -384,12 +437,7 @@ class ConnectionManager:
             return False
         if count == 0:
             return False
-        try:
-            frames = conn.decoder.commit(count)
-        except NetworkError as exc:
-            logger.warning("dropping the data connection with %s: %s", conn.peer, exc)
-            return False
-        dispatch(conn, frames)
+        dispatch(conn, conn.decoder.commit(count))
         return not conn.closed
 
     def _read_tls(
@@ -431,9 +479,6 @@ class ConnectionManager:
             return False
         except ssl.SSLError as exc:
             logger.warning("TLS error on the data connection with %s: %s", conn.peer, exc)
-            return False
-        except NetworkError as exc:
-            logger.warning("dropping the data connection with %s: %s", conn.peer, exc)
             return False
         if frames:
             dispatch(conn, frames)
@@ -700,7 +745,8 @@ class ConnectionManager:
         elif frame_type == FrameType.CLOSE:
             self._close_client(conn, "the producer closed the connection")
         else:
-            logger.warning("ignoring unexpected %s frame from %s", frame_type.name, conn.peer)
+            msg = f"a {frame_type.name} frame, which a producer never sends to a consumer"
+            raise DataProtocolError(msg)
 
     def _fail_channel(self, channel: RemoteInputChannel, reason: str) -> None:
         gate = channel.gate
@@ -712,7 +758,8 @@ class ConnectionManager:
         )
         gate.on_remote_error(channel, NetworkError(msg))
 
-    def _close_client(self, conn: _ClientConnection, reason: str) -> None:
+    def _close_client(self, conn: _ClientConnection, reason: str, *, logged: bool = False) -> None:
+        """Close ``conn`` and fail its channels; ``logged``: the caller already said why."""
         if conn.closed:
             return
         conn.closed = True
@@ -721,7 +768,7 @@ class ConnectionManager:
         self._unregister_and_close(conn)
         channels = list(conn.channels.values())
         conn.channels.clear()
-        if channels:
+        if channels and not logged:
             logger.warning(
                 "lost the data connection to %s with %d channel(s) open: %s",
                 conn.peer,
@@ -775,10 +822,20 @@ class ConnectionManager:
         elif frame_type == FrameType.CLOSE:
             self._close_server_conn(conn)
         else:
-            logger.warning("ignoring unexpected %s frame from %s", frame_type.name, conn.peer)
+            msg = (
+                f"a {frame_type.name} frame after the handshake; a consumer sends a "
+                "producer only partition requests, credits, cancels and CLOSE"
+            )
+            raise DataProtocolError(msg)
 
     def _on_partition_request(self, conn: _ServerConnection, frame: Frame) -> None:
         partition_id, index = decode_partition_request(frame.payload)
+        if frame.channel_id in conn.readers:
+            msg = (
+                f"a PARTITION_REQUEST frame for channel {frame.channel_id}, which this "
+                "connection already reads (a consumer numbers its channels once)"
+            )
+            raise DataProtocolError(msg)
         reader = _Reader(frame.channel_id, conn, partition_id, None)  # type: ignore[arg-type]
 
         def on_view_available(_view: SubpartitionView) -> None:

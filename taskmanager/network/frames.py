@@ -7,6 +7,11 @@ Every frame is a fixed 14-byte header followed by a payload::
 ``value`` is the backlog of a BufferResponse, the credits of a PartitionRequest or an
 AddCredit, and 0 otherwise. The channel id is chosen by the consuming side and is unique
 within its environment, so one TCP connection multiplexes any number of channels.
+
+Everything here reads bytes a peer chose: a decoder returns frames or raises
+``DataProtocolError`` (or ``HandshakeError`` for a refused first frame), naming the frame
+and what is wrong with it, and never anything else. The connection that received such
+bytes is closed; nothing else is touched.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ HEADER_SIZE = HEADER.size
 
 _REQUEST = struct.Struct(">Ii")
 """PartitionRequest payload prefix: subpartition index, edge index; the producer id follows."""
+
+MAX_PRODUCER_ID_BYTES = 256
+"""A producer id is an execution attempt id (32 hex digits); anything much longer is not
+one."""
 
 MAX_FRAME_PAYLOAD = MAX_FRAME_SIZE_CEILING
 """A larger length can only be a corrupt stream or a peer speaking another protocol: a
@@ -62,6 +71,34 @@ _HANDSHAKE = struct.Struct(">4sH")
 MAX_HANDSHAKE_PAYLOAD = 4096
 """Until its handshake is checked, a connection may announce no larger frame: a stranger
 cannot make the server allocate more than this."""
+
+
+class DataProtocolError(NetworkError):
+    """A peer sent bytes the data protocol does not allow: a frame announcing more than it
+    may, of an unknown type or kind, cut short, with a payload or value its type forbids,
+    or a frame out of place. The message names the frame and what was wrong."""
+
+
+_EMPTY_PAYLOAD = frozenset(
+    {FrameType.ADD_CREDIT, FrameType.CANCEL_PARTITION_REQUEST, FrameType.CLOSE}
+)
+
+
+def _check_frame(frame_type: FrameType, value: int, length: int) -> None:
+    """The rules a frame's header alone can be held to (its payload's contents are its
+    decoder's business); raises DataProtocolError."""
+    problem = ""
+    if frame_type in _EMPTY_PAYLOAD and length:
+        problem = f"carries a payload of {length} bytes; it has none"
+    elif frame_type == FrameType.ADD_CREDIT and value < 1:
+        problem = f"grants {value} credits; an AddCredit grants at least 1"
+    elif frame_type == FrameType.PARTITION_REQUEST and value < 0:
+        problem = f"grants {value} initial credits; at least 0"
+    elif frame_type == FrameType.BUFFER_RESPONSE and value < 0:
+        problem = f"announces a backlog of {value} buffers; at least 0"
+    if problem:
+        msg = f"a {frame_type.name} frame {problem}"
+        raise DataProtocolError(msg)
 
 
 class Frame(NamedTuple):
@@ -105,9 +142,29 @@ def encode_partition_request(
 
 
 def decode_partition_request(payload: bytes) -> tuple[ResultPartitionId, int]:
-    """``(partition_id, subpartition_index)`` of a PartitionRequest payload."""
+    """``(partition_id, subpartition_index)`` of a PartitionRequest payload; raises
+    DataProtocolError for one that is not."""
+    size = len(payload)
+    if size < _REQUEST.size:
+        msg = (
+            f"a PARTITION_REQUEST frame of {size} bytes: its payload holds at least "
+            f"{_REQUEST.size + 1} (subpartition index, edge index, producer id)"
+        )
+        raise DataProtocolError(msg)
     subpartition_index, edge_index = _REQUEST.unpack_from(payload)
-    producer = ExecutionAttemptId(payload[_REQUEST.size :].decode())
+    raw = payload[_REQUEST.size :]
+    if not raw or len(raw) > MAX_PRODUCER_ID_BYTES:
+        what = "no producer id" if not raw else f"a producer id of {len(raw)} bytes"
+        msg = (
+            f"a PARTITION_REQUEST frame with {what}; it names the producing execution "
+            f"attempt in 1 to {MAX_PRODUCER_ID_BYTES} bytes"
+        )
+        raise DataProtocolError(msg)
+    try:
+        producer = ExecutionAttemptId(raw.decode())
+    except UnicodeDecodeError as exc:
+        msg = f"a PARTITION_REQUEST frame whose producer id is not UTF-8: {exc}"
+        raise DataProtocolError(msg) from exc
     return ResultPartitionId(producer, edge_index), subpartition_index
 
 
@@ -122,10 +179,17 @@ class HandshakeError(NetworkError):
 
 def check_handshake(frame: Frame, token_matches: Callable[[bytes], bool]) -> None:
     """Raises HandshakeError saying what is wrong with a connection's first frame."""
-    if frame.frame_type != FrameType.HANDSHAKE or len(frame.payload) < _HANDSHAKE.size:
+    if frame.frame_type != FrameType.HANDSHAKE:
         msg = (
             f"the first frame is a {frame.frame_type.name} frame, not a handshake; the peer "
             "is not a Weir TaskManager of this version"
+        )
+        raise HandshakeError(msg)
+    if len(frame.payload) < _HANDSHAKE.size:
+        msg = (
+            f"the HANDSHAKE frame is cut short: {len(frame.payload)} bytes, not the "
+            f"{_HANDSHAKE.size} of magic and version at least; the peer is not a Weir "
+            "TaskManager of this version"
         )
         raise HandshakeError(msg)
     magic, version = _HANDSHAKE.unpack_from(frame.payload)
@@ -183,7 +247,8 @@ class FrameDecoder:
 
     def commit(self, count: int) -> list[Frame]:
         """Account for ``count`` bytes received into ``writable()``; return the frames
-        now complete, in order."""
+        now complete, in order. Raises DataProtocolError at the first frame the protocol
+        does not allow (the frames before it are lost with the connection)."""
         self._end += count
         frames: list[Frame] = []
         view = self._view
@@ -197,22 +262,30 @@ class FrameDecoder:
                     f"{self.max_payload}); the stream is corrupt or the peer is not a Weir "
                     "TaskManager"
                 )
-                raise NetworkError(msg)
-            total = HEADER_SIZE + length
-            if end - start < total:
-                self._need = total
-                break
-            payload = bytes(view[start + HEADER_SIZE : start + total]) if length else b""
+                raise DataProtocolError(msg)
+            # Judged from the header alone, before waiting for a payload it may not have.
             try:
-                frames.append(
-                    Frame(FrameType(frame_type), channel_id, value, BufferKind(kind), payload)
-                )
+                known_type, known_kind = FrameType(frame_type), BufferKind(kind)
             except ValueError as exc:
                 msg = (
                     f"received an unknown frame (type {frame_type}, kind {kind}); "
                     "the peer speaks another version of the data protocol"
                 )
-                raise NetworkError(msg) from exc
+                raise DataProtocolError(msg) from exc
+            # The common frames (a buffer with a backlog, a credit of 1 or more) skip
+            # the call: this runs once per frame on the I/O thread.
+            if (
+                value < 0
+                or (value == 0 and known_type is FrameType.ADD_CREDIT)
+                or (length and known_type in _EMPTY_PAYLOAD)
+            ):
+                _check_frame(known_type, value, length)
+            total = HEADER_SIZE + length
+            if end - start < total:
+                self._need = total
+                break
+            payload = bytes(view[start + HEADER_SIZE : start + total]) if length else b""
+            frames.append(Frame(known_type, channel_id, value, known_kind, payload))
             start += total
         else:
             self._need = HEADER_SIZE

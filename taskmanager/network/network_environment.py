@@ -20,7 +20,7 @@ import threading
 
 from weir.core.deployment import InputGateDescriptor, ResultPartitionDescriptor
 from weir.core.errors import ConfigurationError, NetworkError
-from weir.taskmanager.network.api import NetworkConfig
+from weir.taskmanager.network.api import FatalErrorHandler, NetworkConfig
 from weir.taskmanager.network.connection_manager import ConnectionManager
 from weir.taskmanager.network.input_channel import (
     InputChannel,
@@ -70,9 +70,9 @@ class DefaultNetworkEnvironment:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def start(self) -> int:
+    def start(self, on_fatal_error: FatalErrorHandler | None = None) -> int:
         self._check_open()
-        self.data_port = self._connections.start()
+        self.data_port = self._connections.start(on_fatal_error)
         return self.data_port
 
     def create_result_partition(self, descriptor: ResultPartitionDescriptor) -> ResultPartition:

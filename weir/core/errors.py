@@ -11,6 +11,7 @@ WeirError
 ├── TaskManagerLostError                   a TaskManager stopped heart-beating or died
 ├── TaskManagerNotFoundError (KeyError)    no registered TaskManager with that id
 ├── DeploymentVersionError                 a task deployment of another Weir version
+├── InvalidRequestError (ValueError)       a request carried a field its server cannot decode
 ├── RemoteError                            a gRPC call failed (mapped from grpc.StatusCode)
 │   ├── ServiceUnavailableError (ConnectionError)
 │   ├── RemoteTimeoutError (TimeoutError)
@@ -92,6 +93,16 @@ class TaskManagerNotFoundError(WeirError, KeyError):
 
 class DeploymentVersionError(WeirError):
     """A TaskManager refused a task deployment descriptor of another version."""
+
+
+class InvalidRequestError(WeirError, ValueError):
+    """A field of a request from another process holds what its server cannot decode (a
+    value of no known kind, bytes of another format). ``field`` is its path in the request
+    message, e.g. ``options.checkpoint_type``."""
+
+    def __init__(self, message: str, *, field: str = ""):
+        super().__init__(message)
+        self.field = field
 
 
 class RemoteError(WeirError):

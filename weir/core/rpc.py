@@ -2,7 +2,9 @@
 ``grpc.StatusCode`` becomes a Weir error (and back).
 
 Servicers raise Weir errors; ``translate_server_errors`` turns them into status codes
-with the message intact. Clients call through ``call()``, which maps every status code
+with the message intact. A servicer decodes each request field it turns into one of our
+types through ``decode_field``, so a value it cannot decode answers INVALID_ARGUMENT naming
+the field, never INTERNAL. Clients call through ``call()``, which maps every status code
 to one Weir error class (``raise ... from exc``), so no caller handles ``grpc.RpcError``.
 """
 
@@ -57,6 +59,7 @@ SLOT_PROTOCOL_VERSION = 2
 
 # Weir error class -> status code on the server side.
 _ERROR_TO_CODE: list[tuple[type[BaseException], grpc.StatusCode]] = [
+    (errors.InvalidRequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.JobNotFoundError, grpc.StatusCode.NOT_FOUND),
     (errors.TaskManagerNotFoundError, grpc.StatusCode.NOT_FOUND),
     (errors.InvalidJobIdError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -100,6 +103,7 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
     cls.__name__: cls
     for cls in (
         errors.ConfigurationError,
+        errors.InvalidRequestError,
         errors.JobGraphError,
         errors.JobSubmissionError,
         errors.JobNotFoundError,
@@ -120,6 +124,34 @@ _BY_NAME: dict[str, type[errors.WeirError]] = {
     )
 }
 _NAME_SEPARATOR = ": "
+
+
+def decode_field(field: str, decode: Callable[[Any], T], value: Any) -> T:
+    """``decode(value)`` for the request field at path ``field`` (``options.checkpoint_type``);
+    a value ``decode`` refuses (ValueError, or CorruptCheckpointError for an encoded task
+    state) becomes an InvalidRequestError naming the field, which answers INVALID_ARGUMENT.
+    Other errors pass: a DeploymentVersionError, say, is not about one field's value."""
+    try:
+        return decode(value)
+    except errors.InvalidRequestError:
+        raise  # a field inside this one, named already
+    except (ValueError, errors.CorruptCheckpointError) as exc:
+        msg = (
+            f"the request's field {field} cannot be decoded{_shown(value)}: {exc}; is the "
+            "caller a Weir process of this version?"
+        )
+        raise errors.InvalidRequestError(msg, field=field) from exc
+
+
+def _shown(value: Any) -> str:
+    """A short view of a field's value for a message ("" for a message-typed field)."""
+    if isinstance(value, bytes | bytearray):
+        head = bytes(value[:24])
+        return f" ({len(value)} bytes: {head!r}{'...' if len(value) > 24 else ''})"
+    if isinstance(value, str | int | float):
+        text = repr(value)
+        return f" ({text[:80]}{'...' if len(text) > 80 else ''})"
+    return ""
 
 
 def status_code_for(exc: BaseException) -> grpc.StatusCode:

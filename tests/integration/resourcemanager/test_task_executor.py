@@ -4,6 +4,7 @@ heartbeats, slots, Stop, and that a stopped TaskExecutor leaves no thread behind
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import signal
 import threading
@@ -14,7 +15,14 @@ import pytest
 from _rm_testing import TestingResourceManager, wait_until
 
 from weir.core import rpc
-from weir.core.deployment import TaskDeploymentDescriptor
+from weir.core.deployment import (
+    InputChannelDescriptor,
+    InputGateDescriptor,
+    ResultPartitionDescriptor,
+    ResultPartitionId,
+    TaskDeploymentDescriptor,
+    TaskManagerLocation,
+)
 from weir.core.deployment_codec import encode_deployment
 from weir.core.errors import (
     InvalidJobIdError,
@@ -23,9 +31,16 @@ from weir.core.errors import (
     TaskManagerLostError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, JobVertexId, OperatorId
-from weir.core.job_graph import JobVertex, OperatorDescriptor, OperatorKind
+from weir.core.job_graph import (
+    JobEdge,
+    JobVertex,
+    OperatorDescriptor,
+    OperatorKind,
+    PartitionerKind,
+)
 from weir.core.security import SecurityConfig
 from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
+from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig
 from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
 from weir.taskmanager.working_directory import LOCK_FILE
@@ -447,3 +462,50 @@ def test_binds_in_its_port_ranges_and_advertises_the_host_towards_the_resource_m
         data_ports = {r.data_port for r in registrations}
         assert len(rpc_ports) == 2 and rpc_ports <= set(range(first, first + 3))
         assert len(data_ports) == 2 and data_ports <= set(range(first + 3, last + 1))
+
+
+def test_stops_when_its_network_io_thread_dies(
+    resource_manager: TestingResourceManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A TaskManager whose data plane is gone cannot serve its tasks' consumers: it must
+    not go on heart-beating as if healthy. It stops on its own, so its lease ends and the
+    ResourceManager leases a replacement."""
+    networks: list[DefaultNetworkEnvironment] = []
+
+    def network(resource_id, host, config) -> DefaultNetworkEnvironment:
+        env = DefaultNetworkEnvironment(resource_id, host, config)
+        networks.append(env)
+        return env
+
+    edge = JobEdge(JobVertexId("a"), OperatorId("o"), JobVertexId("b"), 0, PartitionerKind.FORWARD)
+    pid = ResultPartitionId(ExecutionAttemptId("p" * 32), 0)
+    executor = TaskExecutor(CONFIG, resource_manager.address, network_factory=network)
+    try:
+        executor.start()
+        wait_until(lambda: resource_manager.heartbeats >= 1, "a first heartbeat")
+        (env,) = networks
+        # A bug where the I/O thread serves a partition: it raises where it never should.
+        writer = env.create_result_partition(ResultPartitionDescriptor(pid, edge, 1, (0,), 1, 128))
+
+        def poll(view: object) -> None:
+            raise RuntimeError("a bug in the partition")
+
+        writer.poll = poll  # type: ignore[method-assign]
+        writer.emit(0, b"x")
+        with DefaultNetworkEnvironment("c" * 32, "127.0.0.1", NetworkConfig()) as consumer:
+            consumer.start()
+            location = TaskManagerLocation(executor.resource_id, executor.host, executor.data_port)
+            channel = InputChannelDescriptor(pid, 0, location, False)
+            with caplog.at_level(logging.ERROR):
+                consumer.create_input_gate((InputGateDescriptor(0, edge, (channel,)),))
+                reason = executor.wait(60)
+        # Told by nobody: it stopped, and stopped heart-beating, on its own.
+        assert reason is not None
+        assert "data plane" in reason and "a bug in the partition" in reason
+        heartbeats = executor._heartbeat_thread
+        assert heartbeats is not None
+        heartbeats.join(60)
+        assert not heartbeats.is_alive()
+        assert [r for r in caplog.records if r.name == "weir.taskmanager.task_executor"]
+    finally:
+        executor.close()

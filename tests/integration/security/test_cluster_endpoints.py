@@ -387,3 +387,253 @@ def test_the_rest_api_is_https_and_asks_for_the_token(tls_cluster, certs) -> Non
     # Refusals left the job running.
     with _good_gateway(cluster, certs) as gateway:
         assert _running(gateway, job_id)
+
+
+# --- what an authenticated caller sends ------------------------------------------------------
+# A client of the cluster's CA with the token gets past authentication; a request field the
+# server cannot decode is then refused with INVALID_ARGUMENT naming the field, never
+# INTERNAL with a traceback, and the server serves on.
+
+GARBAGE = b"\x00\xffnot what this field holds\xfe"
+
+# Every bytes field of every request of every service, as ``(service, method, path)``, is
+# in exactly one of these tables: a new one fails test_every_bytes_field_is_classified
+# until it says which.
+DECODED_BYTES: dict[tuple[str, str, str], str] = {
+    # -> what the refusal names
+    ("Dispatcher", "SubmitJob", "job_graph"): "JobGraph",
+    ("JobMaster", "AcknowledgeCheckpoint", "task_state"): "task_state",
+    ("TaskExecutor", "SubmitTask", "deployment.restored_state"): "deployment.restored_state",
+}
+NOT_DECODED_BY_THE_RECEIVER: dict[tuple[str, str, str], str] = {
+    ("JobMaster", "PushCollectBatch", "batch"): (
+        "a collect sink's records: held for the client, which deserializes them"
+    ),
+    ("TaskExecutor", "SubmitTask", "deployment.vertex.operators.payload"): (
+        "a user function: unpickled only by the task that runs it, whose failure to do so "
+        "fails that task"
+    ),
+    ("TaskExecutor", "SubmitTask", "deployment.input_gates.edge.partitioner_payload"): (
+        "a user key selector: unpickled only by the task that runs it"
+    ),
+    ("TaskExecutor", "SubmitTask", "deployment.result_partitions.edge.partitioner_payload"): (
+        "a user key selector: unpickled only by the task that runs it"
+    ),
+    ("KvStateClientProxy", "GetKvState", "serialized_key"): (
+        "decoded by the queryable state proxy (decode_key), which refuses a key that is not "
+        "one with QueryableStateError"
+    ),
+    ("KvStateServer", "GetKvState", "serialized_key"): (
+        "decoded by the queryable state server (decode_key), which refuses a key that is not "
+        "one with QueryableStateError"
+    ),
+}
+
+
+def _bytes_fields(message: Any, prefix: str = "", depth: int = 0) -> Iterator[str]:
+    from google.protobuf.descriptor import FieldDescriptor
+
+    assert depth < 8, f"{prefix}: nested too deep (a recursive message?)"
+    for field in message.fields:
+        path = f"{prefix}{field.name}"
+        if field.type == FieldDescriptor.TYPE_BYTES:
+            yield path
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            yield from _bytes_fields(field.message_type, f"{path}.", depth + 1)
+
+
+def _request_bytes_fields() -> set[tuple[str, str, str]]:
+    from weir.proto import queryablestate_pb2
+
+    found = set()
+    for module in (
+        dispatcher_pb2,
+        jobmaster_pb2,
+        resourcemanager_pb2,
+        taskexecutor_pb2,
+        queryablestate_pb2,
+    ):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for method in service.methods:
+                for path in _bytes_fields(method.input_type):
+                    found.add((service.name, method.name, path))
+    return found
+
+
+def test_every_bytes_field_is_classified() -> None:
+    found = _request_bytes_fields()
+    assert not set(DECODED_BYTES) & set(NOT_DECODED_BY_THE_RECEIVER)
+    unclassified = found - set(DECODED_BYTES) - set(NOT_DECODED_BY_THE_RECEIVER)
+    assert not unclassified, (
+        f"{sorted(unclassified)}: say in DECODED_BYTES where the receiver decodes it (and "
+        "make a garbage value INVALID_ARGUMENT naming it), or in NOT_DECODED_BY_THE_RECEIVER "
+        "why it does not"
+    )
+    assert not (set(DECODED_BYTES) | set(NOT_DECODED_BY_THE_RECEIVER)) - found, "stale entries"
+
+
+def _decoding_attacks(
+    cluster: MiniCluster, job_id: str, certs
+) -> dict[str, tuple[str, Endpoint, Callable[[Any], Any], str]]:
+    """``name -> (address, endpoint, call, what the refusal names)``: each call carries
+    one field its server cannot decode, everything else in order."""
+    with _good_gateway(cluster, certs) as gateway:
+        details = gateway.job_details(job_id)
+        (tm,) = gateway.list_task_managers()
+    assert cluster.resource_manager is not None
+    rm = cluster.resource_manager.address
+    jm = details.jobmaster_address
+    attempt = details.tasks[0].execution_attempt_id
+    te, dispatcher = tm.rpc_address, cluster.address
+
+    def te_stub(ch):
+        return taskexecutor_pb2_grpc.TaskExecutorStub(ch)
+
+    def jm_stub(ch):
+        return jobmaster_pb2_grpc.JobMasterStub(ch)
+
+    bad_file = common_pb2.TaskManagerFileRequest(resource_id=tm.resource_id, file_type=7)
+    attacks = {
+        # Bytes fields the receiver decodes (DECODED_BYTES), one by one.
+        "Dispatcher.SubmitJob/job_graph": (
+            dispatcher,
+            Endpoint.REST,
+            lambda ch: dispatcher_pb2_grpc.DispatcherStub(ch).SubmitJob(
+                dispatcher_pb2.SubmitJobRequest(job_graph=GARBAGE), timeout=10
+            ),
+            DECODED_BYTES["Dispatcher", "SubmitJob", "job_graph"],
+        ),
+        "JobMaster.AcknowledgeCheckpoint/task_state": (
+            jm,
+            Endpoint.INTERNAL,
+            lambda ch: jm_stub(ch).AcknowledgeCheckpoint(
+                jobmaster_pb2.AcknowledgeCheckpointRequest(
+                    job_id=job_id, execution_attempt_id=attempt, checkpoint_id=1, task_state=GARBAGE
+                ),
+                timeout=10,
+            ),
+            DECODED_BYTES["JobMaster", "AcknowledgeCheckpoint", "task_state"],
+        ),
+        "TaskExecutor.SubmitTask/deployment.restored_state": (
+            te,
+            Endpoint.INTERNAL,
+            lambda ch: te_stub(ch).SubmitTask(
+                taskexecutor_pb2.SubmitTaskRequest(
+                    jobmaster_address=jm,
+                    deployment=taskexecutor_pb2.TaskDeploymentDescriptorProto(
+                        version=DEPLOYMENT_VERSION,
+                        job_id=job_id,
+                        restored_state=GARBAGE,
+                        has_restored_state=True,
+                    ),
+                ),
+                timeout=10,
+            ),
+            DECODED_BYTES["TaskExecutor", "SubmitTask", "deployment.restored_state"],
+        ),
+        # Fields of other types holding a value that is none of theirs.
+        "TaskExecutor.TriggerCheckpoint/options.checkpoint_type": (
+            te,
+            Endpoint.INTERNAL,
+            lambda ch: te_stub(ch).TriggerCheckpoint(
+                taskexecutor_pb2.TriggerCheckpointRequest(
+                    execution_attempt_id=attempt,
+                    checkpoint_id=1,
+                    options=taskexecutor_pb2.CheckpointOptions(checkpoint_type="BOGUS"),
+                ),
+                timeout=10,
+            ),
+            "options.checkpoint_type",
+        ),
+        "TaskExecutor.SubmitTask/deployment.vertex.operators.kind": (
+            te,
+            Endpoint.INTERNAL,
+            lambda ch: te_stub(ch).SubmitTask(
+                taskexecutor_pb2.SubmitTaskRequest(
+                    jobmaster_address=jm,
+                    deployment=taskexecutor_pb2.TaskDeploymentDescriptorProto(
+                        version=DEPLOYMENT_VERSION,
+                        job_id=job_id,
+                        vertex=common_pb2.JobVertexProto(
+                            operators=[common_pb2.OperatorDescriptorProto(kind="bogus")]
+                        ),
+                    ),
+                ),
+                timeout=10,
+            ),
+            "deployment",
+        ),
+        "TaskExecutor.RequestFileUpload/file_type": (
+            te,
+            Endpoint.INTERNAL,
+            lambda ch: te_stub(ch).RequestFileUpload(bad_file, timeout=10),
+            "file_type",
+        ),
+        "ResourceManager.RequestTaskManagerFile/file_type": (
+            rm,
+            Endpoint.INTERNAL,
+            lambda ch: resourcemanager_pb2_grpc.ResourceManagerStub(ch).RequestTaskManagerFile(
+                bad_file, timeout=10
+            ),
+            "file_type",
+        ),
+        "Dispatcher.RequestTaskManagerFile/file_type": (
+            dispatcher,
+            Endpoint.REST,
+            lambda ch: dispatcher_pb2_grpc.DispatcherStub(ch).RequestTaskManagerFile(
+                bad_file, timeout=10
+            ),
+            "file_type",
+        ),
+        "JobMaster.UpdateTaskExecutionState/state": (
+            jm,
+            Endpoint.INTERNAL,
+            lambda ch: jm_stub(ch).UpdateTaskExecutionState(
+                jobmaster_pb2.TaskExecutionStateUpdate(
+                    job_id=job_id, execution_attempt_id=attempt, state="BOGUS"
+                ),
+                timeout=10,
+            ),
+            "state",
+        ),
+    }
+    assert {key for key in DECODED_BYTES if f"{key[0]}.{key[1]}/{key[2]}" not in attacks} == set()
+    return attacks
+
+
+DECODING_ATTACKS = [
+    "Dispatcher.SubmitJob/job_graph",
+    "JobMaster.AcknowledgeCheckpoint/task_state",
+    "TaskExecutor.SubmitTask/deployment.restored_state",
+    "TaskExecutor.TriggerCheckpoint/options.checkpoint_type",
+    "TaskExecutor.SubmitTask/deployment.vertex.operators.kind",
+    "TaskExecutor.RequestFileUpload/file_type",
+    "ResourceManager.RequestTaskManagerFile/file_type",
+    "Dispatcher.RequestTaskManagerFile/file_type",
+    "JobMaster.UpdateTaskExecutionState/state",
+]
+
+
+@pytest.mark.parametrize("attack", DECODING_ATTACKS)
+def test_a_field_the_server_cannot_decode_is_invalid_argument_naming_it(
+    tls_cluster, certs, attack
+) -> None:
+    import grpc
+
+    cluster, job_id = tls_cluster
+    address, endpoint, call, named = _decoding_attacks(cluster, job_id, certs)[attack]
+    good = SecurityConfig.from_config(certs.config())
+    with rpc.create_channel(address, good, endpoint) as channel:
+        with pytest.raises(grpc.RpcError) as info:
+            call(channel)
+    code, details = info.value.code(), info.value.details()
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, f"{code}: {details}"
+    assert named in details
+    assert "Traceback" not in details
+    # ... and nothing else happened: the job runs on, every server serves.
+    with _good_gateway(cluster, certs) as gateway:
+        assert _running(gateway, job_id)
+        (tm,) = gateway.list_task_managers()
+    with rpc.create_channel(tm.rpc_address, good) as channel:
+        stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
+        assert rpc.call("GetMetrics", stub.GetMetrics, common_pb2.Empty()).metrics

@@ -187,7 +187,7 @@ class TestingNetworkEnvironment:
         self.emit_blocked = threading.Event()
         self.poll_blocked = threading.Event()
 
-    def start(self) -> int:
+    def start(self, on_fatal_error: object = None) -> int:
         return 0
 
     def create_result_partition(

@@ -21,7 +21,6 @@ its new place: ``decode_metadata`` resolves them against the directory it read f
 from __future__ import annotations
 
 import base64
-import binascii
 import enum
 import json
 import struct
@@ -151,6 +150,11 @@ def encode_metadata(metadata: CheckpointMetadata, *, relative_to: str | None = N
     return _HEADER.pack(MAGIC, FORMAT_VERSION, len(body), zlib.crc32(body)) + body
 
 
+_MALFORMED = (ValueError, LookupError, TypeError, AttributeError, ArithmeticError)
+"""What reading a document of the wrong shape raises: a missing member or index, a value
+of the wrong type, an integer out of range (``int(Infinity)``), bad base64 (a ValueError)."""
+
+
 def decode_metadata(data: bytes, *, source: str = "_metadata") -> CheckpointMetadata:
     """Parse ``_metadata`` bytes. Raises CorruptCheckpointError naming ``source``."""
     if len(data) < _HEADER.size:
@@ -186,7 +190,7 @@ def decode_metadata(data: bytes, *, source: str = "_metadata") -> CheckpointMeta
             checkpoint_type=CheckpointType(doc["checkpoint_type"]),
             operator_states={op.operator_id: op for op in operators},
         )
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+    except _MALFORMED as exc:
         msg = f"{source} cannot be decoded: {exc}"
         raise CorruptCheckpointError(msg, path=source) from exc
 
@@ -246,7 +250,7 @@ def decode_task_state(data: bytes) -> TaskStateSnapshot:
         return TaskStateSnapshot(
             {OperatorId(op_id): _subtask_from_json(state) for op_id, state in doc.items()}
         )
-    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
+    except _MALFORMED as exc:
         msg = f"a task state cannot be decoded: {exc}"
         raise CorruptCheckpointError(msg, path="<task state>") from exc
 
