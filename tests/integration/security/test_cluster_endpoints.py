@@ -33,6 +33,7 @@ from weir.core.errors import (
 )
 from weir.core.executor import register_executor
 from weir.core.ids import ExecutionAttemptId
+from weir.core.metrics.prometheus import PROMETHEUS_FACTORY_CLASSES
 from weir.core.queryable_keys import encode_key
 from weir.core.security import CLUSTER_NAME, Endpoint, SecurityConfig
 from weir.datastream import StreamExecutionEnvironment
@@ -77,8 +78,9 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> ClusterTestCertificates:
 
 @pytest.fixture(scope="module")
 def tls_cluster(spark_context, certs) -> Iterator[tuple[MiniCluster, str]]:
-    """A MiniCluster with TLS, a token and queryable state, one TaskManager, and a job
-    running on it that keeps the latest number of each residue mod 4 queryable."""
+    """A MiniCluster with TLS, a token, queryable state and Prometheus over HTTPS, one
+    TaskManager, and a job running on it that keeps the latest number of each residue
+    mod 4 queryable."""
     config = {
         **certs.config(),
         "resourcemanager.taskmanager.max": "1",
@@ -88,6 +90,10 @@ def tls_cluster(spark_context, certs) -> Iterator[tuple[MiniCluster, str]]:
         "queryable-state.enable": "true",
         "queryable-state.proxy.ports": "0",
         "queryable-state.server.ports": "0",
+        # Prometheus on the master and the TaskManager, over HTTPS with the token.
+        "metrics.reporter.prom.factory.class": PROMETHEUS_FACTORY_CLASSES[0],
+        "metrics.reporter.prom.port": "0",
+        "metrics.reporter.prom.ssl.enabled": "true",
     }
     cluster = MiniCluster(config, spark_context=spark_context).start()
     register_executor(cluster.executor())
@@ -472,3 +478,53 @@ def test_the_rest_api_is_https_and_asks_for_the_token(tls_cluster, certs) -> Non
     # Refusals left the job running.
     with _good_gateway(cluster, certs) as gateway:
         assert _running(gateway, job_id)
+
+
+def _prometheus_endpoints(cluster: MiniCluster, certs) -> dict[str, str]:
+    """The master's and the TaskManager's Prometheus ``host:port``, as the REST API shows
+    the TaskManager's."""
+    import json
+
+    good = SecurityConfig.from_config(certs.config())
+    bearer = {"Authorization": f"Bearer {certs.config()['security.auth.token']}"}
+    status, body = _https(f"{cluster.rest_url}/taskmanagers", good, bearer)
+    assert status == 200, body
+    (tm,) = json.loads(body)["taskmanagers"]
+    return {"master": cluster.prometheus_address, "taskmanager": tm["prometheusAddress"]}
+
+
+@pytest.mark.parametrize("process", ["master", "taskmanager"])
+def test_prometheus_is_https_and_asks_for_the_token(tls_cluster, certs, process) -> None:
+    import urllib.error
+    import urllib.request
+
+    cluster, _ = tls_cluster
+    address = _prometheus_endpoints(cluster, certs)[process]
+    assert address
+    url = f"https://{address}/metrics"
+    good = SecurityConfig.from_config(certs.config())
+    bearer = {"Authorization": f"Bearer {certs.config()['security.auth.token']}"}
+
+    status, body = _https(url, good, bearer)
+    assert status == 200 and b"flink_" in body, body[:200]
+    for headers in ({}, {"Authorization": "Bearer guess"}):
+        status, body = _https(url, good, headers)
+        assert status == 401 and b"security.auth.token" in body
+    # Plain HTTP, and a client of another CA, get no answer at all.
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(f"http://{address}/metrics", timeout=READ_TIMEOUT_S)
+    stranger = SecurityConfig.from_config(certs.other_ca_config())
+    with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
+        _https(url, stranger, bearer)
+
+
+def test_a_client_that_never_speaks_does_not_stop_prometheus_scrapes(tls_cluster, certs):
+    """The TLS handshake is made on each connection's thread: a connection that sends
+    nothing holds only its own."""
+    cluster, _ = tls_cluster
+    host, port = cluster.prometheus_address.rsplit(":", 1)
+    good = SecurityConfig.from_config(certs.config())
+    bearer = {"Authorization": f"Bearer {certs.config()['security.auth.token']}"}
+    with socket.create_connection((host, int(port)), timeout=READ_TIMEOUT_S):
+        status, body = _https(f"https://{cluster.prometheus_address}/metrics", good, bearer)
+    assert status == 200 and b"flink_jobmanager_numRunningJobs" in body
