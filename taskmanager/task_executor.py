@@ -225,7 +225,11 @@ class TaskExecutor:
         self._working_directory: WorkingDirectory | None = None
         self._job_resources: JobResourceTable | None = None
         self.metrics = TaskManagerMetrics(
-            self.resource_id, self.config.host, self._config, self._buffers_in_use
+            self.resource_id,
+            self.config.host,
+            self._config,
+            self._buffers_in_use,
+            security=self._security,
         )
         # Queryable state (queryable-state.enable): the registry of this TaskManager's
         # queryable states and the server that reads them.

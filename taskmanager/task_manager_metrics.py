@@ -15,12 +15,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from weir.core import config as cfg
 from weir.core.deployment import TaskDeploymentDescriptor
-from weir.core.errors import ConfigurationError
 from weir.core.metrics import MetricRegistry, MetricSample, RateView, ScopedMetricGroup
 from weir.core.metrics.metric_types import GaugeImpl
-from weir.core.metrics.prometheus import PROMETHEUS_FACTORY_CLASSES, PrometheusReporter
+from weir.core.metrics.prometheus import PrometheusReporter, start_prometheus_reporter
+from weir.core.security import SecurityConfig
 
 __all__ = ["TaskManagerMetrics"]
 
@@ -51,10 +50,12 @@ class TaskManagerMetrics:
         host: str,
         config: Mapping[str, str],
         buffers_in_use: Callable[[], int] = lambda: 0,
+        security: SecurityConfig | None = None,
     ) -> None:
         self.registry = MetricRegistry()
         self._host = host
         self._config = dict(config)
+        self._security = security or SecurityConfig.from_config(self._config)
         self._resource_id = resource_id
         self._lock = threading.Lock()
         self._jobs: dict[str, tuple[ScopedMetricGroup, int]] = {}
@@ -80,20 +81,11 @@ class TaskManagerMetrics:
 
     def start(self, host: str = "") -> None:
         """Start the Prometheus endpoint if it is configured, on ``host`` (the TaskManager's
-        address once it is known; taskmanager.host may be empty until then)."""
-        factory = cfg.get(self._config, cfg.PROMETHEUS_FACTORY_CLASS)
-        if not factory:
-            return
-        if factory not in PROMETHEUS_FACTORY_CLASSES:
-            msg = (
-                f"unknown metrics reporter {factory!r} in "
-                f"{cfg.PROMETHEUS_FACTORY_CLASS.key}; use one of "
-                f"{', '.join(PROMETHEUS_FACTORY_CLASSES)}"
-            )
-            raise ConfigurationError(msg)
-        reporter = PrometheusReporter(self.registry.snapshot)
-        reporter.start(host or self._host, cfg.get(self._config, cfg.PROMETHEUS_PORT))
-        self._reporter = reporter
+        address once it is known; taskmanager.host may be empty until then) unless
+        ``metrics.reporter.prom.host`` or the cluster's security say otherwise."""
+        self._reporter = start_prometheus_reporter(
+            self._config, self._security, host or self._host, self.registry.snapshot
+        )
 
     def task_group(self, tdd: TaskDeploymentDescriptor) -> ScopedMetricGroup:
         """A new task's group (scope taskmanager.job.task), under its job's group."""

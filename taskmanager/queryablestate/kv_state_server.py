@@ -21,7 +21,6 @@ from weir.core.errors import (
     UnknownKvStateIdError,
     UnknownKvStateKeyGroupLocationError,
 )
-from weir.core.port_range import bind_first_free
 from weir.core.queryable_keys import decode_key
 from weir.core.rpc import translate_server_errors
 from weir.core.security import SecurityConfig
@@ -55,7 +54,9 @@ class KvStateServer(queryablestate_pb2_grpc.KvStateServerServicer):
         server = rpc.create_server(max_workers=_SERVER_WORKERS, security=self._security)
         queryablestate_pb2_grpc.add_KvStateServerServicer_to_server(self, server)
         try:
-            self.address = bind_first_free(server, host, port_spec, "queryable-state.server.ports")
+            self.address = rpc.bind_first_free(
+                server, host, port_spec, "queryable-state.server.ports"
+            )
         except BaseException:
             rpc.stop_server(server, 0)
             raise

@@ -10,6 +10,7 @@ Tests that talk to a cluster themselves use ``cluster.security()``."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import subprocess
@@ -86,6 +87,39 @@ def process_family(pid: int) -> set[int]:
                 frontier.append(child)
     out = subprocess.run(["pgrep", "-s", str(pid)], capture_output=True, text=True)
     found.update(map(int, out.stdout.split()))
+    return found
+
+
+def listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """The TCP (v4 and v6) addresses process ``pid`` listens on, read from /proc: the
+    process's own socket descriptors matched to its network namespace's socket tables.
+    Descriptors it shares with another process (inherited over fork) count for both; an
+    IPv4 address a dual-stack socket is bound to reads as IPv4 (``127.0.0.2``)."""
+    inodes: set[str] = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found: set[tuple[str, int]] = set()
+    for table in ("tcp", "tcp6"):
+        lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A" or inode not in inodes:  # 0A: LISTEN
+                continue
+            hex_ip, hex_port = local.split(":")
+            # The kernel prints each 32-bit word of the address in host (little-endian) order.
+            raw = b"".join(
+                int(hex_ip[i : i + 8], 16).to_bytes(4, "little") for i in range(0, len(hex_ip), 8)
+            )
+            address = ipaddress.ip_address(raw)
+            if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+                address = address.ipv4_mapped  # a dual-stack socket bound to an IPv4 address
+            found.add((str(address), int(hex_port, 16)))
     return found
 
 

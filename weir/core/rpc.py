@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import grpc
 
 from weir.core import errors
+from weir.core.port_range import parse_port_range
 from weir.core.security import (
     AioTokenClientInterceptor,
     Endpoint,
@@ -442,6 +443,24 @@ def bind_in_range(
         except errors.ServiceUnavailableError:
             continue
     return bind(server, host, last, port_key=port_key, advertise=advertise)
+
+
+def bind_first_free(server: grpc.Server, host: str, port_spec: str, port_key: str) -> str:
+    """As ``bind`` on the first free port of ``port_spec``, in Flink's port syntax
+    (``9067``, ``9067-9077`` or a list of both; see ``weir.core.port_range``) read from
+    configuration key ``port_key``. No free port: ConfigurationError naming the key and
+    asking for a range (several processes on one host each need a port of their own)."""
+    for port in parse_port_range(port_spec, port_key):
+        try:
+            return bind(server, host, port)
+        except errors.ServiceUnavailableError:
+            continue
+    msg = (
+        f"no free port in {port_spec!r} ({port_key}) on {host}: every port is in use; give "
+        f"{port_key} a range such as 9067-9077, one port for each process on the host, or 0 "
+        "for any"
+    )
+    raise errors.ConfigurationError(msg)
 
 
 def _advertised(address: str, advertise: str) -> str:

@@ -142,6 +142,11 @@ class SecurityConfig:
             token=cfg.get(entries, cfg.AUTH_TOKEN),
         )
 
+    @property
+    def enabled(self) -> bool:
+        """Whether anything is asked of a peer: TLS of either kind, or the token."""
+        return self.internal is not None or self.rest is not None or bool(self.token)
+
     def tls(self, endpoint: Endpoint) -> TlsMaterial | None:
         return self.internal if endpoint is Endpoint.INTERNAL else self.rest
 

@@ -26,7 +26,6 @@ from weir.core.errors import (
     UnknownKvStateKeyGroupLocationError,
 )
 from weir.core.key_groups import PyFlinkKeyHasher
-from weir.core.port_range import bind_first_free
 from weir.core.queryable_keys import decode_key
 from weir.core.rpc import translate_server_errors
 from weir.core.security import Endpoint, SecurityConfig
@@ -69,7 +68,9 @@ class KvStateClientProxy(queryablestate_pb2_grpc.KvStateClientProxyServicer):
         )
         queryablestate_pb2_grpc.add_KvStateClientProxyServicer_to_server(self, server)
         try:
-            self.address = bind_first_free(server, host, port_spec, "queryable-state.proxy.ports")
+            self.address = rpc.bind_first_free(
+                server, host, port_spec, "queryable-state.proxy.ports"
+            )
         except BaseException:
             rpc.stop_server(server, 0)
             raise

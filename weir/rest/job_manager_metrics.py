@@ -15,11 +15,10 @@ import time
 from collections.abc import Mapping
 
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.core import config as cfg
-from weir.core.errors import ConfigurationError, WeirError
+from weir.core.errors import WeirError
 from weir.core.job_status import JobStatus
 from weir.core.metrics import MetricSample
-from weir.core.metrics.prometheus import PROMETHEUS_FACTORY_CLASSES, PrometheusReporter
+from weir.core.metrics.prometheus import PrometheusReporter, start_prometheus_reporter
 from weir.core.security import SecurityConfig
 
 __all__ = ["JobManagerMetrics"]
@@ -33,6 +32,7 @@ class JobManagerMetrics:
     def __init__(self, dispatcher_address: str, config: Mapping[str, str]) -> None:
         self._dispatcher_address = dispatcher_address
         self._config = dict(config)
+        self._security = SecurityConfig.from_config(self._config)
         self._reporter: PrometheusReporter | None = None
 
     @property
@@ -40,27 +40,17 @@ class JobManagerMetrics:
         return self._reporter.address if self._reporter is not None else ""
 
     def start(self, host: str) -> None:
-        factory = cfg.get(self._config, cfg.PROMETHEUS_FACTORY_CLASS)
-        if not factory:
-            return
-        if factory not in PROMETHEUS_FACTORY_CLASSES:
-            msg = (
-                f"unknown metrics reporter {factory!r} in "
-                f"{cfg.PROMETHEUS_FACTORY_CLASS.key}; use one of "
-                f"{', '.join(PROMETHEUS_FACTORY_CLASSES)}"
-            )
-            raise ConfigurationError(msg)
-        reporter = PrometheusReporter(self.snapshot)
-        reporter.start(host, cfg.get(self._config, cfg.PROMETHEUS_PORT))
-        self._reporter = reporter
+        """Start the Prometheus endpoint if it is configured, on ``host`` (the master's
+        bind address) unless ``metrics.reporter.prom.host`` or security say otherwise."""
+        self._reporter = start_prometheus_reporter(
+            self._config, self._security, host, self.snapshot
+        )
 
     def snapshot(self) -> list[MetricSample]:
         host = self._dispatcher_address.rsplit(":", 1)[0]
         samples: list[MetricSample] = []
         try:
-            with DispatcherGateway(
-                self._dispatcher_address, security=SecurityConfig.from_config(self._config)
-            ) as dispatcher:
+            with DispatcherGateway(self._dispatcher_address, security=self._security) as dispatcher:
                 overview = dispatcher.overview()
                 own = {"host": host}
                 for name, value in (

@@ -1,5 +1,6 @@
 """Every endpoint of a running cluster with mutual TLS and a token: the Dispatcher, the
-ResourceManager, a JobMaster, a TaskExecutor and a TaskManager's data port. The attacks a
+ResourceManager, a JobMaster, a TaskExecutor, a TaskManager's data port and both queryable
+state servers (the proxy on the master, the TaskManager's state server). The attacks a
 local user could make on a cluster without them (kill a TaskManager, register a fake
 one, force a failover, read a running job's records) are tried by a plaintext client, a
 client of another CA and a client with the wrong token; each is refused, and the job
@@ -24,22 +25,33 @@ from weir.common import Types
 from weir.core import rpc
 from weir.core.deployment import ResultPartitionId
 from weir.core.deployment_codec import DEPLOYMENT_VERSION
-from weir.core.errors import AuthenticationError, ServiceUnavailableError
+from weir.core.errors import (
+    AuthenticationError,
+    ServiceUnavailableError,
+    UnknownKeyOrNamespaceError,
+    UnknownKvStateLocationError,
+)
 from weir.core.executor import register_executor
 from weir.core.ids import ExecutionAttemptId
+from weir.core.metrics.prometheus import PROMETHEUS_FACTORY_CLASSES
+from weir.core.queryable_keys import encode_key
 from weir.core.security import CLUSTER_NAME, Endpoint, SecurityConfig
 from weir.datastream import StreamExecutionEnvironment
+from weir.datastream.state import ValueStateDescriptor
 from weir.proto import (
     common_pb2,
     dispatcher_pb2,
     dispatcher_pb2_grpc,
     jobmaster_pb2,
     jobmaster_pb2_grpc,
+    queryablestate_pb2,
+    queryablestate_pb2_grpc,
     resourcemanager_pb2,
     resourcemanager_pb2_grpc,
     taskexecutor_pb2,
     taskexecutor_pb2_grpc,
 )
+from weir.queryablestate import QueryableStateClient
 from weir.taskmanager.network.frames import (
     FrameDecoder,
     FrameType,
@@ -50,6 +62,8 @@ from weir.taskmanager.network.frames import (
 
 # A refused connection is closed at once; this only bounds a read that would hang.
 READ_TIMEOUT_S = 10.0
+# The running job's queryable state: the latest number of each residue mod 4.
+QUERYABLE_STATE = "latest-by-residue"
 
 
 def _slow(x: int) -> int:
@@ -64,13 +78,22 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> ClusterTestCertificates:
 
 @pytest.fixture(scope="module")
 def tls_cluster(spark_context, certs) -> Iterator[tuple[MiniCluster, str]]:
-    """A MiniCluster with TLS and a token, one TaskManager, and a job running on it."""
+    """A MiniCluster with TLS, a token, queryable state and Prometheus over HTTPS, one
+    TaskManager, and a job running on it that keeps the latest number of each residue
+    mod 4 queryable."""
     config = {
         **certs.config(),
         "resourcemanager.taskmanager.max": "1",
         "rest.port": "0",  # the REST API too, on HTTPS with the token
         "heartbeat.interval": "500 ms",
         "heartbeat.timeout": "6 s",
+        "queryable-state.enable": "true",
+        "queryable-state.proxy.ports": "0",
+        "queryable-state.server.ports": "0",
+        # Prometheus on the master and the TaskManager, over HTTPS with the token.
+        "metrics.reporter.prom.factory.class": PROMETHEUS_FACTORY_CLASSES[0],
+        "metrics.reporter.prom.port": "0",
+        "metrics.reporter.prom.ssl.enabled": "true",
     }
     cluster = MiniCluster(config, spark_context=spark_context).start()
     register_executor(cluster.executor())
@@ -79,7 +102,9 @@ def tls_cluster(spark_context, certs) -> Iterator[tuple[MiniCluster, str]]:
         env.set_parallelism(1)
         env.from_collection(list(range(100_000)), type_info=Types.INT()).map(
             _slow
-        ).disable_chaining().map(lambda x: x).add_sink(lambda x: None)
+        ).disable_chaining().map(lambda x: x).key_by(
+            lambda x: x % 4, key_type=Types.INT()
+        ).as_queryable_state(QUERYABLE_STATE)
         job = env.execute_async("attacked")
         job_id = str(job.get_job_id())
         with _good_gateway(cluster, certs) as gateway:
@@ -112,11 +137,31 @@ BAD_CLIENTS: dict[str, Callable[[ClusterTestCertificates], SecurityConfig]] = {
 }
 
 
+def _kv_state_location(cluster: MiniCluster, certs, job_id: str) -> common_pb2.KvStateLocationEntry:
+    """Where the TaskManager serves the job's queryable state: what an attacker learns
+    from the Dispatcher, as the proxy does."""
+    good = SecurityConfig.from_config(certs.config())
+    with rpc.create_channel(cluster.address, good, Endpoint.REST) as channel:
+        stub = dispatcher_pb2_grpc.DispatcherStub(channel)
+        deadline = time.monotonic() + 60
+        while True:
+            location = rpc.call(
+                "Dispatcher.RequestKvStateLocation",
+                stub.RequestKvStateLocation,
+                common_pb2.KvStateLocationRequest(job_id=job_id, registration_name=QUERYABLE_STATE),
+            )
+            if location.entries:
+                return location.entries[0]
+            assert time.monotonic() < deadline, "the queryable state was never registered"
+            time.sleep(0.1)  # polling interval
+
+
 def _attacks(cluster: MiniCluster, job_id: str, certs) -> dict[str, tuple[str, Endpoint, Any]]:
     with _good_gateway(cluster, certs) as gateway:
         details = gateway.job_details(job_id)
         (tm,) = gateway.list_task_managers()
     assert cluster.resource_manager is not None
+    kv_state = _kv_state_location(cluster, certs, job_id)
     return {
         "Dispatcher.CancelJob": (
             cluster.address,
@@ -164,6 +209,28 @@ def _attacks(cluster: MiniCluster, job_id: str, certs) -> dict[str, tuple[str, E
                 taskexecutor_pb2.StopRequest(reason="attack"), timeout=10
             ),
         ),
+        "KvStateClientProxy.GetKvState": (
+            cluster.queryable_state_proxy_address,
+            Endpoint.REST,
+            lambda ch: queryablestate_pb2_grpc.KvStateClientProxyStub(ch).GetKvState(
+                queryablestate_pb2.KvStateRequest(
+                    job_id=job_id,
+                    queryable_state_name=QUERYABLE_STATE,
+                    serialized_key=encode_key(1),
+                ),
+                timeout=10,
+            ),
+        ),
+        "KvStateServer.GetKvState": (
+            kv_state.server_address,
+            Endpoint.INTERNAL,
+            lambda ch: queryablestate_pb2_grpc.KvStateServerStub(ch).GetKvState(
+                queryablestate_pb2.KvStateServerRequest(
+                    kv_state_id=kv_state.kv_state_id, serialized_key=encode_key(1)
+                ),
+                timeout=10,
+            ),
+        ),
     }
 
 
@@ -177,6 +244,8 @@ def _attacks(cluster: MiniCluster, job_id: str, certs) -> dict[str, tuple[str, E
         "TaskExecutor.Stop",
         "Dispatcher.RequestTaskManagerFile",
         "TaskExecutor.RequestFileUpload",
+        "KvStateClientProxy.GetKvState",
+        "KvStateServer.GetKvState",
     ],
 )
 def test_every_grpc_endpoint_refuses_a_stranger(tls_cluster, certs, client, attack) -> None:
@@ -190,13 +259,35 @@ def test_every_grpc_endpoint_refuses_a_stranger(tls_cluster, certs, client, atta
         assert [tm.num_slots for tm in gateway.list_task_managers()] == [1]
 
 
+def test_queryable_state_is_read_over_tls_with_the_cluster_s_certificates(tls_cluster, certs):
+    """The documented client of a secured cluster: QueryableStateClient(..., security=...)
+    reaches the proxy over TLS with the token, and the proxy the TaskManager's server."""
+    cluster, job_id = tls_cluster
+    security = SecurityConfig.from_config(certs.config())
+    descriptor = ValueStateDescriptor(QUERYABLE_STATE, Types.INT())
+    with QueryableStateClient(cluster.queryable_state_proxy_address, security=security) as client:
+
+        def latest_of_residue_1() -> int | None:
+            future = client.get_kv_state(job_id, QUERYABLE_STATE, 1, Types.INT(), descriptor)
+            try:
+                return future.result().value()
+            except (UnknownKvStateLocationError, UnknownKeyOrNamespaceError):
+                return None  # not registered, or no number of that residue yet
+
+        deadline = time.monotonic() + 60
+        while (latest := latest_of_residue_1()) is None:
+            assert time.monotonic() < deadline, "no number of residue 1 was ever queryable"
+            time.sleep(0.1)  # polling interval
+    assert latest % 4 == 1
+
+
 def _producer_partition(cluster, certs, job_id) -> tuple[tuple[str, int], ResultPartitionId]:
     """The data address of the TaskManager and a partition its running source produces:
     what an attacker learns from GetJobDetails and ListTaskManagers."""
     with _good_gateway(cluster, certs) as gateway:
         details = gateway.job_details(job_id)
         (tm,) = gateway.list_task_managers()
-    source = min(details.tasks, key=lambda t: t.task_name.startswith("Map"))
+    (source,) = [t for t in details.tasks if t.task_name.startswith("Source")]
     pid = ResultPartitionId(ExecutionAttemptId(source.execution_attempt_id), 0)
     return (tm.data_host, tm.data_port), pid
 
@@ -637,3 +728,53 @@ def test_a_field_the_server_cannot_decode_is_invalid_argument_naming_it(
     with rpc.create_channel(tm.rpc_address, good) as channel:
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
         assert rpc.call("GetMetrics", stub.GetMetrics, common_pb2.Empty()).metrics
+
+
+def _prometheus_endpoints(cluster: MiniCluster, certs) -> dict[str, str]:
+    """The master's and the TaskManager's Prometheus ``host:port``, as the REST API shows
+    the TaskManager's."""
+    import json
+
+    good = SecurityConfig.from_config(certs.config())
+    bearer = {"Authorization": f"Bearer {certs.config()['security.auth.token']}"}
+    status, body = _https(f"{cluster.rest_url}/taskmanagers", good, bearer)
+    assert status == 200, body
+    (tm,) = json.loads(body)["taskmanagers"]
+    return {"master": cluster.prometheus_address, "taskmanager": tm["prometheusAddress"]}
+
+
+@pytest.mark.parametrize("process", ["master", "taskmanager"])
+def test_prometheus_is_https_and_asks_for_the_token(tls_cluster, certs, process) -> None:
+    import urllib.error
+    import urllib.request
+
+    cluster, _ = tls_cluster
+    address = _prometheus_endpoints(cluster, certs)[process]
+    assert address
+    url = f"https://{address}/metrics"
+    good = SecurityConfig.from_config(certs.config())
+    bearer = {"Authorization": f"Bearer {certs.config()['security.auth.token']}"}
+
+    status, body = _https(url, good, bearer)
+    assert status == 200 and b"flink_" in body, body[:200]
+    for headers in ({}, {"Authorization": "Bearer guess"}):
+        status, body = _https(url, good, headers)
+        assert status == 401 and b"security.auth.token" in body
+    # Plain HTTP, and a client of another CA, get no answer at all.
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(f"http://{address}/metrics", timeout=READ_TIMEOUT_S)
+    stranger = SecurityConfig.from_config(certs.other_ca_config())
+    with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
+        _https(url, stranger, bearer)
+
+
+def test_a_client_that_never_speaks_does_not_stop_prometheus_scrapes(tls_cluster, certs):
+    """The TLS handshake is made on each connection's thread: a connection that sends
+    nothing holds only its own."""
+    cluster, _ = tls_cluster
+    host, port = cluster.prometheus_address.rsplit(":", 1)
+    good = SecurityConfig.from_config(certs.config())
+    bearer = {"Authorization": f"Bearer {certs.config()['security.auth.token']}"}
+    with socket.create_connection((host, int(port)), timeout=READ_TIMEOUT_S):
+        status, body = _https(f"https://{cluster.prometheus_address}/metrics", good, bearer)
+    assert status == 200 and b"flink_jobmanager_numRunningJobs" in body

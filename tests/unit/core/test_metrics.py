@@ -1,5 +1,5 @@
 """Metric groups with Flink's scopes, the metric kinds PyFlink hands out, rates read
-from a clock, and the names reporters give them."""
+from a clock, the names reporters give them, and where the Prometheus reporter binds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ import pytest
 from weir.core.errors import ConfigurationError
 from weir.core.metrics import MetricRegistry, RateView, ScopedMetricGroup
 from weir.core.metrics.metric_types import DistributionImpl, MeterView, SimpleCounter
-from weir.core.metrics.prometheus import _ports, prometheus_name
+from weir.core.metrics.prometheus import (
+    PROMETHEUS_FACTORY_CLASSES,
+    PrometheusReporterConfig,
+    _ports,
+    prometheus_name,
+)
+from weir.core.security import Endpoint, SecurityConfig, TlsMaterial
 from weir.metrics import Counter, Distribution, Meter, MetricGroup
 
 
@@ -120,3 +126,55 @@ class TestPrometheusNames:
         assert _ports("9250-9252, 9260") == [9250, 9251, 9252, 9260]
         with pytest.raises(ConfigurationError, match="metrics.reporter.prom.port"):
             _ports("high")
+
+
+def _pem_material(endpoint: Endpoint) -> TlsMaterial:
+    """Read material, as SecurityConfig.from_config keeps it; never used for a handshake here."""
+    return TlsMaterial(endpoint, "c.pem", "k.pem", "ca.pem", b"cert", b"key", b"ca")
+
+
+FLINK_REPORTER = {"metrics.reporter.prom.factory.class": PROMETHEUS_FACTORY_CLASSES[0]}
+
+
+class TestPrometheusReporterConfig:
+    """Where a process's Prometheus endpoint binds and whether it is HTTPS, by security."""
+
+    def test_none_without_a_reporter_and_an_error_naming_an_unknown_one(self):
+        assert PrometheusReporterConfig.from_config({}, SecurityConfig(), "10.0.0.5") is None
+        unknown = {"metrics.reporter.prom.factory.class": "org.example.Graphite"}
+        with pytest.raises(ConfigurationError, match="org.example.Graphite"):
+            PrometheusReporterConfig.from_config(unknown, SecurityConfig(), "10.0.0.5")
+
+    def test_binds_the_process_host_on_a_cluster_without_security(self):
+        config = PrometheusReporterConfig.from_config(FLINK_REPORTER, SecurityConfig(), "10.0.0.5")
+        assert config is not None
+        assert (config.host, config.port_spec, config.tls) == ("10.0.0.5", "9249", False)
+
+    @pytest.mark.parametrize(
+        "security",
+        [
+            SecurityConfig(token="t"),
+            SecurityConfig(internal=_pem_material(Endpoint.INTERNAL)),
+            SecurityConfig(rest=_pem_material(Endpoint.REST)),
+        ],
+        ids=["token", "internal-tls", "rest-tls"],
+    )
+    def test_binds_loopback_on_a_secured_cluster_unless_told_otherwise(self, security):
+        config = PrometheusReporterConfig.from_config(FLINK_REPORTER, security, "10.0.0.5")
+        assert config is not None and (config.host, config.tls) == ("127.0.0.1", False)
+        chosen = {**FLINK_REPORTER, "metrics.reporter.prom.host": "10.0.0.9"}
+        config = PrometheusReporterConfig.from_config(chosen, security, "10.0.0.5")
+        assert config is not None and config.host == "10.0.0.9"
+
+    def test_https_binds_the_process_host_with_the_rest_certificate(self):
+        security = SecurityConfig(rest=_pem_material(Endpoint.REST), token="t")
+        https = {**FLINK_REPORTER, "metrics.reporter.prom.ssl.enabled": "true"}
+        config = PrometheusReporterConfig.from_config(https, security, "10.0.0.5")
+        assert config is not None
+        assert (config.host, config.tls, config.security) == ("10.0.0.5", True, security)
+
+    def test_https_without_the_rest_certificate_names_the_key_to_set(self):
+        https = {**FLINK_REPORTER, "metrics.reporter.prom.ssl.enabled": "true"}
+        internal_only = SecurityConfig(internal=_pem_material(Endpoint.INTERNAL))
+        with pytest.raises(ConfigurationError, match=r"security\.ssl\.rest\.enabled"):
+            PrometheusReporterConfig.from_config(https, internal_only, "10.0.0.5")

@@ -50,6 +50,25 @@ PROMETHEUS_PORT = _option(
     "The Prometheus endpoint's port, a range (9250-9260) or a list of both: each process "
     "takes the first free one, so give a range when several run on one host. 0 = any.",
 )
+PROMETHEUS_HOST = _option(
+    "metrics.reporter.prom.host",
+    "",
+    str,
+    "The interface the Prometheus endpoints bind. Empty: the process's own address (the "
+    "master's jobmanager.bind-host, a TaskManager's host), except on a cluster with "
+    "security on (security.ssl.*.enabled or security.auth.token) whose endpoints have no "
+    "TLS (metrics.reporter.prom.ssl.enabled): there 127.0.0.1, for a Prometheus on the "
+    "same host.",
+)
+PROMETHEUS_SSL_ENABLED = _option(
+    "metrics.reporter.prom.ssl.enabled",
+    False,
+    _parse_bool,
+    "Serve the Prometheus endpoints over HTTPS with the REST endpoint's certificate "
+    "(security.ssl.rest.cert and .key; needs security.ssl.rest.enabled), asking scrapers "
+    "for a certificate signed by security.ssl.rest.trust-cert unless "
+    "security.ssl.rest.authentication-enabled is false. Flink's reporter has no TLS.",
+)
 
 
 # --- queryable state (Flink's QueryableStateOptions) ---------------------------------
