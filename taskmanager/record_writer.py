@@ -30,7 +30,11 @@ from weir.core.deployment import ResultPartitionDescriptor
 from weir.core.errors import RecordTooLargeError, WeirError
 from weir.core.job_graph import PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, compute_operator_index_for_key_group
-from weir.core.serializers import serialize_batch, serialize_timestamped
+from weir.core.serializers import (
+    serialize_batch,
+    serialize_timestamped,
+    unpicklable_record_error,
+)
 from weir.taskmanager.network.api import ResultPartitionWriter
 from weir.taskmanager.task_events import EndOfData, Watermark, WatermarkStatus, serialize_event
 from weir.taskmanager.user_code import load_user_code
@@ -74,10 +78,14 @@ class RecordWriter:
         compress: bool = False,
         rng: random.Random | None = None,
         max_frame_size: int = config.MAX_FRAME_SIZE.default,
+        operator_name: str = "",
     ) -> None:
         """``max_frame_size``: the largest buffer written (one frame on the wire); a
-        larger one is split, and a record that does not fit alone fails the task."""
+        larger one is split, and a record that does not fit alone fails the task.
+        ``operator_name``: the name of the operator whose output this is, for errors
+        about its records (its id when not given)."""
         edge = descriptor.edge
+        self.operator_name = operator_name or str(edge.source_operator)
         self._writer = writer
         self._emit_buffer = writer.emit
         self.descriptor = descriptor
@@ -300,9 +308,18 @@ class RecordWriter:
             self._write(s, chunk, chunk_ts)
 
     def _serialize(self, records: list[Any], timestamps: list[int | None] | None) -> bytes:
-        if timestamps is None:
-            return serialize_batch(records, self._serializer, self._compress)
-        return serialize_timestamped(records, timestamps, self._serializer, self._compress)
+        try:
+            if timestamps is None:
+                return serialize_batch(records, self._serializer, self._compress)
+            return serialize_timestamped(records, timestamps, self._serializer, self._compress)
+        except Exception as exc:
+            # Costs nothing until a buffer fails; then find the record that did it.
+            error = unpicklable_record_error(
+                records, f"operator {self.operator_name!r}", "the next task"
+            )
+            if error is None:
+                raise
+            raise error from exc
 
     def _within_frames(
         self, records: list[Any], timestamps: list[int | None] | None, buffer: bytes
@@ -326,7 +343,7 @@ class RecordWriter:
         limit = self._max_frame_size
         msg = (
             f"a record of {size} bytes serialized ({type(record).__name__}, output of "
-            f"operator {self.source_operator}) is larger than the network frame limit of "
+            f"operator {self.operator_name!r}) is larger than the network frame limit of "
             f"{limit} bytes ({limit / (1 << 20):g} MiB, {config.MAX_FRAME_SIZE.key}); "
             f"send smaller records (a file path or an object-store key instead of the "
             f"data), or raise the limit in the job's configuration, e.g. "

@@ -588,6 +588,7 @@ class Task:
         if tdd.restored_state is not None:
             self._restored = RestoredTaskState(tdd.restored_state, vertex.max_parallelism)
         network = self._services.network
+        operator_names = {op.operator_id: op.name for op in vertex.operators}
         writers = []
         for descriptor in tdd.result_partitions:
             partition = network.create_result_partition(descriptor)
@@ -600,6 +601,7 @@ class Task:
                     segment_size=self._segment_size,
                     compress=self._compress,
                     max_frame_size=self._max_frame_size,
+                    operator_name=operator_names.get(descriptor.edge.source_operator, ""),
                 )
             )
         if tdd.input_gates:

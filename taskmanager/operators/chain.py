@@ -27,6 +27,8 @@ from weir.taskmanager.operators.broadcast import (
     CoBroadcastWithKeyedOperator,
     CoBroadcastWithNonKeyedOperator,
 )
+from weir.taskmanager.operators.functions import key_selector
+from weir.taskmanager.operators.key_guard import guard_keys
 from weir.taskmanager.operators.one_input import (
     FilterOperator,
     FlatMapOperator,
@@ -91,6 +93,20 @@ def _broadcast(calls: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
     return call
 
 
+def _entry(op: StreamOperator, index: int) -> Collect:
+    """Where batches of the operator's input ``index`` go: its ``process`` (or
+    ``process2``), for a keyed input behind ``guard_keys`` so that a key the state
+    backend cannot hash names its key selector."""
+    process = op.process if index == 0 else op.process2
+    selectors = op.setup.payload.get("key_selectors") or ()
+    if op.setup.keyed_state_backend is None or index >= len(selectors):
+        return process
+    selector = selectors[index]
+    if selector is None:
+        return process
+    return guard_keys(process, key_selector(selector), op.name)
+
+
 def _naming_rows(collect: Collect, names: list[str]) -> Collect:
     """``collect`` for an operator declared to emit Rows of a named type: a Row
     without field names gets the type's, as PyFlink's typed outputs do."""
@@ -137,7 +153,7 @@ class OperatorChain:
                 if target not in self._opened:
                     msg = f"chained output {target_id} of {descriptor.name!r} is not after it"
                     raise ValueError(msg)
-                main.append(target.process)
+                main.append(_entry(target, 0))
                 watermarks.append(target.process_watermark)
                 statuses.append(target.process_watermark_status)
             side: dict[str, list[Collect]] = {}
@@ -167,7 +183,7 @@ class OperatorChain:
 
     def input(self, index: int) -> Collect:
         """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
-        return self.head.process if index == 0 else self.head.process2
+        return _entry(self.head, index)
 
     def input_watermark(self, index: int) -> Callable[[int], None]:
         """Where the combined watermark of the head's input ``index`` goes."""

@@ -7,7 +7,7 @@ from typing import IO, Any
 
 from weir.core.checkpoint import CheckpointingConfig
 from weir.core.job_graph import SerializerKind
-from weir.core.serializers import serialize_batch
+from weir.core.serializers import serialize_batch, unpicklable_record_error
 from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
 from weir.taskmanager.operators.contexts import SinkContext, TimerService
 from weir.taskmanager.operators.function_state import has_state_hooks, snapshot_function_state
@@ -179,7 +179,15 @@ class CollectOperator(StreamOperator):
         self.process = process
 
     def _send(self, records: list[Any], end: bool) -> None:
-        buffer = serialize_batch(records, self._serializer)
+        try:
+            buffer = serialize_batch(records, self._serializer)
+        except Exception as exc:
+            error = unpicklable_record_error(
+                records, "the stream collected by execute_and_collect()", "the client"
+            )
+            if error is None:
+                raise
+            raise error from exc
         if records:
             size = self.setup.segment_size
             self._limit = max(1, len(records) * size // len(buffer))

@@ -143,7 +143,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     context = {}
     if cfg.PARALLELISM_DEFAULT.key in conf:  # the cluster's default, as flink run reads it
         context[cfg.PARALLELISM_DEFAULT.key] = conf[cfg.PARALLELISM_DEFAULT.key]
-    if ns.parallelism:
+    if ns.parallelism is not None:
         context[cfg.PARALLELISM_DEFAULT.key] = str(ns.parallelism)
     if ns.from_savepoint:
         context[cfg.STATE_RECOVERY_PATH.key] = absolute_local_path(ns.from_savepoint)
@@ -342,7 +342,7 @@ def cmd_stop(ns: argparse.Namespace, conf: dict[str, str]) -> int:
 
 
 def cmd_info(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    if ns.parallelism:
+    if ns.parallelism is not None:
         set_context_configuration({cfg.PARALLELISM_DEFAULT.key: str(ns.parallelism)})
     register_executor(_PlanExecutor())
     try:
@@ -375,13 +375,31 @@ def cmd_ha_status(_ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 0
 
 
+def _parallelism(text: str) -> int:
+    """``-p``'s value: a positive number, as ``flink run -p`` takes; leave ``-p`` out for
+    the cluster's ``parallelism.default``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = (
+            f"the parallelism must be a positive number, got {text!r}; leave -p out to run "
+            "at the cluster's parallelism.default"
+        )
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="weir", description="Run and manage Weir jobs.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a job program against a cluster")
     run.add_argument("-d", "--detached", action="store_true", help="return after submission")
-    run.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
+    run.add_argument(
+        "-p", "--parallelism", type=_parallelism, help="default parallelism of the job (1 or more)"
+    )
     run.add_argument("-m", "--jobmanager", help="Dispatcher address host:port")
     run.add_argument(
         "-s",
@@ -477,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.set_defaults(func=cmd_stop)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
-    info.add_argument("-p", "--parallelism", type=int)
+    info.add_argument("-p", "--parallelism", type=_parallelism)
     info.add_argument("script")
     info.add_argument("args", nargs=argparse.REMAINDER)
     info.set_defaults(func=cmd_info)

@@ -90,12 +90,16 @@ class ConfigOption(Generic[T]):
     parse: Callable[[str], T]
     description: str
     choices: tuple[str, ...] = ()
+    """The values admitted, when only some are; an option whose default is ``""`` (unset)
+    also admits ``""``, which is not one of its choices."""
 
     def from_string(self, text: str) -> T:
-        if self.choices and str(text).strip().lower() not in self.choices:
+        value = str(text).strip().lower()
+        if self.choices and value not in self.choices and not (value == "" == self.default):
+            unset = "; or leave it unset" if self.default == "" else ""
             msg = (
                 f"bad value {text!r} for configuration key {self.key!r}: "
-                f"expected one of {', '.join(self.choices)}"
+                f"expected one of {', '.join(self.choices)}{unset}"
             )
             raise ConfigurationError(msg)
         try:
@@ -111,6 +115,9 @@ OPTIONS: dict[str, ConfigOption[Any]] = {}
 def _option(
     key: str, default: T, parse: Callable[[str], T], description: str, choices: tuple[str, ...] = ()
 ) -> ConfigOption[T]:
+    if "" in choices:
+        msg = f"{key}: an empty choice is meant by a default of '' (unset), not listed"
+        raise ValueError(msg)
     opt = ConfigOption(key, default, parse, description, choices)
     OPTIONS[key] = opt
     return opt

@@ -19,6 +19,8 @@ WeirError
 ├── NetworkError (ConnectionError)         the data plane lost a connection or a partition
 │   └── ProducerFailedError                 the task producing an input failed (a consequence)
 ├── RecordTooLargeError (ValueError)       a record does not fit in one network frame
+├── RecordSerializationError (TypeError)   a record an operator emitted cannot be pickled
+├── UnhashableKeyError (TypeError)         a key selector returned a key that cannot be hashed
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
 │   └── UserSystemExitError                 user code called os._exit in a task
 ├── LeaderLostError                        a component lost leadership (fencing)
@@ -138,6 +140,14 @@ class ProducerFailedError(NetworkError):
 
 class RecordTooLargeError(WeirError, ValueError):
     """A record, serialized alone, is larger than ``taskmanager.network.max-frame-size``."""
+
+
+class RecordSerializationError(WeirError, TypeError):
+    """A record an operator emitted to another task cannot be serialized (pickled)."""
+
+
+class UnhashableKeyError(WeirError, TypeError):
+    """A key selector returned a key the keyed state backend cannot hash (a list)."""
 
 
 class UserCodeError(WeirError):

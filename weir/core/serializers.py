@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import marshal
 import pickle
+import reprlib
 from typing import Any
 
 import lz4.block
 
+from weir.core.errors import RecordSerializationError
 from weir.core.job_graph import SerializerKind
 
 _MARSHAL_VERSION = 4
 # Compressing buffers smaller than this costs more than it saves.
 _MIN_COMPRESS_BYTES = 512
+_RECORD_REPR = reprlib.Repr()
+_RECORD_REPR.maxstring = 60
+_RECORD_REPR.maxother = 80
 
 
 def serialize_batch(
@@ -86,3 +91,26 @@ def deserialize_records(
         records, timestamps = deserialize_batch(buffer[1:])
         return records, timestamps
     return deserialize_batch(buffer), None
+
+
+def unpicklable_record_error(
+    records: list[Any], emitted_by: str, destination: str
+) -> RecordSerializationError | None:
+    """After ``serialize_batch(records)`` failed: the error naming the first record that
+    cannot be pickled on its own, ``emitted_by`` (``"operator 'parse'"``) and where it
+    was going; None when each record pickles alone (the buffer failed for another
+    reason). One ``pickle`` call per record, so only for a buffer that already failed."""
+    for record in records:
+        try:
+            pickle.dumps(record, protocol=5)
+        except Exception as exc:  # whatever pickling raises is about the user's record
+            msg = (
+                f"{emitted_by} emitted a record that cannot be pickled, which it must be to "
+                f"reach {destination}: {_RECORD_REPR.repr(record)} (a {type(record).__name__};"
+                f" {type(exc).__name__}: {exc}). Emit records that pickle: plain values, "
+                "tuples, Rows or your own picklable classes, with no locks, open files, "
+                "sockets or clients inside (create those in the open() of the function "
+                "that uses them)"
+            )
+            return RecordSerializationError(msg)
+    return None

@@ -6,12 +6,15 @@ the lines of a failure-free run."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import random
 import signal
+import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +28,7 @@ from weir.datastream import (
     StreamExecutionEnvironment,
 )
 from weir.datastream.connectors import FileSink, OutputFileConfig
-from weir.datastream.connectors.file_system import BucketAssigner, Encoder
+from weir.datastream.connectors.file_system import BucketAssigner, Encoder, RollingPolicy
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 
 pytestmark = pytest.mark.spark
@@ -324,3 +327,89 @@ def test_with_every_retained_checkpoint_corrupt_the_job_fails_naming_the_file(cl
     assert len(corrupted) >= 2
     assert "none of its 2 retained checkpoints can be restored" in info.value.cause
     assert any(path in info.value.cause for path in corrupted), info.value.cause
+
+
+@pytest.fixture
+def small_file_system(tmp_path) -> Iterator[Path]:
+    """A directory on a tmpfs of its own, small enough to fill at once (mounting needs
+    root; the test is skipped without)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount)], check=True)
+
+
+def _fill(directory: Path) -> Path:
+    """Writes a file into ``directory`` until its file system is full."""
+    filler = directory / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (1 << 16))
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+def test_a_full_checkpoint_directory_leaves_no_hidden_files(cluster, tmp_path, small_file_system):
+    """Checkpoints fail while the checkpoint directory is full, and each failure restores
+    the last completed checkpoint in a new run, after the FileSink had rolled files for
+    the failed one. Once there is room again the job ends, its output exactly once and
+    no in-progress or pending file left behind."""
+    records = 6_000
+    out = tmp_path / "out"
+    configuration = Configuration()
+    for key, value in {**RESTARTS, "restart-strategy.fixed-delay.attempts": "50"}.items():
+        configuration.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(2)
+    env.enable_checkpointing(100)
+    env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{small_file_system}")
+    sink = (
+        FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+        .build()
+    )
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .set_parallelism(1)
+        .map(Paced(0.001))
+        .set_parallelism(1)
+        .key_by(lambda kv: kv[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .map(lambda kv: f"{kv[0]},{kv[1]}", output_type=Types.STRING())
+        .sink_to(sink)
+    )
+    client = env.execute_async("running sum, checkpoint directory full for a while")
+    job_id = str(client.get_job_id())
+    with DispatcherGateway(cluster.address) as gateway:
+        await_condition(
+            lambda: gateway.checkpoint_statistics(job_id).num_completed >= 1, "a checkpoint"
+        )
+        filler = _fill(small_file_system)
+        stats = await_condition(
+            lambda: (s := gateway.checkpoint_statistics(job_id)).num_restored >= 3 and s,
+            "three restores while the directory is full",
+        )
+        filler.unlink()
+    client.get_job_execution_result().result()
+
+    assert stats.num_failed >= 3
+    assert committed_lines(out) == expected_lines(records)
+    assert sorted(p.name for p in out.rglob(".*")) == []

@@ -30,7 +30,7 @@ JOB = textwrap.dedent(
     import sys
     import time
 
-    from weir.common import Types, WatermarkStrategy
+    from weir.common import Configuration, Types, WatermarkStrategy
     from weir.datastream import (
         ExternalizedCheckpointRetention, MapFunction, StreamExecutionEnvironment,
     )
@@ -48,7 +48,10 @@ JOB = textwrap.dedent(
             return (value % {KEYS}, value + 1)
 
 
-    env = StreamExecutionEnvironment.get_execution_environment()
+    job_config = Configuration()
+    # No run is meant to fail: one that does fails the test at once instead of restarting.
+    job_config.set_string("restart-strategy.type", "none")
+    env = StreamExecutionEnvironment.get_execution_environment(job_config)
     env.set_parallelism(2)
     env.enable_checkpointing(200)
     config = env.get_checkpoint_config()
@@ -81,14 +84,30 @@ JOB = textwrap.dedent(
 )
 
 
-def _sums(out: Path) -> dict[int, list[int]]:
+def _sums(*outs: Path) -> dict[int, list[int]]:
     sums: dict[int, list[int]] = defaultdict(list)
-    for path in out.rglob("*"):
-        if path.is_file() and not path.name.startswith("."):
-            for line in path.read_text().splitlines():
-                key, total = line.split(",")
-                sums[int(key)].append(int(total))
+    for out in outs:
+        for path in out.rglob("*"):
+            if path.is_file() and not path.name.startswith("."):
+                for line in path.read_text().splitlines():
+                    key, total = line.split(",")
+                    sums[int(key)].append(int(total))
     return sums
+
+
+def _hidden(*outs: Path) -> list[Path]:
+    return [path for out in outs for path in out.rglob(".*") if path.is_file()]
+
+
+def _assert_exactly_once(sums: dict[int, list[int]]) -> None:
+    """Every record's running sum once, continued across the restore: restarting from
+    zero would end lower; replaying the whole source with the restored state would end
+    higher and count records twice."""
+    for key, total in _totals().items():
+        values = sums[key]
+        assert len(values) == len(range(key, RECORDS, KEYS)), (key, len(values))
+        assert len(set(values)) == len(values)
+        assert max(values) == total, (key, max(values), total)
 
 
 def _totals() -> dict[int, int]:
@@ -127,21 +146,29 @@ def test_resumes_keyed_state_and_source_position(cluster, tmp_path, retained_che
     assert cli.main(["run", "-m", cluster.address, "-s", path, str(script), *args]) == 0
     job_id = re.search(r"JobID ([0-9a-f]+)", capsys.readouterr().out).group(1)
 
-    # The FileSink of the resumed job commits what the first run had written up to the
-    # checkpoint, so together the output is the failure-free one: every record once,
-    # and the sums continued from the checkpoint's (restarting from zero would end
-    # lower; replaying the whole source with the restored state would end higher and
-    # count records twice).
-    resumed = _sums(out)
-    for key, total in _totals().items():
-        values = resumed[key]
-        assert len(values) == len(range(key, RECORDS, KEYS)), (key, len(values))
-        assert len(set(values)) == len(values)
-        assert max(values) == total, (key, max(values), total)
+    # The FileSink of the resumed job commits, where the first run wrote it, what that
+    # run had written up to the checkpoint, so together the output is the failure-free
+    # one.
+    _assert_exactly_once(_sums(tmp_path / "out-first", out))
+    assert _hidden(tmp_path / "out-first", out) == []
     with DispatcherGateway(cluster.address) as gateway:
         stats = gateway.checkpoint_statistics(job_id)
     assert stats.num_restored == 1
     assert stats.latest_restored_path == path
+
+
+def test_a_retained_checkpoint_can_be_resumed_twice(cluster, tmp_path, retained_checkpoint):
+    """The first resumed run commits the checkpoint's files and deletes what the
+    cancelled run wrote after it; the second finds them committed and goes on. Each
+    resumed run's output, with the first run's, is the failure-free output."""
+    script, path = retained_checkpoint
+    first = tmp_path / "out-first"
+    for name in ("out-again-1", "out-again-2"):
+        out = tmp_path / name
+        args = [str(out), f"file://{tmp_path / 'checkpoints'}", "fast", "sum"]
+        assert cli.main(["run", "-m", cluster.address, "-s", path, str(script), *args]) == 0
+        _assert_exactly_once(_sums(first, out))
+        assert _hidden(first, out) == []
 
 
 def test_refuses_state_of_operators_the_job_lacks(cluster, tmp_path, retained_checkpoint, capsys):
@@ -153,11 +180,13 @@ def test_refuses_state_of_operators_the_job_lacks(cluster, tmp_path, retained_ch
     assert "--allowNonRestoredState" in err
 
     # Dropping it on purpose: the running sums start from zero, while the source still
-    # resumes from its position, so every record arrives once but the sums end lower.
+    # resumes from its position, so every record arrives once (the first run's up to the
+    # checkpoint committed where it wrote them) but the sums end lower.
     assert cli.main(["run", "-m", cluster.address, "-s", path, "-n", str(script), *args]) == 0
+    every = _sums(tmp_path / "out-first", tmp_path / "out-renamed")
     resumed = _sums(tmp_path / "out-renamed")
     for key, total in _totals().items():
-        assert len(resumed[key]) == len(range(key, RECORDS, KEYS))
+        assert len(every[key]) == len(range(key, RECORDS, KEYS))
         assert 0 < max(resumed[key]) < total
 
 

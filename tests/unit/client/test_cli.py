@@ -37,3 +37,26 @@ class TestRunFromCheckpoint:
         assert cfg.STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key not in seen
         cli.main(["run", "-m", "127.0.0.1:1", "-s", "s3://bucket/chk-3/_metadata", "job.py"])
         assert seen[cfg.STATE_RECOVERY_PATH.key] == "s3://bucket/chk-3/_metadata"
+
+
+class TestParallelismFlag:
+    @pytest.mark.parametrize("command", ["run", "info"])
+    @pytest.mark.parametrize("value", ["0", "-3", "two"])
+    def test_a_parallelism_below_one_is_refused_saying_what_is_allowed(
+        self, command, value, monkeypatch, capsys
+    ):
+        monkeypatch.setattr(cli, "_run_script", pytest.fail)
+        with pytest.raises(SystemExit) as exited:
+            cli.main([command, "-p", value, "job.py"])
+        assert exited.value.code == 2
+        error = capsys.readouterr().err
+        assert f"the parallelism must be a positive number, got '{value}'" in error
+        assert "parallelism.default" in error
+
+    def test_a_positive_parallelism_reaches_the_program(self, monkeypatch):
+        seen: dict[str, str] = {}
+        monkeypatch.setattr(
+            cli, "_run_script", lambda script, args: seen.update(get_context_configuration())
+        )
+        cli.main(["run", "-m", "127.0.0.1:1", "-p", "3", "job.py"])
+        assert seen[cfg.PARALLELISM_DEFAULT.key] == "3"

@@ -72,3 +72,21 @@ def test_a_bad_spark_master_is_named_with_the_forms_spark_accepts(master):
         ConfigurationError, match=rf"'spark.master'.*local\[N\].*'{re.escape(master)}'"
     ):
         cfg.validate({"spark.master": master})
+
+
+@pytest.mark.parametrize(
+    ("key", "first_choice"),
+    [("restart-strategy.type", "none"), ("execution.checkpointing.storage", "jobmanager")],
+)
+def test_a_bad_choice_lists_the_choices_and_that_the_key_may_be_unset(key, first_choice):
+    with pytest.raises(ConfigurationError) as caught:
+        cfg.validate({key: "sometimes"})
+    message = str(caught.value)
+    assert f"expected one of {first_choice}, " in message
+    assert ", ," not in message
+    assert message.endswith("or leave it unset")
+    assert cfg.validate({key: ""}) == {key: ""}
+
+
+def test_no_option_lists_an_empty_choice():
+    assert all("" not in option.choices for option in cfg.OPTIONS.values())

@@ -334,6 +334,14 @@ class TestDefaultParallelism:
     def test_a_cluster_defaults_to_parallelism_default(self, executor):
         assert StreamExecutionEnvironment.get_execution_environment().get_parallelism() == 1
 
+    @pytest.mark.parametrize("parallelism", [0, -3])
+    def test_a_parallelism_below_one_is_refused(self, parallelism):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        with pytest.raises(ValueError, match=f"at least 1, got {parallelism}"):
+            env.set_parallelism(parallelism)
+        with pytest.raises(ValueError, match=f"at least 1, got {parallelism}"):
+            env.from_collection([1]).map(str).set_parallelism(parallelism)
+
     def test_the_entry_point_context_sits_under_the_program(self, executor):
         from weir.common import Configuration
         from weir.core.executor import set_context_configuration

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import pytest
 from task_testing import Recorder, collect_op
 
+from weir.core.errors import RecordSerializationError
 from weir.core.job_graph import SerializerKind
 from weir.taskmanager.operators.base import OperatorSetup
 from weir.taskmanager.operators.chain import OperatorChain
@@ -82,3 +85,17 @@ class TestCollectOperatorSerializer:
         (records,) = recorder.collected.values()
         assert records == [bytearray(b"ab"), b"cd"]
         assert type(records[0]) is bytearray
+
+
+class TestCollectOperatorErrors:
+    def test_an_unpicklable_record_is_named_with_what_to_do(self):
+        chain = _collect_chain(Recorder())
+        _feed(chain, [1, ("lock", threading.Lock()), 3])
+        with pytest.raises(RecordSerializationError) as caught:
+            chain.flush()
+        message = str(caught.value)
+        assert "execute_and_collect()" in message
+        assert "('lock', <unlocked _thread.lock object" in message
+        assert "a tuple; TypeError: cannot pickle '_thread.lock' object" in message
+        assert "open() of the function" in message
+        assert isinstance(caught.value, TypeError)

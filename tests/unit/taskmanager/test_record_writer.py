@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
+import threading
 
 import cloudpickle
 import pytest
 
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
-from weir.core.errors import RecordTooLargeError
+from weir.core.errors import RecordSerializationError, RecordTooLargeError
 from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
 from weir.core.job_graph import JobEdge, PartitionerKind
 from weir.core.key_groups import assign_to_key_group, key_group_range_for_operator
@@ -45,6 +46,7 @@ def writer(
     max_parallelism: int = 128,
     consumers=None,
     max_frame_size: int = 64 << 20,
+    operator_name: str = "",
 ) -> tuple[RecordWriter, CapturingWriter]:
     edge = JobEdge(
         JobVertexId("a"),
@@ -64,7 +66,12 @@ def writer(
     )
     cap = CapturingWriter()
     rw = RecordWriter(
-        cap, desc, segment_size=segment, rng=random.Random(7), max_frame_size=max_frame_size
+        cap,
+        desc,
+        segment_size=segment,
+        rng=random.Random(7),
+        max_frame_size=max_frame_size,
+        operator_name=operator_name,
     )
     return rw, cap
 
@@ -271,3 +278,25 @@ class TestPendingBuffers:
         pending = rw.pending_buffers()
         assert sorted(pending) == [0, 1, 2]
         assert all(deserialize_batch(bufs[0]) == ["x"] for bufs in pending.values())
+
+
+class TestUnpicklableRecords:
+    @pytest.mark.parametrize("timestamps", [None, [1, 2, 3]])
+    def test_the_record_and_the_operator_that_emitted_it_are_named(self, timestamps):
+        rw, _ = writer(P.REBALANCE, 2, operator_name="parse")
+        rw.emit([1, {"conn": threading.Lock()}, 3], timestamps)
+        with pytest.raises(RecordSerializationError) as caught:
+            rw.flush()
+        message = str(caught.value)
+        assert message.startswith("operator 'parse' emitted a record that cannot be pickled")
+        assert "{'conn': <unlocked _thread.lock object" in message
+        assert "(a dict; TypeError: cannot pickle '_thread.lock' object)" in message
+        assert "open() of the function" in message
+        assert isinstance(caught.value, TypeError)  # what the bare error was
+        assert isinstance(caught.value.__cause__, TypeError)
+
+    def test_records_that_pickle_are_written_as_before(self):
+        rw, cap = writer(P.FORWARD, 1, operator_name="parse")
+        rw.emit([1, ("a", 2.5), None])
+        rw.flush()
+        assert cap.records(0) == [1, ("a", 2.5), None]

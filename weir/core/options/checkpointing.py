@@ -148,7 +148,7 @@ CHECKPOINTING_STORAGE = _option(
     "jobmanager keeps small snapshots in the JobMaster's memory (metadata also in "
     "execution.checkpointing.dir when set); filesystem writes them to "
     "execution.checkpointing.dir. Unset: filesystem when a directory is set, else jobmanager.",
-    ("", "jobmanager", "filesystem"),
+    ("jobmanager", "filesystem"),
 )
 SAVEPOINT_DIR = _option(
     "execution.checkpointing.savepoint-dir",

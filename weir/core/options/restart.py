@@ -38,7 +38,6 @@ RESTART_STRATEGY_TYPE = _option(
     "none (also off, disable), fixed-delay, failure-rate or exponential-delay. Unset: "
     "exponential-delay when checkpointing is on, none when it is off.",
     (
-        "",
         "none",
         "off",
         "disable",

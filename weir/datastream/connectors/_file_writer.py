@@ -3,21 +3,36 @@
 One ``FileWriter`` per sink subtask. File names follow Flink's FileSink:
 
 * finished (visible): ``{bucket}/{prefix}-{uid}-{counter}{suffix}``, ``uid`` a random
-  UUID per subtask writer, ``counter`` per bucket from 0;
+  UUID of the writer, ``counter`` per bucket from 0;
 * in-progress and pending (hidden): ``{bucket}/.{finished name}.inprogress.{uuid}``, as
   Flink's local RecoverableWriter names its temporary files. A pending file is a closed
   in-progress file waiting for its checkpoint to complete; committing renames it.
 
-An in-progress file survives checkpoints (only rolling closes it). The checkpoint records
-its length; on recovery the first that many bytes are copied to a new in-progress file,
-so the bytes written after the checkpoint never show. The old file stays until a later
-checkpoint completes, since recovering from the same checkpoint again still needs it.
+An in-progress file survives checkpoints (only rolling closes it); the checkpoint records
+its length.
+
+**Restoring a checkpoint** commits everything the checkpoint holds, idempotently, so the
+same checkpoint can be restored any number of times: its pending files are renamed unless
+their finished file is already there, and the checkpointed part of each in-progress file
+becomes a finished file of its own (under the finished name it was written for, where
+it was written), unless a finished file of exactly that length is already there. The bytes written
+after the checkpoint never show, and the in-progress file is deleted once committed.
+
+A restored writer continues the restored writer's ``uid`` (the first one's, when it
+restores several states after a rescale), with its counters past every finished file of
+that uid, so everything written under the uid after the checkpoint is recognisable: a
+restore deletes the hidden files of each uid it restores. So a run that was restored,
+rolled files for checkpoints that never completed (a full checkpoint directory) and then
+failed leaves nothing behind once the checkpoint is restored again. Two jobs must not
+restore one checkpoint into one base path at the same time: each deletes the other's
+hidden files.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,10 +96,6 @@ class FileWriter:
         # closed files not yet handed to a checkpoint, then per checkpoint id
         self._pending: list[tuple[str, str]] = []
         self._pending_per_checkpoint: dict[int, list[tuple[str, str]]] = {}
-        # superseded in-progress files of a restored checkpoint: deleted once a later one
-        # completes
-        self._cleanup: list[str] = []
-        self._cleanup_per_checkpoint: dict[int, list[str]] = {}
 
     # -- records --------------------------------------------------------------------------
     def write(self, bucket_id: str, element: Any, data: bytes, now: int) -> None:
@@ -145,9 +156,6 @@ class FileWriter:
         if self._pending:
             self._pending_per_checkpoint[checkpoint_id] = self._pending
             self._pending = []
-        if self._cleanup:
-            self._cleanup_per_checkpoint[checkpoint_id] = self._cleanup
-            self._cleanup = []
         in_progress = []
         for part in self._in_progress.values():
             assert part.handle is not None
@@ -165,9 +173,9 @@ class FileWriter:
             {
                 "version": _STATE_VERSION,
                 "uid": self._uid,
+                "root": self._root,
                 "pending": {str(c): files for c, files in self._pending_per_checkpoint.items()},
                 "in_progress": in_progress,
-                "cleanup": [p for paths in self._cleanup_per_checkpoint.values() for p in paths],
             }
         ).encode()
 
@@ -177,10 +185,6 @@ class FileWriter:
                 break
             for temp, final in self._pending_per_checkpoint.pop(pending_id):
                 self._commit(temp, final)
-        for cleanup_id in sorted(self._cleanup_per_checkpoint):
-            if cleanup_id > checkpoint_id:
-                break
-            self._delete(self._cleanup_per_checkpoint.pop(cleanup_id))
 
     def _commit(self, temp: str, final: str) -> None:
         fs = self._fs
@@ -193,67 +197,108 @@ class FileWriter:
             )
             raise CheckpointError(msg)
 
-    def _delete(self, paths: list[str]) -> None:
+    # -- restore ----------------------------------------------------------------------------
+    def restore(self, states: list[bytes]) -> None:
+        """Commit what the restored states hold (see the module docstring), delete the
+        hidden files their writers wrote after the checkpoint, and continue the first
+        state's uid. Called once, before any record, with every writer state this
+        subtask restores (several after a rescale to fewer subtasks)."""
+        restored = [json.loads(state) for state in states]
+        for entry in restored:
+            if entry.get("version") != _STATE_VERSION:
+                msg = f"FileSink: unknown state version {entry.get('version')!r}"
+                raise CheckpointError(msg)
+        for entry in restored:
+            for checkpoint_id in sorted(entry["pending"], key=int):
+                for temp, final in entry["pending"][checkpoint_id]:
+                    self._commit(temp, final)
+            # Writers before this one kept a restored in-progress file until a later
+            # checkpoint completed, listing it here.
+            self._delete(entry.get("cleanup", ()))
+            for part in entry["in_progress"]:
+                self._commit_in_progress(part)
+        if not restored:
+            return
+        self._uid = restored[0]["uid"]
+        uids = {entry["uid"] for entry in restored}
+        roots = {self._root} | {entry.get("root", self._root) for entry in restored}
+        for root in sorted(roots):
+            self._discard_after_checkpoint(root, uids)
+
+    def _commit_in_progress(self, part: dict[str, Any]) -> None:
+        """The first ``size`` bytes of a restored in-progress file become its finished
+        file; once they are, the in-progress file goes."""
+        fs = self._fs
+        temp, final, size = part["temp"], part["final"], part["size"]
+        if fs.exists(final):
+            committed = fs.size(final)
+            if committed != size:
+                msg = (
+                    f"FileSink: {final!r} was committed with {committed} bytes by a restore "
+                    f"of another checkpoint, while this checkpoint holds the first {size} "
+                    f"bytes of its in-progress file {temp!r}; restoring this checkpoint "
+                    "would repeat or lose output. Restore the latest checkpoint of the job "
+                    "instead"
+                )
+                raise CheckpointError(msg)
+            logger.info("FileSink: %s was committed by an earlier restore", final)
+        elif not fs.exists(temp):
+            msg = (
+                f"FileSink: the in-progress file {temp!r} of the restored checkpoint is "
+                f"gone and {final!r} was never committed; its data cannot be recovered"
+            )
+            raise CheckpointError(msg)
+        elif fs.size(temp) == size:
+            fs.mv(temp, final)
+            return
+        elif size:  # the file holds bytes written after the checkpoint too
+            data = fs.cat_file(temp, start=0, end=size)
+            if len(data) != size:
+                msg = (
+                    f"FileSink: the in-progress file {temp!r} holds {len(data)} bytes, the "
+                    f"checkpoint recorded {size}"
+                )
+                raise CheckpointError(msg)
+            directory, _, name = final.rpartition("/")
+            staging = f"{directory}/.{name}.inprogress.{uuid.uuid4()}"
+            with fs.open(staging, "wb") as out:
+                out.write(data)
+            fs.mv(staging, final)
+        if fs.exists(temp):
+            fs.rm(temp)
+
+    def _delete(self, paths: Any) -> None:
         for path in paths:
             if self._fs.exists(path):
                 self._fs.rm(path)
 
-    def restore(self, state: bytes) -> None:
-        """Commit the restored checkpoint's pending files, cut its in-progress files back to
-        their checkpointed length, and delete the hidden files written after it."""
-        restored = json.loads(state)
-        if restored.get("version") != _STATE_VERSION:
-            msg = f"FileSink: unknown state version {restored.get('version')!r}"
-            raise CheckpointError(msg)
-        for checkpoint_id in sorted(restored["pending"], key=int):
-            for temp, final in restored["pending"][checkpoint_id]:
-                self._commit(temp, final)
-        self._delete(restored["cleanup"])
-        keep = {entry["temp"] for entry in restored["in_progress"]}
-        self._discard_orphans(restored["uid"], keep)
-        for entry in restored["in_progress"]:
-            self._resume(entry)
-
-    def _resume(self, entry: dict[str, Any]) -> None:
+    def _discard_after_checkpoint(self, root: str, uids: set[str]) -> None:
+        """Delete the hidden files under ``root`` of the writers of ``uids`` (the restored
+        ones and the restored runs that continued them): the restored checkpoint's are
+        committed by now, so all that are left were written after it. This writer's
+        counters move past the finished files of its uid under its base path."""
         fs = self._fs
-        temp, size = entry["temp"], entry["size"]
-        try:
-            data = fs.cat_file(temp, start=0, end=size) if size else b""
-        except FileNotFoundError as exc:
-            msg = (
-                f"FileSink: the in-progress file {temp!r} of the restored checkpoint is "
-                "gone; its data cannot be recovered"
-            )
-            raise CheckpointError(msg) from exc
-        if len(data) != size:
-            msg = (
-                f"FileSink: the in-progress file {temp!r} holds {len(data)} bytes, the "
-                f"checkpoint recorded {size}"
-            )
-            raise CheckpointError(msg)
-        final = entry["final"]
-        name = final.rpartition("/")[2]
-        open_part = self._in_progress.get(entry["bucket"])
-        if open_part is not None:  # resumed from another subtask's state (rescaled down)
-            self._close_part(open_part)
-        part = self._open_part(entry["bucket"], self._clock(), name=name)
-        part.creation_time = entry["created"]
-        assert part.handle is not None
-        part.handle.write(data)
-        part.size = size
-        self._cleanup.append(temp)
-
-    def _discard_orphans(self, uid: str, keep: set[str]) -> None:
-        """Hidden files the restored writer opened after the checkpoint: never committed."""
-        fs = self._fs
-        if not fs.exists(self._root):
+        if not fs.exists(root):
             return
-        marker = f".{self._prefix}-{uid}-"
-        for path in fs.find(self._root):
-            name = path.rpartition("/")[2]
-            if name.startswith(marker) and ".inprogress." in name and path not in keep:
+        either = "|".join(re.escape(uid) for uid in sorted(uids))
+        name = re.compile(
+            rf"(?P<hidden>\.)?{re.escape(self._prefix)}-(?P<uid>{either})-(?P<counter>\d+)"
+            rf"{re.escape(self._suffix)}(?P<temp>\.inprogress\..*)?"
+        )
+        own_root = self._root.rstrip("/")
+        for path in fs.find(root):
+            directory, _, file_name = path.rpartition("/")
+            match = name.fullmatch(file_name)
+            if match is None:
+                continue
+            if match["hidden"] and match["temp"]:
                 logger.info("FileSink: discarding %s, written after the restored checkpoint", path)
                 fs.rm(path)
+            elif not match["hidden"] and not match["temp"] and match["uid"] == self._uid:
+                if directory == own_root or directory.startswith(own_root + "/"):
+                    bucket = directory[len(own_root) :].strip("/")
+                    counter = int(match["counter"]) + 1
+                    self._counters[bucket] = max(self._counters.get(bucket, 0), counter)
 
     # -- end ------------------------------------------------------------------------------
     def finish(self) -> None:

@@ -7,7 +7,8 @@ sink writer keeps it. The task calls its hooks on its own thread, never concurre
 this order::
 
     initialize_state(context)        before the first record: a fresh start, or the state
-                                     of a completed checkpoint (context.is_restored())
+                                     of a completed checkpoint (context.is_restored()),
+                                     whose files are committed then
     open(runtime_context)
     invoke(value, context)*          interleaved with, per checkpoint n (n increasing):
         snapshot_state(context)        pre-commit: rolled files become pending for n
@@ -18,8 +19,9 @@ this order::
 
 Guarantees: a record is visible only once the checkpoint after it completed (or input
 ended); after recovery from checkpoint n, the visible output is exactly the records
-before n, once each. Without ``initialize_state`` the sink starts fresh on its first
-record (and keeps no state).
+before n, once each, however often n is restored, and no hidden file written after n is
+left. Without ``initialize_state`` the sink starts fresh on its first record (and keeps
+no state).
 
 Part files are renamed within the file system on commit, so the base path must be on a
 file system where a flushed file keeps its bytes and rename is atomic (local, ``memory://``,
@@ -491,18 +493,16 @@ class FileSink(SinkFunction, CheckpointedFunction, CheckpointListener):
 
     def initialize_state(self, context: FunctionInitializationContext) -> None:
         """Takes the list state of the writer. On recovery from a completed checkpoint its
-        pending files are committed (again, harmlessly), its in-progress files are cut
-        back to their checkpointed length, and files written after it are discarded."""
+        pending files and the checkpointed part of its in-progress files are committed
+        (unless an earlier restore of it did so), and the hidden files written after it
+        are discarded: a checkpoint may be restored any number of times."""
         self._state = context.get_operator_state_store().get_list_state(
             ListStateDescriptor("writer_raw_states", Types.PICKLED_BYTE_ARRAY())
         )
         restored = list(self._state.get()) if context.is_restored() else []
-        writer = self._start()
         # At a lower parallelism a subtask gets the writer states of several old ones
-        # (Flink merges their buckets): each is recovered in turn, and an in-progress
-        # file of a bucket another state already resumed is rolled to pending.
-        for state in restored:
-            writer.restore(state)
+        # (Flink merges their buckets): it commits what each holds.
+        self._start().restore(restored)
 
     def open(self, runtime_context: RuntimeContext) -> None:
         self._writer_or_fresh()

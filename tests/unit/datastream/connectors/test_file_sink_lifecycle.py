@@ -256,7 +256,9 @@ class TestRecovery:
             base, clock, rolling=RollingPolicy.default_rolling_policy(part_size=10)
         )
         restore(restored, state)
-        assert sorted(committed_lines(base)) == sorted(before[:-1])  # pending ones only
+        # The pending files and the checkpointed part of the in-progress one.
+        assert sorted(committed_lines(base)) == sorted(before)
+        assert hidden(base) == []
         snapshot(restored, 2)
         restored.notify_checkpoint_complete(2)
         end_input(restored)
@@ -277,7 +279,86 @@ class TestRecovery:
         restore(second, state)
         write(second, ["c"])
         end_input(second)
-        assert committed_lines(base) == ["a", "b", "c"]
+        assert sorted(committed_lines(base)) == ["a", "b", "c"]
+        assert hidden(base) == []  # "lost again" went with the first run's files
+
+    def test_runs_that_checkpointed_nothing_leave_no_hidden_files(self, base):
+        """The checkpoint directory is full for a while: every checkpoint after the first
+        fails, and each failure restores checkpoint 1 in a new run, which had rolled
+        files for its own failed checkpoints. Once checkpoints complete again, nothing
+        those runs wrote is left, hidden or visible."""
+        rolling = RollingPolicy.on_checkpoint_rolling_policy()
+        sink = make_sink(base, rolling=rolling)
+        write(sink, ["a"])
+        state = snapshot(sink, 1)
+        sink.notify_checkpoint_complete(1)
+        write(sink, ["lost-0"])
+        snapshot(sink, 2)  # fails: the directory is full
+        checkpoint_id = 2
+        for run in range(1, 4):
+            sink = make_sink(base, rolling=rolling)
+            restore(sink, state)
+            write(sink, [f"lost-{run}"])
+            checkpoint_id += 1
+            snapshot(sink, checkpoint_id)  # fails as well
+            sink.notify_checkpoint_aborted(checkpoint_id)
+            write(sink, [f"lost-{run}-tail"])
+        last = make_sink(base, rolling=rolling)
+        restore(last, state)
+        write(last, ["b"])
+        end_input(last)
+        assert sorted(committed_lines(base)) == ["a", "b"]
+        assert hidden(base) == []
+
+    def test_a_checkpoint_restored_once_can_be_restored_again(self, base):
+        """``weir run -s chk-1`` twice: the first restored run committed the checkpoint's
+        in-progress data and ran to its end; the second finds it committed and goes on."""
+        sink = make_sink(base)
+        write(sink, ["a", "b"])  # in progress at checkpoint 1 (the default policy)
+        state = snapshot(sink, 1)
+        write(sink, ["never checkpointed"])
+        first = make_sink(base)
+        restore(first, state)
+        write(first, ["first"])
+        snapshot(first, 2)
+        first.notify_checkpoint_complete(2)
+        end_input(first)
+        assert sorted(committed_lines(base)) == ["a", "b", "first"]
+        second = make_sink(base)
+        restore(second, state)
+        write(second, ["second"])
+        end_input(second)
+        # The checkpoint's records once; each restored run's own records, once each.
+        assert sorted(committed_lines(base)) == ["a", "b", "first", "second"]
+        assert hidden(base) == []
+        assert len(set(visible(base))) == len(visible(base)) == 3
+
+    def test_a_restore_that_stopped_halfway_through_a_commit_is_finished(self, base):
+        sink = make_sink(base)
+        write(sink, ["a"])
+        state = snapshot(sink, 1)
+        fs, root = fsspec.core.url_to_fs(base)
+        (temp,) = [p for p in fs.find(root) if ".inprogress." in p]
+        # The in-progress file was committed, but the process died before deleting it.
+        directory, _, name = temp.rpartition("/")
+        fs.pipe_file(f"{directory}/{name[1:].partition('.inprogress.')[0]}", b"a\n")
+        restored = make_sink(base)
+        restore(restored, state)
+        end_input(restored)
+        assert committed_lines(base) == ["a"]
+        assert hidden(base) == []
+
+    def test_an_older_checkpoint_than_the_one_already_restored_is_refused(self, base):
+        sink = make_sink(base)
+        write(sink, ["a"])
+        older = snapshot(sink, 1)
+        write(sink, ["b"])  # the same in-progress file, longer at checkpoint 2
+        newer = snapshot(sink, 2)
+        restore(make_sink(base), newer)
+        assert committed_lines(base) == ["a", "b"]
+        with pytest.raises(CheckpointError, match="by a restore of another checkpoint"):
+            restore(make_sink(base), older)
+        assert committed_lines(base) == ["a", "b"]
 
     def test_restore_commits_pending_files_idempotently(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
