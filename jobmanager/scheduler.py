@@ -21,24 +21,22 @@ from weir.core.checkpoint import (
 )
 from weir.core.deployment import ExecutionState
 from weir.core.errors import (
-    JobSubmissionError,
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
-    StateMigrationError,
     WeirError,
 )
 from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
 from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
-from weir.jobmanager.checkpoint import (
-    CheckpointCoordinator,
-    CheckpointPlan,
-    CheckpointTask,
-    FinishedOperator,
+from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, plan_checkpoint
+from weir.jobmanager.checkpoint.checkpoint_plan import CHECKPOINTABLE
+from weir.jobmanager.checkpoint.restore_plan import (
+    NOTHING_RESTORED,
+    initial_restore_plan,
+    restore_plan,
 )
-from weir.jobmanager.checkpoint.state_assignment import assign_subtask_states, check_restorable
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
@@ -71,13 +69,6 @@ TASK_RPC_TIMEOUT_S = 10.0
 # While its leadership is unconfirmed (ZooKeeper unreachable or the session in doubt) a
 # JobMaster asks again this often before deploying; a revocation ends the wait sooner.
 _LEADERSHIP_POLL_S = 0.2
-# Task states in which a checkpoint can be taken when tasks may finish (FLIP-147).
-_CHECKPOINTABLE = (ExecutionState.RUNNING, ExecutionState.FINISHED)
-
-
-def _operator_label(operator_id: OperatorId, state: OperatorState) -> str:
-    """How messages name an operator of a checkpoint: by uid when it had one."""
-    return f"uid {state.uid!r}" if state.uid else f"operator id {operator_id}"
 
 
 class DefaultScheduler:
@@ -147,11 +138,8 @@ class DefaultScheduler:
         self._task_executors = TaskExecutorGateways(security)
         self._slot_request: _PendingSlotRequest | None = None
         self._final_release: threading.Thread | None = None
-        self._restored: dict[tuple[str, int], bytes] = {}
-        self._restored_checkpoint_id = 0
-        # Subtasks the restored checkpoint recorded as finished: deployed so that they run
-        # nothing, and counted as finished by every checkpoint of this attempt.
-        self._finished_on_restore: set[tuple[str, int]] = set()
+        # What the current attempt restores (jobmanager.checkpoint.restore_plan).
+        self._restore = NOTHING_RESTORED
         # Tasks of the current attempt that reached the end of their input.
         self._end_of_data: set[ExecutionAttemptId] = set()
         # FLIP-147: checkpoints go on after some tasks finished, and a finishing task
@@ -328,12 +316,13 @@ class DefaultScheduler:
                 return False
             ev.current.transition(ExecutionState.DEPLOYING)
             tdd = self.graph.deployment_descriptor(ev)
-            restored = self._restored.get((ev.job_vertex.vertex_id, ev.subtask_index))
+            restore = self._restore
+            restored = restore.state_of(ev.job_vertex.vertex_id, ev.subtask_index)
             if restored is not None:
                 tdd = dataclasses.replace(tdd, restored_state=restored)
-            if self._restored_checkpoint_id:
-                tdd = dataclasses.replace(tdd, restored_checkpoint_id=self._restored_checkpoint_id)
-            if (ev.job_vertex.vertex_id, ev.subtask_index) in self._finished_on_restore:
+            if restore.checkpoint_id:
+                tdd = dataclasses.replace(tdd, restored_checkpoint_id=restore.checkpoint_id)
+            if restore.is_finished(ev.job_vertex.vertex_id, ev.subtask_index):
                 tdd = dataclasses.replace(tdd, finished_on_restore=True)
         slot = ev.current.slot
         assert slot is not None
@@ -416,7 +405,7 @@ class DefaultScheduler:
                 if state is ExecutionState.FINISHED:
                     self._call_coordinator(coordinator.task_finished, ev.current.attempt_id)
                 if self.status is JobStatus.RUNNING and all(
-                    e.current.state in _CHECKPOINTABLE for e in self.graph.all_executions()
+                    e.current.state in CHECKPOINTABLE for e in self.graph.all_executions()
                 ):
                     self._call_coordinator(coordinator.start_periodic_scheduler)
             elif state is ExecutionState.RUNNING and self.status is JobStatus.RUNNING:
@@ -537,15 +526,14 @@ class DefaultScheduler:
         with self._lock:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
-            self._restored = {}
-            self._restored_checkpoint_id = 0
-            self._finished_on_restore = set()
             self._end_of_data = set()
-            if restored is not None:
-                operator_states = restored.metadata.operator_states
-                self._restored = self._split_restored_state(operator_states)
-                self._finished_on_restore = self._finished_subtasks(operator_states)
-                self._restored_checkpoint_id = restored.checkpoint_id
+            self._restore = (
+                restore_plan(
+                    self.graph.job_graph, restored.metadata.operator_states, restored.checkpoint_id
+                )
+                if restored is not None
+                else NOTHING_RESTORED
+            )
             self.restarts += 1
             self.graph = ExecutionGraph(self.graph.job_graph, old.attempt_number + 1)
             if self._on_restart is not None:
@@ -569,151 +557,31 @@ class DefaultScheduler:
     ) -> None:
         """Deploy the first attempt with this state (``weir run -s``) of checkpoint
         ``checkpoint_id``, at the job's parallelism (rescaled when it differs). Call
-        before ``start``. Raises JobSubmissionError when the checkpoint holds state of
-        operators this job lacks (unless ``allow_non_restored``) or state that cannot be
-        restored into it (``check_restorable``)."""
-        vertex_of = {
-            op.operator_id: vertex
-            for vertex in self.graph.job_graph.vertices
-            for op in vertex.operators
-        }
-        unclaimed = sorted(
-            _operator_label(op_id, state)
-            for op_id, state in operator_states.items()
-            if op_id not in vertex_of
+        before ``start``. Raises JobSubmissionError when the state does not fit the job
+        (``initial_restore_plan``)."""
+        plan = initial_restore_plan(
+            self.graph.job_graph, operator_states, source, allow_non_restored, checkpoint_id
         )
-        if unclaimed and not allow_non_restored:
-            msg = (
-                f"job {self.job_id}: the state at {source} holds state of operators this job "
-                f"does not have ({', '.join(unclaimed)}); give the stateful operators the uid "
-                "they had when it was taken, or drop that state on purpose with "
-                "--allowNonRestoredState (-n, execution.state-recovery.ignore-unclaimed-state)"
-            )
-            raise JobSubmissionError(msg)
-        if unclaimed:
-            logger.warning(
-                "job %s: dropping the state of operators it does not have: %s",
-                self.job_id,
-                ", ".join(unclaimed),
-            )
-        try:
-            check_restorable(self.graph.job_graph.vertices, operator_states, source)
-        except StateMigrationError as exc:
-            msg = f"job {self.job_id}: {exc}"
-            raise JobSubmissionError(msg) from exc
-        derived = sorted(
-            f"{op.name} ({op_id})"
-            for vertex in self.graph.job_graph.vertices
-            for op in vertex.operators
-            if (op_id := OperatorId(op.operator_id)) in operator_states and not op.uid
-        )
-        if derived:
-            logger.warning(
-                "job %s: state restored into operators without a uid, matched by the id "
-                "derived from the job's graph: %s. That id changes when operators are added "
-                "or removed before them; give every stateful operator a uid (.uid(...))",
-                self.job_id,
-                ", ".join(derived),
-            )
-        rescaled = sorted(
-            f"{_operator_label(op_id, state)} {state.parallelism} -> {vertex.parallelism}"
-            for op_id, state in operator_states.items()
-            if (vertex := vertex_of.get(op_id)) is not None
-            and state.parallelism != vertex.parallelism
-        )
-        if rescaled:
-            logger.info("job %s: rescaling restored state: %s", self.job_id, ", ".join(rescaled))
         with self._lock:
-            self._restored = self._split_restored_state(operator_states)
-            self._finished_on_restore = self._finished_subtasks(operator_states)
-            self._restored_checkpoint_id = checkpoint_id
-
-    def _split_restored_state(self, operator_states: Any) -> dict[tuple[str, int], bytes]:
-        """Per subtask, the encoded states of its vertex's operators."""
-        return assign_subtask_states(self.graph.job_graph.vertices, operator_states)
-
-    def _finished_subtasks(
-        self, operator_states: Mapping[OperatorId, OperatorState]
-    ) -> set[tuple[str, int]]:
-        """The subtasks every operator of whose vertex a checkpoint recorded as finished.
-        At another parallelism only a fully finished operator counts: the new subtasks
-        of a partly finished one are not the old ones, so they all run."""
-        finished: set[tuple[str, int]] = set()
-        for vertex in self.graph.job_graph.vertices:
-            states = [operator_states.get(OperatorId(op.operator_id)) for op in vertex.operators]
-            for index in range(vertex.parallelism):
-                if all(
-                    s is not None
-                    and (
-                        index in s.finished_subtasks
-                        if s.parallelism == vertex.parallelism
-                        else s.is_fully_finished
-                    )
-                    for s in states
-                ):
-                    finished.add((vertex.vertex_id, index))
-        return finished
+            self._restore = plan
 
     def _is_finished(self, ev: ExecutionVertex) -> bool:
         """Finished for checkpoints: exited after its final checkpoint, or deployed as
         finished on restore (it runs nothing and acknowledges nothing)."""
-        return ev.current.state is ExecutionState.FINISHED or (
-            (ev.job_vertex.vertex_id, ev.subtask_index) in self._finished_on_restore
+        return ev.current.state is ExecutionState.FINISHED or self._restore.is_finished(
+            ev.job_vertex.vertex_id, ev.subtask_index
         )
 
     def checkpoint_plan(self) -> CheckpointPlan | None:
-        """The tasks of a checkpoint now, or None when it cannot be taken: not every task
-        is RUNNING (or FINISHED, with final checkpoints), or none is left running.
-
-        With final checkpoints (FLIP-147) the finished tasks are recorded as finished, and
-        the checkpoint is triggered at the running tasks none of whose producers still
-        runs: the sources, and the tasks whose upstream tasks have all finished."""
+        """The tasks of a checkpoint of the current attempt now (``plan_checkpoint``), or
+        None when it cannot be taken (the job is not RUNNING, among others)."""
         with self._lock:
             if self.status is not JobStatus.RUNNING:
                 return None
-            executions = self.graph.all_executions()
-            allowed = _CHECKPOINTABLE if self._final_checkpoints else (ExecutionState.RUNNING,)
-            if not all(ev.current.state in allowed for ev in executions):
-                return None
-            finished = {ev.current.attempt_id for ev in executions if self._is_finished(ev)}
-            tasks = tuple(
-                CheckpointTask(
-                    ev.current.attempt_id,
-                    ev.subtask_index,
-                    ev.job_vertex.parallelism,
-                    is_source=all(
-                        p.current.attempt_id in finished for p in self.graph.producers_of(ev)
-                    ),
-                )
-                for ev in executions
-                if ev.current.attempt_id not in finished
-            )
-            if not tasks:
-                return None
-            job_graph = self.graph.job_graph
-            max_parallelism = {
-                OperatorId(op.operator_id): v.max_parallelism
-                for v in job_graph.vertices
-                for op in v.operators
+            finished = {
+                ev.current.attempt_id for ev in self.graph.all_executions() if self._is_finished(ev)
             }
-            finished_operators: dict[OperatorId, FinishedOperator] = {}
-            for vertex in job_graph.vertices:
-                indices = frozenset(
-                    ev.subtask_index
-                    for ev in self.graph.vertices[vertex.vertex_id]
-                    if ev.current.attempt_id in finished
-                )
-                for op in vertex.operators if indices else ():
-                    finished_operators[OperatorId(op.operator_id)] = FinishedOperator(
-                        vertex.parallelism, indices
-                    )
-            uids = {
-                OperatorId(op.operator_id): op.uid
-                for v in job_graph.vertices
-                for op in v.operators
-                if op.uid
-            }
-            return CheckpointPlan(tasks, max_parallelism, finished_operators, uids)
+            return plan_checkpoint(self.graph, finished, self._final_checkpoints)
 
     def attempt_number_of(self, attempt_id: str) -> int | None:
         """The job attempt a task belongs to, or None if it is not of the current one."""

@@ -8,14 +8,15 @@ from weir.jobmanager.checkpoint.checkpoint_coordinator import (
     CheckpointPlanProvider,
     CheckpointTriggerGateway,
 )
-from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
-from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
-from weir.jobmanager.checkpoint.pending_checkpoint import (
+from weir.jobmanager.checkpoint.checkpoint_plan import (
     CheckpointPlan,
     CheckpointTask,
     FinishedOperator,
-    PendingCheckpoint,
+    plan_checkpoint,
 )
+from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
+from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
+from weir.jobmanager.checkpoint.pending_checkpoint import PendingCheckpoint
 from weir.jobmanager.checkpoint.scheduling import (
     Clock,
     ScheduledExecutor,
@@ -42,5 +43,6 @@ __all__ = [
     "ScheduledExecutor",
     "ScheduledTask",
     "ThreadScheduledExecutor",
+    "plan_checkpoint",
     "system_clock_ms",
 ]

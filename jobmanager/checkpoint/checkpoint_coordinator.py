@@ -54,13 +54,10 @@ from weir.core.highavailability import (
 from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
 from weir.core.job_status import JobStatus
 from weir.core.key_groups import default_max_parallelism
+from weir.jobmanager.checkpoint.checkpoint_plan import CheckpointPlan
 from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
-from weir.jobmanager.checkpoint.pending_checkpoint import (
-    AckResult,
-    CheckpointPlan,
-    PendingCheckpoint,
-)
+from weir.jobmanager.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
 from weir.jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
 from weir.jobmanager.checkpoint.shared_state_registry import SharedStateRegistry
 

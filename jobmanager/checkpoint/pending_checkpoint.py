@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from weir.core.checkpoint import (
     CheckpointMetrics,
@@ -14,46 +12,8 @@ from weir.core.checkpoint import (
     TaskStateSnapshot,
 )
 from weir.core.ids import ExecutionAttemptId, OperatorId
+from weir.jobmanager.checkpoint.checkpoint_plan import CheckpointPlan, CheckpointTask
 from weir.jobmanager.checkpoint.scheduling import ScheduledTask
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointTask:
-    """One running task that takes part in a checkpoint."""
-
-    attempt_id: ExecutionAttemptId
-    subtask_index: int
-    parallelism: int
-    is_source: bool = False
-    """The coordinator triggers the checkpoint here: a task without inputs, or one whose
-    upstream tasks have all finished (FLIP-147), which then takes it once its inputs
-    have ended. Every task acknowledges."""
-
-
-@dataclass(frozen=True, slots=True)
-class FinishedOperator:
-    """An operator some of whose subtasks had finished when the checkpoint was planned."""
-
-    parallelism: int
-    finished_subtasks: frozenset[int]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointPlan:
-    """The tasks of a checkpoint (Flink's CheckpointPlan), computed when it is triggered."""
-
-    tasks: tuple[CheckpointTask, ...]
-    max_parallelism: Mapping[OperatorId, int] = field(default_factory=dict)
-    """Max parallelism of each stateful operator, recorded in ``_metadata``."""
-    finished: Mapping[OperatorId, FinishedOperator] = field(default_factory=dict)
-    """Operators with finished subtasks: recorded as finished in ``_metadata``."""
-    uids: Mapping[OperatorId, str] = field(default_factory=dict)
-    """The uid of each operator that has one, recorded in ``_metadata`` (state readers
-    and error messages name operators by it)."""
-
-    @property
-    def tasks_to_trigger(self) -> tuple[CheckpointTask, ...]:
-        return tuple(task for task in self.tasks if task.is_source)
 
 
 class AckResult(enum.Enum):

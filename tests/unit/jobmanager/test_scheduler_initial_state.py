@@ -62,7 +62,7 @@ def test_state_taken_at_two_is_restored_at_three_by_key_group():
     scheduler = _scheduler(3)
     scheduler.set_initial_state({KEYED: _state(KEYED, 2, "counter")}, "/sp", False)
     got = [
-        decode_task_state(scheduler._restored[("v" * 32, i)]).subtask_states[KEYED]
+        decode_task_state(scheduler._restore.state_of("v" * 32, i)).subtask_states[KEYED]
         for i in range(3)
     ]
     # Subtask 1 of 3 owns key groups 43..85: it reads both old halves.
@@ -108,7 +108,7 @@ def _source_state(parallelism: int, finished: frozenset[int], *, splits: bool = 
 def test_a_source_finished_at_two_is_finished_at_three():
     scheduler = _scheduler(3)
     scheduler.set_initial_state({KEYED: _source_state(2, frozenset({0, 1}))}, "/sp", False)
-    assert scheduler._finished_on_restore == {("v" * 32, i) for i in range(3)}
+    assert scheduler._restore.finished_subtasks == {("v" * 32, i) for i in range(3)}
 
 
 def test_a_partly_finished_source_deals_out_what_its_running_subtasks_had_left():
@@ -116,9 +116,9 @@ def test_a_partly_finished_source_deals_out_what_its_running_subtasks_had_left()
     scheduler.set_initial_state({KEYED: _source_state(2, frozenset({0}))}, "/sp", False)
     # The new subtasks are not the old ones: all run, each with its share of the splits
     # the unfinished subtask had left (the finished one's are done).
-    assert scheduler._finished_on_restore == set()
+    assert scheduler._restore.finished_subtasks == frozenset()
     for i in range(3):
-        state = decode_task_state(scheduler._restored[("v" * 32, i)]).subtask_states[KEYED]
+        state = decode_task_state(scheduler._restore.state_of("v" * 32, i)).subtask_states[KEYED]
         assert state.source_split_state == (StreamStateHandle("file:///sp/source-1", 1, 0),)
         assert state.source_splits_rescaled
 
