@@ -24,13 +24,25 @@ from __future__ import annotations
 
 import abc
 import enum
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from weir.core.errors import StateMigrationError, WeirError
 from weir.core.key_groups import PyFlinkKeyHasher
 from weir.core.state_ttl import StateTtl
+from weir.taskmanager.state.ttl import (
+    TtlAggregatingState,
+    TtlListState,
+    TtlMapState,
+    TtlReducingState,
+    TtlValueState,
+)
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class StateAccessError(WeirError, RuntimeError):
@@ -96,6 +108,54 @@ class KeyedStateSnapshot:
     meta: Mapping[str, StateMeta] = field(default_factory=dict)
 
 
+TTL_TABLE_PREFIX = "_weir_ttl_"
+
+
+def ttl_table(name: str) -> str:
+    """The table of state ``name`` with a TTL. A TTL state stores ``(value,
+    last_access_ms)`` where a plain one stores the value; the two forms live (and are
+    snapshotted) under different names, so that a restore into the other form is caught
+    when the state is registered instead of misread later."""
+    return f"{TTL_TABLE_PREFIX}{name}"
+
+
+def state_table(name: str, ttl: StateTtl | None) -> str:
+    """The table of state ``name`` registered with ``ttl`` (or without one)."""
+    return name if ttl is None else ttl_table(name)
+
+
+def check_reregistration(name: str, kind: StateKind, state: Any, ttl: StateTtl | None) -> None:
+    """State ``name``, registered as ``state``, is asked for again with ``ttl``: refuse it
+    (StateAccessError) with a TTL when it was registered without one, or the other way
+    round, or with another TTL."""
+    registered = getattr(state, "ttl", None)
+    if (ttl is None) != (registered is None):
+        label = kind.label
+        was, now = (f"{label} with a TTL", label) if ttl is None else (label, f"{label} with a TTL")
+        msg = f"state {name!r} is already registered as a {was}; a {now} needs another name"
+        raise StateAccessError(msg)
+    if ttl is not None and registered != ttl:
+        msg = (
+            f"state {name!r} is already registered with {registered}; got another "
+            f"TTL for it ({ttl}): give both descriptors the same StateTtlConfig, or "
+            "give the state with the other TTL another name"
+        )
+        raise StateAccessError(msg)
+
+
+def ttl_form_changed(name: str, ttl: StateTtl | None) -> StateMigrationError:
+    """The error for state ``name`` restored in one form (with or without a TTL) and now
+    registered in the other."""
+    was, now = ("with", "without") if ttl is None else ("without", "with")
+    msg = (
+        f"state {name!r} was restored from a snapshot taken {was} a TTL and is "
+        f"now registered {now} one; its stored values cannot be read in the "
+        "other form. Set the descriptor's TTL as it was when the snapshot was "
+        "taken, or rename the state to start it empty"
+    )
+    return StateMigrationError(msg)
+
+
 def check_registration(
     name: str, wanted: StateMeta, registered: StateMeta | None, restored: StateMeta | None
 ) -> None:
@@ -122,6 +182,16 @@ def check_registration(
 def serializer_name(type_info: Any) -> str:
     """How a descriptor's declared type is named in ``StateMeta``."""
     return DEFAULT_SERIALIZER if type_info is None else str(type_info)
+
+
+# The TTL kind of each state kind (weir.taskmanager.state.ttl: one policy, both backends).
+_TTL_KINDS: dict[StateKind, Any] = {
+    StateKind.VALUE: TtlValueState,
+    StateKind.LIST: TtlListState,
+    StateKind.MAP: TtlMapState,
+    StateKind.REDUCING: TtlReducingState,
+    StateKind.AGGREGATING: TtlAggregatingState,
+}
 
 
 class NamespacedTable(abc.ABC):
@@ -169,12 +239,22 @@ class KeyedStateBackend(abc.ABC):
         max_parallelism: int,
         key_group_range: range,
         key_hasher: PyFlinkKeyHasher | None = None,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
         # The same key -> key group function the senders route with.
         self.key_hasher = key_hasher or PyFlinkKeyHasher()
         self.current_key = None
+        self.clock_ms: Callable[[], int] = clock_ms or _wall_clock_ms
+        """The processing-time clock of state TTL (the task's; the wall clock by default)."""
+        self._states: dict[str, Any] = {}
+        # By table name: what each registered state is, and what restored tables were.
+        self._meta: dict[str, StateMeta] = {}
+        self._restored_meta: dict[str, StateMeta] = {}
+        # Per table of a TTL state with cleanup_full_snapshot: what of a stored value is
+        # still alive at a given time (None when nothing is).
+        self._snapshot_filters: dict[str, Callable[[Any, int], Any]] = {}
 
     def key_group_of(self, key: Any) -> int:
         return self.key_hasher.key_group(key, self.max_parallelism)
@@ -198,25 +278,24 @@ class KeyedStateBackend(abc.ABC):
     in_memory: bool = False
     """State lives in Python objects (the runtime may keep indexes of it in memory)."""
 
-    @abc.abstractmethod
     def get_value_state(
         self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
     ) -> ValueState:
         """The ValueState called ``name``."""
+        return self._register(name, StateKind.VALUE, ttl, serializer)  # type: ignore[no-any-return]
 
-    @abc.abstractmethod
     def get_list_state(
         self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
     ) -> Any:
         """The ListState called ``name``."""
+        return self._register(name, StateKind.LIST, ttl, serializer)
 
-    @abc.abstractmethod
     def get_map_state(
         self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
     ) -> Any:
         """The MapState called ``name``."""
+        return self._register(name, StateKind.MAP, ttl, serializer)
 
-    @abc.abstractmethod
     def get_reducing_state(
         self,
         name: str,
@@ -225,8 +304,8 @@ class KeyedStateBackend(abc.ABC):
         serializer: str = DEFAULT_SERIALIZER,
     ) -> Any:
         """The ReducingState called ``name``, folding with ``reduce``."""
+        return self._register(name, StateKind.REDUCING, ttl, serializer, function=reduce)
 
-    @abc.abstractmethod
     def get_aggregating_state(
         self,
         name: str,
@@ -235,6 +314,76 @@ class KeyedStateBackend(abc.ABC):
         serializer: str = DEFAULT_SERIALIZER,
     ) -> Any:
         """The AggregatingState called ``name``, with an AggregateFunction."""
+        return self._register(name, StateKind.AGGREGATING, ttl, serializer, function=function)
+
+    # --- registration: written once, over three hooks of each backend -----------------
+
+    def _register(
+        self,
+        name: str,
+        kind: StateKind,
+        ttl: StateTtl | None,
+        serializer: str,
+        *,
+        function: Any = None,
+    ) -> Any:
+        """State ``name`` of ``kind``, made on its first registration and the same object
+        after: the backend's plain kind without a TTL, the ``ttl`` kind over the
+        backend's storage with one (``function``: the reduce or aggregate function).
+        Refuses another kind or serializer than registered or restored, the other form
+        (with or without a TTL) than registered or restored, and another TTL."""
+        wanted = StateMeta(kind, serializer)
+        state = self._states.get(name)
+        if state is not None:
+            registered = self._meta[state_table(name, getattr(state, "ttl", None))]
+            check_registration(name, wanted, registered, None)
+            check_reregistration(name, kind, state, ttl)
+            return state
+        table = state_table(name, ttl)
+        check_registration(name, wanted, None, self._restored_meta.get(table))
+        if self._holds_table(ttl_table(name) if ttl is None else name):
+            raise ttl_form_changed(name, ttl)
+        storage = self._table_storage(table)
+        if ttl is None:
+            state = self._plain_state(kind, name, storage, function)
+        else:
+            ttl_kind = _TTL_KINDS[kind]
+            ttl_storage = self._ttl_storage(kind, storage)
+            state = (
+                ttl_kind(name, ttl_storage, ttl, self.clock_ms)
+                if function is None
+                else ttl_kind(name, ttl_storage, ttl, self.clock_ms, function)
+            )
+            if ttl.cleanup_full_snapshot:
+                self._snapshot_filters[table] = state.unexpired
+        self._states[name] = state
+        self._meta[table] = wanted
+        return state
+
+    @abc.abstractmethod
+    def _holds_table(self, table: str) -> bool:
+        """Whether ``table`` holds restored values (then a state may not take the other
+        form of it)."""
+
+    @abc.abstractmethod
+    def _table_storage(self, table: str) -> Any:
+        """Where the values of ``table`` live (a dict, a column family), made if needed."""
+
+    _plain_kinds: ClassVar[Mapping[StateKind, Any]]
+    """The backend's class of each state kind without a TTL, made as ``(backend, name,
+    storage)`` (plus the function of Reducing and Aggregating state)."""
+    _ttl_storages: ClassVar[Mapping[StateKind, Any]]
+    """The backend's ``weir.taskmanager.state.ttl`` storage class of each state kind
+    with a TTL, made as ``(backend, storage)``."""
+
+    def _plain_state(self, kind: StateKind, name: str, storage: Any, function: Any) -> Any:
+        plain = self._plain_kinds[kind]
+        return (
+            plain(self, name, storage) if function is None else plain(self, name, storage, function)
+        )
+
+    def _ttl_storage(self, kind: StateKind, storage: Any) -> Any:
+        return self._ttl_storages[kind](self, storage)
 
     @abc.abstractmethod
     def get_namespaced_table(self, name: str) -> NamespacedTable:

@@ -3,54 +3,34 @@
 Each state is one ``dict`` from key to value, so ``value()`` and ``update()`` are a
 single dict access on the current key. Key groups are not tracked per access (that
 would cost a stable hash per record); a snapshot computes them once per key. A state
-with a TTL is one of the ``hashmap_ttl`` kinds instead; a state without one never
-touches them.
+with a TTL is one of the ``ttl`` kinds over this backend's dicts (``heap_states``'
+``HeapEntry`` and its kin); a state without one never touches them.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from weir.core.errors import StateMigrationError
 from weir.core.key_groups import PyFlinkKeyHasher
-from weir.core.state_ttl import StateTtl
 from weir.taskmanager.state.backend import (
-    DEFAULT_SERIALIZER,
     KeyedStateBackend,
     KeyedStateSnapshot,
     NamespacedTable,
-    StateAccessError,
     StateKind,
     StateMeta,
-    check_registration,
-)
-from weir.taskmanager.state.hashmap_ttl import (
-    TtlHeapAggregatingState,
-    TtlHeapListState,
-    TtlHeapMapState,
-    TtlHeapReducingState,
-    TtlHeapValueState,
+    ttl_table,
 )
 from weir.taskmanager.state.heap_states import (
     HeapAggregatingState,
+    HeapEntry,
+    HeapListEntry,
     HeapListState,
+    HeapMapEntries,
     HeapMapState,
     HeapReducingState,
     HeapValueState,
 )
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _ttl_table(name: str) -> str:
-    # A TTL state stores (value, last_access_ms) where a plain one stores the value; the
-    # two forms live (and are snapshotted) under different names, so that a restore into
-    # the other form is caught when the state is registered instead of misread later.
-    return f"_weir_ttl_{name}"
 
 
 class HeapNamespacedTable(NamespacedTable):
@@ -100,6 +80,20 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
     """
 
     in_memory = True
+    _plain_kinds = {
+        StateKind.VALUE: HeapValueState,
+        StateKind.LIST: HeapListState,
+        StateKind.MAP: HeapMapState,
+        StateKind.REDUCING: HeapReducingState,
+        StateKind.AGGREGATING: HeapAggregatingState,
+    }
+    _ttl_storages = {
+        StateKind.VALUE: HeapEntry,
+        StateKind.LIST: HeapListEntry,
+        StateKind.MAP: HeapMapEntries,
+        StateKind.REDUCING: HeapEntry,
+        StateKind.AGGREGATING: HeapEntry,
+    }
 
     def __init__(
         self,
@@ -108,166 +102,17 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         key_hasher: PyFlinkKeyHasher | None = None,
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
-        super().__init__(max_parallelism, key_group_range, key_hasher)
-        self.clock_ms = clock_ms or _wall_clock_ms
+        super().__init__(max_parallelism, key_group_range, key_hasher, clock_ms)
         self._tables: dict[str, dict[Any, Any]] = {}
-        self._states: dict[str, Any] = {}
         self._namespaced: dict[str, HeapNamespacedTable] = {}
-        # By table name: what each registered state is, and what restored tables were.
-        self._meta: dict[str, StateMeta] = {}
-        self._restored_meta: dict[str, StateMeta] = {}
-        # Per table of a TTL state with cleanup_full_snapshot: what of a stored value
-        # is still alive at a given time (None when nothing is).
-        self._snapshot_filters: dict[str, Callable[[Any, int], Any]] = {}
 
-    def _state(
-        self,
-        name: str,
-        kind: StateKind,
-        make: Callable[[dict[Any, Any]], Any],
-        ttl: StateTtl | None = None,
-        serializer: str = DEFAULT_SERIALIZER,
-    ) -> Any:
-        state: Any = self._states.get(name)
-        wanted = StateMeta(kind, serializer)
-        if state is None:
-            table = name if ttl is None else _ttl_table(name)
-            check_registration(name, wanted, None, self._restored_meta.get(table))
-            state = self._states[name] = make(self._table_of(name, ttl))
-            self._meta[table] = wanted
-            if ttl is not None and ttl.cleanup_full_snapshot:
-                self._snapshot_filters[_ttl_table(name)] = state.unexpired
-            return state
-        table = name if getattr(state, "ttl", None) is None else _ttl_table(name)
-        check_registration(name, wanted, self._meta[table], None)
-        if (ttl is None) != (getattr(state, "ttl", None) is None):
-            label = kind.label
-            was, now = (
-                (f"{label} with a TTL", label) if ttl is None else (label, f"{label} with a TTL")
-            )
-            msg = f"state {name!r} is already registered as a {was}; a {now} needs another name"
-            raise StateAccessError(msg)
-        if ttl is not None and state.ttl != ttl:
-            msg = (
-                f"state {name!r} is already registered with {state.ttl}; got another "
-                f"TTL for it ({ttl}): give both descriptors the same StateTtlConfig, or "
-                "give the state with the other TTL another name"
-            )
-            raise StateAccessError(msg)
-        return state
+    # --- registration hooks (KeyedStateBackend._register) ------------------------------
 
-    def _table_of(self, name: str, ttl: StateTtl | None) -> dict[Any, Any]:
-        own, other = (name, _ttl_table(name)) if ttl is None else (_ttl_table(name), name)
-        if self._tables.get(other):
-            was, now = ("with", "without") if ttl is None else ("without", "with")
-            msg = (
-                f"state {name!r} was restored from a snapshot taken {was} a TTL and is "
-                f"now registered {now} one; its stored values cannot be read in the "
-                "other form. Set the descriptor's TTL as it was when the snapshot was "
-                "taken, or rename the state to start it empty"
-            )
-            raise StateMigrationError(msg)
-        return self._tables.setdefault(own, {})
+    def _holds_table(self, table: str) -> bool:
+        return bool(self._tables.get(table))
 
-    def get_value_state(
-        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
-    ) -> HeapValueState:
-        if ttl is None:
-            return self._state(  # type: ignore[no-any-return]
-                name,
-                StateKind.VALUE,
-                lambda t: HeapValueState(self, name, t),
-                serializer=serializer,
-            )
-        return self._state(  # type: ignore[no-any-return]
-            name,
-            StateKind.VALUE,
-            lambda t: TtlHeapValueState(self, name, t, ttl=ttl, clock_ms=self.clock_ms),
-            ttl,
-            serializer,
-        )
-
-    def get_list_state(
-        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
-    ) -> HeapListState:
-        if ttl is None:
-            return self._state(  # type: ignore[no-any-return]
-                name,
-                StateKind.LIST,
-                lambda t: HeapListState(self, name, t),
-                serializer=serializer,
-            )
-        return self._state(  # type: ignore[no-any-return]
-            name,
-            StateKind.LIST,
-            lambda t: TtlHeapListState(self, name, t, ttl=ttl, clock_ms=self.clock_ms),
-            ttl,
-            serializer,
-        )
-
-    def get_map_state(
-        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
-    ) -> HeapMapState:
-        if ttl is None:
-            return self._state(  # type: ignore[no-any-return]
-                name,
-                StateKind.MAP,
-                lambda t: HeapMapState(self, name, t),
-                serializer=serializer,
-            )
-        return self._state(  # type: ignore[no-any-return]
-            name,
-            StateKind.MAP,
-            lambda t: TtlHeapMapState(self, name, t, ttl=ttl, clock_ms=self.clock_ms),
-            ttl,
-            serializer,
-        )
-
-    def get_reducing_state(
-        self,
-        name: str,
-        reduce: Callable[[Any, Any], Any],
-        ttl: StateTtl | None = None,
-        serializer: str = DEFAULT_SERIALIZER,
-    ) -> HeapReducingState:
-        if ttl is None:
-            return self._state(  # type: ignore[no-any-return]
-                name,
-                StateKind.REDUCING,
-                lambda t: HeapReducingState(self, name, t, reduce),
-                serializer=serializer,
-            )
-        return self._state(  # type: ignore[no-any-return]
-            name,
-            StateKind.REDUCING,
-            lambda t: TtlHeapReducingState(self, name, t, reduce, ttl=ttl, clock_ms=self.clock_ms),
-            ttl,
-            serializer,
-        )
-
-    def get_aggregating_state(
-        self,
-        name: str,
-        function: Any,
-        ttl: StateTtl | None = None,
-        serializer: str = DEFAULT_SERIALIZER,
-    ) -> HeapAggregatingState:
-        if ttl is None:
-            return self._state(  # type: ignore[no-any-return]
-                name,
-                StateKind.AGGREGATING,
-                lambda t: HeapAggregatingState(self, name, t, function),
-                serializer=serializer,
-            )
-        return self._state(  # type: ignore[no-any-return]
-            name,
-            StateKind.AGGREGATING,
-            lambda t: TtlHeapAggregatingState(
-                self, name, t, function, ttl=ttl, clock_ms=self.clock_ms
-            ),
-            ttl,
-            serializer,
-        )
+    def _table_storage(self, table: str) -> dict[Any, Any]:
+        return self._tables.setdefault(table, {})
 
     def get_namespaced_table(self, name: str) -> HeapNamespacedTable:
         table = self._namespaced.get(name)
@@ -281,7 +126,7 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         return self._tables.setdefault(name, {})
 
     def get_keys(self, name: str) -> list[Any]:
-        return list(self._tables.get(name) or self._tables.get(_ttl_table(name)) or ())
+        return list(self._tables.get(name) or self._tables.get(ttl_table(name)) or ())
 
     def snapshot(self) -> KeyedStateSnapshot:
         states: dict[str, dict[int, dict[Any, Any]]] = {}

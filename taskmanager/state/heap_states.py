@@ -252,3 +252,65 @@ class HeapAggregatingState(_HeapState):
         if accumulator is None:
             accumulator = self._function.create_accumulator()
         self._table[key] = self._function.add(value, accumulator)
+
+
+# --- storage of TTL states (weir.taskmanager.state.ttl) --------------------------------
+
+
+class HeapEntry:
+    """The current key's stored value in one dict of the backend."""
+
+    __slots__ = ("_backend", "_table")
+
+    def __init__(self, backend: HashMapKeyedStateBackend, table: dict[Any, Any]) -> None:
+        self._backend = backend
+        self._table = table
+
+    def load(self) -> Any:
+        return self._table.get(self._backend.current_key)
+
+    def save(self, stored: Any) -> None:
+        self._table[self._backend.current_key] = stored
+
+    def delete(self) -> None:
+        self._table.pop(self._backend.current_key, None)
+
+
+class HeapListEntry(HeapEntry):
+    """The current key's list of stored elements."""
+
+    __slots__ = ()
+
+    def append(self, stored: list[Any]) -> None:
+        self._table.setdefault(self._backend.current_key, []).extend(stored)
+
+
+class HeapMapEntries:
+    """The current key's dict of user key to stored value (dropped once empty)."""
+
+    __slots__ = ("_backend", "_table")
+
+    def __init__(self, backend: HashMapKeyedStateBackend, table: dict[Any, Any]) -> None:
+        self._backend = backend
+        self._table = table
+
+    def load(self, user_key: Any) -> Any:
+        entries = self._table.get(self._backend.current_key)
+        return None if entries is None else entries.get(user_key)
+
+    def save(self, user_key: Any, stored: Any) -> None:
+        self._table.setdefault(self._backend.current_key, {})[user_key] = stored
+
+    def delete(self, user_key: Any) -> None:
+        key = self._backend.current_key
+        entries = self._table.get(key)
+        if entries is not None:
+            entries.pop(user_key, None)
+            if not entries:
+                del self._table[key]
+
+    def entries(self) -> list[tuple[Any, Any]]:
+        return list((self._table.get(self._backend.current_key) or {}).items())
+
+    def clear(self) -> None:
+        self._table.pop(self._backend.current_key, None)

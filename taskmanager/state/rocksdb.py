@@ -29,7 +29,6 @@ import logging
 import os
 import shutil
 import struct
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -41,17 +40,16 @@ from rocksdict import (
 )
 
 from weir.core.canonical_keys import canonical_key_bytes, is_canonical
-from weir.core.errors import ConfigurationError, StateMigrationError
+from weir.core.errors import ConfigurationError
 from weir.core.key_groups import PyFlinkKeyHasher
-from weir.core.state_ttl import StateTtl
 from weir.taskmanager.state.backend import (
-    DEFAULT_SERIALIZER,
     KeyedStateBackend,
     KeyedStateSnapshot,
     StateAccessError,
     StateKind,
     StateMeta,
     check_registration,
+    ttl_table,
 )
 from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
 from weir.taskmanager.state.rocksdb_layout import (
@@ -70,21 +68,19 @@ from weir.taskmanager.state.rocksdb_layout import (
 )
 from weir.taskmanager.state.rocksdb_states import (
     RocksAggregatingState,
+    RocksEntry,
+    RocksListEntry,
     RocksListState,
+    RocksMapEntries,
     RocksMapState,
     RocksNamespacedTable,
     RocksReducingState,
     RocksValueState,
-    TtlRocksAggregatingState,
-    TtlRocksListState,
-    TtlRocksMapState,
-    TtlRocksReducingState,
-    TtlRocksValueState,
 )
 
 logger = logging.getLogger(__name__)
 
-_TTL_PREFIX = "_weir_ttl_"
+
 _U16 = struct.Struct(">H")
 _MAX_KEY_BYTES = 0xFFFF
 # A restore writes this many entries per WriteBatch: big enough that the batch call is
@@ -103,14 +99,6 @@ _KEYS_SWEEP_ENTRIES = 2048
 _NOT_A_KEY = object()
 
 
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _ttl_table(name: str) -> str:
-    return f"{_TTL_PREFIX}{name}"
-
-
 def _default_kind(name: str) -> StateKind:
     """Tables of snapshots written before kinds were recorded: the runtime's are
     namespaced, the rest were ValueStates (the reduce operator's)."""
@@ -126,6 +114,21 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     ``clock_ms`` the processing-time clock of state TTL.
     """
 
+    _plain_kinds = {
+        StateKind.VALUE: RocksValueState,
+        StateKind.LIST: RocksListState,
+        StateKind.MAP: RocksMapState,
+        StateKind.REDUCING: RocksReducingState,
+        StateKind.AGGREGATING: RocksAggregatingState,
+    }
+    _ttl_storages = {
+        StateKind.VALUE: RocksEntry,
+        StateKind.LIST: RocksListEntry,
+        StateKind.MAP: RocksMapEntries,
+        StateKind.REDUCING: RocksEntry,
+        StateKind.AGGREGATING: RocksEntry,
+    }
+
     def __init__(
         self,
         max_parallelism: int,
@@ -134,8 +137,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         key_hasher: PyFlinkKeyHasher | None = None,
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
-        super().__init__(max_parallelism, key_group_range, key_hasher)
-        self.clock_ms = clock_ms or _wall_clock_ms
+        super().__init__(max_parallelism, key_group_range, key_hasher, clock_ms)
         self.directory = directory
         self.db_path = os.path.join(directory, "db")
         self.instance_id = uuid.uuid4().hex
@@ -149,11 +151,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.incremental = False
         """Checkpoints upload SST files (``rocksdb_incremental``) instead of the
         canonical form."""
-        self._states: dict[str, Any] = {}
         self._namespaced: dict[str, RocksNamespacedTable] = {}
-        self._meta: dict[str, StateMeta] = {}
-        self._restored_meta: dict[str, StateMeta] = {}
-        self._snapshot_filters: dict[str, Callable[[Any, int], Any]] = {}
         self._key_cache: dict[Any, bytes] = {}
         self._last_key: Any = _NOT_A_KEY
         self._last_key_bytes = b""
@@ -332,148 +330,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     # --- registration --------------------------------------------------------------------
 
-    def _state(
-        self,
-        name: str,
-        kind: StateKind,
-        ttl: StateTtl | None,
-        serializer: str,
-        make: Callable[[WriteBackColumnFamily], Any],
-    ) -> Any:
-        wanted = StateMeta(kind, serializer)
-        table = name if ttl is None else _ttl_table(name)
-        state = self._states.get(name)
-        if state is not None:
-            own = name if getattr(state, "ttl", None) is None else _ttl_table(name)
-            check_registration(name, wanted, self._meta[own], None)
-            if own != table:
-                label = kind.label
-                was, now = (
-                    (f"{label} with a TTL", label)
-                    if ttl is None
-                    else (label, f"{label} with a TTL")
-                )
-                msg = f"state {name!r} is already registered as a {was}; a {now} needs another name"
-                raise StateAccessError(msg)
-            if ttl is not None and state.ttl != ttl:
-                msg = (
-                    f"state {name!r} is already registered with {state.ttl}; got another "
-                    f"TTL for it ({ttl}): give both descriptors the same StateTtlConfig, or "
-                    "give the state with the other TTL another name"
-                )
-                raise StateAccessError(msg)
-            return state
-        other = _ttl_table(name) if ttl is None else name
-        if other in self._restored_meta:
-            was, now = ("with", "without") if ttl is None else ("without", "with")
-            msg = (
-                f"state {name!r} was restored from a snapshot taken {was} a TTL and is "
-                f"now registered {now} one; its stored values cannot be read in the "
-                "other form. Set the descriptor's TTL as it was when the snapshot was "
-                "taken, or rename the state to start it empty"
-            )
-            raise StateMigrationError(msg)
-        check_registration(name, wanted, None, self._restored_meta.get(table))
-        state = self._states[name] = make(self._cached(table))
-        self._meta[table] = wanted
-        if ttl is not None and ttl.cleanup_full_snapshot:
-            self._snapshot_filters[table] = state.unexpired
-        return state
+    def _holds_table(self, table: str) -> bool:
+        return table in self._restored_meta
 
-    def get_value_state(
-        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
-    ) -> Any:
-        if ttl is None:
-            return self._state(
-                name, StateKind.VALUE, ttl, serializer, lambda cf: RocksValueState(self, name, cf)
-            )
-        return self._state(
-            name,
-            StateKind.VALUE,
-            ttl,
-            serializer,
-            lambda cf: TtlRocksValueState(self, name, cf, ttl=ttl, clock_ms=self.clock_ms),
-        )
-
-    def get_list_state(
-        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
-    ) -> Any:
-        if ttl is None:
-            return self._state(
-                name, StateKind.LIST, ttl, serializer, lambda cf: RocksListState(self, name, cf)
-            )
-        return self._state(
-            name,
-            StateKind.LIST,
-            ttl,
-            serializer,
-            lambda cf: TtlRocksListState(self, name, cf, ttl=ttl, clock_ms=self.clock_ms),
-        )
-
-    def get_map_state(
-        self, name: str, ttl: StateTtl | None = None, serializer: str = DEFAULT_SERIALIZER
-    ) -> Any:
-        if ttl is None:
-            return self._state(
-                name, StateKind.MAP, ttl, serializer, lambda cf: RocksMapState(self, name, cf)
-            )
-        return self._state(
-            name,
-            StateKind.MAP,
-            ttl,
-            serializer,
-            lambda cf: TtlRocksMapState(self, name, cf, ttl=ttl, clock_ms=self.clock_ms),
-        )
-
-    def get_reducing_state(
-        self,
-        name: str,
-        reduce: Callable[[Any, Any], Any],
-        ttl: StateTtl | None = None,
-        serializer: str = DEFAULT_SERIALIZER,
-    ) -> Any:
-        if ttl is None:
-            return self._state(
-                name,
-                StateKind.REDUCING,
-                ttl,
-                serializer,
-                lambda cf: RocksReducingState(self, name, cf, reduce),
-            )
-        return self._state(
-            name,
-            StateKind.REDUCING,
-            ttl,
-            serializer,
-            lambda cf: TtlRocksReducingState(
-                self, name, cf, reduce, ttl=ttl, clock_ms=self.clock_ms
-            ),
-        )
-
-    def get_aggregating_state(
-        self,
-        name: str,
-        function: Any,
-        ttl: StateTtl | None = None,
-        serializer: str = DEFAULT_SERIALIZER,
-    ) -> Any:
-        if ttl is None:
-            return self._state(
-                name,
-                StateKind.AGGREGATING,
-                ttl,
-                serializer,
-                lambda cf: RocksAggregatingState(self, name, cf, function),
-            )
-        return self._state(
-            name,
-            StateKind.AGGREGATING,
-            ttl,
-            serializer,
-            lambda cf: TtlRocksAggregatingState(
-                self, name, cf, function, ttl=ttl, clock_ms=self.clock_ms
-            ),
-        )
+    def _table_storage(self, table: str) -> WriteBackColumnFamily:
+        return self._cached(table)
 
     def get_namespaced_table(self, name: str) -> RocksNamespacedTable:
         table = self._namespaced.get(name)
@@ -491,7 +352,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.flush()
         cf = self._cfs.get(name)
         if cf is None:
-            cf = self._cfs.get(_ttl_table(name))
+            cf = self._cfs.get(ttl_table(name))
         if cf is None:
             return []
         return [self.decode_key(serialized) for serialized, _ in self.scan_by_key(cf)]

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import cloudpickle
 
 from weir.core.canonical_keys import canonical_key_bytes
-from weir.core.state_ttl import StateTtl
 from weir.core.windowing import TimeWindow
 from weir.taskmanager.state.backend import NamespacedTable
 from weir.taskmanager.state.heap_states import ListStateContents, MapStateReads
@@ -48,7 +47,6 @@ _TWO_LONGS = struct.Struct(">QQ")
 _LONG = struct.Struct(">Q")
 # Signed 64-bit timestamps and window bounds shifted so that their bytes sort as numbers.
 _SHIFT = 1 << 63
-_ABSENT = object()
 
 
 def dump_value(value: Any) -> bytes:
@@ -335,245 +333,74 @@ class RocksNamespacedTable(NamespacedTable):
         self._cf.delete_range(b"\x00", b"\xff")
 
 
-# --- TTL -------------------------------------------------------------------------------
+# --- storage of TTL states (weir.taskmanager.state.ttl) --------------------------------
 
 
-class _TtlSingleValue(_RocksState):
-    """One ``(value, last_access_ms)`` per key, with the TTL's read semantics (those of
-    the hashmap backend's ``_TtlSingleValue``)."""
+class RocksEntry:
+    """The current key's stored value in one column family."""
 
-    __slots__ = ("_clock_ms", "ttl")
+    __slots__ = ("_backend", "_cf")
 
-    def __init__(
-        self,
-        backend: RocksDBKeyedStateBackend,
-        name: str,
-        cf: WriteBackColumnFamily,
-        *,
-        ttl: StateTtl,
-        clock_ms: Callable[[], int],
-    ) -> None:
-        super().__init__(backend, name, cf)
-        self.ttl = ttl
-        self._clock_ms = clock_ms
+    def __init__(self, backend: RocksDBKeyedStateBackend, cf: WriteBackColumnFamily) -> None:
+        self._backend = backend
+        self._cf = cf
 
-    def _read(self) -> Any:
-        key = self._backend.key_bytes()
-        raw = self._cf.get(key)
-        if raw is None:
-            return None
-        value, last_access_ms = load_value(raw)
-        now = self._clock_ms()
-        if now - last_access_ms >= self.ttl.ttl_ms:
-            self._cf.delete(key)
-            return value if self.ttl.return_expired else None
-        if self.ttl.update_on_read:
-            self._cf.put(key, dump_value((value, now)))
-        return value
-
-    def _current_for_write(self) -> Any:
+    def load(self) -> Any:
         raw = self._cf.get(self._backend.key_bytes())
-        if raw is None:
-            return None
-        value, last_access_ms = load_value(raw)
-        if self._clock_ms() - last_access_ms >= self.ttl.ttl_ms and not self.ttl.return_expired:
-            return None
-        return value
+        return None if raw is None else load_value(raw)
 
-    def _write(self, value: Any) -> None:
-        self._cf.put(self._backend.key_bytes(), dump_value((value, self._clock_ms())))
+    def save(self, stored: Any) -> None:
+        self._cf.put(self._backend.key_bytes(), dump_value(stored))
 
-    def unexpired(self, stored: Any, now: int) -> Any:
-        return stored if now - stored[1] < self.ttl.ttl_ms else None
+    def delete(self) -> None:
+        self._cf.delete(self._backend.key_bytes())
 
 
-class TtlRocksValueState(_TtlSingleValue):
+class RocksListEntry(RocksEntry):
+    """The current key's stored elements, packed one after another."""
+
     __slots__ = ()
 
-    def value(self) -> Any:
-        return self._read()
+    def load(self) -> Any:
+        raw = self._cf.get(self._backend.key_bytes())
+        return None if raw is None else unpack_elements(raw)
 
-    def update(self, value: Any) -> None:
-        if value is None:
-            self.clear()
-        else:
-            self._write(value)
+    def save(self, stored: Any) -> None:
+        self._cf.put(self._backend.key_bytes(), pack_elements(stored))
 
-
-class TtlRocksReducingState(_TtlSingleValue):
-    __slots__ = ("_reduce",)
-
-    def __init__(
-        self,
-        backend: RocksDBKeyedStateBackend,
-        name: str,
-        cf: WriteBackColumnFamily,
-        reduce: Callable[[Any, Any], Any],
-        *,
-        ttl: StateTtl,
-        clock_ms: Callable[[], int],
-    ) -> None:
-        super().__init__(backend, name, cf, ttl=ttl, clock_ms=clock_ms)
-        self._reduce = reduce
-
-    def get(self) -> Any:
-        return self._read()
-
-    def add(self, value: Any) -> None:
-        current = self._current_for_write()
-        self._write(value if current is None else self._reduce(current, value))
-
-
-class TtlRocksAggregatingState(_TtlSingleValue):
-    __slots__ = ("_function",)
-
-    def __init__(
-        self,
-        backend: RocksDBKeyedStateBackend,
-        name: str,
-        cf: WriteBackColumnFamily,
-        function: Any,
-        *,
-        ttl: StateTtl,
-        clock_ms: Callable[[], int],
-    ) -> None:
-        super().__init__(backend, name, cf, ttl=ttl, clock_ms=clock_ms)
-        self._function = function
-
-    def get(self) -> Any:
-        accumulator = self._read()
-        return None if accumulator is None else self._function.get_result(accumulator)
-
-    def add(self, value: Any) -> None:
-        if value is None:
-            self.clear()
-            return
-        accumulator = self._current_for_write()
-        if accumulator is None:
-            accumulator = self._function.create_accumulator()
-        self._write(self._function.add(value, accumulator))
-
-
-class TtlRocksListState(RocksListState):
-    """Elements stored as ``(value, last_access_ms)``, each expiring on its own."""
-
-    __slots__ = ("_clock_ms", "ttl")
-
-    def __init__(
-        self,
-        backend: RocksDBKeyedStateBackend,
-        name: str,
-        cf: WriteBackColumnFamily,
-        *,
-        ttl: StateTtl,
-        clock_ms: Callable[[], int],
-    ) -> None:
-        super().__init__(backend, name, cf)
-        self.ttl = ttl
-        self._clock_ms = clock_ms
-
-    def get(self) -> list[Any]:
+    def append(self, stored: list[Any]) -> None:
         key = self._backend.key_bytes()
         raw = self._cf.get(key)
-        if raw is None:
-            return ListStateContents()
-        elements = unpack_elements(raw)
-        now = self._clock_ms()
-        ttl_ms = self.ttl.ttl_ms
-        alive = [e for e in elements if now - e[1] < ttl_ms]
-        shown = elements if self.ttl.return_expired else alive
-        values = ListStateContents([value for value, _ in shown])
-        if self.ttl.update_on_read:
-            alive = [(value, now) for value, _ in alive]
-        elif len(alive) == len(elements):
-            return values
-        if alive:
-            self._cf.put(key, pack_elements(alive))
-        else:
-            self._cf.delete(key)
-        return values
-
-    def _append(self, values: list[Any]) -> None:
-        now = self._clock_ms()
-        super()._append([(value, now) for value in values])
-
-    def update(self, values: list[Any]) -> None:
-        now = self._clock_ms()
-        stamped = [(value, now) for value in values] if values is not None else []
-        if stamped:
-            self._cf.put(self._backend.key_bytes(), pack_elements(stamped))
-        else:
-            self.clear()
-
-    def unexpired(self, stored: list[tuple[Any, int]], now: int) -> Any:
-        ttl_ms = self.ttl.ttl_ms
-        return [e for e in stored if now - e[1] < ttl_ms] or None
+        packed = pack_elements(stored)
+        self._cf.put(key, packed if raw is None else raw + packed)
 
 
-class TtlRocksMapState(RocksMapState):
-    """Entries stored as ``(user_key, (value, last_access_ms))``."""
+class RocksMapEntries:
+    """The current key's entries, one per user key: ``dump((user_key, stored))``."""
 
-    __slots__ = ("_clock_ms", "ttl")
+    __slots__ = ("_backend", "_cf")
 
-    def __init__(
-        self,
-        backend: RocksDBKeyedStateBackend,
-        name: str,
-        cf: WriteBackColumnFamily,
-        *,
-        ttl: StateTtl,
-        clock_ms: Callable[[], int],
-    ) -> None:
-        super().__init__(backend, name, cf)
-        self.ttl = ttl
-        self._clock_ms = clock_ms
+    def __init__(self, backend: RocksDBKeyedStateBackend, cf: WriteBackColumnFamily) -> None:
+        self._backend = backend
+        self._cf = cf
 
-    def _lookup(self, user_key: Any) -> Any:
-        entry = self._entry(user_key)
-        raw = self._cf.get(entry)
-        if raw is None:
-            return _ABSENT
-        _, (value, last_access_ms) = load_value(raw)
-        now = self._clock_ms()
-        if now - last_access_ms >= self.ttl.ttl_ms:
-            self._cf.delete(entry)
-            return value if self.ttl.return_expired else _ABSENT
-        if self.ttl.update_on_read:
-            self._cf.put(entry, dump_value((user_key, (value, now))))
-        return value
+    def _entry(self, user_key: Any) -> bytes:
+        return self._backend.key_bytes() + canonical_key_bytes(user_key)
 
-    def _visible(self, *, read: bool = True) -> list[tuple[Any, Any]]:
-        now = self._clock_ms()
-        ttl_ms = self.ttl.ttl_ms
-        shown = []
-        for entry, raw in list(scan(self._cf, self._backend.key_bytes())):
-            user_key, (value, last_access_ms) = load_value(raw)
-            if now - last_access_ms >= ttl_ms:
-                self._cf.delete(entry)
-                if self.ttl.return_expired:
-                    shown.append((user_key, value))
-                continue
-            shown.append((user_key, value))
-            if read and self.ttl.update_on_read:
-                self._cf.put(entry, dump_value((user_key, (value, now))))
-        return shown
+    def load(self, user_key: Any) -> Any:
+        raw = self._cf.get(self._entry(user_key))
+        return None if raw is None else load_value(raw)[1]
 
-    def get(self, key: Any) -> Any:
-        value = self._lookup(key)
-        return None if value is _ABSENT else value
+    def save(self, user_key: Any, stored: Any) -> None:
+        self._cf.put(self._entry(user_key), dump_value((user_key, stored)))
 
-    def contains(self, key: Any) -> bool:
-        return self._lookup(key) is not _ABSENT
+    def delete(self, user_key: Any) -> None:
+        self._cf.delete(self._entry(user_key))
 
-    def put(self, key: Any, value: Any) -> None:
-        self._cf.put(self._entry(key), dump_value((key, (value, self._clock_ms()))))
+    def entries(self) -> list[tuple[Any, Any]]:
+        loads = load_value
+        return [loads(raw) for _, raw in scan(self._cf, self._backend.key_bytes())]
 
-    def _entries(self) -> list[tuple[Any, Any]]:
-        return self._visible()
-
-    def is_empty(self) -> bool:
-        return not self._visible(read=False)
-
-    def unexpired(self, stored: dict[Any, tuple[Any, int]], now: int) -> Any:
-        ttl_ms = self.ttl.ttl_ms
-        return {k: e for k, e in stored.items() if now - e[1] < ttl_ms} or None
+    def clear(self) -> None:
+        prefix = self._backend.key_bytes()
+        self._cf.delete_range(prefix, prefix_end(prefix))
