@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from weir.core.columnar import as_records
 from weir.core.job_graph import OperatorKind
 from weir.taskmanager.operators.base import (
     Collect,
@@ -23,6 +24,7 @@ from weir.taskmanager.operators.base import (
     discard,
     ignore,
 )
+from weir.taskmanager.operators.batch_functions import MapBatchesOperator
 from weir.taskmanager.operators.broadcast import (
     CoBroadcastWithKeyedOperator,
     CoBroadcastWithNonKeyedOperator,
@@ -51,6 +53,7 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.MAP: MapOperator,
     OperatorKind.FILTER: FilterOperator,
     OperatorKind.FLAT_MAP: FlatMapOperator,
+    OperatorKind.MAP_BATCHES: MapBatchesOperator,
     OperatorKind.PROCESS: ProcessOperator,
     OperatorKind.KEYED_PROCESS: KeyedProcessOperator,
     OperatorKind.REDUCE: ReduceOperator,
@@ -96,8 +99,11 @@ def _broadcast(calls: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
 def _entry(op: StreamOperator, index: int) -> Collect:
     """Where batches of the operator's input ``index`` go: its ``process`` (or
     ``process2``), for a keyed input behind ``guard_keys`` so that a key the state
-    backend cannot hash names its key selector."""
+    backend cannot hash names its key selector, and for an operator that reads records
+    one by one behind ``_records_of`` (a batch may come as columns)."""
     process = op.process if index == 0 else op.process2
+    if not getattr(op, "columnar", False):
+        process = _records_of(process)
     selectors = op.setup.payload.get("key_selectors") or ()
     if op.setup.keyed_state_backend is None or index >= len(selectors):
         return process
@@ -105,6 +111,16 @@ def _entry(op: StreamOperator, index: int) -> Collect:
     if selector is None:
         return process
     return guard_keys(process, key_selector(selector), op.name)
+
+
+def _records_of(process: Collect) -> Collect:
+    """``process`` fed lists of records: a ``ColumnBatch`` (a batch function's result, a
+    columnar source's batch) becomes its records here, once per batch."""
+
+    def process_records(batch: list[Any], timestamps: Timestamps) -> None:
+        process(batch if type(batch) is list else as_records(batch), timestamps)
+
+    return process_records
 
 
 def _naming_rows(collect: Collect, names: list[str]) -> Collect:

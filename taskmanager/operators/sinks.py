@@ -34,8 +34,18 @@ class SinkOperator(StreamOperator):
     def open(self, output: Output) -> None:
         super().open(output)
         open_function(self.function, self.setup.runtime_context)
+        invoke_batch = getattr(self.function, "invoke_batch", None)
         invoke = getattr(self.function, "invoke", None)
-        if invoke is not None and callable(invoke):
+        if invoke_batch is not None and callable(invoke_batch):
+            # Weir's own hook: one call per batch, the batch as it comes (a list, or a
+            # ColumnBatch whose ``columns`` a columnar sink reads without records).
+            self.columnar = True
+            batch_ctx = SinkContext(TimerService(self.setup.clock_ms, owner=self))
+
+            def process(batch: list[Any], timestamps: Timestamps) -> None:
+                invoke_batch(batch, batch_ctx)
+
+        elif invoke is not None and callable(invoke):
             ctx = SinkContext(TimerService(self.setup.clock_ms, owner=self))
 
             def process(batch: list[Any], timestamps: Timestamps) -> None:

@@ -55,6 +55,7 @@ class OperatorKind(enum.Enum):
     SOURCE = "source"
     MAP = "map"
     FLAT_MAP = "flat_map"
+    MAP_BATCHES = "map_batches"
     FILTER = "filter"
     PROCESS = "process"
     KEYED_PROCESS = "keyed_process"

@@ -1,6 +1,7 @@
 """The DataStream API (mirrors ``pyflink.datastream``)."""
 
 from weir.core.time_domain import TimeDomain
+from weir.datastream.batch_functions import BatchSinkFunction, MapBatchesFunction
 from weir.datastream.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
@@ -73,6 +74,7 @@ __all__ = [
     "AggregateFunction",
     "AggregatingStateDescriptor",
     "AllWindowedStream",
+    "BatchSinkFunction",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
@@ -100,6 +102,7 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "ListStateDescriptor",
+    "MapBatchesFunction",
     "MapFunction",
     "MapStateDescriptor",
     "MemorySize",

@@ -19,7 +19,10 @@ from weir.common.typeinfo import (
     serializer_kind_of,
 )
 from weir.common.watermark_strategy import WatermarkStrategy
+from weir.core.columnar import BatchFormat
 from weir.core.job_graph import OperatorKind, PartitionerKind
+from weir.datastream._column_specs import column_spec
+from weir.datastream.batch_functions import MapBatchesFunction
 from weir.datastream.functions import (
     FilterFunction,
     FlatMapFunction,
@@ -217,6 +220,60 @@ class DataStream(_OperatorSettings):
             raise TypeError(msg)
         return self._one_input(
             OperatorKind.FLAT_MAP, "FlatMap", {"function": func}, _output_type(output_type)
+        )
+
+    def map_batches(
+        self,
+        func: Callable[[Any], Any] | MapBatchesFunction,
+        output_type: TypeInformation | None = None,
+        batch_format: str = "list",
+    ) -> DataStream:
+        """``func`` called once per batch of records instead of once per record (Weir's
+        own; named as Ray's ``map_batches``). It gets a batch in ``batch_format`` and
+        returns the batch of its results in the same format, of any length (so it may
+        filter and flat-map too):
+
+        - ``"list"``: a list of records;
+        - ``"numpy"``: one array for a stream of single values (``Types.INT()``, say),
+          else a dict of arrays by field name (a tuple's fields are ``f0``, ``f1``...);
+        - ``"arrow"``: a ``pyarrow.RecordBatch``; ``"pandas"``: a ``pandas.DataFrame``
+          (pandas must be installed).
+
+        The columnar formats need the stream's type (declare ``output_type`` upstream, or
+        ``type_info`` on the source) and this operator's ``output_type`` for several
+        output fields; a columnar result goes on as columns to the next batch function
+        and as records to a per-record one. A batch is what the task moves through its
+        chain (``python.fn-execution.bundle.size`` records at most): watermarks,
+        checkpoint barriers and timers fall between batches, as between records. With
+        event timestamps, a function must return one result per record.
+
+        >>> stream.map_batches(lambda xs: xs * 2, Types.LONG(), batch_format="numpy")
+        """
+        fmt = BatchFormat.of(batch_format)
+        if not callable(func) and not isinstance(func, MapBatchesFunction):
+            msg = "map_batches() needs a MapBatchesFunction or a callable taking a batch"
+            raise TypeError(msg)
+        input_type = self._transformation.output_type
+        input_spec = column_spec(input_type)
+        if fmt is not BatchFormat.LIST and input_spec is None:
+            msg = (
+                f"map_batches(batch_format={fmt.value!r}) needs to know the fields of its "
+                f"input, whose type is {input_type!r}: declare it (output_type=Types.ROW_NAMED"
+                "(...), Types.TUPLE(...) or a basic type on the operator before, or "
+                "type_info on the source), or use batch_format='list'"
+            )
+            raise TypeError(msg)
+        declared = _output_type(output_type)
+        return self._one_input(
+            OperatorKind.MAP_BATCHES,
+            "MapBatches",
+            {
+                "function": func,
+                "batch_format": fmt.value,
+                "input_spec": input_spec,
+                "output_spec": column_spec(declared),
+            },
+            declared,
         )
 
     def filter(self, func: Callable[[Any], bool] | FilterFunction) -> DataStream:

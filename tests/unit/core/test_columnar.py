@@ -1,0 +1,94 @@
+"""ColumnBatch and the batch formats of map_batches: records built from columns once,
+slices that stay columnar, each format in and out, and errors that say what to return."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from weir.core.columnar import (
+    BatchFormat,
+    ColumnBatch,
+    ColumnSpec,
+    as_records,
+    from_format,
+    to_format,
+)
+
+PAIRS = ColumnSpec(("f0", "f1"), None, ("int64", "float64"))
+LONGS = ColumnSpec(None, None, ("int64",))
+
+
+def _pair_batch() -> ColumnBatch:
+    return ColumnBatch({"f0": np.arange(4), "f1": np.arange(4) * 0.5}, PAIRS)
+
+
+def test_records_are_built_once_from_the_columns():
+    batch = _pair_batch()
+    assert len(batch) == 4
+    records = batch.records()
+    assert records == [(0, 0.0), (1, 0.5), (2, 1.0), (3, 1.5)]
+    assert batch.records() is records
+    assert list(batch) == records
+    assert batch[2] == (2, 1.0)
+    assert as_records(batch) is records
+
+
+def test_a_slice_stays_columnar():
+    part = _pair_batch()[1:3]
+    assert isinstance(part, ColumnBatch)
+    assert part.records() == [(1, 0.5), (2, 1.0)]
+
+
+def test_records_of_a_row_type_are_made_by_its_spec():
+    spec = ColumnSpec(("a", "b"), lambda *values: {"row": values})
+    batch = ColumnBatch({"a": np.array([1]), "b": np.array([2])}, spec)
+    assert batch.records() == [{"row": (1, 2)}]
+
+
+@pytest.mark.parametrize("fmt", list(BatchFormat))
+def test_every_format_round_trips_records(fmt):
+    records = [(1, 0.5), (2, 1.5), (3, 2.5)]
+    given = to_format(records, fmt, PAIRS)
+    back = from_format(given, fmt, PAIRS)
+    assert as_records(back) == records
+
+
+def test_single_values_are_one_array():
+    array = to_format([1, 2, 3], BatchFormat.NUMPY, LONGS)
+    assert isinstance(array, np.ndarray)
+    assert array.dtype == np.int64
+    assert as_records(from_format(array * 2, BatchFormat.NUMPY, LONGS)) == [2, 4, 6]
+
+
+def test_a_columnar_batch_reaches_a_batch_function_without_records():
+    batch = _pair_batch()
+    columns = to_format(batch, BatchFormat.NUMPY, PAIRS)
+    assert columns["f0"] is batch.columns["f0"]
+    assert batch._records is None
+
+
+def test_without_a_declared_type_columns_make_tuples_and_one_array_single_values():
+    assert as_records(from_format({"x": [1], "y": [2]}, BatchFormat.NUMPY, None)) == [(1, 2)]
+    assert as_records(from_format(np.array([7]), BatchFormat.NUMPY, None)) == [7]
+    frame = pd.DataFrame({"x": [1, 2]})
+    assert as_records(from_format(frame, BatchFormat.PANDAS, None)) == [(1,), (2,)]
+    arrow = pa.RecordBatch.from_pydict({"x": [3]})
+    assert as_records(from_format(arrow, BatchFormat.ARROW, None)) == [(3,)]
+
+
+def test_errors_say_what_to_return():
+    with pytest.raises(TypeError, match="numpy array .* or a dict of arrays"):
+        from_format([1, 2], BatchFormat.NUMPY, LONGS)
+    with pytest.raises(TypeError, match="pyarrow.RecordBatch"):
+        from_format({"f0": [1]}, BatchFormat.ARROW, LONGS)
+    with pytest.raises(TypeError, match="pandas.DataFrame"):
+        from_format({"f0": [1]}, BatchFormat.PANDAS, LONGS)
+    with pytest.raises(TypeError, match="columns of different lengths"):
+        from_format({"f0": [1, 2], "f1": [1.0]}, BatchFormat.NUMPY, PAIRS)
+    with pytest.raises(TypeError, match="the fields \\['f0', 'f1'\\]"):
+        from_format({"f0": [1]}, BatchFormat.NUMPY, PAIRS)
+    with pytest.raises(ValueError, match="batch_format must be one of"):
+        BatchFormat.of("rows")
