@@ -225,7 +225,7 @@ def exception_entries(details: JobDetailsInfo) -> list[dict[str, Any]]:
     the job ended, not when each task failed: a failure is dated at the job's end, or
     while the job runs, at its start."""
     when = details.end_time_ms or details.start_time_ms
-    entries = [
+    entries: list[dict[str, Any]] = [
         {
             "exceptionName": _exception_name(t.failure_cause),
             "stacktrace": t.failure_cause,
