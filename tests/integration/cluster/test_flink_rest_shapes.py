@@ -368,7 +368,8 @@ class TestJobs:
         url, job_id = checkpointed_job
         source = get(f"{url}/jobs/{job_id}")["vertices"][0]
         base = f"{url}/jobs/{job_id}/vertices/{source['id']}/subtasks/metrics"
-        names = [m["id"] for m in get(base)]
+        # The subtask's first metrics reach the master with its TaskManager's next fetch.
+        names = await_condition(lambda: [m["id"] for m in get(base)], "the subtask's first metrics")
         assert "busyTimeMsPerSecond" in names and "numRecordsOut" in names
         wanted = "backPressuredTimeMsPerSecond,busyTimeMsPerSecond,numRecordsOut"
 
