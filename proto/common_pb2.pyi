@@ -305,7 +305,7 @@ class CheckpointStatisticsEntry(_message.Message):
     def __init__(self, checkpoint_id: _Optional[int] = ..., status: _Optional[str] = ..., checkpoint_type: _Optional[str] = ..., trigger_timestamp_ms: _Optional[int] = ..., end_to_end_duration_ms: _Optional[int] = ..., sync_duration_ms: _Optional[int] = ..., async_duration_ms: _Optional[int] = ..., alignment_duration_ms: _Optional[int] = ..., state_size_bytes: _Optional[int] = ..., persisted_in_flight_bytes: _Optional[int] = ..., num_subtasks: _Optional[int] = ..., num_acknowledged: _Optional[int] = ..., external_path: _Optional[str] = ..., failure_message: _Optional[str] = ...) -> None: ...
 
 class CheckpointStatistics(_message.Message):
-    __slots__ = ("job_id", "checkpointing_enabled", "num_triggered", "num_in_progress", "num_completed", "num_failed", "num_restored", "history", "latest_completed_path", "latest_restored_id", "latest_restored_path")
+    __slots__ = ("job_id", "checkpointing_enabled", "num_triggered", "num_in_progress", "num_completed", "num_failed", "num_restored", "history", "latest_completed_path", "latest_restored_id", "latest_restored_path", "latest_restored_timestamp_ms", "latest_restored_is_savepoint", "latest_failed", "latest_savepoint")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINTING_ENABLED_FIELD_NUMBER: _ClassVar[int]
     NUM_TRIGGERED_FIELD_NUMBER: _ClassVar[int]
@@ -317,6 +317,10 @@ class CheckpointStatistics(_message.Message):
     LATEST_COMPLETED_PATH_FIELD_NUMBER: _ClassVar[int]
     LATEST_RESTORED_ID_FIELD_NUMBER: _ClassVar[int]
     LATEST_RESTORED_PATH_FIELD_NUMBER: _ClassVar[int]
+    LATEST_RESTORED_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    LATEST_RESTORED_IS_SAVEPOINT_FIELD_NUMBER: _ClassVar[int]
+    LATEST_FAILED_FIELD_NUMBER: _ClassVar[int]
+    LATEST_SAVEPOINT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     checkpointing_enabled: bool
     num_triggered: int
@@ -328,7 +332,11 @@ class CheckpointStatistics(_message.Message):
     latest_completed_path: str
     latest_restored_id: int
     latest_restored_path: str
-    def __init__(self, job_id: _Optional[str] = ..., checkpointing_enabled: _Optional[bool] = ..., num_triggered: _Optional[int] = ..., num_in_progress: _Optional[int] = ..., num_completed: _Optional[int] = ..., num_failed: _Optional[int] = ..., num_restored: _Optional[int] = ..., history: _Optional[_Iterable[_Union[CheckpointStatisticsEntry, _Mapping]]] = ..., latest_completed_path: _Optional[str] = ..., latest_restored_id: _Optional[int] = ..., latest_restored_path: _Optional[str] = ...) -> None: ...
+    latest_restored_timestamp_ms: int
+    latest_restored_is_savepoint: bool
+    latest_failed: CheckpointStatisticsEntry
+    latest_savepoint: CheckpointStatisticsEntry
+    def __init__(self, job_id: _Optional[str] = ..., checkpointing_enabled: _Optional[bool] = ..., num_triggered: _Optional[int] = ..., num_in_progress: _Optional[int] = ..., num_completed: _Optional[int] = ..., num_failed: _Optional[int] = ..., num_restored: _Optional[int] = ..., history: _Optional[_Iterable[_Union[CheckpointStatisticsEntry, _Mapping]]] = ..., latest_completed_path: _Optional[str] = ..., latest_restored_id: _Optional[int] = ..., latest_restored_path: _Optional[str] = ..., latest_restored_timestamp_ms: _Optional[int] = ..., latest_restored_is_savepoint: _Optional[bool] = ..., latest_failed: _Optional[_Union[CheckpointStatisticsEntry, _Mapping]] = ..., latest_savepoint: _Optional[_Union[CheckpointStatisticsEntry, _Mapping]] = ...) -> None: ...
 
 class TaskManagerFileRequest(_message.Message):
     __slots__ = ("resource_id", "file_type", "max_bytes")

@@ -129,8 +129,10 @@ if [[ -f $WEIR_MASTER_LOG_FILE ]]; then
     mv -f "$WEIR_MASTER_LOG_FILE" "$WEIR_MASTER_LOG_FILE.1"
 fi
 
-# TaskManagers keep their taskmanager.log and taskmanager.out beside the master's log.
-master_args=(--config-dir "$WEIR_CONF_DIR" --set "env.log.dir=$WEIR_LOG_DIR")
+# TaskManagers keep their taskmanager.log and taskmanager.out beside the master's log,
+# which the REST API serves as the JobManager's (web.log.path, as Flink's).
+master_args=(--config-dir "$WEIR_CONF_DIR" --set "env.log.dir=$WEIR_LOG_DIR"
+    --set "web.log.path=$WEIR_MASTER_LOG_FILE")
 if [[ -n $taskmanagers ]]; then
     master_args+=(--set "resourcemanager.taskmanager.min=$taskmanagers")
 fi

@@ -852,7 +852,10 @@ class CheckpointCoordinator:
             with self._lock:
                 self._load_shared_locked()
             self._stats.report_restored(
-                metadata.checkpoint_id, self._clock(), pointer.external_pointer
+                metadata.checkpoint_id,
+                self._clock(),
+                pointer.external_pointer,
+                metadata.checkpoint_type,
             )
             logger.info("job %s: restoring from checkpoint %d", self.job_id, metadata.checkpoint_id)
             return CompletedCheckpoint(metadata, pointer.external_pointer)
@@ -885,7 +888,9 @@ class CheckpointCoordinator:
                 if old.checkpoint_id not in self._restored_external:
                     self._storage.discard_checkpoint(old.checkpoint_id)
                     self._storage.discard_shared(self._shared.unregister(old.checkpoint_id))
-            self._stats.report_restored(metadata.checkpoint_id, self._clock(), pointer)
+            self._stats.report_restored(
+                metadata.checkpoint_id, self._clock(), pointer, metadata.checkpoint_type
+            )
         logger.info(
             "job %s: restoring from checkpoint %d at %s",
             self.job_id,

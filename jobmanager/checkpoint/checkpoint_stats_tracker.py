@@ -34,6 +34,7 @@ class CheckpointStatsTracker:
         self._num_failed = 0
         self._latest_completed: CheckpointStats | None = None
         self._latest_failed: CheckpointStats | None = None
+        self._latest_savepoint: CheckpointStats | None = None
         self._num_restored = 0
         self._latest_restored: RestoredCheckpointStats | None = None
 
@@ -83,6 +84,8 @@ class CheckpointStatsTracker:
             self._stats[checkpoint_id] = done
             self._num_completed += 1
             self._latest_completed = done
+            if done.checkpoint_type is CheckpointType.SAVEPOINT:
+                self._latest_savepoint = done
 
     def report_failed(self, checkpoint_id: int, now_ms: int, message: str) -> None:
         with self._lock:
@@ -99,10 +102,21 @@ class CheckpointStatsTracker:
             self._num_failed += 1
             self._latest_failed = failed
 
-    def report_restored(self, checkpoint_id: int, now_ms: int, external_pointer: str) -> None:
+    def report_restored(
+        self,
+        checkpoint_id: int,
+        now_ms: int,
+        external_pointer: str,
+        checkpoint_type: CheckpointType = CheckpointType.CHECKPOINT,
+    ) -> None:
         with self._lock:
             self._num_restored += 1
-            self._latest_restored = RestoredCheckpointStats(checkpoint_id, now_ms, external_pointer)
+            self._latest_restored = RestoredCheckpointStats(
+                checkpoint_id,
+                now_ms,
+                external_pointer,
+                is_savepoint=checkpoint_type is CheckpointType.SAVEPOINT,
+            )
 
     def snapshot(self) -> CheckpointStatsSnapshot:
         with self._lock:
@@ -116,6 +130,7 @@ class CheckpointStatsTracker:
                 history=history,
                 latest_completed=self._latest_completed,
                 latest_failed=self._latest_failed,
+                latest_savepoint=self._latest_savepoint,
                 num_restored=self._num_restored,
                 latest_restored=self._latest_restored,
             )

@@ -119,6 +119,8 @@ from weir.core.options.rest import (
     REST_ADDRESS,
     REST_BIND_ADDRESS,
     REST_PORT,
+    WEB_LOG_PATH,
+    WEB_UPLOAD_DIR,
 )
 from weir.core.options.restart import (
     DEPRECATED_KEYS,
@@ -297,6 +299,8 @@ __all__ = [
     "TASKMANAGER_TMP_DIR",
     "TASK_CANCELLATION_INTERVAL",
     "TASK_CANCELLATION_TIMEOUT",
+    "WEB_LOG_PATH",
+    "WEB_UPLOAD_DIR",
     "ConfigOption",
     "advertised_master_host",
     "check_relations",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from weir.client.dispatcher_client import DispatcherGateway
+from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.errors import WeirError
 from weir.core.metrics import MetricSample
@@ -23,6 +24,7 @@ from weir.core.metrics.metric_codec import decode_metrics
 from weir.core.security import SecurityConfig
 from weir.proto import common_pb2, taskexecutor_pb2_grpc
 from weir.rest.savepoint_trigger import DispatcherSavepointTrigger, SavepointTrigger
+from weir.rest.uploaded_job_files import UploadedJobFiles
 
 __all__ = ["ClusterView", "TaskManagerMetricsView"]
 
@@ -66,6 +68,7 @@ class ClusterView:
         self.savepoints: SavepointTrigger = savepoints or DispatcherSavepointTrigger(
             self.dispatcher
         )
+        self.uploads = UploadedJobFiles(cfg.get(self.config, cfg.WEB_UPLOAD_DIR))
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._cache = _Cache()
@@ -148,6 +151,7 @@ class ClusterView:
         for channel in channels:
             channel.close()
         self.dispatcher.close()
+        self.uploads.close()
 
     def __enter__(self) -> ClusterView:
         return self

@@ -4,10 +4,8 @@ Python job file (Flink's shapes and field names)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -18,6 +16,7 @@ from weir.core.job_info import JobDetailsInfo, TaskStatusInfo
 from weir.core.job_status import JobStatus
 from weir.rest.cluster_view import ClusterView
 from weir.rest.errors import RestHandlerError
+from weir.rest.job_file_submission import JobFileRun, run_job_file
 from weir.rest.routes import RestRequest, RestResponse, route
 
 EXECUTION_STATES = (
@@ -32,9 +31,6 @@ EXECUTION_STATES = (
     "RECONCILING",
     "INITIALIZING",
 )
-# How long a submitted job file may take to build and submit its job.
-_SUBMIT_TIMEOUT_S = 120.0
-_JOB_ID = re.compile(r"\b([0-9a-f]{32})\b")
 
 
 def state_counts(tasks: list[TaskStatusInfo]) -> dict[str, int]:
@@ -73,7 +69,7 @@ def job_config(view: ClusterView, job_id: str) -> dict[str, str]:
     return view.dispatcher.job_plan(job_id)[1]
 
 
-def _overview_entry(details: JobDetailsInfo) -> dict[str, Any]:
+def job_overview_entry(details: JobDetailsInfo) -> dict[str, Any]:
     tasks = list(details.tasks)
     return {
         "jid": details.job_id,
@@ -84,7 +80,16 @@ def _overview_entry(details: JobDetailsInfo) -> dict[str, Any]:
         "duration": duration(details.start_time_ms, details.end_time_ms),
         "last-modification": details.end_time_ms or details.start_time_ms,
         "tasks": {"total": len(tasks), **{k.lower(): v for k, v in state_counts(tasks).items()}},
+        # Operators not yet in the job's graph (Flink 2's adaptive graph): a Weir job's
+        # graph is whole from its submission.
+        "pending-operators": 0,
     }
+
+
+def slot_sharing_group_id(job_id: str) -> str:
+    """The id of a job's one slot sharing group (every vertex shares slots), as Flink
+    spells an id: 32 hex digits."""
+    return hashlib.md5(f"{job_id}/default".encode(), usedforsecurity=False).hexdigest()
 
 
 @route("GET", "/jobs", "Every job's id and status.")
@@ -96,7 +101,7 @@ def get_jobs(view: ClusterView, req: RestRequest) -> Any:
 @route("GET", "/jobs/overview", "Every job with its times and task counts.")
 def get_jobs_overview(view: ClusterView, req: RestRequest) -> Any:
     jobs = view.dispatcher.list_jobs(include_terminated=True)
-    return {"jobs": [_overview_entry(j) for j in jobs]}
+    return {"jobs": [job_overview_entry(j) for j in jobs]}
 
 
 def vertex_io_metrics(
@@ -133,7 +138,9 @@ def vertex_io_metrics(
     for field, name in names.items():
         body[field] = int(sum(m.get(name, 0) for m in found))
         body[f"{field}-complete"] = len(found) == len(subtasks)
-    body["accumulated-busy-time"] = float("nan") if not found else 0.0
+    # A double in Flink's IOMetricsInfo, which its Java clients read as a primitive: 0
+    # when no subtask reports it, never null.
+    body["accumulated-busy-time"] = float(sum(m.get("accumulatedBusyTime", 0) for m in found))
     return body
 
 
@@ -149,6 +156,7 @@ def get_job(view: ClusterView, req: RestRequest) -> Any:
         vertices.append(
             {
                 "id": node["id"],
+                "slotSharingGroupId": slot_sharing_group_id(job_id),
                 "name": node["description"],
                 "maxParallelism": node.get("maxParallelism", -1),
                 "parallelism": node["parallelism"],
@@ -164,10 +172,14 @@ def get_job(view: ClusterView, req: RestRequest) -> Any:
     status = JobStatus[details.status]
     return {
         "jid": details.job_id,
+        # Flink 2 runs every job in an application; a job submitted on its own is its
+        # own application, with the job's id.
+        "application-id": details.job_id,
         "name": details.job_name,
         "isStoppable": False,
         "state": details.status,
-        "job-type": "STREAMING",
+        "job-type": plan.get("type", "STREAMING"),
+        "schedulerType": "Default",
         "start-time": details.start_time_ms,
         "end-time": details.end_time_ms or -1,
         "duration": duration(details.start_time_ms, details.end_time_ms),
@@ -180,6 +192,7 @@ def get_job(view: ClusterView, req: RestRequest) -> Any:
         "vertices": vertices,
         "status-counts": state_counts(list(details.tasks)),
         "plan": plan,
+        "pending-operators": 0,
     }
 
 
@@ -206,17 +219,22 @@ def get_job_config(view: ClusterView, req: RestRequest) -> Any:
     }
 
 
-@route("GET", "/jobs/{jobid}/exceptions", "The job's failures: the root cause and history.")
-def get_job_exceptions(view: ClusterView, req: RestRequest) -> Any:
-    details = view.dispatcher.job_details(req.path_params["jobid"])
-    entries = [
+def exception_entries(details: JobDetailsInfo) -> list[dict[str, Any]]:
+    """Flink 2's exception history entries (RootExceptionInfo) of a job: one per failed
+    task, or the job's own failure when no task carries one. The JobMaster reports when
+    the job ended, not when each task failed: a failure is dated at the job's end, or
+    while the job runs, at its start."""
+    when = details.end_time_ms or details.start_time_ms
+    entries: list[dict[str, Any]] = [
         {
             "exceptionName": _exception_name(t.failure_cause),
             "stacktrace": t.failure_cause,
-            "timestamp": details.end_time_ms or int(time.time() * 1000),
-            "taskName": t.task_name,
-            "location": t.resource_id,
-            "taskManagerId": t.resource_id,
+            "timestamp": when,
+            "failureLabels": {},
+            "taskName": f"{t.task_name} ({t.subtask_index + 1})",
+            "endpoint": t.resource_id or None,
+            "location": t.resource_id or None,
+            "taskManagerId": t.resource_id or None,
             "concurrentExceptions": [],
         }
         for t in details.tasks
@@ -227,29 +245,43 @@ def get_job_exceptions(view: ClusterView, req: RestRequest) -> Any:
             {
                 "exceptionName": _exception_name(details.failure_cause),
                 "stacktrace": details.failure_cause,
-                "timestamp": details.end_time_ms,
+                "timestamp": when,
+                "failureLabels": {},
                 "taskName": None,
+                "endpoint": None,
                 "location": None,
                 "taskManagerId": None,
                 "concurrentExceptions": [],
             }
         )
-    root = details.failure_cause or (entries[0]["stacktrace"] if entries else None)
+    return entries
+
+
+@route("GET", "/jobs/{jobid}/exceptions", "The job's failures: the root cause and history.")
+def get_job_exceptions(view: ClusterView, req: RestRequest) -> Any:
+    """Flink 2's JobExceptionsInfoWithHistory (``exceptionHistory``), with Flink 1's
+    ``root-exception``, ``timestamp`` and ``all-exceptions`` beside it, which older
+    clients read: null only when the job has not failed."""
+    details = view.dispatcher.job_details(req.path_params["jobid"])
+    entries = exception_entries(details)
+    limit = req.query.get("maxExceptions", "")
+    shown = entries[: int(limit)] if limit.isdigit() else entries
+    root = entries[0] if entries else None
     return {
-        "root-exception": root,
-        "timestamp": entries[0]["timestamp"] if entries else None,
+        "root-exception": details.failure_cause or (root["stacktrace"] if root else None),
+        "timestamp": root["timestamp"] if root else None,
         "all-exceptions": [
             {
                 "exception": e["stacktrace"],
                 "task": e["taskName"],
-                "location": e["location"],
+                "location": e["endpoint"],
                 "timestamp": e["timestamp"],
                 "taskManagerId": e["taskManagerId"],
             }
-            for e in entries
+            for e in shown
         ],
-        "truncated": False,
-        "exceptionHistory": {"entries": entries, "truncated": False},
+        "truncated": len(shown) < len(entries),
+        "exceptionHistory": {"entries": shown, "truncated": len(shown) < len(entries)},
     }
 
 
@@ -296,34 +328,5 @@ def post_job(view: ClusterView, req: RestRequest) -> Any:
             name += ".py"
         path = Path(work) / name
         path.write_bytes(upload["content"])
-        # The program runs as `weir run -d` would run it: in its own interpreter, so its
-        # imports and any failure stay out of the master process.
-        command = [
-            sys.executable,
-            "-m",
-            "weir.client.cli",
-            "run",
-            "-d",
-            "--jobmanager",
-            view.dispatcher.address,
-            str(path),
-            *args,
-        ]
-        try:
-            done = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                timeout=_SUBMIT_TIMEOUT_S,
-                cwd=work,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            msg = f"{name} did not submit a job within {_SUBMIT_TIMEOUT_S:.0f} s"
-            raise RestHandlerError(msg, 400) from None
-    found = _JOB_ID.findall(done.stdout)
-    if done.returncode != 0 or not found:
-        tail = (done.stderr or done.stdout).strip()[-4000:]
-        msg = f"{name} did not submit a job (exit code {done.returncode}): {tail}"
-        raise RestHandlerError(msg, 400)
-    return RestResponse({"jobUrl": f"/jobs/{found[-1]}"}, status=202)
+        job_id = run_job_file(view.dispatcher.address, path, JobFileRun(args))
+    return RestResponse({"jobUrl": f"/jobs/{job_id}"}, status=202)

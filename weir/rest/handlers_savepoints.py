@@ -64,6 +64,7 @@ def post_stop(view: ClusterView, req: RestRequest) -> Any:
     "GET",
     "/jobs/{jobid}/savepoints/{triggerid}",
     "Where a triggered savepoint is: IN_PROGRESS or COMPLETED with its location or failure.",
+    response="SavepointStatus",
 )
 def get_savepoint(view: ClusterView, req: RestRequest) -> Any:
     job_id = parse_job_id(req.path_params["jobid"])

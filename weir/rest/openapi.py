@@ -19,10 +19,60 @@ _ERROR_BODY = {
 }
 
 
+_METRIC = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "value": {"type": "string"}},
+    "required": ["id"],
+}
+_AGGREGATED_METRIC = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        **{name: {"type": "number"} for name in ("min", "max", "avg", "sum", "skew")},
+    },
+    "required": ["id"],
+}
+_SAVEPOINT_INFO = {
+    "type": "object",
+    "properties": {
+        "location": {"type": "string"},
+        "failure-cause": {
+            "type": "object",
+            "properties": {"class": {"type": "string"}, "stack-trace": {"type": "string"}},
+        },
+    },
+}
+# The answers whose shape is described exactly. Flink's own description gets these
+# wrong: it calls its metric lists objects (Flink serves, and its clients read, bare
+# arrays), and gives a savepoint operation's result as oneOf two schemas that every
+# answer matches both of.
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "Errors": _ERROR_BODY,
+    "Metrics": {"type": "array", "items": _METRIC},
+    "AggregatedMetrics": {"type": "array", "items": _AGGREGATED_METRIC},
+    "SavepointInfo": _SAVEPOINT_INFO,
+    "SavepointStatus": {
+        "type": "object",
+        "properties": {
+            "status": {
+                "type": "object",
+                "properties": {"id": {"type": "string", "enum": ["IN_PROGRESS", "COMPLETED"]}},
+                "required": ["id"],
+            },
+            "operation": {"$ref": "#/components/schemas/SavepointInfo"},
+        },
+        "required": ["status"],
+    },
+}
+
+
 def _answer(route: Route) -> dict[str, Any]:
     if route.response == "text":
         return {"content": {"text/plain": {"schema": {"type": "string"}}}}
-    schema = {"type": route.response}
+    if route.response in SCHEMAS:
+        schema: dict[str, Any] = {"$ref": f"#/components/schemas/{route.response}"}
+    else:
+        schema = {"type": route.response}
     return {"content": {"application/json": {"schema": schema}}}
 
 
@@ -84,5 +134,5 @@ def openapi_description(routes: Iterable[Route], version: str) -> dict[str, Any]
             "version": version,
         },
         "paths": dict(sorted(paths.items())),
-        "components": {"schemas": {"Errors": _ERROR_BODY}},
+        "components": {"schemas": SCHEMAS},
     }

@@ -33,10 +33,15 @@ from weir.core.security import SecurityConfig
 
 # The handler modules register their routes when imported.
 from weir.rest import (  # noqa: F401
+    handlers_applications,
     handlers_checkpoints,
     handlers_cluster,
+    handlers_jars,
+    handlers_jobmanager,
     handlers_jobs,
     handlers_savepoints,
+    handlers_subtasks,
+    handlers_taskmanagers,
     handlers_vertices,
 )
 from weir.rest.cluster_view import ClusterView
@@ -295,7 +300,8 @@ async def _read_upload(request: web.Request) -> dict[str, Any] | None:
         return None
     reader = await request.multipart()
     async for part in reader:
-        if isinstance(part, BodyPartReader) and part.name == "jobfile":
+        # POST /jobs names its file part "jobfile"; the dashboard's jar upload "jarfile".
+        if isinstance(part, BodyPartReader) and part.name in ("jobfile", "jarfile"):
             content = await part.read()
             return {"filename": part.filename, "content": bytes(content)}
     return None

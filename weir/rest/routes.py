@@ -40,8 +40,8 @@ class Route:
     handler: Handler
     summary: str
     response: str = "object"
-    """What the OpenAPI description says the 200 answer is: ``object``, ``array`` or
-    ``text``."""
+    """What the OpenAPI description says the 200 answer is: ``object``, ``array``,
+    ``text`` or the name of one of ``weir.rest.openapi.SCHEMAS``."""
     status: int = 200
     request_body: str = ""
     """``json`` or ``multipart``; empty: none."""

@@ -52,6 +52,7 @@ class RestoredCheckpointStats:
     checkpoint_id: int
     restore_timestamp_ms: int
     external_pointer: str
+    is_savepoint: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class CheckpointStatsSnapshot:
     history: tuple[CheckpointStats, ...] = ()
     latest_completed: CheckpointStats | None = None
     latest_failed: CheckpointStats | None = None
+    latest_savepoint: CheckpointStats | None = None
     num_restored: int = 0
     latest_restored: RestoredCheckpointStats | None = None
 

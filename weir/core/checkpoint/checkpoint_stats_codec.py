@@ -2,11 +2,10 @@
 one place the statistics meet protobuf (the JobMaster's and the Dispatcher's servicers
 encode, the Dispatcher and the client decode).
 
-The message carries less than the JobMaster knows: the latest completed checkpoint
-only by its path, neither the latest failed checkpoint nor the time of the latest
-restore. A decoded snapshot takes its latest completed checkpoint from the history
-entry with that path; one that left the history comes back with its path and status
-only (``checkpoint_id`` 0). Its ``latest_failed`` is None and its restore time 0.
+The message carries the latest completed checkpoint only by its path: a decoded
+snapshot takes it from the history entry with that path; one that left the history comes
+back with its path and status only (``checkpoint_id`` 0). The latest failed checkpoint
+and the latest savepoint travel whole.
 """
 
 from __future__ import annotations
@@ -36,8 +35,21 @@ def encode_checkpoint_stats(
         latest_restored_id=stats.latest_restored_id,
         latest_restored_path=stats.latest_restored_path,
     )
+    if stats.latest_restored is not None:
+        message.latest_restored_timestamp_ms = stats.latest_restored.restore_timestamp_ms
+        message.latest_restored_is_savepoint = stats.latest_restored.is_savepoint
+    if stats.latest_failed is not None:
+        _encode_entry(message.latest_failed, stats.latest_failed)
+    if stats.latest_savepoint is not None:
+        _encode_entry(message.latest_savepoint, stats.latest_savepoint)
     for s in stats.history:
-        message.history.add(
+        _encode_entry(message.history.add(), s)
+    return message
+
+
+def _encode_entry(entry: common_pb2.CheckpointStatisticsEntry, s: CheckpointStats) -> None:
+    entry.CopyFrom(
+        common_pb2.CheckpointStatisticsEntry(
             checkpoint_id=s.checkpoint_id,
             status=s.status.value,
             checkpoint_type=s.checkpoint_type.value,
@@ -53,7 +65,7 @@ def encode_checkpoint_stats(
             external_path=s.external_pointer,
             failure_message=s.failure_message,
         )
-    return message
+    )
 
 
 def decode_checkpoint_stats(message: common_pb2.CheckpointStatistics) -> CheckpointStatsSnapshot:
@@ -65,9 +77,22 @@ def decode_checkpoint_stats(message: common_pb2.CheckpointStatistics) -> Checkpo
         num_in_progress=message.num_in_progress,
         history=history,
         latest_completed=_latest_completed(history, message.latest_completed_path),
+        latest_failed=(
+            _decode_entry(message.latest_failed) if message.HasField("latest_failed") else None
+        ),
+        latest_savepoint=(
+            _decode_entry(message.latest_savepoint)
+            if message.HasField("latest_savepoint")
+            else None
+        ),
         num_restored=message.num_restored,
         latest_restored=(
-            RestoredCheckpointStats(message.latest_restored_id, 0, message.latest_restored_path)
+            RestoredCheckpointStats(
+                message.latest_restored_id,
+                message.latest_restored_timestamp_ms,
+                message.latest_restored_path,
+                is_savepoint=message.latest_restored_is_savepoint,
+            )
             if message.num_restored
             else None
         ),

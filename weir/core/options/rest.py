@@ -36,6 +36,21 @@ REST_BIND_ADDRESS = _option(
     "The interface the REST endpoint binds. Empty: jobmanager.bind-host (loopback unless "
     "set: the endpoint accepts jobs, and a job is code).",
 )
+WEB_LOG_PATH = _option(
+    "web.log.path",
+    "",
+    str,
+    "The master's log file, which the REST API serves as the JobManager's log "
+    "(/jobmanager/log; the files beside it are /jobmanager/logs). start-cluster.sh sets "
+    "it; empty: the master keeps no log file of its own.",
+)
+WEB_UPLOAD_DIR = _option(
+    "web.upload.dir",
+    "",
+    str,
+    "Where job files uploaded through the dashboard (/jars/upload) are kept. Empty: a "
+    "temporary directory of the master, removed when it stops.",
+)
 PROMETHEUS_FACTORY_CLASS = _option(
     "metrics.reporter.prom.factory.class",
     "",

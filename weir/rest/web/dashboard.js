@@ -87,7 +87,8 @@ function tmTable(tms) {
   if (!tms.length) return `<p class="muted">No TaskManagers registered.</p>`;
   const rows = tms.map((t) => `<tr><td><a href="#/taskmanager/${esc(t.id)}">${esc(t.id)}</a></td>
     <td>${esc(t.host)}</td><td>${esc(t.sparkExecutorId)}</td>
-    <td>${t.freeSlots}/${t.slotsNumber}</td><td>${fmtDuration(t.timeSinceLastHeartbeat)}</td></tr>`);
+    <td>${t.freeSlots}/${t.slotsNumber}</td>
+    <td>${fmtDuration(Math.max(0, Date.now() - t.timeSinceLastHeartbeat))} ago</td></tr>`);
   return `<table id="taskmanagers-table"><tr><th>Id</th><th>Host</th><th>Spark executor</th>
     <th>Free slots</th><th>Last heartbeat</th></tr>${rows.join("")}</table>`;
 }

@@ -1,5 +1,6 @@
-"""Checkpoint statistics over the wire: what the message carries round-trips exactly, and
-what it does not carry is dropped as the codec says."""
+"""Checkpoint statistics over the wire: what the message carries round-trips exactly (the
+latest failed checkpoint, the latest savepoint and the restore too), and the latest
+completed checkpoint travels by its path."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def snapshots(draw) -> CheckpointStatsSnapshot:
     ids = draw(st.lists(st.integers(min_value=1, max_value=2**40), max_size=5, unique=True))
     history = tuple(draw(entries(i)) for i in sorted(ids, reverse=True))
     completed = [s for s in history if s.status is CheckpointStatus.COMPLETED]
+    failed = [s for s in history if s.status is CheckpointStatus.FAILED]
+    savepoints = [s for s in completed if s.checkpoint_type is CheckpointType.SAVEPOINT]
     num_restored = draw(st.integers(min_value=0, max_value=3))
     return CheckpointStatsSnapshot(
         checkpointing_enabled=draw(st.booleans()),
@@ -55,9 +58,17 @@ def snapshots(draw) -> CheckpointStatsSnapshot:
         num_in_progress=draw(counts),
         history=history,
         latest_completed=draw(st.sampled_from(completed)) if completed else None,
+        # The latest failed checkpoint and savepoint travel whole, in the history or not.
+        latest_failed=draw(st.sampled_from(failed)) if failed else draw(entries(2**41)),
+        latest_savepoint=draw(st.sampled_from(savepoints)) if savepoints else None,
         num_restored=num_restored,
         latest_restored=(
-            RestoredCheckpointStats(draw(st.integers(1, 2**40)), 0, "file:///chk/chk-1")
+            RestoredCheckpointStats(
+                draw(st.integers(1, 2**40)),
+                draw(counts),
+                "file:///chk/chk-1",
+                is_savepoint=draw(st.booleans()),
+            )
             if num_restored
             else None
         ),
@@ -72,7 +83,7 @@ def test_what_the_message_carries_round_trips(stats):
     assert decode_checkpoint_stats(message) == stats
 
 
-def test_what_the_message_does_not_carry_is_dropped():
+def test_a_latest_completed_checkpoint_out_of_the_history_travels_by_its_path():
     trimmed = CheckpointStats(3, CheckpointStatus.COMPLETED, external_pointer="file:///c/chk-3")
     failed = CheckpointStats(9, CheckpointStatus.FAILED, failure_message="boom")
     stats = CheckpointStatsSnapshot(
@@ -83,11 +94,11 @@ def test_what_the_message_does_not_carry_is_dropped():
         latest_completed=trimmed,
         latest_failed=failed,
         num_restored=1,
-        latest_restored=RestoredCheckpointStats(2, 1234, "file:///c/chk-2"),
+        latest_restored=RestoredCheckpointStats(2, 1234, "file:///c/sp", is_savepoint=True),
     )
     decoded = decode_checkpoint_stats(encode_checkpoint_stats(stats, JOB_ID))
-    assert decoded.latest_failed is None
-    assert decoded.latest_restored == RestoredCheckpointStats(2, 0, "file:///c/chk-2")
+    assert decoded.latest_failed == failed
+    assert decoded.latest_restored == stats.latest_restored
     # Out of the history: only its path and status travel.
     assert decoded.latest_completed == CheckpointStats(
         0, CheckpointStatus.COMPLETED, external_pointer="file:///c/chk-3"
