@@ -26,12 +26,15 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.core import config
+from weir.core.columnar import ColumnBatch, batch_column
 from weir.core.deployment import ResultPartitionDescriptor
 from weir.core.errors import RecordTooLargeError, WeirError
+from weir.core.field_access import field_of
 from weir.core.job_graph import PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, compute_operator_index_for_key_group
 from weir.core.serializers import (
     serialize_batch,
+    serialize_columnar,
     serialize_timestamped,
     unpicklable_record_error,
 )
@@ -109,6 +112,7 @@ class RecordWriter:
         """The last watermark sent downstream (Flink's currentOutputWatermark)."""
         kind = edge.partitioner
         payload = load_user_code(edge.partitioner_payload) if edge.partitioner_payload else {}
+        self._key_field: int | str | None = None
         self._partitioner_kind = kind
         self._next = 0
         self._lock = threading.Lock()
@@ -140,6 +144,7 @@ class RecordWriter:
                 sub_of_consumer[compute_operator_index_for_key_group(m, p, g)] for g in range(m)
             ]
             self._route_cache: dict[Any, int] = {}
+            self._key_field = field_of(self._key)
             self._emit = self._emit_key_group
         elif kind is PartitionerKind.REBALANCE:
             # Flink starts each writer at a random channel so that many producers do not
@@ -152,6 +157,10 @@ class RecordWriter:
             self._emit = self._emit_shuffle
         else:  # FORWARD and GLOBAL have exactly one target
             self._emit = self._emit_single
+        # Which edges take a ColumnBatch as columns (see ``emit``).
+        self._columnar = self._emit == self._emit_single or (
+            self._emit == self._emit_key_group and self._key_field is not None
+        )
 
     # --- routing ---------------------------------------------------------------------
 
@@ -167,6 +176,9 @@ class RecordWriter:
             pts.extend(timestamps)
 
     def _emit_single(self, batch: list[Any], timestamps: Timestamps = None) -> None:
+        if type(batch) is ColumnBatch:
+            self._write_columns(0, batch, timestamps)
+            return
         pending = self._pending[0]
         if timestamps is not None or self._pending_ts[0] is not None:
             self._add_timestamps(0, len(pending), timestamps, len(batch))
@@ -210,8 +222,9 @@ class RecordWriter:
         get = cache.get
         routes: list[int] = []
         append = routes.append
-        for record in batch:
-            k = key(record)
+        keys = self._columnar_keys(batch)
+        for record in batch if keys is None else keys:
+            k = key(record) if keys is None else record
             try:
                 r = get(k)
             except TypeError:  # an unhashable key (a list): route it without the memo
@@ -219,7 +232,56 @@ class RecordWriter:
             if r is None:
                 r = self._route(k, cacheable=True)
             append(r)
+        if keys is not None:
+            self._distribute_columns(batch, routes, timestamps)  # type: ignore[arg-type]
+            return
         self._distribute(batch, routes, timestamps)
+
+    # --- columns -----------------------------------------------------------------------
+
+    def _columnar_keys(self, batch: Any) -> list[Any] | None:
+        """The keys of a ColumnBatch read from its column when the key selector reads one
+        field (``lambda r: r[0]``, ``lambda r: r.auction``); None otherwise (the batch is
+        then routed record by record)."""
+        if type(batch) is not ColumnBatch:
+            return None
+        column = batch_column(batch, self._key_field)
+        return None if column is None else column.tolist()
+
+    def _distribute_columns(
+        self, batch: ColumnBatch, routes: list[int], timestamps: Timestamps
+    ) -> None:
+        import numpy as np  # noqa: PLC0415 (columnar batches only)
+
+        targets = np.asarray(routes)
+        for s in range(self._n):
+            rows = np.flatnonzero(targets == s)
+            if not len(rows):
+                continue
+            part = ColumnBatch({k: v[rows] for k, v in batch.columns.items()}, batch.spec)
+            part_ts = None if timestamps is None else [timestamps[i] for i in rows.tolist()]
+            self._write_columns(s, part, part_ts)
+
+    def _write_columns(self, s: int, batch: ColumnBatch, timestamps: Timestamps) -> None:
+        """Write a ColumnBatch to subpartition ``s`` as column buffers of about a segment
+        each, after the records pending there (their order is kept)."""
+        if self._pending[s]:
+            pending, pts = self._pending[s], self._pending_ts[s]
+            self._pending[s], self._pending_ts[s] = [], None
+            self._write(s, pending, pts)
+        count = len(batch)
+        row_bytes = sum(column.itemsize for column in batch.columns.values()) or 1
+        step = max(1, self._segment_size // row_bytes)
+        for start in range(0, count, step):
+            part = batch[start : start + step] if count > step else batch
+            part_ts = None if timestamps is None else timestamps[start : start + step]
+            buffer = serialize_columnar(part, part_ts, self._compress)
+            if len(buffer) > self._max_frame_size:
+                self._write(s, part.records(), part_ts)  # a huge row: the record path splits
+                continue
+            self.records_written += len(part)
+            self.bytes_written += len(buffer)
+            self._emit_whole(s, buffer)
 
     def _route(self, key: Any, *, cacheable: bool) -> int:
         r = self._route_of_group[self._key_group(key, self._max_parallelism)]
@@ -263,8 +325,12 @@ class RecordWriter:
         self._drain_all_full()
 
     def emit(self, batch: list[Any], timestamps: Timestamps = None) -> None:
-        """Route ``batch`` to its subpartitions; full buffers are written at once."""
+        """Route ``batch`` to its subpartitions; full buffers are written at once. A
+        ColumnBatch crosses as columns on forward and single-target edges, and on key-group
+        edges whose key is one field; elsewhere as its records."""
         with self._lock:
+            if type(batch) is ColumnBatch and not self._columnar:
+                batch = batch.records()
             self._emit(batch, timestamps)
 
     # --- watermarks ----------------------------------------------------------------------

@@ -21,7 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.core import config
+from weir.core.columnar import ColumnBatch, batch_column
 from weir.core.errors import UserCodeError
+from weir.core.field_access import field_of
 from weir.core.watermarks import Watermark
 from weir.taskmanager.operators.base import (
     MAX_WATERMARK,
@@ -83,6 +85,8 @@ class WatermarkEmitter(PeriodicEmission):
         self._generator = strategy.create_watermark_generator(clock_ms)
         assigner = getattr(strategy, "timestamp_assigner", None)
         self._extract = None if assigner is None else assigner.extract_timestamp
+        # An assigner that returns one field reads that column of a ColumnBatch.
+        self._field = None if assigner is None else field_of(assigner)
         self._processing_timers = processing_timers
         self._clock_ms = clock_ms
         self._interval_ms = interval_ms
@@ -135,6 +139,10 @@ class WatermarkEmitter(PeriodicEmission):
             if timestamps is None:
                 return [MIN_WATERMARK] * len(batch)
             return [MIN_WATERMARK if t is None else t for t in timestamps]
+        if type(batch) is ColumnBatch:
+            column = batch_column(batch, self._field)
+            if column is not None and column.dtype.kind in "iu":
+                return column.tolist()  # type: ignore[no-any-return]
         if timestamps is None:
             stamped = [extract(x, MIN_WATERMARK) for x in batch]
         else:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from weir.core.field_access import field_of
 from weir.core.windowing import (
     MAX_LONG_VALUE,
     MissingTimestampError,
@@ -147,6 +148,18 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         self._aligned_starts: list[int] = []
         if self._aligned:
             self._restore_windows()
+        # A built-in aggregate keyed by one field adds batches of columns as they come.
+        builtin = getattr(self.state_function, "builtin", None)
+        key_field = field_of(self.key)
+        self._columns = (
+            (builtin[0], builtin[1], key_field)
+            if self._aligned
+            and self.state_kind == "aggregating"
+            and isinstance(builtin, tuple)
+            and key_field is not None
+            else None
+        )
+        self.columnar = self._columns is not None
         if self.fast is None:
             self.process = self._process
         elif self.fast["event_time"]:

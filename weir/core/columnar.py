@@ -36,6 +36,7 @@ __all__ = [
     "ColumnBatch",
     "ColumnSpec",
     "as_records",
+    "batch_column",
     "from_format",
     "to_format",
 ]
@@ -261,3 +262,16 @@ def _columns_from(result: Any, batch_format: BatchFormat) -> dict[str, Any]:
         )
         raise TypeError(msg)
     return {str(name): result[name].to_numpy() for name in result.columns}
+
+
+def batch_column(batch: ColumnBatch, field: int | str | None) -> Any:
+    """The column of ``field`` (a position or a name) of ``batch``; None when there is no
+    such field (or no field was given)."""
+    if field is None or batch.spec.is_scalar:
+        return None
+    if isinstance(field, int):
+        columns = list(batch.columns.values())
+        return columns[field] if -len(columns) <= field < len(columns) else None
+    if batch.spec.make_record is None:
+        return None  # tuples have no named fields: r["f0"] is no column of them
+    return batch.columns.get(field)

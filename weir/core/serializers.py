@@ -4,6 +4,8 @@ A buffer is one tag byte followed by the payload:
 
     b"M"  marshal of a list      b"m"  the same, lz4-compressed
     b"P"  pickle (protocol 5)    b"p"  the same, lz4-compressed
+    b"T"  records with their timestamps (``serialize_timestamped``)
+    b"C"  columns: an Arrow IPC stream (``serialize_columnar``)  b"c"  lz4-compressed
 
 ``marshal`` accepts only exact built-in types (a ``Row`` or a namedtuple is refused
 rather than silently turned into a tuple), so trying it first and falling back to
@@ -21,6 +23,7 @@ from typing import Any
 
 import lz4.block
 
+from weir.core.columnar import ColumnBatch
 from weir.core.errors import RecordSerializationError
 from weir.core.job_graph import SerializerKind
 
@@ -86,11 +89,72 @@ def deserialize_records(
     buffer: bytes | memoryview,
 ) -> tuple[list[Any], list[int | None] | None]:
     """``(records, timestamps)`` of a buffer written by ``serialize_batch`` (timestamps
-    None) or ``serialize_timestamped``."""
-    if buffer[0] == _TIMESTAMPED:
+    None), ``serialize_timestamped`` or ``serialize_columnar`` (then the records are a
+    ``ColumnBatch``, which reads as a sequence of records)."""
+    tag = buffer[0]
+    if tag == _TIMESTAMPED:
         records, timestamps = deserialize_batch(buffer[1:])
         return records, timestamps
+    if tag in (_COLUMNAR, _COLUMNAR_COMPRESSED):
+        return deserialize_columnar(buffer)  # type: ignore[return-value]
     return deserialize_batch(buffer), None
+
+
+# A buffer of columns: this byte ("c": lz4-compressed), then an Arrow IPC stream of one
+# RecordBatch, the batch's ColumnSpec pickled in its schema's metadata (its records are
+# made by it on the other side) and the timestamps, if any, in a column of their own.
+_COLUMNAR = 0x43  # "C"
+_COLUMNAR_COMPRESSED = 0x63  # "c"
+_SPEC_KEY = b"weir.column_spec"
+_TIMESTAMP_COLUMN = "__weir_timestamp"
+# Specs seen on the receiving side, by their pickled bytes: a buffer's spec is unpickled
+# once per stream, not once per buffer (a few dozen distinct specs per process at most).
+_SPECS: dict[bytes, Any] = {}
+
+
+def serialize_columnar(
+    batch: ColumnBatch, timestamps: list[int | None] | None = None, compress: bool = False
+) -> bytes:
+    """A ColumnBatch (and its records' timestamps) as one buffer, with no record built."""
+    import pyarrow as pa  # noqa: PLC0415 (columnar batches only)
+
+    names = list(batch.columns)
+    arrays = [pa.array(column) for column in batch.columns.values()]
+    if timestamps is not None:
+        names.append(_TIMESTAMP_COLUMN)
+        arrays.append(pa.array(timestamps, type=pa.int64()))
+    spec = pickle.dumps(batch.spec, protocol=5)
+    table = pa.RecordBatch.from_arrays(arrays, names=names).replace_schema_metadata(
+        {_SPEC_KEY: spec}
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_batch(table)
+    payload = sink.getvalue().to_pybytes()
+    if compress and len(payload) >= _MIN_COMPRESS_BYTES:
+        return b"c" + lz4.block.compress(payload)
+    return b"C" + payload
+
+
+def deserialize_columnar(buffer: bytes | memoryview) -> tuple[ColumnBatch, list[int | None] | None]:
+    import pyarrow as pa  # noqa: PLC0415
+
+    body = buffer[1:]
+    if buffer[0] == _COLUMNAR_COMPRESSED:
+        body = lz4.block.decompress(body)
+    batch = pa.ipc.open_stream(pa.py_buffer(body)).read_next_batch()
+    raw_spec = batch.schema.metadata[_SPEC_KEY]
+    spec = _SPECS.get(raw_spec)
+    if spec is None:
+        spec = _SPECS[raw_spec] = pickle.loads(raw_spec)  # our own buffers
+    columns = {}
+    timestamps = None
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if name == _TIMESTAMP_COLUMN:
+            timestamps = column.to_pylist()
+        else:
+            columns[name] = column.to_numpy(zero_copy_only=False)
+    return ColumnBatch(columns, spec), timestamps
 
 
 def unpicklable_record_error(
