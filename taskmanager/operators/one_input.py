@@ -20,6 +20,8 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+from weir.core.columnar import ColumnBatch, as_records
+from weir.core.field_access import field_of
 from weir.taskmanager.operators.base import (
     Collect,
     OperatorSetup,
@@ -42,6 +44,7 @@ from weir.taskmanager.operators.functions import (
     required_method,
     user_method,
 )
+from weir.taskmanager.operators.keyed_accumulate import accumulate_columns
 from weir.taskmanager.operators.process_timers import (
     FiresProcessFunctionTimers,
     ProcessFunctionTimers,
@@ -229,7 +232,32 @@ class ReduceOperator(_UserFunctionOperator):
                 append(acc)
             output(out, timestamps)
 
-        return process
+        accumulate = getattr(self.function, "accumulate", None)
+        key_field = field_of(key)
+        if not isinstance(accumulate, tuple) or key_field is None:
+            return process
+        # KeyedStream.sum/min/max/min_by/max_by keyed by one field: a batch of columns
+        # is aggregated in one pass (keyed_accumulate), a list record by record.
+        self.columnar = True
+        kind, field = accumulate
+
+        def process_columns(batch: list[Any], timestamps: Timestamps) -> None:
+            if type(batch) is ColumnBatch:
+                results = accumulate_columns(
+                    kind,
+                    field,
+                    batch,
+                    key_field=key_field,
+                    backend=backend,
+                    value=value,
+                    update=update,
+                )
+                if results is not None:
+                    output(results, timestamps)  # type: ignore[arg-type]
+                    return
+            process(as_records(batch), timestamps)
+
+        return process_columns
 
     def finish(self) -> None:
         if self._final:

@@ -53,6 +53,12 @@ class AccumulateReduceFunction(ReduceFunction):
         self._pos = position
         self._kind = kind
 
+    @property
+    def accumulate(self) -> tuple[str, int | str]:
+        """``(kind, field)``: what the runtime computes over a batch of columns, with the
+        semantics of ``reduce`` (``sum``, ``min``, ``max``, ``min_by`` or ``max_by``)."""
+        return self._kind.name.lower(), self._pos
+
     def reduce(self, value1: Any, value2: Any) -> Any:
         pos, kind = self._pos, self._kind
         structured = isinstance(value2, tuple | list | Row)

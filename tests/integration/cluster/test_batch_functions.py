@@ -6,6 +6,7 @@ TaskManager."""
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,12 @@ from weir.common import Duration, Types, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
 from weir.core.columnar import ColumnBatch
 from weir.core.errors import JobExecutionError
-from weir.datastream import BatchSinkFunction, MapBatchesFunction, StreamExecutionEnvironment
+from weir.datastream import (
+    BatchSinkFunction,
+    MapBatchesFunction,
+    MapFunction,
+    StreamExecutionEnvironment,
+)
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 
 pytestmark = pytest.mark.spark
@@ -182,3 +188,96 @@ def test_exactly_once_through_a_batch_function_across_a_killed_task_manager(clus
         kill_a_task_manager(gateway, job_id, random.Random(1), 0)
     client.get_job_execution_result().result()
     assert committed_lines(out) == expected_lines(records)
+
+
+class PacedLine(MapFunction):
+    """Formats a running sum, a millisecond per record so faults hit a running job."""
+
+    def map(self, value):
+        time.sleep(0.001)  # the job's pace, not a synchronisation
+        return f"{value[0]},{value[1]}"
+
+
+def test_exactly_once_through_columns_a_keyed_edge_and_a_vectorised_sum(cluster, tmp_path):
+    """Columns from a batch function cross a key-group edge as Arrow buffers and are
+    summed per key a batch at a time; a TaskManager is killed mid-job: the committed
+    output is exactly the per-record running sums."""
+    records = 6_000
+    out = tmp_path / "out"
+    env = checkpointed_env(tmp_path, {})
+    longs = Types.TUPLE([Types.LONG(), Types.LONG()])
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .set_parallelism(1)
+        .map_batches(lambda xs: {"f0": xs % 4, "f1": xs + 1}, longs, batch_format="numpy")
+        .set_parallelism(1)
+        .key_by(lambda kv: kv[0])
+        .sum(1)
+        .map(PacedLine(), output_type=Types.STRING())
+        .sink_to(exactly_once_lines(out))
+    )
+    client = env.execute_async("columns through a keyed sum, one TaskManager killed")
+    job_id = str(client.get_job_id())
+    with DispatcherGateway(cluster.address) as gateway:
+        await_condition(lambda: list(tmp_path.glob("checkpoints/*/chk-*")), "a checkpoint")
+        kill_a_task_manager(gateway, job_id, random.Random(2), 0)
+    client.get_job_execution_result().result()
+    assert committed_lines(out) == expected_lines(records)
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_built_in_window_counts_equal_a_user_count_on_both_backends(cluster, backend):
+    from weir.common import Configuration, Time
+    from weir.datastream.aggregate_functions import Avg, Count
+    from weir.datastream.functions import AggregateFunction
+    from weir.datastream.window import TumblingEventTimeWindows
+
+    class UserCount(AggregateFunction):
+        def create_accumulator(self):
+            return 0
+
+        def add(self, value, accumulator):
+            return accumulator + 1
+
+        def get_result(self, accumulator):
+            return accumulator
+
+        def merge(self, a, b):
+            return a + b
+
+    def run(aggregate, columns: bool):
+        configuration = Configuration()
+        configuration.set_string("state.backend.type", backend)
+        env = StreamExecutionEnvironment.get_execution_environment(configuration)
+        env.set_parallelism(2)
+        numbers = env.from_source(
+            NumberSequenceSource(0, 19_999), WatermarkStrategy.no_watermarks(), "n"
+        ).set_parallelism(1)
+        if columns:
+            pairs = numbers.map_batches(
+                lambda xs: {"f0": xs % 7, "f1": xs},
+                Types.TUPLE([Types.LONG(), Types.LONG()]),
+                batch_format="numpy",
+            )
+        else:
+            pairs = numbers.map(
+                lambda x: (x % 7, x), output_type=Types.TUPLE([Types.LONG(), Types.LONG()])
+            )
+        stamped = pairs.assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp1())
+        )
+        windowed = stamped.key_by(lambda r: r[0]).window(
+            TumblingEventTimeWindows.of(Time.milliseconds(1000))
+        )
+        with windowed.aggregate(aggregate).execute_and_collect() as results:
+            return sorted(results)
+
+    assert run(Count(), columns=True) == run(UserCount(), columns=False)
+    assert run(Avg(1), columns=True) == run(Avg(1), columns=False)
+
+
+class Stamp1(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
