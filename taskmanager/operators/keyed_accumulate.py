@@ -83,10 +83,9 @@ def accumulate_columns(
         take_row(base_of[k])
         take_value(current[k])
     if earlier:
-        base = ColumnBatch(_columns_of(earlier, batch), batch.spec)
+        before = _columns_of(earlier, batch)
         columns = {
-            name: np.concatenate([base.columns[name], column])
-            for name, column in batch.columns.items()
+            name: np.concatenate([before[name], column]) for name, column in batch.columns.items()
         }
     else:
         columns = batch.columns

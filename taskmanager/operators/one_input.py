@@ -232,14 +232,14 @@ class ReduceOperator(_UserFunctionOperator):
                 append(acc)
             output(out, timestamps)
 
-        accumulate = getattr(self.function, "accumulate", None)
+        builtin = getattr(self.function, "accumulate", None)
         key_field = field_of(key)
-        if not isinstance(accumulate, tuple) or key_field is None:
+        if not isinstance(builtin, tuple) or key_field is None:
             return process
         # KeyedStream.sum/min/max/min_by/max_by keyed by one field: a batch of columns
         # is aggregated in one pass (keyed_accumulate), a list record by record.
         self.columnar = True
-        kind, field = accumulate
+        kind, field = builtin
 
         def process_columns(batch: list[Any], timestamps: Timestamps) -> None:
             if type(batch) is ColumnBatch:
