@@ -8,7 +8,8 @@
   numpy arrays by field name) when a batch function or a columnar source made it.
 
 Both have ``open``/``close`` as every Function has; a plain callable works for
-``map_batches`` too. Example, q1 of Nexmark over numpy columns::
+``map_batches`` too. A source reader's ``poll_batch`` may return a ``ColumnBatch``
+(``ColumnBatch({"f0": array, ...}, ColumnSpec(("f0", ...)))``) to hand over columns. Example, q1 of Nexmark over numpy columns::
 
     def to_euros(bids):
         return {**bids, "price": bids["price"] * 0.908}
@@ -21,9 +22,10 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.datastream.functions import Function, SinkFunction
 
-__all__ = ["BatchSinkFunction", "MapBatchesFunction"]
+__all__ = ["BatchSinkFunction", "ColumnBatch", "ColumnSpec", "MapBatchesFunction"]
 
 
 class MapBatchesFunction(Function):
