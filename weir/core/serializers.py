@@ -122,7 +122,12 @@ def serialize_columnar(
     arrays = [pa.array(column) for column in batch.columns.values()]
     if timestamps is not None:
         names.append(_TIMESTAMP_COLUMN)
-        arrays.append(pa.array(timestamps, type=pa.int64()))
+        if None in timestamps:
+            arrays.append(pa.array(timestamps, type=pa.int64()))
+        else:  # through numpy: several times cheaper than from the list itself
+            import numpy as np  # noqa: PLC0415
+
+            arrays.append(pa.array(np.asarray(timestamps, dtype=np.int64)))
     spec = pickle.dumps(batch.spec, protocol=5)
     table = pa.RecordBatch.from_arrays(arrays, names=names).replace_schema_metadata(
         {_SPEC_KEY: spec}
@@ -151,7 +156,11 @@ def deserialize_columnar(buffer: bytes | memoryview) -> tuple[ColumnBatch, list[
     timestamps = None
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
         if name == _TIMESTAMP_COLUMN:
-            timestamps = column.to_pylist()
+            timestamps = (
+                column.to_pylist()
+                if column.null_count
+                else column.to_numpy(zero_copy_only=False).tolist()
+            )
         else:
             columns[name] = column.to_numpy(zero_copy_only=False)
     return ColumnBatch(columns, spec), timestamps

@@ -92,3 +92,33 @@ def test_errors_say_what_to_return():
         from_format({"f0": [1]}, BatchFormat.NUMPY, PAIRS)
     with pytest.raises(ValueError, match="batch_format must be one of"):
         BatchFormat.of("rows")
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("timestamps", [None, [5, 6, 7, 8], [5, None, 7, None]])
+def test_a_column_batch_crosses_the_wire_as_columns(compress, timestamps):
+    from weir.core.serializers import deserialize_records, serialize_columnar
+
+    batch = ColumnBatch(
+        {"f0": np.arange(400) % 4, "f1": np.arange(400) * 0.25},
+        ColumnSpec(("f0", "f1"), None, ("int64", "float64")),
+    )
+    stamps = None if timestamps is None else timestamps * 100
+    buffer = serialize_columnar(batch, stamps, compress=compress)
+    assert buffer[:1] == (b"c" if compress else b"C")
+    received, received_stamps = deserialize_records(buffer)
+    assert isinstance(received, ColumnBatch)
+    assert received._records is None
+    assert received.records() == batch.records()
+    assert received_stamps == stamps
+
+
+def test_the_spec_travels_so_rows_come_back_named():
+    from weir.common import Types
+    from weir.core.serializers import deserialize_records, serialize_columnar
+    from weir.datastream._column_specs import column_spec
+
+    spec = column_spec(Types.ROW_NAMED(["auction", "price"], [Types.LONG(), Types.DOUBLE()]))
+    batch = ColumnBatch({"auction": np.array([3]), "price": np.array([1.5])}, spec)
+    (row,), _ = deserialize_records(serialize_columnar(batch))
+    assert row.auction == 3 and row.price == 1.5
