@@ -24,7 +24,10 @@ from weir.taskmanager.operators.base import (
     discard,
     ignore,
 )
-from weir.taskmanager.operators.batch_functions import MapBatchesOperator
+from weir.taskmanager.operators.batch_functions import (
+    KeyedMapBatchesOperator,
+    MapBatchesOperator,
+)
 from weir.taskmanager.operators.broadcast import (
     CoBroadcastWithKeyedOperator,
     CoBroadcastWithNonKeyedOperator,
@@ -54,6 +57,7 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.FILTER: FilterOperator,
     OperatorKind.FLAT_MAP: FlatMapOperator,
     OperatorKind.MAP_BATCHES: MapBatchesOperator,
+    OperatorKind.KEYED_MAP_BATCHES: KeyedMapBatchesOperator,
     OperatorKind.PROCESS: ProcessOperator,
     OperatorKind.KEYED_PROCESS: KeyedProcessOperator,
     OperatorKind.REDUCE: ReduceOperator,

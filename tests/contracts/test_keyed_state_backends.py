@@ -503,3 +503,84 @@ def test_a_rocksdb_directory_that_cannot_be_created_names_the_key_and_path(tmp_p
             shared_state=True,
         )
     assert str(blocker) in str(info.value)
+
+
+class TestKeyedBatchFunctionState:
+    """KeyedStream.map_batches: a function called once per key of a batch sees and keeps
+    the key's state on either backend; the state snapshots and restores as any other."""
+
+    @staticmethod
+    def _operator(backend):
+        import cloudpickle
+
+        from weir.common import Types
+        from weir.core.ids import OperatorId
+        from weir.core.job_graph import OperatorDescriptor, OperatorKind
+        from weir.datastream import KeyedBatchFunction, StreamExecutionEnvironment
+        from weir.datastream.state import ValueStateDescriptor
+        from weir.taskmanager.operators.base import OperatorSetup, Output
+        from weir.taskmanager.operators.batch_functions import KeyedMapBatchesOperator
+        from weir.taskmanager.runtime_context import StreamingRuntimeContext
+
+        class CountPerKey(KeyedBatchFunction):
+            def open(self, runtime_context):
+                self.count = runtime_context.get_state(ValueStateDescriptor("n", Types.LONG()))
+                self.calls = 0
+
+            def map_batches(self, key, records):
+                self.calls += 1
+                count = (self.count.value() or 0) + len(records)
+                self.count.update(count)
+                return [(key, count)]
+
+        env = StreamExecutionEnvironment()
+        stream = env.from_collection([("a", 1)]).key_by(lambda r: r[0]).map_batches(CountPerKey())
+        payload = cloudpickle.loads(cloudpickle.dumps(stream._transformation.payload))
+        ctx = StreamingRuntimeContext(
+            task_name="t",
+            task_name_with_subtasks="t (1/1)",
+            number_of_parallel_subtasks=1,
+            max_number_of_parallel_subtasks=M,
+            index_of_this_subtask=0,
+            attempt_number=0,
+            job_parameters={},
+            keyed_state_backend=backend,
+        )
+        setup = OperatorSetup(
+            descriptor=OperatorDescriptor(
+                OperatorId("0" * 32), "t", OperatorKind.KEYED_MAP_BATCHES, b""
+            ),
+            payload=payload,
+            runtime_context=ctx,
+            keyed_state_backend=backend,
+            subtask_index=0,
+            parallelism=1,
+            segment_size=32768,
+            collect=lambda *a: None,
+            print_target=None,
+            clock_ms=lambda: 0,
+        )
+        out: list = []
+        op = KeyedMapBatchesOperator(setup)
+        op.open(Output(collect=lambda batch, ts: out.extend(batch)))
+        return op, out, payload["function"]
+
+    @pytest.mark.parametrize("kind", KINDS)
+    def test_one_call_per_key_per_batch_and_the_state_carries_on(self, make, kind):
+        op, out, function = self._operator(make(kind))
+        op.process([("a", 1), ("b", 1), ("a", 1), ("a", 1)], None)
+        op.process([("b", 1), ("c", 1)], None)
+        assert out == [("a", 3), ("b", 1), ("b", 2), ("c", 1)]
+        assert function.calls == 4
+
+    @pytest.mark.parametrize("kind", KINDS)
+    @pytest.mark.parametrize("into", KINDS)
+    def test_its_state_restores_on_any_backend(self, make, kind, into):
+        op, _, _ = self._operator(make(kind))
+        op.process([("a", 1), ("b", 1), ("a", 1)], None)
+        snapshot = op.backend.snapshot()
+        restored = make(into)
+        restored.restore([snapshot])
+        op2, out2, _ = self._operator(restored)
+        op2.process([("a", 1), ("b", 1)], None)
+        assert out2 == [("a", 3), ("b", 2)]

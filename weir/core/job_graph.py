@@ -56,6 +56,7 @@ class OperatorKind(enum.Enum):
     MAP = "map"
     FLAT_MAP = "flat_map"
     MAP_BATCHES = "map_batches"
+    KEYED_MAP_BATCHES = "keyed_map_batches"
     FILTER = "filter"
     PROCESS = "process"
     KEYED_PROCESS = "keyed_process"

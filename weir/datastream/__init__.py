@@ -1,7 +1,11 @@
 """The DataStream API (mirrors ``pyflink.datastream``)."""
 
 from weir.core.time_domain import TimeDomain
-from weir.datastream.batch_functions import BatchSinkFunction, MapBatchesFunction
+from weir.datastream.batch_functions import (
+    BatchSinkFunction,
+    KeyedBatchFunction,
+    MapBatchesFunction,
+)
 from weir.datastream.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
@@ -97,6 +101,7 @@ __all__ = [
     "GlobalWindow",
     "HashMapStateBackend",
     "KeySelector",
+    "KeyedBatchFunction",
     "KeyedBroadcastProcessFunction",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",

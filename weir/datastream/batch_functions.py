@@ -9,7 +9,10 @@
 
 Both have ``open``/``close`` as every Function has; a plain callable works for
 ``map_batches`` too. A source reader's ``poll_batch`` may return a ``ColumnBatch``
-(``ColumnBatch({"f0": array, ...}, ColumnSpec(("f0", ...)))``) to hand over columns. Example, q1 of Nexmark over numpy columns::
+(``ColumnBatch({"f0": array, ...}, ColumnSpec(("f0", ...)))``) to hand over columns.
+``KeyedBatchFunction`` is for ``KeyedStream.map_batches``: one call per key of a batch.
+
+Example, q1 of Nexmark over numpy columns::
 
     def to_euros(bids):
         return {**bids, "price": bids["price"] * 0.908}
@@ -25,7 +28,13 @@ from typing import Any
 from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.datastream.functions import Function, SinkFunction
 
-__all__ = ["BatchSinkFunction", "ColumnBatch", "ColumnSpec", "MapBatchesFunction"]
+__all__ = [
+    "BatchSinkFunction",
+    "ColumnBatch",
+    "ColumnSpec",
+    "KeyedBatchFunction",
+    "MapBatchesFunction",
+]
 
 
 class MapBatchesFunction(Function):
@@ -46,3 +55,30 @@ class BatchSinkFunction(SinkFunction):
 
     def invoke(self, value: Any, context: Any) -> None:
         self.invoke_batch([value], context)
+
+
+class KeyedBatchFunction(Function):
+    """For ``KeyedStream.map_batches``: ``map_batches(key, batch)`` once per key of each
+    batch the task moves, with that key's records of the batch (in their order, in the
+    stream's batch format), returning the batch of results in the same format.
+
+    Keyed state (``get_state`` in ``open``) is the key's during the call, as in a
+    KeyedProcessFunction: read it once at the start and write it once at the end, and
+    the key's state is read and written once per batch, whatever its number of records.
+    A running count per key::
+
+        class CountPerKey(KeyedBatchFunction):
+            def open(self, runtime_context):
+                self.count = runtime_context.get_state(
+                    ValueStateDescriptor("count", Types.LONG())
+                )
+
+            def map_batches(self, key, records):
+                count = self.count.value() or 0
+                self.count.update(count + len(records))
+                return [(key, count + len(records))]
+    """
+
+    @abc.abstractmethod
+    def map_batches(self, key: Any, batch: Any) -> Any:
+        pass

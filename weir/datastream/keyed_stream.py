@@ -15,8 +15,11 @@ from weir.common.typeinfo import (
     read_back,
 )
 from weir.common.types import Row
+from weir.core.columnar import BatchFormat
 from weir.core.job_graph import OperatorKind
 from weir.datastream._aggregation import AccumulateReduceFunction, AccumulateType
+from weir.datastream._column_specs import column_spec
+from weir.datastream.batch_functions import KeyedBatchFunction
 from weir.datastream.data_stream import DataStream, _output_type
 from weir.datastream.functions import (
     FilterFunction,
@@ -108,6 +111,43 @@ class KeyedStream(DataStream):
             raise TypeError(msg)
         return self._keyed(
             OperatorKind.KEYED_PROCESS, "KEYED PROCESS", func, _output_type(output_type)
+        )
+
+    def map_batches(  # type: ignore[override]
+        self,
+        func: Callable[[Any, Any], Any] | KeyedBatchFunction,
+        output_type: TypeInformation | None = None,
+        batch_format: str = "list",
+    ) -> DataStream:
+        """Weir's own: ``func(key, records)`` once per key of each batch, with the key's
+        records of the batch in ``batch_format`` (as ``DataStream.map_batches``) and its
+        keyed state set (see ``KeyedBatchFunction``). The results of a batch go on key by
+        key, in the order the keys first came in it. The stream must carry no event
+        timestamps: results are not records one to one."""
+        fmt = BatchFormat.of(batch_format)
+        if not callable(func) and not isinstance(func, KeyedBatchFunction):
+            msg = "map_batches() needs a KeyedBatchFunction or a callable taking (key, batch)"
+            raise TypeError(msg)
+        input_spec = column_spec(self._original_type)
+        if fmt is not BatchFormat.LIST and input_spec is None:
+            msg = (
+                f"map_batches(batch_format={fmt.value!r}) needs to know the fields of its "
+                f"input, whose type is {self._original_type!r}: declare it on the operator "
+                "before key_by, or use batch_format='list'"
+            )
+            raise TypeError(msg)
+        declared = _output_type(output_type)
+        return self._one_input(
+            OperatorKind.KEYED_MAP_BATCHES,
+            "KeyedMapBatches",
+            {
+                "function": func,
+                "key_selectors": [self._key_selector],
+                "batch_format": fmt.value,
+                "input_spec": input_spec,
+                "output_spec": column_spec(declared),
+            },
+            declared,
         )
 
     def window(self, window_assigner: WindowAssigner) -> WindowedStream:

@@ -281,3 +281,28 @@ def test_built_in_window_counts_equal_a_user_count_on_both_backends(cluster, bac
 class Stamp1(TimestampAssigner):
     def extract_timestamp(self, value, record_timestamp):
         return value[1]
+
+
+def test_keyed_map_batches_over_columns_keeps_a_count_per_key(cluster):
+    from weir.datastream import KeyedBatchFunction
+    from weir.datastream.state import ValueStateDescriptor
+
+    class Totals(KeyedBatchFunction):
+        def open(self, runtime_context):
+            self.total = runtime_context.get_state(ValueStateDescriptor("t", Types.LONG()))
+
+        def map_batches(self, key, columns):
+            total = (self.total.value() or 0) + int(columns["f1"].sum())
+            self.total.update(total)
+            return {"f0": np.array([key]), "f1": np.array([total])}
+
+    env = _env(2)
+    longs = Types.TUPLE([Types.LONG(), Types.LONG()])
+    pairs = env.from_collection([(i % 3, i) for i in range(3000)], type_info=longs)
+    totals = pairs.key_by(lambda p: p[0]).map_batches(Totals(), longs, batch_format="numpy")
+    with totals.execute_and_collect() as results:
+        final = {}
+        for key, total in results:
+            assert total >= final.get(key, 0)
+            final[key] = total
+    assert final == {k: sum(i for i in range(3000) if i % 3 == k) for k in range(3)}
