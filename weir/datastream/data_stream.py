@@ -252,7 +252,7 @@ class DataStream(_OperatorSettings):
         return self._one_input(
             OperatorKind.TIMESTAMPS_WATERMARKS,
             "Timestamps/Watermarks",
-            {"watermark_strategy": watermark_strategy},
+            {"watermark_strategy": watermark_strategy._snapshot()},
             self._transformation.output_type,
         )
 

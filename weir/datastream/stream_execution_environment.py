@@ -266,8 +266,9 @@ class StreamExecutionEnvironment:
         self._configuration.set_string("python.requirements", value)
 
     def set_python_executable(self, python_exec: str) -> None:
-        """Recorded (``python.executable``); TaskManagers run the Python of their Spark
-        workers (``PYSPARK_PYTHON``)."""
+        """Recorded (``python.executable``) and given to the job's functions in the
+        ``python`` environment variable, where PyFlink's workers have it; TaskManagers run
+        the Python of their Spark workers (``PYSPARK_PYTHON``) whatever it says."""
         self._configuration.set_string("python.executable", python_exec)
 
     def add_jars(self, *jars_path: str) -> None:
@@ -407,6 +408,8 @@ class StreamExecutionEnvironment:
         if type_info is None:
             produced = getattr(source, "get_produced_type", None)
             type_info = produced() if callable(produced) else None
+        if isinstance(watermark_strategy, WatermarkStrategy):
+            watermark_strategy = watermark_strategy._snapshot()
         payload = {"source": source, "watermark_strategy": watermark_strategy}
         return self._source(source_name, payload, type_info, False)
 

@@ -111,6 +111,15 @@ PYTHON_REQUIREMENTS = _option(
 )
 PYTHON_REQUIREMENTS_PACKED = "weir.internal.python-requirements"
 """Set by the client: the requirements file and its packages, zipped and base64-encoded."""
+PYTHON_EXECUTABLE = _option(
+    "python.executable",
+    "python",
+    str,
+    "The Python interpreter of the job's functions, as env.set_python_executable() sets it. "
+    "TaskManagers run their Spark workers' Python (PYSPARK_PYTHON) whatever it says; the job's "
+    "functions find the value in the `python` environment variable, where PyFlink's workers "
+    "have it.",
+)
 OBJECT_REUSE = _option(
     "pipeline.object-reuse",
     False,
