@@ -107,20 +107,15 @@ def _entry(op: StreamOperator, index: int) -> Collect:
     return guard_keys(process, key_selector(selector), op.name)
 
 
-def _naming_rows(collect: Collect, names: list[str]) -> Collect:
-    """``collect`` for an operator declared to emit Rows of a named type: a Row
-    without field names gets the type's, as PyFlink's typed outputs do."""
+def _conforming(collect: Collect, conform: Callable[[Any], Any]) -> Collect:
+    """``collect`` for an operator with a declared output type that has Rows or maps in
+    it: each record is made what PyFlink's typed outputs are (``output_conformer``, built
+    from the type by the client: named Rows at every depth, maps in Java HashMap order)."""
 
-    def collect_named(batch: list[Any], timestamps: Timestamps) -> None:
-        for record in batch:
-            # A Row (weir.common.types, which services do not import) without names.
-            if not hasattr(record, "_fields"):
-                set_names = getattr(record, "set_field_names", None)
-                if set_names is not None:
-                    set_names(names)
-        collect(batch, timestamps)
+    def collect_conformed(batch: list[Any], timestamps: Timestamps) -> None:
+        collect([conform(record) for record in batch], timestamps)
 
-    return collect_named
+    return collect_conformed
 
 
 class OperatorChain:
@@ -169,9 +164,9 @@ class OperatorChain:
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
             collect = fan_out(main)
-            names = op.setup.payload.get("row_field_names")
-            if names:
-                collect = _naming_rows(collect, list(names))
+            conform = op.setup.payload.get("output_conformer")
+            if conform is not None:
+                collect = _conforming(collect, conform)
             op.open(
                 Output(
                     collect,
