@@ -615,7 +615,7 @@ class Task:
         setups = [
             self._setup(op, payload) for op, payload in zip(vertex.operators, payloads, strict=True)
         ]
-        chain = OperatorChain(setups, writers)
+        chain = OperatorChain(setups, writers, self._input_key_type())
         self._chain = chain
         if self._services.metric_group is not None:
             register_task_metrics(self._services.metric_group, self)

@@ -88,6 +88,7 @@ from weir.core.options.job import (
     PYTHON_REQUIREMENTS,
     PYTHON_REQUIREMENTS_PACKED,
     RUNTIME_MODE,
+    SORTED_INPUTS_MEMORY,
     parse_map,
 )
 from weir.core.options.master import (
@@ -269,6 +270,7 @@ __all__ = [
     "SAVEPOINT_DIR_DEPRECATED",
     "SEGMENT_SIZE",
     "SLOT_REQUEST_TIMEOUT",
+    "SORTED_INPUTS_MEMORY",
     "SPARK_MASTER",
     "SSL_INTERNAL_CERT",
     "SSL_INTERNAL_ENABLED",

@@ -9,6 +9,7 @@ from weir.core.config_option import (
     _positive_duration_ms,
     _positive_int,
     parse_duration_ms,
+    parse_memory_bytes,
 )
 
 # --- job and pipeline -------------------------------------------------------------
@@ -179,6 +180,14 @@ def _unquote(text: str) -> str:
     return text
 
 
+SORTED_INPUTS_MEMORY = _option(
+    "execution.sorted-inputs.memory",
+    128 * 1024 * 1024,
+    parse_memory_bytes,
+    "BATCH mode: how much of a keyed input a task sorts in memory before it writes a "
+    "sorted run to disk in the job's working directory (Flink's key; 128 mb as Flink's "
+    "default). Estimated from the records' pickled size.",
+)
 GLOBAL_JOB_PARAMETERS: ConfigOption[dict[str, str]] = _option(
     "pipeline.global-job-parameters",
     {},
