@@ -188,6 +188,14 @@ SORTED_INPUTS_MEMORY = _option(
     "sorted run to disk in the job's working directory (Flink's key; 128 mb as Flink's "
     "default). Estimated from the records' pickled size.",
 )
+CACHE_DIR = _option(
+    "execution.cache.dir",
+    "",
+    str,
+    "Where DataStream.cache() keeps cached results: any fsspec URL that the TaskManagers and "
+    "the client reach (a shared one on a cluster of several hosts). Empty: the system's "
+    "temporary directory of the client's host, which serves embedded and one-host clusters.",
+)
 GLOBAL_JOB_PARAMETERS: ConfigOption[dict[str, str]] = _option(
     "pipeline.global-job-parameters",
     {},
