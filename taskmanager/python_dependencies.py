@@ -39,7 +39,12 @@ from weir.core import config
 from weir.core.errors import ConfigurationError
 from weir.core.python_archives import archive_format
 
-__all__ = ["install_python_files", "install_python_requirements", "unpack_python_archives"]
+__all__ = [
+    "export_python_executable",
+    "install_python_files",
+    "install_python_requirements",
+    "unpack_python_archives",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +102,14 @@ def install_python_files(job_config: Mapping[str, str]) -> None:
         _make_once(directory, fill)
         if directory not in sys.path:
             sys.path.insert(0, directory)
+
+
+def export_python_executable(job_config: Mapping[str, str]) -> None:
+    """Set the ``python`` environment variable to the job's ``python.executable``, where
+    PyFlink's Python workers have it. The TaskManager runs its own Python whatever the
+    value is; the environment is the process's, so jobs sharing a TaskManager see the
+    value of the one that deployed a task last."""
+    os.environ["python"] = config.get(job_config, config.PYTHON_EXECUTABLE)
 
 
 def unpack_python_archives(job_config: Mapping[str, str]) -> None:

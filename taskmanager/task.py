@@ -77,6 +77,7 @@ from weir.taskmanager.operators.source import (
 from weir.taskmanager.operators.timers import ProcessingTimeService
 from weir.taskmanager.output_flusher import OutputFlusher
 from weir.taskmanager.python_dependencies import (
+    export_python_executable,
     install_python_files,
     install_python_requirements,
     unpack_python_archives,
@@ -584,6 +585,7 @@ class Task:
         install_python_files(tdd.job_config)
         install_python_requirements(tdd.job_config)
         unpack_python_archives(tdd.job_config)
+        export_python_executable(tdd.job_config)
         payloads = [_unpickle_payload(op) for op in vertex.operators]
         if tdd.restored_state is not None:
             self._restored = RestoredTaskState(tdd.restored_state, vertex.max_parallelism)
@@ -613,7 +615,7 @@ class Task:
         setups = [
             self._setup(op, payload) for op, payload in zip(vertex.operators, payloads, strict=True)
         ]
-        chain = OperatorChain(setups, writers)
+        chain = OperatorChain(setups, writers, self._input_key_type())
         self._chain = chain
         if self._services.metric_group is not None:
             register_task_metrics(self._services.metric_group, self)

@@ -234,6 +234,10 @@ class StreamOperator:
         that fail before this point. Must be quick (the task is paused); by default
         nothing."""
 
+    def end_key(self) -> None:
+        """BATCH execution, sorted input: the current key's last record went by (the
+        backend's current key is still that key); by default nothing."""
+
     def finish(self) -> None:
         """End of input: emit what is still held; called in topological order."""
 

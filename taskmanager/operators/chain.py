@@ -10,11 +10,14 @@ chain to its head, so each output exists before the operator that feeds it.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from weir.core import config
 from weir.core.columnar import as_records
 from weir.core.job_graph import OperatorKind
+from weir.core.sort_keys import sort_key_function
 from weir.taskmanager.operators.base import (
     Collect,
     OperatorSetup,
@@ -43,6 +46,7 @@ from weir.taskmanager.operators.one_input import (
     ReduceOperator,
 )
 from weir.taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
+from weir.taskmanager.operators.sorting_data_input import SortingDataInput
 from weir.taskmanager.operators.source import SourceOperator
 from weir.taskmanager.operators.two_input import CoFlatMapOperator, CoMapOperator, CoProcessOperator
 from weir.taskmanager.operators.watermarks import TimestampsAndWatermarksOperator
@@ -127,29 +131,64 @@ def _records_of(process: Collect) -> Collect:
     return process_records
 
 
-def _naming_rows(collect: Collect, names: list[str]) -> Collect:
-    """``collect`` for an operator declared to emit Rows of a named type: a Row
-    without field names gets the type's, as PyFlink's typed outputs do."""
+def _conforming(collect: Collect, conform: Callable[[Any], Any]) -> Collect:
+    """``collect`` for an operator with a declared output type that has Rows or maps in
+    it: each record is made what PyFlink's typed outputs are (``output_conformer``, built
+    from the type by the client: named Rows at every depth, maps in Java HashMap order)."""
 
-    def collect_named(batch: list[Any], timestamps: Timestamps) -> None:
-        for record in batch:
-            # A Row (weir.common.types, which services do not import) without names.
-            if not hasattr(record, "_fields"):
-                set_names = getattr(record, "set_field_names", None)
-                if set_names is not None:
-                    set_names(names)
-        collect(batch, timestamps)
+    def collect_conformed(batch: list[Any], timestamps: Timestamps) -> None:
+        if type(batch) is not list:
+            # A ColumnBatch: its records are made by its spec, built from the same type
+            # (named Rows of basic fields), and its columns stay columns.
+            collect(batch, timestamps)
+            return
+        collect([conform(record) for record in batch], timestamps)
 
-    return collect_named
+    return collect_conformed
+
+
+def _sorting_input(head: StreamOperator, key_type: str) -> SortingDataInput | None:
+    """A BATCH job's keyed one-input head reads its input sorted by key, then timestamp,
+    as in Flink (``SortingDataInput``); None for every other head."""
+    setup = head.setup
+    if not setup.batch_mode or setup.descriptor.input_count != 1:
+        return None
+    selectors = setup.payload.get("key_selectors") or ()
+    if setup.keyed_state_backend is None or not selectors or selectors[0] is None:
+        return None
+    job_config = setup.config or {}
+    return SortingDataInput(
+        key_selector(selectors[0]),
+        sort_key_function(key_type),
+        memory_bytes=config.get(job_config, config.SORTED_INPUTS_MEMORY),
+        batch_size=config.get(job_config, config.PYTHON_BUNDLE_SIZE),
+        # The task thread's current directory: the job's working directory.
+        spill_root=os.getcwd(),
+    )
 
 
 class OperatorChain:
-    """The operators of a task in topological order (head first) and its writers."""
+    """The operators of a task in topological order (head first) and its writers.
 
-    def __init__(self, setups: Sequence[OperatorSetup], writers: Sequence[RecordWriter]) -> None:
+    In a BATCH job whose head is keyed, the head's input goes through a
+    ``SortingDataInput`` first: it is buffered until the input ends, and
+    ``finish_operators`` replays it sorted before the operators finish; the input's
+    watermark waits until then too. ``input_key_type`` is the declared type of the
+    input's keys (``"pickled"``: none), which decides their order.
+    """
+
+    def __init__(
+        self,
+        setups: Sequence[OperatorSetup],
+        writers: Sequence[RecordWriter],
+        input_key_type: str = "pickled",
+    ) -> None:
         self.operators: list[StreamOperator] = [OPERATORS[s.descriptor.kind](s) for s in setups]
         self.writers = list(writers)
         self._opened: list[StreamOperator] = []
+        self._input_key_type = input_key_type
+        self._sorted_input: SortingDataInput | None = None
+        self._held_watermark: int | None = None
         # Only operators that override the hook are called at each checkpoint.
         self._snapshot_hooks = [
             op
@@ -189,9 +228,9 @@ class OperatorChain:
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
             collect = fan_out(main)
-            names = op.setup.payload.get("row_field_names")
-            if names:
-                collect = _naming_rows(collect, list(names))
+            conform = op.setup.payload.get("output_conformer")
+            if conform is not None:
+                collect = _conforming(collect, conform)
             op.open(
                 Output(
                     collect,
@@ -200,13 +239,21 @@ class OperatorChain:
                     {tag: fan_out(collects) for tag, collects in side.items()},
                 )
             )
+        self._sorted_input = _sorting_input(self.head, self._input_key_type)
 
     def input(self, index: int) -> Collect:
         """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
+        if index == 0 and self._sorted_input is not None:
+            return self._sorted_input.add
         return _entry(self.head, index)
+
+    def _hold_watermark(self, watermark: int) -> None:
+        self._held_watermark = watermark
 
     def input_watermark(self, index: int) -> Callable[[int], None]:
         """Where the combined watermark of the head's input ``index`` goes."""
+        if index == 0 and self._sorted_input is not None:
+            return self._hold_watermark
         head = self.head
         return head.process_watermark if index == 0 else head.process_watermark2
 
@@ -241,7 +288,14 @@ class OperatorChain:
         self.end_partitions()
 
     def finish_operators(self) -> None:
-        """End of input: finish operators head to tail (what they hold goes out), flush."""
+        """End of input: replay a sorted input, then finish operators head to tail (what
+        they hold goes out), flush."""
+        sorted_input, self._sorted_input = self._sorted_input, None
+        if sorted_input is not None:
+            head = self.head
+            sorted_input.drain(_entry(head, 0), head.end_key)
+            if self._held_watermark is not None:
+                head.process_watermark(self._held_watermark)
         for op in self.operators:
             op.finish()
         self.flush()
@@ -261,6 +315,8 @@ class OperatorChain:
         """Close every opened operator (head first), even when one fails; returns the
         first failure."""
         first: BaseException | None = None
+        if self._sorted_input is not None:
+            self._sorted_input.close()
         for op in reversed(self._opened):
             try:
                 op.close()

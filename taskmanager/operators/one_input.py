@@ -259,6 +259,15 @@ class ReduceOperator(_UserFunctionOperator):
 
         return process_columns
 
+    def end_key(self) -> None:
+        """BATCH, sorted input: the key's final value goes out when its records end, and
+        nothing of the key is kept."""
+        self.finish()
+        backend = self.setup.keyed_state_backend
+        if backend is not None:
+            backend.clear_key(backend.current_key)
+
     def finish(self) -> None:
         if self._final:
             self._final_output(list(self._final.values()), None)
+            self._final.clear()

@@ -12,7 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.core.time_domain import TimeDomain
-from weir.taskmanager.operators.base import Collect, StreamOperator
+from weir.taskmanager.operators.base import (
+    MAX_WATERMARK,
+    MIN_WATERMARK,
+    Collect,
+    StreamOperator,
+)
 from weir.taskmanager.operators.contexts import KeyedProcessContext, TimerService
 from weir.taskmanager.operators.timers import InternalTimerService
 from weir.taskmanager.state.backend import KeyedStateBackend
@@ -111,3 +116,16 @@ class FiresProcessFunctionTimers(StreamOperator):
         if self.user_timers is not None:
             self.user_timers.advance_watermark(watermark)
         self.output.emit_watermark(watermark)
+
+    def end_key(self) -> None:
+        """BATCH, sorted input: the key's timers fire now, event time first, then
+        processing time, as Flink's batch timer service fires them when the key changes
+        (no watermark goes downstream); then the key's state is dropped."""
+        timers = self.user_timers
+        if timers is not None:
+            timers.advance_watermark(MAX_WATERMARK)
+            timers.service.fire_processing_timers(MAX_WATERMARK)
+            timers.service.current_watermark = MIN_WATERMARK
+        backend = self.setup.keyed_state_backend
+        if backend is not None:
+            backend.clear_key(backend.current_key)

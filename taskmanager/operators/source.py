@@ -251,6 +251,15 @@ class SourceOperator(StreamOperator):
 
             self.emit = emit
             emitter.start()
+        stamps_of = getattr(self.reader, "timestamps_of_last_batch", None)
+        if callable(stamps_of):
+            # A reader that gives its records back their timestamps (a cached stream's).
+            stamped = self.emit
+
+            def emit_with_timestamps(batch: list[Any], timestamps: Timestamps) -> None:
+                stamped(batch, stamps_of() if timestamps is None else timestamps)
+
+            self.emit = emit_with_timestamps
 
     def finish(self) -> None:
         """End of input: event time is over, so every timer and window downstream fires."""

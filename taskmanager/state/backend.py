@@ -398,6 +398,10 @@ class KeyedStateBackend(abc.ABC):
         groups = self.snapshot().states.get(name) or {}
         return [key for entries in groups.values() for key in entries]
 
+    def clear_key(self, key: Any) -> None:  # noqa: B027 - optional; state may stay
+        """Drop every state of ``key`` (BATCH execution, after the key's records ended).
+        By default the state stays: a backend whose state is not in memory may keep it."""
+
     @abc.abstractmethod
     def snapshot(self) -> KeyedStateSnapshot:
         """Capture every state, grouped by key group (task thread; synchronous part)."""

@@ -125,6 +125,10 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         """The dict of table ``name`` itself (``{key: value}``), for tests."""
         return self._tables.setdefault(name, {})
 
+    def clear_key(self, key: Any) -> None:
+        for table in self._tables.values():
+            table.pop(key, None)
+
     def get_keys(self, name: str) -> list[Any]:
         return list(self._tables.get(name) or self._tables.get(ttl_table(name)) or ())
 

@@ -60,6 +60,7 @@ class Row:
             self._from_dict = True
         else:
             self._values = list(args)
+            self._from_dict = False
         self._row_kind = RowKind.INSERT
 
     def as_dict(self, recursive: bool = False) -> dict[str, Any]:
@@ -98,7 +99,16 @@ class Row:
         self._fields = list(field_names)
 
     def get_fields_by_names(self, names: list[str]) -> list[Any]:
-        return [self[name] for name in names]
+        """The values of ``names`` in that order; a positional Row, or one named exactly
+        so, returns its values as they are (PyFlink's)."""
+        fields = self.__dict__.get("_fields")
+        if fields is None or names == fields:
+            return self._values
+        missing = list(set(names).difference(fields))
+        if missing:
+            msg = f"Field names {missing} not exist in {fields}."
+            raise Exception(msg)
+        return [self._values[fields.index(name)] for name in names]
 
     def _is_retract_msg(self) -> bool:
         return self._row_kind in (RowKind.UPDATE_BEFORE, RowKind.DELETE)
@@ -170,17 +180,26 @@ class Row:
         return "<Row({})>".format(", ".join(repr(v) for v in self))
 
     def __eq__(self, other: object) -> bool:
+        """As PyFlink's: named Rows are equal when they hold equal values under the same
+        names, in whatever order the names come; a named Row never equals a positional
+        one; the kinds must match. (The hash is of the values in order, as PyFlink's, so
+        two equal named Rows with their names in different orders hash differently.)"""
         if not isinstance(other, Row):
             return False
         mine = self.__dict__.get("_fields")
         theirs = other.__dict__.get("_fields")
-        if (mine is None) != (theirs is None) or (mine is not None and mine != theirs):
+        if (mine is None) != (theirs is None):
             return False
-        return (
-            self.__class__ == other.__class__
-            and self._row_kind == other._row_kind
-            and self._values == other._values
-        )
+        if self.__class__ != other.__class__ or self._row_kind != other._row_kind:
+            return False
+        if mine is None or theirs is None or mine == theirs:
+            return self._values == other._values
+        names = sorted(mine)
+        if names != sorted(theirs):
+            return False
+        return [self._values[mine.index(n)] for n in names] == [
+            other._values[theirs.index(n)] for n in names
+        ]
 
     def __hash__(self) -> int:
         return hash(tuple(self._values))

@@ -66,12 +66,24 @@ class WatermarkStrategy:
         self._alignment: tuple[str, Duration, Duration | None] | None = None
 
     def with_timestamp_assigner(self, timestamp_assigner: TimestampAssigner) -> WatermarkStrategy:
+        """Sets the assigner on this strategy and returns it, as PyFlink's does (the one
+        ``with_*`` method that changes the strategy it is called on)."""
         self._timestamp_assigner = timestamp_assigner
         return self
 
     def with_idleness(self, idle_timeout: Duration) -> WatermarkStrategy:
-        self._idle_timeout = idle_timeout
-        return self
+        """A new strategy that also marks a stream idle after ``idle_timeout`` without
+        records; this one is left as it was.
+
+        As in PyFlink, the new strategy has no timestamp assigner of its own (PyFlink's
+        assigner lives on its Python object, which the new one does not copy): give it
+        one after ``with_idleness``, or records keep the timestamps they have::
+
+            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(20)) \\
+                .with_idleness(Duration.of_minutes(1)) \\
+                .with_timestamp_assigner(MyAssigner())
+        """
+        return self._derived(idle_timeout=idle_timeout)
 
     def with_watermark_alignment(
         self,
@@ -79,8 +91,27 @@ class WatermarkStrategy:
         max_allowed_watermark_drift: Duration,
         update_interval: Duration | None = None,
     ) -> WatermarkStrategy:
-        self._alignment = (watermark_group, max_allowed_watermark_drift, update_interval)
-        return self
+        """A new strategy with watermark alignment configured; this one is left as it
+        was, and, as with ``with_idleness``, the new one has no timestamp assigner."""
+        return self._derived(
+            alignment=(watermark_group, max_allowed_watermark_drift, update_interval)
+        )
+
+    def _snapshot(self) -> WatermarkStrategy:
+        """A copy as the strategy is now, assigner included: what a stream keeps when it is
+        given the strategy, so later ``with_timestamp_assigner`` calls on the strategy do
+        not reach streams built before them (PyFlink reads the assigner at that call)."""
+        copy = self._derived()
+        copy._timestamp_assigner = self._timestamp_assigner
+        return copy
+
+    def _derived(self, **changes: Any) -> WatermarkStrategy:
+        derived = WatermarkStrategy(
+            self._kind, self._max_out_of_orderness, self._generator_supplier
+        )
+        derived._idle_timeout = changes.get("idle_timeout", self._idle_timeout)
+        derived._alignment = changes.get("alignment", self._alignment)
+        return derived
 
     @staticmethod
     def for_monotonous_timestamps() -> WatermarkStrategy:

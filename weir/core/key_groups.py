@@ -162,6 +162,14 @@ _JAVA_HASH_BY_TYPE: dict[str, Callable[[Any], int]] = {
 }
 
 
+def java_hash_code(type_name: str) -> Callable[[Any], int] | None:
+    """``hashCode()`` of the Java object a value of a basic type (``"String"``,
+    ``"Integer"``, ...) becomes in PyFlink; None for other types."""
+    if type_name == "pickled":
+        return None
+    return _JAVA_HASH_BY_TYPE.get(type_name)
+
+
 class PyFlinkKeyHasher:
     """``key -> key group`` exactly as PyFlink assigns it, for a key type name
     (``"pickled"`` when ``key_by`` had no ``key_type``; a basic type's name otherwise).

@@ -58,6 +58,7 @@ from weir.datastream.state import (
 from weir.datastream.state_backend import (
     EmbeddedRocksDBStateBackend,
     HashMapStateBackend,
+    PredefinedOptions,
     StateBackend,
 )
 from weir.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -114,6 +115,7 @@ __all__ = [
     "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
+    "PredefinedOptions",
     "ProcessFunction",
     "ProcessWindowFunction",
     "ReduceFunction",

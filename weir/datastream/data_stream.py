@@ -50,7 +50,14 @@ if TYPE_CHECKING:
     from weir.datastream.window import WindowAssigner
     from weir.datastream.windowed_stream import AllWindowedStream
 
-__all__ = ["BroadcastStream", "CloseableIterator", "DataStream", "DataStreamSink", "KeyedStream"]
+__all__ = [
+    "BroadcastStream",
+    "CachedDataStream",
+    "CloseableIterator",
+    "DataStream",
+    "DataStreamSink",
+    "KeyedStream",
+]
 
 
 def _output_type(output_type: TypeInformation | list[TypeInformation] | None) -> TypeInformation:
@@ -180,6 +187,12 @@ class DataStream(_OperatorSettings):
         return self._env.get_config()
 
     # -- operators --------------------------------------------------------------------
+    def cache(self) -> CachedDataStream:
+        """Keeps this stream's result the first time a job computes it, for later jobs of
+        the environment to read instead of computing it again (BATCH mode only); see
+        ``CachedDataStream``. Released by ``invalidate()`` or when the environment closes."""
+        return self._env._cache(self)
+
     def _one_input(
         self,
         kind: OperatorKind,
@@ -309,7 +322,7 @@ class DataStream(_OperatorSettings):
         return self._one_input(
             OperatorKind.TIMESTAMPS_WATERMARKS,
             "Timestamps/Watermarks",
-            {"watermark_strategy": watermark_strategy},
+            {"watermark_strategy": watermark_strategy._snapshot()},
             self._transformation.output_type,
         )
 
@@ -628,4 +641,5 @@ class CloseableIterator:
 
 # A DataStream's key_by makes a KeyedStream, which is a DataStream: imported once both
 # sides of the cycle are defined (the package imports this module first).
+from weir.datastream.cached_data_stream import CachedDataStream  # noqa: E402
 from weir.datastream.keyed_stream import KeyedStream  # noqa: E402

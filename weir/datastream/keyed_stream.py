@@ -314,6 +314,10 @@ class KeyedStream(DataStream):
         msg = "Cannot override partitioning for KeyedStream."
         raise Exception(msg)  # PyFlink raises a bare Exception here
 
+    def cache(self) -> Any:
+        msg = "Cache for KeyedStream is not supported."
+        raise Exception(msg)  # PyFlink's plain Exception
+
     def set_parallelism(self, parallelism: int) -> Any:
         return self._unsupported("Set parallelism for")
 

@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from weir.common.time import Duration, Time
+from weir.datastream._state_ttl_message import (
+    CleanupStrategiesMessage,
+    CleanupStrategyEntry,
+    StateTtlConfigMessage,
+)
 
 __all__ = ["StateTtlConfig"]
 
@@ -32,6 +38,17 @@ def _checked_ttl(ttl: Time | Duration) -> Time | Duration:
     return ttl
 
 
+class _NumberedEnum(enum.Enum):
+    """An enum that travels as its number, as PyFlink's travel in its protobuf messages."""
+
+    def _to_proto(self) -> int:
+        return int(self.value)
+
+    @classmethod
+    def _from_proto(cls, proto: int) -> Any:
+        return cls(proto)
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class StateTtlConfig:
     """How long keyed state lives after its last access, and what counts as one.
@@ -49,7 +66,7 @@ class StateTtlConfig:
         descriptor.enable_time_to_live(ttl_config)
     """
 
-    class UpdateType(enum.Enum):
+    class UpdateType(_NumberedEnum):
         """When the last access timestamp, from which the TTL counts, is set."""
 
         Disabled = 0
@@ -59,7 +76,7 @@ class StateTtlConfig:
         OnReadAndWrite = 2
         """As OnCreateAndWrite, and also on every read."""
 
-    class StateVisibility(enum.Enum):
+    class StateVisibility(_NumberedEnum):
         """Whether an expired value that is still stored may be returned."""
 
         ReturnExpiredIfNotCleanedUp = 0
@@ -67,7 +84,7 @@ class StateTtlConfig:
         NeverReturnExpired = 1
         """Never return it: an expired value reads as absent."""
 
-    class TtlTimeCharacteristic(enum.Enum):
+    class TtlTimeCharacteristic(_NumberedEnum):
         """The time the TTL is measured in."""
 
         ProcessingTime = 0
@@ -100,6 +117,34 @@ class StateTtlConfig:
 
     def get_cleanup_strategies(self) -> StateTtlConfig.CleanupStrategies:
         return self.cleanup_strategies
+
+    def _to_proto(self) -> StateTtlConfigMessage:
+        """This configuration as a message (``_from_proto`` reads it back), as PyFlink's
+        ``_to_proto``; see ``weir.datastream._state_ttl_message``."""
+        return StateTtlConfigMessage(
+            update_type=self.update_type._to_proto(),
+            state_visibility=self.state_visibility._to_proto(),
+            ttl_time_characteristic=self.ttl_time_characteristic._to_proto(),
+            ttl=self.ttl.to_milliseconds(),
+            cleanup_strategies=self.cleanup_strategies._to_proto(),
+        )
+
+    @staticmethod
+    def _from_proto(proto: StateTtlConfigMessage) -> StateTtlConfig:
+        builder = (
+            StateTtlConfig.new_builder(Time.milliseconds(proto.ttl))
+            .set_update_type(StateTtlConfig.UpdateType._from_proto(proto.update_type))
+            .set_state_visibility(
+                StateTtlConfig.StateVisibility._from_proto(proto.state_visibility)
+            )
+            .set_ttl_time_characteristic(
+                StateTtlConfig.TtlTimeCharacteristic._from_proto(proto.ttl_time_characteristic)
+            )
+        )
+        strategies = StateTtlConfig.CleanupStrategies._from_proto(proto.cleanup_strategies)
+        builder._strategies = dict(strategies._strategies)
+        builder._is_cleanup_in_background = strategies._is_cleanup_in_background
+        return builder.build()
 
     def __repr__(self) -> str:
         # PyFlink's, spacing included.
@@ -221,7 +266,7 @@ class StateTtlConfig:
         """When expired state is removed. It always is when a read finds it expired; the
         strategies add cleanup in full snapshots, incrementally, or in RocksDB compaction."""
 
-        class Strategies(enum.Enum):
+        class Strategies(_NumberedEnum):
             FULL_STATE_SCAN_SNAPSHOT = 0
             INCREMENTAL_CLEANUP = 1
             ROCKSDB_COMPACTION_FILTER = 2
@@ -314,6 +359,55 @@ class StateTtlConfig:
                 found, StateTtlConfig.CleanupStrategies.RocksdbCompactFilterCleanupStrategy
             )
             return found
+
+        def _to_proto(self) -> CleanupStrategiesMessage:
+            kinds = StateTtlConfig.CleanupStrategies
+            entries = []
+            for strategy, settings in self._strategies.items():
+                number = strategy._to_proto()
+                if isinstance(settings, kinds.IncrementalCleanupStrategy):
+                    entry = CleanupStrategyEntry(
+                        number,
+                        cleanup_size=settings.get_cleanup_size(),
+                        run_cleanup_for_every_record=settings.run_cleanup_for_every_record(),
+                    )
+                elif isinstance(settings, kinds.RocksdbCompactFilterCleanupStrategy):
+                    entry = CleanupStrategyEntry(
+                        number,
+                        query_time_after_num_entries=settings.get_query_time_after_num_entries(),
+                        periodic_compaction_time_ms=(
+                            settings.get_periodic_compaction_time().to_milliseconds()
+                        ),
+                    )
+                else:
+                    entry = CleanupStrategyEntry(number)
+                entries.append(entry)
+            return CleanupStrategiesMessage(self._is_cleanup_in_background, tuple(entries))
+
+        @staticmethod
+        def _from_proto(proto: CleanupStrategiesMessage) -> StateTtlConfig.CleanupStrategies:
+            kinds = StateTtlConfig.CleanupStrategies
+            strategies: dict[
+                StateTtlConfig.CleanupStrategies.Strategies,
+                StateTtlConfig.CleanupStrategies.CleanupStrategy,
+            ] = {}
+            for entry in proto.strategies:
+                strategy = kinds.Strategies._from_proto(entry.strategy)
+                settings: StateTtlConfig.CleanupStrategies.CleanupStrategy
+                if entry.cleanup_size is not None:
+                    settings = kinds.IncrementalCleanupStrategy(
+                        entry.cleanup_size, bool(entry.run_cleanup_for_every_record)
+                    )
+                elif entry.query_time_after_num_entries is not None:
+                    periodic = entry.periodic_compaction_time_ms
+                    settings = kinds.RocksdbCompactFilterCleanupStrategy(
+                        entry.query_time_after_num_entries,
+                        None if periodic is None else Duration.of_millis(periodic),
+                    )
+                else:
+                    settings = kinds.EMPTY_STRATEGY
+                strategies[strategy] = settings
+            return kinds(strategies, proto.is_cleanup_in_background)
 
         def __eq__(self, other: object) -> bool:
             return (

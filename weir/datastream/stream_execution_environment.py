@@ -6,6 +6,8 @@ import itertools
 import os
 import shlex
 import sys
+import tempfile
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +25,13 @@ from weir.core.executor import (
     is_executor_registered,
 )
 from weir.core.job_graph import OperatorKind
+from weir.datastream._intermediate_cache import (
+    IntermediateCache,
+    cache_transformation,
+    release_at_exit,
+    resolve_caches,
+)
+from weir.datastream.cached_data_stream import CachedDataStream
 from weir.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
 from weir.datastream.connectors.collection import CollectionSource
 from weir.datastream.connectors.text_file import TextFileSource
@@ -34,7 +43,11 @@ from weir.datastream.state_backend import StateBackend
 from weir.graph.execution_plan import execution_plan_json
 from weir.graph.job_graph_generator import JobGraphResult, create_job_graph
 from weir.graph.stream_graph import StreamGraph, build_stream_graph
-from weir.graph.transformations import PhysicalTransformation, Transformation
+from weir.graph.transformations import (
+    PhysicalTransformation,
+    SideOutputTransformation,
+    Transformation,
+)
 
 __all__ = ["StreamExecutionEnvironment"]
 
@@ -75,7 +88,9 @@ class StreamExecutionEnvironment:
         self._config = ExecutionConfig(self, self._configuration)
         self._transformations: list[Transformation] = []
         self._ids = itertools.count(1)
+        self._env_id = uuid.uuid4().hex[:12]
         self._cached_files: dict[str, tuple[str, bool]] = {}
+        self._caches: list[IntermediateCache] = []
         self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
 
     @staticmethod
@@ -266,8 +281,9 @@ class StreamExecutionEnvironment:
         self._configuration.set_string("python.requirements", value)
 
     def set_python_executable(self, python_exec: str) -> None:
-        """Recorded (``python.executable``); TaskManagers run the Python of their Spark
-        workers (``PYSPARK_PYTHON``)."""
+        """Recorded (``python.executable``) and given to the job's functions in the
+        ``python`` environment variable, where PyFlink's workers have it; TaskManagers run
+        the Python of their Spark workers (``PYSPARK_PYTHON``) whatever it says."""
         self._configuration.set_string("python.executable", python_exec)
 
     def add_jars(self, *jars_path: str) -> None:
@@ -311,9 +327,32 @@ class StreamExecutionEnvironment:
         return True
 
     def close(self) -> None:
-        """Release what the environment holds: its transformations. Jobs already
-        submitted go on."""
+        """Release what the environment holds: its transformations and the results its
+        cached streams keep (``DataStream.cache()``). Jobs already submitted go on."""
         self._transformations.clear()
+        caches, self._caches = self._caches, []
+        for cache in caches:
+            release_at_exit(cache, False)
+            cache.release()
+        if caches:
+            caches[0].release_root()
+
+    def _cache(self, stream: DataStream) -> CachedDataStream:
+        """``stream.cache()``: see ``CachedDataStream``."""
+        upstream = stream._transformation
+        if not isinstance(upstream, PhysicalTransformation | SideOutputTransformation):
+            msg = (
+                "Cache can only be called with physical transformation or side output "
+                f"transformation; got the {type(upstream).__name__} of {upstream.name!r}"
+            )
+            raise ValueError(msg)
+        root = config_keys.get(self._configuration.to_dict(), config_keys.CACHE_DIR)
+        transformation = cache_transformation(
+            self._next_id(), upstream, f"{root or tempfile.gettempdir()}/weir-cache-{self._env_id}"
+        )
+        self._caches.append(transformation.cache)
+        release_at_exit(transformation.cache, True)
+        return CachedDataStream(self, transformation)
 
     def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
         """Apply the settings in ``configuration`` (Flink's keys), as if given to
@@ -407,6 +446,8 @@ class StreamExecutionEnvironment:
         if type_info is None:
             produced = getattr(source, "get_produced_type", None)
             type_info = produced() if callable(produced) else None
+        if isinstance(watermark_strategy, WatermarkStrategy):
+            watermark_strategy = watermark_strategy._snapshot()
         payload = {"source": source, "watermark_strategy": watermark_strategy}
         return self._source(source_name, payload, type_info, False)
 
@@ -451,14 +492,22 @@ class StreamExecutionEnvironment:
 
     def _stream_graph(self, job_name: str | None = None, clear: bool = True) -> StreamGraph:
         name = self._job_name(job_name)
+        cache_writers = resolve_caches(self._transformations, self._next_id) if self._caches else []
         graph = build_stream_graph(
-            self._transformations,
+            [*self._transformations, *cache_writers],
             job_name=name,
             default_parallelism=self._parallelism,
             default_max_parallelism_setting=self._max_parallelism,
             chaining_enabled=self._chaining,
         )
         graph.config = self._job_config(name)
+        if cache_writers and graph.config[config_keys.RUNTIME_MODE.key] != "BATCH":
+            msg = (
+                "DataStream.cache() is supported in BATCH execution mode only: call "
+                "env.set_runtime_mode(RuntimeExecutionMode.BATCH) before executing a job "
+                "that uses a cached stream"
+            )
+            raise ValueError(msg)
         graph.job_parameters = self._config.get_global_job_parameters()
         if clear:
             self._transformations = []

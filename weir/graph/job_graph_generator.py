@@ -9,7 +9,8 @@ from typing import Any
 
 import cloudpickle
 
-from weir.common.typeinfo import RowTypeInfo, serializer_kind_of
+from weir.common.typed_values import conformer
+from weir.common.typeinfo import serializer_kind_of
 from weir.core import config as config_keys
 from weir.core.errors import JobGraphError
 from weir.core.ids import JobId, JobVertexId, OperatorId, new_job_id
@@ -172,9 +173,11 @@ def _descriptor(
 ) -> OperatorDescriptor:
     chained = tuple(ids[e.target_id] for e in node.out_edges if graph.is_chainable(e))
     content = node.payload
-    if isinstance(node.output_type, RowTypeInfo) and isinstance(content, dict):
-        # Rows this operator emits get the declared field names, as PyFlink's do.
-        content = {**content, "row_field_names": tuple(node.output_type._field_names)}
+    output_conformer = conformer(node.output_type)
+    if output_conformer is not None and isinstance(content, dict):
+        # What this operator emits is made what PyFlink's typed outputs are: Rows named
+        # by the declared type at every depth, maps in Java HashMap order.
+        content = {**content, "output_conformer": output_conformer}
     payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(

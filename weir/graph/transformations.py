@@ -15,6 +15,7 @@ from weir.common.typeinfo import TypeInformation
 from weir.core.job_graph import OperatorKind, PartitionerKind
 
 __all__ = [
+    "CacheTransformation",
     "ChainingStrategy",
     "PartitionTransformation",
     "PhysicalTransformation",
@@ -100,3 +101,14 @@ class SideOutputTransformation(Transformation):
     @property
     def inputs(self) -> list[Transformation]:
         return [self.input] if self.input is not None else []
+
+
+@dataclass(eq=False)
+class CacheTransformation(PhysicalTransformation):
+    """A cached stream (``DataStream.cache()``): before each job is built the environment
+    makes it either a pass-through of ``upstream`` whose output the job also writes to
+    ``cache``, or, once the cache is complete, a source reading it (Flink's
+    ``CacheTransformation``, which the StreamGraph generator resolves alike)."""
+
+    upstream: Transformation | None = None
+    cache: Any = None

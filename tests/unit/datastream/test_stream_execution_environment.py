@@ -87,7 +87,8 @@ class TestExecute:
         assert graph.config["parallelism.default"] == "3"
         assert graph.config["pipeline.max-parallelism"] == "64"
         assert graph.config["python.fn-execution.bundle.size"] == "10"
-        assert "python.executable" not in graph.config  # PyFlink's, meaningless here
+        # Read back by the job's functions (the `python` environment variable), as in PyFlink.
+        assert graph.config["python.executable"] == "python3"
         assert graph.job_parameters == {"threshold": "7"}
 
     def test_flinks_deprecated_keys_still_apply(self):

@@ -228,8 +228,8 @@ class TestGeneratorsAndEmitter:
         now = [0]
         strategy = (
             WatermarkStrategy.for_monotonous_timestamps()
-            .with_timestamp_assigner(Stamp())
             .with_idleness(Duration.of_millis(100))
+            .with_timestamp_assigner(Stamp())
         )
         em = self.emitter(strategy, rec, lambda: now[0])
         em.process([5], None, rec.output().collect)

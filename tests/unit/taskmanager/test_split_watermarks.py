@@ -154,8 +154,8 @@ def test_with_idleness_a_silent_split_goes_idle_on_its_own() -> None:
     now = [0]
     strategy = (
         WatermarkStrategy.for_monotonous_timestamps()
-        .with_timestamp_assigner(SecondField())
         .with_idleness(Duration.of_millis(100))
+        .with_timestamp_assigner(SecondField())
     )
     h = Harness(ScriptedSplits("a", "b"), strategy, lambda: now[0])
     for t in (0, 50, 100, 150):

@@ -399,3 +399,54 @@ class TestBatchReduce:
         d.config["execution.runtime-mode"] = "BATCH"
         _, rec = run_tasks(d)
         assert sorted(rec.records(sink)) == [("ab", [0], 1), ("cde", [1], 2)]
+
+
+class TraceKeys:
+    """A KeyedProcessFunction noting, with a counter of its own, the order of its records
+    and timers, and what state each sees."""
+
+    def open(self, ctx):
+        class Descriptor:
+            name = "seen"
+
+        self.seen = ctx.get_state(Descriptor())
+        self.n = 0
+
+    def process_element(self, value, ctx):
+        self.n += 1
+        seen = (self.seen.value() or ()) + (value[1],)
+        self.seen.update(seen)
+        ctx.timer_service().register_event_time_timer(1000)
+        yield self.n, ctx.get_current_key(), seen, ctx.timer_service().current_watermark()
+
+    def on_timer(self, timestamp, ctx):
+        self.n += 1
+        yield self.n, ctx.get_current_key(), "timer", self.seen.value()
+
+
+class TestBatchSortedInput:
+    def test_a_keyed_input_comes_sorted_by_key_with_its_timers_at_each_key_end(self):
+        records = [(k, i) for i, k in enumerate([3, 1, 2, 1, 3, 2, 1])]
+        src = vertex([source_op(records, batch=2)], parallelism=2, name="src")
+        keyed = chain(
+            op(K.KEYED_PROCESS, {"function": TraceKeys(), "key_selectors": [lambda r: r[0]]}),
+            collect_op(),
+        )
+        target = vertex(keyed, parallelism=1, name="trace")
+        d = Deployment([src, target])
+        d.connect(src, target, PartitionerKind.KEY_GROUP, {"key_selector": lambda r: r[0]})
+        d.config["execution.runtime-mode"] = "BATCH"
+        tasks, rec = run_tasks(d)
+        assert all(t.execution_state is ExecutionState.FINISHED for t in tasks)
+        out = rec.records(keyed[-1])
+        # Pickled ints order by their bytes: 1, 2, 3 (one byte each). Within a key the
+        # records have no timestamps: arrival order, whichever source subtask sent them.
+        keys = [r[1] for r in out]
+        assert keys == [1, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+        assert [r[0] for r in out] == list(range(1, 11))
+        timers = [r for r in out if r[2] == "timer"]
+        assert [(t[1], sorted(t[3])) for t in timers] == [(1, [1, 3, 6]), (2, [2, 5]), (3, [0, 4])]
+        assert all(r[3] == -(1 << 63) for r in out if r[2] != "timer")  # no watermark yet
+        backend = next(t for t in tasks if t.tdd.vertex.name == "trace").chain.head.setup
+        tables = backend.keyed_state_backend._tables
+        assert tables and not any(tables.values())  # each key's state dropped at its end

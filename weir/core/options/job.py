@@ -9,6 +9,7 @@ from weir.core.config_option import (
     _positive_duration_ms,
     _positive_int,
     parse_duration_ms,
+    parse_memory_bytes,
 )
 
 # --- job and pipeline -------------------------------------------------------------
@@ -111,6 +112,15 @@ PYTHON_REQUIREMENTS = _option(
 )
 PYTHON_REQUIREMENTS_PACKED = "weir.internal.python-requirements"
 """Set by the client: the requirements file and its packages, zipped and base64-encoded."""
+PYTHON_EXECUTABLE = _option(
+    "python.executable",
+    "python",
+    str,
+    "The Python interpreter of the job's functions, as env.set_python_executable() sets it. "
+    "TaskManagers run their Spark workers' Python (PYSPARK_PYTHON) whatever it says; the job's "
+    "functions find the value in the `python` environment variable, where PyFlink's workers "
+    "have it.",
+)
 OBJECT_REUSE = _option(
     "pipeline.object-reuse",
     False,
@@ -170,6 +180,22 @@ def _unquote(text: str) -> str:
     return text
 
 
+SORTED_INPUTS_MEMORY = _option(
+    "execution.sorted-inputs.memory",
+    128 * 1024 * 1024,
+    parse_memory_bytes,
+    "BATCH mode: how much of a keyed input a task sorts in memory before it writes a "
+    "sorted run to disk in the job's working directory (Flink's key; 128 mb as Flink's "
+    "default). Estimated from the records' pickled size.",
+)
+CACHE_DIR = _option(
+    "execution.cache.dir",
+    "",
+    str,
+    "Where DataStream.cache() keeps cached results: any fsspec URL that the TaskManagers and "
+    "the client reach (a shared one on a cluster of several hosts). Empty: the system's "
+    "temporary directory of the client's host, which serves embedded and one-host clusters.",
+)
 GLOBAL_JOB_PARAMETERS: ConfigOption[dict[str, str]] = _option(
     "pipeline.global-job-parameters",
     {},

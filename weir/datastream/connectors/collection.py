@@ -8,6 +8,7 @@ from typing import Any
 
 import cloudpickle
 
+from weir.common.typed_values import conformer
 from weir.common.typeinfo import (
     BasicTypeInfo,
     ListTypeInfo,
@@ -139,6 +140,9 @@ class CollectionSource:
         narrow = _narrowing(type_info)
         if narrow is not None:
             values = [narrow(v) for v in values]
+        conform = conformer(type_info, from_collection=True)
+        if conform is not None:
+            values = [conform(v) for v in values]
         self._count = len(values)
         with shipping_user_modules():
             self._blob = cloudpickle.dumps(values)
