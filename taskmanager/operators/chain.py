@@ -27,6 +27,7 @@ from weir.taskmanager.operators.broadcast import (
     CoBroadcastWithKeyedOperator,
     CoBroadcastWithNonKeyedOperator,
 )
+from weir.taskmanager.operators.float_rounding import single_precision_rounding
 from weir.taskmanager.operators.one_input import (
     FilterOperator,
     FlatMapOperator,
@@ -91,6 +92,20 @@ def _broadcast(calls: Sequence[Callable[[Any], None]]) -> Callable[[Any], None]:
     return call
 
 
+def _rounded(collect: Collect, spec: Any) -> Collect:
+    """``collect`` of records whose FLOAT values (where ``spec`` says) are first rounded to
+    single precision, as PyFlink's serialisation rounds them; ``collect`` itself when the
+    type holds no FLOAT."""
+    round_batch = single_precision_rounding(spec)
+    if round_batch is None or collect is discard:
+        return collect
+
+    def rounded(batch: list[Any], timestamps: Timestamps) -> None:
+        collect(round_batch(batch), timestamps)
+
+    return rounded
+
+
 def _naming_rows(collect: Collect, names: list[str]) -> Collect:
     """``collect`` for an operator declared to emit Rows of a named type: a Row
     without field names gets the type's, as PyFlink's typed outputs do."""
@@ -152,7 +167,9 @@ class OperatorChain:
                 watermarks.append(w.emit_watermark)
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
-            collect = fan_out(main)
+            # Rounded where PyFlink would have serialised them (weir.graph.single_precision).
+            collect = _rounded(fan_out(main), op.setup.payload.get("float_output"))
+            side_specs = op.setup.payload.get("float_side_outputs") or {}
             names = op.setup.payload.get("row_field_names")
             if names:
                 collect = _naming_rows(collect, list(names))
@@ -161,7 +178,10 @@ class OperatorChain:
                     collect,
                     _broadcast(watermarks) if watermarks else ignore,
                     _broadcast(statuses) if statuses else ignore,
-                    {tag: fan_out(collects) for tag, collects in side.items()},
+                    {
+                        tag: _rounded(fan_out(collects), side_specs.get(tag))
+                        for tag, collects in side.items()
+                    },
                 )
             )
 

@@ -27,6 +27,7 @@ from weir.graph.python_dependencies import (
     pack_python_files,
     pack_python_requirements,
 )
+from weir.graph.single_precision import single_precision_outputs
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 from weir.graph.user_code import shipping_user_modules
 
@@ -175,6 +176,8 @@ def _descriptor(
     if isinstance(node.output_type, RowTypeInfo) and isinstance(content, dict):
         # Rows this operator emits get the declared field names, as PyFlink's do.
         content = {**content, "row_field_names": tuple(node.output_type._field_names)}
+    if isinstance(content, dict):
+        content = {**content, **single_precision_outputs(graph, node)}
     payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(
