@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from weir.core.ids import OperatorId
 from weir.core.job_graph import OperatorKind
 from weir.taskmanager.operators.base import (
     Collect,
@@ -35,6 +36,12 @@ from weir.taskmanager.operators.one_input import (
     MapOperator,
     ProcessOperator,
     ReduceOperator,
+)
+from weir.taskmanager.operators.operator_io import (
+    OperatorIOCounters,
+    counting_in,
+    counting_out,
+    recording_watermark,
 )
 from weir.taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
 from weir.taskmanager.operators.source import SourceOperator
@@ -129,6 +136,17 @@ class OperatorChain:
         self.operators: list[StreamOperator] = [OPERATORS[s.descriptor.kind](s) for s in setups]
         self.writers = list(writers)
         self._opened: list[StreamOperator] = []
+        # Each operator's counts (weir.taskmanager.operators.operator_io), by operator id,
+        # made head first so that every chained operator finds the one before it.
+        upstream: dict[OperatorId, OperatorIOCounters] = {}
+        self.io: dict[OperatorId, OperatorIOCounters] = {}
+        for op in self.operators:
+            descriptor = op.setup.descriptor
+            counters = OperatorIOCounters(upstream.get(descriptor.operator_id))
+            self.io[descriptor.operator_id] = counters
+            for target_id in descriptor.chained_outputs:
+                upstream[target_id] = counters
+        self._inputs: list[Collect] = []
         # Only operators that override the hook are called at each checkpoint.
         self._snapshot_hooks = [
             op
@@ -167,6 +185,7 @@ class OperatorChain:
                 watermarks.append(w.emit_watermark)
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
+            counters = self.io[descriptor.operator_id]
             # Rounded where PyFlink would have serialised them (weir.graph.single_precision).
             collect = _rounded(fan_out(main), op.setup.payload.get("float_output"))
             side_specs = op.setup.payload.get("float_side_outputs") or {}
@@ -175,19 +194,25 @@ class OperatorChain:
                 collect = _naming_rows(collect, list(names))
             op.open(
                 Output(
-                    collect,
-                    _broadcast(watermarks) if watermarks else ignore,
+                    counting_out(collect, counters, side=False),
+                    recording_watermark(_broadcast(watermarks) if watermarks else ignore, counters),
                     _broadcast(statuses) if statuses else ignore,
                     {
-                        tag: _rounded(fan_out(collects), side_specs.get(tag))
+                        tag: counting_out(
+                            _rounded(fan_out(collects), side_specs.get(tag)), counters, side=True
+                        )
                         for tag, collects in side.items()
                     },
                 )
             )
+        head = self.head
+        counters = self.io[head.setup.descriptor.operator_id]
+        self._inputs = [counting_in(head.process, counters), counting_in(head.process2, counters)]
 
     def input(self, index: int) -> Collect:
-        """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
-        return self.head.process if index == 0 else self.head.process2
+        """The entry of the head's input ``index`` (0, or 1 for a co-operator), counting
+        what enters the chain; once the chain is open."""
+        return self._inputs[index]
 
     def input_watermark(self, index: int) -> Callable[[int], None]:
         """Where the combined watermark of the head's input ``index`` goes."""

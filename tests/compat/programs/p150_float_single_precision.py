@@ -45,9 +45,9 @@ rows = env.from_collection(
 )
 rows.map(lambda r: f"row {r.name} {r.price!r} {r.n!r}", STRING).print()
 rows.print()
-env.from_collection(
-    [("a", 1.23)], type_info=Types.TUPLE([STRING, FLOAT])
-).map(show("tuple"), STRING).print()
+env.from_collection([("a", 1.23)], type_info=Types.TUPLE([STRING, FLOAT])).map(
+    show("tuple"), STRING
+).print()
 ints = env.from_collection([1], type_info=Types.INT())
 ints.map(lambda x: [1.23, 2.5], Types.LIST(FLOAT)).rebalance().map(show("list"), STRING).print()
 ints.map(lambda x: [0.1, 0.7], Types.PRIMITIVE_ARRAY(FLOAT)).rebalance().map(
