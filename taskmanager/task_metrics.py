@@ -135,8 +135,7 @@ def register_task_metrics(group: ScopedMetricGroup, task: Task) -> None:
         "inputQueueLength": input_queue,
         "outputQueueLength": output_queue,
     }
-    for name, read in gauges.items():
-        group.register_metric(name, GaugeImpl(read))
+    group.register_metrics({name: GaugeImpl(read) for name, read in gauges.items()})
 
 
 def register_operator_metrics(
@@ -171,8 +170,7 @@ def register_operator_metrics(
             )
         if hasattr(op, "num_late_records_dropped"):
             gauges["numLateRecordsDropped"] = _late_dropped(op)
-        for name, read in gauges.items():
-            group.register_metric(name, GaugeImpl(read))
+        group.register_metrics({name: GaugeImpl(read) for name, read in gauges.items()})
 
 
 # Readers of the counters, each bound to one operator's (no lambdas in a loop).

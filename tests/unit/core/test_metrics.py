@@ -75,6 +75,43 @@ class TestScopedMetricGroup:
             group.counter("has space")
 
 
+class _CountingLock:
+    """A lock that counts how often it was taken."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+
+    def __enter__(self) -> None:
+        self.taken += 1
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+
+class TestMetricRegistry:
+    def test_a_read_takes_no_lock(self):
+        registry = MetricRegistry()
+        group = _operator_group(registry)
+        group.counter("seen").inc(3)
+        lock = registry._lock = _CountingLock()
+        assert [s.value for s in registry.snapshot() if s.name == "seen"] == [3]
+        assert len(registry) == 1
+        assert lock.taken == 0
+
+    def test_a_read_sees_the_table_as_it_was_when_it_started(self):
+        registry = MetricRegistry()
+        group = _operator_group(registry)
+        group.gauge("first", lambda: 1)
+
+        def register_while_read() -> int:
+            group.register_metrics({"second": SimpleCounter(), "third": SimpleCounter()})
+            return 2
+
+        group.gauge("reader", register_while_read)
+        assert sorted(s.name for s in registry.snapshot()) == ["first", "reader"]
+        assert sorted(s.name for s in registry.snapshot()) == ["first", "reader", "second", "third"]
+
+
 class TestMetricKinds:
     def test_distribution(self):
         d = DistributionImpl()
