@@ -80,7 +80,12 @@ class TaskManagerMetrics:
 
     def start(self, host: str = "") -> None:
         """Start the Prometheus endpoint if it is configured, on ``host`` (the TaskManager's
-        address once it is known; taskmanager.host may be empty until then)."""
+        address once it is known; taskmanager.host may be empty until then), which is also
+        the ``host`` every metric of this TaskManager carries from now on (before any task
+        runs)."""
+        if host:
+            self._host = host
+            self.group.set_variable("host", host)
         factory = cfg.get(self._config, cfg.PROMETHEUS_FACTORY_CLASS)
         if not factory:
             return

@@ -53,10 +53,10 @@ def _get(url: str) -> Any:
         return json.loads(response.read())
 
 
-def _operator_values(addresses: list[str], job_id: str) -> dict[tuple[str, str], float]:
+def _operator_values(addresses: list[str], job_id: str) -> dict[tuple[str, str], Any]:
     """``(operator_name, metric)`` -> value, for the job's operators, from a real GET of
-    every TaskManager's Prometheus endpoint."""
-    values: dict[tuple[str, str], float] = {}
+    every TaskManager's Prometheus endpoint; ``(operator_name, "host")`` -> its host label."""
+    values: dict[tuple[str, str], Any] = {}
     for address in addresses:
         with urllib.request.urlopen(f"http://{address}/metrics", timeout=30) as response:
             text = response.read().decode()
@@ -67,6 +67,7 @@ def _operator_values(addresses: list[str], job_id: str) -> dict[tuple[str, str],
                 if sample.labels.get("job_id") == job_id:
                     name = family.name.removeprefix(OPERATOR)
                     values[(sample.labels["operator_name"], name)] = sample.value
+                    values[(sample.labels["operator_name"], "host")] = sample.labels["host"]
     return values
 
 
@@ -117,5 +118,7 @@ def test_each_operator_of_a_chain_counts_its_own_records(cluster) -> None:
             assert values[(operator, "currentOutputWatermark")] == WATERMARK
         for operator in ("double", "thirds", sink):
             assert values[(operator, "currentInputWatermark")] == WATERMARK
+        # The TaskManager's address, as Flink's host variable is its host.
+        assert {values[(op, "host")] for op in (source, "double", "thirds", sink)} == {"127.0.0.1"}
     finally:
         client.cancel().result()

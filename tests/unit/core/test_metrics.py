@@ -53,6 +53,14 @@ class TestScopedMetricGroup:
         assert sample.scope[-1] == "region"
         assert sample.variables["region"] == "eu"
 
+    def test_a_variable_set_later_reaches_the_groups_made_after(self):
+        registry = MetricRegistry()
+        root = ScopedMetricGroup(registry, ("taskmanager",), {"host": "", "tm_id": "tm"})
+        root.set_variable("host", "10.0.0.7")
+        root.child("job", {"job_id": "j"}).counter("c")
+        (sample,) = registry.snapshot()
+        assert sample.variables == {"host": "10.0.0.7", "tm_id": "tm", "job_id": "j"}
+
     def test_closing_a_group_unregisters_its_sub_groups(self):
         registry = MetricRegistry()
         task = _operator_group(registry)

@@ -141,6 +141,13 @@ class ScopedMetricGroup(MetricGroup):
         }
         self._children: dict[tuple[str, str | None], ScopedMetricGroup] = {}
 
+    def set_variable(self, name: str, value: str) -> None:
+        """Set a scope variable of this group (a TaskManager's ``host``, known only once it
+        started). Sub-groups copy the variables when they are made, so only groups made
+        after this see it."""
+        self.variables[name] = value
+        self.all_variables = {**self.all_variables, name: value}
+
     def is_within(self, other: ScopedMetricGroup) -> bool:
         group: ScopedMetricGroup | None = self
         while group is not None:
