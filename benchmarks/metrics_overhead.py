@@ -7,12 +7,15 @@ dashboard's job page open, which polls every ``web.refresh-interval`` (3 s, Flin
 default) the job, its checkpoints and exceptions, and each vertex's back pressure and
 watermarks; the job and the back pressure ask every TaskManager for its metrics.
 
-    .venv/bin/python benchmarks/metrics_overhead.py [--events 12000000]
-        [--keyed-events 6000000] [--rounds 3] [--scrape-every 15] [--poll-every 3]
+    .venv/bin/python benchmarks/metrics_overhead.py [--events 300000000]
+        [--keyed-events 80000000] [--rounds 3] [--scrape-every 15] [--poll-every 3]
+        [--modes quiet,served,watched]
 
 ``--scrape-every 1 --poll-every 1`` is the harsh case measured before (13.7 % on the
-keyed count, on a loaded machine). The jobs are long enough (tens of seconds each) for
-a scrape interval of 15 s to fall inside them several times.
+keyed count, on a loaded machine). The jobs are long enough (about a minute each on two
+cores) for a scrape interval of 15 s to fall inside them several times; the whole run
+takes about half an hour. ``--events 0`` leaves q1 out, ``--keyed-events 0`` the keyed
+count; ``--modes quiet,watched`` compares only those two.
 
 Tasks count records and bytes per buffer whether or not anything reads them, so the
 difference measured is what reading costs: the metric RPCs and the exposition served by
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import statistics
@@ -127,8 +131,9 @@ def _cluster_rates(
             for watcher in watchers:
                 watcher.start()
         try:
-            q1, q1_cpu = run_job_with_cpu("q1", events, 2)
-            keyed, keyed_cpu = run_job_with_cpu("keyed", keyed_events, 2)
+            nan = (math.nan, math.nan)  # a job given 0 events is not run
+            q1, q1_cpu = run_job_with_cpu("q1", events, 2) if events else nan
+            keyed, keyed_cpu = run_job_with_cpu("keyed", keyed_events, 2) if keyed_events else nan
             rates = {"q1": q1, "keyed": keyed, "q1_cpu": q1_cpu, "keyed_cpu": keyed_cpu}
         finally:
             stop.set()
@@ -153,9 +158,10 @@ def _in_child(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=12_000_000)
-    parser.add_argument("--keyed-events", type=int, default=6_000_000)
+    parser.add_argument("--events", type=int, default=300_000_000, help="q1's (0: not run)")
+    parser.add_argument("--keyed-events", type=int, default=80_000_000, help="0: not run")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--modes", default=",".join(MODES), help="quiet first, then others")
     parser.add_argument("--scrape-every", type=float, default=15.0, help="seconds (15)")
     parser.add_argument("--poll-every", type=float, default=3.0, help="seconds (3)")
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
@@ -166,10 +172,13 @@ def main() -> None:
         print(json.dumps(rates))
         return
 
+    modes = args.modes.split(",")
+    if modes[0] != "quiet" or not set(modes) <= set(MODES):
+        parser.error(f"--modes: quiet first, then any of {MODES[1:]}")
     series = ("q1", "keyed", "q1_cpu", "keyed_cpu")
-    results: dict[str, dict[str, list[float]]] = {mode: {k: [] for k in series} for mode in MODES}
+    results: dict[str, dict[str, list[float]]] = {mode: {k: [] for k in series} for mode in modes}
     for round_ in range(args.rounds):
-        for mode in MODES:
+        for mode in modes:
             rates = _in_child(mode, args.events, args.keyed_events, *intervals)
             for key in series:
                 results[mode][key].append(rates[key])
@@ -188,21 +197,20 @@ def main() -> None:
         m: {k: statistics.median(v) for k, v in series.items()} for m, series in results.items()
     }
     quiet = median["quiet"]
-    print(
-        "\nmedians                   quiet       served      watched   overhead (served, watched)"
-    )
+    others = modes[1:]
+    header = "".join(f"{m:>13s}" for m in modes)
+    print(f"\nmedians            {header}   overhead ({', '.join(others)})")
     for key, label in (
         ("q1", "q1 p=2"),
         ("keyed", "keyed count p=2"),
         ("q1_cpu", "q1 per TM CPU s"),
         ("keyed_cpu", "keyed per TM CPU s"),
     ):
-        served, watched = median["served"][key], median["watched"][key]
-        print(
-            f"{label:18s} {quiet[key]:>12,.0f} {served:>12,.0f} {watched:>12,.0f}   "
-            f"{(quiet[key] - served) / quiet[key] * 100:+.1f} %, "
-            f"{(quiet[key] - watched) / quiet[key] * 100:+.1f} %"
+        values = "".join(f"{median[m][key]:>13,.0f}" for m in modes)
+        overheads = ", ".join(
+            f"{(quiet[key] - median[m][key]) / quiet[key] * 100:+.1f} %" for m in others
         )
+        print(f"{label:18s} {values}   {overheads}")
     print(
         f"\n(cores: {os.cpu_count()}; events: q1 {args.events:,}, keyed {args.keyed_events:,}; "
         f"{args.rounds} rounds; Prometheus every {args.scrape_every:g} s, dashboard every "
