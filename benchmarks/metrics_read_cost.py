@@ -6,7 +6,9 @@ master process (which here also runs the client that reads) and of each TaskMana
 process is divided by the number of reads:
 
 * a scrape of both TaskManagers' Prometheus endpoints,
-* ``GET /jobs/<id>`` (the job's vertices with their metrics: a dashboard's job page),
+* ``GET /jobs/<id>`` (the job's vertices with their metrics),
+* one refresh of the dashboard's job page: ``/jobs/<id>``, its checkpoints and
+  exceptions, and each vertex's back pressure and watermarks,
 * ``GET /jobs/overview`` and ``GET /taskmanagers`` (the overview page).
 
     .venv/bin/python benchmarks/metrics_read_cost.py [--reads 50]
@@ -69,6 +71,16 @@ def _running(rest: str) -> tuple[str, list[dict]]:
     raise RuntimeError(msg)
 
 
+def _job_page(rest: str, job_id: str) -> None:
+    """One refresh of the dashboard's job page (weir/rest/web/dashboard.js, jobPage)."""
+    job = json.loads(_get(f"{rest}/jobs/{job_id}"))
+    _get(f"{rest}/jobs/{job_id}/checkpoints")
+    _get(f"{rest}/jobs/{job_id}/exceptions")
+    for vertex in job["vertices"]:
+        _get(f"{rest}/jobs/{job_id}/vertices/{vertex['id']}/backpressure")
+        _get(f"{rest}/jobs/{job_id}/vertices/{vertex['id']}/watermarks")
+
+
 def _measure(pids: list[int], reads: int, read: Callable[[], object]) -> list[float]:
     """CPU milliseconds per read of each process in ``pids``."""
     before = [_cpu_seconds(p) for p in pids]
@@ -114,6 +126,7 @@ def main() -> None:
             for label, read in (
                 ("scrape both", lambda: [_get(url) for url in scrapes]),
                 ("GET /jobs/<id>", lambda: _get(f"{rest}/jobs/{job_id}")),
+                ("dashboard job page", lambda: _job_page(rest, job_id)),
                 (
                     "overview + TMs",
                     lambda: (_get(f"{rest}/jobs/overview"), _get(f"{rest}/taskmanagers")),

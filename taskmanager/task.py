@@ -96,7 +96,7 @@ from weir.taskmanager.task_events import (
     deserialize_event,
     serialize_event,
 )
-from weir.taskmanager.task_metrics import register_task_metrics
+from weir.taskmanager.task_metrics import register_operator_metrics, register_task_metrics
 from weir.taskmanager.task_stdout import task_stdout
 from weir.taskmanager.user_code import load_user_code
 from weir.taskmanager.watermark_valve import StatusWatermarkValve
@@ -238,6 +238,8 @@ class Task:
         # per-batch costs while a mailbox action waits at most one batch.
         self._bundle_size = config.get(cfg, config.PYTHON_BUNDLE_SIZE)
         self._flusher = OutputFlusher((), None, tdd.task_name)
+        self._operator_groups: dict[str, ScopedMetricGroup] = {}
+        """Each operator's metric group (scope taskmanager.job.task.operator), by id."""
         # What the task thread counts for its metrics (weir.taskmanager.task_metrics):
         # per buffer or per wait, never per record; read by other threads without a lock.
         self.records_in = 0
@@ -623,6 +625,8 @@ class Task:
         self._flusher = OutputFlusher(writers, self._buffer_timeout, tdd.task_name)
         self._initialize_function_state(setups)
         chain.open()
+        if self._services.metric_group is not None:
+            register_operator_metrics(self._operator_groups, chain, self.input_watermark)
         self._setup_checkpointing(chain)
         if isinstance(chain.head, SourceOperator):
             with self._lock:
@@ -831,10 +835,12 @@ class Task:
         task_group = self._services.metric_group
         if task_group is None:
             task_group = ScopedMetricGroup(MetricRegistry(), ("taskmanager", "job", "task"), {})
-        return task_group.child(
+        group = task_group.child(
             "operator",
             {"operator_id": str(descriptor.operator_id), "operator_name": descriptor.name},
         )
+        self._operator_groups[str(descriptor.operator_id)] = group
+        return group
 
     # --- mailbox loops ----------------------------------------------------------------------
 

@@ -291,6 +291,11 @@ class TaskExecutor:
             try:
                 self._register()
                 return
+            except TaskManagerLostError:
+                # Refused (the ResourceManager shuts down, or ended this lease): asking
+                # again gets the same answer, so the lease ends now, as it does when a
+                # heartbeat is refused.
+                raise
             except WeirError as exc:
                 if time.monotonic() >= deadline or self._stop_requested.is_set():
                     msg = (

@@ -82,7 +82,12 @@ class TaskManagerMetrics:
     def start(self, host: str = "") -> None:
         """Start the Prometheus endpoint if it is configured, on ``host`` (the TaskManager's
         address once it is known; taskmanager.host may be empty until then) unless
-        ``metrics.reporter.prom.host`` or the cluster's security say otherwise."""
+        ``metrics.reporter.prom.host`` or the cluster's security say otherwise; the
+        address is also the ``host`` every metric of this TaskManager carries from now on
+        (before any task runs)."""
+        if host:
+            self._host = host
+            self.group.set_variable("host", host)
         self._reporter = start_prometheus_reporter(
             self._config, self._security, host or self._host, self.registry.snapshot
         )

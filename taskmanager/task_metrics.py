@@ -1,4 +1,5 @@
-"""A task's system metrics with Flink's names (TaskIOMetricGroup and friends).
+"""A task's system metrics with Flink's names (TaskIOMetricGroup and friends), and those of
+each operator in its chain (OperatorIOMetricGroup).
 
 Everything here is a gauge or a rate view over counters the task already keeps: the task
 thread counts per buffer (records and bytes in, in ``Task``; records and bytes out, in
@@ -6,11 +7,15 @@ its ``RecordWriter``s) and times its waits (idle in the input gate or a source's
 poll, back-pressured in a full result partition), never per record. Busy time is what is
 left of a second, as Flink computes it since 1.13:
 ``busyTimeMsPerSecond = 1000 - idleTimeMsPerSecond - backPressuredTimeMsPerSecond``.
+
+An operator's records are counted per batch where the chain hands them on
+(``weir.taskmanager.operators.operator_io``); as in Flink, a source's ``numRecordsIn`` is
+the records it read, which is what it emits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from weir.core.job_info import IOMetricsInfo
@@ -18,9 +23,11 @@ from weir.core.metrics import RateView, ScopedMetricGroup
 from weir.core.metrics.metric_types import GaugeImpl
 
 if TYPE_CHECKING:
+    from weir.taskmanager.operators.chain import OperatorChain
+    from weir.taskmanager.operators.operator_io import OperatorIOCounters
     from weir.taskmanager.task import Task
 
-__all__ = ["final_io_metrics", "register_task_metrics"]
+__all__ = ["final_io_metrics", "register_operator_metrics", "register_task_metrics"]
 
 # Flink's TimerGauge reports the time measured over its last update interval; a short
 # span keeps the busy/idle/back-pressured split current while a dashboard watches it.
@@ -128,5 +135,60 @@ def register_task_metrics(group: ScopedMetricGroup, task: Task) -> None:
         "inputQueueLength": input_queue,
         "outputQueueLength": output_queue,
     }
-    for name, read in gauges.items():
-        group.register_metric(name, GaugeImpl(read))
+    group.register_metrics({name: GaugeImpl(read) for name, read in gauges.items()})
+
+
+def register_operator_metrics(
+    groups: Mapping[str, ScopedMetricGroup],
+    chain: OperatorChain,
+    head_input_watermark: Callable[[], int],
+) -> None:
+    """Register each operator's counts and watermarks in its group (``groups`` by operator
+    id, scope taskmanager.job.task.operator); called once the chain is open."""
+    for op in chain.operators:
+        descriptor = op.setup.descriptor
+        group = groups.get(str(descriptor.operator_id))
+        if group is None:
+            continue
+        counters = chain.io[descriptor.operator_id]
+        if descriptor.input_count == 0:  # a source: what it read is what it emits
+            records_in: Callable[[], float] = _main_out(counters)
+        else:
+            records_in = _records_in(counters)
+        records_out = _records_out_of(counters)
+        gauges: dict[str, Callable[[], float]] = {
+            "numRecordsIn": records_in,
+            "numRecordsOut": records_out,
+            "numRecordsInPerSecond": RateView(records_in, _METER_SPAN_S).get_rate,
+            "numRecordsOutPerSecond": RateView(records_out, _METER_SPAN_S).get_rate,
+            "currentOutputWatermark": _output_watermark(counters),
+        }
+        if descriptor.input_count > 0:
+            upstream = counters.upstream
+            gauges["currentInputWatermark"] = (
+                head_input_watermark if upstream is None else _output_watermark(upstream)
+            )
+        if hasattr(op, "num_late_records_dropped"):
+            gauges["numLateRecordsDropped"] = _late_dropped(op)
+        group.register_metrics({name: GaugeImpl(read) for name, read in gauges.items()})
+
+
+# Readers of the counters, each bound to one operator's (no lambdas in a loop).
+def _main_out(counters: OperatorIOCounters) -> Callable[[], float]:
+    return lambda: counters.main_out
+
+
+def _records_in(counters: OperatorIOCounters) -> Callable[[], float]:
+    return lambda: counters.num_records_in
+
+
+def _records_out_of(counters: OperatorIOCounters) -> Callable[[], float]:
+    return lambda: counters.num_records_out
+
+
+def _output_watermark(counters: OperatorIOCounters) -> Callable[[], float]:
+    return lambda: counters.output_watermark
+
+
+def _late_dropped(op: object) -> Callable[[], float]:
+    return lambda: getattr(op, "num_late_records_dropped", 0)

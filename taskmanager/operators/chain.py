@@ -16,6 +16,7 @@ from typing import Any
 
 from weir.core import config
 from weir.core.columnar import as_records
+from weir.core.ids import OperatorId
 from weir.core.job_graph import OperatorKind
 from weir.core.sort_keys import sort_key_function
 from weir.taskmanager.operators.base import (
@@ -35,6 +36,7 @@ from weir.taskmanager.operators.broadcast import (
     CoBroadcastWithKeyedOperator,
     CoBroadcastWithNonKeyedOperator,
 )
+from weir.taskmanager.operators.float_rounding import single_precision_rounding
 from weir.taskmanager.operators.functions import key_selector
 from weir.taskmanager.operators.key_guard import guard_keys
 from weir.taskmanager.operators.one_input import (
@@ -44,6 +46,12 @@ from weir.taskmanager.operators.one_input import (
     MapOperator,
     ProcessOperator,
     ReduceOperator,
+)
+from weir.taskmanager.operators.operator_io import (
+    OperatorIOCounters,
+    counting_in,
+    counting_out,
+    recording_watermark,
 )
 from weir.taskmanager.operators.sinks import CollectOperator, PrintOperator, SinkOperator
 from weir.taskmanager.operators.sorting_data_input import SortingDataInput
@@ -121,6 +129,20 @@ def _entry(op: StreamOperator, index: int) -> Collect:
     return guard_keys(process, key_selector(selector), op.name)
 
 
+def _rounded(collect: Collect, spec: Any) -> Collect:
+    """``collect`` of records whose FLOAT values (where ``spec`` says) are first rounded to
+    single precision, as PyFlink's serialisation rounds them; ``collect`` itself when the
+    type holds no FLOAT. A ColumnBatch's FLOAT columns are single precision already."""
+    round_batch = single_precision_rounding(spec)
+    if round_batch is None or collect is discard:
+        return collect
+
+    def rounded(batch: list[Any], timestamps: Timestamps) -> None:
+        collect(round_batch(batch) if type(batch) is list else batch, timestamps)
+
+    return rounded
+
+
 def _records_of(process: Collect) -> Collect:
     """``process`` fed lists of records: a ``ColumnBatch`` (a batch function's result, a
     columnar source's batch) becomes its records here, once per batch."""
@@ -189,6 +211,17 @@ class OperatorChain:
         self._input_key_type = input_key_type
         self._sorted_input: SortingDataInput | None = None
         self._held_watermark: int | None = None
+        # Each operator's counts (weir.taskmanager.operators.operator_io), by operator id,
+        # made head first so that every chained operator finds the one before it.
+        upstream: dict[OperatorId, OperatorIOCounters] = {}
+        self.io: dict[OperatorId, OperatorIOCounters] = {}
+        for op in self.operators:
+            descriptor = op.setup.descriptor
+            counters = OperatorIOCounters(upstream.get(descriptor.operator_id))
+            self.io[descriptor.operator_id] = counters
+            for target_id in descriptor.chained_outputs:
+                upstream[target_id] = counters
+        self._inputs: list[Collect] = []
         # Only operators that override the hook are called at each checkpoint.
         self._snapshot_hooks = [
             op
@@ -227,25 +260,37 @@ class OperatorChain:
                 watermarks.append(w.emit_watermark)
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
-            collect = fan_out(main)
+            counters = self.io[descriptor.operator_id]
+            # Rounded where PyFlink would have serialised them (weir.graph.single_precision).
+            collect = _rounded(fan_out(main), op.setup.payload.get("float_output"))
+            side_specs = op.setup.payload.get("float_side_outputs") or {}
             conform = op.setup.payload.get("output_conformer")
             if conform is not None:
                 collect = _conforming(collect, conform)
             op.open(
                 Output(
-                    collect,
-                    _broadcast(watermarks) if watermarks else ignore,
+                    counting_out(collect, counters, side=False),
+                    recording_watermark(_broadcast(watermarks) if watermarks else ignore, counters),
                     _broadcast(statuses) if statuses else ignore,
-                    {tag: fan_out(collects) for tag, collects in side.items()},
+                    {
+                        tag: counting_out(
+                            _rounded(fan_out(collects), side_specs.get(tag)), counters, side=True
+                        )
+                        for tag, collects in side.items()
+                    },
                 )
             )
         self._sorted_input = _sorting_input(self.head, self._input_key_type)
+        head = self.head
+        counters = self.io[head.setup.descriptor.operator_id]
+        first = self._sorted_input.add if self._sorted_input is not None else _entry(head, 0)
+        self._inputs = [counting_in(first, counters), counting_in(_entry(head, 1), counters)]
 
     def input(self, index: int) -> Collect:
-        """The entry of the head's input ``index`` (0, or 1 for a co-operator)."""
-        if index == 0 and self._sorted_input is not None:
-            return self._sorted_input.add
-        return _entry(self.head, index)
+        """The entry of the head's input ``index`` (0, or 1 for a co-operator), counting
+        what enters the chain; once the chain is open. A sorted input (BATCH) buffers
+        what enters and replays it when the input ends."""
+        return self._inputs[index]
 
     def _hold_watermark(self, watermark: int) -> None:
         self._held_watermark = watermark

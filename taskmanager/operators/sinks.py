@@ -10,6 +10,7 @@ from weir.core.job_graph import SerializerKind
 from weir.core.serializers import serialize_batch, unpicklable_record_error
 from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
 from weir.taskmanager.operators.contexts import SinkContext, TimerService
+from weir.taskmanager.operators.float_rounding import collected_floats
 from weir.taskmanager.operators.function_state import has_state_hooks, snapshot_function_state
 from weir.taskmanager.operators.functions import close_function, open_function
 from weir.taskmanager.operators.print_format import build_renderer
@@ -180,9 +181,10 @@ class CollectOperator(StreamOperator):
 
     def open(self, output: Output) -> None:
         pending = self._pending
+        as_collected = collected_floats(self.setup.payload.get("float_collect"))
 
         def process(batch: list[Any], timestamps: Timestamps) -> None:
-            pending.extend(batch)
+            pending.extend(batch if as_collected is None else as_collected(batch))
             if len(pending) >= self._limit:
                 self.flush()
 

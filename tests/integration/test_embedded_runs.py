@@ -55,6 +55,28 @@ for r in sorted(results):
     print(r)
 print(f"finished at {time.time()}", file=sys.stderr, flush=True)
 """,
+    # two collects in one program: the second job may find its slot freed by the first
+    # only after a TaskManager was leased for it, which then registers while the cluster
+    # stops at exit
+    "two collects": """
+import sys, time
+from weir.common import Types
+from weir.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+with (
+    env.from_collection(list(range(50)), type_info=Types.INT())
+    .map(lambda x: x * 2)
+    .execute_and_collect()
+) as results:
+    first = sorted(results)
+second_job = env.from_collection(list(range(50, 100)), type_info=Types.INT())
+with second_job.execute_and_collect() as results:
+    second = sorted(results)
+for r in first + second:
+    print(r)
+print(f"finished at {time.time()}", file=sys.stderr, flush=True)
+""",
     # keyed state on rocksdb, checkpointed while the job runs and as it ends: full
     # checkpoints (read off the task thread) or incremental ones (SST files in shared/)
     "rocksdb": """

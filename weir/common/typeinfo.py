@@ -28,6 +28,7 @@ __all__ = [
     "Types",
     "read_back",
     "serializer_kind_of",
+    "single_precision_spec",
 ]
 
 
@@ -427,6 +428,37 @@ def key_type_name(type_info: TypeInformation | None) -> str:
     if isinstance(type_info, BasicTypeInfo):
         return repr(type_info)
     return "pickled"
+
+
+def single_precision_spec(type_info: TypeInformation | None) -> tuple[Any, ...] | None:
+    """Where a record of this type holds FLOAT values, as plain nested tuples the
+    TaskManager understands without importing this module; None when it holds none.
+
+    PyFlink serialises a FLOAT as 32 bits, so a value that crosses a serialisation
+    boundary with its declared type comes back rounded to single precision; the
+    TaskManager rounds at the same places (``weir.taskmanager.operators.float_rounding``).
+    ``("float",)`` is a FLOAT; ``("tuple", fields)`` and ``("row", fields)`` have one spec
+    (or None) per field, ``("list", element)`` an array's or list's element, ``("map",
+    key, value)`` a map's key and value.
+    """
+    if isinstance(type_info, BasicTypeInfo):
+        return ("float",) if repr(type_info) == "Float" else None
+    if isinstance(type_info, TupleTypeInfo | RowTypeInfo):
+        fields = tuple(single_precision_spec(t) for t in type_info.get_field_types())
+        if all(f is None for f in fields):
+            return None
+        return ("row" if isinstance(type_info, RowTypeInfo) else "tuple", fields)
+    if isinstance(type_info, ListTypeInfo | PrimitiveArrayTypeInfo):
+        element = (
+            type_info.elem_type if isinstance(type_info, ListTypeInfo) else type_info._element_type
+        )
+        spec = single_precision_spec(element)
+        return None if spec is None else ("list", spec)
+    if isinstance(type_info, MapTypeInfo):
+        key = single_precision_spec(type_info._key_type_info)
+        value = single_precision_spec(type_info._value_type_info)
+        return None if key is None and value is None else ("map", key, value)
+    return None
 
 
 def print_format_spec(type_info: TypeInformation | None) -> tuple[Any, ...]:

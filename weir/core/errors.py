@@ -2,6 +2,7 @@
 
 WeirError
 ├── ConfigurationError (ValueError)        a key or value in the configuration is wrong
+│   └── MissingDependencyError (ImportError)  a setting needs a package that is not installed
 ├── JobGraphError (ValueError)             a program cannot become a valid JobGraph
 ├── JobSubmissionError                     the cluster refused a job
 ├── JobNotFoundError (KeyError)            no job with that id
@@ -43,6 +44,11 @@ class WeirError(Exception):
 
 class ConfigurationError(WeirError, ValueError):
     """A configuration key is unknown or its value cannot be used."""
+
+
+class MissingDependencyError(ConfigurationError, ImportError):
+    """A setting needs a Python package that is not installed in this environment
+    (``weir.core.optional_dependency``)."""
 
 
 class JobGraphError(WeirError, ValueError):

@@ -99,6 +99,16 @@ class CheckpointConfig:
         return self.enable_unaligned_checkpoints(False)
 
     def is_unaligned_checkpoints_enabled(self) -> bool:
+        """Whether checkpoints are taken unaligned: only while checkpointing is on in
+        EXACTLY_ONCE mode, whatever :func:`enable_unaligned_checkpoints` set, as PyFlink 2
+        reports it (at-least-once checkpoints never align, so never unalign)::
+
+            >>> env.get_checkpoint_config().enable_unaligned_checkpoints()
+            >>> env.get_checkpoint_config().is_unaligned_checkpoints_enabled()  # no interval
+            False
+        """
+        if self.get_checkpointing_mode() is not CheckpointingMode.EXACTLY_ONCE:
+            return False
         return bool(self._get(keys.CHECKPOINTING_UNALIGNED))
 
     def set_aligned_checkpoint_timeout(self, alignment_timeout: Duration) -> CheckpointConfig:

@@ -17,6 +17,7 @@ from weir.common.typeinfo import (
     print_format_spec,
     read_back,
     serializer_kind_of,
+    single_precision_spec,
 )
 from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core.columnar import BatchFormat
@@ -577,7 +578,11 @@ class DataStream(_OperatorSettings):
         collect = self._sink(
             OperatorKind.COLLECT,
             "Data stream collect sink",
-            {"serializer": serializer_kind_of(self._transformation.output_type)},
+            {
+                "serializer": serializer_kind_of(self._transformation.output_type),
+                # FLOAT values come back as PyFlink's client reads them from Java.
+                "float_collect": single_precision_spec(self._record_type()),
+            },
         )
         collect._transformation.parallelism = 1
         iterator = CloseableIterator(

@@ -28,6 +28,7 @@ from weir.graph.python_dependencies import (
     pack_python_files,
     pack_python_requirements,
 )
+from weir.graph.single_precision import single_precision_outputs
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 from weir.graph.user_code import shipping_user_modules
 
@@ -178,6 +179,8 @@ def _descriptor(
         # What this operator emits is made what PyFlink's typed outputs are: Rows named
         # by the declared type at every depth, maps in Java HashMap order.
         content = {**content, "output_conformer": output_conformer}
+    if isinstance(content, dict):
+        content = {**content, **single_precision_outputs(graph, node)}
     payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(

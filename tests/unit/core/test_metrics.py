@@ -59,6 +59,14 @@ class TestScopedMetricGroup:
         assert sample.scope[-1] == "region"
         assert sample.variables["region"] == "eu"
 
+    def test_a_variable_set_later_reaches_the_groups_made_after(self):
+        registry = MetricRegistry()
+        root = ScopedMetricGroup(registry, ("taskmanager",), {"host": "", "tm_id": "tm"})
+        root.set_variable("host", "10.0.0.7")
+        root.child("job", {"job_id": "j"}).counter("c")
+        (sample,) = registry.snapshot()
+        assert sample.variables == {"host": "10.0.0.7", "tm_id": "tm", "job_id": "j"}
+
     def test_closing_a_group_unregisters_its_sub_groups(self):
         registry = MetricRegistry()
         task = _operator_group(registry)
@@ -79,6 +87,43 @@ class TestScopedMetricGroup:
         group = _operator_group(MetricRegistry())
         with pytest.raises(ValueError, match="rename it"):
             group.counter("has space")
+
+
+class _CountingLock:
+    """A lock that counts how often it was taken."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+
+    def __enter__(self) -> None:
+        self.taken += 1
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+
+class TestMetricRegistry:
+    def test_a_read_takes_no_lock(self):
+        registry = MetricRegistry()
+        group = _operator_group(registry)
+        group.counter("seen").inc(3)
+        lock = registry._lock = _CountingLock()
+        assert [s.value for s in registry.snapshot() if s.name == "seen"] == [3]
+        assert len(registry) == 1
+        assert lock.taken == 0
+
+    def test_a_read_sees_the_table_as_it_was_when_it_started(self):
+        registry = MetricRegistry()
+        group = _operator_group(registry)
+        group.gauge("first", lambda: 1)
+
+        def register_while_read() -> int:
+            group.register_metrics({"second": SimpleCounter(), "third": SimpleCounter()})
+            return 2
+
+        group.gauge("reader", register_while_read)
+        assert sorted(s.name for s in registry.snapshot()) == ["first", "reader"]
+        assert sorted(s.name for s in registry.snapshot()) == ["first", "reader", "second", "third"]
 
 
 class TestMetricKinds:

@@ -122,3 +122,23 @@ def test_every_pyflink_checkpoint_config_method_exists():
         "is_force_unaligned_checkpoints",
     }
     assert not {n for n in names if not callable(getattr(CheckpointConfig, n, None))}
+
+
+def test_unaligned_checkpoints_read_as_enabled_only_while_exactly_once_checkpointing_is_on():
+    # PyFlink 2: the flag alone says nothing while checkpointing is off or at-least-once.
+    env = StreamExecutionEnvironment.get_execution_environment()
+    config = env.get_checkpoint_config()
+    config.enable_unaligned_checkpoints()
+    assert not config.is_unaligned_checkpoints_enabled()
+    assert not env.is_unaligned_checkpoints_enabled()
+    env.enable_checkpointing(1000, CheckpointingMode.AT_LEAST_ONCE)
+    assert not config.is_unaligned_checkpoints_enabled()
+    config.set_checkpointing_mode(CheckpointingMode.EXACTLY_ONCE)
+    assert config.is_unaligned_checkpoints_enabled()
+    assert env.is_unaligned_checkpoints_enabled()
+    config.disable_unaligned_checkpoints()
+    assert not config.is_unaligned_checkpoints_enabled()
+    # The flag itself reaches the job as it was set.
+    config.enable_unaligned_checkpoints()
+    env.enable_checkpointing(1000, CheckpointingMode.AT_LEAST_ONCE)
+    assert _job_config(env)["execution.checkpointing.unaligned.enabled"] == "true"

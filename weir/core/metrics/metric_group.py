@@ -53,35 +53,44 @@ class _Registered:
 
 
 class MetricRegistry:
-    """Every metric of one process. Registration and removal take a lock (they happen when
-    a task starts or ends, or a function is opened); updates never do."""
+    """Every metric of one process. Updates never lock. Registration and removal (when a
+    task starts or ends, or a function is opened) take a lock among themselves and
+    replace the table with a new one, so that a read (a scrape, a ``GetMetrics`` call)
+    takes no lock at all: it reads the table current when it starts, and the metrics'
+    plain values, never waiting for a task thread and never making one wait."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._metrics: dict[tuple[int, str], _Registered] = {}
+        """Replaced whole, never changed in place: readers iterate it without the lock."""
 
     def register(self, group: ScopedMetricGroup, name: str, metric: Metric) -> None:
+        self.register_all(group, {name: metric})
+
+    def register_all(self, group: ScopedMetricGroup, metrics: Mapping[str, Metric]) -> None:
+        """Register several metrics of one group with one copy of the table."""
+        added = {(id(group), name): _Registered(group, name, m) for name, m in metrics.items()}
         with self._lock:
-            self._metrics[(id(group), name)] = _Registered(group, name, metric)
+            self._metrics = {**self._metrics, **added}
 
     def unregister(self, group: ScopedMetricGroup) -> None:
         """Remove the group's metrics and those of every group below it."""
         with self._lock:
-            for key, entry in list(self._metrics.items()):
-                if entry.group.is_within(group):
-                    del self._metrics[key]
+            self._metrics = {
+                key: entry
+                for key, entry in self._metrics.items()
+                if not entry.group.is_within(group)
+            }
 
     def snapshot(self) -> list[MetricSample]:
-        with self._lock:
-            entries = list(self._metrics.values())
+        """Every metric's value now; on the reader's thread, without a lock."""
         samples: list[MetricSample] = []
-        for entry in entries:
+        for entry in self._metrics.values():
             samples.extend(_read(entry))
         return samples
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._metrics)
+        return len(self._metrics)
 
 
 def _read(entry: _Registered) -> Iterator[MetricSample]:
@@ -131,6 +140,13 @@ class ScopedMetricGroup(MetricGroup):
             **self.variables,
         }
         self._children: dict[tuple[str, str | None], ScopedMetricGroup] = {}
+
+    def set_variable(self, name: str, value: str) -> None:
+        """Set a scope variable of this group (a TaskManager's ``host``, known only once it
+        started). Sub-groups copy the variables when they are made, so only groups made
+        after this see it."""
+        self.variables[name] = value
+        self.all_variables = {**self.all_variables, name: value}
 
     def is_within(self, other: ScopedMetricGroup) -> bool:
         group: ScopedMetricGroup | None = self
@@ -186,6 +202,12 @@ class ScopedMetricGroup(MetricGroup):
     def register_metric(self, name: str, metric: _M) -> _M:
         """Register a metric made elsewhere (the system metrics' gauges)."""
         return self._register(name, metric)
+
+    def register_metrics(self, metrics: Mapping[str, Metric]) -> None:
+        """Register several metrics made elsewhere at once (a task's or an operator's)."""
+        for name in metrics:
+            _check_name("metric", name)
+        self._registry.register_all(self, metrics)
 
     def _register(self, name: str, metric: _M) -> _M:
         _check_name("metric", name)

@@ -8,8 +8,9 @@
     /checkpoint_id_counter/{job id}     the next checkpoint id (compare-and-set)
     /checkpoints/{job id}               pointers to the retained completed checkpoints
 
-kazoo is an optional dependency (``pip install weir[ha]``): it is imported only here and in
-the modules beside it, when ``high-availability.type`` is ``zookeeper``.
+kazoo is one of Weir's dependencies, imported only here and in the modules beside it, when
+``high-availability.type`` is ``zookeeper``; an environment without it gets a one-line
+error naming the setting and the package (``weir.core.optional_dependency``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ from typing import Any
 
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
+from weir.core.optional_dependency import require
 
 logger = logging.getLogger(__name__)
+
+# What to install when kazoo is missing: the version pyproject.toml pins.
+KAZOO_REQUIREMENT = "kazoo==2.11.0"
 
 LATCH_PATH = "/leader/latch"
 DISPATCHER = "dispatcher"
@@ -55,9 +60,11 @@ def create_client(config: Mapping[str, str]) -> Any:
     """A started kazoo client (``KazooClient``) for the configured quorum; raises
     ConfigurationError when no quorum is configured or none of its members answers within
     the connection timeout."""
-    from kazoo.client import KazooClient  # noqa: PLC0415 (optional dependency)
-    from kazoo.handlers.threading import KazooTimeoutError  # noqa: PLC0415
-
+    needed_for = f"{cfg.HA_TYPE.key}: zookeeper"
+    kazoo_client = require("kazoo.client", needed_for=needed_for, requirement=KAZOO_REQUIREMENT)
+    kazoo_threading = require(
+        "kazoo.handlers.threading", needed_for=needed_for, requirement=KAZOO_REQUIREMENT
+    )
     quorum = cfg.get(config, cfg.HA_ZK_QUORUM).strip()
     if not quorum:
         msg = (
@@ -74,7 +81,7 @@ def create_client(config: Mapping[str, str]) -> Any:
         "max_delay": cfg.get(config, cfg.HA_ZK_RETRY_WAIT) / 1000,
         "ignore_expire": False,
     }
-    client = KazooClient(
+    client = kazoo_client.KazooClient(
         hosts=quorum,
         timeout=session_ms / 1000,
         # Reconnecting is retried for ever: a master waits for its quorum to come back.
@@ -83,7 +90,7 @@ def create_client(config: Mapping[str, str]) -> Any:
     )
     try:
         client.start(timeout=connection_ms / 1000)
-    except KazooTimeoutError as exc:
+    except kazoo_threading.KazooTimeoutError as exc:
         client.close()
         msg = (
             f"no ZooKeeper server of {quorum!r} answered within {connection_ms} ms "

@@ -1,0 +1,67 @@
+"""Each operator of a chain counts what it received and handed on, per batch: what a
+chained operator received is what the one before it emitted on its main output, side
+outputs count as records out, and the head of a chain counts what the task hands it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from task_testing import Deployment, chain, collect_op, op, run_tasks, source_op, vertex
+
+from weir.core.job_graph import OperatorKind, PartitionerKind
+from weir.taskmanager.operators.base import MAX_WATERMARK
+
+K = OperatorKind
+
+
+class Split:
+    """Every record to the main output; odd ones to the side output ``odd`` too."""
+
+    def process_element(self, value, ctx):
+        yield value
+        if value % 2:
+            yield Tag(), value
+
+
+class Tag:
+    tag_id = "odd"
+
+
+def _counts(task, descriptor):
+    io = task.chain.io[descriptor.operator_id]
+    return io.num_records_in, io.num_records_out
+
+
+def test_each_operator_of_a_chain_counts_its_own_records():
+    source = source_op(list(range(10)), batch=3)
+    double = op(K.MAP, {"function": lambda x: x * 2})
+    thirds = op(K.FILTER, {"function": lambda x: x % 3 == 0})
+    sink = collect_op()
+    d = Deployment([vertex(chain(source, double, thirds, sink))])
+    (task,), rec = run_tasks(d)
+    kept = [x * 2 for x in range(10) if (x * 2) % 3 == 0]
+    assert rec.records(sink) == kept
+    assert _counts(task, source) == (0, 10)
+    assert _counts(task, double) == (10, 10)
+    assert _counts(task, thirds) == (10, len(kept))
+    assert _counts(task, sink) == (len(kept), 0)
+    # The end of input's watermark went through every operator.
+    for descriptor in (source, double, thirds):
+        assert task.chain.io[descriptor.operator_id].output_watermark == MAX_WATERMARK
+
+
+def test_side_outputs_count_as_records_out_but_not_into_the_chained_operator():
+    upstream = vertex(chain(source_op(list(range(6)), batch=4)), parallelism=1)
+    split = op(K.PROCESS, {"function": Split()})
+    main = collect_op()
+    downstream = vertex(chain(split, main), parallelism=1)
+    side = vertex(chain(collect_op()), parallelism=1)
+    d = Deployment([upstream, downstream, side])
+    d.connect(upstream, downstream, PartitionerKind.FORWARD)
+    edge = d.connect(downstream, side, PartitionerKind.FORWARD, source_operator=split)
+    d.edges[-1] = dataclasses.replace(edge, output_tag="odd")
+    tasks, _ = run_tasks(d)
+    task = next(t for t in tasks if t.tdd.vertex.vertex_id == downstream.vertex_id)
+    # The head counts what its input gate handed it.
+    assert _counts(task, split) == (6, 6 + 3)
+    assert _counts(task, main) == (6, 0)
