@@ -221,6 +221,13 @@ def from_format(result: Any, batch_format: BatchFormat, spec: ColumnSpec | None)
         raise TypeError(msg)
     if spec.names is not None and list(columns) != list(spec.names):
         columns = dict(zip(spec.names, columns.values(), strict=True))
+    if spec.numpy_dtypes is not None:
+        # The declared types' widths: a FLOAT field is single precision, as PyFlink's
+        # serialisation makes it, whatever the function computed it in.
+        columns = {
+            name: column if dtype is None or column.dtype == dtype else column.astype(dtype)
+            for (name, column), dtype in zip(columns.items(), spec.numpy_dtypes, strict=True)
+        }
     return ColumnBatch(columns, spec)
 
 

@@ -122,3 +122,15 @@ def test_the_spec_travels_so_rows_come_back_named():
     batch = ColumnBatch({"auction": np.array([3]), "price": np.array([1.5])}, spec)
     (row,), _ = deserialize_records(serialize_columnar(batch))
     assert row.auction == 3 and row.price == 1.5
+
+
+def test_columns_take_the_declared_widths():
+    spec = ColumnSpec(("f0", "f1"), None, ("int32", "float32"))
+    batch = from_format(
+        {"f0": np.array([1, 2], dtype=np.int64), "f1": np.array([1.23, 2.5])},
+        BatchFormat.NUMPY,
+        spec,
+    )
+    assert batch.columns["f0"].dtype == np.int32
+    assert batch.columns["f1"].dtype == np.float32
+    assert as_records(batch)[0] == (1, 1.2300000190734863)  # single precision, as PyFlink
