@@ -353,7 +353,24 @@ class SubtaskCheckpointCoordinator:
                     exc_info=True,
                 )
                 return
-            logger.warning("writing checkpoint %d of %s failed", n, self._attempt_id, exc_info=True)
+            if (
+                isinstance(exc, FileNotFoundError)
+                and not target_location
+                and not self._storage.checkpoint_exists(n)
+            ):
+                # Its directory is gone: the coordinator aborted the checkpoint (a task
+                # finished first, a later one completed) and deleted it; ids never repeat,
+                # so nothing else was lost. One line, no traceback: this is expected.
+                logger.info(
+                    "checkpoint %d of %s dropped: it was aborted while its state was written (%s)",
+                    n,
+                    self._attempt_id,
+                    exc,
+                )
+            else:
+                logger.warning(
+                    "writing checkpoint %d of %s failed", n, self._attempt_id, exc_info=True
+                )
             self._decline(self._attempt_id, n, f"writing its state failed: {exc}")
             return
         metrics = CheckpointMetrics(

@@ -177,6 +177,11 @@ class CheckpointStorage(abc.ABC):
     def discard_checkpoint(self, checkpoint_id: int) -> None:
         """Delete checkpoint ``checkpoint_id`` and its exclusive state; no error if gone."""
 
+    def checkpoint_exists(self, checkpoint_id: int) -> bool:
+        """Whether checkpoint ``checkpoint_id``'s location is still there (a task whose
+        write failed asks: gone means the coordinator aborted and deleted it)."""
+        return True
+
     @abc.abstractmethod
     def discard_job(self, retain: bool) -> None:
         """The job ended. ``retain=False`` deletes all its checkpoint data;
@@ -290,6 +295,9 @@ class FileSystemCheckpointStorage(CheckpointStorage):
 
     def discard_checkpoint(self, checkpoint_id: int) -> None:
         self._remove_quietly(self.checkpoint_dir(checkpoint_id), recursive=True)
+
+    def checkpoint_exists(self, checkpoint_id: int) -> bool:
+        return bool(self._fs.exists(self.checkpoint_dir(checkpoint_id)))
 
     def discard_job(self, retain: bool) -> None:
         if not retain:

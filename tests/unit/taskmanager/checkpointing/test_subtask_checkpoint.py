@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -348,6 +349,37 @@ class TestFunctionState:
         coordinator.checkpoint(CheckpointBarrier(2, 0))
         coordinator.close()
         assert acks.declined == {2: "RuntimeError: no state today"}
+
+    def test_a_checkpoint_deleted_while_written_is_declined_in_one_line(self, tmp_path, caplog):
+        """The coordinator aborted the checkpoint and deleted its directory while the
+        task wrote its state: declined, logged as what it is, without a traceback."""
+        import shutil
+
+        from weir.core.checkpoint import FileSystemCheckpointStorage
+
+        class DeletesItsCheckpoint(FileSystemCheckpointStorage):
+            def init_checkpoint(self, checkpoint_id):
+                location = super().init_checkpoint(checkpoint_id)
+                shutil.rmtree(location.directory)
+                return location
+
+        acks = Acks()
+        function = Remembering([1])
+        storage = DeletesItsCheckpoint(f"file://{tmp_path}", JobId("j" * 32))
+        coordinator, chain = _coordinator(
+            TestingPartition([[]]), acks, has_inputs=False, function=function, storage=storage
+        )
+        initialize_function_state(function, chain.store)
+        with caplog.at_level("INFO"):
+            coordinator.checkpoint(CheckpointBarrier(4, 0))
+            deadline = time.monotonic() + _ACK_WAIT_S
+            while 4 not in acks.declined and time.monotonic() < deadline:
+                time.sleep(0.01)  # polling the asynchronous write's outcome
+            coordinator.close()
+        assert 4 in acks.declined
+        (record,) = [r for r in caplog.records if "checkpoint 4" in r.getMessage()]
+        assert "aborted while its state was written" in record.getMessage()
+        assert record.levelname == "INFO" and record.exc_info is None
 
 
 class KeyedRemembering(Remembering):
