@@ -21,27 +21,17 @@ from collections.abc import Mapping
 
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
-from weir.core.kubernetes_labels import taskmanager_labels
+from weir.core.kubernetes_cluster import BLOCK_MANAGER_PORT, DRIVER_PORT, cpus, taskmanager_labels
 
 logger = logging.getLogger(__name__)
 
-# Fixed ports, so that a NetworkPolicy or the driver's headless Service can name them:
-# Spark's own conventions on Kubernetes (its driver pods use 7078 and 7079).
-DRIVER_PORT = 7078
-BLOCK_MANAGER_PORT = 7079
 # The executor's JVM runs one task that waits for its TaskManager to end, and moves no
 # data: a small fixed heap leaves the rest of the pod to Python.
 EXECUTOR_HEAP_BYTES = 512 << 20
-# Where the Spark driver reaches the Kubernetes API from inside a pod.
-IN_CLUSTER_MASTER = "k8s://https://kubernetes.default.svc"
 
 
 def is_kubernetes(config: Mapping[str, str]) -> bool:
     return cfg.get(config, cfg.SPARK_MASTER).startswith("k8s://")
-
-
-def _cpus(amount: float) -> str:
-    return str(int(amount)) if amount == int(amount) else str(amount)
 
 
 def kubernetes_spark_settings(config: Mapping[str, str]) -> dict[str, str]:
@@ -67,13 +57,17 @@ def kubernetes_spark_settings(config: Mapping[str, str]) -> dict[str, str]:
             config, cfg.CONTAINER_IMAGE_PULL_POLICY
         ),
         "spark.executor.cores": "1",
-        "spark.kubernetes.executor.request.cores": _cpus(cpu),
-        "spark.kubernetes.executor.limit.cores": _cpus(cpu),
+        "spark.kubernetes.executor.request.cores": cpus(cpu),
+        "spark.kubernetes.executor.limit.cores": cpus(cpu),
         "spark.executor.memory": f"{EXECUTOR_HEAP_BYTES >> 20}m",
         "spark.executor.memoryOverhead": f"{overhead_mib}m",
         "spark.driver.port": str(DRIVER_PORT),
         "spark.driver.blockManager.port": str(BLOCK_MANAGER_PORT),
         "spark.blockManager.port": str(BLOCK_MANAGER_PORT),
+        # The context would otherwise wait up to 30 s at start for 80 % of its executor
+        # pods to register; leases wait for executors anyway, and the master's services
+        # (a standby's takeover above all) should not.
+        "spark.scheduler.minRegisteredResourcesRatio": "0",
     }
     secrets = [s.strip() for s in cfg.get(config, cfg.CONTAINER_IMAGE_PULL_SECRETS).split(";")]
     if any(secrets):

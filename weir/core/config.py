@@ -90,6 +90,7 @@ from weir.core.options.job import (
     parse_map,
 )
 from weir.core.options.kubernetes import (
+    AUTH_TOKEN_SECRET,
     CLUSTER_ID_MAX_LENGTH,
     CONTAINER_IMAGE,
     CONTAINER_IMAGE_DEPRECATED,
@@ -102,11 +103,14 @@ from weir.core.options.kubernetes import (
     KUBE_CONTEXT,
     KUBERNETES_CLUSTER_ID,
     KUBERNETES_NAMESPACE,
+    PERSISTENT_VOLUME_CLAIMS,
     REST_SERVICE_EXPOSED_TYPE,
+    SECRETS,
     SERVICE_ACCOUNT,
     TASKMANAGER_CPU,
     TASKMANAGER_POD_TEMPLATE,
     TASKMANAGER_PROCESS_SIZE,
+    parse_mounts,
 )
 from weir.core.options.master import (
     BIND_HOST,
@@ -190,6 +194,7 @@ T = TypeVar("T")
 
 __all__ = [
     "AUTH_TOKEN",
+    "AUTH_TOKEN_SECRET",
     "AUTO_GENERATE_UIDS",
     "AUTO_WATERMARK_INTERVAL",
     "BIND_HOST",
@@ -261,6 +266,7 @@ __all__ = [
     "OPERATOR_CHAINING_DEPRECATED",
     "OPTIONS",
     "PARALLELISM_DEFAULT",
+    "PERSISTENT_VOLUME_CLAIMS",
     "PROGRAM_KEY",
     "PROMETHEUS_FACTORY_CLASS",
     "PROMETHEUS_HOST",
@@ -297,6 +303,7 @@ __all__ = [
     "RUNTIME_MODE",
     "SAVEPOINT_DIR",
     "SAVEPOINT_DIR_DEPRECATED",
+    "SECRETS",
     "SEGMENT_SIZE",
     "SERVICE_ACCOUNT",
     "SLOT_REQUEST_TIMEOUT",
@@ -346,6 +353,7 @@ __all__ = [
     "parse_duration_ms",
     "parse_map",
     "parse_memory_bytes",
+    "parse_mounts",
     "parse_port_span",
     "validate",
 ]

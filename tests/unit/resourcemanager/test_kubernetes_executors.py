@@ -8,11 +8,8 @@ import logging
 import pytest
 
 from weir.core.errors import ConfigurationError
-from weir.resourcemanager.kubernetes_executors import (
-    BLOCK_MANAGER_PORT,
-    DRIVER_PORT,
-    kubernetes_spark_settings,
-)
+from weir.core.kubernetes_cluster import BLOCK_MANAGER_PORT, DRIVER_PORT
+from weir.resourcemanager.kubernetes_executors import kubernetes_spark_settings
 from weir.resourcemanager.spark_launcher import driver_settings
 
 MASTER = {"spark.master": "k8s://https://kubernetes.default.svc"}
@@ -127,6 +124,8 @@ def test_the_driver_listens_on_fixed_ports_and_advertises_the_masters_address() 
     assert settings["spark.blockManager.port"] == str(BLOCK_MANAGER_PORT)
     assert settings["spark.driver.bindAddress"] == "0.0.0.0"
     assert settings["spark.driver.host"] == "orders-driver.streaming.svc"
+    # The master starts without waiting for executor pods: leases wait for them.
+    assert settings["spark.scheduler.minRegisteredResourcesRatio"] == "0"
     # Spark generates the secret and hands it to each executor pod.
     assert settings["spark.authenticate"] == "true"
     assert settings["spark.kubernetes.driver.pod.name"] == POD["spark.kubernetes.driver.pod.name"]

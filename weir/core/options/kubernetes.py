@@ -174,3 +174,45 @@ TASKMANAGER_PROCESS_SIZE = _option(
     "Memory of a TaskManager pod on Kubernetes (request and limit): Spark's executor JVM "
     "and the Python worker the TaskManager runs in.",
 )
+
+
+def parse_mounts(text: str) -> dict[str, str]:
+    """``name:/path,name:/path`` (Flink's form for kubernetes.secrets) as a dict; raises
+    ValueError naming the entry that is not of that form."""
+    mounts: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        name, sep, path = entry.partition(":")
+        if not sep or not name.strip() or not path.strip().startswith("/"):
+            msg = f"expected name:/absolute/path, got {entry!r}"
+            raise ValueError(msg)
+        mounts[name.strip()] = path.strip()
+    return mounts
+
+
+def _mounts(text: str) -> str:
+    parse_mounts(text)
+    return text
+
+
+SECRETS = _option(
+    "kubernetes.secrets",
+    "",
+    _mounts,
+    "Secrets mounted read-only into the master and every TaskManager pod, as "
+    "name:/path,... (the TLS files of security.ssl.*, say).",
+)
+PERSISTENT_VOLUME_CLAIMS = _option(
+    "kubernetes.persistent-volume-claims",
+    "",
+    _mounts,
+    "PersistentVolumeClaims mounted into the master and every TaskManager pod, as "
+    "claim:/path,...: checkpoints, savepoints and HA storage as file:// URLs under the same "
+    "path in every pod (the claim must be ReadWriteMany).",
+)
+AUTH_TOKEN_SECRET = _option(
+    "kubernetes.auth-token.secret",
+    "",
+    str,
+    "A Secret holding security.auth.token, as name or name:key (key: token): the master "
+    "reads it from its environment, so the token is in no ConfigMap.",
+)
