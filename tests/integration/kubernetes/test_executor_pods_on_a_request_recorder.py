@@ -1,0 +1,315 @@
+"""What Spark's Kubernetes scheduler backend asks of the Kubernetes API when Weir's master
+is its driver, recorded by ``KubernetesApiRequestRecorder``: an HTTPS server on 127.0.0.1
+that writes requests down and answers just enough. It is a recorder of requests, not a
+cluster: no pod is scheduled and none runs.
+
+The driver is started as the master starts it (``create_spark_context`` with Weir's
+``kubernetes.*`` keys and the pod template ``weir kubernetes-session`` renders), in client
+mode, in a process of its own. The test then checks the executor pods Spark asks for, runs
+one of them the way its container would run (the image's entry point with the pod's
+arguments and environment, as a local process instead of a container), runs a Python job
+on it, stops the driver, and holds every request made to the Role the manifests grant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyspark
+import pytest
+import yaml
+from api_request_recorder import KubernetesApiRequestRecorder, RecordedRequest
+
+from weir.client.certificates import write_cluster_certificates
+from weir.client.kubernetes_manifests import POD_TEMPLATE_FILE, ROLE_RULES, render_manifests
+
+REPO = Path(__file__).resolve().parents[3]
+ENTRYPOINT = REPO / "deploy" / "kubernetes" / "docker-entrypoint.sh"
+NAMESPACE = "streaming"
+CLUSTER_ID = "orders"
+DRIVER_POD = "orders-5d8f7c9b4-x2x7q"
+IMAGE = "registry.example/weir:0.1.0"
+TOKEN = "recorder-token"
+# Deadlines, not expectations: a JVM and a SparkContext start in seconds here, far longer
+# on a machine that is busy with other tests.
+START_S = 120
+JOB_S = 180
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Recording:
+    recorder: KubernetesApiRequestRecorder
+    requests: list[RecordedRequest]
+    pod_posts: list[dict[str, Any]]
+    template: dict[str, Any]
+    app_id: str
+    ran_on: str
+    driver_port: int
+
+
+def _cluster_config(template_file: Path) -> dict[str, str]:
+    """The keys a session cluster's weir-conf.yaml has, as the chart and the session write
+    them: these decide what Spark asks for."""
+    return {
+        "kubernetes.cluster-id": CLUSTER_ID,
+        "kubernetes.namespace": NAMESPACE,
+        "kubernetes.container.image.ref": IMAGE,
+        "kubernetes.container.image.pull-policy": "Always",
+        "kubernetes.secrets": "orders-tls:/opt/weir/certs",
+        "kubernetes.persistent-volume-claims": "orders-storage:/opt/weir/storage",
+        "kubernetes.pod-template-file.taskmanager": str(template_file),
+        "taskmanager.numberOfTaskSlots": "2",
+        "taskmanager.memory.process.size": "1536 mb",
+        "resourcemanager.taskmanager.min": "1",
+    }
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait(30)
+
+
+def _executor_environment(pod: dict[str, Any], local_dir: Path) -> dict[str, str]:
+    """The environment the kubelet would give the pod's container: the pod's own
+    variables, with the downward API's values (the pod's IP and name) filled in as the
+    kubelet fills them, and the image's (SPARK_HOME, PATH)."""
+    (container,) = pod["spec"]["containers"]
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+    env["PYSPARK_PYTHON"] = sys.executable
+    fields = {"status.podIP": "127.0.0.1", "metadata.name": pod["metadata"]["name"]}
+    for var in container["env"]:
+        if "value" in var:
+            env[var["name"]] = var["value"]
+        else:
+            env[var["name"]] = fields[var["valueFrom"]["fieldRef"]["fieldPath"]]
+    # The emptyDir Spark mounts there; here a directory of the test's.
+    env["SPARK_LOCAL_DIRS"] = str(local_dir)
+    # A pod's only address is its own; here the executor must not look past loopback.
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    return env
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
+    tmp = tmp_path_factory.mktemp("kubernetes-recorder")
+    certs = write_cluster_certificates(tmp / "certs", ["127.0.0.1"])
+    template_file = tmp / POD_TEMPLATE_FILE
+    cluster = _cluster_config(template_file)
+    (config_map,) = [m for m in render_manifests(cluster) if m["kind"] == "ConfigMap"]
+    template_file.write_text(config_map["data"][POD_TEMPLATE_FILE])
+    driver_port = free_port()
+    with KubernetesApiRequestRecorder(
+        str(certs.rest_cert), str(certs.rest_key), NAMESPACE, DRIVER_POD
+    ) as recorder:
+        config = {
+            **cluster,
+            "spark.master": f"k8s://{recorder.url}",
+            "spark.kubernetes.driver.pod.name": DRIVER_POD,
+            "spark.kubernetes.authenticate.caCertFile": str(certs.ca_cert),
+            "spark.kubernetes.authenticate.oauthToken": TOKEN,
+            # Free ports instead of the fixed 7078/7079: other tests may hold those here.
+            "spark.driver.port": str(driver_port),
+            "spark.driver.blockManager.port": str(free_port()),
+            "spark.blockManager.port": str(free_port()),
+        }
+        script = Path(__file__).with_name("spark_driver_process.py")
+        driver = subprocess.Popen(
+            [sys.executable, str(script), json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        executor: subprocess.Popen[str] | None = None
+        try:
+            assert driver.stdout is not None and driver.stdin is not None
+            started = driver.stdout.readline()
+            assert started.startswith("started "), f"the driver did not start: {started!r}"
+            app_id = started.split()[1]
+            requests = recorder.wait_for(
+                lambda rs: any(r.method == "POST" and r.path.endswith("/pods") for r in rs),
+                START_S,
+            )
+            posts = [r.body for r in requests if r.method == "POST" and r.path.endswith("/pods")]
+            # Run the first executor pod as its container would run in the image.
+            pod = posts[0]
+            local_dir = tmp / "spark-local"
+            local_dir.mkdir()
+            executor = subprocess.Popen(
+                ["bash", str(ENTRYPOINT), *pod["spec"]["containers"][0]["args"]],
+                env=_executor_environment(pod, local_dir),
+                stdout=subprocess.DEVNULL,
+                text=True,
+            )
+            driver.stdin.write("run\n")
+            driver.stdin.flush()
+            ran = driver.stdout.readline()
+            assert ran.startswith("ran "), f"the job on the executor pod did not run: {ran!r}"
+            driver.stdin.write("stop\n")
+            driver.stdin.flush()
+            assert driver.stdout.readline().strip() == "stopped"
+            driver.wait(60)
+            # The executor ends when its driver does, as a pod's container would.
+            executor.wait(60)
+            yield Recording(
+                recorder=recorder,
+                requests=recorder.requests,
+                pod_posts=posts,
+                template=yaml.safe_load(template_file.read_text()),
+                app_id=app_id,
+                ran_on=ran.split()[1],
+                driver_port=driver_port,
+            )
+        finally:
+            _stop(driver)
+            if executor is not None:
+                _stop(executor)
+
+
+def test_every_request_goes_to_the_namespace_with_the_token(recording: Recording) -> None:
+    assert recording.requests
+    for request in recording.requests:
+        assert request.path.startswith(f"/api/v1/namespaces/{NAMESPACE}/"), request.path
+        assert request.headers.get("Authorization") == f"Bearer {TOKEN}"
+
+
+def test_the_driver_reads_its_own_pod(recording: Recording) -> None:
+    gets = [r.path for r in recording.requests if r.method == "GET"]
+    assert f"/api/v1/namespaces/{NAMESPACE}/pods/{DRIVER_POD}" in gets
+
+
+def test_executor_pods_carry_the_image_labels_and_the_masters_ownership(
+    recording: Recording,
+) -> None:
+    assert len(recording.pod_posts) == 1  # resourcemanager.taskmanager.min
+    (pod,) = recording.pod_posts
+    assert pod["metadata"]["name"] == f"{CLUSTER_ID}-exec-1"
+    labels = pod["metadata"]["labels"]
+    # Ours, from the pod template and the executor labels ...
+    assert labels["app"] == CLUSTER_ID
+    assert labels["type"] == "weir-native-kubernetes"
+    assert labels["component"] == "taskmanager"
+    # ... and Spark's.
+    assert labels["spark-role"] == "executor"
+    assert labels["spark-app-selector"] == recording.app_id
+    assert labels["spark-exec-id"] == "1"
+    assert pod["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "controller": True,
+            "name": DRIVER_POD,
+            "uid": recording.recorder.driver_uid,
+        }
+    ]
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == IMAGE
+    assert container["imagePullPolicy"] == "Always"
+    assert container["args"] == ["executor"]
+
+
+def test_executor_pods_are_made_from_the_pod_template(recording: Recording) -> None:
+    (pod,) = recording.pod_posts
+    template = recording.template
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    assert pod["spec"]["securityContext"] == template["spec"]["securityContext"]
+    (container,) = pod["spec"]["containers"]
+    (wanted,) = template["spec"]["containers"]
+    assert container["name"] == wanted["name"] == "taskmanager"
+    assert container["securityContext"] == wanted["securityContext"]
+    ports = {p["containerPort"] for p in container["ports"]}
+    assert {p["containerPort"] for p in wanted["ports"]} <= ports
+    for mount in wanted["volumeMounts"]:
+        assert mount in container["volumeMounts"]
+    for volume in template["spec"]["volumes"]:
+        assert volume in pod["spec"]["volumes"]
+    mounted = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"/opt/weir/certs", "/opt/weir/storage"} <= mounted
+
+
+def test_executor_pods_request_the_taskmanagers_cpus_and_process_size(
+    recording: Recording,
+) -> None:
+    (pod,) = recording.pod_posts
+    (container,) = pod["spec"]["containers"]
+    resources = {"cpu": "2", "memory": "1536Mi"}  # two slots; 1536 mb
+    assert container["resources"] == {"requests": resources, "limits": resources}
+    env = {v["name"]: v.get("value") for v in container["env"]}
+    assert env["SPARK_EXECUTOR_CORES"] == "1"  # one lease, one TaskManager per pod
+    assert env["SPARK_EXECUTOR_MEMORY"] == "512m"
+    assert env["SPARK_DRIVER_URL"] == (
+        f"spark://CoarseGrainedScheduler@127.0.0.1:{recording.driver_port}"
+    )
+    # Spark's authentication is on: the pod gets the secret the driver generated.
+    assert env["_SPARK_AUTH_SECRET"]
+
+
+def test_the_executor_pods_command_runs_an_executor_that_runs_python(
+    recording: Recording,
+) -> None:
+    assert recording.ran_on == f"{CLUSTER_ID}-exec-1"
+
+
+def test_the_driver_deletes_its_executor_pods_when_it_stops(recording: Recording) -> None:
+    deletes = [r for r in recording.requests if r.method == "DELETE"]
+    pods = [r for r in deletes if r.path == f"/api/v1/namespaces/{NAMESPACE}/pods"]
+    assert pods, [f"{r.method} {r.path}" for r in recording.requests]
+    assert f"spark-app-selector={recording.app_id}" in pods[0].query["labelSelector"][0]
+
+
+_RESOURCE = re.compile(r"^/api/v1/namespaces/[^/]+/(?P<resource>[a-z]+)(?P<name>/[^/]+)?$")
+
+
+def _verb(request: RecordedRequest, named: bool) -> str:
+    """The RBAC verb the API server checks for a request."""
+    if request.method == "GET":
+        if request.query.get("watch") == ["true"]:
+            return "watch"
+        return "get" if named else "list"
+    if request.method == "DELETE":
+        return "delete" if named else "deletecollection"
+    return {"POST": "create", "PATCH": "patch", "PUT": "update"}[request.method]
+
+
+def test_every_request_is_one_the_masters_role_allows(recording: Recording) -> None:
+    allowed = {
+        (resource, verb)
+        for rule in ROLE_RULES
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    asked = set()
+    for request in recording.requests:
+        match = _RESOURCE.match(request.path)
+        assert match, f"a request the Role cannot be checked against: {request.path}"
+        asked.add((match["resource"], _verb(request, match["name"] is not None)))
+    assert asked <= allowed, f"not granted: {sorted(asked - allowed)}"
+    # What the driver did here covers the grants, but for what it does only for lost
+    # executors (patch, delete one) and claims made on demand (create, delete one).
+    unused = allowed - asked
+    assert unused <= {
+        ("pods", "patch"),
+        ("pods", "delete"),
+        ("configmaps", "get"),
+        ("configmaps", "list"),
+        ("configmaps", "delete"),
+        ("persistentvolumeclaims", "get"),
+        ("persistentvolumeclaims", "create"),
+        ("persistentvolumeclaims", "delete"),
+    }, sorted(unused)
