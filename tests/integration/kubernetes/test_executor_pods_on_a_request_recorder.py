@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +79,26 @@ def _cluster_config(template_file: Path) -> dict[str, str]:
         "taskmanager.memory.process.size": "1536 mb",
         "resourcemanager.taskmanager.min": "1",
     }
+
+
+class _Lines:
+    """The lines a process prints, read by a thread, each awaited with a deadline."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            self._lines.put(line)
+        self._lines.put("")  # end of output
+
+    def next(self, timeout_s: float, what: str) -> str:
+        try:
+            return self._lines.get(timeout=timeout_s)
+        except queue.Empty:
+            pytest.fail(f"the driver did not print {what} within {timeout_s} s")
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -138,8 +160,9 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
         )
         executor: subprocess.Popen[str] | None = None
         try:
-            assert driver.stdout is not None and driver.stdin is not None
-            started = driver.stdout.readline()
+            assert driver.stdin is not None
+            lines = _Lines(driver)
+            started = lines.next(START_S, "that it started")
             assert started.startswith("started "), f"the driver did not start: {started!r}"
             app_id = started.split()[1]
             requests = recorder.wait_for(
@@ -159,14 +182,14 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
             )
             driver.stdin.write("run\n")
             driver.stdin.flush()
-            ran = driver.stdout.readline()
+            ran = lines.next(JOB_S, "the job's result")
             assert ran.startswith("ran "), f"the job on the executor pod did not run: {ran!r}"
             driver.stdin.write("stop\n")
             driver.stdin.flush()
-            assert driver.stdout.readline().strip() == "stopped"
+            assert lines.next(START_S, "that it stopped").strip() == "stopped"
             driver.wait(60)
             # The executor ends when its driver does, as a pod's container would.
-            executor.wait(60)
+            executor.wait(120)
             yield Recording(
                 recorder=recorder,
                 requests=recorder.requests,
