@@ -62,6 +62,9 @@ RUN_AS_USER = 10001
 _PROBE_PERIOD_S = 10
 _LIVENESS_FAILURES = 3
 _STARTUP_FAILURES = 30
+# A master told to stop stops its jobs, then its TaskManagers (10 s each) and their leases
+# (30 s), then Spark: stop-cluster.sh gives it 90 s before SIGKILL, and so does its pod.
+TERMINATION_GRACE_S = 90
 
 
 def generated_cluster_id() -> str:
@@ -317,6 +320,7 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
         container["livenessProbe"] = {**probe, "failureThreshold": _LIVENESS_FAILURES}
     pod_spec: dict[str, Any] = {
         "serviceAccountName": cfg.get(config, cfg.SERVICE_ACCOUNT) or cluster_id,
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_S,
         "securityContext": _pod_security(),
         "containers": [container],
         "volumes": [
