@@ -1,22 +1,25 @@
-"""What Spark's Kubernetes scheduler backend asks of the Kubernetes API when Weir's master
-is its driver, recorded by ``KubernetesApiRequestRecorder``: an HTTPS server on 127.0.0.1
-that writes requests down and answers just enough. It is a recorder of requests, not a
-cluster: no pod is scheduled and none runs.
+"""A Weir master on a ``k8s://`` Spark master, as the chart and ``weir kubernetes-session``
+run it, against ``KubernetesApiRequestRecorder``: an HTTPS server on 127.0.0.1 that writes
+down every Kubernetes API request and answers just enough. It is a recorder of requests,
+not a cluster: it schedules nothing, and no pod or container runs.
 
-The driver is started as the master starts it (``create_spark_context`` with Weir's
-``kubernetes.*`` keys and the pod template ``weir kubernetes-session`` renders), in client
-mode, in a process of its own. The test then checks the executor pods Spark asks for, runs
-one of them the way its container would run (the image's entry point with the pod's
-arguments and environment, as a local process instead of a container), runs a Python job
-on it, stops the driver, and holds every request made to the Role the manifests grant.
+The master is started as its pod starts it: the image's entry point with the arguments of
+the rendered Deployment (``$(POD_NAME)`` expanded as the kubelet expands it) and the
+rendered ``weir-conf.yaml``, changed only where this machine is not a pod (loopback
+addresses and free ports instead of the pod's, the recorder's URL and certificate instead
+of the in-cluster API server). The test checks the executor pods Spark asks for, runs the
+first one as its container would run (the image's entry point with the pod's arguments
+and environment, as a local process), lets the master lease a TaskManager on it, runs a
+job there with ``weir run``, stops the master, and holds every request made to the Role
+the manifests grant.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +35,12 @@ import yaml
 from api_request_recorder import KubernetesApiRequestRecorder, RecordedRequest
 
 from weir.client.certificates import write_cluster_certificates
-from weir.client.kubernetes_manifests import POD_TEMPLATE_FILE, ROLE_RULES, render_manifests
+from weir.client.kubernetes_manifests import (
+    CONF_FILE,
+    POD_TEMPLATE_FILE,
+    ROLE_RULES,
+    render_manifests,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 ENTRYPOINT = REPO / "deploy" / "kubernetes" / "docker-entrypoint.sh"
@@ -41,10 +49,19 @@ CLUSTER_ID = "orders"
 DRIVER_POD = "orders-5d8f7c9b4-x2x7q"
 IMAGE = "registry.example/weir:0.1.0"
 TOKEN = "recorder-token"
+READY = "Weir master ready: Dispatcher at "
 # Deadlines, not expectations: a JVM and a SparkContext start in seconds here, far longer
 # on a machine that is busy with other tests.
 START_S = 120
 JOB_S = 180
+JOB = """
+from weir.common import Types
+from weir.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+numbers = env.from_collection([1, 2, 3], type_info=Types.INT()).map(lambda n: n * 10)
+print("results", sorted(numbers.execute_and_collect()))
+"""
 
 
 def free_port() -> int:
@@ -60,25 +77,8 @@ class Recording:
     pod_posts: list[dict[str, Any]]
     template: dict[str, Any]
     app_id: str
-    ran_on: str
+    job_output: str
     driver_port: int
-
-
-def _cluster_config(template_file: Path) -> dict[str, str]:
-    """The keys a session cluster's weir-conf.yaml has, as the chart and the session write
-    them: these decide what Spark asks for."""
-    return {
-        "kubernetes.cluster-id": CLUSTER_ID,
-        "kubernetes.namespace": NAMESPACE,
-        "kubernetes.container.image.ref": IMAGE,
-        "kubernetes.container.image.pull-policy": "Always",
-        "kubernetes.secrets": "orders-tls:/opt/weir/certs",
-        "kubernetes.persistent-volume-claims": "orders-storage:/opt/weir/storage",
-        "kubernetes.pod-template-file.taskmanager": str(template_file),
-        "taskmanager.numberOfTaskSlots": "2",
-        "taskmanager.memory.process.size": "1536 mb",
-        "resourcemanager.taskmanager.min": "1",
-    }
 
 
 class _Lines:
@@ -94,11 +94,16 @@ class _Lines:
             self._lines.put(line)
         self._lines.put("")  # end of output
 
-    def next(self, timeout_s: float, what: str) -> str:
-        try:
-            return self._lines.get(timeout=timeout_s)
-        except queue.Empty:
-            pytest.fail(f"the driver did not print {what} within {timeout_s} s")
+    def wait_for(self, prefix: str, timeout_s: float) -> str:
+        while True:
+            try:
+                line = self._lines.get(timeout=timeout_s)
+            except queue.Empty:
+                pytest.fail(f"the master did not print {prefix!r} within {timeout_s} s")
+            if not line:
+                pytest.fail(f"the master ended before it printed {prefix!r}")
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -107,14 +112,40 @@ def _stop(process: subprocess.Popen[str]) -> None:
     process.wait(30)
 
 
+def _cluster_config() -> dict[str, str]:
+    """What a session is given: these decide what Spark asks of the API."""
+    return {
+        "kubernetes.cluster-id": CLUSTER_ID,
+        "kubernetes.namespace": NAMESPACE,
+        "kubernetes.container.image.ref": IMAGE,
+        "kubernetes.container.image.pull-policy": "Always",
+        "kubernetes.secrets": "orders-tls:/opt/weir/certs",
+        "kubernetes.persistent-volume-claims": "orders-storage:/opt/weir/storage",
+        "taskmanager.numberOfTaskSlots": "2",
+        "taskmanager.memory.process.size": "1536 mb",
+        "resourcemanager.taskmanager.min": "1",
+    }
+
+
+def _image_environment(**extra: str) -> dict[str, str]:
+    """The image's environment (its venv first on the PATH, Spark's home, the Python of
+    the executors) with the container's own variables."""
+    venv_bin = str(Path(sys.executable).parent)
+    return {
+        "PATH": f"{venv_bin}:{os.environ['PATH']}",
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "SPARK_HOME": str(Path(pyspark.__file__).parent),
+        "PYSPARK_PYTHON": sys.executable,
+        **extra,
+    }
+
+
 def _executor_environment(pod: dict[str, Any], local_dir: Path) -> dict[str, str]:
     """The environment the kubelet would give the pod's container: the pod's own
     variables, with the downward API's values (the pod's IP and name) filled in as the
-    kubelet fills them, and the image's (SPARK_HOME, PATH)."""
+    kubelet fills them."""
     (container,) = pod["spec"]["containers"]
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
-    env["PYSPARK_PYTHON"] = sys.executable
+    env = _image_environment()
     fields = {"status.podIP": "127.0.0.1", "metadata.name": pod["metadata"]["name"]}
     for var in container["env"]:
         if "value" in var:
@@ -132,44 +163,60 @@ def _executor_environment(pod: dict[str, Any], local_dir: Path) -> dict[str, str
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
     tmp = tmp_path_factory.mktemp("kubernetes-recorder")
     certs = write_cluster_certificates(tmp / "certs", ["127.0.0.1"])
-    template_file = tmp / POD_TEMPLATE_FILE
-    cluster = _cluster_config(template_file)
-    (config_map,) = [m for m in render_manifests(cluster) if m["kind"] == "ConfigMap"]
+    manifests = render_manifests(_cluster_config())
+    (config_map,) = [m for m in manifests if m["kind"] == "ConfigMap"]
+    (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
+    conf_dir = tmp / "conf"
+    conf_dir.mkdir()
+    template_file = conf_dir / POD_TEMPLATE_FILE
     template_file.write_text(config_map["data"][POD_TEMPLATE_FILE])
     driver_port = free_port()
+    rpc_port = free_port()
     with KubernetesApiRequestRecorder(
         str(certs.rest_cert), str(certs.rest_key), NAMESPACE, DRIVER_POD
     ) as recorder:
-        config = {
-            **cluster,
-            "spark.master": f"k8s://{recorder.url}",
-            "spark.kubernetes.driver.pod.name": DRIVER_POD,
-            "spark.kubernetes.authenticate.caCertFile": str(certs.ca_cert),
-            "spark.kubernetes.authenticate.oauthToken": TOKEN,
-            # Free ports instead of the fixed 7078/7079: other tests may hold those here.
-            "spark.driver.port": str(driver_port),
-            "spark.driver.blockManager.port": str(free_port()),
-            "spark.blockManager.port": str(free_port()),
-        }
-        script = Path(__file__).with_name("spark_driver_process.py")
-        driver = subprocess.Popen(
-            [sys.executable, str(script), json.dumps(config)],
-            stdin=subprocess.PIPE,
+        conf = yaml.safe_load(config_map["data"][CONF_FILE])
+        conf.update(
+            {
+                # Where this machine is not a pod: loopback instead of the pod's address,
+                # free ports instead of fixed ones (other tests run beside this one), the
+                # recorder instead of the API server.
+                "jobmanager.bind-host": "127.0.0.1",
+                "jobmanager.rpc.address": "127.0.0.1",
+                "jobmanager.rpc.port": str(rpc_port),
+                "rest.bind-address": "127.0.0.1",
+                "rest.port": "0",
+                "taskmanager.bind-host": "127.0.0.1",
+                "taskmanager.rpc.port": "0",
+                "taskmanager.data.port": "0",
+                "kubernetes.pod-template-file.taskmanager": str(template_file),
+                "spark.master": f"k8s://{recorder.url}",
+                "spark.kubernetes.authenticate.caCertFile": str(certs.ca_cert),
+                "spark.kubernetes.authenticate.oauthToken": TOKEN,
+                "spark.driver.port": str(driver_port),
+                "spark.driver.blockManager.port": str(free_port()),
+                "spark.blockManager.port": str(free_port()),
+            }
+        )
+        (conf_dir / CONF_FILE).write_text(yaml.safe_dump(conf))
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        args = [arg.replace("$(POD_NAME)", DRIVER_POD) for arg in container["args"]]
+        master = subprocess.Popen(
+            ["bash", str(ENTRYPOINT), *args],
+            env=_image_environment(WEIR_CONF_DIR=str(conf_dir)),
             stdout=subprocess.PIPE,
             text=True,
         )
         executor: subprocess.Popen[str] | None = None
         try:
-            assert driver.stdin is not None
-            lines = _Lines(driver)
-            started = lines.next(START_S, "that it started")
-            assert started.startswith("started "), f"the driver did not start: {started!r}"
-            app_id = started.split()[1]
+            lines = _Lines(master)
+            address = lines.wait_for(READY, START_S)
             requests = recorder.wait_for(
                 lambda rs: any(r.method == "POST" and r.path.endswith("/pods") for r in rs),
                 START_S,
             )
             posts = [r.body for r in requests if r.method == "POST" and r.path.endswith("/pods")]
+            app_id = posts[0]["metadata"]["labels"]["spark-app-selector"]
             # Run the first executor pod as its container would run in the image.
             pod = posts[0]
             local_dir = tmp / "spark-local"
@@ -180,27 +227,33 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
                 stdout=subprocess.DEVNULL,
                 text=True,
             )
-            driver.stdin.write("run\n")
-            driver.stdin.flush()
-            ran = lines.next(JOB_S, "the job's result")
-            assert ran.startswith("ran "), f"the job on the executor pod did not run: {ran!r}"
-            driver.stdin.write("stop\n")
-            driver.stdin.flush()
-            assert lines.next(START_S, "that it stopped").strip() == "stopped"
-            driver.wait(60)
-            # The executor ends when its driver does, as a pod's container would.
-            executor.wait(120)
+            job_file = tmp / "job.py"
+            job_file.write_text(JOB)
+            job = subprocess.run(
+                [sys.executable, "-m", "weir.client.cli", "run", "-m", address, str(job_file)],
+                env={**os.environ, "WEIR_CONF_DIR": str(tmp / "no-client-conf")},
+                capture_output=True,
+                text=True,
+                timeout=JOB_S,
+                check=False,
+            )
+            assert job.returncode == 0, job.stdout + job.stderr
+            # Deleting the master pod: SIGTERM, as the kubelet sends it (through tini).
+            master.send_signal(signal.SIGTERM)
+            master.wait(START_S)
+            # The executor ends with its driver, as a pod's container would.
+            executor.wait(START_S)
             yield Recording(
                 recorder=recorder,
                 requests=recorder.requests,
                 pod_posts=posts,
                 template=yaml.safe_load(template_file.read_text()),
                 app_id=app_id,
-                ran_on=ran.split()[1],
+                job_output=job.stdout,
                 driver_port=driver_port,
             )
         finally:
-            _stop(driver)
+            _stop(master)
             if executor is not None:
                 _stop(executor)
 
@@ -283,10 +336,10 @@ def test_executor_pods_request_the_taskmanagers_cpus_and_process_size(
     assert env["_SPARK_AUTH_SECRET"]
 
 
-def test_the_executor_pods_command_runs_an_executor_that_runs_python(
-    recording: Recording,
-) -> None:
-    assert recording.ran_on == f"{CLUSTER_ID}-exec-1"
+def test_a_job_runs_on_a_taskmanager_in_the_executor_pod(recording: Recording) -> None:
+    # A k8s:// master has no executors but the pods it asked for: the one run here holds
+    # the TaskManager that ran the job.
+    assert "results [10, 20, 30]" in recording.job_output
 
 
 def test_the_driver_deletes_its_executor_pods_when_it_stops(recording: Recording) -> None:
