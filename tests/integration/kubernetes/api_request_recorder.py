@@ -22,7 +22,6 @@ import hashlib
 import json
 import ssl
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,7 +39,6 @@ class RecordedRequest:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any
-    received_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass

@@ -5,6 +5,8 @@ none can run here), and what they say."""
 from __future__ import annotations
 
 import copy
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -211,3 +213,12 @@ def test_two_masters_without_zookeeper_are_refused() -> None:
 def test_a_session_needs_a_cluster_id() -> None:
     with pytest.raises(ConfigurationError, match=r"kubernetes\.cluster-id"):
         render_manifests({})
+
+
+def test_the_default_image_chart_and_project_name_one_version() -> None:
+    repo = Path(__file__).resolve().parents[3]
+    version = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["version"]
+    assert cfg.CONTAINER_IMAGE.default == f"weir:{version}"
+    chart = repo / "deploy" / "kubernetes" / "weir"
+    assert yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"] == version
+    assert yaml.safe_load((chart / "values.yaml").read_text())["image"]["tag"] == version
