@@ -20,7 +20,6 @@ import logging
 from collections.abc import Mapping
 
 from weir.core import config as cfg
-from weir.core.errors import ConfigurationError
 from weir.core.kubernetes_cluster import BLOCK_MANAGER_PORT, DRIVER_PORT, cpus, taskmanager_labels
 
 logger = logging.getLogger(__name__)
@@ -36,15 +35,12 @@ def is_kubernetes(config: Mapping[str, str]) -> bool:
 
 def kubernetes_spark_settings(config: Mapping[str, str]) -> dict[str, str]:
     """The ``spark.*`` settings for executor pods, from Weir's keys; ``{}`` unless
-    ``spark.master`` is ``k8s://...``. Raises ConfigurationError on a size Spark would
-    refuse."""
+    ``spark.master`` is ``k8s://...``. Raises ConfigurationError on a bad value (a process
+    size below a JVM and Python, say)."""
     if not is_kubernetes(config):
         return {}
-    process = cfg.get(config, cfg.TASKMANAGER_PROCESS_SIZE)
-    overhead_mib = (process - EXECUTOR_HEAP_BYTES) >> 20
-    if overhead_mib <= 0:  # the option's own check keeps this above 0; kept for clarity
-        msg = f"{cfg.TASKMANAGER_PROCESS_SIZE.key} must exceed the executor's 512 MB heap"
-        raise ConfigurationError(msg)
+    # At least 1 GiB (the option's check): the heap leaves Python half of it or more.
+    overhead_mib = (cfg.get(config, cfg.TASKMANAGER_PROCESS_SIZE) - EXECUTOR_HEAP_BYTES) >> 20
     cpu = cfg.get(config, cfg.TASKMANAGER_CPU)
     if cpu == -1:
         cpu = float(cfg.get(config, cfg.NUM_TASK_SLOTS))

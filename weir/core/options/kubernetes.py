@@ -34,16 +34,16 @@ def _cpu_amount(text: str) -> float:
     return value
 
 
+# A pod holds a JVM (Spark's driver or executor) and Python: below this neither starts.
+_MIN_PROCESS_SIZE = 1 << 30
+
+
 def _process_size(text: str) -> int:
     value = parse_memory_bytes(text)
     if value < _MIN_PROCESS_SIZE:
         msg = f"expected at least 1 gb (a JVM and a Python process), got {text!r}"
         raise ValueError(msg)
     return value
-
-
-# A pod holds a JVM (Spark's driver or executor) and Python: below this neither starts.
-_MIN_PROCESS_SIZE = 1 << 30
 
 
 def _replicas(text: str) -> int:
