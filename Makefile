@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CDS_STAMP := $(VENV)/.spark-cds
 PROTOS := $(wildcard proto/*.proto)
 
-.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser
+.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm
 
 setup: java $(STAMP) $(CDS_STAMP)
 
@@ -41,6 +41,20 @@ browser:
 	  echo "installing chromium and chromium-driver"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq chromium chromium-driver) >/dev/null; }
+
+# The Kubernetes chart's tests lint and render it with helm, built once from Helm's Go
+# module into a cache outside the repository (a few minutes). Without Go or the module
+# proxy nothing is built, and those tests are skipped, saying why.
+HELM_VERSION := v3.22.0
+HELM_DIR := $(HOME)/.cache/weir/helm-$(HELM_VERSION)
+HELM := $(HELM_DIR)/helm
+helm:
+	@test -x $(HELM) || { command -v go >/dev/null 2>&1 \
+	  && echo "building helm $(HELM_VERSION) with go install into $(HELM_DIR)" \
+	  && GOBIN=$(HELM_DIR) GOFLAGS=-buildvcs=false \
+	    go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) >/dev/null 2>&1; } \
+	  || echo "helm $(HELM_VERSION) could not be built (no Go, or no Go module proxy):" \
+	    "the chart's tests will be skipped"
 
 run: setup
 	$(PY) examples/word_count.py
@@ -87,11 +101,11 @@ TEST_WORKERS ?= 2
 
 # Static checks first, then the unit tier (no sockets, no subprocesses: stops at the first
 # failure), then everything else with the slowest tests listed.
-test: setup browser
+test: setup browser helm
 	$(MAKE) --no-print-directory lint layers typecheck
 	$(VENV)/bin/pytest -q -p no:cacheprovider -x tests/unit
-	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 \
-	  --ignore=tests/unit
+	WEIR_HELM=$(HELM) $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+	  --dist loadfile --durations=15 --ignore=tests/unit
 
 # The soak and multi-host tests (none is in the unit tier, whose module names may repeat
 # those of the other tiers: they are never collected together).

@@ -30,6 +30,7 @@ from pyspark.errors import PySparkRuntimeError
 
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
+from weir.resourcemanager.kubernetes_executors import is_kubernetes, kubernetes_spark_settings
 from weir.resourcemanager.spark_driver_jvm import (
     EXTRA_JAVA_OPTIONS,
     archive_path,
@@ -112,13 +113,11 @@ def warm_up_python_workers(context: SparkContext) -> None:
     context.parallelize(range(cores), cores).count()
 
 
-def create_spark_context(config: Mapping[str, str]) -> SparkContext:
-    """A SparkContext for leasing TaskManagers, from the ``spark.*`` keys; its JVM starts
-    with Weir's options (``spark_driver_jvm``) and binds as the master binds when that is
-    loopback.
-
-    A SparkContext and no SparkSession: leases are RDD jobs, and a SparkSession's JVM side
-    (Spark SQL's catalog and configuration) would add about a second to every start."""
+def driver_settings(config: Mapping[str, str]) -> dict[str, str]:
+    """Every Spark setting of the driver that leases TaskManagers: Weir's defaults, where
+    the driver binds and who may talk to it, what executor pods look like on Kubernetes
+    (``kubernetes_executors``), and last the configuration's own ``spark.*`` keys, which
+    win over all of these."""
     settings = {
         "spark.app.name": "weir",
         "spark.ui.enabled": "false",
@@ -138,7 +137,19 @@ def create_spark_context(config: Mapping[str, str]) -> SparkContext:
         "spark.python.daemon.module": PYTHON_DAEMON_MODULE,
     }
     settings.update(_driver_network_settings(config))
+    settings.update(kubernetes_spark_settings(config))
     settings.update({k: v for k, v in config.items() if k.startswith("spark.")})
+    return settings
+
+
+def create_spark_context(config: Mapping[str, str]) -> SparkContext:
+    """A SparkContext for leasing TaskManagers, from ``driver_settings``; its JVM starts
+    with Weir's options (``spark_driver_jvm``) and binds as the master binds when that is
+    loopback.
+
+    A SparkContext and no SparkSession: leases are RDD jobs, and a SparkSession's JVM side
+    (Spark SQL's catalog and configuration) would add about a second to every start."""
+    settings = driver_settings(config)
     if settings.get("spark.authenticate") != "true":
         logger.warning(
             "Spark's authentication is off: anyone who reaches the driver's RPC port can "
@@ -200,9 +211,10 @@ def _driver_network_settings(config: Mapping[str, str]) -> dict[str, str]:
         "spark.driver.host": cfg.advertised_master_host(config),
     }
     local = cfg.get(config, cfg.SPARK_MASTER).startswith("local")
-    # Spark generates the secret itself for local masters; a standalone cluster's master
-    # and workers must be given the same one (spark.authenticate.secret) by the user.
-    if local or config.get("spark.authenticate.secret"):
+    # Spark generates the secret itself for local masters, and on Kubernetes hands the one
+    # it generated to each executor pod (in the pod's environment); a standalone cluster's
+    # master and workers must be given the same one (spark.authenticate.secret) by the user.
+    if local or is_kubernetes(config) or config.get("spark.authenticate.secret"):
         settings["spark.authenticate"] = "true"
         if cfg.get(config, cfg.SSL_INTERNAL_ENABLED):
             settings["spark.network.crypto.enabled"] = "true"
@@ -223,6 +235,11 @@ def derive_max_task_managers(config: Mapping[str, str], context: SparkContext) -
         if cores == "*":
             return os.cpu_count() or 1
         return int(cores)
+    instances = context.getConf().get("spark.executor.instances")
+    if master.startswith("k8s://") and instances:
+        # Executor pods register after the context starts: count the pods asked for, one
+        # TaskManager each (kubernetes_executors gives every pod one core).
+        return int(instances)
     parallelism = context.defaultParallelism
     if parallelism < 1:
         msg = (

@@ -12,6 +12,7 @@ weir logs [-m host:port] [--taskmanager ID] [--log] [--tail-bytes N]
 weir info [-p N] job.py [args...]
 weir certs --out DIR --hosts HOST[,HOST...] [--days N]
 weir ha status
+weir kubernetes-session [-Dkey=value ...] [--dry-run]
 """
 
 from __future__ import annotations
@@ -370,6 +371,22 @@ def cmd_certs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return 0
 
 
+def cmd_kubernetes_session(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    from weir.client.kubernetes_session import session_config, start_session  # noqa: PLC0415
+
+    start_session(session_config(conf, ns.dynamic), ns.dry_run)
+    return 0
+
+
+def _dynamic_property(text: str) -> tuple[str, str]:
+    """``-Dkey=value`` (Flink's dynamic properties): one configuration key."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        msg = f"expected -Dkey=value, got -D{text}"
+        raise argparse.ArgumentTypeError(msg)
+    return key.strip(), value.strip()
+
+
 def cmd_ha_status(_ns: argparse.Namespace, conf: dict[str, str]) -> int:
     print(format_ha_status(read_ha_status(conf)))
     return 0
@@ -512,6 +529,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     certs.add_argument("--days", type=int, default=365, help="validity (default 365)")
     certs.set_defaults(func=cmd_certs)
+
+    session = sub.add_parser(
+        "kubernetes-session",
+        help="start a session cluster on Kubernetes (the master's Deployment and Services)",
+        description="Apply, with kubectl, the objects of a Weir session cluster: a Deployment "
+        "for the master (the Spark driver, which creates the TaskManager pods), its Services, "
+        "ConfigMap and RBAC. Configuration: weir-conf.yaml of WEIR_CONF_DIR, then -D.",
+    )
+    session.add_argument(
+        "-D",
+        dest="dynamic",
+        action="append",
+        default=[],
+        type=_dynamic_property,
+        metavar="KEY=VALUE",
+        help="a configuration key, e.g. -Dkubernetes.cluster-id=orders (repeatable)",
+    )
+    session.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print every manifest as one multi-document YAML and apply nothing",
+    )
+    session.set_defaults(func=cmd_kubernetes_session)
     return parser
 
 

@@ -74,8 +74,12 @@ def parse_memory_bytes(text: str) -> int:
         "mb": 1 << 20,
         "g": 1 << 30,
         "gb": 1 << 30,
+        # Kubernetes' quantities (2048Mi), as the Helm chart's values write sizes.
+        "ki": 1 << 10,
+        "mi": 1 << 20,
+        "gi": 1 << 30,
     }
-    number = stripped.rstrip("kmgb")
+    number = stripped.rstrip("kmgbi")
     unit = stripped[len(number) :]
     if not number.isdigit() or unit not in units:
         msg = f"expected a size such as '32 kb' or '1 mb', got {text!r}"

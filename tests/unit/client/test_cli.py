@@ -60,3 +60,17 @@ class TestParallelismFlag:
         )
         cli.main(["run", "-m", "127.0.0.1:1", "-p", "3", "job.py"])
         assert seen[cfg.PARALLELISM_DEFAULT.key] == "3"
+
+
+def test_kubernetes_session_takes_flinks_dynamic_properties() -> None:
+    ns = cli.build_parser().parse_args(
+        ["kubernetes-session", "-Dkubernetes.cluster-id=orders", "-D", "a.b=c=d", "--dry-run"]
+    )
+    assert ns.dynamic == [("kubernetes.cluster-id", "orders"), ("a.b", "c=d")]
+    assert ns.dry_run is True
+
+
+def test_a_dynamic_property_without_a_value_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["kubernetes-session", "-Dkubernetes.cluster-id"])
+    assert "expected -Dkey=value" in capsys.readouterr().err

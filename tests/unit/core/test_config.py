@@ -22,6 +22,10 @@ def test_durations_and_sizes_parse_flink_syntax():
     assert cfg.get({"heartbeat.timeout": "50 s"}, cfg.HEARTBEAT_TIMEOUT) == 50_000
     assert cfg.get({"execution.buffer-timeout.interval": "-1"}, cfg.BUFFER_TIMEOUT) == -1
     assert cfg.get({"taskmanager.memory.segment-size": "64kb"}, cfg.SEGMENT_SIZE) == 65536
+    # Kubernetes' quantities, as the Helm chart's values write pod sizes.
+    assert cfg.parse_memory_bytes("2048Mi") == cfg.parse_memory_bytes("2 gb") == 2 << 30
+    with pytest.raises(ValueError, match="1 mb"):
+        cfg.parse_memory_bytes("2ib")
 
 
 def test_spark_keys_pass_through():

@@ -8,6 +8,7 @@ from weir.core.options import master
 from weir.core.options import security
 from weir.core.options import rest
 from weir.core.options import high_availability
+from weir.core.options import kubernetes
 from weir.core.options import checkpointing
 from weir.core.options import restart
 
@@ -17,6 +18,7 @@ __all__ = [
     "checkpointing",
     "high_availability",
     "job",
+    "kubernetes",
     "master",
     "rest",
     "restart",

@@ -29,6 +29,7 @@ from weir.core.options.job import (
     OPERATOR_CHAINING,
     OPERATOR_CHAINING_DEPRECATED,
 )
+from weir.core.options.kubernetes import CONTAINER_IMAGE, CONTAINER_IMAGE_DEPRECATED
 
 # --- restart strategies (Flink 2.x RestartStrategyOptions) ----------------------------
 RESTART_STRATEGY_TYPE = _option(
@@ -129,6 +130,7 @@ DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
     STATE_RECOVERY_IGNORE_UNCLAIMED_STATE.key: (
         STATE_RECOVERY_IGNORE_UNCLAIMED_STATE_DEPRECATED.key,
     ),
+    CONTAINER_IMAGE.key: (CONTAINER_IMAGE_DEPRECATED.key,),
 }
 """Current key -> older names still accepted for it (Flink's ``withDeprecatedKeys``)."""
 

@@ -1,0 +1,171 @@
+"""The Helm chart (deploy/kubernetes/weir): ``helm lint --strict``, ``helm template`` with
+the default values and with HA, TLS, a token, a claim and a LoadBalancer, every rendered
+manifest validated strictly against the Kubernetes API schemas of the three newest minor
+versions kubernetes-validate bundles, the weir-conf.yaml it renders checked by Weir's own
+configuration rules, and the chart held to ``weir kubernetes-session``'s objects.
+
+No API server runs here: nothing is installed anywhere. helm comes from ``make helm``
+(``go install`` of Helm's module into a cache outside the repository), given as WEIR_HELM,
+or from the PATH; without it these tests are skipped, saying so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes_schemas import KUBERNETES_VERSIONS, validate_all
+
+from weir.client.kubernetes_manifests import CONF_FILE, POD_TEMPLATE_FILE, render_manifests
+from weir.core import config as cfg
+
+CHART = Path(__file__).resolve().parents[3] / "deploy" / "kubernetes" / "weir"
+HA_TLS_VALUES = [
+    "highAvailability.enabled=true",
+    "highAvailability.zookeeperQuorum=zk-0.zk:2181\\,zk-1.zk:2181\\,zk-2.zk:2181",
+    "highAvailability.storageDir=file:///opt/weir/storage/ha",
+    "tls.enabled=true",
+    "tls.secretName=orders-tls",
+    "authToken.secretName=orders-token",
+    "storage.persistentVolumeClaim.enabled=true",
+    "rest.serviceType=LoadBalancer",
+    "image.repository=registry.example/weir",
+    "image.pullSecrets[0]=regcred",
+    "taskManagers.count=4",
+    "taskManagers.slots=2",
+    "weirConf.execution\\.checkpointing\\.dir=file:///opt/weir/storage/checkpoints",
+]
+VALUE_SETS = {"defaults": [], "ha-tls": HA_TLS_VALUES}
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    found = os.environ.get("WEIR_HELM") or shutil.which("helm")
+    if not found or not os.access(found, os.X_OK):
+        pytest.skip(
+            "no helm here: `make helm` builds it with `go install helm.sh/helm/v3/cmd/helm` "
+            "when Go and the Go module proxy are available (make test does so)"
+        )
+    return found
+
+
+def template(helm: str, values: list[str]) -> list[dict[str, Any]]:
+    sets = [arg for value in values for arg in ("--set", value)]
+    command = [helm, "template", "orders", str(CHART), "-n", "streaming"]
+    done = subprocess.run(
+        [*command, "--kube-version", f"{KUBERNETES_VERSIONS[-1]}.0", *sets],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+
+
+@pytest.fixture(scope="module")
+def rendered(helm: str) -> dict[str, list[dict[str, Any]]]:
+    return {name: template(helm, values) for name, values in VALUE_SETS.items()}
+
+
+def test_helm_lint_finds_nothing(helm: str) -> None:
+    done = subprocess.run(
+        [helm, "lint", "--strict", str(CHART), "--kube-version", f"{KUBERNETES_VERSIONS[-1]}.0"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for values in VALUE_SETS.values():
+        sets = [arg for value in values for arg in ("--set", value)]
+        done = subprocess.run(
+            [helm, "lint", "--strict", str(CHART), *sets],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("values", list(VALUE_SETS))
+def test_every_rendered_manifest_passes_strict_validation(
+    rendered: dict[str, list[dict[str, Any]]], values: str
+) -> None:
+    checked = validate_all(rendered[values])
+    expected = {
+        "ServiceAccount/orders",
+        "Role/orders",
+        "RoleBinding/orders",
+        "ConfigMap/orders-config",
+        f"ConfigMap/orders-config/{POD_TEMPLATE_FILE}",
+        "Service/orders-driver",
+        "Service/orders-rest",
+        "Deployment/orders",
+        "PodDisruptionBudget/orders",
+    }
+    if values == "ha-tls":
+        expected.add("PersistentVolumeClaim/orders-storage")
+    assert set(checked) == expected
+
+
+def chart_conf(manifests: list[dict[str, Any]]) -> dict[str, str]:
+    (config_map,) = [m for m in manifests if m["kind"] == "ConfigMap"]
+    return yaml.safe_load(config_map["data"][CONF_FILE])
+
+
+@pytest.mark.parametrize("values", list(VALUE_SETS))
+def test_the_rendered_weir_conf_passes_weirs_own_checks(
+    rendered: dict[str, list[dict[str, Any]]], values: str
+) -> None:
+    conf = cfg.validate(chart_conf(rendered[values]))
+    cfg.check_relations(conf)
+    if values == "ha-tls":
+        assert conf["high-availability.type"] == "zookeeper"
+        assert conf["kubernetes.jobmanager.replicas"] == "2"
+        assert conf["security.ssl.internal.cert"] == "/opt/weir/certs/internal.pem"
+        assert cfg.get(conf, cfg.TASKMANAGER_PROCESS_SIZE) == 2 << 30
+        assert conf["resourcemanager.taskmanager.min"] == "4"
+        assert conf["execution.checkpointing.dir"] == "file:///opt/weir/storage/checkpoints"
+
+
+def _comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """An object without what only Helm adds: its own labels and the config checksum."""
+    doc = yaml.safe_load(yaml.safe_dump(doc))
+    labels = doc["metadata"].get("labels", {})
+    for helm_label in ("app.kubernetes.io/managed-by", "helm.sh/chart"):
+        labels.pop(helm_label, None)
+    if doc["kind"] == "Deployment":
+        doc["spec"]["template"]["metadata"].pop("annotations", None)
+    if doc["kind"] == "ConfigMap":
+        # The files are compared as what they hold, not as text.
+        doc["data"] = {
+            CONF_FILE: cfg.validate(yaml.safe_load(doc["data"][CONF_FILE])),
+            POD_TEMPLATE_FILE: yaml.safe_load(doc["data"][POD_TEMPLATE_FILE]),
+        }
+    return doc
+
+
+@pytest.mark.parametrize("values", list(VALUE_SETS))
+def test_the_chart_renders_what_kubernetes_session_applies(
+    rendered: dict[str, list[dict[str, Any]]], values: str
+) -> None:
+    """``weir kubernetes-session`` given the chart's weir-conf.yaml renders the chart's
+    objects: one description of a session cluster, two renderers."""
+    chart = {
+        (d["kind"], d["metadata"]["name"]): _comparable(d)
+        for d in rendered[values]
+        if d["kind"] != "PersistentVolumeClaim"  # the chart may create the claim
+    }
+    session = {
+        (d["kind"], d["metadata"]["name"]): _comparable(d)
+        for d in render_manifests(chart_conf(rendered[values]))
+    }
+    assert sorted(chart) == sorted(session)
+    for key, doc in chart.items():
+        assert doc == session[key], key
