@@ -101,11 +101,15 @@ TEST_WORKERS ?= 2
 
 # Static checks first, then the unit tier (no sockets, no subprocesses: stops at the first
 # failure), then everything else with the slowest tests listed.
-test: setup browser helm
-	$(MAKE) --no-print-directory lint layers typecheck
-	$(VENV)/bin/pytest -q -p no:cacheprovider -x tests/unit
-	WEIR_HELM=$(HELM) $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
-	  --dist loadfile --durations=15 --ignore=tests/unit
+# helm, when it has to be built, builds meanwhile (it takes minutes the first time).
+test: setup browser
+	@mkdir -p build; ( $(MAKE) --no-print-directory helm > build/helm-build.log 2>&1 ) & \
+	  helm_build=$$!; \
+	  $(MAKE) --no-print-directory lint layers typecheck \
+	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x tests/unit; status=$$?; \
+	  wait $$helm_build; cat build/helm-build.log; \
+	  test $$status -eq 0 && WEIR_HELM=$(HELM) $(VENV)/bin/pytest -q -p no:cacheprovider \
+	    -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/unit
 
 # The soak and multi-host tests (none is in the unit tier, whose module names may repeat
 # those of the other tiers: they are never collected together).
