@@ -21,40 +21,43 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
 from weir.core import rpc
 from weir.core.addresses import local_address_towards
-from weir.core.checkpoint import CheckpointMetrics, CheckpointType, TaskStateSnapshot
-from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
+from weir.core.checkpoint import CheckpointType
+from weir.core.deployment import TaskDeploymentDescriptor
 from weir.core.errors import (
-    RemoteTimeoutError,
     SlotAllocationError,
     TaskManagerLostError,
     WeirError,
 )
 from weir.core.ids import AllocationId, ExecutionAttemptId, JobId, ResourceId, new_resource_id
-from weir.core.job_info import IOMetricsInfo
 from weir.core.print_target import local_print_target
 from weir.core.security import SecurityConfig
 from weir.core.task_manager_files import TaskManagerFile, TaskManagerFileType
 from weir.taskmanager import service, user_system_exit
+from weir.taskmanager.job_master_responders import (
+    CheckpointResponder,
+    CollectResponder,
+    EndOfData,
+    JobMasterConnection,
+    KvStateRegistrar,
+    StateUpdate,
+    TaskStateReporter,
+)
 from weir.taskmanager.job_resources import JobResources, JobResourceTable, job_task_thread
 from weir.taskmanager.log_files import log_directory, read_file_tail
 from weir.taskmanager.mailbox import MailboxClosedError
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig, NetworkEnvironment
 from weir.taskmanager.queryablestate import (
-    KvStateEntry,
-    KvStateRegistration,
     KvStateRegistry,
     KvStateServer,
 )
-from weir.taskmanager.state.backend import KeyedStateBackend
-from weir.taskmanager.task import RegisterKvState, Task, TaskCanceledError, TaskServices
+from weir.taskmanager.task import Task, TaskCanceledError, TaskServices
 from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
 from weir.taskmanager.task_manager_metrics import TaskManagerMetrics
-from weir.taskmanager.task_metrics import final_io_metrics
 from weir.taskmanager.working_directory import WorkingDirectory, remove_abandoned
 
 if TYPE_CHECKING:
@@ -72,13 +75,6 @@ _RPC_TIMEOUT_S = 10.0
 # A cancelled task releases its partitions and wakes its gate, so it ends promptly;
 # user code stuck outside Weir may not, and close() must not hang on it forever.
 _TASK_CANCEL_WAIT_S = 5.0
-# A collect sink blocks while the JobMaster's buffer is full (back-pressure); this bounds
-# how long a reader that stopped fetching can stall the task before it fails.
-_COLLECT_TIMEOUT_S = 300.0
-# While the JobMaster's collect buffer stays full, the sink doubles its wait between
-# pushes up to this: a reader that paused costs one push per half second, and one that
-# resumes sees new results at most this much later.
-_COLLECT_MAX_BACKOFF_MS = 500
 # The last state updates (CANCELED, FAILED) matter to the JobMaster; close() gives the
 # sender this long to deliver what is queued.
 _REPORT_DRAIN_S = 10.0
@@ -130,16 +126,6 @@ class TaskExecutorConfig:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _StateUpdate:
-    jobmaster_address: str
-    job_id: JobId
-    attempt_id: ExecutionAttemptId
-    state: ExecutionState
-    failure_cause: str | None
-    io_metrics: IOMetricsInfo | None = None
-
-
 @dataclass(slots=True)
 class _Slot:
     """A slot of this TaskManager (Flink's TaskSlot). ALLOCATED until freed; a freed slot
@@ -151,15 +137,6 @@ class _Slot:
     jobmaster_address: str
     tasks: set[ExecutionAttemptId] = field(default_factory=set)
     releasing: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _EndOfData:
-    """For the report thread: a task reached the end of its input (FLIP-147)."""
-
-    jobmaster_address: str
-    job_id: JobId
-    attempt_id: ExecutionAttemptId
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +190,7 @@ class TaskExecutor:
         self._network: NetworkEnvironment | None = None
         self._server: grpc.Server | None = None
         self._heartbeat_thread: threading.Thread | None = None
-        self._reports: queue.Queue[_StateUpdate | _EndOfData | _SlotAvailable | None] = (
-            queue.Queue()
-        )
+        self._reports: queue.Queue[StateUpdate | EndOfData | _SlotAvailable | None] = queue.Queue()
         self._reporter: threading.Thread | None = None
         self.host = self.config.host
         """The address advertised to the cluster (known once started)."""
@@ -659,177 +634,35 @@ class TaskExecutor:
     def _services_for(
         self, tdd: TaskDeploymentDescriptor, jobmaster_address: str, resources: JobResources
     ) -> TaskServices:
+        """The task's links to this TaskExecutor and to its JobMaster
+        (``weir.taskmanager.job_master_responders``)."""
         assert self._network is not None
-        job_id, attempt = tdd.job_id, tdd.execution_attempt_id
-
-        def report_state(
-            attempt_id: ExecutionAttemptId, state: ExecutionState, cause: str | None
-        ) -> None:
-            # On the task thread: queue it, never block on an RPC; one sender keeps order.
-            io_metrics = None
-            if state.is_terminal:
-                entry = self._tasks.get(attempt_id)
-                io_metrics = final_io_metrics(entry[0]) if entry is not None else None
-            self._reports.put(
-                _StateUpdate(jobmaster_address, job_id, attempt_id, state, cause, io_metrics)
-            )
-            if state.is_terminal:
-                self._task_ended(attempt_id)
-
-        def collect(
-            operator_id: str, subtask_index: int, batch: bytes, end: bool, epoch: int
-        ) -> None:
-            # On the task thread. The JobMaster answers "full, retry after N ms" at once;
-            # retrying here, backing off while it stays full, keeps the back-pressure on
-            # the task thread without losing the batch or holding a JobMaster thread.
-            deadline = time.monotonic() + _COLLECT_TIMEOUT_S
-            backoff_ms = 0
-            while True:
-                retry_after_ms = self._jobmasters.push_collect_batch(
-                    jobmaster_address,
-                    job_id=job_id,
-                    attempt_id=attempt,
-                    operator_id=operator_id,
-                    subtask_index=subtask_index,
-                    batch=batch,
-                    end=end,
-                    epoch=epoch,
-                    timeout_s=_RPC_TIMEOUT_S,
-                )
-                if retry_after_ms is None:
-                    return
-                with self._lock:
-                    entry = self._tasks.get(attempt)
-                if entry is None or entry[0].cancel_requested:
-                    return  # the task is ending; its batches are not wanted any more
-                if time.monotonic() >= deadline:
-                    msg = (
-                        f"the client of execute_and_collect fetched no results for "
-                        f"{_COLLECT_TIMEOUT_S:.0f} s while {operator_id} waited to send "
-                        "more; read the results iterator (or close it to cancel the job)"
-                    )
-                    raise RemoteTimeoutError(msg)
-                backoff_ms = min(max(retry_after_ms, 2 * backoff_ms), _COLLECT_MAX_BACKOFF_MS)
-                # The back-off is the back-pressure: the task waits for the client here.
-                self._stop_requested.wait(backoff_ms / 1000)
-
-        def acknowledge(
-            attempt_id: ExecutionAttemptId,
-            checkpoint_id: int,
-            task_state: TaskStateSnapshot,
-            metrics: CheckpointMetrics,
-        ) -> None:
-            # On the task's checkpoint writer thread: a lost ack only lets the
-            # checkpoint expire; the next one covers the same records.
-            try:
-                self._jobmasters.acknowledge_checkpoint(
-                    jobmaster_address,
-                    job_id=job_id,
-                    attempt_id=attempt_id,
-                    checkpoint_id=checkpoint_id,
-                    task_state=task_state,
-                    metrics=metrics,
-                    timeout_s=_RPC_TIMEOUT_S,
-                )
-            except WeirError:
-                if attempt_id not in self._tasks:
-                    # The task ended meanwhile, and its job may have too (a checkpoint
-                    # written while the job finished): nobody waits for this ack.
-                    logger.debug(
-                        "acknowledging checkpoint %d of ended task %s failed",
-                        checkpoint_id,
-                        attempt_id,
-                        exc_info=True,
-                    )
-                    return
-                logger.warning(
-                    "acknowledging checkpoint %d of %s failed",
-                    checkpoint_id,
-                    attempt_id,
-                    exc_info=True,
-                )
-
-        def decline(attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
-            try:
-                self._jobmasters.decline_checkpoint(
-                    jobmaster_address,
-                    job_id=job_id,
-                    attempt_id=attempt_id,
-                    checkpoint_id=checkpoint_id,
-                    reason=reason,
-                    timeout_s=_RPC_TIMEOUT_S,
-                )
-            except WeirError:
-                # The checkpoint expires instead of being aborted at once; nobody waits
-                # for it when the task has ended.
-                level = logging.WARNING if attempt_id in self._tasks else logging.DEBUG
-                logger.log(
-                    level,
-                    "declining checkpoint %d of %s failed",
-                    checkpoint_id,
-                    attempt_id,
-                    exc_info=True,
-                )
-
+        connection = JobMasterConnection(jobmaster_address, tdd.job_id, self._jobmasters)
+        reporter = TaskStateReporter(connection, self._reports, self, self._task_ended)
+        checkpoints = CheckpointResponder(connection, self)
+        collect = CollectResponder(connection, tdd.execution_attempt_id, self, self._stop_requested)
+        kv_states = KvStateRegistrar(
+            connection, tdd, lambda: self.kv_state_server, self.kv_state_registry
+        )
         return TaskServices(
             network=self._network,
-            report_state=report_state,
-            collect=collect,
+            report_state=reporter.report_state,
+            collect=collect.collect,
             # The client's stdout only on the client's host; else taskmanager.out.
             print_target=local_print_target(tdd.job_config.get(PRINT_TARGET_KEY)),
-            acknowledge_checkpoint=acknowledge,
-            decline_checkpoint=decline,
-            end_of_data=lambda attempt_id: self._reports.put(
-                _EndOfData(jobmaster_address, job_id, attempt_id)
-            ),
+            acknowledge_checkpoint=checkpoints.acknowledge,
+            decline_checkpoint=checkpoints.decline,
+            end_of_data=reporter.end_of_data,
             task_thread=lambda: self._task_thread(tdd, resources),
             metric_group=self.metrics.task_group(tdd),
-            register_kv_state=self._kv_state_registrar(tdd, jobmaster_address),
+            register_kv_state=kv_states.register,
         )
 
-    def _kv_state_registrar(
-        self, tdd: TaskDeploymentDescriptor, jobmaster_address: str
-    ) -> RegisterKvState:
-        """Registers a task's queryable state here and with its JobMaster (task thread,
-        in the operator's ``open``: one RPC per queryable state, none per record)."""
-
-        def register(
-            operator_id: str,
-            name: str,
-            backend: KeyedStateBackend,
-            read: Callable[[], Any],
-            put_mail: Callable[[Callable[[], None]], None],
-        ) -> None:
-            server = self.kv_state_server
-            if server is None:
-                logger.warning(
-                    "state %r of %s is queryable but this cluster serves no queryable state "
-                    "(queryable-state.enable is false); it cannot be queried",
-                    name,
-                    tdd.task_name,
-                )
-                return
-            registration = KvStateRegistration(
-                job_id=tdd.job_id,
-                attempt_id=tdd.execution_attempt_id,
-                operator_id=operator_id,
-                registration_name=name,
-                subtask_index=tdd.subtask_index,
-                key_groups=backend.key_group_range,
-                num_key_groups=backend.max_parallelism,
-                key_type=backend.key_hasher.key_type,
-                kv_state_id=KvStateRegistry.new_kv_state_id(),
-                server_address=server.address,
-            )
-            self.kv_state_registry.register(KvStateEntry(registration, backend, read, put_mail))
-            self._jobmasters.notify_kv_state_registered(
-                jobmaster_address, registration, _RPC_TIMEOUT_S
-            )
-            logger.info(
-                "queryable state %r of %s registered at %s", name, tdd.task_name, server.address
-            )
-
-        return register
+    def task(self, attempt_id: ExecutionAttemptId) -> Task | None:
+        """The running task of ``attempt_id`` (``TaskLookup`` of the responders)."""
+        with self._lock:
+            entry = self._tasks.get(attempt_id)
+        return None if entry is None else entry[0]
 
     @staticmethod
     @contextlib.contextmanager
@@ -896,7 +729,7 @@ class TaskExecutor:
             update = self._reports.get()
             if update is None:
                 return
-            if isinstance(update, _EndOfData):
+            if isinstance(update, EndOfData):
                 try:
                     self._jobmasters.notify_end_of_data(
                         update.jobmaster_address,
