@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from weir.client.cluster_components import ClusterComponents
-from weir.client.embedded import EMBEDDED_DEFAULTS
+from weir.client.embedded_defaults import EMBEDDED_DEFAULTS
 from weir.client.executor import RemoteExecutor
 from weir.core import config as cfg
 from weir.core.security import SecurityConfig
