@@ -2,6 +2,13 @@
 own process when no cluster is registered (the ``embedded`` entry point of
 ``weir.pipeline_executors``), shared by every job of the process and stopped at its exit.
 
+It is stopped when the main thread ends, before Python stops the thread pools of
+``concurrent.futures`` (which gRPC's servers run their calls on): a job still running
+then (a collect iterator left open, an ``execute_async`` never awaited) is cancelled
+while its TaskManagers can still report that they cancelled, so the program ends at
+once. Stopped later, at ``atexit``, the cluster would call servers that accept no call
+any more and wait out every timeout (tens of seconds) before the process could end.
+
 A program's first ``execute()`` waits for the Spark driver's JVM to boot (about a second
 and a half here) and for the services to be imported (about half a second). The JVM is
 launched first, from a thread, and the services are imported while it boots.
@@ -13,6 +20,7 @@ import atexit
 import os
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -50,8 +58,23 @@ def shared_mini_cluster_executor() -> RemoteExecutor:
     with _shared_lock:
         if _shared is None:
             _shared = _start_shared()
-            atexit.register(_close_shared)
+            _register_exit_hook(_close_shared)
         return _shared.executor()
+
+
+def _register_exit_hook(hook: Callable[[], None]) -> None:
+    """Run ``hook`` when the main thread ends, before the thread pools of
+    ``concurrent.futures`` stop (CPython runs these hooks last registered first, and that
+    module registered its own when it was imported, before this); ``atexit`` where the
+    interpreter has no such hook."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        atexit.register(hook)
+        return
+    try:
+        register(hook)
+    except RuntimeError:  # the interpreter is already shutting down
+        atexit.register(hook)
 
 
 def _start_shared() -> MiniCluster:
