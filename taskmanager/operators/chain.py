@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from weir.core.job_graph import OperatorKind
+from weir.taskmanager.operators.async_wait import AsyncWaitOperator
 from weir.taskmanager.operators.base import (
     Collect,
     OperatorSetup,
@@ -64,6 +65,7 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.SINK: SinkOperator,
     OperatorKind.PRINT: PrintOperator,
     OperatorKind.COLLECT: CollectOperator,
+    OperatorKind.ASYNC_WAIT: AsyncWaitOperator,
 }
 
 

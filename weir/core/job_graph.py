@@ -69,6 +69,7 @@ class OperatorKind(enum.Enum):
     SINK = "sink"
     PRINT = "print"
     COLLECT = "collect"
+    ASYNC_WAIT = "async_wait"
 
 
 class PartitionerKind(enum.Enum):

@@ -1,6 +1,7 @@
 """The DataStream API (mirrors ``pyflink.datastream``)."""
 
 from weir.core.time_domain import TimeDomain
+from weir.datastream.async_data_stream import AsyncDataStream
 from weir.datastream.checkpoint_config import (
     CheckpointConfig,
     CheckpointingMode,
@@ -17,6 +18,9 @@ from weir.datastream.data_stream import (
 from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import (
     AggregateFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     BroadcastProcessFunction,
     CheckpointedFunction,
     CoFlatMapFunction,
@@ -73,6 +77,10 @@ __all__ = [
     "AggregateFunction",
     "AggregatingStateDescriptor",
     "AllWindowedStream",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
