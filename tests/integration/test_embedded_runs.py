@@ -108,6 +108,26 @@ print(len(numbers.map(lambda x: x * 2, output_type=Types.LONG()).execute_and_col
 print(len(numbers.filter(lambda x: x % 7 == 3).execute_and_collect(limit=3)))
 print(f"finished at {time.time()}", file=sys.stderr, flush=True)
 """
+# A job run by a thread of the program that outlives its main thread: the cluster stops
+# only once that thread has ended, as it did when it stopped at atexit.
+OUTLIVING_THREAD = """
+import threading, time
+from weir.common import Types
+from weir.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(1)
+print(list(env.from_collection([1], type_info=Types.INT()).execute_and_collect()), flush=True)
+
+
+def later():
+    time.sleep(0.5)  # starts its job after the main thread has ended; not a synchronisation
+    numbers = env.from_collection([3, 1, 2], type_info=Types.INT())
+    print(sorted(numbers.map(lambda x: x * 10, output_type=Types.INT()).execute_and_collect()))
+
+
+threading.Thread(target=later).start()
+"""
 # The bound on the exit of that program. The issue asked to assert it: the process ended
 # 41 s after its results before cancelling a job no longer waited on servers that had
 # stopped taking calls (and on a TaskManager lease nobody would use); now about 2 s, of
@@ -193,3 +213,23 @@ def test_a_program_that_collected_with_a_limit_ends_at_once(tmp_path):
     exit_s = ended - float(finished[0].split()[-1])
     print(f"seconds from the last result to the process's exit: {exit_s:.2f}")
     assert exit_s < LIMITED_COLLECT_EXIT_S
+
+
+def test_a_job_of_a_thread_that_outlives_the_main_thread_completes(tmp_path):
+    script = tmp_path / "outliving.py"
+    script.write_text(OUTLIVING_THREAD)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.splitlines() == ["[1]", "[10, 20, 30]"], result.stderr[-4000:]
+    others = [
+        line for line in result.stderr.splitlines() if line.strip() and line not in ALLOWED_STDERR
+    ]
+    assert not others, f"stderr was\n{result.stderr[-4000:]}"

@@ -2,12 +2,13 @@
 own process when no cluster is registered (the ``embedded`` entry point of
 ``weir.pipeline_executors``), shared by every job of the process and stopped at its exit.
 
-It is stopped when the main thread ends, before Python stops the thread pools of
-``concurrent.futures`` (which gRPC's servers run their calls on): a job still running
-then (a collect iterator left open, an ``execute_async`` never awaited) is cancelled
-while its TaskManagers can still report that they cancelled, so the program ends at
-once. Stopped later, at ``atexit``, the cluster would call servers that accept no call
-any more and wait out every timeout (tens of seconds) before the process could end.
+It is stopped when the main thread ends, once the program's other (non-daemon) threads
+have ended too, and before Python stops the thread pools of ``concurrent.futures``
+(which gRPC's servers run their calls on): a job still running then (a collect iterator
+left open, an ``execute_async`` never awaited) is cancelled while its TaskManagers can
+still report that they cancelled, so the program ends at once. Stopped later, at
+``atexit``, the cluster would call servers that accept no call any more and wait out
+every timeout (tens of seconds) before the process could end.
 
 A program's first ``execute()`` waits for the Spark driver's JVM to boot (about a second
 and a half here) and for the services to be imported (about half a second). The JVM is
@@ -58,7 +59,7 @@ def shared_mini_cluster_executor() -> RemoteExecutor:
     with _shared_lock:
         if _shared is None:
             _shared = _start_shared()
-            _register_exit_hook(_close_shared)
+            _register_exit_hook(_close_shared_at_exit)
         return _shared.executor()
 
 
@@ -75,6 +76,21 @@ def _register_exit_hook(hook: Callable[[], None]) -> None:
         register(hook)
     except RuntimeError:  # the interpreter is already shutting down
         atexit.register(hook)
+
+
+def _close_shared_at_exit() -> None:
+    """At the end of the main thread: wait for the program's own threads, as the
+    interpreter would before ``atexit`` (a job they run keeps its cluster until they
+    end), then stop the cluster. The workers of thread pools are not the program's: they
+    stop after this, when ``concurrent.futures`` tells them to."""
+    from concurrent.futures import thread as pool_threads  # noqa: PLC0415 (exit only)
+
+    workers = set(getattr(pool_threads, "_threads_queues", {}))
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon and thread not in workers:
+            thread.join()
+    _close_shared()
 
 
 def _start_shared() -> MiniCluster:
