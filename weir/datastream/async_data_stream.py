@@ -24,11 +24,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from weir.common.typeinfo import RowTypeInfo, TypeInformation, Types
+from weir.common.typeinfo import TypeInformation
 from weir.core.errors import WeirError
 from weir.core.job_graph import OperatorKind
 from weir.datastream import async_retry_strategies
-from weir.datastream.data_stream import DataStream
+from weir.datastream.data_stream import DataStream, _output_type
 from weir.datastream.functions import AsyncFunction, AsyncRetryStrategy
 
 __all__ = ["AsyncDataStream", "AsyncFunctionDefinitionError"]
@@ -151,13 +151,9 @@ def _async_wait(
         "ordered": ordered,
         "retry_strategy": retry_strategy if retrying else None,
     }
-    if output_type is None:
-        declared: TypeInformation = Types.PICKLED_BYTE_ARRAY()
-    elif isinstance(output_type, list):
-        declared = RowTypeInfo(output_type)
-    else:
-        declared = output_type
-    return data_stream._one_input(OperatorKind.ASYNC_WAIT, _NAME, payload, declared)
+    return data_stream._one_input(
+        OperatorKind.ASYNC_WAIT, _NAME, payload, _output_type(output_type)
+    )
 
 
 def _validate(
