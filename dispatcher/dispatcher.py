@@ -50,6 +50,11 @@ _JOB_MASTER_GONE_WAIT_S = 10.0
 # close() waits this long for JobMasters still starting (a start takes well under a
 # second: the JobMaster's server and its leader election) before it closes the others.
 _STARTING_WAIT_S = 30.0
+# close() also waits for the JobMasters of ended jobs that other threads are closing: they
+# may still be sending their last calls (a checkpoint notification) to TaskManagers that
+# stop once close() returns. A JobMaster whose job ended closes in about a second (its
+# workers finish, its server stops with a 1 s grace); a hung one must not hang the shutdown.
+_CLOSING_WAIT_S = 10.0
 # The ResourceManager gives a TaskExecutor 30 s to send a file's tail; this covers that
 # and the hop to the ResourceManager.
 _FILE_REQUEST_TIMEOUT_S = 40.0
@@ -116,6 +121,8 @@ class Dispatcher(LeaderContender):
         # Submissions whose JobMaster is still starting: close() waits for them, so it
         # cannot miss a JobMaster that started while it was closing the others.
         self._starting = 0
+        self._closing_runners = 0
+        """JobMasters of ended jobs being closed by other threads (``_close_runner``)."""
         self._next_token = 0
         self._runner_closed_listeners: list[Callable[[str], None]] = []
 
@@ -315,10 +322,17 @@ class Dispatcher(LeaderContender):
             runner = entry.runner if entry else None
             if entry is not None:
                 entry.runner = None
+            if runner is not None:
+                self._closing_runners += 1
         if runner is not None:
-            runner.close()
-            for listener in self._runner_closed_listeners:
-                listener(runner.address)
+            try:
+                runner.close()
+                for listener in self._runner_closed_listeners:
+                    listener(runner.address)
+            finally:
+                with self._cond:
+                    self._closing_runners -= 1
+                    self._cond.notify_all()
 
     def _trim_archive(self) -> None:
         with self._cond:
@@ -511,5 +525,10 @@ class Dispatcher(LeaderContender):
                 logger.warning("closing the JobMaster of %s failed", job_id, exc_info=True)
             for listener in self._runner_closed_listeners:
                 listener(runner.address)
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._closing_runners == 0, _CLOSING_WAIT_S):
+                logger.warning(
+                    "%d JobMasters of ended jobs were still closing", self._closing_runners
+                )
         self._election.stop()
         self._rm_retriever.stop()

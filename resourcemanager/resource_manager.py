@@ -241,9 +241,14 @@ class ResourceManager:
             stop.start()
         for stop in stops:
             stop.join()
+        # Only the leases told to stop may end by themselves; one whose TaskManager has not
+        # registered yet (leased for a slot request the cluster will never serve now) got
+        # no Stop and is cancelled at once rather than after the grace.
+        stopped = {registration.lease_id for registration in releasing}
         deadline = time.monotonic() + _STOP_GRACE_S
         for lease_id in self._launcher.running_leases():
-            self._launcher.join(lease_id, max(0.0, deadline - time.monotonic()))
+            if lease_id in stopped:
+                self._launcher.join(lease_id, max(0.0, deadline - time.monotonic()))
         leftover = self._launcher.running_leases()
         for lease_id in leftover:
             self._launcher.cancel(lease_id)

@@ -818,6 +818,8 @@ class Task:
             ),
             restored_checkpoint_id=tdd.restored_checkpoint_id,
             operator_state_backend=operator_state,
+            post_mail=self.mailbox.put,
+            canceled=lambda: self._cancel_requested,
         )
 
     def _queryable_state_registrar(

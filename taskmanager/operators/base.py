@@ -150,6 +150,12 @@ class OperatorSetup:
     )
     """The operator's non-keyed state (list, union list and broadcast state, and the
     bytes of raw-form function state), restored before the operator is opened."""
+    post_mail: Callable[[Callable[[], None]], None] | None = None
+    """Hands an action, from any thread, to the task thread, which runs it between two
+    batches (the task's mailbox); None where an operator runs without a task."""
+    canceled: Callable[[], bool] = lambda: False
+    """Whether the task is being cancelled: an operator that waits on the task thread for
+    something other than input (an async operator whose queue is full) stops waiting."""
 
 
 class StreamOperator:

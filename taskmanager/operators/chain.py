@@ -19,6 +19,7 @@ from weir.core.columnar import as_records
 from weir.core.ids import OperatorId
 from weir.core.job_graph import OperatorKind
 from weir.core.sort_keys import sort_key_function
+from weir.taskmanager.operators.async_wait import AsyncWaitOperator
 from weir.taskmanager.operators.base import (
     Collect,
     OperatorSetup,
@@ -83,6 +84,7 @@ OPERATORS: dict[OperatorKind, type[StreamOperator]] = {
     OperatorKind.SINK: SinkOperator,
     OperatorKind.PRINT: PrintOperator,
     OperatorKind.COLLECT: CollectOperator,
+    OperatorKind.ASYNC_WAIT: AsyncWaitOperator,
 }
 
 

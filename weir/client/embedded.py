@@ -2,10 +2,13 @@
 own process when no cluster is registered (the ``embedded`` entry point of
 ``weir.pipeline_executors``), shared by every job of the process and stopped at its exit.
 
-It stops before ``concurrent.futures`` retires its thread pools at exit: its gRPC servers
-handle calls on such pools, and a call that arrives while the cluster stops (a
-TaskManager leased for a job that found a free slot meanwhile, registering now) would
-otherwise find its server's pool retired, and gRPC would print the traceback.
+It is stopped when the main thread ends, once the program's other (non-daemon) threads
+have ended too, and before Python stops the thread pools of ``concurrent.futures``
+(which gRPC's servers run their calls on): a job still running then (a collect iterator
+left open, an ``execute_async`` never awaited) is cancelled while its TaskManagers can
+still report that they cancelled, so the program ends at once. Stopped later, at
+``atexit``, the cluster would call servers that accept no call any more and wait out
+every timeout (tens of seconds) before the process could end.
 
 A program's first ``execute()`` waits for the Spark driver's JVM to boot (about a second
 and a half here) and for the services to be imported (about half a second). The JVM is
@@ -44,8 +47,43 @@ def shared_mini_cluster_executor() -> RemoteExecutor:
     with _shared_lock:
         if _shared is None:
             _shared = _start_shared()
-            _at_exit_before_thread_pools(_close_shared_at_exit)
+            _register_exit_hook(_close_shared_at_exit)
         return _shared.executor()
+
+
+def _register_exit_hook(hook: Callable[[], None]) -> None:
+    """Run ``hook`` when the main thread ends, before the thread pools of
+    ``concurrent.futures`` stop (CPython runs these hooks last registered first, and that
+    module registered its own when it was imported, before this); ``atexit`` where the
+    interpreter has no such hook."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        atexit.register(hook)
+        return
+    try:
+        register(hook)
+    except RuntimeError:  # the interpreter is already shutting down
+        atexit.register(hook)
+
+
+def _close_shared_at_exit() -> None:
+    """At the end of the main thread: wait for the program's own threads, as the
+    interpreter would before ``atexit`` (a job they run keeps its cluster until they
+    end), then stop the cluster. The workers of thread pools are not the program's: they
+    stop after this, when ``concurrent.futures`` tells them to."""
+    from concurrent.futures import thread as pool_threads  # noqa: PLC0415 (exit only)
+
+    workers = set(getattr(pool_threads, "_threads_queues", {}))
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon and thread not in workers:
+            thread.join()
+    # An exception here would end the interpreter's exit hooks, skipping those of the
+    # standard library after it: it is logged instead.
+    try:
+        _close_shared()
+    except Exception:
+        logger.warning("stopping the embedded cluster at exit failed", exc_info=True)
 
 
 def _start_shared() -> MiniCluster:
@@ -60,28 +98,6 @@ def _start_shared() -> MiniCluster:
         spark = starting.result()
     # The SparkContext is given, so the cluster never stops it: it ends with the process.
     return MiniCluster(config, spark_context=spark).start()
-
-
-def _at_exit_before_thread_pools(callback: Callable[[], None]) -> None:
-    """Run ``callback`` when the interpreter exits, before ``concurrent.futures`` stops
-    accepting work: at exit Python first runs the hooks of ``threading`` (newest first;
-    ``concurrent.futures`` registered its own when it was imported, before this), then
-    those of ``atexit``. ``threading._register_atexit`` is how the standard library's own
-    pools are stopped in order; an interpreter without it gets ``atexit``."""
-    register = getattr(threading, "_register_atexit", None)
-    if register is None:
-        atexit.register(callback)
-        return
-    register(callback)
-
-
-def _close_shared_at_exit() -> None:
-    # An exception here would end the interpreter's exit hooks, skipping those of the
-    # standard library after it: it is logged instead.
-    try:
-        _close_shared()
-    except Exception:
-        logger.warning("stopping the embedded cluster at exit failed", exc_info=True)
 
 
 def _close_shared() -> None:

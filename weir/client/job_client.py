@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -27,6 +28,11 @@ logger = logging.getLogger(__name__)
 _WAIT_SLICE_MS = 10_000
 # Batches per fetch: enough to amortise the round trip, few enough to bound memory.
 _FETCH_BATCHES = 16
+# Closing a results iterator early cancels the job and waits this long for it to end, so
+# the program goes on with its slots free (a next job gets them, the process can exit at
+# once). Tasks see a cancel between two batches, so a job ends in tens of ms; one that
+# takes longer (user code that ignores the cancel) ends on its own after this.
+_CANCEL_WAIT_S = 5.0
 _GOING_DOWN = frozenset(
     s.name for s in (JobStatus.FAILED, JobStatus.FAILING, JobStatus.CANCELED, JobStatus.CANCELLING)
 )
@@ -97,13 +103,20 @@ class ClusterJobClient(JobClient):
     def collect(self, operator_id: str) -> CollectResultIterator:
         return CollectResultIterator(self, self._gateway, operator_id)
 
-    def wait_for_terminal(self) -> JobDetailsInfo:
+    def wait_for_terminal(self, timeout_s: float | None = None) -> JobDetailsInfo:
         """A long poll: each answer carries the version of what the Dispatcher knows, and
-        the next question waits until that changes (the server holds no thread for it)."""
+        the next question waits until that changes (the server holds no thread for it).
+        With ``timeout_s``, the details as they are once it has passed."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         version = 0
         while True:
-            details = self._gateway.wait_for_result(self._job_id, _WAIT_SLICE_MS, version)
+            wait_ms = _WAIT_SLICE_MS
+            if deadline is not None:
+                wait_ms = max(0, min(wait_ms, int((deadline - time.monotonic()) * 1000)))
+            details = self._gateway.wait_for_result(self._job_id, wait_ms, version)
             if JobStatus[details.status].is_globally_terminal_state():
+                return details
+            if deadline is not None and time.monotonic() >= deadline:
                 return details
             version = details.status_version
 
@@ -177,6 +190,15 @@ class CollectResultIterator:
             try:
                 if not self._client.get_job_status().result().is_globally_terminal_state():
                     self._client.cancel()
+                    details = self._client.wait_for_terminal(_CANCEL_WAIT_S)
+                    if not JobStatus[details.status].is_globally_terminal_state():
+                        logger.info(
+                            "job %s is still %s %.0f s after its results iterator was "
+                            "closed; it ends on its own",
+                            details.job_id,
+                            details.status,
+                            _CANCEL_WAIT_S,
+                        )
             except JobExecutionError:
                 logger.debug("job already gone while closing its result iterator", exc_info=True)
 

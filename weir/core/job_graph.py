@@ -71,6 +71,7 @@ class OperatorKind(enum.Enum):
     SINK = "sink"
     PRINT = "print"
     COLLECT = "collect"
+    ASYNC_WAIT = "async_wait"
 
 
 class PartitionerKind(enum.Enum):

@@ -1,6 +1,7 @@
 """The DataStream API (mirrors ``pyflink.datastream``)."""
 
 from weir.core.time_domain import TimeDomain
+from weir.datastream.async_data_stream import AsyncDataStream
 from weir.datastream.batch_functions import (
     BatchSinkFunction,
     KeyedBatchFunction,
@@ -22,6 +23,9 @@ from weir.datastream.data_stream import (
 from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import (
     AggregateFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     BroadcastProcessFunction,
     CheckpointedFunction,
     CoFlatMapFunction,
@@ -79,6 +83,10 @@ __all__ = [
     "AggregateFunction",
     "AggregatingStateDescriptor",
     "AllWindowedStream",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BatchSinkFunction",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",

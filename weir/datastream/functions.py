@@ -51,6 +51,9 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BaseBroadcastProcessFunction",
     "BroadcastProcessFunction",
     "CheckpointListener",
@@ -585,8 +588,13 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointedFunction, CheckpointL
     _dispatch_invoke._dispatches = True  # type: ignore[attr-defined]
 
 
-# The window and broadcast process functions live in their own modules; PyFlink programs
-# import them from here. They subclass Function above.
+# The window, broadcast process and async functions live in their own modules; PyFlink
+# programs import them from here. They subclass Function above.
+from weir.datastream.async_functions import (  # noqa: E402
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
+)
 from weir.datastream.broadcast_functions import (  # noqa: E402
     BaseBroadcastProcessFunction,
     BroadcastProcessFunction,

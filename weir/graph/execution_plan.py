@@ -60,6 +60,7 @@ _PYTHON = frozenset(
         OperatorKind.CO_MAP,
         OperatorKind.CO_FLAT_MAP,
         OperatorKind.CO_PROCESS,
+        OperatorKind.ASYNC_WAIT,
     }
 )
 _SINKS = frozenset({OperatorKind.SINK, OperatorKind.PRINT, OperatorKind.COLLECT})

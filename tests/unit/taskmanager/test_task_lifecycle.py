@@ -41,6 +41,28 @@ def user_map_that_fails(x):
 FOREVER_STARTED = threading.Event()
 
 
+PRODUCING_POLLED = threading.Event()
+PRODUCING_CANCELED = threading.Event()
+POLLS_AFTER_CANCEL: list[int] = []
+
+
+class Producing:
+    """A source whose reader always has a full batch (module level: pickled by reference)."""
+
+    def create_reader(self, context):
+        class Reader:
+            def poll_batch(self, max_records):
+                PRODUCING_POLLED.set()
+                if PRODUCING_CANCELED.is_set():
+                    POLLS_AFTER_CANCEL.append(max_records)
+                return list(range(max_records))
+
+            def close(self):
+                pass
+
+        return Reader()
+
+
 class Forever:
     """A SourceFunction that runs until cancelled (module level: pickled by reference)."""
 
@@ -200,6 +222,22 @@ class TestCancel:
         task.cancel()
         assert task.join(10)
         assert task.execution_state is ExecutionState.CANCELED
+
+    def test_a_source_that_keeps_producing_stops_at_the_next_batch(self):
+        """A reader that always has data (a huge NumberSequenceSource) sees the cancel
+        between two of its batches: at most the batch it was polling is read after it."""
+        env, rec = TestingNetworkEnvironment(), Recorder()
+        d = Deployment(
+            [vertex(chain(op(K.SOURCE, {"source": Producing()}), op(K.SINK, {"function": abs})))]
+        )
+        task = Task(d.tdd(d.vertices[0]), _services(env, rec))
+        task.start()
+        assert PRODUCING_POLLED.wait(10)
+        PRODUCING_CANCELED.set()
+        task.cancel()
+        assert task.join(10)
+        assert task.execution_state is ExecutionState.CANCELED, task.failure_cause
+        assert len(POLLS_AFTER_CANCEL) <= 1
 
     def test_source_function_batches_collected_records(self):
         class Emit:
