@@ -15,7 +15,7 @@ import abc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from weir.datastream.functions import Function
+from weir.datastream.function_base import Function
 
 if TYPE_CHECKING:
     from weir.datastream.async_retry_strategies import (

@@ -16,7 +16,7 @@ import abc
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from weir.datastream.functions import Function
+from weir.datastream.function_base import Function
 from weir.datastream.state import BroadcastState, MapStateDescriptor, ReadOnlyBroadcastState
 from weir.datastream.timerservice import TimerService
 

@@ -32,19 +32,27 @@ from weir.core.checkpointed_function import (
     FunctionInitializationContext,
     FunctionSnapshotContext,
 )
-from weir.datastream.state import (
-    AggregatingState,
-    AggregatingStateDescriptor,
-    ListState,
-    ListStateDescriptor,
-    MapState,
-    MapStateDescriptor,
-    ReducingState,
-    ReducingStateDescriptor,
-    ValueState,
-    ValueStateDescriptor,
+from weir.datastream.async_functions import (
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
 )
+from weir.datastream.broadcast_functions import (
+    BaseBroadcastProcessFunction,
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedStateFunction,
+)
+from weir.datastream.function_base import Function, RuntimeContext
+from weir.datastream.state import ListState, ListStateDescriptor
 from weir.datastream.timerservice import TimerService
+from weir.datastream.window_functions import (
+    AllWindowFunction,
+    KeyedStateStore,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
+    WindowFunction,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,74 +92,6 @@ __all__ = [
     "TwoPhaseCommitSinkFunction",
     "WindowFunction",
 ]
-
-
-class RuntimeContext(abc.ABC):
-    """What a function sees of the subtask it runs in. The task provides the implementation."""
-
-    @abc.abstractmethod
-    def get_task_name(self) -> str:
-        pass
-
-    @abc.abstractmethod
-    def get_number_of_parallel_subtasks(self) -> int:
-        pass
-
-    @abc.abstractmethod
-    def get_max_number_of_parallel_subtasks(self) -> int:
-        pass
-
-    @abc.abstractmethod
-    def get_index_of_this_subtask(self) -> int:
-        pass
-
-    @abc.abstractmethod
-    def get_attempt_number(self) -> int:
-        pass
-
-    @abc.abstractmethod
-    def get_task_name_with_subtasks(self) -> str:
-        pass
-
-    @abc.abstractmethod
-    def get_job_parameter(self, key: str, default_value: str) -> str:
-        pass
-
-    def get_metrics_group(self) -> Any:
-        msg = "metrics are not available yet"
-        raise NotImplementedError(msg)
-
-    @abc.abstractmethod
-    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState:
-        """The keyed ValueState of the current key; only in operators on a KeyedStream."""
-
-    @abc.abstractmethod
-    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
-        """The keyed ListState of the current key."""
-
-    @abc.abstractmethod
-    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState:
-        """The keyed MapState of the current key."""
-
-    @abc.abstractmethod
-    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState:
-        """The keyed ReducingState of the current key."""
-
-    @abc.abstractmethod
-    def get_aggregating_state(
-        self, state_descriptor: AggregatingStateDescriptor
-    ) -> AggregatingState:
-        """The keyed AggregatingState of the current key."""
-
-
-class Function(abc.ABC):  # noqa: B024 - abstract by role; open/close are optional hooks
-    """Base of every user function."""
-
-    def open(self, runtime_context: RuntimeContext) -> None:  # noqa: B027 - optional hook
-        """Called once per subtask before the first record."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Called once per subtask after the last record."""
 
 
 class MapFunction(Function):
@@ -586,25 +526,3 @@ class TwoPhaseCommitSinkFunction(SinkFunction, CheckpointedFunction, CheckpointL
             self._invoke_in_transaction(*args)  # type: ignore[attr-defined]
 
     _dispatch_invoke._dispatches = True  # type: ignore[attr-defined]
-
-
-# The window, broadcast process and async functions live in their own modules; PyFlink
-# programs import them from here. They subclass Function above.
-from weir.datastream.async_functions import (  # noqa: E402
-    AsyncFunction,
-    AsyncRetryPredicate,
-    AsyncRetryStrategy,
-)
-from weir.datastream.broadcast_functions import (  # noqa: E402
-    BaseBroadcastProcessFunction,
-    BroadcastProcessFunction,
-    KeyedBroadcastProcessFunction,
-    KeyedStateFunction,
-)
-from weir.datastream.window_functions import (  # noqa: E402
-    AllWindowFunction,
-    KeyedStateStore,
-    ProcessAllWindowFunction,
-    ProcessWindowFunction,
-    WindowFunction,
-)

@@ -9,7 +9,7 @@ import abc
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from weir.datastream.functions import Function, RuntimeContext
+from weir.datastream.function_base import Function, RuntimeContext
 from weir.datastream.state import (
     AggregatingState,
     AggregatingStateDescriptor,
