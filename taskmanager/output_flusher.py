@@ -8,7 +8,8 @@ downstream watermarks, timers and windows then see those records before the slow
 part is over. This thread does that part of Flink's OutputFlusher, and nothing else.
 
 Threading contract: the task thread brackets the processing of every batch with
-``epoch += 1`` before and after, so ``epoch`` is odd exactly while it is inside one.
+``epoch += 1`` before and after (``with flusher:``), so ``epoch`` is odd exactly while
+it is inside one.
 Every ``interval_s`` this thread looks at ``epoch``; if it is odd and the same as at
 its previous look, the task has been inside one batch for at least an interval, and
 it flushes each writer through ``RecordWriter.flush_if``, which takes the writer's
@@ -57,6 +58,14 @@ class OutputFlusher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._name = f"OutputFlusher for {name}"
+
+    def __enter__(self) -> OutputFlusher:
+        """The task thread enters a batch (``with flusher:`` around its processing)."""
+        self.epoch += 1
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.epoch += 1
 
     def start(self) -> None:
         if not self._enabled or self._thread is not None:

@@ -1,0 +1,275 @@
+"""The input processor of a Task with inputs (Flink's StreamInputProcessor): it reads the
+input gate a buffer at a time, deserialises the records and hands them to the chain,
+merges watermarks and idleness per input in watermark valves, and carries out what the
+barrier handler decides at each checkpoint barrier (block, unblock, snapshot, abort).
+Also the replay of in-flight buffers restored from an unaligned checkpoint.
+
+``StreamInputProcessor`` is a part of ``Task``, run on the task thread; it uses the
+task's fields declared below, which ``Task.__init__`` and the setup set. The producer
+half of the data plane is ``weir.taskmanager.record_writer``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from weir.core.deployment import TaskDeploymentDescriptor
+from weir.core.serializers import deserialize_records
+from weir.taskmanager.checkpointing.barrier_handler import (
+    AbortCheckpoint,
+    Action,
+    BlockChannel,
+    ChannelStateComplete,
+    CheckpointBarrierHandler,
+    TriggerSnapshot,
+    UnblockAll,
+)
+from weir.taskmanager.checkpointing.subtask_checkpoint import (
+    RestoredTaskState,
+    SubtaskCheckpointCoordinator,
+)
+from weir.taskmanager.network.api import BufferKind, InputGate, ResultPartitionWriter
+from weir.taskmanager.operators.chain import OperatorChain
+from weir.taskmanager.output_flusher import OutputFlusher
+from weir.taskmanager.record_writer import BufferTimeout
+from weir.taskmanager.task_events import (
+    CheckpointBarrier,
+    EndOfData,
+    Watermark,
+    WatermarkStatus,
+    deserialize_event,
+)
+from weir.taskmanager.watermark_valve import StatusWatermarkValve
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+_DATA = BufferKind.DATA
+_END = BufferKind.END_OF_PARTITION
+
+
+class StreamInputProcessor:
+    # What the task provides (Task.__init__, TaskSetup).
+    tdd: TaskDeploymentDescriptor
+    _gate: InputGate | None
+    _partitions: list[ResultPartitionWriter]
+    _chain: OperatorChain | None
+    _checkpointing: SubtaskCheckpointCoordinator | None
+    _barrier_handler: CheckpointBarrierHandler | None
+    _restored: RestoredTaskState | None
+    _unaligned: bool
+    _open_channels: int
+    _data_ended: set[tuple[int, int]]
+    _pending_trigger: CheckpointBarrier | None
+    _alignment_started: float | None
+    _gate_valves: list[StatusWatermarkValve]
+    _gate_channel_base: list[int]
+    _buffer_timeout: BufferTimeout
+    _bundle_size: int
+    _flusher: OutputFlusher
+    records_in: int
+    bytes_in: int
+    _serve_mailbox: Callable[[], None]
+    _check_canceled: Callable[[], None]
+    _end_of_input: Callable[[], None]
+
+    def _run_inputs(self) -> None:
+        chain = self._chain
+        gate = self._gate
+        assert chain is not None
+        tdd = self.tdd
+        inputs = [chain.input(g.edge.input_index) for g in tdd.input_gates]
+        if gate is None or self._open_channels == 0:
+            self._end_of_input()
+            return
+        self._build_valves()
+        timeout = self._buffer_timeout
+        flush_after_batch = timeout.flush_after_batch
+        serve = self._serve_mailbox
+        poll = gate.poll
+        flusher = self._flusher
+        bundle_size = self._bundle_size
+        # Unaligned checkpoints see every DATA buffer before it is processed (it may be
+        # in-flight channel state); one check per buffer, not per record.
+        capture = (
+            self._barrier_handler.on_buffer
+            if self._unaligned and self._barrier_handler is not None
+            else None
+        )
+        while True:
+            serve()
+            item = poll(timeout.poll_timeout())
+            if item is None:
+                continue
+            gate_index, channel, kind, payload = item
+            if kind == _DATA:
+                if capture is not None:
+                    capture(gate_index, channel, payload)
+                records, timestamps = deserialize_records(payload)
+                # Counted per buffer, never per record (numRecordsIn, numBytesIn).
+                self.records_in += len(records)
+                self.bytes_in += len(payload)
+                if len(records) > bundle_size:
+                    self._process_in_bundles(inputs[gate_index], records, timestamps)
+                else:
+                    with flusher:  # inside a batch (OutputFlusher's contract)
+                        inputs[gate_index](records, timestamps)
+                if flush_after_batch:
+                    chain.flush()
+            elif kind == _END:
+                if self._barrier_handler is not None:
+                    self._perform(self._barrier_handler.on_end_of_partition(gate_index, channel))
+                advanced = self._gate_valves[gate_index].channel_ended(
+                    self._gate_channel_base[gate_index] + channel
+                )
+                if advanced is not None:
+                    chain.input_watermark(tdd.input_gates[gate_index].edge.input_index)(advanced)
+                self._channel_data_ended(gate_index, channel)
+                self._open_channels -= 1
+                if self._open_channels == 0:
+                    trigger, self._pending_trigger = self._pending_trigger, None
+                    if trigger is not None and self._checkpointing is not None:
+                        # Every input has ended: nothing is in flight to overtake, so the
+                        # checkpoint is taken aligned (no channel state to wait for).
+                        aligned = dataclasses.replace(trigger, unaligned=False)
+                        self._checkpointing.checkpoint(aligned)
+                    return
+            else:
+                self._on_event(gate_index, channel, payload)
+
+    def _process_in_bundles(self, process: Any, records: list[Any], timestamps: Any) -> None:
+        """A buffer of more records than the bundle size, a bundle at a time, serving the
+        mailbox in between (timers, periodic watermarks, a due flush)."""
+        size = self._bundle_size
+        flusher = self._flusher
+        for start in range(0, len(records), size):
+            if start:
+                self._serve_mailbox()
+            end = start + size
+            with flusher:  # inside a batch (OutputFlusher's contract)
+                process(records[start:end], None if timestamps is None else timestamps[start:end])
+
+    def _channel_data_ended(self, gate_index: int, channel: int) -> None:
+        """No record follows on this channel (EndOfData, or END_OF_PARTITION); after the
+        last channel, the input has ended."""
+        ended = self._data_ended
+        ended.add((gate_index, channel))
+        if len(ended) == sum(len(g.channels) for g in self.tdd.input_gates):
+            self._end_of_input()
+
+    def _build_valves(self) -> None:
+        """One watermark valve per input of the head operator, over the channels of
+        every gate that feeds it (a union feeds one input from several gates)."""
+        gates = self.tdd.input_gates
+        sizes: dict[int, int] = {}
+        for g in gates:
+            index = g.edge.input_index
+            self._gate_channel_base.append(sizes.get(index, 0))
+            sizes[index] = sizes.get(index, 0) + len(g.channels)
+        valves = {index: StatusWatermarkValve(n) for index, n in sizes.items()}
+        self._gate_valves = [valves[g.edge.input_index] for g in gates]
+
+    def _on_watermark_event(
+        self, gate_index: int, channel: int, event: Watermark | WatermarkStatus
+    ) -> None:
+        chain = self._chain
+        assert chain is not None
+        valve = self._gate_valves[gate_index]
+        flat = self._gate_channel_base[gate_index] + channel
+        input_index = self.tdd.input_gates[gate_index].edge.input_index
+        if isinstance(event, Watermark):
+            advanced = valve.input_watermark(flat, event.timestamp)
+            idle = None
+        else:
+            advanced, idle = valve.input_status(flat, event.idle)
+        if advanced is not None:
+            chain.input_watermark(input_index)(advanced)
+        if idle is not None:
+            chain.input_watermark_status(input_index)(idle)
+
+    def _on_event(self, gate_index: int, channel: int, payload: bytes) -> None:
+        event = deserialize_event(payload)
+        if isinstance(event, Watermark | WatermarkStatus):
+            self._on_watermark_event(gate_index, channel, event)
+            return
+        if isinstance(event, EndOfData):
+            self._channel_data_ended(gate_index, channel)
+            return
+        if isinstance(event, CheckpointBarrier):
+            handler = self._barrier_handler
+            if handler is None:
+                return
+            overtaken: list[bytes] = []
+            if event.unaligned and self._gate is not None:
+                # Buffers received before the barrier that it jumped inside the gate.
+                overtaken = self._gate.priority_event_overtaken(gate_index, channel)
+            self._perform(handler.on_barrier(gate_index, channel, event, overtaken))
+            return
+        logger.debug(
+            "task %s: %r on gate %d channel %d not handled yet",
+            self.tdd.task_name,
+            event,
+            gate_index,
+            channel,
+        )
+
+    def _perform(self, actions: list[Action]) -> None:
+        """Carry out what the barrier handler decided, in order (task thread)."""
+        gate = self._gate
+        for action in actions:
+            if isinstance(action, BlockChannel):
+                if self._alignment_started is None:
+                    self._alignment_started = time.monotonic()
+                gate.block_channel(action.gate_index, action.channel_index)  # type: ignore[union-attr]
+            elif isinstance(action, UnblockAll):
+                gate.unblock_all()  # type: ignore[union-attr]
+            elif isinstance(action, TriggerSnapshot):
+                started = self._alignment_started
+                self._alignment_started = None
+                alignment_ms = 0 if started is None else int((time.monotonic() - started) * 1000)
+                if self._checkpointing is not None:
+                    self._checkpointing.checkpoint(action.barrier, alignment_ms)
+            elif isinstance(action, ChannelStateComplete):
+                if self._checkpointing is not None:
+                    self._checkpointing.complete_channel_state(
+                        action.checkpoint_id, action.channel_state
+                    )
+            elif isinstance(action, AbortCheckpoint):
+                self._alignment_started = None
+                if self._checkpointing is not None:
+                    self._checkpointing.decline(action.checkpoint_id, action.reason.value)
+
+    def _replay_channel_state(self) -> None:
+        """Recovery from an unaligned checkpoint, before any new input: re-send the
+        output that was in flight (the consumers restored from a state that had not
+        seen it), then process the input that was in flight (this task's restored state
+        has not seen it), per channel in its original order."""
+        if self._restored is None:
+            return
+        inputs, outputs = self._restored.channel_state()
+        if not inputs and not outputs:
+            return
+        logger.info(
+            "task %s: replaying %d output and %d input buffers of its checkpoint",
+            self.tdd.task_name,
+            sum(map(len, outputs.values())),
+            sum(map(len, inputs.values())),
+        )
+        for (p, sub), buffers in sorted(outputs.items()):
+            for buffer in buffers:
+                self._partitions[p].emit(sub, buffer)
+        chain = self._chain
+        assert chain is not None
+        gates = self.tdd.input_gates
+        for (g, _), buffers in sorted(inputs.items()):
+            process = chain.input(gates[g].edge.input_index)
+            for buffer in buffers:
+                self._check_canceled()
+                process(*deserialize_records(buffer))
+        chain.flush()
