@@ -18,6 +18,7 @@ __all__ = [
     "BucketAssigner",
     "CollectionSource",
     "DataGeneratorSource",
+    "DeliveryGuarantee",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
