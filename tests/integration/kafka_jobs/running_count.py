@@ -2,8 +2,9 @@
 imports changed from ``pyflink`` to ``weir``: each word read from the input topic goes out
 as ``word,count`` with its running count, exactly once.
 
-Run as ``python running_count.py BOOTSTRAP INPUT OUTPUT PREFIX``; the tests call
-``running_count`` with an environment they configured.
+Run as ``python running_count.py BOOTSTRAP INPUT OUTPUT PREFIX [STOP]`` (STOP: the
+offsets to stop at, ``partition:offset,...``; without it the job runs until cancelled);
+the tests also call ``running_count`` with an environment they configured.
 """
 
 import sys
@@ -16,6 +17,7 @@ from weir.datastream.connectors.kafka import (
     KafkaRecordSerializationSchema,
     KafkaSink,
     KafkaSource,
+    KafkaTopicPartition,
 )
 from weir.datastream.functions import KeyedProcessFunction, RuntimeContext
 from weir.datastream.state import ValueStateDescriptor
@@ -32,7 +34,7 @@ class RunningCount(KeyedProcessFunction):
 
 
 def running_count(
-    env, bootstrap_servers, input_topic, output_topic, transactional_id_prefix, bounded=False
+    env, bootstrap_servers, input_topic, output_topic, transactional_id_prefix, stop_at=None
 ):
     builder = (
         KafkaSource.builder()
@@ -42,8 +44,12 @@ def running_count(
         .set_starting_offsets(KafkaOffsetsInitializer.earliest())
         .set_value_only_deserializer(SimpleStringSchema())
     )
-    if bounded:
-        builder = builder.set_bounded(KafkaOffsetsInitializer.latest())
+    if stop_at is not None:
+        builder = builder.set_bounded(
+            KafkaOffsetsInitializer.offsets(
+                {KafkaTopicPartition(input_topic, p): offset for p, offset in stop_at.items()}
+            )
+        )
     source = builder.build()
     sink = (
         KafkaSink.builder()
@@ -71,9 +77,12 @@ def running_count(
 
 def main():
     bootstrap_servers, input_topic, output_topic, prefix = sys.argv[1:5]
+    stop_at = None
+    if len(sys.argv) > 5:
+        stop_at = dict(tuple(int(x) for x in pair.split(":")) for pair in sys.argv[5].split(","))
     env = StreamExecutionEnvironment.get_execution_environment()
     env.enable_checkpointing(500)
-    running_count(env, bootstrap_servers, input_topic, output_topic, prefix)
+    running_count(env, bootstrap_servers, input_topic, output_topic, prefix, stop_at)
     env.execute("running count")
 
 

@@ -120,8 +120,8 @@ class TransactionCoordinatorClient:
         possible data loss."""
         kafka = kafka_python()
         errors = kafka.errors
-        CoordinatorType = kafka.protocol.metadata.CoordinatorType  # noqa: N806
-        EndTxnRequest = kafka.protocol.producer.transaction.EndTxnRequest  # noqa: N806
+        CoordinatorType = kafka.protocol.metadata.CoordinatorType
+        EndTxnRequest = kafka.protocol.producer.transaction.EndTxnRequest
 
         admin = self._client()
         tid = prepared.transactional_id
