@@ -270,3 +270,85 @@ def test_a_savepoint_at_parallelism_2_resumes_at_3_with_the_partitions_dealt_out
     assert cli.main(["run", "-m", cluster.address, "-p", "3", "-s", second, *args]) == 0
     feed.join()
     assert _output(kafka_broker, out, feed.expected) == feed.expected
+
+
+def _kill_one(gateway, job_id: str, rng: random.Random, attempt: int) -> None:
+    tasks = _await(lambda: _running(gateway, job_id, attempt), "the job to run")
+    victim_id = rng.choice(sorted({t.resource_id for t in tasks}))
+    (victim,) = [tm for tm in gateway.list_task_managers() if tm.resource_id == victim_id]
+    os.kill(victim.pid, signal.SIGKILL)
+
+
+@pytest.mark.long  # 50 runs of the job: about half an hour
+def test_chaos_fifty_randomised_runs_are_exactly_once(cluster, kafka_broker, tmp_path):
+    """Each run draws its parallelism (1-3), checkpoint interval and where it fails: a
+    TaskManager killed after some checkpoints, or killed between a checkpoint's
+    completion and its commit (the hook), or not at all."""
+    seed = int(os.environ.get("WEIR_CHAOS_SEED", time.time_ns() % 2**32))
+    runs = int(os.environ.get("WEIR_KAFKA_CHAOS_RUNS", "50"))
+    print(f"chaos seed: {seed} (WEIR_CHAOS_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    for run in range(runs):
+        parallelism = rng.randint(1, 3)
+        interval = rng.choice([200, 500, 1000])
+        failure = rng.choice(["kill", "kill", "before-commit", "none"])
+        print(f"run {run}: p={parallelism}, interval={interval} ms, failure={failure}")
+        source, out, prefix = _topics(kafka_broker, 3)
+        feed = Feed(kafka_broker, source, 3, 1500, seconds=6, seed=seed + run)
+        env = _env(tmp_path / str(run), parallelism)
+        env.enable_checkpointing(interval)
+        builds = CrashBeforeCommit if failure == "before-commit" else KafkaSink
+        original = sink_module.KafkaSink
+        sink_module.KafkaSink = builds
+        try:
+            running_count(env, kafka_broker.bootstrap_servers, source, out, prefix, feed.stop_at)
+        finally:
+            sink_module.KafkaSink = original
+        feed.start()
+        client = env.execute_async(f"chaos run {run}")
+        if failure == "kill":
+            job_id = str(client.get_job_id())
+            with DispatcherGateway(cluster.address) as gateway:
+                _await(lambda: _running(gateway, job_id, 0), "the job to run")
+                target = rng.randint(1, 4)
+                _await(
+                    lambda t=target: gateway.checkpoint_statistics(job_id).num_completed >= t,
+                    f"{target} checkpoints",
+                )
+                time.sleep(rng.uniform(0, interval / 1000))  # a random moment
+                _kill_one(gateway, job_id, rng, 0)
+        client.get_job_execution_result().result()
+        feed.join()
+        if failure == "before-commit":
+            marker = CrashBeforeCommit.marker(prefix)
+            assert marker.exists(), f"run {run}: the failure was never placed"
+            marker.unlink()
+        assert _output(kafka_broker, out, feed.expected) == feed.expected, f"run {run}"
+
+
+@pytest.mark.long
+def test_a_broker_restart_mid_job_is_exactly_once(cluster, tmp_path_factory, tmp_path):
+    """The job's broker is stopped and started again while the job runs (a broker of its
+    own, so the shared one stays up): the job fails over or waits, and the output is
+    still exactly once."""
+    from kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka-restarted")).start()
+    try:
+        source, out, prefix = _topics(broker, 2)
+        feed = Feed(broker, source, 2, 3000, seconds=12)
+        env = _env(tmp_path)
+        running_count(env, broker.bootstrap_servers, source, out, prefix, feed.stop_at)
+        client = env.execute_async("running count, broker restarted")
+        job_id = str(client.get_job_id())
+        with DispatcherGateway(cluster.address) as gateway:
+            _await(lambda: _running(gateway, job_id, 0), "the job to run")
+            _await(lambda: gateway.checkpoint_statistics(job_id).num_completed >= 2, "checkpoints")
+        broker.stop()
+        broker.start()
+        feed.start()
+        client.get_job_execution_result().result()
+        feed.join()
+        assert _output(broker, out, feed.expected) == feed.expected
+    finally:
+        broker.stop()
