@@ -24,13 +24,16 @@ import pytest
 
 from weir.client import cli
 from weir.client.dispatcher_client import DispatcherGateway
-from weir.common import Configuration
+from weir.common import Configuration, Duration, SimpleStringSchema, Time, Types, WatermarkStrategy
 from weir.core.checkpoint import read_state
+from weir.core.errors import JobExecutionError
 from weir.core.job_status import JobStatus
 from weir.core.source import assign_splits
 from weir.datastream import StreamExecutionEnvironment
-from weir.datastream.connectors.kafka import KafkaSink
+from weir.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSink, KafkaSource
 from weir.datastream.connectors.kafka import sink as sink_module
+from weir.datastream.formats.json import JsonRowDeserializationSchema
+from weir.datastream.window import TumblingEventTimeWindows
 from weir.state import read_savepoint
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "kafka_jobs"))
@@ -270,6 +273,73 @@ def test_a_savepoint_at_parallelism_2_resumes_at_3_with_the_partitions_dealt_out
     assert cli.main(["run", "-m", cluster.address, "-p", "3", "-s", second, *args]) == 0
     feed.join()
     assert _output(kafka_broker, out, feed.expected) == feed.expected
+
+
+def test_kafka_timestamps_are_event_time_and_an_idle_partition_does_not_hold_it_back(
+    cluster, kafka_broker
+):
+    """Windows over Kafka's record timestamps (no assigner): partition 1 stays empty, and
+    with with_idleness it stops holding the watermark back, so the windows of partition
+    0 fire while the unbounded job runs."""
+    source = kafka_broker.create_topic(f"events-{uuid.uuid4().hex[:8]}", 2)
+    timestamps = [10_000 + 1000 * window + i for window in range(5) for i in range(10)]
+    kafka_broker.produce(source, ["e"] * len(timestamps), partition=0, timestamps=timestamps)
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    kafka = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_topics(source)
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_idleness(Duration.of_millis(300))
+    counts = (
+        env.from_source(kafka, strategy, "events")
+        .map(lambda _: 1, output_type=Types.INT())
+        .key_by(lambda _: 0)
+        .window(TumblingEventTimeWindows.of(Time.seconds(1)))
+        .reduce(lambda a, b: a + b)
+    )
+    with counts.execute_and_collect("event time from Kafka") as results:
+        # Windows 0..3 close as partition 0's watermark passes them; window 4 stays open.
+        assert [next(results) for _ in range(4)] == [10, 10, 10, 10]
+
+
+@pytest.mark.parametrize("problem", ["missing topic", "bad record"])
+def test_bad_input_fails_the_job_naming_the_problem_and_the_cluster_serves_on(
+    cluster, kafka_broker, problem
+):
+    topic = kafka_broker.create_topic(f"bad-{uuid.uuid4().hex[:8]}", 1)
+    kafka_broker.produce(topic, [b'{"n": 1}', b"not json", b'{"n": 3}'])
+    configuration = Configuration()
+    configuration.set_string("restart-strategy.type", "none")
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(1)
+    schema = (
+        JsonRowDeserializationSchema.builder()
+        .type_info(Types.ROW_NAMED(["n"], [Types.INT()]))
+        .build()
+    )
+    kafka = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_topics("no-such-topic" if problem == "missing topic" else topic)
+        .set_value_only_deserializer(schema)
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    env.from_source(kafka, WatermarkStrategy.no_watermarks(), "input").print()
+    with pytest.raises(JobExecutionError) as info:
+        env.execute(problem)
+    if problem == "missing topic":
+        assert "'no-such-topic' does not exist" in info.value.cause
+        assert "set_topics" in info.value.cause
+    else:
+        assert f"offset 1 of Kafka partition {topic}-0" in info.value.cause
+        assert "ignore_parse_errors" in info.value.cause
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert sorted(env.from_collection([1, 2]).map(lambda x: -x).execute_and_collect()) == [-2, -1]
 
 
 def _kill_one(gateway, job_id: str, rng: random.Random, attempt: int) -> None:
