@@ -71,7 +71,7 @@ def _reader(type_info: TypeInformation, fail_on_missing_field: bool) -> Convert:
             if not isinstance(value, dict):
                 msg = f"expected a JSON object; got {value!r}"
                 raise TypeError(msg)
-            values = []
+            values: list[Any] = []
             for name, read in zip(names, fields, strict=True):
                 if name not in value:
                     if fail_on_missing_field:
