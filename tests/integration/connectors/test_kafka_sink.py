@@ -195,9 +195,9 @@ def test_a_fenced_sink_names_the_prefix_setting(kafka_broker):
         }
     )
     intruder.init_transactions()
+    task.sink.notify_checkpoint_complete(1)  # commits in the background
     with pytest.raises(KafkaProducerFencedError, match="set_transactional_id_prefix"):
-        task.sink.notify_checkpoint_complete(1)
-    task.sink.close()
+        task.sink.close()  # which waits for the commit, and fails with it
     assert _values(kafka_broker, topic) == []  # aborted, never committed
 
 

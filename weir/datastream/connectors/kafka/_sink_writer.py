@@ -17,7 +17,7 @@ Exactly once, step by step (``_transactions`` has the why):
    meanwhile (``init_transactions`` takes ~80 ms here). A transaction without records is
    kept open instead.
 3. ``commit_up_to(c)``, when checkpoint ``c`` completes: commit every pending transaction
-   of a checkpoint up to ``c``.
+   of a checkpoint up to ``c``, on the background thread, while the task writes on.
 4. ``close``: abort the open transaction; pending ones stay for the restored job.
 """
 
@@ -219,6 +219,7 @@ class ExactlyOnceWriter(_Writer):
             1, thread_name_prefix=f"kafka-sink-{subtask}-producer-init"
         )
         self._next: tuple[int, concurrent.futures.Future[Any]] | None = None
+        self._commits: list[concurrent.futures.Future[None]] = []
         self.write = self._write
 
     # -- the producers -------------------------------------------------------------------
@@ -307,6 +308,7 @@ class ExactlyOnceWriter(_Writer):
         current.records += 1
 
     def prepare(self, checkpoint_id: int) -> dict[str, Any]:
+        self._raise_failed_commits()
         current = self._current
         if current is not None and current.records:
             self._flush(current.producer)
@@ -327,11 +329,28 @@ class ExactlyOnceWriter(_Writer):
         }
 
     def commit_up_to(self, checkpoint_id: int) -> None:
-        kafka = confluent()
+        """Commits in the background thread: the task goes on writing meanwhile. A failed
+        commit fails the task at its next checkpoint, notification or close."""
+        self._raise_failed_commits()
         for number in sorted(self._pending):
             if number > checkpoint_id:
                 break
             transaction, _prepared = self._pending.pop(number)
+            self._commits.append(self._executor.submit(self._commit, transaction))
+
+    def _raise_failed_commits(self, wait: bool = False) -> None:
+        if wait:
+            concurrent.futures.wait(self._commits)
+        done = [f for f in self._commits if f.done()]
+        self._commits = [f for f in self._commits if not f.done()]
+        for future in done:
+            future.result()  # raises what the commit raised
+
+    def _commit(self, transaction: _Transaction) -> None:
+        """On the background thread; the producer is released there too (destroying a
+        librdkafka client joins its threads)."""
+        kafka = confluent()
+        try:
             try:
                 transaction.producer.commit_transaction(self._timeout_ms / 1000)
             except kafka.KafkaException as exc:
@@ -351,6 +370,8 @@ class ExactlyOnceWriter(_Writer):
                     raise KafkaProducerFencedError(msg) from exc
                 msg = f"committing the Kafka transaction {transaction.tid} failed: {error.str()}"
                 raise KafkaTransactionError(msg) from exc
+        finally:
+            transaction.producer = None
 
     def finish(self) -> None:
         """End of input: the open transaction is pre-committed by the final checkpoint,
@@ -369,8 +390,12 @@ class ExactlyOnceWriter(_Writer):
         if self._next is not None:
             self._next[1].cancel()
             self._next = None
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        self._coordinator.close()
+        try:
+            # Commits under way finish first: a bounded job's last one is its output.
+            self._raise_failed_commits(wait=True)
+        finally:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._coordinator.close()
 
     def _abort(self, transaction: _Transaction) -> None:
         kafka = confluent()
