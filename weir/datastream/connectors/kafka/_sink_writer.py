@@ -11,11 +11,11 @@ Exactly once, step by step (``_transactions`` has the why):
 1. ``start``: commit the pre-committed transactions the restored checkpoint holds, with
    their producer ids and epochs; abort the lingering ones of earlier attempts; open
    transaction ``R + 1`` (R: the restored checkpoint, 0 on a fresh start).
-2. ``prepare(c)``, at checkpoint ``c``: flush (every record acknowledged), ask the
-   coordinator for the transaction's producer id and epoch, keep it pending under ``c``,
-   and switch to transaction ``c + 1``, whose producer was initialised in the background
-   meanwhile (``init_transactions`` takes ~80 ms here). A transaction without records is
-   kept open instead.
+2. ``prepare(c)``, at checkpoint ``c``: flush (every record acknowledged), keep the
+   transaction pending under ``c`` with its producer id and epoch, and switch to
+   transaction ``c + 1``, whose producer was initialised in the background meanwhile
+   (``init_transactions`` takes ~80 ms here), its id and epoch then asked of the
+   coordinator. A transaction without records is kept open instead.
 3. ``commit_up_to(c)``, when checkpoint ``c`` completes: commit every pending transaction
    of a checkpoint up to ``c``, on the background thread, while the task writes on.
 4. ``close``: abort the open transaction; pending ones stay for the restored job.
@@ -192,12 +192,13 @@ class NonTransactionalWriter(_Writer):
 
 
 class _Transaction:
-    __slots__ = ("number", "producer", "records", "tid")
+    __slots__ = ("epoch", "number", "producer", "producer_id", "records", "tid")
 
-    def __init__(self, tid: str, number: int, producer: Any) -> None:
+    def __init__(self, tid: str, number: int, producer: Any, identity: tuple[int, int]) -> None:
         self.tid = tid
         self.number = number
         self.producer = producer
+        self.producer_id, self.epoch = identity
         self.records = 0
 
 
@@ -235,9 +236,10 @@ class ExactlyOnceWriter(_Writer):
             }
         )
 
-    def _new_producer(self, tid: str) -> Any:
+    def _new_producer(self, tid: str) -> tuple[Any, tuple[int, int]]:
         """A producer of ``tid`` with its transactions initialised (which fences any earlier
-        producer of ``tid`` and aborts what it left open)."""
+        producer of ``tid`` and aborts what it left open), and the producer id and epoch
+        the coordinator gave it: those of the one transaction it will run."""
         kafka = confluent()
         producer = make_client(kafka.Producer, self._transaction_config(tid), "producer")
         try:
@@ -254,22 +256,23 @@ class ExactlyOnceWriter(_Writer):
                 raise KafkaConfigurationError(msg) from exc
             msg = f"initialising the Kafka transactions of {tid} failed: {error.str()}"
             raise KafkaTransactionError(msg) from exc
-        return producer
+        return producer, self._coordinator.producer_of(tid)
 
     def _open(self, number: int) -> _Transaction:
         """Transaction ``number``: the producer made in the background if it is that one,
         else a new one; the one after it starts being made."""
         tid = transactional_id(self._prefix, self._subtask, number)
-        producer = None
+        made = None
         if self._next is not None:
             next_number, future = self._next
             self._next = None
             if next_number == number:
-                producer = future.result()
+                made = future.result()
             else:
                 future.cancel()
-        if producer is None:
-            producer = self._new_producer(tid)
+        if made is None:
+            made = self._new_producer(tid)
+        producer, identity = made
         producer.begin_transaction()
         following = number + 1
         self._next = (
@@ -278,7 +281,7 @@ class ExactlyOnceWriter(_Writer):
                 self._new_producer, transactional_id(self._prefix, self._subtask, following)
             ),
         )
-        return _Transaction(tid, number, producer)
+        return _Transaction(tid, number, producer, identity)
 
     # -- the writer protocol ---------------------------------------------------------------
     def start(self, restored: list[Any], restored_checkpoint_id: int | None) -> None:
@@ -312,8 +315,9 @@ class ExactlyOnceWriter(_Writer):
         current = self._current
         if current is not None and current.records:
             self._flush(current.producer)
-            producer_id, epoch = self._coordinator.producer_of(current.tid)
-            prepared = PreparedTransaction(current.tid, producer_id, epoch, checkpoint_id)
+            prepared = PreparedTransaction(
+                current.tid, current.producer_id, current.epoch, checkpoint_id
+            )
             self._pending[checkpoint_id] = (current, prepared)
             self._current = None if self._finished else self._open(checkpoint_id + 1)
         elif current is not None and self._finished:

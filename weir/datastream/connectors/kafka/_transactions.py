@@ -11,12 +11,13 @@ any earlier producer of that id, which is how a zombie attempt is shut out.
 completes. If the process dies in between, the restored job must commit it. A new
 producer that calls ``init_transactions`` with the same id would *abort* it, losing its
 records. Flink resumes it with the producer id and epoch stored in the checkpoint and
-sends the commit (EndTxn) itself. So do we: at pre-commit the coordinator is asked for
-the transaction's producer id and epoch (DescribeTransactions, KIP-664), which go into the
-checkpoint; on recovery EndTxn(commit) is sent with them. The coordinator commits an
-Ongoing transaction of that producer and epoch, answers a retry of a completed commit
-with success, and refuses a transaction that was aborted (expired after
-``transaction.timeout.ms``, or fenced), which is reported as possible data loss.
+sends the commit (EndTxn) itself. So do we: once a transaction's producer is initialised,
+the coordinator is asked for its producer id and epoch (DescribeTransactions, KIP-664),
+which go into the checkpoint with the pre-committed transaction; on recovery EndTxn
+(commit) is sent with them. The coordinator commits an Ongoing transaction of that
+producer and epoch, answers a retry of a completed commit with success, and refuses a
+transaction that was aborted (expired after ``transaction.timeout.ms``, or fenced),
+which is reported as possible data loss.
 
 KIP-939 (``transaction.two.phase.commit.enable`` and ``init_transactions(keep_prepared)``)
 is the newer way to do this; neither Python client implements it (kafka-python 3.0.12
@@ -109,7 +110,8 @@ class TransactionCoordinatorClient:
         return self._client().describe_transactions([tid])[tid]
 
     def producer_of(self, tid: str) -> tuple[int, int]:
-        """The producer id and epoch of the Ongoing transaction of ``tid``."""
+        """The producer id and epoch the coordinator holds for ``tid`` (after
+        ``init_transactions``: those its next transaction runs with)."""
         description = self.describe(tid)
         return int(description.producer_id), int(description.producer_epoch)
 
