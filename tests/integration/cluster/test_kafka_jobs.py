@@ -128,6 +128,13 @@ def _await(condition, what: str, timeout: float = DEADLINE_S):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _checkpoints(gateway, job_id: str) -> int:
+    """Completed checkpoints of a job that must still be running."""
+    status = gateway.job_details(job_id).status
+    assert status not in ("FINISHED", "FAILED", "CANCELED"), f"job {job_id} is {status}"
+    return gateway.checkpoint_statistics(job_id).num_completed
+
+
 def _running(gateway, job_id: str, min_attempt: int):
     details = gateway.job_details(job_id)
     if details.status in ("FINISHED", "FAILED", "CANCELED"):
@@ -148,19 +155,18 @@ def test_the_pyflink_program_is_exactly_once_with_task_managers_killed_at_random
     feed = Feed(kafka_broker, source, 2, 4000, seconds=16, seed=seed)
     env = _env(tmp_path)
     running_count(env, kafka_broker.bootstrap_servers, source, out, prefix, feed.stop_at)
-    feed.start()
     client = env.execute_async("running count, two TaskManagers killed")
     job_id = str(client.get_job_id())
     with DispatcherGateway(cluster.address) as gateway:
+        # The input is written from when the job runs, so that it runs through both kills.
+        _await(lambda: _running(gateway, job_id, 0), "the job to run")
+        feed.start()
         attempt = 0
         for _ in range(2):
             tasks = _await(lambda a=attempt: _running(gateway, job_id, a), "the job to run")
             completed = gateway.checkpoint_statistics(job_id).num_completed
             target = completed + rng.randint(1, 3)
-            _await(
-                lambda t=target: gateway.checkpoint_statistics(job_id).num_completed >= t,
-                f"{target} checkpoints",
-            )
+            _await(lambda t=target: _checkpoints(gateway, job_id) >= t, f"{target} checkpoints")
             time.sleep(rng.uniform(0, 0.5))  # a random moment between two checkpoints
             victim_id = rng.choice(sorted({t.resource_id for t in tasks}))
             (victim,) = [tm for tm in gateway.list_task_managers() if tm.resource_id == victim_id]
@@ -364,7 +370,7 @@ def test_chaos_fifty_randomised_runs_are_exactly_once(cluster, kafka_broker, tmp
         failure = rng.choice(["kill", "kill", "before-commit", "none"])
         print(f"run {run}: p={parallelism}, interval={interval} ms, failure={failure}")
         source, out, prefix = _topics(kafka_broker, 3)
-        feed = Feed(kafka_broker, source, 3, 1500, seconds=6, seed=seed + run)
+        feed = Feed(kafka_broker, source, 3, 1500, seconds=8, seed=seed + run)
         env = _env(tmp_path / str(run), parallelism)
         env.enable_checkpointing(interval)
         builds = CrashBeforeCommit if failure == "before-commit" else KafkaSink
@@ -374,17 +380,15 @@ def test_chaos_fifty_randomised_runs_are_exactly_once(cluster, kafka_broker, tmp
             running_count(env, kafka_broker.bootstrap_servers, source, out, prefix, feed.stop_at)
         finally:
             sink_module.KafkaSink = original
-        feed.start()
         client = env.execute_async(f"chaos run {run}")
-        if failure == "kill":
-            job_id = str(client.get_job_id())
-            with DispatcherGateway(cluster.address) as gateway:
-                _await(lambda: _running(gateway, job_id, 0), "the job to run")
-                target = rng.randint(1, 4)
-                _await(
-                    lambda t=target: gateway.checkpoint_statistics(job_id).num_completed >= t,
-                    f"{target} checkpoints",
-                )
+        job_id = str(client.get_job_id())
+        with DispatcherGateway(cluster.address) as gateway:
+            # The input is written from when the job runs, so that it runs through the kill.
+            _await(lambda: _running(gateway, job_id, 0), "the job to run")
+            feed.start()
+            if failure == "kill":
+                target = rng.randint(1, 3)
+                _await(lambda t=target: _checkpoints(gateway, job_id) >= t, f"{target} checkpoints")
                 time.sleep(rng.uniform(0, interval / 1000))  # a random moment
                 _kill_one(gateway, job_id, rng, 0)
         client.get_job_execution_result().result()
