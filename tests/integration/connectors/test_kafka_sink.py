@@ -233,3 +233,34 @@ class TestBadInput:
         with pytest.raises(KafkaUnreachableError, match=r"127\.0\.0\.1:1.*set_bootstrap_servers"):
             Subtask(sink)
         sink.close()
+
+
+def test_a_transaction_whose_commit_was_under_way_stays_in_later_checkpoints(kafka_broker):
+    """Checkpoint 1 completed and its commit was queued behind other work when the process
+    died after checkpoint 2: checkpoint 2 must still hold transaction 1, or the restored
+    job aborts it as lingering and its records are lost."""
+    import threading
+
+    topic = _topic(kafka_broker)
+    prefix = f"under-way-{uuid.uuid4().hex[:8]}"
+    task = Subtask(_sink(kafka_broker, topic, DeliveryGuarantee.EXACTLY_ONCE, prefix))
+    writer = task.sink._writer
+    task.write(["a"])
+    task.checkpoint(1)
+    busy = threading.Event()
+    writer._executor.submit(busy.wait)  # the background thread is busy
+    task.sink.notify_checkpoint_complete(1)  # so this commit waits in its queue
+    task.write(["b"])
+    state = task.checkpoint(2)
+    # The crash: the queued commit never runs.
+    writer._executor.shutdown(wait=False, cancel_futures=True)
+    busy.set()
+    task.sink._writer = None
+
+    restored = Subtask(
+        _sink(kafka_broker, topic, DeliveryGuarantee.EXACTLY_ONCE, prefix),
+        restored=[state],
+        restored_id=2,
+    )
+    restored.sink.close()
+    assert _values(kafka_broker, topic, expected=2) == ["a", "b"]

@@ -261,3 +261,19 @@ class TestBadInput:
         ):
             _drain(reader)
         reader.close()
+
+
+def test_a_checkpoint_before_the_first_poll_holds_the_starting_offsets(kafka_broker):
+    topic = _topic(kafka_broker, 2)
+    for p in range(2):
+        kafka_broker.produce(topic, [f"{p}-{i}" for i in range(5)], partition=p)
+    source = _builder(kafka_broker, topic).set_bounded(KafkaOffsetsInitializer.latest()).build()
+    first = source.create_reader(Ctx())
+    splits = first.snapshot_splits(1)  # a checkpoint the task took before polling
+    first.close()
+    restored = source.create_reader(Ctx())
+    restored.restore_splits(splits)
+    assert sorted(_records(_drain(restored))) == sorted(
+        f"{p}-{i}" for p in range(2) for i in range(5)
+    )
+    restored.close()

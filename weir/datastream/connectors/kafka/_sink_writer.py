@@ -17,7 +17,8 @@ Exactly once, step by step (``_transactions`` has the why):
    (``init_transactions`` takes ~80 ms here), its id and epoch then asked of the
    coordinator. A transaction without records is kept open instead.
 3. ``commit_up_to(c)``, when checkpoint ``c`` completes: commit every pending transaction
-   of a checkpoint up to ``c``, on the background thread, while the task writes on.
+   of a checkpoint up to ``c``, on the background thread, while the task writes on; each
+   stays in the checkpoints' state until its commit is confirmed.
 4. ``close``: abort the open transaction; pending ones stay for the restored job.
 """
 
@@ -220,7 +221,10 @@ class ExactlyOnceWriter(_Writer):
             1, thread_name_prefix=f"kafka-sink-{subtask}-producer-init"
         )
         self._next: tuple[int, concurrent.futures.Future[Any]] | None = None
-        self._commits: list[concurrent.futures.Future[None]] = []
+        # Commits under way, with what the checkpoint keeps of them: until a commit is
+        # confirmed its transaction stays in every checkpoint's state, so a restore from a
+        # later checkpoint still commits it if the process died before the commit did.
+        self._commits: list[tuple[concurrent.futures.Future[None], PreparedTransaction]] = []
         self.write = self._write
 
     # -- the producers -------------------------------------------------------------------
@@ -323,12 +327,12 @@ class ExactlyOnceWriter(_Writer):
         elif current is not None and self._finished:
             self._abort(current)
             self._current = None
+        unconfirmed = [p for _, p in self._commits] + [p for _, p in self._pending.values()]
         return {
             "prefix": self._prefix,
             "subtask": self._subtask,
             "pending": [
-                (p.transactional_id, p.producer_id, p.epoch, p.checkpoint_id)
-                for _, p in self._pending.values()
+                (p.transactional_id, p.producer_id, p.epoch, p.checkpoint_id) for p in unconfirmed
             ],
         }
 
@@ -339,14 +343,14 @@ class ExactlyOnceWriter(_Writer):
         for number in sorted(self._pending):
             if number > checkpoint_id:
                 break
-            transaction, _prepared = self._pending.pop(number)
-            self._commits.append(self._executor.submit(self._commit, transaction))
+            transaction, prepared = self._pending.pop(number)
+            self._commits.append((self._executor.submit(self._commit, transaction), prepared))
 
     def _raise_failed_commits(self, wait: bool = False) -> None:
         if wait:
-            concurrent.futures.wait(self._commits)
-        done = [f for f in self._commits if f.done()]
-        self._commits = [f for f in self._commits if not f.done()]
+            concurrent.futures.wait([f for f, _ in self._commits])
+        done = [f for f, _ in self._commits if f.done()]
+        self._commits = [(f, p) for f, p in self._commits if not f.done()]
         for future in done:
             future.result()  # raises what the commit raised
 

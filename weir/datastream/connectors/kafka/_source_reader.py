@@ -158,8 +158,12 @@ class KafkaSourceReader:
     # --- SplitCheckpointedSourceReader -------------------------------------------------
 
     def snapshot_splits(self, checkpoint_id: int) -> list[Any]:
-        if self._consumer is None and self._restored is not None:
-            return list(self._restored)  # not started yet: what it was given
+        if self._consumer is None:
+            if self._restored is not None:
+                return list(self._restored)  # not started yet: what it was given
+            # A checkpoint before the first poll: the partitions and their starting
+            # offsets are taken now, so the checkpoint holds them.
+            self._start()
         splits: list[Any] = [
             ("partition", s.topic, s.partition, s.next, s.stop) for s in self._splits.values()
         ]
