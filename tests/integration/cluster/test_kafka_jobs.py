@@ -355,7 +355,8 @@ def _kill_one(gateway, job_id: str, rng: random.Random, attempt: int) -> None:
     os.kill(victim.pid, signal.SIGKILL)
 
 
-@pytest.mark.long  # 50 runs of the job: about half an hour
+@pytest.mark.long  # 50 runs of the job: about ten minutes
+@pytest.mark.timeout(3600)
 def test_chaos_fifty_randomised_runs_are_exactly_once(cluster, kafka_broker, tmp_path):
     """Each run draws its parallelism (1-3), checkpoint interval and where it fails: a
     TaskManager killed after some checkpoints, or killed between a checkpoint's
