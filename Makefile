@@ -14,7 +14,7 @@ setup: java $(STAMP) $(CDS_STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,kafka]'
 	touch $(STAMP)
 
 # A class-data sharing archive of the Spark driver's classes: every Spark driver Weir
@@ -24,14 +24,16 @@ $(CDS_STAMP): $(STAMP)
 	touch $(CDS_STAMP)
 
 # Spark needs a JVM, the cluster scripts pgrep/setsid, the multi-host tests `ip` (network
-# namespaces) and the high-availability tests a ZooKeeper server (Debian's package, run by
-# the tests without systemd): install them on a fresh Debian machine if they are missing.
+# namespaces), the high-availability tests a ZooKeeper server (Debian's package, run by
+# the tests without systemd) and the Kafka tests Maven (it fetches the broker's jars,
+# tests/kafka/pom.xml): install them on a fresh Debian machine if they are missing.
 java:
 	@command -v java >/dev/null 2>&1 && command -v pgrep >/dev/null 2>&1 \
-	  && command -v ip >/dev/null 2>&1 && test -f /usr/share/java/zookeeper.jar || { \
-	  echo "installing a Java runtime, procps, iproute2 and ZooKeeper"; \
+	  && command -v ip >/dev/null 2>&1 && test -f /usr/share/java/zookeeper.jar \
+	  && command -v mvn >/dev/null 2>&1 || { \
+	  echo "installing a Java runtime, procps, iproute2, ZooKeeper and Maven"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq openjdk-17-jre-headless procps iproute2 zookeeper) >/dev/null; }
+	    apt-get install -y -qq openjdk-17-jre-headless procps iproute2 zookeeper maven) >/dev/null; }
 
 # The dashboard's browser test drives Debian's chromium headless through chromium-driver;
 # install both on a fresh Debian machine if they are missing (nothing is downloaded by

@@ -49,3 +49,16 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Kafka 4 broker (KRaft, broker and controller in one JVM) on 127.0.0.1, from
+    Kafka's jars (fetched with Maven once and cached), shared by the suites that need one;
+    each test uses topics and transactional ids of its own."""
+    from kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
+    broker.start()
+    yield broker
+    broker.stop()

@@ -34,6 +34,11 @@ class SinkOperator(StreamOperator):
 
     def open(self, output: Output) -> None:
         super().open(output)
+        # A connector sink may check the job's settings it depends on (the Kafka sink's
+        # transaction timeout against the checkpoint interval) before it opens.
+        check = getattr(self.function, "check_job_configuration", None)
+        if callable(check):
+            check(self.setup.config or {})
         open_function(self.function, self.setup.runtime_context)
         invoke_batch = getattr(self.function, "invoke_batch", None)
         invoke = getattr(self.function, "invoke", None)

@@ -14,7 +14,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from weir.core import config
-from weir.core.source import SourceReader, SplitSourceReader, assign_splits, create_reader
+from weir.core.source import (
+    SourceReader,
+    SplitSourceReader,
+    TimestampedSourceReader,
+    assign_splits,
+    create_reader,
+)
 from weir.taskmanager.operators.base import (
     MAX_WATERMARK,
     Collect,
@@ -229,7 +235,21 @@ class SourceOperator(StreamOperator):
             )
             self.reader = create_reader(self.source, ctx, position, splits)  # type: ignore[arg-type]
         collect = output.collect
-        self.emit = collect
+        # A reader whose records carry their own timestamps (Kafka's) hands its batches
+        # over without them (``emit(batch, None)``); they are fetched from it here.
+        own_timestamps = (
+            self.reader.current_timestamps
+            if isinstance(self.reader, TimestampedSourceReader)
+            else None
+        )
+        if own_timestamps is None:
+            self.emit = collect
+        else:
+
+            def collect_own(batch: list[Any], _: Timestamps) -> None:
+                collect(batch, own_timestamps())
+
+            self.emit = collect_own
         strategy = self.setup.payload.get("watermark_strategy")
         if _stamps_records(strategy):
             timing: dict[str, Any] = {
@@ -247,6 +267,8 @@ class SourceOperator(StreamOperator):
             stamp = emitter.process
 
             def emit(batch: list[Any], timestamps: Timestamps) -> None:
+                if own_timestamps is not None:
+                    timestamps = own_timestamps()
                 stamp(batch, timestamps, collect)
 
             self.emit = emit

@@ -7,7 +7,12 @@ from weir.common.job_client import JobClient
 from weir.common.job_execution_result import JobExecutionResult, JobID
 from weir.common.job_status import JobStatus
 from weir.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
-from weir.common.serialization import Encoder
+from weir.common.serialization import (
+    DeserializationSchema,
+    Encoder,
+    SerializationSchema,
+    SimpleStringSchema,
+)
 from weir.common.time import Duration, Instant, Time
 from weir.common.typeinfo import (
     BasicArrayTypeInfo,
@@ -37,6 +42,7 @@ __all__ = [
     "BasicTypeInfo",
     "CompletableFuture",
     "Configuration",
+    "DeserializationSchema",
     "Duration",
     "Encoder",
     "ExecutionConfig",
@@ -55,6 +61,8 @@ __all__ = [
     "Row",
     "RowKind",
     "RowTypeInfo",
+    "SerializationSchema",
+    "SimpleStringSchema",
     "SqlTimeTypeInfo",
     "Time",
     "TimestampAssigner",

@@ -24,6 +24,10 @@ A reader that implements only ``CheckpointedSourceReader`` keeps one opaque posi
 a checkpoint of it cannot be restored at another one (the JobMaster refuses, naming the
 operator). Readers without either keep working; their sources are simply not replayable.
 
+A reader whose records carry their own event time (a Kafka record's timestamp) implements
+``TimestampedSourceReader``: the timestamps of each batch go with it, and are the records'
+event time unless the watermark strategy assigns its own.
+
 A reader that reads several splits at once implements ``SplitSourceReader`` as well:
 ``from_source`` then generates watermarks per split and the source's watermark is the
 minimum over them (``weir.taskmanager.operators.split_watermarks``). A reader that reads its
@@ -85,6 +89,22 @@ class SplitSourceReader(SourceReader, Protocol):
     def current_split_id(self) -> str:
         """The split the records of the last ``poll_batch`` came from: every batch
         holds the records of one split."""
+        ...
+
+
+@runtime_checkable
+class TimestampedSourceReader(SourceReader, Protocol):
+    """A reader whose records have timestamps of their own (Flink's
+    ``ReaderOutput.collect(record, timestamp)``).
+
+    >>> class LogReader:
+    ...     def current_timestamps(self): return self.last_batch_timestamps
+    """
+
+    def current_timestamps(self) -> list[int | None] | None:
+        """The timestamps (ms) of the records of the last ``poll_batch``, one per record
+        (``None`` for a record without one), or ``None`` when none has one. Called on the
+        task thread right after ``poll_batch``."""
         ...
 
 

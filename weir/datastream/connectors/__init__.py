@@ -1,5 +1,6 @@
 """Sources and sinks (mirrors ``pyflink.datastream.connectors``)."""
 
+from weir.datastream.connectors.base import DeliveryGuarantee
 from weir.datastream.connectors.collection import CollectionSource
 from weir.datastream.connectors.datagen import DataGeneratorSource, RateLimiterStrategy
 from weir.datastream.connectors.file_system import (
@@ -17,6 +18,7 @@ __all__ = [
     "BucketAssigner",
     "CollectionSource",
     "DataGeneratorSource",
+    "DeliveryGuarantee",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",

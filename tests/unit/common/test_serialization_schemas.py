@@ -1,0 +1,92 @@
+"""SimpleStringSchema and the JSON Row schemas turn records into bytes and back."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from weir.common import Row, SimpleStringSchema, Types
+from weir.datastream.formats.json import (
+    JsonRowDeserializationSchema,
+    JsonRowFormatError,
+    JsonRowSerializationSchema,
+)
+
+ROW = Types.ROW_NAMED(
+    ["id", "name", "tags", "inner"],
+    [
+        Types.INT(),
+        Types.STRING(),
+        Types.LIST(Types.STRING()),
+        Types.ROW_NAMED(["x"], [Types.DOUBLE()]),
+    ],
+)
+
+
+class TestSimpleStringSchema:
+    def test_round_trips_text_in_its_charset(self):
+        schema = SimpleStringSchema()
+        assert schema.serialize("héllo") == "héllo".encode()
+        assert schema.deserialize("héllo".encode()) == "héllo"
+        latin = SimpleStringSchema("ISO-8859-1")
+        assert latin.deserialize(latin.serialize("é")) == "é"
+        assert latin.serialize("é") == b"\xe9"
+
+    def test_an_unknown_charset_fails_when_the_schema_is_made(self):
+        with pytest.raises(LookupError):
+            SimpleStringSchema("no-such-charset")
+
+    def test_produces_strings(self):
+        assert SimpleStringSchema().get_produced_type() == Types.STRING()
+
+
+class TestJsonRowSchemas:
+    def test_reads_the_fields_of_the_row_type_in_its_order(self):
+        schema = JsonRowDeserializationSchema.builder().type_info(ROW).build()
+        row = schema.deserialize(
+            b'{"name": "a", "id": "3", "tags": ["t"], "inner": {"x": 1}, "y": 0}'
+        )
+        assert row == Row(id=3, name="a", tags=["t"], inner=Row(x=1.0))
+        assert schema.get_produced_type() == ROW
+
+    def test_a_missing_field_is_none_unless_told_to_fail(self):
+        lenient = JsonRowDeserializationSchema.builder().type_info(ROW).build()
+        assert lenient.deserialize(b'{"id": 1}') == Row(id=1, name=None, tags=None, inner=None)
+        strict = (
+            JsonRowDeserializationSchema.builder().type_info(ROW).fail_on_missing_field().build()
+        )
+        with pytest.raises(JsonRowFormatError, match="'name' is missing"):
+            strict.deserialize(b'{"id": 1}')
+
+    def test_a_bad_message_names_itself_and_the_switch_that_skips_it(self):
+        schema = JsonRowDeserializationSchema.builder().type_info(ROW).build()
+        with pytest.raises(JsonRowFormatError, match=r"b'not json'.*ignore_parse_errors"):
+            schema.deserialize(b"not json")
+        skipping = (
+            JsonRowDeserializationSchema.builder().type_info(ROW).ignore_parse_errors().build()
+        )
+        assert skipping.deserialize(b"not json") is None
+
+    def test_writes_rows_under_the_field_names_and_reads_them_back(self):
+        writer = JsonRowSerializationSchema.builder().with_type_info(ROW).build()
+        reader = JsonRowDeserializationSchema.builder().type_info(ROW).build()
+        assert reader.deserialize(writer.serialize(Row(1, "b", ["x", "y"], Row(2.5)))) == Row(
+            id=1, name="b", tags=["x", "y"], inner=Row(x=2.5)
+        )
+        named = Row(id=2, name=None, tags=[], inner=None)
+        assert reader.deserialize(writer.serialize(named)) == named
+        assert writer.serialize(Row(1, "b", None, None)) == (
+            b'{"id":1,"name":"b","tags":null,"inner":null}'
+        )
+
+    def test_needs_a_row_type(self):
+        with pytest.raises(TypeError, match="Row type"):
+            JsonRowDeserializationSchema.builder().type_info(Types.STRING()).build()
+        with pytest.raises(TypeError, match="Typeinfo should be set"):
+            JsonRowSerializationSchema.builder().build()
+
+    def test_pickles_after_use(self):
+        schema = JsonRowDeserializationSchema.builder().type_info(ROW).build()
+        schema.deserialize(b'{"id": 1}')
+        assert pickle.loads(pickle.dumps(schema)).deserialize(b'{"id": 5}')[0] == 5
