@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import sys
@@ -19,8 +20,11 @@ def main() -> None:
     parser.add_argument("--keyed-events", type=int, default=4_000_000, help="q2's bids")
     parser.add_argument("--parallelism", type=int, nargs="+", default=[1])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--json", type=pathlib.Path, help="also write the rows here")
     args = parser.parse_args()
     rows = measure_peers(args.events, args.keyed_events, tuple(args.parallelism), args.repeat)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
     print(
         f"{'system':24s} {'query':5s} {'p':>1s} {'events':>11s} {'events/s':>12s} "
         f"{'(min-max)':>23s} {'events/CPU s':>12s}  api"
