@@ -1,0 +1,24 @@
+"""Weir's peers on the Nexmark benchmarks, each in its own side environment.
+
+``measure_peers(events, keyed_events, parallelisms=(1,))`` runs, on this machine, the
+same q1 (a currency conversion per bid) and q2 (bids per auction in 10 s tumbling
+event-time windows) as ``benchmarks/nexmark.py`` on:
+
+- a bare numpy loop over batches of bids (``numpy_limit.py``): the physical limit on one
+  core;
+- Bytewax 0.21 (``bytewax_q.py``), through its batch API over bid tuples
+  (``flat_map_batch``, and its ``count_window`` for q2), and over numpy batches;
+- Spark Structured Streaming 4.3 (``spark_q.py``) with native column expressions over
+  the bids that its ``rate-micro-batch`` source makes in the JVM.
+
+Each peer's rate is its steady state (start-up excluded; each script says how it
+measures), and each run's result count is checked against the bare Python loops of
+``benchmarks/windows.py``. The side environments are made under
+``~/.cache/weir-bench/peers`` (or ``$WEIR_BENCH_PEERS``) the first time, which takes a
+minute or two, and reused afterwards. ``python benchmarks/peers/run.py`` prints a table;
+``benchmarks/nexmark.py --peers`` adds the same rows to Weir's.
+"""
+
+from .measure import measure_peers
+
+__all__ = ["measure_peers"]
