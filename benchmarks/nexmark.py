@@ -364,9 +364,14 @@ def main() -> None:
     if args.peers:
         from peers import measure_peers
 
-        for row in measure_peers(args.events, args.q2_batch_events, tuple(args.parallelism)):
-            rate = float(row["events_per_s"])
-            report(str(row["query"]), str(row["system"]), int(row["parallelism"]), (rate,) * 3)
+        peers = measure_peers(
+            args.events, args.q2_batch_events, tuple(args.parallelism), repeat=args.rounds
+        )
+        for row in peers:
+            runs = [float(run) for run in row["runs"]]
+            figures = (float(row["events_per_s"]), min(runs), max(runs))
+            name = f"{row['system']} ({row['api']})"
+            report(str(row["query"]), name, int(row["parallelism"]), figures)
     print(f"\n(cores: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}; medians of {args.rounds})")
 
 
