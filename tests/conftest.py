@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,19 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def hadoop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """Hadoop's minicluster (YARN and HDFS on 127.0.0.1, tests/hadoop_cluster.py), one for
+    the whole run: pytest-xdist's workers share it, and the worker that started it stops it
+    after the last one is done with it."""
+    from hadoop_cluster import SharedMiniHadoop
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base = Path(tmp_path_factory.getbasetemp())
+    # Every worker's base directory sits beside the others' in the run's own directory.
+    shared = SharedMiniHadoop((base.parent if worker else base) / "hadoop", worker or "main")
+    cluster = shared.acquire()
+    yield cluster
+    shared.release()
