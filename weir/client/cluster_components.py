@@ -112,7 +112,9 @@ class ClusterComponents:
 
     ``config`` must already be validated (``weir.core.config.validate``).
     ``spark_context``: None lets the ResourceManager create one from the ``spark.*``
-    keys and stop it on close; a given one is reused and never stopped.
+    keys and stop it on close; a given one is reused and never stopped. ``on_shutdown``:
+    what a client's ``ShutDownCluster`` call does (the master process stops); None
+    refuses it.
     """
 
     def __init__(
@@ -122,8 +124,10 @@ class ClusterComponents:
         ha_services: HighAvailabilityServices | None = None,
         *,
         start_rest: bool = True,
+        on_shutdown: Callable[[], None] | None = None,
     ) -> None:
         self.config = dict(config)
+        self._on_shutdown = on_shutdown
         self._spark_context = spark_context
         self.host = cfg.get(self.config, cfg.BIND_HOST)
         self.advertised_host = cfg.advertised_master_host(self.config)
@@ -167,7 +171,9 @@ class ClusterComponents:
                     ),
                 )
             )
-            self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
+            self.dispatcher = Dispatcher(
+                self.config, self._ha, self._start_job_master, on_shutdown=self._on_shutdown
+            )
             self._server = rpc.AsyncioServer(
                 "weir-dispatcher",
                 _DISPATCHER_WORKERS,

@@ -99,7 +99,9 @@ def _lead(
 ) -> bool:
     """Serve as the leader until leadership or the process ends. ``spark``: the standby's
     warm SparkContext, if any; the services lease from it and it is stopped with them."""
-    components = ClusterComponents(config, spark_context=spark, ha_services=services)
+    components = ClusterComponents(
+        config, spark_context=spark, ha_services=services, on_shutdown=stop.set
+    )
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
     except WeirError as exc:

@@ -13,7 +13,8 @@ Logs go to stderr; once the Dispatcher answers, one line goes to stdout::
     Weir master ready: Dispatcher at 127.0.0.1:6123
 
 SIGTERM or SIGINT stops it gracefully (Dispatcher and JobMasters, the server, then the
-ResourceManager with its TaskManagers and the SparkContext) and it exits with 0.
+ResourceManager with its TaskManagers and the SparkContext) and it exits with 0; so does a
+client's ShutDownCluster call to its Dispatcher (``weir yarn-session --stop``).
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
         return run_highly_available(
             config, signals.requested, READY_LINE, identifier, after_start=signals.install
         )
-    components = ClusterComponents(config)
+    components = ClusterComponents(config, on_shutdown=signals.requested.set)
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
     except WeirError as exc:
