@@ -40,6 +40,7 @@ from weir.resourcemanager.resource_manager import ResourceManager
 from weir.resourcemanager.spark_launcher import (
     create_spark_context,
     prestart_driver_jvm,
+    runs_in_application_master,
     stop_spark_context,
     warm_up_python_workers,
 )
@@ -71,6 +72,10 @@ def prestart_spark_driver(config: Mapping[str, str]) -> SparkContext | None:
     only the driver's JVM is started and warmed, without an application (see
     ``weir.resourcemanager.spark_launcher.prestart_driver_jvm``); returns None."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if runs_in_application_master():
+        # A YARN ApplicationMaster's driver: its application is the session itself, and a
+        # second SparkContext (a warm-up one) is not to be had there.
+        return None
     if not cfg.get(config, cfg.SPARK_MASTER).startswith("local"):
         prestart_driver_jvm(config)
         return None

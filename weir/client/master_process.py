@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 CONF_FILE = "weir-conf.yaml"
 READY_LINE = "Weir master ready: Dispatcher at {address}"
+# Printed after the ready line when the master serves the REST API and the dashboard.
+REST_LINE = "Weir master REST API at {url}"
 
 
 def _parse_setting(text: str) -> tuple[str, str]:
@@ -88,7 +90,7 @@ def load_master_config(ns: argparse.Namespace) -> dict[str, str]:
     return entries
 
 
-class _ShutdownSignals:
+class ShutdownSignals:
     """Turns SIGTERM and SIGINT into an event the main thread waits on."""
 
     def __init__(self) -> None:
@@ -109,14 +111,24 @@ class _ShutdownSignals:
         self.requested.set()
 
 
-def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
+def run(
+    config: dict[str, str], signals: ShutdownSignals, *, application_master: bool = False
+) -> int:
+    """Serve until a stop is requested; returns the exit code. ``application_master``: this
+    is a YARN session's ApplicationMaster, whose one SparkContext cannot be made again, so
+    a master that loses its leadership ends (YARN's next attempt contends anew)."""
     if cfg.get(config, cfg.HA_TYPE) == "zookeeper":
         from weir.client.ha_master import run_highly_available  # noqa: PLC0415
 
         host = cfg.get(config, cfg.BIND_HOST)
         identifier = f"{host}:{cfg.get(config, cfg.JOBMANAGER_PORT)} pid {os.getpid()}"
         return run_highly_available(
-            config, signals.requested, READY_LINE, identifier, after_start=signals.install
+            config,
+            signals.requested,
+            READY_LINE,
+            identifier,
+            after_start=signals.install,
+            lead_once=application_master,
         )
     components = ClusterComponents(config, on_shutdown=signals.requested.set)
     try:
@@ -137,6 +149,8 @@ def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
         if components.rest is not None:
             logger.info("REST API and web dashboard at %s", components.rest.url)
         print(READY_LINE.format(address=address), flush=True)
+        if components.rest is not None:
+            print(REST_LINE.format(url=components.rest.url), flush=True)
         signals.requested.wait()
     finally:
         components.close()
@@ -158,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     # Installed before the SparkContext exists: a stop requested while Spark starts is
     # honoured as soon as the services are up.
-    signals = _ShutdownSignals()
+    signals = ShutdownSignals()
     signals.install()
     return run(config, signals)
 

@@ -166,6 +166,14 @@ from weir.core.options.taskmanager import (
     TASKMANAGER_TMP_DIR,
     parse_port_span,
 )
+from weir.core.options.yarn import (
+    YARN_APPLICATION_ATTEMPTS,
+    YARN_APPLICATION_MASTER_PORT,
+    YARN_APPLICATION_NAME,
+    YARN_APPLICATION_QUEUE,
+    YARN_PROPERTIES_FILE_LOCATION,
+    YARN_SHIP_ENVIRONMENT,
+)
 
 T = TypeVar("T")
 
@@ -297,6 +305,12 @@ __all__ = [
     "TASKMANAGER_TMP_DIR",
     "TASK_CANCELLATION_INTERVAL",
     "TASK_CANCELLATION_TIMEOUT",
+    "YARN_APPLICATION_ATTEMPTS",
+    "YARN_APPLICATION_MASTER_PORT",
+    "YARN_APPLICATION_NAME",
+    "YARN_APPLICATION_QUEUE",
+    "YARN_PROPERTIES_FILE_LOCATION",
+    "YARN_SHIP_ENVIRONMENT",
     "ConfigOption",
     "advertised_master_host",
     "check_relations",

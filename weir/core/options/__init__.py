@@ -10,6 +10,7 @@ from weir.core.options import rest
 from weir.core.options import high_availability
 from weir.core.options import checkpointing
 from weir.core.options import restart
+from weir.core.options import yarn
 
 # isort: on
 
@@ -22,4 +23,5 @@ __all__ = [
     "restart",
     "security",
     "taskmanager",
+    "yarn",
 ]
