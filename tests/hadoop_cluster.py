@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import getpass
 import hashlib
 import json
 import os
@@ -246,7 +247,8 @@ class MiniHadoop:
     def signal_container(self, container_id: str, command: str = "FORCEFUL_SHUTDOWN") -> None:
         """Have YARN signal a container (its NodeManager kills it for FORCEFUL_SHUTDOWN)."""
         request = urllib.request.Request(
-            f"{self.rm_webapp}/ws/v1/cluster/containers/{container_id}/signal/{command}",
+            f"{self.rm_webapp}/ws/v1/cluster/containers/{container_id}/signal/{command}"
+            f"?user.name={getpass.getuser()}",
             method="POST",
         )
         with urllib.request.urlopen(request, timeout=10):
