@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import shutil
 import signal
 import sys
 import threading
@@ -173,11 +174,17 @@ def start(config: dict[str, str], dynamic: dict[str, str]) -> YarnSession:
     """Submit a session and wait until its Dispatcher answers; the properties file names
     it from the moment YARN accepted it."""
     descriptor = YarnClusterDescriptor(config)
-    archive = None
+    packed = None
     if cfg.get(config, cfg.YARN_SHIP_ENVIRONMENT):
         from weir.client.python_environment import pack_environment  # noqa: PLC0415
 
-        archive = pack_environment().path
+        print(f"Packing {sys.prefix} to ship it with the session.", flush=True)
+        packed = pack_environment()
+        print(
+            f"Packed {packed.files} files, {packed.size_bytes / 1e6:.1f} MB, in "
+            f"{packed.seconds:.1f} s: {packed.path}",
+            flush=True,
+        )
     recorded = dict(dynamic)
 
     def submitted(application_id: str) -> None:
@@ -187,7 +194,13 @@ def start(config: dict[str, str], dynamic: dict[str, str]) -> YarnSession:
         write_properties(config, YarnSessionProperties(application_id, "", recorded))
 
     started = time.monotonic()
-    session = descriptor.deploy_session_cluster(archive, on_submitted=submitted)
+    try:
+        session = descriptor.deploy_session_cluster(
+            packed.path if packed is not None else None, on_submitted=submitted
+        )
+    finally:
+        if packed is not None:  # spark-submit uploaded it (or failed): it is not needed
+            shutil.rmtree(packed.path.parent, ignore_errors=True)
     write_properties(
         config,
         YarnSessionProperties(session.application_id, session.dispatcher_address, recorded),
