@@ -4,6 +4,7 @@ a properties file location and an environment of their own per session client.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -17,7 +18,10 @@ import yaml
 from hadoop_cluster import MiniHadoop, java_home, spark_settings
 
 from weir.client.dispatcher_client import DispatcherGateway
+from weir.client.yarn_client import YarnRestClient
 from weir.client.yarn_properties import read_properties
+from weir.client.yarn_session import session_gateway
+from weir.core.config import load_config_file
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "deploy" / "bin"
@@ -105,10 +109,14 @@ class SessionClient:
         assert result.returncode == 0, f"weir {args} failed:\n{result.stdout}\n{result.stderr}"
         return result.stdout
 
-    def dispatcher(self) -> DispatcherGateway:
-        recorded = read_properties({"yarn.properties-file.location": str(self.root / "props")})
+    def dispatcher(self) -> contextlib.AbstractContextManager[DispatcherGateway]:
+        """A gateway to the Dispatcher of the session of the properties file, as the CLI
+        finds it (in ZooKeeper under high availability)."""
+        config = load_config_file(self.root / "weir-conf.yaml")
+        recorded = read_properties(config)
         assert recorded is not None
-        return DispatcherGateway(recorded.dispatcher_address)
+        yarn = YarnRestClient(self.cluster.rm_webapp)
+        return session_gateway(config, recorded.application_id, yarn)
 
     def submit_running_sum(self, output: str, checkpoints: str, records: int) -> str:
         out = self.weir(
