@@ -310,11 +310,16 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         referenced: set[str] = set()
         for directory in self._checkpoint_dirs():
             metadata_path = f"{directory}/{METADATA_FILE_NAME}"
+            metadata_url = str(self._fs.unstrip_protocol(metadata_path))
             try:
-                metadata = decode_metadata(self._fs.cat_file(metadata_path), source=metadata_path)
-            except (CorruptCheckpointError, OSError):
+                metadata = decode_metadata(self._fs.cat_file(metadata_path), source=metadata_url)
+            except FileNotFoundError:
+                # A subsumed checkpoint whose deletion runs now: what it refers to alone is
+                # being deleted with it, the rest is referred to by a later one.
+                continue
+            except (CorruptCheckpointError, OSError) as exc:
                 # Unsure what it refers to: keep every shared file.
-                logger.warning("cannot read %s to keep what it refers to", metadata_path)
+                logger.warning("keeping every shared file: cannot read %s: %s", metadata_url, exc)
                 return
             referenced.update(
                 path.rsplit("/", 1)[-1]
