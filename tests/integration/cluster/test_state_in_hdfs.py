@@ -2,7 +2,8 @@
 MiniDFSCluster), jobs on the MiniCluster: incremental RocksDB checkpoints carry a job
 through a TaskManager kill exactly once and leave in ``shared/`` only the files the
 retained checkpoint refers to; a savepoint written to HDFS is read back with
-``weir.state.read_savepoint`` and resumed at another parallelism, exactly once."""
+``weir.state.read_savepoint`` and resumed at another parallelism, exactly once; a FileSource
+reads a directory of HDFS (hidden files left out) into a FileSink there."""
 
 from __future__ import annotations
 
@@ -163,3 +164,31 @@ def test_a_savepoint_in_hdfs_is_read_back_and_resumed_at_another_parallelism(
     assert cli.main(run) == 0
     committed = _committed(f"{hdfs}/first/out") + _committed(f"{hdfs}/resumed/out")
     assert committed == expected_lines(records)
+
+
+def test_a_file_source_reads_hdfs_and_a_file_sink_writes_it(cluster, hdfs) -> None:
+    from weir.datastream.connectors import FileSource, StreamFormat
+
+    fs, base = fsspec.core.url_to_fs(hdfs)
+    lines = [f"line {i}" for i in range(1_000)]
+    fs.pipe_file(f"{base}/in/a.txt", "\n".join(lines[:600]).encode() + b"\n")
+    fs.pipe_file(f"{base}/in/sub/b.txt", "\n".join(lines[600:]).encode() + b"\n")
+    fs.pipe_file(f"{base}/in/.hidden", b"not read\n")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.enable_checkpointing(200)
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(), f"{hdfs}/in"
+    ).build()
+    sink = (
+        FileSink.for_row_format(f"{hdfs}/out", Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
+    (
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "files")
+        .map(lambda line: line.upper(), output_type=Types.STRING())
+        .sink_to(sink)
+    )
+    env.execute("HDFS in, HDFS out")
+    assert _committed(f"{hdfs}/out") == Counter(line.upper() for line in lines)
