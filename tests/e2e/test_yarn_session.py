@@ -3,7 +3,8 @@ machine): started detached with yarn-session.sh, it holds only its ApplicationMa
 a job needs slots; a checkpointed job writes its checkpoints and its exactly-once FileSink
 output to HDFS (webhdfs://); a TaskManager container killed by YARN is replaced and the job
 recovers from its checkpoint with nothing lost or repeated; the stop ends the application
-FINISHED, as YARN's own REST API reports it."""
+FINISHED, as YARN's own REST API reports it. A second client attaches to it by its
+application id."""
 
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ def test_a_detached_session_runs_a_job_through_a_container_kill_and_stops_finish
     assert (report["state"], report["name"]) == ("RUNNING", "weir-e2e")
     # A fresh session holds its ApplicationMaster and nothing else.
     assert running_containers(hadoop, application_id) == 1
+
+    # Another client attaches by application id and reaches the session without -m too.
+    other = SessionClient(hadoop, tmp_path / "other")
+    attached = other.yarn_session("-id", application_id, "-d")
+    assert f"YARN application {application_id}: Weir session ready" in attached
+    assert "No running jobs." in other.weir("list")
 
     # No -m: the job goes to the session of the properties file.
     submitted = time.monotonic()
