@@ -55,14 +55,14 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def hadoop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """Hadoop's minicluster (YARN and HDFS on 127.0.0.1, tests/hadoop_cluster.py), one for
-    the whole run: pytest-xdist's workers share it, and the worker that started it stops it
-    after the last one is done with it."""
+    the whole run: pytest-xdist's workers share it, and it stops by itself once none of
+    them uses it any more."""
     from hadoop_cluster import SharedMiniHadoop
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     base = Path(tmp_path_factory.getbasetemp())
     # Every worker's base directory sits beside the others' in the run's own directory.
-    shared = SharedMiniHadoop((base.parent if worker else base) / "hadoop", worker or "main")
+    shared = SharedMiniHadoop((base.parent if worker else base) / "hadoop")
     cluster = shared.acquire()
     yield cluster
     shared.release()

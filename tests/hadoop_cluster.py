@@ -7,11 +7,12 @@ The jars are fetched once with Maven (``tests/hadoop/pom.xml``) into
 ``~/.cache/weir-test/hadoop-<version>/jars`` and the launcher
 (``tests/hadoop/MiniHadoopCluster.java``) is compiled there too, once per version of its
 source. The launcher writes the client configuration into ``conf/`` (a
-``HADOOP_CONF_DIR``) and stops both clusters when its standard input closes.
+``HADOOP_CONF_DIR``).
 
 Under pytest-xdist the workers share one cluster (``SharedMiniHadoop``): the first worker
-that needs it starts it, the others use it, and the one that started it stops it after
-every worker has let it go.
+that needs it starts it, the others join it, each registers its pid in the run's
+``users/``, and the launcher stops both clusters once none of those processes is alive
+(after each let it go, or died), so no worker waits for another.
 """
 
 from __future__ import annotations
@@ -57,13 +58,14 @@ def java_home() -> str:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
+    """A POSIX lock on ``path``: the launcher takes the same (Java's FileChannel.lock)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.lockf(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.lockf(handle, fcntl.LOCK_UN)
 
 
 def _digest(*files: Path) -> str:
@@ -136,13 +138,14 @@ def ensure_launcher(jars: Path) -> Path:
 
 @dataclass
 class MiniHadoop:
-    """Both clusters as one child process; ``start()`` returns once they serve."""
+    """Both clusters as one process; ``start()`` returns once they serve. It runs until no
+    process registered in ``run_dir/users`` is alive."""
 
     root: Path
+    run_dir: Path
     node_managers: int = 1
     node_manager_memory_mb: int = 12288
     queues: tuple[str, ...] = ("default", "second")
-    process: subprocess.Popen[bytes] | None = None
     info: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -175,7 +178,7 @@ class MiniHadoop:
         for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "HADOOP_HOME", "CLASSPATH"):
             env.pop(name, None)
         log = (self.root / "minicluster.log").open("ab")
-        self.process = subprocess.Popen(
+        process = subprocess.Popen(
             [
                 str(Path(java_home()) / "bin" / "java"),
                 "-Xmx1g",
@@ -192,42 +195,35 @@ class MiniHadoop:
                 str(self.node_managers),
                 str(self.node_manager_memory_mb),
                 ",".join(self.queues),
+                str(self.run_dir),
             ],
             cwd=work,  # MiniYARNCluster keeps its NodeManagers' directories under ./target
             env=env,
-            stdin=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,
+            # Not ended with the process that started it: other workers may still use it.
+            start_new_session=True,
         )
         log.close()
-        assert self.process.stdout is not None
+        assert process.stdout is not None
         deadline = time.monotonic() + READY_TIMEOUT_S
         line = b""
         while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
+            line = process.stdout.readline()
             if not line or line.startswith(b"ready"):
                 break
+        process.stdout.close()
         if not line.startswith(b"ready"):
-            self.stop()
+            process.kill()
+            process.wait()
             pytest.fail(
                 f"the Hadoop minicluster did not start within {READY_TIMEOUT_S} s; see "
                 f"{self.root / 'minicluster.log'}"
             )
         fields = line.decode().strip().split("\t")[1:]
         self.info = dict(f.split("=", 1) for f in fields)
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()  # the launcher stops both clusters and exits
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
+        self.info["pid"] = str(process.pid)
 
     # --- YARN's own REST API -------------------------------------------------------------
     def rm_get(self, path: str) -> Any:
@@ -276,47 +272,36 @@ def spark_settings(cluster: MiniHadoop) -> dict[str, str]:
 
 @dataclass
 class SharedMiniHadoop:
-    """One minicluster for every pytest-xdist worker of a run: ``acquire`` starts it or
-    joins the running one; ``release`` leaves it, and the worker that started it stops it
-    once no worker uses it any more."""
+    """One minicluster for every process of a run that needs one (pytest-xdist's workers):
+    ``acquire`` registers this process and starts the clusters or joins the running ones;
+    ``release`` lets them go. The launcher stops them once no registered process is alive."""
 
     run_dir: Path
-    worker: str
-    owned: MiniHadoop | None = None
 
     @property
     def _state(self) -> Path:
         return self.run_dir / "cluster.json"
 
     @property
-    def _users(self) -> Path:
-        return self.run_dir / "users"
+    def _user(self) -> Path:
+        return self.run_dir / "users" / str(os.getpid())
 
     def acquire(self) -> MiniHadoop:
         with _locked(self.run_dir / "lock"):
-            self._users.mkdir(parents=True, exist_ok=True)
-            (self._users / self.worker).touch()
+            self._user.parent.mkdir(parents=True, exist_ok=True)
+            self._user.touch()
             if self._state.exists():
                 state = json.loads(self._state.read_text())
-                return MiniHadoop(Path(state["root"]), info=state["info"])
-            cluster = MiniHadoop(self.run_dir / "cluster")
+                return MiniHadoop(Path(state["root"]), self.run_dir, info=state["info"])
+            root = self.run_dir / f"cluster-{len(list(self.run_dir.glob('cluster-*')))}"
+            cluster = MiniHadoop(root, self.run_dir)
             cluster.start()
             self._state.write_text(json.dumps({"root": str(cluster.root), "info": cluster.info}))
-            self.owned = cluster
             return cluster
 
-    def release(self, wait_s: float = 3600.0) -> None:
-        (self._users / self.worker).unlink(missing_ok=True)
-        if self.owned is None:
-            return
-        deadline = time.monotonic() + wait_s
-        while True:
-            with _locked(self.run_dir / "lock"):
-                if not any(self._users.iterdir()) or time.monotonic() > deadline:
-                    self._state.unlink(missing_ok=True)
-                    break
-            time.sleep(1.0)  # polling interval: another worker still runs tests on it
-        self.owned.stop()
+    def release(self) -> None:
+        with _locked(self.run_dir / "lock"):
+            self._user.unlink(missing_ok=True)
 
 
 def wait_for(condition: Any, timeout_s: float, what: str, interval_s: float = 0.5) -> Any:

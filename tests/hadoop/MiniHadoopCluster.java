@@ -1,10 +1,10 @@
-import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -20,14 +20,15 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * are real local processes), on loopback, in one JVM.
  *
  * <pre>
- * java -cp 'jars/*:classes' MiniHadoopCluster WORK_DIR CONF_DIR NODE_MANAGERS NM_MEMORY_MB QUEUES
+ * java -cp 'jars/*:classes' MiniHadoopCluster WORK_DIR CONF_DIR NODE_MANAGERS NM_MEMORY_MB \
+ *     QUEUES RUN_DIR
  * </pre>
  *
  * QUEUES is a comma-separated list of capacity-scheduler queues beneath root (the capacity
  * shared evenly). Once both clusters serve, the client configuration is written to CONF_DIR
  * (core-site.xml, hdfs-site.xml, yarn-site.xml: a HADOOP_CONF_DIR) and one line goes to
- * stdout, "ready" followed by tab-separated key=value pairs. The clusters stop when
- * standard input closes.
+ * stdout, "ready" followed by tab-separated key=value pairs. The clusters stop once no
+ * process that uses them is alive (see awaitNoUsers).
  */
 public final class MiniHadoopCluster {
   private MiniHadoopCluster() {}
@@ -43,9 +44,9 @@ public final class MiniHadoopCluster {
   }
 
   private static void run(String[] args) throws Exception {
-    if (args.length != 5) {
+    if (args.length != 6) {
       System.err.println(
-          "usage: MiniHadoopCluster WORK_DIR CONF_DIR NODE_MANAGERS NM_MEMORY_MB QUEUES");
+          "usage: MiniHadoopCluster WORK_DIR CONF_DIR NODE_MANAGERS NM_MEMORY_MB QUEUES RUN_DIR");
       System.exit(2);
     }
     File work = new File(args[0]).getAbsoluteFile();
@@ -53,6 +54,7 @@ public final class MiniHadoopCluster {
     int nodeManagers = Integer.parseInt(args[2]);
     int nodeManagerMemoryMb = Integer.parseInt(args[3]);
     String[] queues = args[4].split(",");
+    File runDir = new File(args[5]).getAbsoluteFile();
 
     Configuration base = new Configuration();
     base.set("hadoop.tmp.dir", new File(work, "tmp").getPath());
@@ -140,13 +142,48 @@ public final class MiniHadoopCluster {
     System.out.println(String.join("\t", ready));
     System.out.flush();
 
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    while (in.readLine() != null) {
-      // Anything written is ignored: only the end of input stops the clusters.
-    }
+    awaitNoUsers(runDir);
     cluster.stop();
     dfs.shutdown();
     System.exit(0);
+  }
+
+  /**
+   * Returns once no process uses the clusters any more: RUN_DIR/users holds a file named
+   * after the pid of each process that does; files of processes that died are removed. The
+   * last look happens under RUN_DIR/lock (a POSIX lock, as Python's fcntl.lockf takes it),
+   * where cluster.json, which names these clusters to newcomers, is removed first: a process
+   * that comes later starts clusters of its own instead of joining these.
+   */
+  private static void awaitNoUsers(File runDir) throws IOException, InterruptedException {
+    File users = new File(runDir, "users");
+    while (true) {
+      Thread.sleep(1000);
+      try (FileChannel channel = FileChannel.open(new File(runDir, "lock").toPath(),
+              StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+          FileLock lock = channel.lock()) {
+        File[] entries = users.listFiles();
+        boolean used = false;
+        for (File entry : entries == null ? new File[0] : entries) {
+          boolean alive;
+          try {
+            alive = ProcessHandle.of(Long.parseLong(entry.getName()))
+                .map(ProcessHandle::isAlive).orElse(false);
+          } catch (NumberFormatException notAPid) {
+            alive = false;
+          }
+          if (alive) {
+            used = true;
+          } else {
+            entry.delete();
+          }
+        }
+        if (!used) {
+          new File(runDir, "cluster.json").delete();
+          return;
+        }
+      }
+    }
   }
 
   private static void write(Configuration conf, File file) throws IOException {
