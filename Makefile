@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CDS_STAMP := $(VENV)/.spark-cds
 PROTOS := $(wildcard proto/*.proto)
 
-.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm
+.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm maven
 
 setup: java $(STAMP) $(CDS_STAMP)
 
@@ -57,6 +57,14 @@ helm:
 	    go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) >/dev/null 2>&1; } \
 	  || echo "helm $(HELM_VERSION) could not be built (no Go, or no Go module proxy):" \
 	    "the chart's tests will be skipped"
+# The YARN and HDFS tests run Hadoop's own minicluster (tests/hadoop_cluster.py): Maven
+# fetches it from Maven Central once, and javac compiles its launcher. Install both on a
+# fresh Debian machine if they are missing.
+maven:
+	@command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || { \
+	  echo "installing Maven and a JDK"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq maven openjdk-17-jdk-headless) >/dev/null; }
 
 run: setup
 	$(PY) examples/word_count.py
@@ -104,7 +112,7 @@ TEST_WORKERS ?= 2
 # Static checks first, then the unit tier (no sockets, no subprocesses: stops at the first
 # failure), then everything else with the slowest tests listed.
 # helm, when it has to be built, builds meanwhile (it takes minutes the first time).
-test: setup browser
+test: setup browser maven
 	@mkdir -p build; ( $(MAKE) --no-print-directory helm > build/helm-build.log 2>&1 ) & \
 	  helm_build=$$!; \
 	  $(MAKE) --no-print-directory lint layers typecheck \
@@ -115,7 +123,7 @@ test: setup browser
 
 # The soak and multi-host tests (none is in the unit tier, whose module names may repeat
 # those of the other tiers: they are never collected together).
-test-long: setup
+test-long: setup maven
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m long --durations=15 --ignore=tests/unit
 	$(MAKE) --no-print-directory test-e2e-tls
 

@@ -104,8 +104,13 @@ class Dispatcher(LeaderContender):
         ha_services: HighAvailabilityServices,
         job_master_factory: JobMasterFactory,
         address: str = "",
+        *,
+        on_shutdown: Callable[[], None] | None = None,
     ) -> None:
+        """``on_shutdown``: asks the master process to stop (``ShutDownCluster``); None
+        refuses that request (a cluster embedded in a program stops with the program)."""
         self._config = dict(config)
+        self._on_shutdown = on_shutdown
         self._security = SecurityConfig.from_config(config)
         self._ha = ha_services
         self._factory = job_master_factory
@@ -412,6 +417,18 @@ class Dispatcher(LeaderContender):
             if include_terminated or not JobStatus[details.status].is_globally_terminal_state():
                 result.append(details)
         return result
+
+    def shut_down_cluster(self) -> None:
+        """Ask the master process to stop, as a SIGTERM to it does; returns at once, the
+        stop (jobs, TaskManagers, this Dispatcher) runs on the master's own thread."""
+        if self._on_shutdown is None:
+            msg = (
+                "this cluster cannot be shut down remotely: it is embedded in a program "
+                "and stops when the program does"
+            )
+            raise WeirError(msg)
+        logger.info("Dispatcher at %s: shutdown of the cluster requested", self._address)
+        self._on_shutdown()
 
     def cancel_job(self, job_id: str) -> None:
         entry = self._entry(job_id)

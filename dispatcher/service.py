@@ -187,6 +187,11 @@ class DispatcherServicer(dispatcher_pb2_grpc.DispatcherServicer):
             task.add_done_callback(self._closing.discard)
 
     @translate_server_errors
+    async def ShutDownCluster(self, request, context):
+        await self._server.run_blocking(self._dispatcher.shut_down_cluster)
+        return common_pb2.Ack(ok=True)
+
+    @translate_server_errors
     async def ListTaskManagers(self, request, context):
         return await self._server.run_blocking(self._dispatcher.list_task_managers)
 

@@ -100,6 +100,11 @@ class DispatcherStub:
                 request_serializer=weir_dot_proto_dot_common__pb2.KvStateLocationRequest.SerializeToString,
                 response_deserializer=weir_dot_proto_dot_common__pb2.KvStateLocation.FromString,
                 _registered_method=True)
+        self.ShutDownCluster = channel.unary_unary(
+                '/weir.Dispatcher/ShutDownCluster',
+                request_serializer=weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+                response_deserializer=weir_dot_proto_dot_common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class DispatcherServicer:
@@ -196,6 +201,15 @@ class DispatcherServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ShutDownCluster(self, request, context):
+        """Stop the whole cluster as a signal to its master process does (Flink's
+        shutDownCluster): answered once the stop is under way; refused with
+        FAILED_PRECONDITION by a cluster whose master cannot be stopped so (the embedded one).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DispatcherServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -263,6 +277,11 @@ def add_DispatcherServicer_to_server(servicer, server):
                     servicer.RequestKvStateLocation,
                     request_deserializer=weir_dot_proto_dot_common__pb2.KvStateLocationRequest.FromString,
                     response_serializer=weir_dot_proto_dot_common__pb2.KvStateLocation.SerializeToString,
+            ),
+            'ShutDownCluster': grpc.unary_unary_rpc_method_handler(
+                    servicer.ShutDownCluster,
+                    request_deserializer=weir_dot_proto_dot_common__pb2.Empty.FromString,
+                    response_serializer=weir_dot_proto_dot_common__pb2.Ack.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -616,6 +635,33 @@ class Dispatcher:
             '/weir.Dispatcher/RequestKvStateLocation',
             weir_dot_proto_dot_common__pb2.KvStateLocationRequest.SerializeToString,
             weir_dot_proto_dot_common__pb2.KvStateLocation.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShutDownCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.Dispatcher/ShutDownCluster',
+            weir_dot_proto_dot_common__pb2.Empty.SerializeToString,
+            weir_dot_proto_dot_common__pb2.Ack.FromString,
             options,
             channel_credentials,
             insecure,

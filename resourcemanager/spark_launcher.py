@@ -42,6 +42,10 @@ from weir.resourcemanager.spark_driver_launch import start_driver_gateway
 logger = logging.getLogger(__name__)
 
 DEFAULT_ENTRY_POINT = "weir.taskmanager.spark_entry:run_task_manager"
+# With no end set (spark.dynamicAllocation.maxExecutors unset), YARN gives a session as
+# many containers as its queue has room for: Flink's slotmanager.number-of-slots.max
+# default. A request beyond what YARN grants waits for slot.request.timeout.
+UNBOUNDED_TASK_MANAGERS = 2**31 - 1
 PYTHON_DAEMON_MODULE = "weir.taskmanager.spark_daemon"
 JOB_GROUP_PREFIX = "weir-tm-"
 
@@ -113,6 +117,35 @@ def warm_up_python_workers(context: SparkContext) -> None:
     context.parallelize(range(cores), cores).count()
 
 
+def runs_in_application_master() -> bool:
+    """Spark started this process as an application's main (``spark-submit --deploy-mode
+    cluster``: on YARN, in the ApplicationMaster's container): its driver JVM is Spark's,
+    and the SparkContext created on it is the application's one and only."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _yarn_settings() -> dict[str, str]:
+    """On YARN, containers come and go with the leases, as a Flink session's TaskManagers
+    do: a lease is a Spark task, and Spark's dynamic allocation asks YARN for an executor
+    while a task waits and gives the executor back once it has run none for a moment.
+    One core per executor, so one lease, one TaskManager, per container."""
+    return {
+        "spark.executor.cores": "1",
+        "spark.dynamicAllocation.enabled": "true",
+        # No shuffle service on the NodeManagers is needed: leases shuffle nothing.
+        "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+        # A fresh session holds only its ApplicationMaster.
+        "spark.dynamicAllocation.minExecutors": "0",
+        "spark.dynamicAllocation.initialExecutors": "0",
+        # A container is asked for once a lease has waited a second
+        # (schedulerBacklogTimeout: whole seconds, 1 at least).
+        # An executor is idle only once its TaskManager was released, which the
+        # ResourceManager does after resourcemanager.taskmanager-timeout: its container
+        # goes back to YARN right after (Spark's 60 s would hold it on).
+        "spark.dynamicAllocation.executorIdleTimeout": "1s",
+    }
+
+
 def driver_settings(config: Mapping[str, str]) -> dict[str, str]:
     """Every Spark setting of the driver that leases TaskManagers: Weir's defaults, where
     the driver binds and who may talk to it, what executor pods look like on Kubernetes
@@ -138,6 +171,12 @@ def driver_settings(config: Mapping[str, str]) -> dict[str, str]:
     }
     settings.update(_driver_network_settings(config))
     settings.update(kubernetes_spark_settings(config))
+    if cfg.get(config, cfg.SPARK_MASTER) == "yarn":
+        settings.update(_yarn_settings())
+        # The executors run the Python spark-submit named (PYSPARK_PYTHON, which PySpark
+        # reads): an installed one, or ./environment/bin/python of a shipped archive,
+        # where this process's own path means nothing in another container.
+        del settings["spark.pyspark.python"]
     settings.update({k: v for k, v in config.items() if k.startswith("spark.")})
     return settings
 
@@ -222,7 +261,9 @@ def _driver_network_settings(config: Mapping[str, str]) -> dict[str, str]:
 
 
 def derive_max_task_managers(config: Mapping[str, str], context: SparkContext) -> int:
-    """``resourcemanager.taskmanager.max``, or derived from ``spark.master`` when 0."""
+    """``resourcemanager.taskmanager.max``, or derived from ``spark.master`` when 0: the
+    cores of ``local[N]``; on YARN with dynamic allocation its most executors (one
+    TaskManager each), unbounded unless set; else the executor cores Spark has."""
     configured = cfg.get(config, cfg.TASKMANAGERS_MAX)
     if configured > 0:
         return configured
@@ -240,6 +281,11 @@ def derive_max_task_managers(config: Mapping[str, str], context: SparkContext) -
         # Executor pods register after the context starts: count the pods asked for, one
         # TaskManager each (kubernetes_executors gives every pod one core).
         return int(instances)
+    if master == "yarn":
+        conf = context.getConf()
+        if conf.get("spark.dynamicAllocation.enabled", "false") == "true":
+            limit = conf.get("spark.dynamicAllocation.maxExecutors", "")
+            return int(limit) if limit and limit.isdigit() else UNBOUNDED_TASK_MANAGERS
     parallelism = context.defaultParallelism
     if parallelism < 1:
         msg = (

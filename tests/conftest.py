@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,19 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     broker.start()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def hadoop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """Hadoop's minicluster (YARN and HDFS on 127.0.0.1, tests/hadoop_cluster.py), one for
+    the whole run: pytest-xdist's workers share it, and it stops by itself once none of
+    them uses it any more."""
+    from hadoop_cluster import SharedMiniHadoop
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base = Path(tmp_path_factory.getbasetemp())
+    # Every worker's base directory sits beside the others' in the run's own directory.
+    shared = SharedMiniHadoop((base.parent if worker else base) / "hadoop")
+    cluster = shared.acquire()
+    yield cluster
+    shared.release()

@@ -13,6 +13,12 @@ weir info [-p N] job.py [args...]
 weir certs --out DIR --hosts HOST[,HOST...] [--days N]
 weir ha status
 weir kubernetes-session [-Dkey=value ...] [--dry-run]
+weir yarn-session [-nm NAME] [-qu QUEUE] [-jm MEM] [-tm MEM] [-s N] [-D k=v] [-d]
+weir yarn-session -id APPLICATION_ID [stop]
+
+Without -m, a client finds the Dispatcher through the YARN session it started last (its
+.yarn-properties-<user> file), else in ZooKeeper under high availability, else at
+jobmanager.rpc.address:port.
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from weir.client import yarn_session
 from weir.client.dispatcher_client import DispatcherGateway, LeaderLookup
 from weir.client.executor import RemoteExecutor
 from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
-from weir.client.leader_lookup import dispatcher_lookup
+from weir.client.leader_lookup import ZooKeeperDispatcherLookup, dispatcher_lookup
+from weir.client.yarn_session import session_config
 from weir.core import config as cfg
 from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.checkpoint.savepoint_storage import dispose_savepoint
@@ -61,17 +69,32 @@ def load_cli_config() -> dict[str, str]:
     return cfg.load_config_file(path) if path.exists() else {}
 
 
+def cluster_target(
+    ns: argparse.Namespace, conf: dict[str, str]
+) -> tuple[dict[str, str], str | None, ZooKeeperDispatcherLookup | None]:
+    """Which Dispatcher a command talks to: the one ``-m`` names; else that of the YARN
+    session of the properties file; else, with high availability, the leader found in
+    ZooKeeper (followed when it changes); else the configured address. Returns the
+    configuration to use (a session's own properties applied), the address or the lookup."""
+    if ns.jobmanager:
+        return conf, ns.jobmanager, None
+    conf, session_address = session_config(conf)
+    lookup = dispatcher_lookup(conf)
+    if lookup is not None:
+        return conf, None, lookup
+    return conf, session_address or default_address(conf), None
+
+
 @contextlib.contextmanager
 def open_gateway(ns: argparse.Namespace, conf: dict[str, str]) -> Iterator[DispatcherGateway]:
-    """The Dispatcher ``-m`` names; else, with high availability, the leader found in
-    ZooKeeper (followed when it changes); else the configured address."""
-    lookup = None if ns.jobmanager else dispatcher_lookup(conf)
+    """A gateway to the Dispatcher ``cluster_target`` names."""
+    conf, address, lookup = cluster_target(ns, conf)
     security = SecurityConfig.from_config(conf)
     try:
         if lookup is not None:
             gateway = DispatcherGateway(leader=lookup, security=security)
         else:
-            gateway = DispatcherGateway(ns.jobmanager or default_address(conf), security=security)
+            gateway = DispatcherGateway(address or default_address(conf), security=security)
         with gateway:
             yield gateway
     finally:
@@ -139,8 +162,7 @@ def _run_script(script: str, args: Sequence[str]) -> None:
 
 
 def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
-    lookup = None if ns.jobmanager else dispatcher_lookup(conf)
-    address = None if lookup is not None else ns.jobmanager or default_address(conf)
+    conf, address, lookup = cluster_target(ns, conf)
     context = {}
     if cfg.PARALLELISM_DEFAULT.key in conf:  # the cluster's default, as flink run reads it
         context[cfg.PARALLELISM_DEFAULT.key] = conf[cfg.PARALLELISM_DEFAULT.key]
@@ -387,6 +409,10 @@ def _dynamic_property(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def cmd_yarn_session(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    return yarn_session.run(ns, conf)
+
+
 def cmd_ha_status(_ns: argparse.Namespace, conf: dict[str, str]) -> int:
     print(format_ha_status(read_ha_status(conf)))
     return 0
@@ -552,6 +578,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="print every manifest as one multi-document YAML and apply nothing",
     )
     session.set_defaults(func=cmd_kubernetes_session)
+
+    yarn = sub.add_parser(
+        "yarn-session",
+        help="start, attach to or stop a Weir session on YARN (as Flink's yarn-session.sh)",
+    )
+    yarn_session.add_arguments(yarn)
+    yarn.set_defaults(func=cmd_yarn_session)
     return parser
 
 

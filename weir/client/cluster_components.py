@@ -40,6 +40,7 @@ from weir.resourcemanager.resource_manager import ResourceManager
 from weir.resourcemanager.spark_launcher import (
     create_spark_context,
     prestart_driver_jvm,
+    runs_in_application_master,
     stop_spark_context,
     warm_up_python_workers,
 )
@@ -71,6 +72,10 @@ def prestart_spark_driver(config: Mapping[str, str]) -> SparkContext | None:
     only the driver's JVM is started and warmed, without an application (see
     ``weir.resourcemanager.spark_launcher.prestart_driver_jvm``); returns None."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if runs_in_application_master():
+        # A YARN ApplicationMaster's driver: its application is the session itself, and a
+        # second SparkContext (a warm-up one) is not to be had there.
+        return None
     if not cfg.get(config, cfg.SPARK_MASTER).startswith("local"):
         prestart_driver_jvm(config)
         return None
@@ -112,7 +117,9 @@ class ClusterComponents:
 
     ``config`` must already be validated (``weir.core.config.validate``).
     ``spark_context``: None lets the ResourceManager create one from the ``spark.*``
-    keys and stop it on close; a given one is reused and never stopped.
+    keys and stop it on close; a given one is reused and never stopped. ``on_shutdown``:
+    what a client's ``ShutDownCluster`` call does (the master process stops); None
+    refuses it.
     """
 
     def __init__(
@@ -122,8 +129,10 @@ class ClusterComponents:
         ha_services: HighAvailabilityServices | None = None,
         *,
         start_rest: bool = True,
+        on_shutdown: Callable[[], None] | None = None,
     ) -> None:
         self.config = dict(config)
+        self._on_shutdown = on_shutdown
         self._spark_context = spark_context
         self.host = cfg.get(self.config, cfg.BIND_HOST)
         self.advertised_host = cfg.advertised_master_host(self.config)
@@ -167,7 +176,9 @@ class ClusterComponents:
                     ),
                 )
             )
-            self.dispatcher = Dispatcher(self.config, self._ha, self._start_job_master)
+            self.dispatcher = Dispatcher(
+                self.config, self._ha, self._start_job_master, on_shutdown=self._on_shutdown
+            )
             self._server = rpc.AsyncioServer(
                 "weir-dispatcher",
                 _DISPATCHER_WORKERS,

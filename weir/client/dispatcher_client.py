@@ -114,6 +114,11 @@ class DispatcherGateway:
         )
         return reply.plan_json, dict(reply.config)
 
+    def shut_down_cluster(self) -> None:
+        """Stop the cluster (its master process, with its jobs and TaskManagers), as
+        ``stop-cluster.sh`` does; returns once the stop is under way."""
+        self._call("ShutDownCluster", common_pb2.Empty())
+
     def cancel_job(self, job_id: str) -> None:
         self._call(
             "CancelJob",

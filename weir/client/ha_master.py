@@ -48,11 +48,14 @@ def run_highly_available(
     ready_line: str,
     identifier: str,
     after_start: Callable[[], None] = lambda: None,
+    *,
+    lead_once: bool = False,
 ) -> int:
     """Contend, lead, step down, contend again, until ``stop`` is set. Returns the exit
     code: 0 after a requested stop, 1 when the services could not start. ``after_start``
     runs once the services are up (the master reinstalls its signal handlers over
-    Spark's)."""
+    Spark's). ``lead_once``: a lost leadership ends the process with 1 instead of a new
+    contention (a YARN ApplicationMaster: YARN starts another attempt)."""
     try:
         services = ZooKeeperHaServices(config, identifier=identifier)
     except WeirError as exc:
@@ -81,6 +84,9 @@ def run_highly_available(
             spark, warm = warm, None
             if not _lead(config, services, stop, ready_line, after_start, spark=spark):
                 return 1
+            if lead_once and not stop.is_set():
+                logger.error("leadership lost: this master ends; a new attempt contends again")
+                return 1
         return 0
     finally:
         if warm is not None:
@@ -99,7 +105,9 @@ def _lead(
 ) -> bool:
     """Serve as the leader until leadership or the process ends. ``spark``: the standby's
     warm SparkContext, if any; the services lease from it and it is stopped with them."""
-    components = ClusterComponents(config, spark_context=spark, ha_services=services)
+    components = ClusterComponents(
+        config, spark_context=spark, ha_services=services, on_shutdown=stop.set
+    )
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
     except WeirError as exc:
@@ -108,6 +116,10 @@ def _lead(
         return False
     after_start()
     print(ready_line.format(address=address), flush=True)
+    if components.rest is not None:
+        from weir.client.master_process import REST_LINE  # noqa: PLC0415 (it imports this module)
+
+        print(REST_LINE.format(url=components.rest.url), flush=True)
     while not stop.is_set():
         if services.latch.await_revocation(_WAIT_SLICE_S):
             logger.warning("leadership lost: stopping this master's services; nothing is written")

@@ -13,7 +13,8 @@ Logs go to stderr; once the Dispatcher answers, one line goes to stdout::
     Weir master ready: Dispatcher at 127.0.0.1:6123
 
 SIGTERM or SIGINT stops it gracefully (Dispatcher and JobMasters, the server, then the
-ResourceManager with its TaskManagers and the SparkContext) and it exits with 0.
+ResourceManager with its TaskManagers and the SparkContext) and it exits with 0; so does a
+client's ShutDownCluster call to its Dispatcher (``weir yarn-session --stop``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 CONF_FILE = "weir-conf.yaml"
 READY_LINE = "Weir master ready: Dispatcher at {address}"
+# Printed after the ready line when the master serves the REST API and the dashboard.
+REST_LINE = "Weir master REST API at {url}"
 
 
 def _parse_setting(text: str) -> tuple[str, str]:
@@ -87,7 +90,7 @@ def load_master_config(ns: argparse.Namespace) -> dict[str, str]:
     return entries
 
 
-class _ShutdownSignals:
+class ShutdownSignals:
     """Turns SIGTERM and SIGINT into an event the main thread waits on."""
 
     def __init__(self) -> None:
@@ -108,16 +111,26 @@ class _ShutdownSignals:
         self.requested.set()
 
 
-def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
+def run(
+    config: dict[str, str], signals: ShutdownSignals, *, application_master: bool = False
+) -> int:
+    """Serve until a stop is requested; returns the exit code. ``application_master``: this
+    is a YARN session's ApplicationMaster, whose one SparkContext cannot be made again, so
+    a master that loses its leadership ends (YARN's next attempt contends anew)."""
     if cfg.get(config, cfg.HA_TYPE) == "zookeeper":
         from weir.client.ha_master import run_highly_available  # noqa: PLC0415
 
         host = cfg.get(config, cfg.BIND_HOST)
         identifier = f"{host}:{cfg.get(config, cfg.JOBMANAGER_PORT)} pid {os.getpid()}"
         return run_highly_available(
-            config, signals.requested, READY_LINE, identifier, after_start=signals.install
+            config,
+            signals.requested,
+            READY_LINE,
+            identifier,
+            after_start=signals.install,
+            lead_once=application_master,
         )
-    components = ClusterComponents(config)
+    components = ClusterComponents(config, on_shutdown=signals.requested.set)
     try:
         address = components.start(dispatcher_port=cfg.get(config, cfg.JOBMANAGER_PORT))
     except WeirError as exc:
@@ -136,6 +149,8 @@ def run(config: dict[str, str], signals: _ShutdownSignals) -> int:
         if components.rest is not None:
             logger.info("REST API and web dashboard at %s", components.rest.url)
         print(READY_LINE.format(address=address), flush=True)
+        if components.rest is not None:
+            print(REST_LINE.format(url=components.rest.url), flush=True)
         signals.requested.wait()
     finally:
         components.close()
@@ -157,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     # Installed before the SparkContext exists: a stop requested while Spark starts is
     # honoured as soon as the services are up.
-    signals = _ShutdownSignals()
+    signals = ShutdownSignals()
     signals.install()
     return run(config, signals)
 

@@ -194,6 +194,14 @@ from weir.core.options.taskmanager import (
     TASKMANAGER_TMP_DIR,
     parse_port_span,
 )
+from weir.core.options.yarn import (
+    YARN_APPLICATION_ATTEMPTS,
+    YARN_APPLICATION_MASTER_PORT,
+    YARN_APPLICATION_NAME,
+    YARN_APPLICATION_QUEUE,
+    YARN_PROPERTIES_FILE_LOCATION,
+    YARN_SHIP_ENVIRONMENT,
+)
 
 T = TypeVar("T")
 
@@ -350,6 +358,12 @@ __all__ = [
     "TASK_CANCELLATION_TIMEOUT",
     "WEB_LOG_PATH",
     "WEB_UPLOAD_DIR",
+    "YARN_APPLICATION_ATTEMPTS",
+    "YARN_APPLICATION_MASTER_PORT",
+    "YARN_APPLICATION_NAME",
+    "YARN_APPLICATION_QUEUE",
+    "YARN_PROPERTIES_FILE_LOCATION",
+    "YARN_SHIP_ENVIRONMENT",
     "ConfigOption",
     "advertised_master_host",
     "check_relations",

@@ -2,6 +2,8 @@
 the chaos test can kill TaskManagers while it runs. Fixed-delay restarts.
 
     weir run -d tests/e2e/jobs/running_sum_to_files.py --output DIR [--checkpoints DIR]
+
+DIR is a local directory or any URL (webhdfs://namenode:port/path).
 """
 
 import argparse
@@ -14,6 +16,10 @@ from weir.datastream.connectors.file_system import BucketAssigner, Encoder
 from weir.datastream.connectors.number_seq import NumberSequenceSource
 
 KEYS = 4
+
+
+def url(place: str) -> str:
+    return place if "://" in place else f"file://{place}"
 
 
 class Paced(MapFunction):
@@ -41,9 +47,9 @@ if __name__ == "__main__":
     env.set_parallelism(2)
     env.enable_checkpointing(args.interval)
     if args.checkpoints:
-        env.get_checkpoint_config().set_checkpoint_storage_dir(f"file://{args.checkpoints}")
+        env.get_checkpoint_config().set_checkpoint_storage_dir(url(args.checkpoints))
     sink = (
-        FileSink.for_row_format(f"file://{args.output}", Encoder.simple_string_encoder())
+        FileSink.for_row_format(url(args.output), Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
         .build()
     )

@@ -32,6 +32,7 @@ import lz4.frame
 from fsspec import AbstractFileSystem
 
 from weir.core import config as cfg
+from weir.core.checkpoint.metadata import decode_metadata
 from weir.core.checkpoint.state_handles import StreamStateHandle
 from weir.core.errors import CheckpointError, ConfigurationError, CorruptCheckpointError
 from weir.core.ids import JobId
@@ -306,6 +307,41 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         for directory in self._checkpoint_dirs():
             if not self._fs.exists(f"{directory}/{METADATA_FILE_NAME}"):
                 self._remove_quietly(directory, recursive=True)
+        self._discard_unreferenced_shared()
+
+    def _discard_unreferenced_shared(self) -> None:
+        """Delete the files of ``shared/`` no retained checkpoint refers to: those a task
+        uploaded for a checkpoint it never acknowledged (it was killed, or its job ended,
+        in between), which no reference count ever knew of. Only once the job has ended,
+        when no task uploads any more."""
+        shared_url = str(self._fs.unstrip_protocol(self.shared_dir))
+        referenced: set[str] = set()
+        for directory in self._checkpoint_dirs():
+            metadata_path = f"{directory}/{METADATA_FILE_NAME}"
+            metadata_url = str(self._fs.unstrip_protocol(metadata_path))
+            try:
+                metadata = decode_metadata(self._fs.cat_file(metadata_path), source=metadata_url)
+            except FileNotFoundError:
+                # A subsumed checkpoint whose deletion runs now: what it refers to alone is
+                # being deleted with it, the rest is referred to by a later one.
+                continue
+            except (CorruptCheckpointError, OSError) as exc:
+                # Unsure what it refers to: keep every shared file.
+                logger.warning("keeping every shared file: cannot read %s: %s", metadata_url, exc)
+                return
+            referenced.update(
+                path.rsplit("/", 1)[-1]
+                for path in metadata.shared_paths()
+                if path.rsplit("/", 1)[0] == shared_url
+            )
+        try:
+            names = [str(p).rsplit("/", 1)[-1] for p in self._fs.ls(self.shared_dir, detail=False)]
+        except FileNotFoundError:
+            return
+        orphans = [f"{shared_url}/{name}" for name in names if name not in referenced]
+        if orphans:
+            logger.info("deleting %d shared files no retained checkpoint refers to", len(orphans))
+            self.discard_shared(orphans)
 
     def _checkpoint_dirs(self) -> list[str]:
         try:

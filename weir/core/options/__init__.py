@@ -11,6 +11,7 @@ from weir.core.options import high_availability
 from weir.core.options import kubernetes
 from weir.core.options import checkpointing
 from weir.core.options import restart
+from weir.core.options import yarn
 
 # isort: on
 
@@ -24,4 +25,5 @@ __all__ = [
     "restart",
     "security",
     "taskmanager",
+    "yarn",
 ]

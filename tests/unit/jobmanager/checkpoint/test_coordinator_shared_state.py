@@ -103,3 +103,22 @@ def test_counts_are_rebuilt_from_the_retained_checkpoints_after_a_takeover(tmp_p
     fourth = c.trigger_checkpoint()
     _ack(h, fourth, [b])
     assert not _exists(a)
+
+
+def test_files_uploaded_for_a_checkpoint_never_acknowledged_go_when_the_job_ends(tmp_path):
+    # A task killed after its upload and before its acknowledgement: the coordinator never
+    # learned of the file. Once the job ends keeping its checkpoints, shared/ holds only
+    # what the retained checkpoint refers to.
+    from weir.core.checkpoint import ExternalizedCheckpointRetention
+    from weir.core.job_status import JobStatus
+
+    h = make_harness(
+        num_retained=1, retention=ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
+    kept = _upload(h, tmp_path, "kept")
+    first = h.coordinator.trigger_checkpoint()
+    _ack(h, first, [kept])
+    orphan = _upload(h, tmp_path, "orphan")
+    h.coordinator.shutdown(JobStatus.CANCELED)
+    assert _exists(kept)
+    assert not _exists(orphan)

@@ -1,0 +1,111 @@
+"""A Weir session on Hadoop's own YARN and HDFS (MiniYARNCluster and MiniDFSCluster, in one
+machine): started detached with yarn-session.sh, it holds only its ApplicationMaster until
+a job needs slots; a checkpointed job writes its checkpoints and its exactly-once FileSink
+output to HDFS (webhdfs://); a TaskManager container killed by YARN is replaced and the job
+recovers from its checkpoint with nothing lost or repeated; the stop ends the application
+FINISHED, as YARN's own REST API reports it. A second client attaches to it by its
+application id."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from ha_cluster import expected_running_sums
+from yarn_sessions import (
+    SLOTS_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    SessionClient,
+    committed_in_hdfs,
+    container_of,
+    running_containers,
+    wait_for,
+)
+
+from weir.client.yarn_properties import read_properties
+
+RECORDS = 20_000
+
+
+def _all_running(client: SessionClient, job_id: str, attempt: int = 0) -> bool:
+    with client.dispatcher() as gateway:
+        tasks = gateway.job_details(job_id).tasks
+    return bool(tasks) and all(t.state == "RUNNING" and t.attempt_number >= attempt for t in tasks)
+
+
+def test_a_detached_session_runs_a_job_through_a_container_kill_and_stops_finished(
+    hadoop, tmp_path
+) -> None:
+    client = SessionClient(hadoop, tmp_path / "client")
+    base = hadoop.webhdfs_url(f"/yarn-session/{uuid.uuid4().hex[:8]}")
+
+    started = time.monotonic()
+    application_id = client.start_detached("-nm", "weir-e2e")
+    session_start_s = time.monotonic() - started
+    report = hadoop.application(application_id)
+    assert (report["state"], report["name"]) == ("RUNNING", "weir-e2e")
+    # A fresh session holds its ApplicationMaster and nothing else.
+    assert running_containers(hadoop, application_id) == 1
+
+    # Another client attaches by application id and reaches the session without -m too.
+    other = SessionClient(hadoop, tmp_path / "other")
+    attached = other.yarn_session("-id", application_id, "-d")
+    assert f"YARN application {application_id}: Weir session ready" in attached
+    assert "No running jobs." in other.weir("list")
+
+    # No -m: the job goes to the session of the properties file.
+    submitted = time.monotonic()
+    job_id = client.submit_running_sum(f"{base}/out", f"{base}/chk", RECORDS)
+    wait_for(lambda: _all_running(client, job_id), SLOTS_TIMEOUT_S, "the job's tasks RUNNING")
+    slots_s = time.monotonic() - submitted
+    assert running_containers(hadoop, application_id) == 3  # the AM and two TaskManagers
+
+    with client.dispatcher() as gateway:
+        wait_for(
+            lambda: gateway.checkpoint_statistics(job_id).num_completed >= 1,
+            SLOTS_TIMEOUT_S,
+            "a completed checkpoint in HDFS",
+        )
+        victim = gateway.list_task_managers()[0]
+    container = container_of(victim.pid)
+    killed = time.monotonic()
+    hadoop.signal_container(container)  # YARN's NodeManager kills it
+    wait_for(lambda: _all_running(client, job_id, attempt=1), SLOTS_TIMEOUT_S, "recovery")
+    recovery_s = time.monotonic() - killed
+
+    with client.dispatcher() as gateway:
+        wait_for(
+            lambda: gateway.job_details(job_id).status in ("FINISHED", "FAILED", "CANCELED"),
+            SLOTS_TIMEOUT_S,
+            "the job to end",
+        )
+        assert gateway.job_details(job_id).status == "FINISHED"
+        stats = gateway.checkpoint_statistics(job_id)
+        assert stats.num_restored >= 1
+        assert stats.latest_completed_path.startswith(f"{base}/chk/")
+        assert all(tm.resource_id != victim.resource_id for tm in gateway.list_task_managers())
+    assert committed_in_hdfs(f"{base}/out") == expected_running_sums(RECORDS)
+
+    client.yarn_session("-id", application_id, "stop", timeout=STOP_TIMEOUT_S)
+    report = hadoop.application(application_id)
+    assert (report["state"], report["finalStatus"]) == ("FINISHED", "SUCCEEDED")
+    props = {"yarn.properties-file.location": str(client.root / "props")}
+    assert read_properties(props) is None
+    print(
+        f"\nYARN session: start {session_start_s:.1f} s, first job's slots "
+        f"{slots_s:.1f} s, container-kill recovery {recovery_s:.1f} s"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_session_left(hadoop):
+    """A failed test must not leave its application holding the minicluster's memory."""
+    before = {a["id"] for a in hadoop.applications("RUNNING,ACCEPTED")}
+    yield
+    from weir.client.yarn_client import YarnRestClient
+
+    yarn = YarnRestClient(hadoop.rm_webapp)
+    for app in hadoop.applications("RUNNING,ACCEPTED"):
+        if app["id"] not in before:
+            yarn.kill(app["id"])
