@@ -78,7 +78,7 @@ class TestWithoutKazoo:
     def test_the_master_logs_one_line_and_exits_1(
         self, without_kazoo: None, caplog: pytest.LogCaptureFixture
     ) -> None:
-        stop = master_process._ShutdownSignals()
+        stop = master_process.ShutdownSignals()
         assert master_process.run({**HA_CONFIG}, stop) == 1
         errors = [r for r in caplog.records if r.levelname == "ERROR"]
         assert len(errors) == 1
