@@ -300,19 +300,32 @@ def _source_to_sink_rate(stats_dir: str, n: int) -> tuple[float, int]:
     return n / ((last - first) / 1e9), sum(s["count"] for s in sinks)
 
 
-def run_q2_builtin(n: int, parallelism: int, size_ms: int = 10_000) -> tuple[float, int]:
+def run_q2_builtin(
+    n: int, parallelism: int, size_ms: int = 10_000, checkpoint_ms: int | None = None
+) -> tuple[float, int]:
     """q2 with the built-in Count over columns: events/s from the sources' first poll to
-    the sinks' close (window results come as windows close), and the results."""
+    the sinks' close (window results come as windows close), and the results. With
+    ``checkpoint_ms``, checkpoints at that interval (files in a temporary directory, every
+    one kept so that they can be counted: ``q2_checkpoints``)."""
     import tempfile
 
-    from weir.common import Time, WatermarkStrategy
-    from weir.datastream import StreamExecutionEnvironment
+    from weir.common import Configuration, Time, WatermarkStrategy
+    from weir.datastream import ExternalizedCheckpointRetention, StreamExecutionEnvironment
     from weir.datastream.aggregate_functions import Count
     from weir.datastream.window import TumblingEventTimeWindows
 
     with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
-        env = StreamExecutionEnvironment.get_execution_environment()
+        configuration = Configuration()
+        configuration.set_string("execution.checkpointing.num-retained", "100000")
+        env = StreamExecutionEnvironment.get_execution_environment(configuration)
         env.set_parallelism(parallelism)
+        if checkpoint_ms is not None:
+            env.enable_checkpointing(checkpoint_ms)
+            config = env.get_checkpoint_config()
+            config.set_checkpoint_storage_dir(f"file://{stats_dir}/checkpoints")
+            config.set_externalized_checkpoint_retention(
+                ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+            )
         strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
             BidTimeField()
         )
@@ -324,7 +337,16 @@ def run_q2_builtin(n: int, parallelism: int, size_ms: int = 10_000) -> tuple[flo
             .add_sink(CountingBatchSink(stats_dir))
         )
         env.execute(f"bench-q2-builtin-p{parallelism}")
+        if checkpoint_ms is not None:
+            import pathlib
+
+            completed = list(pathlib.Path(stats_dir).glob("checkpoints/*/chk-*/_metadata"))
+            q2_checkpoints.append(len(completed))
         return _source_to_sink_rate(stats_dir, n)
+
+
+# The checkpoints completed in each checkpointed run_q2_builtin, in order.
+q2_checkpoints: list[int] = []
 
 
 def main() -> None:
@@ -344,6 +366,12 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peers", action="store_true", help="Bytewax and Spark too")
+    parser.add_argument(
+        "--checkpoint-events",
+        type=int,
+        default=30_000_000,
+        help="q2 built-in with and without checkpoints every second (0: skip)",
+    )
     args = parser.parse_args()
 
     def median_of(measure: Any) -> tuple[float, float, float]:
@@ -390,6 +418,25 @@ def main() -> None:
 
         report("q2", "Weir per record", p, median_of(q2_record))
         report("q2", "Weir built-in Count (columns)", p, median_of(q2_builtin))
+        if args.checkpoint_events:
+            # Paired: each round runs without and then with checkpoints every second.
+            plain: list[float] = []
+            checkpointed: list[float] = []
+            q2_checkpoints.clear()
+            for _ in range(args.rounds):
+                plain.append(run_q2_builtin(args.checkpoint_events, p)[0])
+                checkpointed.append(
+                    run_q2_builtin(args.checkpoint_events, p, checkpoint_ms=1000)[0]
+                )
+            for name, values in (("no checkpoints", plain), ("checkpoint every 1 s", checkpointed)):
+                figures = (statistics.median(values), min(values), max(values))
+                report("q2", f"Weir built-in Count, {name}", p, figures)
+            costs = [1 - c / b for b, c in zip(plain, checkpointed, strict=True)]
+            print(
+                f"      checkpointing cost per round: {', '.join(f'{c:.1%}' for c in costs)};"
+                f" checkpoints completed per run: {q2_checkpoints}",
+                flush=True,
+            )
     if args.peers:
         from peers import measure_peers
 
