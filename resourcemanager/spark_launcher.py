@@ -370,7 +370,12 @@ class SparkTaskManagerLauncher:
     def cancel(self, lease_id: str) -> None:
         """Kill the lease's Spark job (the fallback when a Stop RPC did not end it)."""
         logger.info("cancelling the Spark job of lease %s", lease_id)
-        self._spark.cancelJobGroup(job_group(lease_id))
+        # By job id rather than by group: the lease's job may end on its own between the
+        # caller's check and this call, and Spark warns on stderr about a job group with no
+        # active job, while a finished job id is passed over quietly.
+        group = job_group(lease_id)
+        for job_id in self._spark.statusTracker().getJobIdsForGroup(group):
+            self._spark._jsc.sc().cancelJob(job_id, f"Weir cancelled TaskManager lease {lease_id}")
 
     def is_running(self, lease_id: str) -> bool:
         with self._lock:
