@@ -296,8 +296,7 @@ class AlignedWindowPaths:
         by_key = self.contents
         by_key.clear_all()
         for start, contents in self._windows.items():
-            for k, acc in contents.items():
-                by_key.put(k, start, acc)
+            by_key.put_namespace(start, contents)
 
     def _restore_windows(self) -> None:
         """The windows of restored contents (the table, key by key, is emptied)."""

@@ -209,6 +209,13 @@ class NamespacedTable(abc.ABC):
     @abc.abstractmethod
     def put(self, key: Any, namespace: Any, value: Any) -> None: ...
 
+    def put_namespace(self, namespace: Any, values: Mapping[Any, Any]) -> None:
+        """``put(key, namespace, value)`` for every ``key: value`` of ``values``: one
+        call for a whole window's contents, which a backend may write in bulk."""
+        put = self.put
+        for key, value in values.items():
+            put(key, namespace, value)
+
     @abc.abstractmethod
     def remove(self, key: Any, namespace: Any) -> None:
         """Drop the value of ``key`` in ``namespace``; no error when there is none."""

@@ -9,7 +9,7 @@ with a TTL is one of the ``ttl`` kinds over this backend's dicts (``heap_states`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from weir.core.key_groups import PyFlinkKeyHasher
@@ -52,6 +52,19 @@ class HeapNamespacedTable(NamespacedTable):
             self.table[key] = {namespace: value}
         else:
             per[namespace] = value
+
+    def put_namespace(self, namespace: Any, values: Mapping[Any, Any]) -> None:
+        table = self.table
+        if not table:
+            # The first window of a snapshot: the table is built in one comprehension.
+            table.update({key: {namespace: value} for key, value in values.items()})
+            return
+        for key, value in values.items():
+            per = table.get(key)
+            if per is None:
+                table[key] = {namespace: value}
+            else:
+                per[namespace] = value
 
     def remove(self, key: Any, namespace: Any) -> None:
         per = self.table.get(key)

@@ -93,6 +93,19 @@ def _through_bytes(backend, key_groups=None):
 
 @pytest.mark.parametrize("kind", KINDS)
 class TestStateKinds:
+    def test_a_namespace_written_whole_equals_its_puts(self, make, kind):
+        bulk, single = make(kind), make(kind)
+        whole = bulk.get_namespaced_table("_weir_window_contents")
+        one_by_one = single.get_namespaced_table("_weir_window_contents")
+        windows = {0: {"a": 1, "b": 2}, 10_000: {"b": 3, "c": 4}}
+        for namespace, values in windows.items():
+            whole.put_namespace(namespace, values)
+            for key, value in values.items():
+                one_by_one.put(key, namespace, value)
+        expected = [("a", 0, 1), ("b", 0, 2), ("b", 10_000, 3), ("c", 10_000, 4)]
+        assert sorted(whole.entries()) == sorted(one_by_one.entries()) == expected
+        assert _through_bytes(bulk) == _through_bytes(single)
+
     def test_value_state(self, make, kind):
         b = make(kind)
         v = b.get_value_state("v")
