@@ -17,6 +17,9 @@ measures), and each run's result count is checked against the bare Python loops 
 ``~/.cache/weir-bench/peers`` (or ``$WEIR_BENCH_PEERS``) the first time, which takes a
 minute or two, and reused afterwards. ``python benchmarks/peers/run.py`` prints a table;
 ``benchmarks/nexmark.py --peers`` adds the same rows to Weir's.
+
+``pyflink_kafka.py`` is the PyFlink 2.3 peer of ``benchmarks/kafka.py``, run in the
+environment of ``side_envs.pyflink``.
 """
 
 from .measure import measure_peers

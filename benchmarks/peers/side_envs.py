@@ -5,6 +5,11 @@ The environments live under ``$WEIR_BENCH_PEERS`` (default ``~/.cache/weir-bench
 one folder per ``SideEnv``; a stamp file in each records the requirements it was made
 with, and a folder whose stamp differs (or that has none: an interrupted install) is made
 again. A lock file per environment serialises two benchmarks making the same one.
+
+PyFlink's environment (``pyflink``) holds only PyFlink's Python dependencies: PyFlink itself
+(its Python package and its jars) is the test suite's install of ``apache-flink`` made
+without them (``tests/e2e/flink_clients.py``), put on the environment's ``sys.path`` by a
+``.pth`` file.
 """
 
 from __future__ import annotations
@@ -13,10 +18,13 @@ import fcntl
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
+import sysconfig
 import venv
 from dataclasses import dataclass
+from importlib.metadata import Distribution
 
 HERE = pathlib.Path(__file__).resolve().parent
 STAMP = "weir-bench-requirements.txt"
@@ -28,15 +36,31 @@ FOREIGN_PREFIXES = ("PYSPARK_",)
 
 @dataclass(frozen=True, slots=True)
 class SideEnv:
-    """A named virtual environment with the given pip requirements."""
+    """A named virtual environment with the given pip requirements, and folders put on
+    its ``sys.path`` (``paths``)."""
 
     name: str
     requirements: tuple[str, ...]
+    paths: tuple[str, ...] = ()
 
 
 NUMPY = SideEnv("numpy", ("numpy",))
 BYTEWAX = SideEnv("bytewax-0.21", ("bytewax==0.21.*", "numpy"))
 PYSPARK = SideEnv("pyspark-4.3", ("pyspark==4.3.*",))
+
+
+def pyflink(install: pathlib.Path) -> SideEnv:
+    """PyFlink's environment for ``install``, an install of ``apache-flink`` made with
+    ``pip install --no-deps --target install``: the requirements of its metadata (but
+    ``apache-flink-libraries``, its jars, already there), ``install`` on ``sys.path``."""
+    (metadata,) = install.glob("apache_flink-*.dist-info")
+    distribution = Distribution.at(metadata)
+    requirements = tuple(
+        requirement
+        for requirement in distribution.requires or ()
+        if re.match(r"apache[-_.]flink[-_.]libraries\b", requirement, re.IGNORECASE) is None
+    )
+    return SideEnv(f"pyflink-{distribution.version}", requirements, (str(install),))
 
 
 def cache_dir() -> pathlib.Path:
@@ -50,7 +74,7 @@ def python(env: SideEnv) -> pathlib.Path:
     root = cache_dir()
     root.mkdir(parents=True, exist_ok=True)
     folder = root / env.name
-    wanted = "\n".join(env.requirements) + "\n"
+    wanted = "\n".join(env.requirements + env.paths) + "\n"
     with open(root / f"{env.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = folder / STAMP
@@ -78,6 +102,9 @@ def _make(folder: pathlib.Path, env: SideEnv) -> None:
             "is reachable, or remove the folder and try again."
         )
         raise RuntimeError(msg)
+    if env.paths:
+        site = sysconfig.get_path("purelib", vars={"base": str(folder), "platbase": str(folder)})
+        pathlib.Path(site, "weir-bench-paths.pth").write_text("\n".join(env.paths) + "\n")
 
 
 def _child_environment() -> dict[str, str]:
