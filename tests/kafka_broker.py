@@ -319,6 +319,34 @@ class KafkaBroker:
         finally:
             consumer.close()
 
+    def read_timestamps(
+        self, topic: str, *, expected: int, timeout: float = 60.0
+    ) -> dict[bytes | None, int]:
+        """``value: Kafka timestamp`` of the committed records of ``topic``, once
+        ``expected`` distinct values are there (or ``timeout`` passed)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "group.id": f"reader-{uuid.uuid4().hex}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
+        )
+        found: dict[bytes | None, int] = {}
+        try:
+            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+            deadline = time.monotonic() + timeout
+            while len(found) < expected and time.monotonic() < deadline:
+                for message in consumer.consume(1000, 0.2):
+                    if not message.error():
+                        found[message.value()] = message.timestamp()[1]
+        finally:
+            consumer.close()
+        return found
+
     @staticmethod
     def _read_all(consumer, topic, partitions, topic_partition):  # type: ignore[no-untyped-def]
         # The end of a read_committed consumer is the last stable offset.

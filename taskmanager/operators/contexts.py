@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from weir.core.errors import WeirError
@@ -135,13 +135,15 @@ class KeyedProcessContext(ProcessContext):
 
 
 class SinkContext:
-    """``SinkFunction.Context``."""
+    """``SinkFunction.Context``. For ``invoke_batch``, ``batch_timestamps`` holds the
+    timestamps of the batch's records, in their order (None when they have none)."""
 
-    __slots__ = ("_timer_service", "current_timestamp")
+    __slots__ = ("_timer_service", "batch_timestamps", "current_timestamp")
 
     def __init__(self, timer_service: TimerService) -> None:
         self._timer_service = timer_service
         self.current_timestamp: int | None = None
+        self.batch_timestamps: Sequence[int | None] | None = None
 
     def current_processing_time(self) -> int:
         return self._timer_service.current_processing_time()

@@ -49,6 +49,7 @@ class SinkOperator(StreamOperator):
             batch_ctx = SinkContext(TimerService(self.setup.clock_ms, owner=self))
 
             def process(batch: list[Any], timestamps: Timestamps) -> None:
+                batch_ctx.batch_timestamps = timestamps
                 invoke_batch(batch, batch_ctx)
 
         elif invoke is not None and callable(invoke):

@@ -5,7 +5,9 @@
   length: it may filter and flat-map too), in the same format.
 - ``BatchSinkFunction``: ``invoke_batch(batch, context)`` gets every batch the sink's
   task moves, as it comes: a list of records, or a ``ColumnBatch`` (its ``columns`` are
-  numpy arrays by field name) when a batch function or a columnar source made it.
+  numpy arrays by field name) when a batch function or a columnar source made it. The
+  context's ``batch_timestamps`` are the records' timestamps, in order (None when the
+  stream has none).
 
 Both have ``open``/``close`` as every Function has; a plain callable works for
 ``map_batches`` too. A source reader's ``poll_batch`` may return a ``ColumnBatch``

@@ -30,7 +30,13 @@ from weir.core.errors import JobExecutionError
 from weir.core.job_status import JobStatus
 from weir.core.source import assign_splits
 from weir.datastream import StreamExecutionEnvironment
-from weir.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSink, KafkaSource
+from weir.datastream.connectors import DeliveryGuarantee
+from weir.datastream.connectors.kafka import (
+    KafkaOffsetsInitializer,
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+    KafkaSource,
+)
 from weir.datastream.connectors.kafka import sink as sink_module
 from weir.datastream.formats.json import JsonRowDeserializationSchema
 from weir.datastream.window import TumblingEventTimeWindows
@@ -310,6 +316,49 @@ def test_kafka_timestamps_are_event_time_and_an_idle_partition_does_not_hold_it_
     with counts.execute_and_collect("event time from Kafka") as results:
         # Windows 0..3 close as partition 0's watermark passes them; window 4 stays open.
         assert [next(results) for _ in range(4)] == [10, 10, 10, 10]
+
+
+def _string_sink(broker, topic: str) -> KafkaSink:
+    return (
+        KafkaSink.builder()
+        .set_bootstrap_servers(broker.bootstrap_servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(topic)
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+        .build()
+    )
+
+
+def test_a_record_leaves_for_kafka_with_the_timestamp_it_came_with(cluster, kafka_broker):
+    """Kafka -> map -> Kafka: each output record has its input record's Kafka timestamp,
+    as Flink's KafkaSource and KafkaSink pass it through the element's timestamp."""
+    source = kafka_broker.create_topic(f"stamped-in-{uuid.uuid4().hex[:8]}", 2)
+    sink = kafka_broker.create_topic(f"stamped-out-{uuid.uuid4().hex[:8]}", 1)
+    words = [f"w{i}" for i in range(300)]
+    stamps = {word: 1_600_000_000_000 + 7 * i for i, word in enumerate(words)}
+    kafka_broker.produce(source, words, timestamps=[stamps[w] for w in words])
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    kafka = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_topics(source)
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    (
+        env.from_source(kafka, WatermarkStrategy.no_watermarks(), "stamped")
+        .map(lambda word: word.upper(), output_type=Types.STRING())
+        .sink_to(_string_sink(kafka_broker, sink))
+    )
+    env.execute("timestamps through")
+    found = kafka_broker.read_timestamps(sink, expected=len(words))
+    assert found == {word.upper().encode(): stamp for word, stamp in stamps.items()}
 
 
 @pytest.mark.parametrize("problem", ["missing topic", "bad record"])

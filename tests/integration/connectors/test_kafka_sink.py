@@ -4,6 +4,7 @@ transactions, lingering transactions, fencing, and the errors a user can cause."
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -22,6 +23,20 @@ from weir.taskmanager.operators.function_state import (
     snapshot_function_state,
 )
 from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
+
+
+class RecordContext:
+    """A sink's context for a record (``timestamp()``) or a batch (``batch_timestamps``)."""
+
+    def __init__(self, timestamp=None, batch_timestamps=None) -> None:
+        self._timestamp = timestamp
+        self.batch_timestamps = batch_timestamps
+
+    def timestamp(self):
+        return self._timestamp
+
+
+NO_TIMESTAMP = RecordContext()
 
 
 class Ctx:
@@ -51,7 +66,7 @@ class Subtask:
 
     def write(self, values):
         for value in values:
-            self.sink.invoke(value, None)
+            self.sink.invoke(value, NO_TIMESTAMP)
 
     def checkpoint(self, checkpoint_id):
         snapshot_function_state(self.sink, self.store, checkpoint_id, 0)
@@ -264,3 +279,28 @@ def test_a_transaction_whose_commit_was_under_way_stays_in_later_checkpoints(kaf
     )
     restored.sink.close()
     assert _values(kafka_broker, topic, expected=2) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "guarantee", [DeliveryGuarantee.AT_LEAST_ONCE, DeliveryGuarantee.EXACTLY_ONCE]
+)
+def test_records_carry_their_timestamps_into_kafka_as_flinks_sink_writes_them(
+    kafka_broker, guarantee
+):
+    """Flink's KafkaSink sets each Kafka record's timestamp to the element's; an element
+    without one (or with a negative one) is stamped by the producer when it is written."""
+    topic = _topic(kafka_broker)
+    task = Subtask(_sink(kafka_broker, topic, guarantee))
+    before = int(time.time() * 1000)
+    task.sink.invoke_batch(
+        ["a", "b", "c", "d"], RecordContext(batch_timestamps=[1_000, None, 3_000, -5])
+    )
+    task.sink.invoke("e", RecordContext(timestamp=5_000))
+    task.sink.invoke_batch(["f"], RecordContext(batch_timestamps=None))
+    task.checkpoint(1)
+    task.sink.notify_checkpoint_complete(1)
+    task.sink.close()
+    found = kafka_broker.read_timestamps(topic, expected=6)
+    assert {v: found[v] for v in (b"a", b"c", b"e")} == {b"a": 1_000, b"c": 3_000, b"e": 5_000}
+    for value in (b"b", b"d", b"f"):
+        assert found[value] >= before, (value, found[value])

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from weir.datastream.connectors.kafka._client import (
@@ -118,22 +118,39 @@ class _Writer:
             raise missing_topic(topic, servers, "the record serializer's set_topic(...)")
         self._checked_topics.add(topic)
 
-    def _produce(self, producer: Any, value: Any) -> None:
-        topic, key, payload = self._serialize(value)
-        if topic not in self._checked_topics:
-            self._check_topic(producer, topic)
-        try:
-            producer.produce(topic, payload, key)
-        except BufferError:
-            # librdkafka's queue is full: serve it until there is room.
-            while True:
-                producer.poll(0.05)
-                try:
-                    producer.produce(topic, payload, key)
-                    break
-                except BufferError:
-                    continue
-        self._unpolled += 1
+    def _produce(self, producer: Any, value: Any, timestamp: int | None) -> None:
+        """One record, with its timestamp as the Kafka record's (Flink's KafkaSink writes
+        the element's timestamp; none, or a negative one, leaves it to the producer)."""
+        self._produce_batch(producer, (value,), (timestamp,))
+
+    def _produce_batch(
+        self, producer: Any, values: Sequence[Any], timestamps: Sequence[int | None] | None
+    ) -> None:
+        """The records of a batch in one loop: the task's batch goes to librdkafka with
+        one Python call per record, ``produce`` itself."""
+        serialize = self._serialize
+        produce = producer.produce
+        checked = self._checked_topics
+        if timestamps is None:
+            timestamps = (None,) * len(values)
+        for value, timestamp in zip(values, timestamps, strict=True):
+            topic, key, payload = serialize(value)
+            if topic not in checked:
+                self._check_topic(producer, topic)
+            # librdkafka reads 0 as "now": no timestamp of the record's own.
+            ms = timestamp if timestamp is not None and timestamp > 0 else 0
+            try:
+                produce(topic, payload, key, timestamp=ms)
+            except BufferError:
+                # librdkafka's queue is full: serve it until there is room.
+                while True:
+                    producer.poll(0.05)
+                    try:
+                        produce(topic, payload, key, timestamp=ms)
+                        break
+                    except BufferError:
+                        continue
+        self._unpolled += len(values)
         if self._unpolled >= _POLL_EVERY:
             self._unpolled = 0
             producer.poll(0)
@@ -167,8 +184,11 @@ class NonTransactionalWriter(_Writer):
         for topic in self._settings.fixed_topics:
             self._check_topic(self._producer, topic)
 
-    def _write(self, value: Any) -> None:
-        self._produce(self._producer, value)
+    def _write(self, value: Any, timestamp: int | None = None) -> None:
+        self._produce(self._producer, value, timestamp)
+
+    def write_batch(self, values: Sequence[Any], timestamps: Sequence[int | None] | None) -> None:
+        self._produce_batch(self._producer, values, timestamps)
 
     def prepare(self, checkpoint_id: int) -> dict[str, Any] | None:
         if self._flush_on_checkpoint:
@@ -306,13 +326,16 @@ class ExactlyOnceWriter(_Writer):
         for topic in self._settings.fixed_topics:
             self._check_topic(self._current.producer, topic)
 
-    def _write(self, value: Any) -> None:
+    def _write(self, value: Any, timestamp: int | None = None) -> None:
+        self.write_batch((value,), (timestamp,))
+
+    def write_batch(self, values: Sequence[Any], timestamps: Sequence[int | None] | None) -> None:
         current = self._current
         if current is None:
             msg = "the exactly-once Kafka sink got a record after the end of its input"
             raise KafkaTransactionError(msg)
-        self._produce(current.producer, value)
-        current.records += 1
+        self._produce_batch(current.producer, values, timestamps)
+        current.records += len(values)
 
     def prepare(self, checkpoint_id: int) -> dict[str, Any]:
         self._raise_failed_commits()

@@ -8,7 +8,8 @@ calls it on its own thread, in this order::
     check_job_configuration(cfg)   the job's configuration: warns when
                                    transaction.timeout.ms is too short for it
     open(runtime_context)          the writer starts: recovery commits, lingering aborts
-    invoke(value, context)*        interleaved with, per checkpoint n:
+    invoke_batch(batch, context)*  (or invoke(value, context)) interleaved with, per
+                                   checkpoint n:
         snapshot_state(context)      pre-commit (EXACTLY_ONCE) / flush (AT_LEAST_ONCE)
         notify_checkpoint_complete(n)  commit
     finish()                       end of bounded input
@@ -31,6 +32,7 @@ from weir.core.checkpointed_function import (
     FunctionInitializationContext,
     FunctionSnapshotContext,
 )
+from weir.core.columnar import ColumnBatch
 from weir.datastream.connectors.base import DeliveryGuarantee
 from weir.datastream.connectors.kafka._sink_writer import (
     DEFAULT_TRANSACTION_TIMEOUT_MS,
@@ -301,10 +303,19 @@ class KafkaSink(SinkFunction, CheckpointedFunction, CheckpointListener):
     def invoke(self, value: Any, context: Any) -> None:
         if self._writer is None:
             self._start(0, 1)
-        self._writer.write(value)
+        self._writer.write(value, context.timestamp())
 
     def _invoke_writer(self, value: Any, context: Any) -> None:
-        self._writer.write(value)
+        self._writer.write(value, context.timestamp())
+
+    def invoke_batch(self, batch: Any, context: Any) -> None:
+        """A batch of the task's records at once, each with its timestamp (Weir's batch
+        hook; ``invoke`` takes one record)."""
+        if self._writer is None:
+            self._start(0, 1)
+        if isinstance(batch, ColumnBatch):
+            batch = batch.records()
+        self._writer.write_batch(batch, context.batch_timestamps)
 
     def snapshot_state(self, context: FunctionSnapshotContext) -> None:
         """Pre-commit (EXACTLY_ONCE) or flush (AT_LEAST_ONCE)."""
