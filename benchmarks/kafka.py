@@ -16,7 +16,8 @@ in turns (bare, Weir AT_LEAST_ONCE, Weir EXACTLY_ONCE, PyFlink AT_LEAST_ONCE, Py
 EXACTLY_ONCE, bare, ...), so that a machine shared with other work disturbs them alike.
 
 * bare loop: librdkafka (confluent-kafka), ``consume`` a batch, ``produce`` each record,
-  one process per partition for p=2; the physical limit of the client here.
+  one process per partition for p=2; the physical limit of the client here. Its consumer
+  has fetch.queue.backoff.ms 10, as Weir's source has.
 * Weir: ``from_source(KafkaSource) -> map -> sink_to(KafkaSink)`` on the embedded
   MiniCluster at p=1 and p=2, with AT_LEAST_ONCE and EXACTLY_ONCE, checkpoints every
   second.
@@ -130,6 +131,9 @@ def _bare_loop(broker: str, source: str, sink: str, partition: int, count: int) 
             "bootstrap.servers": broker,
             "group.id": f"bare-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
+            # As Weir's KafkaSource sets it: librdkafka's default (1 s) starves a reader
+            # that drains its queue faster than that.
+            "fetch.queue.backoff.ms": 10,
         }
     )
     consumer.assign([TopicPartition(source, partition, 0)])
