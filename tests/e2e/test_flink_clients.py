@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,19 +22,18 @@ from typing import Any
 import pytest
 from cluster_harness import JOB_TIMEOUT_S, WeirCluster, free_port, wait_until
 from flink_clients import DashboardProxy, FlinkCli, extract_dashboard, install_flink
+from headless_chromium import chromium
 
 pytestmark = pytest.mark.long
 
 JOB = Path(__file__).parent / "jobs" / "checkpointed_sum.py"
 JOB_ID = re.compile(r"Job has been submitted with JobID ([0-9a-f]{32})")
 SAVEPOINT_PATH = re.compile(r"Savepoint completed\. Path: (\S+)")
-CHROMIUM = "/usr/bin/chromium"
 # The submit page reads back its file input's value, which Chromium refuses for a file
 # the driver set (a user's pick reads as a fake path): that script error is the driver's
 # doing, not the dashboard's nor the REST API's; any other counts.
 DRIVER_FILE_INPUT = "which may only be programmatically set to the empty string"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "test-artifacts"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 # A page has loaded once its own API calls were answered; the dashboard then refreshes
 # every few seconds (refresh-interval).
 PAGE_TIMEOUT_S = 60
@@ -150,34 +148,8 @@ def test_flinks_cli_lists_takes_savepoints_stops_and_cancels(pyflink, weir_clust
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
-        pytest.fail(
-            "Debian's chromium and chromium-driver are needed: `make browser` installs them"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 class Dashboard:

@@ -8,12 +8,12 @@ build/test-artifacts/ (gitignored)."""
 from __future__ import annotations
 
 import json
-import shutil
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from headless_chromium import chromium
 from test_checkpoint_recovery import await_condition
 
 from weir.common import Configuration, Types, WatermarkStrategy
@@ -22,43 +22,13 @@ from weir.datastream.connectors.number_seq import NumberSequenceSource
 
 pytestmark = pytest.mark.spark
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[3] / "build" / "test-artifacts"
 
 
 @pytest.fixture
 def browser() -> Iterator[object]:
-    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
-        pytest.fail(
-            "Debian's chromium and chromium-driver are needed: `make browser` installs them"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    # Headless, and no connections of Chromium's own (updates, sync, lookups): the
-    # machine may have no network, and the page needs none.
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _text(driver, selector: str) -> str:
