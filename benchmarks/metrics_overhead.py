@@ -187,12 +187,17 @@ def main() -> None:
                 if mode == "watched"
                 else ""
             )
-            print(
-                f"round {round_ + 1} {mode:7s}: q1 {rates['q1']:>10,.0f} events/s "
-                f"({rates['q1_cpu']:,.0f} per TaskManager CPU second), keyed count "
-                f"{rates['keyed']:>10,.0f} events/s ({rates['keyed_cpu']:,.0f}){asked}",
-                flush=True,
-            )
+            shown = []
+            if args.events:
+                shown.append(
+                    f"q1 {rates['q1']:>10,.0f} events/s "
+                    f"({rates['q1_cpu']:,.0f} per TaskManager CPU second)"
+                )
+            if args.keyed_events:
+                shown.append(
+                    f"keyed count {rates['keyed']:>10,.0f} events/s ({rates['keyed_cpu']:,.0f})"
+                )
+            print(f"round {round_ + 1} {mode:7s}: {', '.join(shown)}{asked}", flush=True)
     median = {
         m: {k: statistics.median(v) for k, v in series.items()} for m, series in results.items()
     }
@@ -206,6 +211,8 @@ def main() -> None:
         ("q1_cpu", "q1 per TM CPU s"),
         ("keyed_cpu", "keyed per TM CPU s"),
     ):
+        if math.isnan(quiet[key]):
+            continue  # the job was left out (0 events)
         values = "".join(f"{median[m][key]:>13,.0f}" for m in modes)
         overheads = ", ".join(
             f"{(quiet[key] - median[m][key]) / quiet[key] * 100:+.1f} %" for m in others
