@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from weir.core.deployment import TaskDeploymentDescriptor
 from weir.core.serializers import deserialize_records
@@ -44,9 +44,6 @@ from weir.taskmanager.task_events import (
     deserialize_event,
 )
 from weir.taskmanager.watermark_valve import StatusWatermarkValve
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
