@@ -109,14 +109,14 @@ typecheck: site
 # time (pytest-xdist), keep both cores busy.
 TEST_WORKERS ?= 2
 
-# Static checks first, then the unit tier (no sockets, no subprocesses: stops at the first
-# failure), then everything else with the slowest tests listed.
+# Static checks first, then the unit tier (no sockets, no subprocesses: on both cores, stops
+# at the first failure), then everything else with the slowest tests listed.
 # helm, when it has to be built, builds meanwhile (it takes minutes the first time).
 test: setup browser maven
 	@mkdir -p build; ( $(MAKE) --no-print-directory helm > build/helm-build.log 2>&1 ) & \
 	  helm_build=$$!; \
 	  $(MAKE) --no-print-directory lint layers typecheck \
-	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x tests/unit; status=$$?; \
+	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x -n $(TEST_WORKERS) tests/unit; status=$$?; \
 	  wait $$helm_build; cat build/helm-build.log; \
 	  test $$status -eq 0 && WEIR_HELM=$(HELM) $(VENV)/bin/pytest -q -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/unit
