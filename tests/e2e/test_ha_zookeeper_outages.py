@@ -77,12 +77,25 @@ def test_zookeeper_restarted_mid_job_the_leader_suspends_resumes_and_loses_nothi
         )
         own_zookeeper.start()  # the same data dir and port
         wait_until(
-            lambda: "leaders resume" in master.text(), MASTER_START_S, "the leaders to resume"
+            lambda: "leaders resume" in master.text() or "session LOST" in master.text(),
+            MASTER_START_S,
+            "the leaders to resume (or, past the session, to give up leadership)",
         )
         wait_until(lambda: "reached FINISHED" in master.text(), JOB_S, "the job to be FINISHED")
         assert committed(out) == expected_running_sums(RECORDS)
 
         text = master.text()
+        if "session LOST" in text:
+            # The client's first reconnection can go into the killed server's socket while
+            # the process is still being torn down, and wait there a whole session timeout:
+            # on a loaded machine the restored session then expires first. The master must
+            # then give up leadership, win it again and recover the job from its latest
+            # checkpoint, which the output above shows lost and doubled nothing.
+            assert "leaders resume" not in text, text
+            lost = text[text.index("session LOST") :]
+            assert "is now the leader" in lost, text
+            assert "recovering from checkpoint" in lost, text
+            return
         # One line each way; the session survived, so nobody gave up leadership.
         assert len(re.findall("ZooKeeper connection SUSPENDED", text)) == 1, text
         assert len(re.findall("leaders resume", text)) == 1, text
