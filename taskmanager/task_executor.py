@@ -78,6 +78,7 @@ _TASK_CANCEL_WAIT_S = 5.0
 # The last state updates (CANCELED, FAILED) matter to the JobMaster; close() gives the
 # sender this long to deliver what is queued.
 _REPORT_DRAIN_S = 10.0
+_CLEANUP_JOIN_S = 5.0
 _GRPC_STOP_GRACE_S = 1.0
 
 NetworkFactory = Callable[[ResourceId, str, NetworkConfig], NetworkEnvironment]
@@ -103,6 +104,7 @@ class TaskExecutorConfig:
     bind_host: str = ""
     """``taskmanager.bind-host``; empty: the advertised host."""
     rpc_ports: tuple[int, int] = (0, 0)
+    cleanup_interval_ms: int = cfg.WORKING_DIRECTORY_CLEANUP_INTERVAL.default
 
     @classmethod
     def from_config(cls, entries: Mapping[str, str]) -> TaskExecutorConfig:
@@ -123,6 +125,7 @@ class TaskExecutorConfig:
             intercept_user_system_exit=cfg.get(entries, cfg.INTERCEPT_USER_SYSTEM_EXIT),
             bind_host=cfg.get(entries, cfg.TASKMANAGER_BIND_HOST),
             rpc_ports=cfg.get(entries, cfg.TASKMANAGER_RPC_PORT),
+            cleanup_interval_ms=cfg.get(entries, cfg.WORKING_DIRECTORY_CLEANUP_INTERVAL),
         )
 
 
@@ -190,6 +193,7 @@ class TaskExecutor:
         self._network: NetworkEnvironment | None = None
         self._server: grpc.Server | None = None
         self._heartbeat_thread: threading.Thread | None = None
+        self._cleanup_thread: threading.Thread | None = None
         self._reports: queue.Queue[StateUpdate | EndOfData | _SlotAvailable | None] = queue.Queue()
         self._reporter: threading.Thread | None = None
         self.host = self.config.host
@@ -256,6 +260,10 @@ class TaskExecutor:
                 target=self._heartbeat_loop, name="weir-tm-heartbeat", daemon=True
             )
             self._heartbeat_thread.start()
+            self._cleanup_thread = threading.Thread(
+                target=self._remove_abandoned_loop, name="weir-tm-cleanup", daemon=True
+            )
+            self._cleanup_thread.start()
         except BaseException:
             self.close()
             raise
@@ -362,6 +370,8 @@ class TaskExecutor:
         self._stop_requested.set()
         if self._heartbeat_thread is not None:
             self._heartbeat_thread.join()
+        if self._cleanup_thread is not None:  # a sweep under way is not waited for long
+            self._cleanup_thread.join(_CLEANUP_JOIN_S)
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -402,6 +412,17 @@ class TaskExecutor:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _remove_abandoned_loop(self) -> None:
+        """The start's sweep of killed siblings' working directories, repeated: one
+        killed as this TaskManager started may not have let go of its lock yet. Its own
+        thread, as removing a dead RocksDB instance may take longer than a heartbeat."""
+        interval_s = self.config.cleanup_interval_ms / 1000
+        while not self._stop_requested.wait(interval_s):
+            try:
+                remove_abandoned(self.config.tmp_dir or None)
+            except OSError as exc:
+                logger.warning("could not remove abandoned working directories: %s", exc)
 
     # --- heartbeats --------------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:

@@ -192,6 +192,7 @@ from weir.core.options.taskmanager import (
     TASKMANAGER_HOST,
     TASKMANAGER_RPC_PORT,
     TASKMANAGER_TMP_DIR,
+    WORKING_DIRECTORY_CLEANUP_INTERVAL,
     parse_port_span,
 )
 from weir.core.options.yarn import (
@@ -358,6 +359,7 @@ __all__ = [
     "TASK_CANCELLATION_TIMEOUT",
     "WEB_LOG_PATH",
     "WEB_UPLOAD_DIR",
+    "WORKING_DIRECTORY_CLEANUP_INTERVAL",
     "YARN_APPLICATION_ATTEMPTS",
     "YARN_APPLICATION_MASTER_PORT",
     "YARN_APPLICATION_NAME",

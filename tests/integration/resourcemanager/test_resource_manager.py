@@ -7,6 +7,8 @@ import glob
 import logging
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -41,6 +43,9 @@ CONFIG = {
     "heartbeat.interval": "200 ms",
     "heartbeat.timeout": "3 s",
     "slot.request.timeout": "60 s",
+    # A killed TaskManager's directory goes at its successor's start, or at the next sweep
+    # when it was still dying then.
+    "taskmanager.working-directory.cleanup-interval": "500 ms",
 }
 
 
@@ -304,14 +309,48 @@ class TestResourceManager:
             ),
             "a replacement for the killed TaskManager",
         )
-        # The killed one could not delete its working directory; the replacement, which
-        # started after it died, did (on start, before it registered).
-        assert not os.path.exists(victim_dir), os.listdir(victim_dir)
+        # The killed one could not delete its working directory; a live TaskManager does,
+        # on its start or at a sweep after it.
+        wait_until(lambda: not os.path.exists(victim_dir), f"{victim_dir} to be removed")
         for tm in client.task_managers():
             assert len(_working_directories(tm.resource_id)) == 1, (
                 tm,
                 glob.glob(f"{_TMP}/weir-tm-*"),
             )
+
+    def test_a_task_manager_killed_after_a_sibling_started_has_its_directory_removed(
+        self, cluster: tuple[ResourceManager, _Client], tmp_path: Any
+    ) -> None:
+        rm, _ = cluster
+        config = {
+            **TASK_EXECUTOR_CONFIG,
+            "io.tmp.dirs": str(tmp_path),
+            "taskmanager.working-directory.cleanup-interval": "200 ms",
+        }
+        with TaskExecutor(config, rm.address) as survivor:
+            survivor.start()
+            # Another TaskManager's process makes its directory, then is killed: too late
+            # for the survivor's sweep on start.
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys, time\n"
+                    "from weir.taskmanager.working_directory import WorkingDirectory\n"
+                    f"d = WorkingDirectory.create('feedfacecafe', {str(tmp_path)!r})\n"
+                    "print(d.path, flush=True)\n"
+                    "time.sleep(600)\n",
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert child.stdout is not None
+            killed_dir = child.stdout.readline().strip()
+            assert os.path.isdir(killed_dir)
+            child.kill()
+            child.wait()
+            wait_until(lambda: not os.path.exists(killed_dir), f"{killed_dir} to be removed")
+            assert os.path.isdir(survivor.working_dir)
 
 
 _TMP = tempfile.gettempdir()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from weir.core.config_option import (
     _option,
+    _positive_duration_ms,
     _positive_int,
     parse_memory_bytes,
 )
@@ -134,4 +135,13 @@ TASKMANAGER_RPC_PORT = _option(
 )
 TASKMANAGER_TMP_DIR = _option(
     "io.tmp.dirs", "", str, "Working directories of TaskManagers (default: the system temp dir)."
+)
+# A TaskManager killed while a sibling starts may still hold its lock at that moment (a
+# dying process lets go of its files last), so the sweep made on start is repeated.
+WORKING_DIRECTORY_CLEANUP_INTERVAL = _option(
+    "taskmanager.working-directory.cleanup-interval",
+    60_000,
+    _positive_duration_ms,
+    "How often a TaskManager removes the working directories under io.tmp.dirs left by "
+    "TaskManagers that were killed (it also does so when it starts).",
 )
