@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,21 @@ class CountPerAuction(MapFunction):
         return bid[0], count
 
 
+def write_sink_stats(sink: Any) -> None:
+    """A counting sink's figures, for the harness: when its first record came and when
+    it closed, in wall and process CPU time."""
+    stats = {
+        "count": sink.n,
+        "first_ns": sink.first,
+        "last_ns": time.perf_counter_ns(),
+        "first_cpu_ns": getattr(sink, "first_cpu", 0),
+        "last_cpu_ns": time.process_time_ns(),
+        "pid": os.getpid(),
+    }
+    with open(os.path.join(sink.stats_dir, f"sink-{sink.index}.json"), "w") as out:
+        json.dump(stats, out)
+
+
 class CountingSink(SinkFunction):
     """Counts records and, when closed, writes when the first and last arrived, so the
     harness measures the steady state, not the cluster's start-up."""
@@ -96,16 +112,7 @@ class CountingSink(SinkFunction):
         self.n += 1
 
     def close(self):
-        stats = {
-            "count": self.n,
-            "first_ns": self.first,
-            "last_ns": time.perf_counter_ns(),
-            "first_cpu_ns": getattr(self, "first_cpu", 0),
-            "last_cpu_ns": time.process_time_ns(),
-            "pid": os.getpid(),
-        }
-        with open(os.path.join(self.stats_dir, f"sink-{self.index}.json"), "w") as out:
-            json.dump(stats, out)
+        write_sink_stats(self)
 
 
 # --- columnar bids and the batch variants (map_batches, built-in aggregates) --------------
@@ -121,9 +128,53 @@ def bid_columns(start: int, stop: int, step: int = 1) -> dict[str, Any]:
     return {"f0": i * 7919 % 10000, "f1": i % 1000, "f2": (i * 31) % 1000, "f3": i}
 
 
+class StridedReader:
+    """Subtask k of p reads bids k, k+p, k+2p, ... < ``count``, ``batch_size`` of them at a
+    time as ``make(start, stop, step)`` builds them, so the subtasks advance through event
+    time together. Records when it first polled."""
+
+    def __init__(
+        self,
+        context,
+        count: int,
+        stats_dir: str,
+        batch_size: int,
+        make: Callable[[int, int, int], Any],
+    ) -> None:
+        index = context.get_index_of_this_subtask()
+        self._next = index
+        self._step = context.get_number_of_parallel_subtasks()
+        self._stop = count
+        self._stats = os.path.join(stats_dir, f"source-{index}.json")
+        self._started = False
+        self._batch_size = batch_size
+        self._make = make
+
+    def poll_batch(self, max_records: int):
+        if not self._started:
+            self._started = True
+            with open(self._stats, "w") as out:
+                json.dump({"first_ns": time.perf_counter_ns()}, out)
+        if self._next >= self._stop:
+            return None
+        stop = min(self._stop, self._next + self._batch_size * self._step)
+        batch = self._make(self._next, stop, self._step)
+        self._next += len(batch) * self._step
+        return batch
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+_BID_SPEC = ColumnSpec(("f0", "f1", "f2", "f3"), None, ("int64",) * 4)
+
+
+def column_bids(start: int, stop: int, step: int) -> ColumnBatch:
+    return ColumnBatch(bid_columns(start, stop, step), _BID_SPEC)
+
+
 class ColumnBidSource:
-    """``count`` bids as ColumnBatches; subtask k of p reads bids k, k+p, k+2p, ... so
-    the subtasks advance through event time together. Records when it first polled."""
+    """``count`` bids as ColumnBatches, read by StridedReaders."""
 
     def __init__(self, count: int, stats_dir: str) -> None:
         self.count = count
@@ -133,37 +184,7 @@ class ColumnBidSource:
         return True
 
     def create_reader(self, context):
-        return _ColumnBidReader(
-            context.get_index_of_this_subtask(),
-            context.get_number_of_parallel_subtasks(),
-            self.count,
-            self.stats_dir,
-        )
-
-
-class _ColumnBidReader:
-    def __init__(self, index: int, parallelism: int, count: int, stats_dir: str) -> None:
-        self._next = index
-        self._step = parallelism
-        self._stop = count
-        self._stats = os.path.join(stats_dir, f"source-{index}.json")
-        self._started = False
-        self._spec = ColumnSpec(("f0", "f1", "f2", "f3"), None, ("int64",) * 4)
-
-    def poll_batch(self, max_records: int):
-        if not self._started:
-            self._started = True
-            with open(self._stats, "w") as out:
-                json.dump({"first_ns": time.perf_counter_ns()}, out)
-        if self._next >= self._stop:
-            return None
-        stop = min(self._stop, self._next + COLUMN_BATCH * self._step)
-        columns = bid_columns(self._next, stop, self._step)
-        self._next += len(columns["f0"]) * self._step
-        return ColumnBatch(columns, self._spec)
-
-    def close(self) -> None:
-        """Nothing to release."""
+        return StridedReader(context, self.count, self.stats_dir, COLUMN_BATCH, column_bids)
 
 
 def q1_batch(bids: dict[str, Any]) -> dict[str, Any]:
@@ -192,16 +213,7 @@ class CountingBatchSink(BatchSinkFunction):
         self.n += len(batch)
 
     def close(self):
-        stats = {
-            "count": self.n,
-            "first_ns": self.first,
-            "last_ns": time.perf_counter_ns(),
-            "first_cpu_ns": getattr(self, "first_cpu", 0),
-            "last_cpu_ns": time.process_time_ns(),
-            "pid": os.getpid(),
-        }
-        with open(os.path.join(self.stats_dir, f"sink-{self.index}.json"), "w") as out:
-            json.dump(stats, out)
+        write_sink_stats(self)
 
 
 class BidTimeField(TimestampAssigner):

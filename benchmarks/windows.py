@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from nexmark import CountingSink
+from nexmark import CountingSink, StridedReader
 
 from weir.common import Time, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
@@ -47,7 +47,7 @@ def strided_bids(start: int, stop: int, step: int) -> list[tuple[int, int, int, 
 
 
 class StridedBidSource:
-    """``count`` bids; subtask k of p reads bids k, k+p, k+2p, ..."""
+    """``count`` bids as tuples, read by StridedReaders."""
 
     def __init__(self, count: int, stats_dir: str) -> None:
         self.count = count
@@ -57,36 +57,7 @@ class StridedBidSource:
         return True
 
     def create_reader(self, context):
-        return _StridedReader(
-            context.get_index_of_this_subtask(),
-            context.get_number_of_parallel_subtasks(),
-            self.count,
-            self.stats_dir,
-        )
-
-
-class _StridedReader:
-    def __init__(self, index: int, parallelism: int, count: int, stats_dir: str) -> None:
-        self._next = index
-        self._step = parallelism
-        self._stop = count
-        self._stats = os.path.join(stats_dir, f"source-{index}.json")
-        self._started = False
-
-    def poll_batch(self, max_records: int):
-        if not self._started:
-            self._started = True
-            with open(self._stats, "w") as out:
-                json.dump({"first_ns": time.perf_counter_ns()}, out)
-        if self._next >= self._stop:
-            return None
-        stop = min(self._stop, self._next + BATCH * self._step)
-        batch = strided_bids(self._next, stop, self._step)
-        self._next += len(batch) * self._step
-        return batch
-
-    def close(self) -> None:
-        """Nothing to release."""
+        return StridedReader(context, self.count, self.stats_dir, BATCH, strided_bids)
 
 
 class BidTime(TimestampAssigner):
