@@ -120,12 +120,19 @@ class FiresProcessFunctionTimers(StreamOperator):
     def end_key(self) -> None:
         """BATCH, sorted input: the key's timers fire now, event time first, then
         processing time, as Flink's batch timer service fires them when the key changes
-        (no watermark goes downstream); then the key's state is dropped."""
+        (no watermark goes downstream); then the key's state is dropped. While they fire,
+        the watermark reads as the end of time, and before the next key's first record as
+        the start of it again, as in Flink."""
         timers = self.user_timers
         if timers is not None:
-            timers.advance_watermark(MAX_WATERMARK)
-            timers.service.fire_processing_timers(MAX_WATERMARK)
-            timers.service.current_watermark = MIN_WATERMARK
+            watermark = self.current_watermark
+            self.current_watermark = MAX_WATERMARK
+            try:
+                timers.advance_watermark(MAX_WATERMARK)
+                timers.service.fire_processing_timers(MAX_WATERMARK)
+            finally:
+                self.current_watermark = watermark
+                timers.service.current_watermark = MIN_WATERMARK
         backend = self.setup.keyed_state_backend
         if backend is not None:
             backend.clear_key(backend.current_key)
