@@ -25,6 +25,10 @@ def bids(start: int, stop: int) -> list[tuple[int, int, int, int]]:
     return [(i * 7919 % 10000, i % 1000, (i * 31) % 1000, i) for i in range(start, stop)]
 
 
+def strided_bids(start: int, stop: int, step: int) -> list[tuple[int, int, int, int]]:
+    return [(i * 7919 % 10000, i % 1000, (i * 31) % 1000, i) for i in range(start, stop, step)]
+
+
 class BidSource:
     """A parallel bounded source of ``count`` bids, split evenly over the subtasks."""
 
@@ -173,18 +177,32 @@ def column_bids(start: int, stop: int, step: int) -> ColumnBatch:
     return ColumnBatch(bid_columns(start, stop, step), _BID_SPEC)
 
 
-class ColumnBidSource:
-    """``count`` bids as ColumnBatches, read by StridedReaders."""
+class StridedBidSource:
+    """``count`` bids, read by StridedReaders ``batch_size`` at a time as ``make`` builds
+    them: tuples by default."""
 
-    def __init__(self, count: int, stats_dir: str) -> None:
+    def __init__(
+        self,
+        count: int,
+        stats_dir: str,
+        batch_size: int = BATCH,
+        make: Callable[[int, int, int], Any] = strided_bids,
+    ) -> None:
         self.count = count
         self.stats_dir = stats_dir
+        self.batch_size = batch_size
+        self.make = make
 
     def is_bounded(self) -> bool:
         return True
 
     def create_reader(self, context):
-        return StridedReader(context, self.count, self.stats_dir, COLUMN_BATCH, column_bids)
+        return StridedReader(context, self.count, self.stats_dir, self.batch_size, self.make)
+
+
+def column_bid_source(count: int, stats_dir: str) -> StridedBidSource:
+    """``count`` bids as ColumnBatches."""
+    return StridedBidSource(count, stats_dir, COLUMN_BATCH, column_bids)
 
 
 def q1_batch(bids: dict[str, Any]) -> dict[str, Any]:
@@ -291,7 +309,7 @@ def run_q1_batch(n: int, parallelism: int) -> float:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(parallelism)
         bids = env.from_source(
-            ColumnBidSource(n, stats_dir), WatermarkStrategy.no_watermarks(), "bids", BID_TYPE
+            column_bid_source(n, stats_dir), WatermarkStrategy.no_watermarks(), "bids", BID_TYPE
         )
         bids.map_batches(q1_batch, Q1_TYPE, batch_format="numpy").add_sink(
             CountingBatchSink(stats_dir)
@@ -342,7 +360,7 @@ def run_q2_builtin(
             BidTimeField()
         )
         (
-            env.from_source(ColumnBidSource(n, stats_dir), strategy, "bids", BID_TYPE)
+            env.from_source(column_bid_source(n, stats_dir), strategy, "bids", BID_TYPE)
             .key_by(lambda bid: bid[0])
             .window(TumblingEventTimeWindows.of(Time.milliseconds(size_ms)))
             .aggregate(Count(), output_type=Types.LONG())

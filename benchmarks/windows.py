@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from nexmark import CountingSink, StridedReader
+from nexmark import CountingSink, StridedBidSource, strided_bids
 
 from weir.common import Time, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
@@ -40,24 +40,6 @@ from weir.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWin
 SIZE_MS = 10_000
 SLIDE_MS = 2_000
 BATCH = 2048
-
-
-def strided_bids(start: int, stop: int, step: int) -> list[tuple[int, int, int, int]]:
-    return [(i * 7919 % 10000, i % 1000, (i * 31) % 1000, i) for i in range(start, stop, step)]
-
-
-class StridedBidSource:
-    """``count`` bids as tuples, read by StridedReaders."""
-
-    def __init__(self, count: int, stats_dir: str) -> None:
-        self.count = count
-        self.stats_dir = stats_dir
-
-    def is_bounded(self) -> bool:
-        return True
-
-    def create_reader(self, context):
-        return StridedReader(context, self.count, self.stats_dir, BATCH, strided_bids)
 
 
 class BidTime(TimestampAssigner):
