@@ -203,6 +203,7 @@ from weir.core.options.yarn import (
     YARN_PROPERTIES_FILE_LOCATION,
     YARN_SHIP_ENVIRONMENT,
 )
+from weir.core.text_files import not_text_reason
 
 T = TypeVar("T")
 
@@ -449,10 +450,22 @@ def get(entries: Mapping[str, str], opt: ConfigOption[T]) -> T:
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a weir-conf.yaml: flat ``key: value`` pairs (nested maps are joined with dots)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        msg = f"cannot read configuration file {os.fspath(path)!r}: {exc.strerror or exc}"
+        raise ConfigurationError(msg) from exc
+    if reason := not_text_reason(raw):
+        msg = (
+            f"configuration file {os.fspath(path)!r} {reason}: a weir-conf.yaml holds "
+            "`key: value` lines of UTF-8 text; is it the right file?"
+        )
+        raise ConfigurationError(msg)
+    try:
+        data = yaml.safe_load(raw.decode("utf-8")) or {}
     except yaml.YAMLError as exc:
-        msg = f"cannot parse configuration file {os.fspath(path)!r}: {exc}"
+        where = " ".join(str(exc).split())  # one line: YAML's message spans several
+        msg = f"cannot parse configuration file {os.fspath(path)!r}: {where}"
         raise ConfigurationError(msg) from exc
     if not isinstance(data, dict):
         msg = f"configuration file {os.fspath(path)!r} must hold key: value pairs"
