@@ -369,6 +369,7 @@ __all__ = [
     "YARN_SHIP_ENVIRONMENT",
     "ConfigOption",
     "advertised_master_host",
+    "check_no_nul",
     "check_relations",
     "docs_table",
     "get",
@@ -410,12 +411,27 @@ def validate(entries: Mapping[str, Any]) -> dict[str, str]:
     checked: dict[str, str] = {}
     for key, value in entries.items():
         text = _to_text(value)
+        check_no_nul(key, text)
         if key in OPTIONS:
             OPTIONS[key].from_string(text)
         elif not is_known_key(key):
             raise ConfigurationError(_unknown_key_message(key))
         checked[key] = text
     return checked
+
+
+def check_no_nul(key: str, text: str) -> None:
+    """ConfigurationError if a key or its value holds a NUL character: no setting can (a
+    path with one is refused by the operating system, far from where it was set)."""
+    what, at = ("configuration key", key.find("\x00"))
+    if at < 0:
+        what, at = ("value for configuration key", text.find("\x00"))
+    if at >= 0:
+        msg = (
+            f"bad {what} {key!r}: it holds a NUL character (at position {at}), which no "
+            "setting can hold; remove it"
+        )
+        raise ConfigurationError(msg)
 
 
 def check_relations(entries: Mapping[str, str]) -> None:

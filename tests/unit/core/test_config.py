@@ -62,6 +62,13 @@ def test_a_config_file_that_cannot_be_read_is_named(tmp_path):
         cfg.load_config_file(tmp_path)
 
 
+def test_a_nul_character_in_a_key_or_value_is_refused_naming_the_key():
+    with pytest.raises(ConfigurationError, match=r"value for configuration key 'a\.b'.*position 2"):
+        cfg.validate({"a.b": "/x\x00"})
+    with pytest.raises(ConfigurationError, match=r"configuration key 'spark\.x\\x00'"):
+        cfg.validate({"spark.x\x00": "1"})
+
+
 def test_docs_table_lists_every_key():
     table = cfg.docs_table()
     assert all(f"`{key}`" in table for key in cfg.OPTIONS)
