@@ -260,3 +260,11 @@ def test_a_body_that_cannot_be_read_as_json_is_refused(checkpointed_job, raw, sa
     assert info.value.code == 400
     assert says in json.loads(info.value.read())["errors"][0]
     assert _state(url, job_id) == "RUNNING"
+
+
+def test_a_log_file_name_with_a_nul_character_is_refused(checkpointed_job):
+    url, _ = checkpointed_job  # a job holds a TaskManager
+    task_manager = _call(f"{url}/taskmanagers")[1]["taskmanagers"][0]["id"]
+    code, answer = _call(f"{url}/taskmanagers/{task_manager}/logs/taskmanager.log%00.txt")
+    assert code == 400, answer
+    assert "not a log file name" in answer["errors"][0], answer
