@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import os
 import runpy
 import sys
 import time
+import tokenize
+import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -51,6 +54,7 @@ from weir.core.job_status import JobStatus
 from weir.core.local_paths import absolute_local_path
 from weir.core.security import SecurityConfig
 from weir.core.task_manager_files import TaskManagerFileType
+from weir.core.text_files import not_text_reason
 from weir.graph.execution_plan import job_graph_plan_json
 from weir.state import read_savepoint
 
@@ -148,10 +152,40 @@ class _PlanExecutor:
         raise _PlanCaptured(job_graph)
 
 
-def _run_script(script: str, args: Sequence[str]) -> None:
+def _check_job_file(script: str) -> None:
+    """Refuse a job file that is not a Python program, naming the file and what is wrong
+    with it (binary data, text in another encoding, a syntax error), before it is run: run,
+    it would end in a traceback through runpy's frames. A zip archive (a zipapp with its
+    ``__main__.py``) is runpy's to open, as ``python app.pyz`` does."""
     if not os.path.isfile(script):
         msg = f"no job file {script!r}; give the path of a Python program"
         raise WeirError(msg)
+    if zipfile.is_zipfile(script):
+        return
+    try:
+        with open(script, "rb") as handle:
+            source = handle.read()
+    except OSError as exc:
+        msg = f"cannot read job file {script!r}: {exc.strerror or exc}"
+        raise WeirError(msg) from None
+    refused = ""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as exc:  # first lines that are not UTF-8, or an unknown coding line
+        encoding, refused = "utf-8", f"is not a Python program: {exc.msg}"
+    if reason := not_text_reason(source, encoding) or refused:
+        msg = f"job file {script!r} {reason}; give the path of a Python program"
+        raise WeirError(msg)
+    try:
+        compile(source, script, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        msg = f"job file {script!r} is not valid Python: {exc.msg}{where}"
+        raise WeirError(msg) from None
+
+
+def _run_script(script: str, args: Sequence[str]) -> None:
+    _check_job_file(script)
     saved_argv = sys.argv
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -203,6 +203,7 @@ from weir.core.options.yarn import (
     YARN_PROPERTIES_FILE_LOCATION,
     YARN_SHIP_ENVIRONMENT,
 )
+from weir.core.text_files import not_text_reason
 
 T = TypeVar("T")
 
@@ -368,6 +369,7 @@ __all__ = [
     "YARN_SHIP_ENVIRONMENT",
     "ConfigOption",
     "advertised_master_host",
+    "check_no_nul",
     "check_relations",
     "docs_table",
     "get",
@@ -409,12 +411,27 @@ def validate(entries: Mapping[str, Any]) -> dict[str, str]:
     checked: dict[str, str] = {}
     for key, value in entries.items():
         text = _to_text(value)
+        check_no_nul(key, text)
         if key in OPTIONS:
             OPTIONS[key].from_string(text)
         elif not is_known_key(key):
             raise ConfigurationError(_unknown_key_message(key))
         checked[key] = text
     return checked
+
+
+def check_no_nul(key: str, text: str) -> None:
+    """ConfigurationError if a key or its value holds a NUL character: no setting can (a
+    path with one is refused by the operating system, far from where it was set)."""
+    what, at = ("configuration key", key.find("\x00"))
+    if at < 0:
+        what, at = ("value for configuration key", text.find("\x00"))
+    if at >= 0:
+        msg = (
+            f"bad {what} {key!r}: it holds a NUL character (at position {at}), which no "
+            "setting can hold; remove it"
+        )
+        raise ConfigurationError(msg)
 
 
 def check_relations(entries: Mapping[str, str]) -> None:
@@ -449,10 +466,22 @@ def get(entries: Mapping[str, str], opt: ConfigOption[T]) -> T:
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a weir-conf.yaml: flat ``key: value`` pairs (nested maps are joined with dots)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        msg = f"cannot read configuration file {os.fspath(path)!r}: {exc.strerror or exc}"
+        raise ConfigurationError(msg) from exc
+    if reason := not_text_reason(raw):
+        msg = (
+            f"configuration file {os.fspath(path)!r} {reason}: a weir-conf.yaml holds "
+            "`key: value` lines of UTF-8 text; is it the right file?"
+        )
+        raise ConfigurationError(msg)
+    try:
+        data = yaml.safe_load(raw.decode("utf-8")) or {}
     except yaml.YAMLError as exc:
-        msg = f"cannot parse configuration file {os.fspath(path)!r}: {exc}"
+        where = " ".join(str(exc).split())  # one line: YAML's message spans several
+        msg = f"cannot parse configuration file {os.fspath(path)!r}: {where}"
         raise ConfigurationError(msg) from exc
     if not isinstance(data, dict):
         msg = f"configuration file {os.fspath(path)!r} must hold key: value pairs"

@@ -17,6 +17,7 @@ from weir.core.job_status import JobStatus
 from weir.rest.cluster_view import ClusterView
 from weir.rest.errors import RestHandlerError
 from weir.rest.job_file_submission import JobFileRun, run_job_file
+from weir.rest.request_fields import query_string, without_nul
 from weir.rest.routes import RestRequest, RestResponse, route
 
 EXECUTION_STATES = (
@@ -321,9 +322,10 @@ def post_job(view: ClusterView, req: RestRequest) -> Any:
     if not isinstance(upload, dict) or "content" not in upload:
         msg = "POST /jobs takes a multipart/form-data body with the Python job file as 'jobfile'"
         raise RestHandlerError(msg, 400)
-    args = [a for a in str(req.query.get("programArg", "")).split(",") if a]
+    args = [a for a in (query_string(req, "programArg") or "").split(",") if a]
+    filename = without_nul(str(upload.get("filename") or "job.py"), "the file name")
     with tempfile.TemporaryDirectory(prefix="weir-rest-submit-") as work:
-        name = Path(str(upload.get("filename") or "job.py")).name
+        name = Path(filename).name
         if not name.endswith(".py"):
             name += ".py"
         path = Path(work) / name

@@ -4,6 +4,7 @@ bounded reading, and the errors a user can cause."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
@@ -277,3 +278,25 @@ def test_a_checkpoint_before_the_first_poll_holds_the_starting_offsets(kafka_bro
         f"{p}-{i}" for p in range(2) for i in range(5)
     )
     restored.close()
+
+
+def test_a_bounded_read_that_starts_at_a_partitions_end_releases_no_partition_it_never_took(
+    kafka_broker, caplog
+):
+    """A partition already at its stopping offset when the read starts is never assigned,
+    so it is not unassigned either: librdkafka would log "Can't subtract from empty
+    assignment" for it (and for any partition not in the assignment)."""
+    topic = _topic(kafka_broker, 3)
+    kafka_broker.produce(topic, ["a", "b"], partition=1)  # 0 and 2 stay empty
+    source = _builder(kafka_broker, topic).set_bounded(KafkaOffsetsInitializer.latest()).build()
+    with caplog.at_level(logging.DEBUG):
+        reader = source.create_reader(Ctx())
+        assert _records(_drain(reader)) == ["a", "b"]
+        # Restored with partition 0 at its end (next offset = stopping offset).
+        restored = source.create_reader(Ctx())
+        restored.restore_splits([("partition", topic, 0, 0, 0), ("partition", topic, 1, 0, 2)])
+        assert _records(_drain(restored)) == ["a", "b"]
+        reader.close()
+        restored.close()
+    complaints = [r.getMessage() for r in caplog.records if "assignment" in r.getMessage()]
+    assert complaints == []

@@ -112,6 +112,9 @@ class KafkaSourceReader:
         self._clock = clock
         self._timeout_ms = api_timeout_ms(config.properties)
         self._splits: dict[TP, _Split] = {}
+        # The partitions in the consumer's assignment: a split found at its end is never
+        # assigned, and librdkafka refuses (and logs) the removal of a partition it lacks.
+        self._assigned: set[TP] = set()
         self._classes: list[_DiscoveryClass] = []
         self._restored: list[Any] | None = None
         self._consumer: Any = None
@@ -148,6 +151,7 @@ class KafkaSourceReader:
     def close(self) -> None:
         consumer, self._consumer = self._consumer, None
         self._pending.clear()
+        self._assigned.clear()
         if consumer is not None:
             consumer.close()
 
@@ -344,6 +348,8 @@ class KafkaSourceReader:
             self._consumer.incremental_assign(partitions)
         else:
             self._consumer.assign(partitions)
+            self._assigned.clear()
+        self._assigned.update((s.topic, s.partition) for s in splits)
 
     def _drop_finished(self) -> None:
         done = [key for key, split in self._splits.items() if split.finished]
@@ -351,12 +357,16 @@ class KafkaSourceReader:
             return
         for key in done:
             del self._splits[key]
-        if self._consumer is not None:
+        assigned = [key for key in done if key in self._assigned]
+        if assigned and self._consumer is not None:
+            self._assigned.difference_update(assigned)
             kafka = confluent()
             try:
-                self._consumer.incremental_unassign([kafka.TopicPartition(t, p) for t, p in done])
+                self._consumer.incremental_unassign(
+                    [kafka.TopicPartition(t, p) for t, p in assigned]
+                )
             except kafka.KafkaException:
-                logger.debug("unassigning finished partitions %s", done, exc_info=True)
+                logger.debug("unassigning finished partitions %s", assigned, exc_info=True)
 
     def _check_stops(self) -> None:
         """Finish partitions whose consumer position passed their stopping offset
