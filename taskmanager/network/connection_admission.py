@@ -48,19 +48,20 @@ class ConnectionAdmission(Generic[C]):
 
     def __init__(self, limits: AdmissionLimits) -> None:
         self.limits = limits
-        # Insertion order is acceptance order; with one timeout for all, it is also
-        # deadline order, so the next to expire and the oldest are both the first.
-        self._pending: dict[C, tuple[str, float]] = {}
+        self.pending: dict[C, tuple[str, float]] = {}
+        """Each unauthenticated connection's host and deadline; read it, never change it.
+        Insertion order is acceptance order, and with one timeout for all, deadline
+        order: the next to expire and the oldest are both the first."""
         self._by_host: dict[str, dict[C, None]] = {}
 
     def __len__(self) -> int:
-        return len(self._pending)
+        return len(self.pending)
 
     def admit(self, conn: C, host: str, now: float) -> list[tuple[C, str]]:
         """Track a just accepted ``conn`` from ``host``. Returns the connections to close
         to stay within the caps, each with the cap it broke (``"host"`` or ``"total"``):
         the oldest of ``host`` first, then the oldest of all. Never ``conn`` itself."""
-        self._pending[conn] = (host, now + self.limits.handshake_timeout_s)
+        self.pending[conn] = (host, now + self.limits.handshake_timeout_s)
         of_host = self._by_host.setdefault(host, {})
         of_host[conn] = None
         evicted: list[tuple[C, str]] = []
@@ -68,15 +69,15 @@ class ConnectionAdmission(Generic[C]):
             oldest = next(iter(of_host))
             self.forget(oldest)
             evicted.append((oldest, "host"))
-        while len(self._pending) > self.limits.max_total:
-            oldest = next(iter(self._pending))
+        while len(self.pending) > self.limits.max_total:
+            oldest = next(iter(self.pending))
             self.forget(oldest)
             evicted.append((oldest, "total"))
         return evicted
 
     def forget(self, conn: C) -> None:
         """``conn`` authenticated or was closed; unknown connections are ignored."""
-        entry = self._pending.pop(conn, None)
+        entry = self.pending.pop(conn, None)
         if entry is None:
             return
         host = entry[0]
@@ -88,7 +89,7 @@ class ConnectionAdmission(Generic[C]):
     def expired(self, now: float) -> list[C]:
         """The connections whose handshake deadline has passed, oldest first."""
         gone: list[C] = []
-        pending = self._pending
+        pending = self.pending
         while pending:
             conn, (_host, deadline) = next(iter(pending.items()))
             if deadline > now:
@@ -99,9 +100,9 @@ class ConnectionAdmission(Generic[C]):
 
     def next_deadline(self) -> float | None:
         """When the oldest unauthenticated connection expires; None when there is none."""
-        if not self._pending:
+        if not self.pending:
             return None
-        return next(iter(self._pending.values()))[1]
+        return next(iter(self.pending.values()))[1]
 
 
 class AcceptBackoff:

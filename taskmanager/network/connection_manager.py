@@ -352,7 +352,8 @@ class ConnectionManager:
                     key.data(key.fileobj, mask)
                 self._drain_commands()
                 self._pump()
-                if self._admission or self._accept_resume_at is not None:
+                # Attribute reads only: this runs once per loop iteration.
+                if self._admission.pending or self._accept_resume_at is not None:
                     self._run_timers()
         except Exception as exc:  # the loop must never die silently: fail every consumer
             logger.exception("network I/O thread of %s failed", self._resource_id)
