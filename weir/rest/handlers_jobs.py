@@ -14,7 +14,7 @@ from typing import Any
 
 from weir.core.job_info import JobDetailsInfo, TaskStatusInfo
 from weir.core.job_status import JobStatus
-from weir.rest.cluster_view import ClusterView
+from weir.rest.cluster_view import ClusterView, TaskMetrics
 from weir.rest.errors import RestHandlerError
 from weir.rest.job_file_submission import JobFileRun, run_job_file
 from weir.rest.request_fields import query_string, without_nul
@@ -105,11 +105,11 @@ def get_jobs_overview(view: ClusterView, req: RestRequest) -> Any:
     return {"jobs": [job_overview_entry(j) for j in jobs]}
 
 
-def vertex_io_metrics(
-    subtasks: list[TaskStatusInfo], metrics: Mapping[str, Mapping[str, float]]
-) -> dict[str, Any]:
+def vertex_io_metrics(subtasks: list[TaskStatusInfo], metrics: TaskMetrics) -> dict[str, Any]:
     """Flink's IOMetricsInfo of a vertex: sums over its subtasks' task metrics, live from
-    their TaskManagers, or for a subtask that has ended, the counts it ended with."""
+    their TaskManagers, or for a subtask that has ended, the counts it ended with. Beside
+    Flink's fields, ``stale``: some live values are the last that a TaskManager which no
+    longer answers sent (Flink's clients ignore fields they do not know)."""
     names = {
         "read-bytes": "numBytesIn",
         "write-bytes": "numBytesOut",
@@ -119,10 +119,12 @@ def vertex_io_metrics(
         "accumulated-idle-time": "accumulatedIdleTime",
     }
     found: list[Mapping[str, float]] = []
+    stale = False
     for t in subtasks:
         live = metrics.get(t.execution_attempt_id)
         if live is not None:
             found.append(live)
+            stale = stale or t.execution_attempt_id in metrics.stale
         elif t.io_metrics is not None:
             io = t.io_metrics
             found.append(
@@ -142,6 +144,7 @@ def vertex_io_metrics(
     # A double in Flink's IOMetricsInfo, which its Java clients read as a primitive: 0
     # when no subtask reports it, never null.
     body["accumulated-busy-time"] = float(sum(m.get("accumulatedBusyTime", 0) for m in found))
+    body["stale"] = stale
     return body
 
 
