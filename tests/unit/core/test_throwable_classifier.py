@@ -3,8 +3,18 @@ NonRecoverableError anywhere in the chain of causes, whatever wraps it."""
 
 from __future__ import annotations
 
+import pytest
+
 from weir.core.errors import NonRecoverableError, UserCodeError, WeirError
 from weir.core.throwable_classifier import ThrowableType, throwable_type
+from weir.datastream.connectors.kafka.errors import (
+    KafkaAuthenticationError,
+    KafkaConfigurationError,
+    KafkaProduceError,
+    KafkaTopicNotFoundError,
+    KafkaTransactionError,
+    KafkaUnreachableError,
+)
 
 
 def _raised(make):
@@ -54,3 +64,18 @@ def test_a_cycle_of_causes_ends():
     first, second = ValueError("a"), ValueError("b")
     first.__cause__, second.__cause__ = second, first
     assert throwable_type(first) is ThrowableType.RECOVERABLE_ERROR
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (KafkaConfigurationError, ThrowableType.NON_RECOVERABLE_ERROR),
+        (KafkaTopicNotFoundError, ThrowableType.NON_RECOVERABLE_ERROR),
+        (KafkaAuthenticationError, ThrowableType.NON_RECOVERABLE_ERROR),
+        (KafkaUnreachableError, ThrowableType.RECOVERABLE_ERROR),
+        (KafkaProduceError, ThrowableType.RECOVERABLE_ERROR),
+        (KafkaTransactionError, ThrowableType.RECOVERABLE_ERROR),
+    ],
+)
+def test_kafka_errors_no_restart_cures_are_non_recoverable(error, expected):
+    assert throwable_type(error("x")) is expected
