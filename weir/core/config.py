@@ -145,7 +145,6 @@ from weir.core.options.rest import (
     REST_ADDRESS,
     REST_BIND_ADDRESS,
     REST_PORT,
-    WEB_EXCEPTION_HISTORY_SIZE,
     WEB_LOG_PATH,
     WEB_UPLOAD_DIR,
 )
@@ -164,6 +163,7 @@ from weir.core.options.restart import (
     RESTART_FIXED_DELAY_DELAY,
     RESTART_STRATEGY_TYPE,
     SPARK_MASTER,
+    WEB_EXCEPTION_HISTORY_SIZE,
 )
 from weir.core.options.security import (
     AUTH_TOKEN,

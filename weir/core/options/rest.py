@@ -9,7 +9,6 @@ from weir.core.config_option import (
     _option,
     _parse_bool,
     _port,
-    _positive_int,
 )
 from weir.core.errors import ConfigurationError
 from weir.core.port_range import parse_port_range
@@ -51,13 +50,6 @@ WEB_UPLOAD_DIR = _option(
     str,
     "Where job files uploaded through the dashboard (/jars/upload) are kept. Empty: a "
     "temporary directory of the master, removed when it stops.",
-)
-WEB_EXCEPTION_HISTORY_SIZE = _option(
-    "web.exception-history-size",
-    16,
-    _positive_int,
-    "The failures a job keeps in its exception history (/jobs/:jobid/exceptions, and the "
-    "restarts an attached `weir run` shows), one per failover; the oldest go first.",
 )
 PROMETHEUS_FACTORY_CLASS = _option(
     "metrics.reporter.prom.factory.class",
