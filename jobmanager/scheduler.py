@@ -1,10 +1,13 @@
 """Schedules a job: slots from the ResourceManager, deployment to TaskExecutors, the job
 status that follows from its tasks' states, and failover (Flink's DefaultScheduler): a
 failed task makes the restart strategy decide between failing the job and redeploying
-every task from the latest completed checkpoint (RUNNING -> RESTARTING -> RUNNING)."""
+every task from the latest completed checkpoint (RUNNING -> RESTARTING -> RUNNING), unless
+no restart can cure the failure (a non-recoverable error: the job fails at once). Each
+failover goes into the job's exception history."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import threading
@@ -26,10 +29,12 @@ from weir.core.errors import (
     SlotAllocationError,
     WeirError,
 )
+from weir.core.exception_history import ExceptionHistoryEntry
 from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
 from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
+from weir.core.throwable_classifier import ThrowableType
 from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, plan_checkpoint
 from weir.jobmanager.checkpoint.checkpoint_plan import CHECKPOINTABLE
 from weir.jobmanager.checkpoint.restore_plan import (
@@ -153,6 +158,9 @@ class DefaultScheduler:
         self.failure_ms: int | None = None
         """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
+        self._exception_history: collections.deque[ExceptionHistoryEntry] = collections.deque(
+            maxlen=cfg.get(config, cfg.WEB_EXCEPTION_HISTORY_SIZE)
+        )
 
     @property
     def job_id(self) -> str:
@@ -352,7 +360,11 @@ class DefaultScheduler:
         state: ExecutionState,
         cause: str | None,
         io_metrics: IOMetricsInfo | None = None,
+        *,
+        throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
     ) -> bool:
+        """A task's report. A FAILED one comes with ``throwable_type``: whether a restart
+        can cure it (``weir.core.throwable_classifier``, as the task classified it)."""
         with self._lock:
             ev = self.graph.find(attempt_id)
             if ev is None or ev.current.state.is_terminal:
@@ -396,10 +408,11 @@ class DefaultScheduler:
                 ev.current.failure_cause = cause or "unknown failure"
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
                 if self.status is JobStatus.RUNNING:
-                    self._fail_over(f"{ev.task_name} failed:\n{ev.current.failure_cause}")
-                elif is_consequence(self.failure_cause) and not is_consequence(cause or ""):
-                    # The producer's own report came after its consumer's: it is the cause.
-                    self.failure_cause = f"{ev.task_name} failed:\n{ev.current.failure_cause}"
+                    self._fail_over(
+                        f"{ev.task_name} failed:\n{ev.current.failure_cause}", throwable_type, ev
+                    )
+                else:
+                    self._late_failure(ev, throwable_type)
             elif coordinator is not None and self._final_checkpoints:
                 # Checkpoints go on while tasks finish: a finishing task waits for one.
                 if state is ExecutionState.FINISHED:
@@ -457,17 +470,49 @@ class DefaultScheduler:
                 self._fail_over(cause)
                 self._check_terminal()
 
-    def _fail_over(self, cause: str) -> None:
-        """Under the lock, status RUNNING: restart if the strategy allows, else fail."""
+    def _fail_over(
+        self,
+        cause: str,
+        throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
+        failed: ExecutionVertex | None = None,
+    ) -> None:
+        """Under the lock, status RUNNING: restart if the strategy allows, else fail; fail
+        at once, whatever the strategy, for a failure no restart can cure (Flink's
+        ExecutionFailureHandler with a NonRecoverableError). ``failed``: the task whose
+        failure it is; None for a failure of the whole job."""
         now_ms = int(time.time() * 1000)
         self.failure_cause = cause
         self.failure_ms = now_ms
         coordinator = self.checkpoint_coordinator
         if coordinator is not None:
             self._call_coordinator(coordinator.stop_periodic_scheduler)
+        non_recoverable = throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
         self._restart_strategy.notify_failure(now_ms)
-        if not self._restart_strategy.can_restart():
-            if self.restarts:
+        restart = not non_recoverable and self._restart_strategy.can_restart()
+        self._exception_history.append(
+            ExceptionHistoryEntry(
+                timestamp_ms=now_ms,
+                failure_cause=failed.current.failure_cause if failed is not None else cause,
+                task_name=failed.task_name if failed is not None else "",
+                resource_id=(
+                    failed.current.slot.resource_id
+                    if failed is not None and failed.current.slot is not None
+                    else ""
+                ),
+                attempt_number=self.graph.attempt_number,
+                restarted=restart,
+                non_recoverable=non_recoverable,
+            )
+        )
+        if not restart:
+            if non_recoverable:
+                logger.info(
+                    "job %s: not restarted (whatever %s allows): no restart can cure %s",
+                    self.job_id,
+                    self._restart_strategy,
+                    self._exception_history[-1].summary,
+                )
+            elif self.restarts:
                 logger.info(
                     "job %s: %s allows no further restart", self.job_id, self._restart_strategy
                 )
@@ -492,6 +537,42 @@ class DefaultScheduler:
             daemon=True,
             name=f"restart-{self.job_id[:8]}",
         ).start()
+
+    def _late_failure(self, ev: ExecutionVertex, throwable_type: ThrowableType) -> None:
+        """Under the lock: a task of the attempt failed after the failover began (another
+        task's report came first). The producer's own failure, after its consumer's, is
+        the cause; one no restart can cure is the cause too, and calls off a restart
+        under way."""
+        cause = ev.current.failure_cause
+        producer = is_consequence(self.failure_cause) and not is_consequence(cause)
+        calls_off = (
+            throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
+            and self.status is JobStatus.RESTARTING
+        )
+        if not producer and not calls_off:
+            return
+        self.failure_cause = f"{ev.task_name} failed:\n{cause}"
+        if self._exception_history:
+            self._exception_history[-1] = dataclasses.replace(
+                self._exception_history[-1],
+                failure_cause=cause,
+                task_name=ev.task_name,
+                resource_id=ev.current.slot.resource_id if ev.current.slot else "",
+                **({"restarted": False, "non_recoverable": True} if calls_off else {}),
+            )
+        if calls_off:
+            logger.info(
+                "job %s: restart called off: no restart can cure %s",
+                self.job_id,
+                self._exception_history[-1].summary if self._exception_history else cause,
+            )
+            # The restart thread finds the job no longer RESTARTING and deploys nothing.
+            self._fail_job(self.failure_cause)
+
+    def exception_history(self) -> tuple[ExceptionHistoryEntry, ...]:
+        """The job's failovers, oldest first (``web.exception-history-size`` at most)."""
+        with self._lock:
+            return tuple(self._exception_history)
 
     def _restart(
         self, old: ExecutionGraph, targets: list[tuple[str, str]], backoff_ms: int
@@ -855,6 +936,7 @@ class DefaultScheduler:
                 failure_cause=self.failure_cause,
                 tasks=self.graph.task_statuses(),
                 jobmaster_address=jobmaster_address,
+                exception_history=tuple(self._exception_history),
             )
 
     def wait_terminated(self, timeout: float | None) -> bool:

@@ -26,15 +26,17 @@ import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from weir.core import config
 from weir.core.checkpoint import (
     CheckpointType,
 )
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
+from weir.core.exception_history import CLEANUP_FAILURE_MARKER
 from weir.core.ids import ExecutionAttemptId
 from weir.core.metrics import ScopedMetricGroup
+from weir.core.throwable_classifier import ThrowableType, throwable_type
 from weir.taskmanager.checkpointing.barrier_handler import (
     CheckpointBarrierHandler,
 )
@@ -88,12 +90,24 @@ RegisterKvState = Callable[
 ]
 
 
+class ReportState(Protocol):
+    def __call__(
+        self,
+        attempt_id: ExecutionAttemptId,
+        state: ExecutionState,
+        cause: str | None,
+        throwable_type: ThrowableType,
+        /,
+    ) -> None: ...
+
+
 @dataclass(frozen=True)
 class TaskServices:
     network: NetworkEnvironment
-    report_state: Callable[[ExecutionAttemptId, ExecutionState, str | None], None]
+    report_state: ReportState
     """Called from the task thread on every transition; the string is the formatted
-    failure (with the user's original traceback)."""
+    failure (with the user's original traceback), the type whether a restart can cure it
+    (``weir.core.throwable_classifier``; RECOVERABLE_ERROR but for a failure)."""
     collect: Callable[[str, int, bytes, bool, int], None]
     """``(operator_id, subtask_index, serialized batch, end_of_data, checkpoint epoch)``;
     may block."""
@@ -341,7 +355,12 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
 
     # --- the task thread -------------------------------------------------------------------
 
-    def _transition(self, state: ExecutionState, cause: str | None = None) -> None:
+    def _transition(
+        self,
+        state: ExecutionState,
+        cause: str | None = None,
+        failure_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
+    ) -> None:
         with self._lock:
             self._state = state
             self._failure_cause = cause
@@ -352,7 +371,7 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             state.value,
         )
         try:
-            self._services.report_state(self.tdd.execution_attempt_id, state, cause)
+            self._services.report_state(self.tdd.execution_attempt_id, state, cause, failure_type)
         except Exception:  # the state is kept locally; the TaskExecutor reconciles later
             logger.warning(
                 "reporting %s of %s failed", state.value, self.tdd.task_name, exc_info=True
@@ -481,10 +500,8 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             logger.warning("a partition of %s was released under it", self.tdd.task_name)
         text = "".join(traceback.format_exception(exc))
         if cleanup_error is not None:
-            text += "\nWhile cleaning up, another error occurred:\n" + "".join(
-                traceback.format_exception(cleanup_error)
-            )
-        self._transition(ExecutionState.FAILED, text)
+            text += CLEANUP_FAILURE_MARKER + "".join(traceback.format_exception(cleanup_error))
+        self._transition(ExecutionState.FAILED, text, throwable_type(exc))
 
     def _cleanup(self, cause: BaseException | None) -> BaseException | None:
         """Close user functions, release partitions, close the gate. Returns the first

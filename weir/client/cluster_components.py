@@ -231,7 +231,10 @@ class ClusterComponents:
         )
 
     def _start_job_master(
-        self, graph: JobGraph, on_terminated: Callable[[JobDetailsInfo], None]
+        self,
+        graph: JobGraph,
+        on_terminated: Callable[[JobDetailsInfo], None],
+        on_changed: Callable[[], None],
     ) -> JobMaster:
         job_master = JobMaster(
             graph,
@@ -240,6 +243,7 @@ class ClusterComponents:
             on_terminated,
             self.host,
             advertised_host=self.advertised_host,
+            on_changed=on_changed,
         )
         job_master.start()
         return job_master

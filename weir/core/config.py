@@ -164,6 +164,7 @@ from weir.core.options.restart import (
     RESTART_FIXED_DELAY_DELAY,
     RESTART_STRATEGY_TYPE,
     SPARK_MASTER,
+    WEB_EXCEPTION_HISTORY_SIZE,
 )
 from weir.core.options.security import (
     AUTH_TOKEN,
@@ -366,6 +367,7 @@ __all__ = [
     "TASKMANAGER_TMP_DIR",
     "TASK_CANCELLATION_INTERVAL",
     "TASK_CANCELLATION_TIMEOUT",
+    "WEB_EXCEPTION_HISTORY_SIZE",
     "WEB_LOG_PATH",
     "WEB_UPLOAD_DIR",
     "WORKING_DIRECTORY_CLEANUP_INTERVAL",

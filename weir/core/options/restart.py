@@ -1,4 +1,5 @@
-"""Restart strategy keys (Flink 2.x RestartStrategyOptions), Spark keys, deprecated names."""
+"""Restart strategy keys (Flink 2.x RestartStrategyOptions) and the exception history's size,
+Spark keys, deprecated names."""
 
 from __future__ import annotations
 
@@ -117,6 +118,15 @@ RESTART_EXPONENTIAL_ATTEMPTS = _option(
     _non_negative_int,
     "Restarts tried before the job fails; counted from the last reset (exponential-delay). "
     "Unbounded by default, as in Flink.",
+)
+
+# Flink's key (WebOptions) and default: how much of a job's failures it keeps.
+WEB_EXCEPTION_HISTORY_SIZE = _option(
+    "web.exception-history-size",
+    16,
+    _positive_int,
+    "The failures a job keeps in its exception history (/jobs/:jobid/exceptions, and the "
+    "restarts an attached `weir run` shows), one per failover; the oldest go first.",
 )
 
 DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
