@@ -177,7 +177,15 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise ConfigurationError(msg) from exc
         names = sorted({*column_families, KEYS_CF})
-        self._db = open_db(self.db_path, names, cache=self._block_cache)
+        try:
+            self._db = open_db(self.db_path, names, cache=self._block_cache)
+        except Exception as exc:  # rocksdict raises a bare Exception for RocksDB's errors
+            msg = (
+                f"the rocksdb state backend cannot open its database in {self.db_path}: "
+                f"{exc}; if that disk is full, make room or set "
+                "taskmanager.state.local.root-dirs to a local directory with space"
+            )
+            raise ConfigurationError(msg) from exc
         self._cfs = {}
         self._caches = {}
         for name in names:

@@ -6,9 +6,11 @@ every key's state exactly; incremental rocksdb snapshots restored the same way."
 from __future__ import annotations
 
 import collections
+import errno
 import itertools
 import os
 import random
+import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -516,6 +518,59 @@ def test_a_rocksdb_directory_that_cannot_be_created_names_the_key_and_path(tmp_p
             shared_state=True,
         )
     assert str(blocker) in str(info.value)
+
+
+@pytest.fixture
+def full_file_system(tmp_path):
+    """A directory on a tmpfs of its own with no space left (mounting needs root; the
+    test is skipped without)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        fd = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+        finally:
+            os.close(fd)
+        yield mount
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount)], check=True)
+
+
+def test_a_rocksdb_database_that_cannot_be_opened_leaves_no_directory(full_file_system):
+    """The disk is full: RocksDB cannot write its first files. The error names the
+    directory and the key that chooses it, and the attempt's directory is gone (a task
+    that fails this way and restarts would otherwise leave one per attempt)."""
+    config = {
+        "state.backend.type": "rocksdb",
+        "taskmanager.state.local.root-dirs": str(full_file_system / "state"),
+    }
+    for attempt in range(3):
+        with pytest.raises(ConfigurationError, match=r"taskmanager.state.local.root-dirs") as info:
+            create_keyed_state_backend(
+                config,
+                name=f"op-{attempt}",
+                max_parallelism=M,
+                key_group_range=range(M),
+                key_hasher=HashMapKeyedStateBackend(M, range(M)).key_hasher,
+                clock_ms=lambda: 0,
+                shared_state=True,
+            )
+        assert str(full_file_system / "state") in str(info.value)
+    assert os.listdir(full_file_system / "state" / "weir-rocksdb") == []
 
 
 class TestKeyedBatchFunctionState:
