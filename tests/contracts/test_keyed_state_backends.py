@@ -182,6 +182,33 @@ class TestStateKinds:
         b.current_key = True
         assert v.value() == "one"
 
+    @pytest.mark.parametrize("into", KINDS)
+    def test_keys_of_any_size_keep_their_state_apart_and_restore(self, make, kind, into):
+        """A key's serialized size is not limited: keys around and far beyond 64 KiB (a
+        length RocksDB's layout once stored in two bytes) each keep their own state in
+        every kind, and snapshot to and restore from either backend."""
+        b = make(kind)
+        v = b.get_value_state("v")
+        m = b.get_map_state("m")
+        items = b.get_list_state("l")
+        keys = ["s", "x" * 65_000, "x" * 65_535, "y" * 65_535, "x" * 200_000, ("t", "z" * 70_000)]
+        for n, key in enumerate(keys):
+            b.current_key = key
+            v.update(n)
+            m.put(n, key[:3])
+            items.add_all([n, -n])
+        for n, key in enumerate(keys):
+            b.current_key = key
+            assert (v.value(), dict(m.items()), list(items.get())) == (n, {n: key[:3]}, [n, -n])
+        assert sorted(b.get_keys("v"), key=repr) == sorted(keys, key=repr)
+        restored = make(into)
+        restored.restore([_through_bytes(b)])
+        rv = restored.get_value_state("v")
+        rm = restored.get_map_state("m")
+        for n, key in enumerate(keys):
+            restored.current_key = key
+            assert (rv.value(), dict(rm.items())) == (n, {n: key[:3]})
+
     def test_get_keys_lists_the_keys_with_a_value_in_one_state(self, make, kind):
         b = make(kind)
         v = b.get_value_state("v")
