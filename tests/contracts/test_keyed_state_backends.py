@@ -10,6 +10,7 @@ import errno
 import itertools
 import os
 import random
+import struct
 import subprocess
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from weir.common import Row
+from weir.core.canonical_keys import state_key
 from weir.core.checkpoint import (
     FileSystemCheckpointStorage,
     JobManagerCheckpointStorage,
@@ -208,6 +210,55 @@ class TestStateKinds:
         for n, key in enumerate(keys):
             restored.current_key = key
             assert (rv.value(), dict(rm.items())) == (n, {n: key[:3]})
+
+    @pytest.mark.parametrize("into", KINDS)
+    def test_every_nan_is_one_key_on_every_backend(self, make, kind, into):
+        """Keys as the operators' key selectors hand them over (``state_key``): every
+        float NaN, whatever its bits, alone or in a tuple, is one key, as Java's
+        ``Double.equals`` and its serializer hold it, with one entry of state in one key
+        group; -0.0 is the key 0, as 0.0 is. After a restore into either backend a new
+        NaN finds that state again."""
+        b = make(kind)
+        v = b.get_value_state("v")
+        timers = b.get_namespaced_table("_weir_timers")
+
+        def nans():  # new objects each time, as records deserialized one by one give
+            return [
+                float("nan"),
+                -float("nan"),
+                struct.unpack(">d", bytes.fromhex("7ff8000000000123"))[0],
+                float("inf") - float("inf"),
+            ]
+
+        shapes = {"alone": lambda n: n, "in a tuple": lambda n: ("a", n), "pair": Point}
+        for name, shape in shapes.items():
+            for n in nans():
+                b.current_key = state_key(shape(n) if name != "pair" else Point(n, 1))
+                v.update((v.value() or 0) + 1)
+                timers.put(b.current_key, (10, None), name)
+        for zero in (0, 0.0, -0.0):
+            b.current_key = state_key(zero)
+            v.update((v.value() or 0) + 1)
+        for key in (*nans(), *[("a", n) for n in nans()], *[Point(n, 1) for n in nans()]):
+            assert len({b.key_group_of(state_key(key)), b.key_group_of(key)}) == 1
+        groups = _through_bytes(b).states["v"]
+        assert sorted(len(entries) for entries in groups.values() if entries) == [1, 1, 1, 1]
+        restored = make(into)
+        restored.restore([_through_bytes(b)])
+        rv = restored.get_value_state("v")
+        for name, shape in shapes.items():
+            for n in nans():
+                restored.current_key = state_key(shape(n) if name != "pair" else Point(n, 1))
+                assert rv.value() == 4, name
+        restored.current_key = state_key(-0.0)
+        assert rv.value() == 3
+        assert sorted(
+            ns for _, _, ns in restored.get_namespaced_table("_weir_timers").entries()
+        ) == [
+            "alone",
+            "in a tuple",
+            "pair",
+        ]
 
     def test_get_keys_lists_the_keys_with_a_value_in_one_state(self, make, kind):
         b = make(kind)
