@@ -58,25 +58,30 @@ def key_selector(selector: Any) -> Callable[[Any], Any]:
     messages read."""
     get_key = user_method(selector, "get_key", "key_by")
     field = field_of(get_key)
-    if isinstance(field, int):
-
-        def key(x: Any, _field: int = field, _state_key: Any = state_key) -> Any:
-            k = x[_field]
-            t = type(k)
-            if t is str or t is int:
-                return k
-            return _state_key(k)
-
-    else:
-
-        def key(x: Any, _get_key: Any = get_key, _state_key: Any = state_key) -> Any:
-            k = _get_key(x)
-            t = type(k)
-            if t is str or t is int:
-                return k
-            return _state_key(k)
-
+    key = _reading_position(field) if isinstance(field, int) else _calling(get_key)
     key.weir_key_selector = get_key  # type: ignore[attr-defined]
+    return key
+
+
+def _reading_position(field: int) -> Callable[[Any], Any]:
+    def key(x: Any, _field: int = field, _state_key: Any = state_key) -> Any:
+        k = x[_field]
+        t = type(k)
+        if t is str or t is int:
+            return k
+        return _state_key(k)
+
+    return key
+
+
+def _calling(get_key: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def key(x: Any, _get_key: Any = get_key, _state_key: Any = state_key) -> Any:
+        k = _get_key(x)
+        t = type(k)
+        if t is str or t is int:
+            return k
+        return _state_key(k)
+
     return key
 
 
