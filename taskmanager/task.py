@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -170,7 +171,10 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         """(gate, channel) of the input channels after whose last record we are."""
         self._pending_trigger: CheckpointBarrier | None = None
         """A checkpoint triggered here because every producer finished, taken once their
-        channels have ended."""
+        channels have ended (an aligned one)."""
+        self._read_ahead: deque[tuple[int, int, BufferKind, bytes]] = deque()
+        """Input read to its end ahead of processing (an unaligned checkpoint triggered
+        after every producer finished), processed before the gate is polled again."""
         self._alignment_started: float | None = None
         self._interruptible = False
         self._processing_timers = ProcessingTimeService(
@@ -302,9 +306,11 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         drain: bool = False,
     ) -> None:
         """Checkpoint ``checkpoint_id`` at this task (any thread): a source, or a task whose
-        producers have all finished. Taken between two batches on the task thread (by a
-        task with inputs, once they have all ended). Savepoints are always aligned, as in
-        Flink, and go to ``target_location``, which their barrier carries downstream.
+        producers have all finished. Taken between two batches on the task thread; by a
+        task with inputs still open, at once when unaligned (what is still in flight on
+        them is channel state), else once they have all ended. Savepoints are always
+        aligned, as in Flink, and go to ``target_location``, which their barrier carries
+        downstream.
         ``drain``: the task's sources end event time (MAX_WATERMARK) before the barrier."""
 
         def action() -> None:
@@ -325,9 +331,9 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
                 checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned, target_location
             )
             if self._open_channels > 0:
-                # Triggered here because every producer finished (FLIP-147): taken once
-                # their last records are in, never ahead of them.
-                self._pending_trigger = barrier
+                # Triggered here because every producer finished (FLIP-147), with their
+                # last records still on the way.
+                self._trigger_with_open_channels(barrier)
                 return
             if self._gate is not None:
                 # A task with inputs, all ended: nothing in flight, nothing to overtake.
