@@ -572,7 +572,9 @@ class ResourceManager:
                     self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
                 else:
                     # Its tasks are still ending: the slot stays taken until the
-                    # TaskExecutor says it is available (or stops reporting it).
+                    # TaskExecutor says it is available (or stops reporting it), and the
+                    # queue no longer counts on it (the serve below leases for it).
+                    self._slot_manager.slot_releasing(registration.resource_id, allocation_id)
                     logger.info(
                         "slot %s on TaskManager %s is releasing: its tasks are still ending",
                         allocation_id,

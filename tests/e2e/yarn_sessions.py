@@ -164,3 +164,12 @@ def container_of(pid: int) -> str:
 
 def running_containers(cluster: MiniHadoop, application_id: str) -> int:
     return int(cluster.application(application_id).get("runningContainers", -1))
+
+
+def master_log(cluster: MiniHadoop, application_id: str) -> str:
+    """The session master's log: its ApplicationMaster container's ``stdout`` (Spark's
+    PythonRunner merges the master's stderr into its stdout; Spark's own log is the
+    container's ``stderr``)."""
+    yarn = YarnRestClient(cluster.rm_webapp)
+    container = yarn.application_master(application_id)
+    return yarn.container_log(container, "stdout") if container is not None else ""
