@@ -204,6 +204,14 @@ STATE_BACKEND_INCREMENTAL = _option(
     "rocksdb: checkpoints upload only the SST files earlier checkpoints did not, into "
     "the checkpoint directory's shared/ (needs filesystem checkpoint storage).",
 )
+ROCKSDB_TRANSFER_THREADS = _option(
+    "state.backend.rocksdb.checkpoint.transfer.thread.num",
+    4,
+    _positive_int,
+    "rocksdb: files of one keyed operator's incremental checkpoint uploaded, and of its "
+    "restore downloaded, at once (Flink's key and default). On a remote file system each "
+    "file costs round trips however small it is; several at a time overlap them.",
+)
 STATE_LOCAL_ROOT_DIRS = _option(
     "taskmanager.state.local.root-dirs",
     "",
