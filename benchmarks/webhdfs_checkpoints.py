@@ -2,13 +2,16 @@
 beside the same job checkpointing to a local directory.
 
     python benchmarks/webhdfs_checkpoints.py [--checkpoints N] [--webhdfs HOST:PORT]
+        [--keys N] [--state-backend hashmap|rocksdb-incremental] [--verbose]
 
 Without ``--webhdfs`` HDFS is the test suite's Hadoop minicluster (tests/hadoop_cluster.py:
 a NameNode and a DataNode with WebHDFS on 127.0.0.1, fetched with Maven on first use).
 
 The job: a rate-limited generator (p=1, 200 records a second), a keyed running sum over
-4 keys and a ``FileSink`` (p=2), hashmap state, on the embedded MiniCluster with two local
-TaskManagers; its checkpoints hold a few KB. Each storage runs twice:
+``--keys`` keys (4) and a ``FileSink`` (p=2), on the embedded MiniCluster with two local
+TaskManagers; with hashmap state and 4 keys its checkpoints hold about 1 KB.
+``--state-backend rocksdb-incremental`` takes incremental RocksDB checkpoints instead (new
+SST files in ``shared/`` each time). Each storage runs twice:
 
 * counted: the job reaches HDFS through a reverse proxy on 127.0.0.1 that forwards to the
   NameNode, rewrites its redirects so that DataNode requests pass through it too, and
@@ -17,7 +20,8 @@ TaskManagers; its checkpoints hold a few KB. Each storage runs twice:
   sink's output. Checkpoints are taken with ``min-pause`` between them; the counts of a
   checkpoint are those from 0.7 s after the previous one completed (its notifications,
   the sink's commit and the deletion of what it subsumed done) to 0.7 s after it did, so
-  each window holds one whole checkpoint cycle. They are the same cycle after cycle.
+  each window holds one whole checkpoint cycle; the median of each kind is reported.
+  With hashmap state they are the same cycle after cycle.
 * timed: the job talks to the NameNode directly, and each checkpoint's end-to-end
   duration (trigger to completion, as the JobMaster reports it) is taken.
 
@@ -41,6 +45,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.mini_cluster import MiniCluster
@@ -58,7 +63,6 @@ CLUSTER_CONFIG = {
     "slot.request.timeout": "120 s",
 }
 TESTS = pathlib.Path(__file__).resolve().parents[1] / "tests"
-KEYS = 4
 # Records a second: a trickle, so that a checkpoint's cost is its storage's, not the data's.
 RATE = 200
 # Between two checkpoints: the previous one's notifications, the sink's commit and the
@@ -71,6 +75,20 @@ DATANODE_PREFIX = "/__datanode/"
 
 
 # -- the counting proxy --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """How many keys the running sum has, and the settings of its state backend."""
+
+    keys: int = 4
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+BACKENDS = {
+    "hashmap": {},
+    "rocksdb-incremental": {"state.backend.type": "rocksdb", "state.backend.incremental": "true"},
+}
 
 
 class CountingProxy:
@@ -162,9 +180,12 @@ class CountingProxy:
 # -- the job -------------------------------------------------------------------------------
 
 
-def _job(checkpoints: str, output: str) -> StreamExecutionEnvironment:
+def _job(checkpoints: str, output: str, shape: JobShape) -> StreamExecutionEnvironment:
     configuration = Configuration()
     configuration.set_string("restart-strategy.type", "none")
+    for key, value in shape.settings.items():
+        configuration.set_string(key, value)
+    keys = shape.keys
     env = StreamExecutionEnvironment.get_execution_environment(configuration)
     env.set_parallelism(2)
     env.enable_checkpointing(1000)
@@ -186,7 +207,7 @@ def _job(checkpoints: str, output: str) -> StreamExecutionEnvironment:
             "numbers",
         )
         .set_parallelism(1)
-        .map(lambda i: (i % KEYS, 1))
+        .map(lambda i: (i % keys, 1))
         .key_by(lambda kv: kv[0])
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
         .map(lambda kv: f"{kv[0]},{kv[1]}", output_type=Types.STRING())
@@ -233,10 +254,12 @@ def _running(gateway: DispatcherGateway, env: StreamExecutionEnvironment, name: 
             time.sleep(POLL_S * 10)
 
 
-def timed(gateway: DispatcherGateway, root: str, count: int, name: str) -> tuple[list[int], int]:
+def timed(
+    gateway: DispatcherGateway, root: str, count: int, name: str, shape: JobShape
+) -> tuple[list[int], int]:
     """End-to-end ms of ``count`` checkpoints (after a first one, left out) and the state
     size of the last."""
-    env = _job(f"{root}/chk", f"{root}/out")
+    env = _job(f"{root}/chk", f"{root}/out", shape)
     durations: list[int] = []
     sizes = [0]
     with _running(gateway, env, f"bench-webhdfs-{name}-timed") as job_id:
@@ -248,11 +271,13 @@ def timed(gateway: DispatcherGateway, root: str, count: int, name: str) -> tuple
 
 
 def counted(
-    gateway: DispatcherGateway, proxy: CountingProxy, root: str, count: int
+    gateway: DispatcherGateway, proxy: CountingProxy, root: str, count: int, shape: JobShape
 ) -> tuple[list[Counter[tuple[str, str]]], list[tuple[str, str]]]:
     """The requests of each of ``count`` whole checkpoint cycles, and those of the last
     cycle in order."""
-    env = _job(f"webhdfs://{proxy.address}{root}/chk", f"webhdfs://{proxy.address}{root}/out")
+    env = _job(
+        f"webhdfs://{proxy.address}{root}/chk", f"webhdfs://{proxy.address}{root}/out", shape
+    )
     windows: list[Counter[tuple[str, str]]] = []
     last: list[tuple[str, str]] = []
     with _running(gateway, env, "bench-webhdfs-counted") as job_id:
@@ -294,7 +319,10 @@ def main() -> None:
     parser.add_argument("--checkpoints", type=int, default=10)
     parser.add_argument("--webhdfs", help="a NameNode's HTTP address; default: a minicluster")
     parser.add_argument("--verbose", action="store_true", help="list the last cycle's requests")
+    parser.add_argument("--keys", type=int, default=4, help="keys of the running sum")
+    parser.add_argument("--state-backend", choices=sorted(BACKENDS), default="hashmap")
     args = parser.parse_args()
+    shape = JobShape(args.keys, BACKENDS[args.state_backend])
     namenode, shared = _hadoop(args.webhdfs)
     root = f"/bench-webhdfs/{uuid.uuid4().hex[:8]}"
     areas = {f"{root}/counted/chk": "checkpoints", f"{root}/counted/out": "sink"}
@@ -306,14 +334,14 @@ def main() -> None:
             tempfile.TemporaryDirectory(prefix="weir-bench-") as local,
         ):
             register_executor(cluster.executor())
-            windows, last = counted(gateway, proxy, f"{root}/counted", args.checkpoints)
+            windows, last = counted(gateway, proxy, f"{root}/counted", args.checkpoints, shape)
             per = _median_window(windows)
             same = all(w == windows[0] for w in windows)
             hdfs_ms, hdfs_size = timed(
-                gateway, f"webhdfs://{namenode}{root}/timed", args.checkpoints, "hdfs"
+                gateway, f"webhdfs://{namenode}{root}/timed", args.checkpoints, "hdfs", shape
             )
             local_ms, local_size = timed(
-                gateway, f"file://{os.path.join(local, 'timed')}", args.checkpoints, "local"
+                gateway, f"file://{os.path.join(local, 'timed')}", args.checkpoints, "local", shape
             )
     finally:
         proxy.close()
