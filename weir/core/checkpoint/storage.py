@@ -37,6 +37,7 @@ import threading
 import uuid
 import zlib
 from collections.abc import Mapping
+from typing import Any
 
 import fsspec
 import lz4.frame
@@ -294,7 +295,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         _validate_state_name(name)
         path = f"{self.shared_dir}/{name}"
         crc, size = 0, 0
-        with open(local_path, "rb") as source, self._fs.open(path, "wb") as target:
+        with open(local_path, "rb") as source, self._create(path, self.shared_dir) as target:
             while chunk := source.read(_COPY_CHUNK):
                 crc = zlib.crc32(chunk, crc)
                 size += len(chunk)
@@ -342,22 +343,23 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         # copy-then-delete of a complete object.
         temp = f"{directory}/.{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}"
         try:
-            try:
-                self._write(temp, metadata)
-            except FileNotFoundError:
-                # No directory yet (init_checkpoint made it where the checkpoint was
-                # triggered, so only a local file system gets here when it was not).
-                self._fs.makedirs(directory, exist_ok=True)
-                self._write(temp, metadata)
+            with self._create(temp, directory) as f:
+                f.write(metadata)
             self._fs.mv(temp, final)
         except BaseException:
             self._remove_quietly(temp)
             raise
         return str(self._fs.unstrip_protocol(final))
 
-    def _write(self, path: str, data: bytes) -> None:
-        with self._fs.open(path, "wb") as f:
-            f.write(data)
+    def _create(self, path: str, directory: str) -> Any:
+        """``path`` opened for writing. Its directory is made by the coordinator
+        (``initialize_base_locations``, ``init_checkpoint``) and HDFS makes it on CREATE
+        anyway; a local file system where it is missing gets it on the first failure."""
+        try:
+            return self._fs.open(path, "wb")
+        except FileNotFoundError:
+            self._fs.makedirs(directory, exist_ok=True)
+            return self._fs.open(path, "wb")
 
     def read_metadata(self, pointer: str) -> bytes:
         return read_metadata_at(pointer)
