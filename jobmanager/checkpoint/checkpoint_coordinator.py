@@ -176,6 +176,9 @@ class CheckpointCoordinator:
         self._shared = SharedStateRegistry()
         self._shared_loaded = False
         self._savepoints: dict[int, _SavepointRequest] = {}
+        # The job's shared directories, once, here (as Flink's coordinator does), so that
+        # no task has to create them.
+        storage.initialize_base_locations()
 
     # -- inspection ----------------------------------------------------------------------
     @property
