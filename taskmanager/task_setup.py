@@ -216,8 +216,10 @@ class TaskSetup:
                     )
             gate = network.create_input_gate(tdd.input_gates) if tdd.input_gates else None
         except BaseException as exc:
+            # As the task releases its partitions when it fails: a cancel has no cause.
+            cause = None if self._canceled() else exc
             for partition in partitions:
-                partition.release(exc)
+                partition.release(cause)
             raise
         return TaskNetwork(tuple(partitions), tuple(made), gate)
 
