@@ -328,6 +328,11 @@ class FileWriter:
         self._in_progress.clear()
         unsnapshotted, self._unsnapshotted = sorted(self._unsnapshotted), set()
         for temp in unsnapshotted:
-            if self._fs.exists(temp):
-                logger.info("FileSink: discarding %s, which no checkpoint holds", temp)
-                self._fs.rm(temp)
+            try:
+                if self._fs.exists(temp):
+                    logger.info("FileSink: discarding %s, which no checkpoint holds", temp)
+                    self._fs.rm(temp)
+            except OSError:
+                # The task's end does not hang on this cleanup: the file stays hidden, and
+                # the next restore of this writer's uid deletes it.
+                logger.warning("FileSink: could not delete %s", temp, exc_info=True)
