@@ -242,9 +242,10 @@ class ZooKeeperLeaderLatch:
         with self._lock:
             if self._lost.is_set() or self._stopped.is_set():
                 return
-            if self._suspended and not self._tolerate_suspended:
-                # Won just as the connection dropped: in doubt from the start. The node
-                # goes once the connection is back, and the latch contends again.
+            if self._suspended:
+                # Won just as the connection dropped: in doubt from the start, and nobody
+                # told to suspend. The node goes once the connection is back, and the
+                # latch contends again.
                 logger.info("won the election while the ZooKeeper connection is suspended")
                 return
             self._token, self._node = token, node
