@@ -14,7 +14,7 @@ import pytest
 from partition_proxy import PartitionProxy
 from zookeeper_server import ZooKeeperServer
 
-from weir.core.errors import LeaderLostError
+from weir.core.errors import LeaderLostError, PossibleInconsistentStateError
 from weir.core.highavailability import CompletedCheckpointPointer, LeaderContender
 from weir.core.highavailability.zookeeper import ZooKeeperHaServices
 from weir.core.ids import JobId
@@ -230,6 +230,43 @@ class TestLosingZooKeeper:
                 assert sum("SUSPENDED" in line for line in lines) == 1
                 assert sum("resume" in line for line in lines) == 1
             finally:
+                services.close()
+
+    def test_calls_made_while_cut_off_fail_instead_of_waiting_for_the_connection(
+        self, zookeeper: object, ha_config: dict[str, str]
+    ):
+        """A fenced write whose answer the cut swallowed may or may not be applied: it says
+        so. And kazoo keeps a request made while the connection is down until it is back; a
+        master cut off for minutes must not wait that long (its JobMasters could not stop),
+        so a read then fails at once."""
+        host, port = zookeeper.address.rsplit(":", 1)  # type: ignore[attr-defined]
+        with PartitionProxy(host, int(port)) as proxy:
+            services, _contender, token = self._leader(
+                proxy.address, {**ha_config, SESSION_TIMEOUT: "10 s"}, tolerate=True
+            )
+            counter = services.create_checkpoint_id_counter(JOB)
+            outcomes: list[BaseException | None] = []
+
+            def read() -> None:
+                try:
+                    counter.get()
+                    outcomes.append(None)
+                except LeaderLostError as exc:
+                    outcomes.append(exc)
+
+            try:
+                proxy.partition()
+                # Sent at once, seconds before the client can notice the silence.
+                with pytest.raises(PossibleInconsistentStateError, match="may or may not"):
+                    services.latch.guarded_transaction(token, lambda t: t.create("/maybe", b""))
+                wait(lambda: not services.client.connected, "the client to notice the cut")
+                reader = threading.Thread(target=read, daemon=True)
+                reader.start()
+                reader.join(60)
+                assert outcomes, "a read made while cut off waited for the connection"
+                assert isinstance(outcomes[0], LeaderLostError), outcomes
+            finally:
+                proxy.heal()
                 services.close()
 
     def test_a_suspend_hook_may_wait_for_a_thread_that_waits_for_zookeeper(

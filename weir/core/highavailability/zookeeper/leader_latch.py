@@ -44,7 +44,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from weir.core.errors import LeaderLostError
+from weir.core.errors import LeaderLostError, PossibleInconsistentStateError
 from weir.core.highavailability.zookeeper.client import LATCH_PATH
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,10 @@ _TOLERATE_KEY = "high-availability.zookeeper.client.tolerate-suspended-connectio
 # A leader whose suspended connection is tolerated looks at its clock at least this often
 # while it waits: the wait for the session timeout to pass needs no other wake-up.
 _SUSPENSION_CHECK_S = 0.5
+# A thread waiting for ZooKeeper's reply looks at the connection this often: a request
+# answered normally takes milliseconds, and one whose connection dropped is given up
+# within this time instead of waiting for the connection to come back.
+_REPLY_CHECK_S = 0.1
 
 
 class ZooKeeperLeaderLatch:
@@ -178,17 +182,39 @@ class ZooKeeperLeaderLatch:
         if node is None:
             return False
         try:
-            self._client.sync(node)
-            return self._client.exists(node) is not None and self.has_leadership(token)
-        except KazooException:
+            self.await_reply(self._client.sync_async(node))
+            stat = self.await_reply(self._client.exists_async(node))
+        except (KazooException, LeaderLostError):
             return False
+        return stat is not None and self.has_leadership(token)
+
+    def await_reply(self, result: Any) -> Any:
+        """The reply to a request made with kazoo's asynchronous API. kazoo keeps a request
+        made while the connection is down until the connection is back, however long the
+        cut lasts; this wait ends with LeaderLostError as soon as the connection is down
+        (the request may still reach ZooKeeper once it is back)."""
+        timeout_error = self._client.handler.timeout_exception
+        while True:
+            try:
+                return result.get(timeout=_REPLY_CHECK_S)
+            except timeout_error:
+                if not self._client.connected:
+                    msg = (
+                        "ZooKeeper is unreachable: the connection dropped before it answered; "
+                        "leadership is in doubt until it is back"
+                    )
+                    raise LeaderLostError(msg) from None
 
     # -- fenced writes -----------------------------------------------------------------
     def guarded_transaction(self, token: str, build: Callable[[Any], None]) -> list[Any]:
         """Run the operations ``build`` adds to a kazoo transaction, together with a check
         that this leadership's latch node still exists. Raises LeaderLostError when the
-        leadership of ``token`` is over (in this process's view or in ZooKeeper's)."""
+        leadership of ``token`` is over (in this process's view or in ZooKeeper's), and
+        PossibleInconsistentStateError when the connection dropped before ZooKeeper
+        answered: the write may have been applied, or may still be once the connection is
+        back with the session intact, so what it registers must not be deleted."""
         from kazoo.exceptions import (  # noqa: PLC0415 (optional dependency)
+            ConnectionLoss,
             KazooException,
             NoNodeError,
             RolledBackError,
@@ -203,7 +229,13 @@ class ZooKeeperLeaderLatch:
         transaction.check(node, -1)
         build(transaction)
         try:
-            results = transaction.commit()
+            results = self.await_reply(transaction.commit_async())
+        except (ConnectionLoss, LeaderLostError) as exc:
+            msg = (
+                f"a fenced ZooKeeper write lost its connection before the answer "
+                f"({type(exc).__name__}): it may or may not be applied"
+            )
+            raise PossibleInconsistentStateError(msg) from exc
         except KazooException as exc:
             msg = f"a fenced ZooKeeper write failed ({type(exc).__name__}); nothing written"
             raise LeaderLostError(msg) from exc
