@@ -612,7 +612,9 @@ class CheckpointCoordinator:
             )
         except PossibleInconsistentStateError as exc:
             # Registered in ZooKeeper, maybe: the next leader may restore it, so its files
-            # stay (Flink keeps them too); a later checkpoint subsumes it as usual.
+            # stay (Flink keeps them too); a later checkpoint subsumes it as usual. Not
+            # counted, as the aborts of a suspension are not: a connection blip is no
+            # reason for a failover.
             logger.warning(
                 "job %s: checkpoint %d may or may not be registered (%s); its files are kept",
                 self.job_id,
@@ -620,7 +622,7 @@ class CheckpointCoordinator:
                 exc,
             )
             return self._abort_locked(
-                pending, f"registering it had no answer: {exc}", counted=True, discard=False
+                pending, f"registering it had no answer: {exc}", counted=False, discard=False
             )
         except (OSError, WeirError) as exc:
             logger.warning(
