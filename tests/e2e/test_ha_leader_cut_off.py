@@ -15,6 +15,7 @@ old leader takes part in the election again, as a standby."""
 from __future__ import annotations
 
 import random
+import signal
 import time
 from pathlib import Path
 
@@ -34,6 +35,9 @@ from partition_proxy import PartitionProxy
 from weir.client.dispatcher_client import DispatcherGateway
 
 TOLERATE = "high-availability.zookeeper.client.tolerate-suspended-connections"
+# Long enough that the leader's connection survives a loaded machine's stalls until the
+# cut (the test server allows up to 10 s); the standby takes over this long after it.
+SESSION = {"high-availability.zookeeper.client.session-timeout": "6 s"}
 
 
 def hidden_files(out: Path) -> list[str]:
@@ -51,7 +55,9 @@ def cut_the_leader_off(
     tolerate: bool,
 ) -> None:
     """Cut the leader off from ZooKeeper for ``cut_s`` or more (at least until the standby
-    recovered the job), heal, and check what each master did."""
+    recovered the job), heal, and check what each master did. ``tolerate`` is the cut-off
+    leader's setting; the standby tolerates suspended connections (the cluster's test
+    default), so that a stall of the loaded machine does not move the job once more."""
     host, port = zookeeper.address.rsplit(":", 1)  # type: ignore[attr-defined]
     with PartitionProxy(host, int(port)) as proxy:
         a = cluster.start_master(
@@ -92,11 +98,16 @@ def cut_the_leader_off(
             MASTER_START_S,
             "the old leader to wait as a standby again",
         )
-        wait_until(lambda: "reached FINISHED" in b.text(), JOB_S, "the job to be FINISHED on b")
+        # Then it goes (while it still reaches ZooKeeper through the proxy: a quick stop),
+        # so that whatever befalls the new leader later, what the old one did is all here.
+        a.signal(signal.SIGTERM)
+        assert a.process is not None
+        assert a.process.wait(timeout=MASTER_START_S) == 0, a.text()
         deposed = a.text()[before:]
-        cluster.stop()  # while a still reaches ZooKeeper through the proxy: a quick stop
+    wait_until(lambda: "reached FINISHED" in b.text(), JOB_S, "the job to be FINISHED on b")
     assert "giving up leadership" in cut_log, cut_log
     assert "Weir master ready" not in deposed, deposed  # b led from then on
+    assert "Weir master standby" in deposed, deposed  # ...with a waiting behind it
     # Nothing was done as leader while cut off: no lease, no checkpoint, no end reported.
     assert "leasing a TaskManager" not in deposed, deposed
     assert completed_checkpoints(deposed) == 0, deposed
@@ -111,7 +122,7 @@ def cut_the_leader_off(
 def test_a_leader_cut_off_from_zookeeper_stops_its_job_and_the_standby_finishes_it(
     zookeeper: object, tmp_path: Path
 ):
-    cluster = HaCluster(tmp_path, zookeeper.address)  # type: ignore[attr-defined]
+    cluster = HaCluster(tmp_path, zookeeper.address, **SESSION)  # type: ignore[attr-defined]
     try:
         cut_the_leader_off(
             cluster, zookeeper, records=10_000, interval_ms=500, cut_s=0.0, tolerate=False
@@ -134,7 +145,7 @@ def test_a_leader_cut_off_for_a_random_time_randomised(zookeeper: object, tmp_pa
         f"run {run}: seed {seed}, checkpoints every {interval_ms} ms, cut off for "
         f"{cut_s:.1f} s or more, suspended connections {'tolerated' if tolerate else 'not'}"
     )
-    cluster = HaCluster(tmp_path, zookeeper.address)  # type: ignore[attr-defined]
+    cluster = HaCluster(tmp_path, zookeeper.address, **SESSION)  # type: ignore[attr-defined]
     try:
         cut_the_leader_off(
             cluster,

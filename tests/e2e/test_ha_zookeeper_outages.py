@@ -186,14 +186,19 @@ def test_zookeeper_back_after_the_masters_session_expired_the_job_is_recovered(
     output is exactly the failure-free output."""
     from weir.core.highavailability.zookeeper.client import close_client, create_client
 
-    cluster = HaCluster(tmp_path / "cluster", own_zookeeper.address)
+    cluster = HaCluster(
+        tmp_path / "cluster",
+        own_zookeeper.address,
+        **{"high-availability.zookeeper.client.tolerate-suspended-connections": "false"},
+    )
     try:
         master = one_master(cluster)
         out, _ = submit(cluster, RECORDS)
         wait_until(lambda: completed_checkpoints(master.text()) >= 2, JOB_S, "checkpoints")
+        before = len(master.text())  # what a stall of the machine did before is not counted
         own_zookeeper.stop(signal.SIGKILL)
         wait_until(
-            lambda: "ZooKeeper connection SUSPENDED" in master.text(),
+            lambda: "ZooKeeper connection SUSPENDED" in master.text()[before:],
             MASTER_START_S,
             "the master to notice that ZooKeeper is gone",
         )
@@ -211,16 +216,18 @@ def test_zookeeper_back_after_the_masters_session_expired_the_job_is_recovered(
                 close_client(observer)
         finally:
             master.signal(signal.SIGCONT)
-        wait_until(lambda: "recovering from checkpoint" in master.text(), JOB_S, "the recovery")
+        wait_until(
+            lambda: "recovering from checkpoint" in master.text()[before:], JOB_S, "the recovery"
+        )
         wait_until(lambda: "reached FINISHED" in master.text(), JOB_S, "the job to be FINISHED")
         assert committed(out) == expected_running_sums(RECORDS)
-        text = master.text()
+        text = master.text()[before:]
         assert text.count("SUSPENDED: giving up leadership") == 1, text
         assert text.count("ZooKeeper session LOST") == 1, text
         assert text.count("with a new session") == 1, text
         assert "leaders resume" not in text
-        assert text.count("is now the leader") == 2
+        assert text.count("is now the leader") == 1
         # The JobMaster of the lost leadership is closed, never granted the next one.
-        assert len(re.findall(r"JobMaster for job .* is leader", text)) == 2, text
+        assert len(re.findall(r"JobMaster for job .* is leader", text)) == 1, text
     finally:
         cluster.stop()
