@@ -187,6 +187,8 @@ class DefaultSlotManager:
         self._start_failures: deque[float] = deque()
         self._last_start_failure = ""
         self._leasing_resumes_at = -math.inf
+        self._leading = True
+        """Whether its ResourceManager leads: one that does not leases nothing."""
         self._closed = False
 
     # --- capacity --------------------------------------------------------------------
@@ -317,10 +319,18 @@ class DefaultSlotManager:
             self._last_start_failure,
         )
 
+    def set_leading(self, leading: bool) -> None:
+        """Whether the ResourceManager leads. One that does not (deposed, or its leadership
+        in doubt) starts no lease, for the minimum or for queued requests: TaskManagers
+        are the leader's to lease. Leasing resumes with leadership."""
+        with self._lock:
+            self._leading = leading
+
     def _leasing_paused(self) -> bool:
-        """Too many leases failed to start lately: none starts until the retry interval is
-        over (the maintenance loop serves the queue again then)."""
-        return self._clock() < self._leasing_resumes_at
+        """Not leading, or too many leases failed to start lately: none starts until
+        leadership is back or the retry interval is over (the maintenance loop serves the
+        queue again then)."""
+        return not self._leading or self._clock() < self._leasing_resumes_at
 
     def _recent_start_failures(self, now: float) -> int:
         while self._start_failures and self._start_failures[0] <= now - _START_FAILURE_WINDOW_S:

@@ -65,6 +65,7 @@ from weir.core.options.high_availability import (
     HA_ZK_QUORUM,
     HA_ZK_RETRY_WAIT,
     HA_ZK_SESSION_TIMEOUT,
+    HA_ZK_TOLERATE_SUSPENDED_CONNECTIONS,
 )
 from weir.core.options.job import (
     AUTO_GENERATE_UIDS,
@@ -267,6 +268,7 @@ __all__ = [
     "HA_ZK_QUORUM",
     "HA_ZK_RETRY_WAIT",
     "HA_ZK_SESSION_TIMEOUT",
+    "HA_ZK_TOLERATE_SUSPENDED_CONNECTIONS",
     "HEARTBEAT_INTERVAL",
     "HEARTBEAT_TIMEOUT",
     "INTERCEPT_USER_SYSTEM_EXIT",

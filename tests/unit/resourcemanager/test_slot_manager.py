@@ -69,6 +69,20 @@ class TestDefaultSlotManager:
         assert len(launcher.leases) == 2
         assert manager.ensure_minimum() == []  # pending leases count
 
+    def test_leases_nothing_while_its_resource_manager_does_not_lead(self) -> None:
+        launcher = TestingLauncher(4)
+        manager = DefaultSlotManager(launcher, 1, min_task_managers=2)
+        manager.register(registration(1))
+        manager.set_leading(False)
+        assert manager.ensure_minimum() == []
+        assert reserve(manager, request(3)) == []  # queued, but no lease for it
+        assert manager.match() == []
+        assert launcher.leases == []
+        manager.set_leading(True)
+        assert len(manager.ensure_minimum()) == 1  # the minimum, with one registered
+        manager.match()  # and what the queued request still needs, up to the max
+        assert len(launcher.leases) == 2
+
     def test_serves_a_request_from_free_slots_spread_over_task_managers(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(2), 2)
         manager.register(registration(1, slots=2))
