@@ -14,7 +14,7 @@ setup: java $(STAMP) $(CDS_STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,kafka]'
+	$(PY) -m pip install --quiet -e '.[dev,kafka,s3]'
 	touch $(STAMP)
 
 # A class-data sharing archive of the Spark driver's classes: every Spark driver Weir

@@ -166,6 +166,15 @@ from weir.core.options.restart import (
     SPARK_MASTER,
     WEB_EXCEPTION_HISTORY_SIZE,
 )
+from weir.core.options.s3 import (
+    S3_ACCESS_KEY,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_SECRET_KEY,
+    S3_SESSION_TOKEN,
+    S3_UPLOAD_MAX_CONCURRENT_UPLOADS,
+    S3_UPLOAD_MIN_PART_SIZE,
+)
 from weir.core.options.security import (
     AUTH_TOKEN,
     SSL_INTERNAL_CERT,
@@ -327,6 +336,13 @@ __all__ = [
     "REST_PORT",
     "REST_SERVICE_EXPOSED_TYPE",
     "RUNTIME_MODE",
+    "S3_ACCESS_KEY",
+    "S3_ENDPOINT",
+    "S3_PATH_STYLE_ACCESS",
+    "S3_SECRET_KEY",
+    "S3_SESSION_TOKEN",
+    "S3_UPLOAD_MAX_CONCURRENT_UPLOADS",
+    "S3_UPLOAD_MIN_PART_SIZE",
     "SAVEPOINT_DIR",
     "SAVEPOINT_DIR_DEPRECATED",
     "SECRETS",
