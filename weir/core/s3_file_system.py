@@ -100,6 +100,12 @@ def translate_error(exc: BaseException, request: str, bucket: str, key: str) -> 
             "s3.access-key and s3.secret-key (or AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY) and s3.endpoint"
         )
+    if code == "403":  # the answer to a HEAD request, which has no body to say more
+        return S3AccessDeniedError(
+            f"S3 answered 403 Forbidden to {request} of {where}: the credentials are wrong "
+            f"or may not read bucket {bucket!r}; check s3.access-key and s3.secret-key (or "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) and the bucket's permissions"
+        )
     if code in _ACCESS_DENIED:
         return S3AccessDeniedError(
             f"S3 denied {request} of {where} ({said or '403 Forbidden'}): the credentials "
@@ -176,7 +182,13 @@ class S3FileSystem(s3fs.S3FileSystem):  # type: ignore[misc]
         """That ``bucket`` exists and these credentials reach it (once per bucket)."""
         if bucket in self._buckets_seen:
             return
-        await self._call_s3("head_bucket", Bucket=bucket)
+        try:
+            await self._call_s3("head_bucket", Bucket=bucket)
+        except S3AccessDeniedError:
+            # S3 answers a HEAD without a body, so "403" may be wrong credentials or a
+            # missing permission: a GET's answer names which (or the HEAD's error stands).
+            await self._call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1)
+            raise
         self._buckets_seen.add(bucket)
 
     mkdir = sync_wrapper(_mkdir)

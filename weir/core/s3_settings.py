@@ -16,6 +16,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from weir.core import config as cfg
 
@@ -46,7 +47,7 @@ class S3Settings:
         )
 
 
-_OPTIONS = {
+_OPTIONS: dict[str, cfg.ConfigOption[Any]] = {
     "endpoint": cfg.S3_ENDPOINT,
     "access_key": cfg.S3_ACCESS_KEY,
     "secret_key": cfg.S3_SECRET_KEY,
@@ -77,7 +78,7 @@ def configure(config: Mapping[str, str]) -> None:
     with _lock:
         values = {name: getattr(_current, name) for name in _OPTIONS}
         for name, opt in given.items():
-            value = cfg.get(config, opt)
+            value: Any = cfg.get(config, opt)
             values[name] = value.strip() if isinstance(value, str) and name == "endpoint" else value
         merged = S3Settings(**values)
         if merged == _current:

@@ -34,8 +34,14 @@ from fsspec import AbstractFileSystem
 from weir.core import config as cfg
 from weir.core.checkpoint.metadata import decode_metadata
 from weir.core.checkpoint.state_handles import StreamStateHandle
-from weir.core.errors import CheckpointError, ConfigurationError, CorruptCheckpointError
+from weir.core.errors import (
+    CheckpointError,
+    ConfigurationError,
+    CorruptCheckpointError,
+    NonRecoverableError,
+)
 from weir.core.ids import JobId
+from weir.core.object_stores import write_whole
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +160,10 @@ class CheckpointStorage(abc.ABC):
     def discard_shared(self, paths: list[str]) -> None:  # noqa: B027 - nothing to delete
         """Delete files of ``shared/`` no retained checkpoint refers to any more."""
 
+    def check_writable(self) -> None:  # noqa: B027 - nothing to check
+        """Raise, saying where and why, when checkpoints cannot be written (the JobMaster
+        asks when the job starts: credentials or permissions that no restart changes)."""
+
     def check_exists(self, handle: StreamStateHandle) -> None:
         """Raise CorruptCheckpointError when the file of ``handle`` is gone or resized
         (cheaper than ``read_state``, which also checks every byte)."""
@@ -269,6 +279,20 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def checkpoint_dir(self, checkpoint_id: int) -> str:
         return f"{self.job_dir}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
 
+    def check_writable(self) -> None:
+        """Write and delete an empty file in the job's directory. On an object store this
+        is the first request that needs write permission (there are no directories to
+        create), and the errors of S3 name the bucket and key already."""
+        probe = f"{self.job_dir}/.write-check-{uuid.uuid4().hex}"
+        try:
+            self._fs.pipe_file(probe, b"")
+            self._fs.rm(probe)
+        except NonRecoverableError:
+            raise  # already names the bucket, the key and what to do (S3's errors)
+        except OSError as exc:
+            msg = f"cannot write checkpoints to {self.job_url}: {exc}"
+            raise CheckpointError(msg) from exc
+
     def init_checkpoint(self, checkpoint_id: int) -> FileSystemLocation:
         directory = self.checkpoint_dir(checkpoint_id)
         self._fs.makedirs(directory, exist_ok=True)
@@ -278,17 +302,9 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         directory = self.checkpoint_dir(checkpoint_id)
         self._fs.makedirs(directory, exist_ok=True)
         final = f"{directory}/{METADATA_FILE_NAME}"
-        # Write beside the target, then rename: a reader (a restarting JobMaster, `weir run
-        # -s`) sees the whole file or none. Object stores have no rename, but there the
-        # write itself is all-or-nothing and `mv` is copy-then-delete of a complete object.
-        temp = f"{directory}/.{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}"
-        try:
-            with self._fs.open(temp, "wb") as f:
-                f.write(metadata)
-            self._fs.mv(temp, final)
-        except BaseException:
-            self._remove_quietly(temp)
-            raise
+        # A reader (a restarting JobMaster, `weir run -s`) sees the whole file or none: a
+        # file renamed over the target, or on an object store one PUT, which is atomic.
+        write_whole(self._fs, final, metadata)
         return str(self._fs.unstrip_protocol(final))
 
     def read_metadata(self, pointer: str) -> bytes:
@@ -301,6 +317,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return bool(self._fs.exists(self.checkpoint_dir(checkpoint_id)))
 
     def discard_job(self, retain: bool) -> None:
+        self._abort_incomplete_uploads()
         if not retain:
             self._remove_quietly(self.job_dir, recursive=True)
             return
@@ -342,6 +359,24 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         if orphans:
             logger.info("deleting %d shared files no retained checkpoint refers to", len(orphans))
             self.discard_shared(orphans)
+
+    def _abort_incomplete_uploads(self) -> None:
+        """On S3, abort the multipart uploads of large state files whose task was killed
+        while it uploaded them: unlike a file cut short, an unfinished upload is not
+        listed, yet its parts take space until it is aborted. Only once the job has
+        ended, when no task uploads any more."""
+        abort = getattr(self._fs, "abort_multipart_uploads", None)
+        if abort is None:
+            return
+        try:
+            aborted = abort(f"{self.job_dir}/")
+        except OSError:
+            logger.warning(
+                "could not abort unfinished uploads under %s", self.job_url, exc_info=True
+            )
+            return
+        if aborted:
+            logger.info("aborted %d unfinished uploads under %s", aborted, self.job_url)
 
     def _checkpoint_dirs(self) -> list[str]:
         try:
