@@ -59,10 +59,16 @@ logger = logging.getLogger(__name__)
 # S3's error codes for credentials it does not accept: a wrong access key id, a wrong
 # secret (the signature does not match), a malformed session token. An expired token is
 # not among them: the SDK's credential sources may renew it.
-_REFUSED_CREDENTIALS = frozenset({"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken"})
+_REFUSED_CREDENTIALS = frozenset(
+    {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "InvalidTokenId"}
+)
 _ACCESS_DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "AccountProblem", "403"})
 _NO_SUCH_BUCKET = frozenset({"NoSuchBucket"})
 _NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchUpload"})
+
+
+# s3fs puts ``data`` in one request while it is under twice this (and 5 GiB, S3's limit).
+_PUT_LIMIT = 5 << 30
 
 
 class S3CredentialsError(NonRecoverableError, PermissionError):
@@ -112,7 +118,7 @@ def translate_error(exc: BaseException, request: str, bucket: str, key: str) -> 
             f"may not do that in bucket {bucket!r}; grant them access to it (for writes, "
             "s3:PutObject and the multipart upload actions), or use another bucket"
         )
-    if code in _NO_SUCH_BUCKET:
+    if code in _NO_SUCH_BUCKET or (request == "head_bucket" and code in _NOT_FOUND):
         return S3BucketNotFoundError(
             f"there is no bucket {bucket!r} at the S3 endpoint ({request} of {where}); "
             "create it, or fix the bucket in the URL"
@@ -190,6 +196,14 @@ class S3FileSystem(s3fs.S3FileSystem):  # type: ignore[misc]
             await self._call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1)
             raise
         self._buckets_seen.add(bucket)
+
+    async def _pipe_file(
+        self, path: str, data: bytes, chunksize: int = _PUT_LIMIT, **kwargs: Any
+    ) -> Any:
+        """One PUT up to S3's limit for one (s3fs switches to a multipart upload from
+        100 MB): an upload cut short leaves nothing, where a multipart one would leave its
+        parts until aborted."""
+        return await super()._pipe_file(path, data, chunksize=chunksize, **kwargs)
 
     mkdir = sync_wrapper(_mkdir)
     makedirs = sync_wrapper(_makedirs)

@@ -41,7 +41,7 @@ from weir.core.errors import (
     NonRecoverableError,
 )
 from weir.core.ids import JobId
-from weir.core.object_stores import write_whole
+from weir.core.object_stores import is_object_store, write_whole
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +108,16 @@ def _read_file(url: str) -> bytes:
         msg = f"checkpoint file {url} is missing"
         raise CorruptCheckpointError(msg, path=url) from exc
     return data
+
+
+def _put(fs: AbstractFileSystem, path: str, data: bytes) -> None:
+    """Write a state file: on an object store in one PUT (all or nothing, and nothing left
+    when the writer dies midway), elsewhere as a file."""
+    if is_object_store(fs):
+        fs.pipe_file(path, data)
+        return
+    with fs.open(path, "wb") as f:
+        f.write(data)
 
 
 def read_state(handle: StreamStateHandle) -> bytes:
@@ -216,8 +226,7 @@ class FileSystemLocation(CheckpointStorageLocation):
         _validate_state_name(name)
         stored = _encode(data, compress)
         path = f"{self.directory}/{name}"
-        with self._fs.open(path, "wb") as f:
-            f.write(stored)
+        _put(self._fs, path, stored)
         return StreamStateHandle(
             path=str(self._fs.unstrip_protocol(path)),
             size=len(stored),
@@ -254,6 +263,18 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def write_shared_file(self, name: str, local_path: str) -> StreamStateHandle:
         _validate_state_name(name)
         path = f"{self.shared_dir}/{name}"
+        if is_object_store(self._fs):
+            # One PUT (an SST file is tens of MB): unlike a multipart upload, a PUT cut
+            # short by a killed task leaves nothing behind.
+            with open(local_path, "rb") as source:
+                data = source.read()
+            _put(self._fs, path, data)
+            return StreamStateHandle(
+                path=str(self._fs.unstrip_protocol(path)),
+                size=len(data),
+                checksum=zlib.crc32(data),
+                compressed=False,
+            )
         crc, size = 0, 0
         with open(local_path, "rb") as source, self._fs.open(path, "wb") as target:
             while chunk := source.read(_COPY_CHUNK):
@@ -317,7 +338,6 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return bool(self._fs.exists(self.checkpoint_dir(checkpoint_id)))
 
     def discard_job(self, retain: bool) -> None:
-        self._abort_incomplete_uploads()
         if not retain:
             self._remove_quietly(self.job_dir, recursive=True)
             return
@@ -359,24 +379,6 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         if orphans:
             logger.info("deleting %d shared files no retained checkpoint refers to", len(orphans))
             self.discard_shared(orphans)
-
-    def _abort_incomplete_uploads(self) -> None:
-        """On S3, abort the multipart uploads of large state files whose task was killed
-        while it uploaded them: unlike a file cut short, an unfinished upload is not
-        listed, yet its parts take space until it is aborted. Only once the job has
-        ended, when no task uploads any more."""
-        abort = getattr(self._fs, "abort_multipart_uploads", None)
-        if abort is None:
-            return
-        try:
-            aborted = abort(f"{self.job_dir}/")
-        except OSError:
-            logger.warning(
-                "could not abort unfinished uploads under %s", self.job_url, exc_info=True
-            )
-            return
-        if aborted:
-            logger.info("aborted %d unfinished uploads under %s", aborted, self.job_url)
 
     def _checkpoint_dirs(self) -> list[str]:
         try:

@@ -8,8 +8,11 @@ object exactly the parts it lists. So:
 1. Opening a part file starts nothing; records collect in memory, and every
    ``s3.upload.min.part.size`` bytes (5 MiB, S3's minimum for all parts but the last) are
    uploaded as the next part of a multipart upload of the *final* object, started with the
-   first part. Up to ``s3.upload.max.concurrent.uploads`` parts are in flight beside the
-   task's writing; a per-record write only appends to a buffer.
+   first part, after a hidden empty marker ``.{name}.inprogress.upload`` beside it: a
+   restore finds the uploads it may have to abort by their markers, since some stores
+   (MinIO) list unfinished uploads only object by object. The commit deletes the marker.
+   Up to ``s3.upload.max.concurrent.uploads`` parts are in flight beside the task's
+   writing; a per-record write only appends to a buffer.
 2. A checkpoint waits for the parts in flight and puts the bytes not yet in a part (less
    than a part) aside as a hidden object of their own, ``.{name}.inprogress.{uuid}``, one
    PUT: the checkpoint records the upload id, the numbers and ETags of its parts and that
@@ -45,6 +48,15 @@ from weir.datastream.connectors._part_files import _check_committed_size
 
 logger = logging.getLogger(__name__)
 
+# The marker beside a final name whose upload may be unfinished: hidden, and named as the
+# writer's other hidden files (.{name}.inprogress.*), which a restore deletes.
+_MARKER_SUFFIX = ".inprogress.upload"
+
+
+def _marker(final: str) -> str:
+    directory, _, name = final.rpartition("/")
+    return f"{directory}/.{name}{_MARKER_SUFFIX}"
+
 
 class MultipartPart:
     """One part file: a multipart upload of its final object (module docstring)."""
@@ -67,6 +79,7 @@ class MultipartPart:
 
     def _upload_buffer(self) -> None:
         if self._upload_id is None:
+            self._files.mark_upload(self.final)
             self._upload_id = self._fs.create_multipart_upload(self.final)
         data, self._buffer = bytes(self._buffer), bytearray()
         number, self._next_number = self._next_number, self._next_number + 1
@@ -140,6 +153,18 @@ class MultipartPartFiles:
     def put_aside(self, checkpoint_id: int, path: str) -> None:
         self._put_aside.setdefault(checkpoint_id, []).append(path)
 
+    def mark_upload(self, final: str) -> None:
+        """Leave a hidden marker beside ``final`` before starting its upload: how a later
+        restore finds the uploads to abort (some stores, MinIO among them, list a
+        bucket's unfinished uploads only object by object, never by prefix)."""
+        self.fs.pipe_file(_marker(final), b"")
+
+    def _unmark(self, final: str) -> None:
+        try:
+            self.fs.rm(_marker(final))
+        except FileNotFoundError:
+            pass  # a restore of a commit that was done: the marker went with it
+
     def commit(self, committable: Any) -> None:
         final, size = committable["final"], committable["size"]
         parts = [(int(n), str(etag)) for n, etag in committable["parts"]]
@@ -148,6 +173,7 @@ class MultipartPartFiles:
         except FileNotFoundError as exc:
             if self._committed_size(final) == size:
                 logger.info("FileSink: s3://%s was committed before", final)
+                self._unmark(final)
                 return
             msg = (
                 f"FileSink: cannot commit s3://{final}: its multipart upload "
@@ -155,6 +181,7 @@ class MultipartPartFiles:
                 "before (was the upload aborted by a lifecycle rule?); the output lost data"
             )
             raise CheckpointError(msg) from exc
+        self._unmark(final)
 
     def commit_in_progress(self, resumable: dict[str, Any]) -> None:
         fs = self.fs
@@ -192,6 +219,7 @@ class MultipartPartFiles:
                     raise CheckpointError(msg) from exc
         if tail is not None and fs.exists(tail):
             fs.rm(tail)
+        self._unmark(final)
 
     def _committed_size(self, final: str) -> int | None:
         try:
@@ -211,13 +239,26 @@ class MultipartPartFiles:
                     logger.warning("FileSink: could not delete s3://%s", path, exc_info=True)
 
     def abort_uploads(self, root: str, matches: Any) -> None:
-        for path, upload_id in self.fs.list_multipart_uploads(root.rstrip("/") + "/"):
-            if matches.fullmatch(path.rpartition("/")[2]):
-                logger.info(
-                    "FileSink: aborting the upload of s3://%s (written after the checkpoint)",
-                    path,
-                )
-                self.fs.abort_multipart_upload(path, upload_id)
+        try:
+            paths = self.fs.find(root)
+        except FileNotFoundError:
+            return
+        for marker in paths:
+            directory, _, name = marker.rpartition("/")
+            if not (name.startswith(".") and name.endswith(_MARKER_SUFFIX)):
+                continue
+            final_name = name[1 : -len(_MARKER_SUFFIX)]
+            if not matches.fullmatch(final_name):
+                continue
+            final = f"{directory}/{final_name}"
+            for path, upload_id in self.fs.list_multipart_uploads(final):
+                if path == final:
+                    logger.info(
+                        "FileSink: aborting the upload of s3://%s (written after the checkpoint)",
+                        path,
+                    )
+                    self.fs.abort_multipart_upload(path, upload_id)
+            self.fs.rm(marker)
 
     def close(self) -> None:
         self.uploads.shutdown(wait=True)
