@@ -167,3 +167,24 @@ def test_a_restarted_attempt_without_a_checkpoint_drops_what_earlier_attempts_le
     assert server.unfinished_uploads() == []
     assert _hidden(fs, f"{bucket}/out") == []
     restarted.close()
+
+
+def test_a_restore_aborts_the_upload_a_part_file_started_when_it_rolled_after_the_checkpoint(
+    server,
+) -> None:
+    fs = server.file_system()
+    bucket = server.new_bucket("rolled")
+    writer = _writer(f"s3://{bucket}/out")
+    writer.write("", None, b"before the checkpoint\n", 0)
+    state = writer.snapshot(1)  # in progress: its bytes put aside, no upload yet
+    writer.write("", None, b"after it\n", 0)
+    writer.finish()  # rolled: its upload started and got its last part
+    writer.snapshot(2)  # never completes
+    writer.close()
+    assert len(server.unfinished_uploads()) == 1
+    restored = _writer(f"s3://{bucket}/out")
+    restored.restore([state])
+    restored.close()
+    assert list(_visible(fs, f"{bucket}/out").values()) == [b"before the checkpoint\n"]
+    assert _hidden(fs, f"{bucket}/out") == []
+    assert server.unfinished_uploads() == []

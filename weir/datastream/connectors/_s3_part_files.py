@@ -160,10 +160,23 @@ class MultipartPartFiles:
         self.fs.pipe_file(_marker(final), b"")
 
     def _unmark(self, final: str) -> None:
+        """``final`` is committed: abort any other upload of it, then drop its marker. A
+        restore that completes a part file from the checkpoint's parts can meet another
+        upload of the same name, started after the checkpoint when the file rolled."""
+        self._abort_uploads_of(final)
         try:
             self.fs.rm(_marker(final))
         except FileNotFoundError:
             pass  # a restore of a commit that was done: the marker went with it
+
+    def _abort_uploads_of(self, final: str) -> None:
+        for path, upload_id in self.fs.list_multipart_uploads(final):
+            if path == final:
+                logger.info(
+                    "FileSink: aborting the upload of s3://%s (written after the checkpoint)",
+                    path,
+                )
+                self.fs.abort_multipart_upload(path, upload_id)
 
     def commit(self, committable: Any) -> None:
         final, size = committable["final"], committable["size"]
@@ -250,14 +263,7 @@ class MultipartPartFiles:
             final_name = name[1 : -len(_MARKER_SUFFIX)]
             if not matches.fullmatch(final_name):
                 continue
-            final = f"{directory}/{final_name}"
-            for path, upload_id in self.fs.list_multipart_uploads(final):
-                if path == final:
-                    logger.info(
-                        "FileSink: aborting the upload of s3://%s (written after the checkpoint)",
-                        path,
-                    )
-                    self.fs.abort_multipart_upload(path, upload_id)
+            self._abort_uploads_of(f"{directory}/{final_name}")
             self.fs.rm(marker)
 
     def close(self) -> None:
