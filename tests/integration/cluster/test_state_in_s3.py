@@ -290,7 +290,7 @@ def test_a_file_sink_on_s3_killed_at_seeded_places_commits_exactly_once(
     cluster, server, tmp_path, seed
 ) -> None:
     bucket = server.new_bucket("sink")
-    run_with_kills(server, bucket, tmp_path / "marks", seed, kills=1, records=16_000)
+    run_with_kills(server, bucket, tmp_path / "marks", seed, kills=1, records=12_000)
 
 
 @pytest.mark.long  # minutes: several kills per run, seeds of the moment
