@@ -22,6 +22,13 @@ becomes a finished file of its own (under the finished name it was written for, 
 it was written), unless a finished file of exactly that length is already there. The bytes written
 after the checkpoint never show, and the in-progress file is deleted once committed.
 
+**Closing without finishing** (the task failed, was cancelled, or its JobMaster lost its
+leadership) commits nothing and deletes the hidden files that no snapshot of this writer
+holds: those opened since its latest snapshot. No restore can need them, and the writer
+is the only one that knows them once a restore of its uid has already run: a deposed
+leader's tasks may outlive its successor's restore for a moment, and what they wrote
+meanwhile would stay hidden for good. Files a snapshot holds stay for the restore.
+
 A restored writer continues the restored writer's ``uid`` (the first one's, when it
 restores several states after a rescale), with its counters past every finished file of
 that uid, so everything written under the uid after the checkpoint is recognisable: a
@@ -108,6 +115,8 @@ class FileWriter:
         # committables of closed files not yet handed to a checkpoint, then per checkpoint
         self._pending: list[Any] = []
         self._pending_per_checkpoint: dict[int, list[Any]] = {}
+        # Part files opened since the latest snapshot: no checkpoint holds them.
+        self._unsnapshotted: list[OpenPart] = []
 
     # -- records --------------------------------------------------------------------------
     def write(self, bucket_id: str, element: Any, data: bytes, now: int) -> None:
@@ -137,6 +146,7 @@ class FileWriter:
             self._counters[bucket_id] = counter + 1
             name = f"{self._prefix}-{self._uid}-{counter}{self._suffix}"
         handle = self._parts.open(directory, name)
+        self._unsnapshotted.append(handle)
         temp = getattr(handle, "temp", f"{directory}/{name}")
         part = InProgressFile(bucket_id, temp, f"{directory}/{name}", now, now, handle=handle)
         self._in_progress[bucket_id] = part
@@ -166,6 +176,7 @@ class FileWriter:
         if self._pending:
             self._pending_per_checkpoint[checkpoint_id] = self._pending
             self._pending = []
+        self._unsnapshotted.clear()
         in_progress = [
             {
                 **part.handle.persist(checkpoint_id),
@@ -275,12 +286,21 @@ class FileWriter:
             self._close_part(part)
 
     def close(self) -> None:
-        """Close open files without committing: they stay hidden, for recovery."""
+        """Close open files without committing: those a snapshot holds stay hidden, for
+        recovery; the others are deleted (the module docstring says why)."""
         for part in list(self._in_progress.values()):
             if part.handle is not None:
                 part.handle.close()
                 part.handle = None
         self._in_progress.clear()
+        unsnapshotted, self._unsnapshotted = self._unsnapshotted, []
+        for handle in unsnapshotted:
+            try:
+                handle.discard()
+            except OSError:
+                # The task's end does not hang on this cleanup: the file stays hidden (the
+                # upload unfinished), and the next restore of this writer's uid drops it.
+                logger.warning("FileSink: could not discard a part file", exc_info=True)
         self._parts.close()
 
 

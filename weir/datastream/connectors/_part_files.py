@@ -43,6 +43,10 @@ class OpenPart(Protocol):
     def close(self) -> None:
         """Let go of the file without committing it (the task ends or failed)."""
 
+    def discard(self) -> None:
+        """Drop the file: no checkpoint holds it, so no restore can need it. After
+        ``close`` or ``close_for_commit`` too."""
+
 
 class PartFiles(Protocol):
     """Part files on one file system; see the module docstring."""
@@ -79,6 +83,7 @@ class RenamePart:
         self.temp = temp
         self.final = final
         self.size = 0
+        self._fs = fs
         self._handle: IO[bytes] | None = fs.open(temp, "wb")
 
     def write(self, data: bytes) -> None:
@@ -99,6 +104,12 @@ class RenamePart:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+    def discard(self) -> None:
+        self.close()
+        if self._fs.exists(self.temp):
+            logger.info("FileSink: discarding %s, which no checkpoint holds", self.temp)
+            self._fs.rm(self.temp)
 
 
 class RenamePartFiles:

@@ -133,6 +133,21 @@ class MultipartPart:
             if future.exception() is not None:
                 logger.debug("FileSink: a part upload of %s failed", self.final)
 
+    def discard(self) -> None:
+        """Abort the upload (no checkpoint holds it) and drop its marker."""
+        self.close()
+        if self._upload_id is None:
+            return
+        logger.info(
+            "FileSink: aborting the upload of s3://%s, which no checkpoint holds", self.final
+        )
+        upload_id, self._upload_id = self._upload_id, None
+        self._fs.abort_multipart_upload(self.final, upload_id)
+        try:
+            self._fs.rm(_marker(self.final))
+        except FileNotFoundError:
+            pass
+
 
 class MultipartPartFiles:
     """``PartFiles`` on S3 (``_part_files.PartFiles``; module docstring)."""
