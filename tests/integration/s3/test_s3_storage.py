@@ -69,8 +69,12 @@ def test_checkpoint_storage_writes_reads_and_discards_on_s3(minio, bucket) -> No
 def test_a_missing_bucket_is_named_and_never_created(minio) -> None:
     s3_settings.configure(minio.config())
     missing = f"missing-{uuid.uuid4().hex[:8]}"
+    storage = FileSystemCheckpointStorage(f"s3://{missing}/checkpoints", JobId("ef" * 16))
+    # The JobMaster's write check and the coordinator's first request: neither creates it.
     with pytest.raises(S3BucketNotFoundError, match=f"no bucket '{missing}'"):
-        FileSystemCheckpointStorage(f"s3://{missing}/checkpoints", JobId("ef" * 16))
+        storage.check_writable()
+    with pytest.raises(S3BucketNotFoundError, match=f"no bucket '{missing}'"):
+        storage.initialize_base_locations()
     assert not minio.file_system().exists(missing)
 
 
