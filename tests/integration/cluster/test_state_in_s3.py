@@ -74,6 +74,16 @@ def committed(fs: Any, prefix: str) -> Counter[str]:
     return lines
 
 
+def uploaded(fs: Any, prefix: str) -> dict[str, tuple[str, Any]]:
+    """The objects under ``prefix``, each with its ETag and time of upload (one listing)."""
+    found = fs.find(prefix, detail=True)
+    return {
+        path: (info["ETag"], info["LastModified"])
+        for path, info in found.items()
+        if info["type"] == "file"
+    }
+
+
 def hidden(fs: Any, prefix: str) -> list[str]:
     """The hidden objects under ``prefix``: put-aside bytes, markers of uploads."""
     return [p for p in fs.find(prefix) if p.rsplit("/", 1)[-1].startswith(".")]
@@ -157,10 +167,7 @@ def test_incremental_checkpoints_on_s3_survive_a_kill_upload_shared_files_once_a
     fs = minio.file_system()
     shared = f"{bucket}/job/checkpoints/{job_id}/shared"
     with DispatcherGateway(cluster.address) as gateway:
-        first = await_condition(
-            lambda: {p: fs.info(p)["ETag"] for p in fs.find(shared)}, "SST files on S3", 120
-        )
-        uploaded_at = {p: fs.info(p)["LastModified"] for p in first}
+        first = await_condition(lambda: uploaded(fs, shared), "SST files on S3", 120)
         kill_a_task_manager(gateway, job_id, random.Random(3), 0)
     client.get_job_execution_result().result()
 
@@ -171,12 +178,11 @@ def test_incremental_checkpoints_on_s3_survive_a_kill_upload_shared_files_once_a
         p.startswith(f"{base}/checkpoints/{job_id}/shared/") for p in referenced
     )
     # Only what the one retained checkpoint refers to is left in shared/, ...
-    remaining = fs.find(shared)
+    remaining = uploaded(fs, shared)
     assert {p.rsplit("/", 1)[-1] for p in remaining} == {p.rsplit("/", 1)[-1] for p in referenced}
     # ... a file that stayed in use was never uploaded again, ...
     for path in set(remaining) & set(first):
-        assert fs.info(path)["ETag"] == first[path]
-        assert fs.info(path)["LastModified"] == uploaded_at[path]
+        assert remaining[path] == first[path]
     # ... and neither a checkpoint that never completed nor an upload cut short is left.
     assert [p for p in fs.ls(f"{bucket}/job/checkpoints/{job_id}") if "chk-" in p] == [
         metadata.rsplit("/", 1)[0]

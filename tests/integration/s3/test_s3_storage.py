@@ -18,7 +18,12 @@ from minio_server import MinioServer
 from weir.core import s3_settings
 from weir.core.checkpoint.storage import FileSystemCheckpointStorage, read_metadata_at, read_state
 from weir.core.ids import JobId
-from weir.core.s3_file_system import S3AccessDeniedError, S3BucketNotFoundError, S3FileSystem
+from weir.core.s3_file_system import (
+    S3AccessDeniedError,
+    S3BucketNotFoundError,
+    S3CredentialsError,
+    S3FileSystem,
+)
 from weir.datastream.connectors._file_writer import FileWriter
 from weir.datastream.connectors.file_system import RollingPolicy
 
@@ -192,3 +197,51 @@ def test_a_restore_aborts_the_upload_a_part_file_started_when_it_rolled_after_th
     assert list(_visible(fs, f"{bucket}/out").values()) == [b"before the checkpoint\n"]
     assert _hidden(fs, f"{bucket}/out") == []
     assert server.unfinished_uploads() == []
+
+
+def test_a_writer_closed_without_a_snapshot_aborts_its_uploads_and_keeps_what_one_holds(
+    server,
+) -> None:
+    """A task that fails, or a deposed leader's task, closes its writer without finishing:
+    part files no snapshot holds go (their uploads aborted), those a snapshot holds stay
+    for the restore that completes them."""
+    fs = server.file_system()
+    bucket = server.new_bucket("closed")
+    writer = _writer(f"s3://{bucket}/out")
+    writer.write("a", None, os.urandom(6 * MIB), 0)  # one part uploaded
+    state = writer.snapshot(1)
+    writer.write("b", None, os.urandom(6 * MIB), 0)  # another part file, in no snapshot
+    assert len(server.unfinished_uploads()) == 2
+    writer.close()
+    assert len(server.unfinished_uploads()) == 1
+    hidden = _hidden(fs, f"{bucket}/out")
+    assert hidden and all(p.startswith(f"{bucket}/out/a/") for p in hidden)
+    restored = _writer(f"s3://{bucket}/out")
+    restored.restore([state])
+    restored.close()
+    assert [p.rsplit("/", 2)[-2] for p in _visible(fs, f"{bucket}/out")] == ["a"]
+    assert _hidden(fs, f"{bucket}/out") == []
+    assert server.unfinished_uploads() == []
+
+
+def test_credentials_from_the_aws_environment_variables_reach_the_bucket(
+    minio, bucket, monkeypatch
+) -> None:
+    """No s3.* key set: the AWS SDK's environment variables give endpoint and credentials."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", minio.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", minio.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", minio.secret_key)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    unset = {"s3.endpoint": "", "s3.access-key": "", "s3.secret-key": "", "s3.session.token": ""}
+    s3_settings.configure(unset)
+    try:
+        storage = FileSystemCheckpointStorage(f"s3://{bucket}/env", JobId("12" * 16))
+        storage.check_writable()
+        pointer = storage.write_metadata(1, b"from the environment")
+        assert read_metadata_at(pointer.rsplit("/", 1)[0]) == b"from the environment"
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+        S3FileSystem.clear_instance_cache()
+        with pytest.raises(S3CredentialsError):
+            FileSystemCheckpointStorage(f"s3://{bucket}/env", JobId("34" * 16)).check_writable()
+    finally:
+        s3_settings.configure(minio.config())

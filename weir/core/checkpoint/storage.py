@@ -356,6 +356,9 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         create), and the errors of S3 name the bucket and key already."""
         probe = f"{self.job_dir}/.write-check-{uuid.uuid4().hex}"
         try:
+            # The job's directory first: on an object store, a HEAD of the bucket that names
+            # it when the credentials are refused or the bucket is missing.
+            self._fs.makedirs(self.job_dir, exist_ok=True)
             self._fs.pipe_file(probe, b"")
             self._fs.rm(probe)
         except NonRecoverableError:
