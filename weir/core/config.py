@@ -103,6 +103,7 @@ from weir.core.options.kubernetes import (
     CONTAINER_IMAGE_DEPRECATED,
     CONTAINER_IMAGE_PULL_POLICY,
     CONTAINER_IMAGE_PULL_SECRETS,
+    ENV_SECRET_KEY_REF,
     JOBMANAGER_CPU,
     JOBMANAGER_PROCESS_SIZE,
     JOBMANAGER_REPLICAS,
@@ -117,6 +118,7 @@ from weir.core.options.kubernetes import (
     TASKMANAGER_CPU,
     TASKMANAGER_POD_TEMPLATE,
     TASKMANAGER_PROCESS_SIZE,
+    parse_env_secret_key_refs,
     parse_mounts,
 )
 from weir.core.options.master import (
@@ -265,6 +267,7 @@ __all__ = [
     "CONTAINER_IMAGE_PULL_POLICY",
     "CONTAINER_IMAGE_PULL_SECRETS",
     "DEPRECATED_KEYS",
+    "ENV_SECRET_KEY_REF",
     "FLOATING_BUFFERS_PER_GATE",
     "GLOBAL_JOB_PARAMETERS",
     "HANDSHAKE_TIMEOUT",
@@ -413,6 +416,7 @@ __all__ = [
     "load_config_file",
     "option",
     "parse_duration_ms",
+    "parse_env_secret_key_refs",
     "parse_map",
     "parse_memory_bytes",
     "parse_mounts",
