@@ -291,7 +291,8 @@ def run_with_kills(
     assert minio.unfinished_uploads() == []
 
 
-@pytest.mark.parametrize("seed", [11, 12])
+# One seed in make test; the other, and random ones, in make test-long.
+@pytest.mark.parametrize("seed", [12, pytest.param(11, marks=pytest.mark.long)])
 def test_a_file_sink_on_s3_killed_at_seeded_places_commits_exactly_once(
     cluster, server, tmp_path, seed
 ) -> None:
