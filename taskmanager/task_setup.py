@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from weir.core import config
+from weir.core import config, s3_settings
 from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointingMode,
@@ -180,6 +180,8 @@ class TaskSetup:
         install_python_requirements(job_config)
         unpack_python_archives(job_config)
         export_python_executable(job_config)
+        # The job's s3.* keys, over the TaskManager's, before anything opens s3:// URLs.
+        s3_settings.configure(job_config)
         return [_unpickle_payload(op) for op in self._tdd.vertex.operators]
 
     def restore_state(self) -> RestoredTaskState | None:
