@@ -29,6 +29,7 @@ WeirError
 │                                          the code that raises them: a Kafka configuration
 │                                          the brokers refuse, a class a task cannot import)
 ├── LeaderLostError                        a component lost leadership (fencing)
+│   └── PossibleInconsistentStateError       a fenced write's outcome is unknown
 ├── StateMigrationError                    restored state does not fit the descriptor reading it
 ├── QueryableStateError                    a query of a running job's state could not be answered
 │   ├── UnknownKvStateLocationError (KeyError)        no state registered under that name
@@ -190,6 +191,12 @@ class NonRecoverableError(WeirError):
 
 class LeaderLostError(WeirError):
     """A component acted without (or after losing) leadership."""
+
+
+class PossibleInconsistentStateError(LeaderLostError):
+    """A fenced write to ZooKeeper may or may not have been applied: its reply was lost
+    with the connection (Flink's ``PossibleInconsistentStateException``). What it was to
+    register must not be deleted: it may be registered."""
 
 
 class StateMigrationError(WeirError):
