@@ -236,11 +236,14 @@ ROLE_RULES: list[dict[str, Any]] = [
         "resources": ["pods"],
         "verbs": ["get", "list", "watch", "create", "patch", "delete", "deletecollection"],
     },
-    # The executors' Spark configuration: one ConfigMap per application.
+    # The executors' Spark configuration: one ConfigMap per application. With
+    # high-availability.type: kubernetes, the cluster's HA ConfigMap too: the masters'
+    # lease and the recovery pointers, replaced by compare-and-swap (update) and followed
+    # by clients and standbys (watch).
     {
         "apiGroups": [""],
         "resources": ["configmaps"],
-        "verbs": ["get", "list", "create", "delete", "deletecollection"],
+        "verbs": ["get", "list", "watch", "create", "update", "delete", "deletecollection"],
     },
     # Claims made on demand for executors (spark.kubernetes.executor.volumes.*), reused
     # across executors and deleted on stop.
