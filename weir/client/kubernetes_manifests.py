@@ -148,11 +148,12 @@ def session_configuration(config: Mapping[str, str], cluster_id: str) -> dict[st
     checked = cfg.validate(entries)
     cfg.check_relations(checked)
     replicas = cfg.get(checked, cfg.JOBMANAGER_REPLICAS)
-    if replicas > 1 and cfg.get(checked, cfg.HA_TYPE) != "zookeeper":
+    if replicas > 1 and cfg.get(checked, cfg.HA_TYPE) == "none":
         msg = (
-            f"{cfg.JOBMANAGER_REPLICAS.key}: {replicas} needs high-availability.type: zookeeper "
-            "(a standby master takes over only through ZooKeeper's election); set it, with "
-            "high-availability.zookeeper.quorum and high-availability.storageDir, or use 1"
+            f"{cfg.JOBMANAGER_REPLICAS.key}: {replicas} needs high-availability.type: "
+            "kubernetes or zookeeper (a standby master takes over only through an election); "
+            "set it, with high-availability.storageDir (and high-availability.zookeeper.quorum "
+            "for zookeeper), or use 1"
         )
         raise ConfigurationError(msg)
     return checked

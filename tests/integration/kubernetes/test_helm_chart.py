@@ -39,7 +39,14 @@ HA_TLS_VALUES = [
     "taskManagers.slots=2",
     "weirConf.execution\\.checkpointing\\.dir=file:///opt/weir/storage/checkpoints",
 ]
-VALUE_SETS = {"defaults": [], "ha-tls": HA_TLS_VALUES}
+# Two masters electing their leader through a ConfigMap: no ZooKeeper.
+KUBERNETES_HA_VALUES = [
+    "highAvailability.enabled=true",
+    "highAvailability.type=kubernetes",
+    "highAvailability.storageDir=file:///opt/weir/storage/ha",
+    "storage.persistentVolumeClaim.enabled=true",
+]
+VALUE_SETS = {"defaults": [], "ha-tls": HA_TLS_VALUES, "kubernetes-ha": KUBERNETES_HA_VALUES}
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +116,7 @@ def test_every_rendered_manifest_passes_strict_validation(
         "Deployment/orders",
         "PodDisruptionBudget/orders",
     }
-    if values == "ha-tls":
+    if values in ("ha-tls", "kubernetes-ha"):
         expected.add("PersistentVolumeClaim/orders-storage")
     assert set(checked) == expected
 
@@ -132,6 +139,43 @@ def test_the_rendered_weir_conf_passes_weirs_own_checks(
         assert cfg.get(conf, cfg.TASKMANAGER_PROCESS_SIZE) == 2 << 30
         assert conf["resourcemanager.taskmanager.min"] == "4"
         assert conf["execution.checkpointing.dir"] == "file:///opt/weir/storage/checkpoints"
+    if values == "kubernetes-ha":
+        assert conf["high-availability.type"] == "kubernetes"
+        assert conf["kubernetes.cluster-id"] == "orders"  # its ConfigMap: orders-cluster-config-map
+        assert conf["kubernetes.jobmanager.replicas"] == "2"
+        assert "high-availability.zookeeper.quorum" not in conf
+
+
+def test_kubernetes_high_availability_needs_a_storage_dir_and_a_known_type(helm: str) -> None:
+    for values, error in (
+        (["highAvailability.enabled=true", "highAvailability.type=kubernetes"], "storageDir"),
+        (
+            [
+                "highAvailability.enabled=true",
+                "highAvailability.type=etcd",
+                "highAvailability.storageDir=file:///ha",
+            ],
+            "expected kubernetes or zookeeper",
+        ),
+    ):
+        sets = [arg for value in values for arg in ("--set", value)]
+        done = subprocess.run(
+            [
+                helm,
+                "template",
+                "orders",
+                str(CHART),
+                "--kube-version",
+                f"{KUBERNETES_VERSIONS[-1]}.0",
+                *sets,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode != 0
+        assert error in done.stderr
 
 
 def _comparable(doc: dict[str, Any]) -> dict[str, Any]:
