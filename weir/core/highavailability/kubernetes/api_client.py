@@ -107,6 +107,8 @@ class ConfigMap:
 # vanished without closing the connection is noticed.
 _WATCH_SECONDS = 300
 _WATCH_READ_SLACK_S = 30.0
+# A TCP and TLS handshake with the API server takes milliseconds; one that has not
+# completed in this long will not, and the caller's own deadline may be shorter still.
 _CONNECT_TIMEOUT_S = 5.0
 
 
@@ -156,26 +158,6 @@ class KubernetesApiClient:
             write=True,
         )
         return ConfigMap.from_json(obj)
-
-    def delete_config_map(
-        self,
-        namespace: str,
-        name: str,
-        resource_version: str = "",
-        timeout_s: float | None = None,
-    ) -> bool:
-        """Delete it (only if still at ``resource_version``, when given); False when there
-        was none."""
-        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
-        if resource_version:
-            body["preconditions"] = {"resourceVersion": resource_version}
-        try:
-            self._request(
-                "DELETE", _path(namespace, name), body=body, timeout_s=timeout_s, write=True
-            )
-        except KubernetesNotFoundError:
-            return False
-        return True
 
     def list_config_maps(
         self, namespace: str, *, label_selector: str = "", field_selector: str = ""

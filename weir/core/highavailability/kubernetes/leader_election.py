@@ -17,7 +17,7 @@ import logging
 import threading
 
 from weir.core.errors import LeaderLostError
-from weir.core.highavailability.kubernetes.api_client import ConfigMap, KubernetesApiError
+from weir.core.highavailability.kubernetes.api_client import ConfigMap
 from weir.core.highavailability.kubernetes.config_map_watcher import ConfigMapWatcher
 from weir.core.highavailability.kubernetes.leader_elector import (
     LEADER_KEY_PREFIX,
@@ -167,13 +167,3 @@ class KubernetesLeaderRetrievalService(LeaderRetrievalService):
         self._watcher.remove_listener(self._on_change)
         with self._lock:
             self._listener = None
-
-
-def read_published_leader(
-    elector: KubernetesLeaderElector, component: str
-) -> tuple[str | None, str | None]:
-    """``component``'s leader as the API server has it now (one read)."""
-    try:
-        return published_leader(elector.read(), component)
-    except KubernetesApiError:
-        return None, None
