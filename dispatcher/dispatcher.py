@@ -410,7 +410,17 @@ class Dispatcher(LeaderContender):
             if now is not None and now is not runner:
                 return self.job_details(job_id)  # another JobMaster took the job over
             raise
-        return dataclasses.replace(JobDetailsInfo.from_proto(reply), status_version=version)
+        live = JobDetailsInfo.from_proto(reply)
+        if JobStatus[live.status].is_globally_terminal_state():
+            # The JobMaster has ended the job but not yet reported it: what it reports (its
+            # failure cause with the resume hint, its archived statistics) is what clients
+            # must see as the job's end, so answer with that once it is here.
+            with self._cond:
+                self._cond.wait_for(lambda: entry.final is not None, _JOB_MASTER_GONE_WAIT_S)
+                version, final = entry.version, entry.final
+            if final is not None:
+                return dataclasses.replace(final, status_version=version)
+        return dataclasses.replace(live, status_version=version)
 
     def job_plan(self, job_id: str) -> tuple[str, dict[str, str]]:
         """The job's plan as Flink's REST API shows it (JSON) and its configuration."""

@@ -252,15 +252,26 @@ class JobMaster(LeaderContender):
         self.scheduler.start()
 
     def revoke_leadership(self) -> None:
-        """Leadership is gone (the session expired, or this master stops): from now on
-        nothing is written: no checkpoint completes, none is deleted, and the job's end
-        is not reported (the job is the next leader's)."""
+        """Leadership is gone (the connection to ZooKeeper was suspended or the session
+        expired, or this master stops): from now on nothing is written: no checkpoint
+        completes, none is deleted, and the job's end is not reported (the job is the next
+        leader's). Its tasks are cancelled at once, so that they stop writing before the
+        next leader restores the job, and the job ends SUSPENDED here once they ended."""
         self._suspended = True
         self._leader_token = None
         self._rm_address = None
         if self.checkpoint_coordinator is not None:
             self.checkpoint_coordinator.suspend()
-        logger.info("JobMaster for job %s lost leadership", self.job_id)
+        if self.scheduler.status.is_terminal_state():
+            logger.info("JobMaster for job %s lost leadership", self.job_id)
+            return
+        logger.info(
+            "JobMaster for job %s lost leadership: cancelling its tasks; the job is "
+            "SUSPENDED here once they ended",
+            self.job_id,
+        )
+        # Returns at once: the cancel calls go out from a thread of the scheduler's.
+        self.scheduler.cancel()
 
     def _confirm_leadership(self) -> bool:
         token = self._leader_token

@@ -148,6 +148,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.incremental = False
         """Checkpoints upload SST files (``rocksdb_incremental``) instead of the
         canonical form."""
+        self.transfer_threads = 1
+        """Files of an incremental checkpoint uploaded (and of a restore downloaded) at
+        once (``state.backend.rocksdb.checkpoint.transfer.thread.num``)."""
         self._namespaced: dict[str, RocksNamespacedTable] = {}
         self._key_cache: dict[Any, bytes] = {}
         self._last_key: Any = _NOT_A_KEY

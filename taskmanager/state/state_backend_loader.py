@@ -64,4 +64,5 @@ def create_keyed_state_backend(
             "files (execution.checkpointing.storage: jobmanager): taking full checkpoints"
         )
     backend.incremental = incremental and shared_state
+    backend.transfer_threads = config.get(job_config, config.ROCKSDB_TRANSFER_THREADS)
     return backend

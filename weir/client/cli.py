@@ -625,6 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     yarn = sub.add_parser(
         "yarn-session",
         help="start, attach to or stop a Weir session on YARN (as Flink's yarn-session.sh)",
+        description=yarn_session.DESCRIPTION,
     )
     yarn_session.add_arguments(yarn)
     yarn.set_defaults(func=cmd_yarn_session)

@@ -94,10 +94,17 @@ class _PublishedAddress(LeaderContender):
     Its TaskManagers need no fencing: they live and die with this leader's Spark
     application."""
 
-    def __init__(self, name: str, address: str, on_session: Callable[[str | None], None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        on_session: Callable[[str | None], None],
+        on_suspend: Callable[[bool], None],
+    ) -> None:
         self._name = name
         self._address = address
         self._on_session = on_session
+        self._on_suspend = on_suspend
 
     @property
     def address(self) -> str:
@@ -110,6 +117,9 @@ class _PublishedAddress(LeaderContender):
     def revoke_leadership(self) -> None:
         self._on_session(None)
         logger.info("%s at %s is no longer leader", self._name, self._address)
+
+    def suspend_leadership(self, suspended: bool) -> None:
+        self._on_suspend(suspended)
 
 
 class ClusterComponents:
@@ -174,6 +184,7 @@ class ClusterComponents:
                     lambda token: resource_manager.set_leader_session(
                         token, election.confirm_leadership
                     ),
+                    resource_manager.suspend_leadership,
                 )
             )
             self.dispatcher = Dispatcher(
