@@ -6,7 +6,12 @@ says on stdout, one line per attempt, when (``time.monotonic()``, the machine's 
 clock, which the test's process shares) it asked whether it leads, the answer, and what
 the write did.
 
-    python kubernetes_contender.py CONFIG_JSON IDENTIFIER
+The first time it leads it stores what a JobMaster would: job ``JOB``'s graph (a file in
+``high-availability.storageDir`` and its pointer), its checkpoint id counter and a
+completed checkpoint's pointer. Once the file ``DELETE_FLAG`` exists, each attempt also
+tries to remove all three, as a job that ended would (one ``delete`` line each).
+
+    python kubernetes_contender.py CONFIG_JSON IDENTIFIER DELETE_FLAG
 """
 
 from __future__ import annotations
@@ -15,12 +20,18 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from weir.core.errors import LeaderLostError
-from weir.core.highavailability import LeaderContender
+from weir.core.highavailability import CompletedCheckpointPointer, LeaderContender
 from weir.core.highavailability.kubernetes import KubernetesHaServices
+from weir.core.ids import JobId
+from weir.core.job_status import JobStatus
 
 COUNTER_KEY = "contender-writes"
+JOB = JobId("c0" * 16)
+GRAPH = b"the job graph the first leader stored"
 
 
 class Contender(LeaderContender):
@@ -48,16 +59,30 @@ def increment(data: dict[str, str]) -> dict[str, str]:
 
 
 def main() -> None:
-    config, identifier = json.loads(sys.argv[1]), sys.argv[2]
+    config, identifier, delete_flag = json.loads(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     services = KubernetesHaServices(config, identifier)
     contender = Contender(f"127.0.0.1:{identifier}")
     election = services.get_dispatcher_leader_election()
     election.start(contender)
     services.start_contending()
     print("started", flush=True)
+    deletes: list[tuple[str, Callable[[], None]]] = []
     while True:
         with contender.lock:
             token = contender.token
+        if token is not None and not deletes:
+            graphs = services.get_job_graph_store()
+            graphs.put_job_graph(JOB, GRAPH)
+            counter = services.create_checkpoint_id_counter(JOB)
+            counter.set_count(5)
+            store = services.create_completed_checkpoint_store(JOB, 1)
+            store.add_checkpoint(CompletedCheckpointPointer(JOB, 4, "file:///c/chk-4", 4))
+            deletes = [
+                ("graph", lambda: graphs.remove_job_graph(JOB)),
+                ("checkpoints", lambda: store.shutdown(JobStatus.FINISHED)),
+                ("counter", lambda: counter.shutdown(JobStatus.FINISHED)),
+            ]
+            print("stored", flush=True)
         if token is not None:
             asked = time.monotonic()
             leading = election.has_leadership(token)
@@ -67,6 +92,15 @@ def main() -> None:
             except LeaderLostError as exc:
                 outcome = f"refused: {exc}"
             print(f"session {token[:8]} asked={asked:.6f} leading={leading} {outcome}", flush=True)
+            if delete_flag.exists():
+                for what, delete in deletes:
+                    asked = time.monotonic()
+                    try:
+                        delete()
+                        outcome = "deleted"
+                    except LeaderLostError as exc:
+                        outcome = f"refused: {exc}"
+                    print(f"delete {what} asked={asked:.6f} {outcome}", flush=True)
         time.sleep(0.05)  # the pace of attempts, nothing waits on it
 
 

@@ -2,9 +2,9 @@
 server (etcd and kube-apiserver), as a master's ServiceAccount: one leader among
 contenders racing for the lease by compare-and-swap, its address published for
 retrievers, a successor when it goes; a deposed leader's writes refused by the API server
-itself; a leader paused past its lease that, resumed, writes and answers nothing; and an
-API server restarted under a leader and a standby, after which nothing is lost and one
-leader remains."""
+itself; a leader paused past its lease that, resumed, deletes, writes and answers
+nothing; and an API server restarted under a leader and a standby, after which nothing is
+lost and one leader remains."""
 
 from __future__ import annotations
 
@@ -36,11 +36,19 @@ from weir.core.ids import JobId
 
 JOB = JobId("ef" * 16)
 CONTENDER = Path(__file__).parent / "kubernetes_contender.py"
+CONTENDED_JOB = JobId("c0" * 16)
+GRAPH = b"the job graph the first leader stored"  # kubernetes_contender.py's
 # Short leases keep the takeovers quick; the renew deadline is below the lease duration
 # and several retry periods long, as in production (15 s, 15 s and 5 s by default).
 FAST = {
     "high-availability.kubernetes.leader-election.lease-duration": "3 s",
     "high-availability.kubernetes.leader-election.renew-deadline": "2 s",
+    "high-availability.kubernetes.leader-election.retry-period": "250 ms",
+}
+# A lease that outlives any stall of a loaded machine, for a leader that must keep it.
+SLOW = {
+    "high-availability.kubernetes.leader-election.lease-duration": "60 s",
+    "high-availability.kubernetes.leader-election.renew-deadline": "45 s",
     "high-availability.kubernetes.leader-election.retry-period": "250 ms",
 }
 
@@ -273,49 +281,75 @@ class TestLeaderElection:
 
 
 class TestFencingOfAPausedLeader:
-    def _start(self, config: dict[str, str], identifier: str, out: Path) -> subprocess.Popen[bytes]:
+    def _start(
+        self, config: dict[str, str], identifier: str, out: Path, delete_flag: Path
+    ) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, str(CONTENDER), json.dumps(config), identifier],
+            [sys.executable, str(CONTENDER), json.dumps(config), identifier, str(delete_flag)],
             stdout=out.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
-    def test_a_leader_paused_past_its_lease_writes_and_answers_nothing_once_resumed(
+    def test_a_leader_paused_past_its_lease_deletes_writes_and_answers_nothing_once_resumed(
         self,
         k8s_config: dict[str, str],
         make_services: Callable[..., KubernetesHaServices],
         tmp_path: Path,
     ):
-        out = tmp_path / "paused.out"
-        paused = self._start(k8s_config, "paused", out)
+        """The first leader, in a process of its own, stores a job's graph, counter and
+        checkpoint pointer, then is paused (SIGSTOP) past its lease; a successor takes the
+        lease and writes. Resumed, the former leader is told to remove the job's entries
+        (as a JobMaster whose job ended would) while it keeps writing and asking whether
+        it leads: it is never told it leads, and nothing it deletes or writes reaches the
+        ConfigMap or the storage directory."""
+        out, delete_flag = tmp_path / "paused.out", tmp_path / "delete-now"
+        paused = self._start(k8s_config, "paused", out, delete_flag)
         try:
             wait(lambda: " wrote " in out.read_text(), "the first leader's writes")
-            successor = make_services("successor")
+            assert "stored" in out.read_text()
+            # The successor's own lease is long: a loaded machine delaying its renewals
+            # must not hand the lease back to the resumed process during the test.
+            successor = make_services("successor", {**k8s_config, **SLOW})
             successor.start_contending()
             paused.send_signal(signal.SIGSTOP)
             token = successor.latch.await_leadership(90)
             assert token is not None
             data = successor.latch.guarded_update(token, lambda d: {**d, "successor": "mine"})
             writes_at_takeover = data["contender-writes"]
+            graphs = successor.get_job_graph_store()
+            assert graphs.get_job_ids() == [CONTENDED_JOB]
+            assert graphs.recover_job_graph(CONTENDED_JOB) == GRAPH
+            successor.create_completed_checkpoint_store(CONTENDED_JOB, 1).add_checkpoint(
+                CompletedCheckpointPointer(CONTENDED_JOB, 6, "file:///c/chk-6", 6)
+            )
+            assert successor.create_checkpoint_id_counter(CONTENDED_JOB).get_and_increment() == 5
+            graph_files = sorted((tmp_path / "ha").rglob("submittedJobGraph-*"))
+            assert len(graph_files) == 1
             before_resume = out.stat().st_size
+            delete_flag.touch()
             resumed_at = time.monotonic()
             paused.send_signal(signal.SIGCONT)
 
-            def attempts_after_resume() -> list[str]:
+            def after_resume(kind: str) -> list[str]:
                 lines = out.read_text()[before_resume:].splitlines()
                 return [
-                    line
-                    for line in lines
-                    if line.startswith("session ") and asked_at(line) > resumed_at
+                    line for line in lines if line.startswith(kind) and asked_at(line) > resumed_at
                 ]
 
-            wait(lambda: len(attempts_after_resume()) >= 10, "the resumed leader's attempts")
+            wait(
+                lambda: len(after_resume("session ")) >= 10 and len(after_resume("delete ")) >= 9,
+                "the resumed leader's attempts",
+            )
             resumed = out.read_text()[before_resume:]
             # Asked after it resumed, it never believed it led, and none of its writes went
             # through (an attempt begun before the pause may end after it: refused too).
-            attempts = attempts_after_resume()
+            attempts = after_resume("session ")
             assert all("leading=False" in line and "refused" in line for line in attempts), resumed
+            # Every delete began after the resume: each was refused.
+            deletes = [line for line in resumed.splitlines() if line.startswith("delete ")]
+            assert deletes, resumed
+            assert all(" refused: " in line for line in deletes), resumed
             # A write answered just before the pause may be told after it: one the
             # successor saw already.
             late = [
@@ -331,6 +365,13 @@ class TestFencingOfAPausedLeader:
             assert now.data["successor"] == "mine"
             assert holder_of(now) == token
             assert successor.latch.has_leadership(token)
+            # The job's entries and its graph's file are as the successor left them.
+            assert graphs.get_job_ids() == [CONTENDED_JOB]
+            assert graphs.recover_job_graph(CONTENDED_JOB) == GRAPH
+            assert sorted((tmp_path / "ha").rglob("submittedJobGraph-*")) == graph_files
+            stored = successor.create_completed_checkpoint_store(CONTENDED_JOB, 1)
+            assert [p.checkpoint_id for p in stored.get_all()] == [6]
+            assert successor.create_checkpoint_id_counter(CONTENDED_JOB).get() == 6
         finally:
             paused.send_signal(signal.SIGCONT)
             paused.kill()
