@@ -2,12 +2,16 @@
 ZooKeeper: two masters (each with its own Spark application on local[2]) elect their
 leader through a ConfigMap of a real Kubernetes API server (etcd and kube-apiserver on
 127.0.0.1), as a master pod's ServiceAccount. A checkpointed job writes through the
-exactly-once FileSink while the leader is SIGKILLed, or paused past its lease, or the API
-server is restarted under it; every time the committed output is exactly the
-failure-free output."""
+exactly-once FileSink while the leader is SIGKILLed, or paused past its lease (alone or
+with its TaskManagers), or the API server is restarted under it; every time the committed
+output is exactly the failure-free output, and a resumed former leader deletes, fails and
+leases nothing. Each starts two or three Spark applications: all are in ``make
+test-long``; the election and fencing themselves are tested in seconds in
+tests/integration/ha/test_kubernetes_leader_election.py."""
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import uuid
@@ -20,6 +24,7 @@ from ha_cluster import (
     JOB_S,
     MASTER_START_S,
     HaCluster,
+    Master,
     committed,
     completed_checkpoints,
     expected_running_sums,
@@ -28,6 +33,8 @@ from ha_cluster import (
     submit,
 )
 from kubernetes_api_server import KubeApiServer
+
+from weir.client.dispatcher_client import DispatcherGateway
 
 # Short leases keep the takeovers quick; the renew deadline below the lease duration and
 # several retry periods long, as in production (Flink's defaults: 15 s, 15 s and 5 s).
@@ -53,6 +60,7 @@ def ha_cluster(kube_api_server: KubeApiServer, tmp_path: Path) -> Iterator[HaClu
 
 
 @pytest.mark.spark
+@pytest.mark.long
 @pytest.mark.timeout(600)
 def test_the_leader_is_killed_and_the_standby_finishes_the_job_exactly_once(
     ha_cluster: HaCluster,
@@ -107,8 +115,9 @@ def test_a_leader_paused_past_its_lease_writes_nothing_once_resumed_and_leads_ag
     """The leader is paused (SIGSTOP) between checkpoints past its lease: the standby
     takes the job over. Resumed, the paused master knows by its own clock that its
     leadership is over before any of its threads has asked the API server; it stops its
-    services, completes no checkpoint, leaves the job's graph and pointers in the
-    ConfigMap as its successor wrote them, and waits as a standby. Then the successor is
+    services, completes no checkpoint, deletes nothing, fails nothing, leases nothing,
+    leaves the job's graph and pointers in the ConfigMap as its successor wrote them, and
+    waits as a standby. Then the successor is
     SIGKILLed and the first master takes the job back. The committed output is exactly
     the failure-free output."""
     records = 40_000
@@ -132,6 +141,8 @@ def test_a_leader_paused_past_its_lease_writes_nothing_once_resumed_and_leads_ag
     # No split brain: nothing completed on the deposed master after it resumed, and what
     # the successor keeps for a recovery is still there.
     assert completed_checkpoints(resumed) == 0, resumed
+    for forbidden in ("deleting its checkpoints", "to FAILED", "leasing a TaskManager"):
+        assert forbidden not in resumed, resumed
     status = ha_cluster.weir("ha", "status")
     assert status.returncode == 0, status.stderr
     assert f"dispatcher: 127.0.0.1:{b.port}" in status.stdout, status.stdout
@@ -147,7 +158,58 @@ def test_a_leader_paused_past_its_lease_writes_nothing_once_resumed_and_leads_ag
     assert committed(out) == expected_running_sums(records)
 
 
+def kill_a_task_manager(master: Master) -> None:
+    with DispatcherGateway(master.dispatcher_address()) as gateway:
+        victim = gateway.list_task_managers()[0]
+    os.kill(victim.pid, signal.SIGKILL)
+
+
 @pytest.mark.spark
+@pytest.mark.long
+@pytest.mark.timeout(900)
+def test_a_paused_leader_whose_task_managers_ran_on_deletes_nothing_of_its_successors_job(
+    ha_cluster: HaCluster,
+):
+    """Only the leader's own process is paused (SIGSTOP), past its lease: its Spark
+    driver and TaskManagers run on, and their reports wait for it (a long pause of the
+    master's interpreter). The standby takes the job over and completes checkpoints of
+    its own, which subsume the paused leader's. The paused master is resumed, with the
+    reports of its TaskManagers waiting, and a TaskManager of the new leader is killed, so
+    that the new leader restores from its latest checkpoint. Whatever the resumed master
+    does, it deletes no checkpoint, fails nothing and leases nothing: the new leader
+    restores and finishes the job with exactly the failure-free output, and deletes the
+    finished job's checkpoints."""
+    records = 30_000
+    a, b = leader_and_standby(ha_cluster)
+    out, checkpoints = submit(ha_cluster, records, interval_ms=1000)
+    wait_until(lambda: completed_checkpoints(a.text()) >= 1, JOB_S, "a checkpoint on a")
+    os.kill(a.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: b.leading, MASTER_START_S, "the standby to take over")
+        wait_until(lambda: "recovering from checkpoint" in b.text(), JOB_S, "recovery on b")
+        wait_until(lambda: completed_checkpoints(b.text()) >= 2, JOB_S, "checkpoints on b")
+        assert "reached FINISHED" not in b.text(), "the job ended before the failures"
+        paused_log = a.text()
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+    kill_a_task_manager(b)
+    wait_until(lambda: b.text().count("restoring from checkpoint") >= 2, JOB_S, "restore on b")
+    wait_until(
+        lambda: "leadership lost: stopping" in a.text()[len(paused_log) :],
+        MASTER_START_S,
+        "a to learn it was deposed",
+    )
+    wait_until(lambda: "reached FINISHED" in b.text(), JOB_S, "the job to be FINISHED on b")
+    deposed = a.text()[len(paused_log) :]
+    for forbidden in ("deleting its checkpoints", "to FAILED", "leasing a TaskManager"):
+        assert forbidden not in deposed, deposed
+    assert completed_checkpoints(deposed) == 0, deposed
+    assert committed(out) == expected_running_sums(records)
+    assert latest_checkpoint(checkpoints) == 0, "the finished job's checkpoints were kept"
+
+
+@pytest.mark.spark
+@pytest.mark.long
 @pytest.mark.timeout(600)
 def test_the_api_server_restarted_mid_job_loses_nothing(tmp_path: Path):
     """kube-apiserver is stopped and started again (on the same etcd) while a job runs:
