@@ -383,19 +383,12 @@ def asked_at(line: str) -> float:
 
 
 class TestTheApiServerRestarted:
-    @pytest.fixture
-    def own_api_server(self, tmp_path: Path) -> Iterator[KubeApiServer]:
-        server = KubeApiServer(tmp_path / "api")
-        try:
-            server.start()
-            yield server
-        finally:
-            server.stop()
-
+    # The shared API server is restarted (same port, same etcd): the tests of a worker
+    # run one at a time, and every test uses a ConfigMap of its own.
     def test_nothing_is_lost_and_one_leader_remains(
-        self, own_api_server: KubeApiServer, tmp_path: Path
+        self, kube_api_server: KubeApiServer, k8s_config: dict[str, str]
     ):
-        config = own_api_server.ha_config("restarted", f"file://{tmp_path}/ha", **FAST)
+        config = k8s_config
         a, b = KubernetesHaServices(config, "a"), KubernetesHaServices(config, "b")
         try:
             a.start_contending()
@@ -408,7 +401,7 @@ class TestTheApiServerRestarted:
                 CompletedCheckpointPointer(JOB, 6, "file:///c/chk-6", 6)
             )
 
-            own_api_server.restart_api_server()
+            kube_api_server.restart_api_server()
 
             def one_leader() -> KubernetesHaServices | None:
                 leaders = [s for s in (a, b) if (t := s.latch.token) and s.latch.confirm(t)]
