@@ -46,7 +46,21 @@ KUBERNETES_HA_VALUES = [
     "highAvailability.storageDir=file:///opt/weir/storage/ha",
     "storage.persistentVolumeClaim.enabled=true",
 ]
-VALUE_SETS = {"defaults": [], "ha-tls": HA_TLS_VALUES, "kubernetes-ha": KUBERNETES_HA_VALUES}
+# The HA example of the chart: storage and credentials on S3.
+HA_S3_EXAMPLE = CHART.parent / "examples" / "ha-s3-values.yaml"
+VALUE_SETS = {
+    "defaults": [],
+    "ha-tls": HA_TLS_VALUES,
+    "ha-s3": [f"--values={HA_S3_EXAMPLE}"],
+    "kubernetes-ha": KUBERNETES_HA_VALUES,
+}
+
+
+def helm_args(values: list[str]) -> list[str]:
+    """``--set`` for each value, or the value itself where it is an option (``--values``)."""
+    return [
+        arg for value in values for arg in ([value] if value.startswith("--") else ["--set", value])
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +75,7 @@ def helm() -> str:
 
 
 def template(helm: str, values: list[str]) -> list[dict[str, Any]]:
-    sets = [arg for value in values for arg in ("--set", value)]
+    sets = helm_args(values)
     command = [helm, "template", "orders", str(CHART), "-n", "streaming"]
     done = subprocess.run(
         [*command, "--kube-version", f"{KUBERNETES_VERSIONS[-1]}.0", *sets],
@@ -89,7 +103,7 @@ def test_helm_lint_finds_nothing(helm: str) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     for values in VALUE_SETS.values():
-        sets = [arg for value in values for arg in ("--set", value)]
+        sets = helm_args(values)
         done = subprocess.run(
             [helm, "lint", "--strict", str(CHART), *sets],
             capture_output=True,
@@ -144,6 +158,19 @@ def test_the_rendered_weir_conf_passes_weirs_own_checks(
         assert conf["kubernetes.cluster-id"] == "orders"  # its ConfigMap: orders-cluster-config-map
         assert conf["kubernetes.jobmanager.replicas"] == "2"
         assert "high-availability.zookeeper.quorum" not in conf
+    if values == "ha-s3":
+        assert conf["high-availability.type"] == "zookeeper"
+        assert conf["kubernetes.jobmanager.replicas"] == "2"
+        assert conf["high-availability.storageDir"] == "s3://weir-orders/ha"
+        assert conf["execution.checkpointing.dir"] == "s3://weir-orders/checkpoints"
+        assert conf["s3.endpoint"] == "http://minio.storage.svc:9000"
+        assert cfg.get(conf, cfg.S3_PATH_STYLE_ACCESS) is True
+        # No credential in the ConfigMap: only where every pod's environment takes them.
+        assert not {cfg.S3_ACCESS_KEY.key, cfg.S3_SECRET_KEY.key} & set(conf)
+        assert cfg.parse_env_secret_key_refs(conf["kubernetes.env.secretKeyRef"]) == [
+            ("AWS_ACCESS_KEY_ID", "orders-s3", "access-key"),
+            ("AWS_SECRET_ACCESS_KEY", "orders-s3", "secret-key"),
+        ]
 
 
 def test_kubernetes_high_availability_needs_a_storage_dir_and_a_known_type(helm: str) -> None:
@@ -158,7 +185,7 @@ def test_kubernetes_high_availability_needs_a_storage_dir_and_a_known_type(helm:
             "expected kubernetes or zookeeper",
         ),
     ):
-        sets = [arg for value in values for arg in ("--set", value)]
+        sets = helm_args(values)
         done = subprocess.run(
             [
                 helm,
@@ -176,6 +203,28 @@ def test_kubernetes_high_availability_needs_a_storage_dir_and_a_known_type(helm:
         )
         assert done.returncode != 0
         assert error in done.stderr
+
+
+def test_the_s3_credentials_secret_is_in_the_environment_of_every_pod(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    """The HA example's s3.credentialsSecret: the master and the TaskManager pod template
+    take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from it; the defaults take nothing."""
+    expected = [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": "orders-s3", "key": key}}}
+        for name, key in [
+            ("AWS_ACCESS_KEY_ID", "access-key"),
+            ("AWS_SECRET_ACCESS_KEY", "secret-key"),
+        ]
+    ]
+    for values, wanted in [("ha-s3", expected), ("defaults", [])]:
+        manifests = rendered[values]
+        (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
+        master_env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert [e for e in master_env if e["name"].startswith("AWS_")] == wanted
+        (config_map,) = [m for m in manifests if m["kind"] == "ConfigMap"]
+        template = yaml.safe_load(config_map["data"][POD_TEMPLATE_FILE])
+        assert template["spec"]["containers"][0].get("env", []) == wanted
 
 
 def _comparable(doc: dict[str, Any]) -> dict[str, Any]:
