@@ -62,6 +62,29 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def kube_api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Kubernetes API server (etcd and kube-apiserver 1.34 on free ports of
+    127.0.0.1, tests/kubernetes_api_server.py) with a ServiceAccount holding a master's
+    Role, shared by the Kubernetes high-availability suites; each test uses a cluster id
+    of its own. Skipped, saying how to build them, where the binaries are missing."""
+    from kubernetes_api_server import KubeApiServer, missing_binaries
+
+    if missing_binaries():
+        pytest.skip(
+            f"{', '.join(missing_binaries())} not built: `make kubernetes` builds the "
+            "Kubernetes binaries (tests/kubernetes_build.py) into ~/.cache/weir"
+        )
+    server = KubeApiServer(tmp_path_factory.mktemp("kube-api-server"))
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A real Kafka 4 broker (KRaft, broker and controller in one JVM) on 127.0.0.1, from
     Kafka's jars (fetched with Maven once and cached), shared by the suites that need one;

@@ -41,7 +41,7 @@ from weir.client.dispatcher_client import DispatcherGateway, LeaderLookup
 from weir.client.executor import RemoteExecutor
 from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
-from weir.client.leader_lookup import ZooKeeperDispatcherLookup, dispatcher_lookup
+from weir.client.leader_lookup import HaDispatcherLookup, dispatcher_lookup
 from weir.client.restart_reporter import RestartReporter
 from weir.client.yarn_session import session_config
 from weir.core import config as cfg
@@ -77,7 +77,7 @@ def load_cli_config() -> dict[str, str]:
 
 def cluster_target(
     ns: argparse.Namespace, conf: dict[str, str]
-) -> tuple[dict[str, str], str | None, ZooKeeperDispatcherLookup | None]:
+) -> tuple[dict[str, str], str | None, HaDispatcherLookup | None]:
     """Which Dispatcher a command talks to: the one ``-m`` names; else that of the YARN
     session of the properties file; else, with high availability, the leader found in
     ZooKeeper (followed when it changes); else the configured address. Returns the

@@ -159,11 +159,12 @@ def session_configuration(config: Mapping[str, str], cluster_id: str) -> dict[st
     checked = cfg.validate(entries)
     cfg.check_relations(checked)
     replicas = cfg.get(checked, cfg.JOBMANAGER_REPLICAS)
-    if replicas > 1 and cfg.get(checked, cfg.HA_TYPE) != "zookeeper":
+    if replicas > 1 and cfg.get(checked, cfg.HA_TYPE) == "none":
         msg = (
-            f"{cfg.JOBMANAGER_REPLICAS.key}: {replicas} needs high-availability.type: zookeeper "
-            "(a standby master takes over only through ZooKeeper's election); set it, with "
-            "high-availability.zookeeper.quorum and high-availability.storageDir, or use 1"
+            f"{cfg.JOBMANAGER_REPLICAS.key}: {replicas} needs high-availability.type: "
+            "kubernetes or zookeeper (a standby master takes over only through an election); "
+            "set it, with high-availability.storageDir (and high-availability.zookeeper.quorum "
+            "for zookeeper), or use 1"
         )
         raise ConfigurationError(msg)
     return checked
@@ -249,11 +250,14 @@ ROLE_RULES: list[dict[str, Any]] = [
         "resources": ["pods"],
         "verbs": ["get", "list", "watch", "create", "patch", "delete", "deletecollection"],
     },
-    # The executors' Spark configuration: one ConfigMap per application.
+    # The executors' Spark configuration: one ConfigMap per application. With
+    # high-availability.type: kubernetes, the cluster's HA ConfigMap too: the masters'
+    # lease and the recovery pointers, replaced by compare-and-swap (update) and followed
+    # by clients and standbys (watch).
     {
         "apiGroups": [""],
         "resources": ["configmaps"],
-        "verbs": ["get", "list", "create", "delete", "deletecollection"],
+        "verbs": ["get", "list", "watch", "create", "update", "delete", "deletecollection"],
     },
     # Claims made on demand for executors (spark.kubernetes.executor.volumes.*), reused
     # across executors and deleted on stop.

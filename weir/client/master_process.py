@@ -117,7 +117,7 @@ def run(
     """Serve until a stop is requested; returns the exit code. ``application_master``: this
     is a YARN session's ApplicationMaster, whose one SparkContext cannot be made again, so
     a master that loses its leadership ends (YARN's next attempt contends anew)."""
-    if cfg.get(config, cfg.HA_TYPE) == "zookeeper":
+    if cfg.get(config, cfg.HA_TYPE) != "none":
         from weir.client.ha_master import run_highly_available  # noqa: PLC0415
 
         host = cfg.get(config, cfg.BIND_HOST)

@@ -57,6 +57,10 @@ from weir.core.options.checkpointing import (
 )
 from weir.core.options.high_availability import (
     HA_CLUSTER_ID,
+    HA_KUBERNETES_LEASE_DURATION,
+    HA_KUBERNETES_RENEW_DEADLINE,
+    HA_KUBERNETES_RETRY_PERIOD,
+    HA_KUBERNETES_TRANSACTIONAL_MAX_RETRIES,
     HA_STORAGE_DIR,
     HA_TYPE,
     HA_ZK_CONNECTION_TIMEOUT,
@@ -272,6 +276,10 @@ __all__ = [
     "GLOBAL_JOB_PARAMETERS",
     "HANDSHAKE_TIMEOUT",
     "HA_CLUSTER_ID",
+    "HA_KUBERNETES_LEASE_DURATION",
+    "HA_KUBERNETES_RENEW_DEADLINE",
+    "HA_KUBERNETES_RETRY_PERIOD",
+    "HA_KUBERNETES_TRANSACTIONAL_MAX_RETRIES",
     "HA_STORAGE_DIR",
     "HA_TYPE",
     "HA_ZK_CONNECTION_TIMEOUT",
@@ -483,6 +491,18 @@ def check_relations(entries: Mapping[str, str]) -> None:
             f"{HEARTBEAT_TIMEOUT.key} ({timeout} ms) is shorter than {HEARTBEAT_INTERVAL.key} "
             f"({interval} ms): every peer would count as lost between two heartbeats; make "
             f"the timeout several intervals long (Flink's defaults: 50 s and 10 s)"
+        )
+        raise ConfigurationError(msg)
+    lease = get(entries, HA_KUBERNETES_LEASE_DURATION)
+    renew = get(entries, HA_KUBERNETES_RENEW_DEADLINE)
+    retry = get(entries, HA_KUBERNETES_RETRY_PERIOD)
+    if renew > lease or retry >= renew:
+        msg = (
+            f"{HA_KUBERNETES_RENEW_DEADLINE.key} ({renew} ms) must be at most "
+            f"{HA_KUBERNETES_LEASE_DURATION.key} ({lease} ms), and "
+            f"{HA_KUBERNETES_RETRY_PERIOD.key} ({retry} ms) shorter than the renew deadline: "
+            "a leader must give its leadership up before a standby may take it, and try to "
+            "renew several times first (Flink's defaults: 15 s, 15 s and 5 s)"
         )
         raise ConfigurationError(msg)
 

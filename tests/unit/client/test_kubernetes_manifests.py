@@ -236,9 +236,30 @@ def test_the_role_is_bound_to_the_masters_service_account() -> None:
     assert spec["serviceAccountName"] == "streaming"
 
 
-def test_two_masters_without_zookeeper_are_refused() -> None:
-    with pytest.raises(ConfigurationError, match=r"high-availability\.type: zookeeper"):
+def test_two_masters_without_high_availability_are_refused() -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"high-availability\.type: kubernetes or zookeeper"
+    ):
         render_manifests({**DEFAULTS, "kubernetes.jobmanager.replicas": "2"})
+
+
+def test_two_masters_with_kubernetes_high_availability_need_no_zookeeper() -> None:
+    """The masters elect their leader through a ConfigMap of the cluster's namespace, named
+    after the cluster id; the Role lets them replace and watch it."""
+    conf = {
+        **DEFAULTS,
+        "kubernetes.jobmanager.replicas": "2",
+        "high-availability.type": "kubernetes",
+        "high-availability.storageDir": "file:///opt/weir/storage/ha",
+    }
+    kinds = by_kind(render_manifests(conf))
+    rendered = yaml.safe_load(kinds["ConfigMap"][0]["data"][CONF_FILE])
+    assert rendered["high-availability.type"] == "kubernetes"
+    assert rendered["kubernetes.cluster-id"] == "orders"
+    assert "high-availability.zookeeper.quorum" not in rendered
+    assert kinds["Deployment"][0]["spec"]["replicas"] == 2
+    (configmaps,) = [r for r in kinds["Role"][0]["rules"] if r["resources"] == ["configmaps"]]
+    assert {"get", "watch", "create", "update", "delete"} <= set(configmaps["verbs"])
 
 
 def test_a_session_needs_a_cluster_id() -> None:

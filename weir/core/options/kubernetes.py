@@ -128,7 +128,8 @@ JOBMANAGER_REPLICAS = _option(
     "kubernetes.jobmanager.replicas",
     1,
     _replicas,
-    "Master pods: 1, or 2 with high-availability.type: zookeeper (a leader and a standby).",
+    "Master pods: 1, or 2 with high-availability.type zookeeper or kubernetes (a leader and "
+    "a standby).",
 )
 JOBMANAGER_CPU = _option(
     "kubernetes.jobmanager.cpu.amount",

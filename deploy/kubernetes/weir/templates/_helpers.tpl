@@ -144,10 +144,15 @@ imagePullSecrets:
 {{- $_ := set $conf "kubernetes.container.image.pull-secrets" (join ";" .Values.image.pullSecrets) -}}
 {{- end -}}
 {{- if .Values.highAvailability.enabled -}}
-{{- $_ := set $conf "high-availability.type" "zookeeper" -}}
-{{- $_ := set $conf "high-availability.zookeeper.quorum" (required "highAvailability.zookeeperQuorum is required when highAvailability.enabled" .Values.highAvailability.zookeeperQuorum) -}}
-{{- $_ := set $conf "high-availability.storageDir" (required "highAvailability.storageDir is required when highAvailability.enabled" .Values.highAvailability.storageDir) -}}
+{{- $type := default "zookeeper" .Values.highAvailability.type -}}
+{{- $_ := set $conf "high-availability.type" $type -}}
+{{- if eq $type "zookeeper" -}}
+{{- $_ := set $conf "high-availability.zookeeper.quorum" (required "highAvailability.zookeeperQuorum is required when highAvailability.type is zookeeper" .Values.highAvailability.zookeeperQuorum) -}}
 {{- $_ := set $conf "high-availability.cluster-id" (printf "/%s" $id) -}}
+{{- else if ne $type "kubernetes" -}}
+{{- fail (printf "highAvailability.type %q: expected kubernetes or zookeeper" $type) -}}
+{{- end -}}
+{{- $_ := set $conf "high-availability.storageDir" (required "highAvailability.storageDir is required when highAvailability.enabled" .Values.highAvailability.storageDir) -}}
 {{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- $dir := .Values.tls.mountPath -}}
