@@ -57,6 +57,12 @@ def kubernetes_spark_settings(config: Mapping[str, str]) -> dict[str, str]:
         "spark.kubernetes.executor.limit.cores": cpus(cpu),
         "spark.executor.memory": f"{EXECUTOR_HEAP_BYTES >> 20}m",
         "spark.executor.memoryOverhead": f"{overhead_mib}m",
+        # Executors reach the driver at its advertised address (spark.driver.host: the
+        # driver's headless Service, or under HA the pod's own IP). Spark 4.1 and later
+        # default to telling them the address the driver binds instead, which is the pod
+        # IP only in Spark's own cluster mode; a Weir master binds every interface
+        # (0.0.0.0), and executors told that could never connect.
+        "spark.kubernetes.executor.useDriverPodIP": "false",
         "spark.driver.port": str(DRIVER_PORT),
         "spark.driver.blockManager.port": str(BLOCK_MANAGER_PORT),
         "spark.blockManager.port": str(BLOCK_MANAGER_PORT),
