@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CDS_STAMP := $(VENV)/.spark-cds
 PROTOS := $(wildcard proto/*.proto)
 
-.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm maven
+.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm maven kubernetes
 
 setup: java $(STAMP) $(CDS_STAMP)
 
@@ -57,6 +57,15 @@ helm:
 	    go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) >/dev/null 2>&1; } \
 	  || echo "helm $(HELM_VERSION) could not be built (no Go, or no Go module proxy):" \
 	    "the chart's tests will be skipped"
+
+# The real-cluster tests start a Kubernetes cluster of their own on this machine
+# (tests/kubernetes_cluster.py): Kubernetes, etcd, crictl and CoreDNS built once from the Go
+# module proxy (minutes the first time, more on a loaded machine), Debian's containerd,
+# runc, CNI plugins and podman installed when missing, and the images made with podman,
+# Weir's from deploy/kubernetes/Dockerfile whenever its inputs change (tests/kubernetes_build.py).
+kubernetes: setup helm
+	$(PY) tests/kubernetes_build.py
+
 # The YARN and HDFS tests run Hadoop's own minicluster (tests/hadoop_cluster.py): Maven
 # fetches it from Maven Central once, and javac compiles its launcher. Install both on a
 # fresh Debian machine if they are missing.
@@ -111,9 +120,10 @@ TEST_WORKERS ?= 2
 
 # Static checks first, then the unit tier (no sockets, no subprocesses: on both cores, stops
 # at the first failure), then everything else with the slowest tests listed.
-# helm, when it has to be built, builds meanwhile (it takes minutes the first time).
+# helm and the Kubernetes test cluster's parts, when they have to be built, build meanwhile
+# (minutes the first time; Weir's image whenever the code changed).
 test: setup browser maven
-	@mkdir -p build; ( $(MAKE) --no-print-directory helm > build/helm-build.log 2>&1 ) & \
+	@mkdir -p build; ( $(MAKE) --no-print-directory helm kubernetes > build/helm-build.log 2>&1 ) & \
 	  helm_build=$$!; \
 	  $(MAKE) --no-print-directory lint layers typecheck \
 	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x -n $(TEST_WORKERS) tests/unit; status=$$?; \
@@ -123,7 +133,7 @@ test: setup browser maven
 
 # The soak and multi-host tests (none is in the unit tier, whose module names may repeat
 # those of the other tiers: they are never collected together).
-test-long: setup maven
+test-long: setup maven kubernetes
 	$(VENV)/bin/pytest -q -p no:cacheprovider -m long --durations=15 --ignore=tests/unit
 	$(MAKE) --no-print-directory test-e2e-tls
 
