@@ -287,7 +287,8 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
     replicas = cfg.get(config, cfg.JOBMANAGER_REPLICAS)
     rest_port = cfg.get(config, cfg.REST_PORT)
     memory = f"{cfg.get(config, cfg.JOBMANAGER_PROCESS_SIZE) >> 20}Mi"
-    cpu = cpus(cfg.get(config, cfg.JOBMANAGER_CPU))
+    cpu = cfg.get(config, cfg.JOBMANAGER_CPU)
+    cpu_limit = cpus(cpu * cfg.get(config, cfg.JOBMANAGER_CPU_LIMIT_FACTOR))
     volumes, mounts = _volumes(config)
     probe = {"tcpSocket": {"port": "rest"}, "periodSeconds": _PROBE_PERIOD_S}
     container: dict[str, Any] = {
@@ -303,8 +304,8 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
             {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT},
         ],
         "resources": {
-            "requests": {"cpu": cpu, "memory": memory},
-            "limits": {"cpu": cpu, "memory": memory},
+            "requests": {"cpu": cpus(cpu), "memory": memory},
+            "limits": {"cpu": cpu_limit, "memory": memory},
         },
         "startupProbe": {**probe, "failureThreshold": _STARTUP_FAILURES},
         "readinessProbe": probe,
@@ -331,6 +332,19 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
     pull_secrets = _pull_secrets(config)
     if pull_secrets:
         pod_spec["imagePullSecrets"] = pull_secrets
+    node_selector = cfg.parse_map(cfg.get(config, cfg.JOBMANAGER_NODE_SELECTOR))
+    if node_selector:
+        pod_spec["nodeSelector"] = node_selector
+    # Flink's kubernetes.jobmanager.labels; the cluster's own labels (the selector) win.
+    pod_metadata: dict[str, Any] = {
+        "labels": {
+            **cfg.parse_map(cfg.get(config, cfg.JOBMANAGER_LABELS)),
+            **master_labels(cluster_id),
+        }
+    }
+    annotations = cfg.parse_map(cfg.get(config, cfg.JOBMANAGER_ANNOTATIONS))
+    if annotations:
+        pod_metadata["annotations"] = annotations
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -341,7 +355,7 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
             # upgrade is a stop (take savepoints first) and a start.
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": master_labels(cluster_id)},
-            "template": {"metadata": {"labels": master_labels(cluster_id)}, "spec": pod_spec},
+            "template": {"metadata": pod_metadata, "spec": pod_spec},
         },
     }
 

@@ -222,3 +222,36 @@ def test_the_default_image_chart_and_project_name_one_version() -> None:
     chart = repo / "deploy" / "kubernetes" / "weir"
     assert yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"] == version
     assert yaml.safe_load((chart / "values.yaml").read_text())["image"]["tag"] == version
+
+
+def test_flinks_jobmanager_pod_keys_set_labels_annotations_selector_and_cpu_limit() -> None:
+    manifests = render_manifests(
+        {
+            **DEFAULTS,
+            "kubernetes.jobmanager.labels": "team:payments,app:ignored",
+            "kubernetes.jobmanager.annotations": "example.com/owner:payments",
+            "kubernetes.jobmanager.node-selector": "disk:ssd",
+            "kubernetes.jobmanager.cpu.amount": "0.5",
+            "kubernetes.jobmanager.cpu.limit-factor": "3",
+        }
+    )
+    validate_all(manifests)
+    (deployment,) = by_kind(manifests)["Deployment"]
+    template = deployment["spec"]["template"]
+    # The cluster's own labels win: the Deployment and the Services select by them.
+    assert template["metadata"]["labels"] == {
+        "team": "payments",
+        "app": "orders",
+        "type": "weir-native-kubernetes",
+        "component": "jobmanager",
+    }
+    assert template["metadata"]["annotations"] == {"example.com/owner": "payments"}
+    assert template["spec"]["nodeSelector"] == {"disk": "ssd"}
+    resources = master_container(manifests)["resources"]
+    assert resources["requests"]["cpu"] == "0.5"
+    assert resources["limits"]["cpu"] == "1.5"
+
+
+def test_a_cpu_limit_factor_below_one_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"limit-factor.*1 or more"):
+        render_manifests({**DEFAULTS, "kubernetes.jobmanager.cpu.limit-factor": "0.5"})
