@@ -121,6 +121,13 @@ class TaskExecutorConfig:
                 buffers_per_channel=cfg.get(entries, cfg.BUFFERS_PER_CHANNEL),
                 floating_buffers_per_gate=cfg.get(entries, cfg.FLOATING_BUFFERS_PER_GATE),
                 max_buffers_per_subpartition=cfg.get(entries, cfg.MAX_BUFFERS_PER_SUBPARTITION),
+                handshake_timeout_ms=cfg.get(entries, cfg.HANDSHAKE_TIMEOUT),
+                max_unauthenticated_connections_per_host=cfg.get(
+                    entries, cfg.MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST
+                ),
+                max_unauthenticated_connections=cfg.get(
+                    entries, cfg.MAX_UNAUTHENTICATED_CONNECTIONS
+                ),
             ),
             intercept_user_system_exit=cfg.get(entries, cfg.INTERCEPT_USER_SYSTEM_EXIT),
             bind_host=cfg.get(entries, cfg.TASKMANAGER_BIND_HOST),
@@ -788,6 +795,7 @@ class TaskExecutor:
                     state=update.state.value,
                     failure_cause=update.failure_cause,
                     io_metrics=update.io_metrics,
+                    throwable_type=update.throwable_type,
                     timeout_s=_RPC_TIMEOUT_S,
                 )
             except WeirError:

@@ -11,6 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests judge inputs, not speed: on a loaded CI machine one example can take
+# longer than Hypothesis's 200 ms deadline and generating inputs slower than its health
+# check allows, which would fail a correct test. No deadline, no speed health check.
+settings.register_profile(
+    "weir", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile("weir")
 
 # Spark's executors must run this same interpreter (the venv with Weir installed).
 os.environ["PYSPARK_PYTHON"] = sys.executable

@@ -17,11 +17,12 @@ export WEIR_CONF_DIR
 
 # read_config KEY DEFAULT: the value of a flat `KEY: value` line of weir-conf.yaml (the
 # last one wins, as in YAML), without quotes or a trailing comment; DEFAULT when the
-# key is absent or empty. The master process validates the whole file; this only reads.
+# key is absent or empty. The master process validates the whole file; this only reads
+# (a file that is not text reads as empty here, -I, and the master says what is wrong).
 read_config() {
     local key=$1 default=$2 value=""
     if [[ -f $WEIR_CONF_FILE ]]; then
-        value=$(grep -E "^[[:space:]]*${key//./\\.}[[:space:]]*:" "$WEIR_CONF_FILE" \
+        value=$(grep -I -E "^[[:space:]]*${key//./\\.}[[:space:]]*:" "$WEIR_CONF_FILE" \
             | tail -n 1 \
             | sed -E -e 's/^[^:]*:[[:space:]]*//' -e 's/[[:space:]]+#.*$//' \
                 -e 's/[[:space:]]+$//' -e "s/^\"(.*)\"\$/\\1/" -e "s/^'(.*)'\$/\\1/" \

@@ -59,6 +59,14 @@ class NetworkConfig:
     """Extra credits a gate lends to channels that announce a backlog."""
     max_buffers_per_subpartition: int = 10
     """Buffers a subpartition may hold before ``emit`` blocks the writer."""
+    handshake_timeout_ms: int = 10_000
+    """How long the data server waits for a new connection to authenticate before closing
+    it (``taskmanager.network.handshake-timeout``)."""
+    max_unauthenticated_connections_per_host: int = 64
+    """Connections one peer address may hold unauthenticated; past it the oldest is
+    closed (``taskmanager.network.max-unauthenticated-connections-per-host``)."""
+    max_unauthenticated_connections: int = 256
+    """The same for all peers together (``taskmanager.network.max-unauthenticated-connections``)."""
 
 
 @dataclass(slots=True)

@@ -9,9 +9,13 @@ and every channel between them is multiplexed on it by the consumer's channel id
 
 What one connection brings cannot end the thread: a frame the protocol does not allow
 (``DataProtocolError``), or any error that one connection's event runs into, closes that
-connection alone with one WARNING naming the peer. The thread serves every connection of
-its TaskManager; if it ends anyway, while nobody closed it, its owner's fatal error
-handler hears it once (the TaskManager then stops, so that it is replaced).
+connection alone with one WARNING naming the peer. Neither can many connections: those
+that do not authenticate are closed after ``taskmanager.network.handshake-timeout`` and
+beyond a cap per peer host and in total (``connection_admission``), and when ``accept``
+fails (out of file descriptors, say) the server stops accepting for a moment, warns, and
+tries again. The thread serves every connection of its TaskManager; if it ends anyway,
+while nobody closed it, its owner's fatal error handler hears it once (the TaskManager
+then stops, so that it is replaced).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import selectors
 import socket
 import ssl
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +35,12 @@ from weir.core.deployment import ResultPartitionId
 from weir.core.errors import NetworkError, ProducerFailedError
 from weir.core.security import SecurityConfig
 from weir.taskmanager.network.api import BufferKind, FatalErrorHandler
+from weir.taskmanager.network.connection_admission import (
+    AcceptBackoff,
+    AdmissionLimits,
+    ConnectionAdmission,
+    WarningThrottle,
+)
 from weir.taskmanager.network.frames import (
     HEADER,
     MAX_HANDSHAKE_PAYLOAD,
@@ -69,6 +80,29 @@ _JOIN_TIMEOUT_S = 10.0
 far more than it needs and only protects the caller against a bug."""
 
 _ACCEPT_BACKLOG = 128
+
+_PEER_GONE = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ECONNABORTED",
+        "ECONNRESET",
+        "EPROTO",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETDOWN",
+        "ENETUNREACH",
+        "EPERM",
+    )
+    if hasattr(errno, name)
+)
+"""``accept`` errors that belong to the connection being accepted, not to the server: the
+peer gave up, or a firewall refused it (Linux reports pending network errors of the new
+socket through ``accept``, and asks callers to retry at once)."""
+
+_OUT_OF_DESCRIPTORS = frozenset((errno.EMFILE, errno.ENFILE))
 
 _TLS_CHUNK = 256 * 1024
 """Plaintext encrypted per SSL write, and ciphertext received per read: TLS records are
@@ -132,10 +166,13 @@ class _ClientConnection(_Connection):
 class _ServerConnection(_Connection):
     """Producer side: sends subpartitions to one consumer environment."""
 
-    def __init__(self, sock: socket.socket, peer: str, tls: _Tls | None) -> None:
+    def __init__(self, sock: socket.socket, host: str, port: int, tls: _Tls | None) -> None:
         # A consumer sends only small frames (handshake, requests, credits): the server
         # never allocates more than a handshake's worth for one, whoever connects.
-        super().__init__(sock, peer, tls, FrameDecoder(64 * 1024, MAX_HANDSHAKE_PAYLOAD))
+        super().__init__(
+            sock, f"{host}:{port}", tls, FrameDecoder(64 * 1024, MAX_HANDSHAKE_PAYLOAD)
+        )
+        self.host = host
         self.readers: dict[int, _Reader] = {}
         self.available: deque[_Reader] = deque()
         self.authenticated = False
@@ -173,6 +210,8 @@ class ConnectionManager:
         partitions: ResultPartitionManager,
         security: SecurityConfig | None = None,
         ports: tuple[int, int] = (0, 0),
+        *,
+        limits: AdmissionLimits | None = None,
     ) -> None:
         self._resource_id = resource_id
         self._host = host
@@ -198,6 +237,13 @@ class ConnectionManager:
         self._clients: dict[tuple[str, int], _ClientConnection] = {}
         self._servers: set[_ServerConnection] = set()
         self._pumping: set[_ServerConnection] = set()
+        self._admission: ConnectionAdmission[_ServerConnection] = ConnectionAdmission(
+            limits or AdmissionLimits()
+        )
+        self._accept_backoff = AcceptBackoff()
+        self._accept_resume_at: float | None = None
+        """While accepting is paused: when to start again (``time.monotonic()``)."""
+        self._warnings: dict[str, WarningThrottle] = {}
         self._close_lock = threading.Lock()
         self._closed = False
 
@@ -299,13 +345,16 @@ class ConnectionManager:
         try:
             while not self._stopping:
                 # Readers left in a queue by a full round must not wait for an event.
-                timeout = 0 if self._pumping else None
+                timeout = 0 if self._pumping else self._until_next_timer()
                 for key, mask in self._selector.select(timeout):
                     if self._stopping:
                         break
                     key.data(key.fileobj, mask)
                 self._drain_commands()
                 self._pump()
+                # Attribute reads only: this runs once per loop iteration.
+                if self._admission.pending or self._accept_resume_at is not None:
+                    self._run_timers()
         except Exception as exc:  # the loop must never die silently: fail every consumer
             logger.exception("network I/O thread of %s failed", self._resource_id)
             cause = f"it failed: {exc!r}"
@@ -355,20 +404,138 @@ class ConnectionManager:
             pass
         self._wake_pending = False
 
+    # -- accepting, and what connections may do before they authenticate ---------------
+
     def _on_accept(self, sock: Any, _mask: int) -> None:
         try:
             conn_sock, address = sock.accept()
-        except BlockingIOError:
+        except (BlockingIOError, InterruptedError):
             return
-        conn_sock.setblocking(False)
-        conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        tls = None
-        if self._server_context is not None:
-            tls = _Tls(self._server_context, server_side=True, hostname="")
-        conn = _ServerConnection(conn_sock, f"{address[0]}:{address[1]}", tls)
+        except OSError as exc:
+            self._on_accept_error(exc)
+            return
+        self._accept_backoff.succeeded()
+        try:
+            conn_sock.setblocking(False)
+            conn_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tls = None
+            if self._server_context is not None:
+                tls = _Tls(self._server_context, server_side=True, hostname="")
+            conn = _ServerConnection(conn_sock, address[0], address[1], tls)
+            self._selector.register(conn_sock, selectors.EVENT_READ, self._on_server_event(conn))
+        except OSError as exc:  # the kernel is short of memory: as a failed accept
+            conn_sock.close()
+            self._on_accept_error(exc)
+            return
         self._servers.add(conn)
-        self._selector.register(conn_sock, selectors.EVENT_READ, self._on_server_event(conn))
         logger.debug("accepted a data connection from %s", conn.peer)
+        evicted = self._admission.admit(conn, conn.host, time.monotonic())
+        if evicted:
+            self._close_over_cap(evicted)
+
+    def _on_accept_error(self, exc: OSError) -> None:
+        """Keep serving: a peer that vanished before it was accepted is its own affair;
+        anything else (out of descriptors or memory) pauses accepting, since the
+        listening socket stays readable and retrying at once would spin this thread."""
+        if exc.errno in _PEER_GONE:
+            logger.debug("a peer left before its data connection was accepted: %r", exc)
+            return
+        pause_s = self._accept_backoff.failed()
+        now = time.monotonic()
+        if self._server is not None and self._accept_resume_at is None:
+            self._selector.unregister(self._server)
+        self._accept_resume_at = now + pause_s
+        more = self._throttle("accept", now)
+        if more is None:
+            return
+        hint = ""
+        if exc.errno in _OUT_OF_DESCRIPTORS:
+            hint = (
+                "; the TaskManager is out of file descriptors: raise its open-file limit "
+                "(ulimit -n) or look for a peer holding many connections"
+            )
+        logger.warning(
+            "the data server of %s cannot accept connections: %s; accepting again in %d ms%s%s",
+            self._resource_id,
+            exc,
+            pause_s * 1000,
+            hint,
+            more,
+        )
+
+    def _until_next_timer(self) -> float | None:
+        """Seconds until a handshake deadline passes or accepting resumes; None: neither
+        is due, the loop may wait for events alone."""
+        due = self._admission.next_deadline()
+        resume = self._accept_resume_at
+        if resume is not None and (due is None or resume < due):
+            due = resume
+        if due is None:
+            return None
+        return max(0.0, due - time.monotonic())
+
+    def _run_timers(self) -> None:
+        now = time.monotonic()
+        resume = self._accept_resume_at
+        if resume is not None and now >= resume and self._server is not None:
+            self._accept_resume_at = None
+            self._selector.register(self._server, selectors.EVENT_READ, self._on_accept)
+        expired = self._admission.expired(now)
+        if not expired:
+            return
+        for conn in expired:
+            self._close_server_conn(conn)
+        more = self._throttle("handshake", now, len(expired))
+        if more is not None:
+            logger.warning(
+                "closed %d data connection(s) from %s that did not authenticate within %d ms "
+                "(taskmanager.network.handshake-timeout): a consumer sends its handshake "
+                "first, at once%s",
+                len(expired),
+                _hosts(expired),
+                self._admission.limits.handshake_timeout_s * 1000,
+                more,
+            )
+
+    def _close_over_cap(self, evicted: list[tuple[_ServerConnection, str]]) -> None:
+        """Close the oldest unauthenticated connections that went over a cap."""
+        now = time.monotonic()
+        limits = self._admission.limits
+        for cap, key, limit in (
+            (
+                "host",
+                "taskmanager.network.max-unauthenticated-connections-per-host",
+                limits.max_per_host,
+            ),
+            ("total", "taskmanager.network.max-unauthenticated-connections", limits.max_total),
+        ):
+            closed = [conn for conn, reason in evicted if reason == cap]
+            if not closed:
+                continue
+            for conn in closed:
+                self._close_server_conn(conn)
+            more = self._throttle(cap, now, len(closed))
+            if more is not None:
+                logger.warning(
+                    "closed %d unauthenticated data connection(s) from %s, the oldest, to stay "
+                    "within %s (%d)%s",
+                    len(closed),
+                    _hosts(closed),
+                    key,
+                    limit,
+                    more,
+                )
+
+    def _throttle(self, kind: str, now: float, count: int = 1) -> str | None:
+        """None: say nothing now. Otherwise what to add to the WARNING of ``kind`` about
+        the events it held back since its last one."""
+        throttle = self._warnings.get(kind)
+        if throttle is None:
+            throttle = self._warnings[kind] = WarningThrottle()
+        held_back = throttle.allow(now, count)
+        if held_back is None:
+            return None
+        return f" ({held_back} more since the last such warning)" if held_back else ""
 
     def _on_server_event(self, conn: _ServerConnection) -> Callable[[Any, int], None]:
         def handle(_sock: Any, mask: int) -> None:
@@ -655,7 +822,11 @@ class ConnectionManager:
         self, address: tuple[str, int], channel: RemoteInputChannel
     ) -> _ClientConnection | None:
         family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError as exc:  # out of descriptors: this channel fails, the thread serves on
+            self._fail_channel(channel, f"cannot open a socket to {address[0]}:{address[1]}: {exc}")
+            return None
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         err = sock.connect_ex(address)
@@ -792,6 +963,7 @@ class ConnectionManager:
                     self._refuse(conn, str(exc))
                     return
                 conn.authenticated = True
+                self._admission.forget(conn)
                 continue
             self._on_server_frame(conn, frame)
 
@@ -891,6 +1063,7 @@ class ConnectionManager:
         conn.closed = True
         self._servers.discard(conn)
         self._pumping.discard(conn)
+        self._admission.forget(conn)
         for reader in list(conn.readers.values()):
             self._drop_reader(reader)
         conn.available.clear()
@@ -911,3 +1084,8 @@ class ConnectionManager:
             pass  # already unregistered by an earlier failure path
         conn.sock.close()
         conn.decoder.close()
+
+
+def _hosts(conns: list[_ServerConnection]) -> str:
+    """The peer hosts of ``conns``, each once, in order."""
+    return ", ".join(dict.fromkeys(conn.host for conn in conns))

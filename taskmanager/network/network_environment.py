@@ -21,6 +21,7 @@ import threading
 from weir.core.deployment import InputGateDescriptor, ResultPartitionDescriptor
 from weir.core.errors import ConfigurationError, NetworkError
 from weir.taskmanager.network.api import FatalErrorHandler, NetworkConfig
+from weir.taskmanager.network.connection_admission import AdmissionLimits
 from weir.taskmanager.network.connection_manager import ConnectionManager
 from weir.taskmanager.network.input_channel import (
     InputChannel,
@@ -56,7 +57,16 @@ class DefaultNetworkEnvironment:
         self.data_port: int | None = None
         self._partitions = ResultPartitionManager()
         self._connections = ConnectionManager(
-            resource_id, host, self._partitions, config.security, config.data_ports
+            resource_id,
+            host,
+            self._partitions,
+            config.security,
+            config.data_ports,
+            limits=AdmissionLimits(
+                config.handshake_timeout_ms / 1000,
+                config.max_unauthenticated_connections_per_host,
+                config.max_unauthenticated_connections,
+            ),
         )
         self._channel_ids = itertools.count(1)
         self._lock = threading.Lock()

@@ -239,6 +239,57 @@ def test_start_fails_naming_a_bad_value(tmp_path: Path) -> None:
     assert not cluster.pid_file.exists()
 
 
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The error a command printed, checked to be one line, without a traceback."""
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (bytes(range(256)) * 4, "binary data (a NUL byte at offset 0)"),
+        (b"\x89PNG\r\n\x1a\n\xff\xfe\xfd", "not UTF-8 text (byte 0x89 at offset 0)"),
+        (b"city = 'K\xf8benhavn'\n", "not UTF-8 text (byte 0xf8 at offset 9)"),
+        (b"values = [1, 2\nprint(values)\n", "not valid Python"),
+    ],
+    ids=["binary", "image", "latin-1", "syntax-error"],
+)
+def test_run_of_a_job_file_that_is_not_a_python_program_names_the_file(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    cluster = WeirCluster(tmp_path, "local[2]")  # no master: the file is refused first
+    job = tmp_path / "job.py"
+    job.write_bytes(content)
+    error = _one_line_error(cluster.weir("run", str(job), timeout_s=60))
+    assert str(job) in error and says in error, error
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"env.log.dir: /tmp\n" + bytes(range(256)), "binary data (a NUL byte at offset 18)"),
+        (bytes(range(255, 0, -1)) * 4, "not UTF-8 text (byte 0xff at offset 0)"),
+    ],
+    ids=["binary", "not-utf-8"],
+)
+def test_a_configuration_file_that_is_not_text_is_named_by_the_cli_and_the_master(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    cluster = WeirCluster(tmp_path, "local[2]")
+    conf = cluster.conf_dir / "weir-conf.yaml"
+    conf.write_bytes(content)
+    for result in (cluster.weir("list", timeout_s=60), cluster.weir("run", str(WORD_COUNT))):
+        error = _one_line_error(result)
+        assert str(conf) in error and says in error, error
+    started = cluster.start()
+    assert started.returncode == 1, cluster.explain(started)
+    assert str(conf) in started.stderr and "Traceback" not in started.stderr, started.stderr
+    assert not cluster.pid_file.exists()
+
+
 # --- Spark standalone on loopback -------------------------------------------------------
 
 

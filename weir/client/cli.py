@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import os
 import runpy
 import sys
 import time
+import tokenize
+import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -41,6 +44,7 @@ from weir.client.executor import RemoteExecutor
 from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
 from weir.client.leader_lookup import ZooKeeperDispatcherLookup, dispatcher_lookup
+from weir.client.restart_reporter import RestartReporter
 from weir.client.yarn_session import session_config
 from weir.core import config as cfg
 from weir.core.checkpoint import CheckpointStatsSnapshot
@@ -53,6 +57,7 @@ from weir.core.job_status import JobStatus
 from weir.core.local_paths import absolute_local_path
 from weir.core.security import SecurityConfig
 from weir.core.task_manager_files import TaskManagerFileType
+from weir.core.text_files import not_text_reason
 from weir.graph.execution_plan import job_graph_plan_json
 from weir.state import read_savepoint
 
@@ -122,7 +127,8 @@ def default_address(conf: dict[str, str]) -> str:
 
 
 class _CliExecutor(RemoteExecutor):
-    """Submits, tells the user the job id, and in detached mode returns at once."""
+    """Submits, tells the user the job id, and in detached mode returns at once; attached,
+    it shows each restart of the job on stderr as it happens."""
 
     def __init__(
         self,
@@ -134,6 +140,7 @@ class _CliExecutor(RemoteExecutor):
         super().__init__(address, leader=leader, security=security)
         self.detached = detached
         self.submitted: list[str] = []
+        self.reporters: list[RestartReporter] = []
 
     def submit(self, job_graph: JobGraph) -> ClusterJobClient:
         client = super().submit(job_graph)
@@ -142,7 +149,12 @@ class _CliExecutor(RemoteExecutor):
         print(f"Job has been submitted with JobID {job_id}", flush=True)
         if self.detached:
             return _DetachedJobClient(self.gateway, job_id)
+        self.reporters.append(RestartReporter(self.gateway, job_id, sys.stderr).start())
         return client
+
+    def close_reporters(self) -> None:
+        for reporter in self.reporters:
+            reporter.close()
 
 
 class _DetachedJobClient(ClusterJobClient):
@@ -161,10 +173,40 @@ class _PlanExecutor:
         raise _PlanCaptured(job_graph)
 
 
-def _run_script(script: str, args: Sequence[str]) -> None:
+def _check_job_file(script: str) -> None:
+    """Refuse a job file that is not a Python program, naming the file and what is wrong
+    with it (binary data, text in another encoding, a syntax error), before it is run: run,
+    it would end in a traceback through runpy's frames. A zip archive (a zipapp with its
+    ``__main__.py``) is runpy's to open, as ``python app.pyz`` does."""
     if not os.path.isfile(script):
         msg = f"no job file {script!r}; give the path of a Python program"
         raise WeirError(msg)
+    if zipfile.is_zipfile(script):
+        return
+    try:
+        with open(script, "rb") as handle:
+            source = handle.read()
+    except OSError as exc:
+        msg = f"cannot read job file {script!r}: {exc.strerror or exc}"
+        raise WeirError(msg) from None
+    refused = ""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as exc:  # first lines that are not UTF-8, or an unknown coding line
+        encoding, refused = "utf-8", f"is not a Python program: {exc.msg}"
+    if reason := not_text_reason(source, encoding) or refused:
+        msg = f"job file {script!r} {reason}; give the path of a Python program"
+        raise WeirError(msg)
+    try:
+        compile(source, script, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        msg = f"job file {script!r} is not valid Python: {exc.msg}{where}"
+        raise WeirError(msg) from None
+
+
+def _run_script(script: str, args: Sequence[str]) -> None:
+    _check_job_file(script)
     saved_argv = sys.argv
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -192,6 +234,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     try:
         _run_script(ns.script, ns.args)
     finally:
+        executor.close_reporters()
         register_executor(None)
         if lookup is not None:
             lookup.close()
@@ -620,6 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
     yarn = sub.add_parser(
         "yarn-session",
         help="start, attach to or stop a Weir session on YARN (as Flink's yarn-session.sh)",
+        description=yarn_session.DESCRIPTION,
     )
     yarn_session.add_arguments(yarn)
     yarn.set_defaults(func=cmd_yarn_session)

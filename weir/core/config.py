@@ -26,6 +26,8 @@ from weir.core.options.checkpointing import (
     CHECKPOINTING_AFTER_TASKS_FINISH,
     CHECKPOINTING_ALIGNED_TIMEOUT,
     CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED,
+    CHECKPOINTING_DATA_INLINE_THRESHOLD,
+    CHECKPOINTING_DATA_INLINE_THRESHOLD_DEPRECATED,
     CHECKPOINTING_DIR,
     CHECKPOINTING_DIR_DEPRECATED,
     CHECKPOINTING_INTERVAL,
@@ -41,6 +43,7 @@ from weir.core.options.checkpointing import (
     CHECKPOINTING_TOLERABLE_FAILURES,
     CHECKPOINTING_UNALIGNED,
     CHECKPOINTING_UNALIGNED_FORCED,
+    ROCKSDB_TRANSFER_THREADS,
     SAVEPOINT_DIR,
     SAVEPOINT_DIR_DEPRECATED,
     STATE_BACKEND_INCREMENTAL,
@@ -62,6 +65,7 @@ from weir.core.options.high_availability import (
     HA_ZK_QUORUM,
     HA_ZK_RETRY_WAIT,
     HA_ZK_SESSION_TIMEOUT,
+    HA_ZK_TOLERATE_SUSPENDED_CONNECTIONS,
 )
 from weir.core.options.job import (
     AUTO_GENERATE_UIDS,
@@ -145,6 +149,7 @@ from weir.core.options.master import (
     TASKMANAGERS_MIN,
 )
 from weir.core.options.rest import (
+    METRIC_FETCHER_UPDATE_INTERVAL,
     PROMETHEUS_FACTORY_CLASS,
     PROMETHEUS_HOST,
     PROMETHEUS_PORT,
@@ -173,6 +178,7 @@ from weir.core.options.restart import (
     RESTART_FIXED_DELAY_DELAY,
     RESTART_STRATEGY_TYPE,
     SPARK_MASTER,
+    WEB_EXCEPTION_HISTORY_SIZE,
 )
 from weir.core.options.security import (
     AUTH_TOKEN,
@@ -190,10 +196,13 @@ from weir.core.options.security import (
 from weir.core.options.taskmanager import (
     BUFFERS_PER_CHANNEL,
     FLOATING_BUFFERS_PER_GATE,
+    HANDSHAKE_TIMEOUT,
     INTERCEPT_USER_SYSTEM_EXIT,
     MAX_BUFFERS_PER_SUBPARTITION,
     MAX_FRAME_SIZE,
     MAX_FRAME_SIZE_CEILING,
+    MAX_UNAUTHENTICATED_CONNECTIONS,
+    MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST,
     NETWORK_COMPRESSION,
     NUM_TASK_SLOTS,
     SEGMENT_SIZE,
@@ -213,6 +222,7 @@ from weir.core.options.yarn import (
     YARN_PROPERTIES_FILE_LOCATION,
     YARN_SHIP_ENVIRONMENT,
 )
+from weir.core.text_files import not_text_reason
 
 T = TypeVar("T")
 
@@ -231,6 +241,8 @@ __all__ = [
     "CHECKPOINTING_AFTER_TASKS_FINISH",
     "CHECKPOINTING_ALIGNED_TIMEOUT",
     "CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED",
+    "CHECKPOINTING_DATA_INLINE_THRESHOLD",
+    "CHECKPOINTING_DATA_INLINE_THRESHOLD_DEPRECATED",
     "CHECKPOINTING_DIR",
     "CHECKPOINTING_DIR_DEPRECATED",
     "CHECKPOINTING_INTERVAL",
@@ -257,6 +269,7 @@ __all__ = [
     "DEPRECATED_KEYS",
     "FLOATING_BUFFERS_PER_GATE",
     "GLOBAL_JOB_PARAMETERS",
+    "HANDSHAKE_TIMEOUT",
     "HA_CLUSTER_ID",
     "HA_STORAGE_DIR",
     "HA_TYPE",
@@ -266,6 +279,7 @@ __all__ = [
     "HA_ZK_QUORUM",
     "HA_ZK_RETRY_WAIT",
     "HA_ZK_SESSION_TIMEOUT",
+    "HA_ZK_TOLERATE_SUSPENDED_CONNECTIONS",
     "HEARTBEAT_INTERVAL",
     "HEARTBEAT_TIMEOUT",
     "INTERCEPT_USER_SYSTEM_EXIT",
@@ -289,6 +303,9 @@ __all__ = [
     "MAX_FRAME_SIZE",
     "MAX_FRAME_SIZE_CEILING",
     "MAX_PARALLELISM",
+    "MAX_UNAUTHENTICATED_CONNECTIONS",
+    "MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST",
+    "METRIC_FETCHER_UPDATE_INTERVAL",
     "NETWORK_COMPRESSION",
     "NODE_PORT_ADDRESS_TYPE",
     "NUM_TASK_SLOTS",
@@ -332,6 +349,7 @@ __all__ = [
     "REST_BIND_ADDRESS",
     "REST_PORT",
     "REST_SERVICE_EXPOSED_TYPE",
+    "ROCKSDB_TRANSFER_THREADS",
     "RUNTIME_MODE",
     "SAVEPOINT_DIR",
     "SAVEPOINT_DIR_DEPRECATED",
@@ -377,6 +395,7 @@ __all__ = [
     "TASKMANAGER_TMP_DIR",
     "TASK_CANCELLATION_INTERVAL",
     "TASK_CANCELLATION_TIMEOUT",
+    "WEB_EXCEPTION_HISTORY_SIZE",
     "WEB_LOG_PATH",
     "WEB_UPLOAD_DIR",
     "WORKING_DIRECTORY_CLEANUP_INTERVAL",
@@ -388,6 +407,7 @@ __all__ = [
     "YARN_SHIP_ENVIRONMENT",
     "ConfigOption",
     "advertised_master_host",
+    "check_no_nul",
     "check_relations",
     "docs_table",
     "get",
@@ -429,12 +449,27 @@ def validate(entries: Mapping[str, Any]) -> dict[str, str]:
     checked: dict[str, str] = {}
     for key, value in entries.items():
         text = _to_text(value)
+        check_no_nul(key, text)
         if key in OPTIONS:
             OPTIONS[key].from_string(text)
         elif not is_known_key(key):
             raise ConfigurationError(_unknown_key_message(key))
         checked[key] = text
     return checked
+
+
+def check_no_nul(key: str, text: str) -> None:
+    """ConfigurationError if a key or its value holds a NUL character: no setting can (a
+    path with one is refused by the operating system, far from where it was set)."""
+    what, at = ("configuration key", key.find("\x00"))
+    if at < 0:
+        what, at = ("value for configuration key", text.find("\x00"))
+    if at >= 0:
+        msg = (
+            f"bad {what} {key!r}: it holds a NUL character (at position {at}), which no "
+            "setting can hold; remove it"
+        )
+        raise ConfigurationError(msg)
 
 
 def check_relations(entries: Mapping[str, str]) -> None:
@@ -469,10 +504,22 @@ def get(entries: Mapping[str, str], opt: ConfigOption[T]) -> T:
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, str]:
     """Read a weir-conf.yaml: flat ``key: value`` pairs (nested maps are joined with dots)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        msg = f"cannot read configuration file {os.fspath(path)!r}: {exc.strerror or exc}"
+        raise ConfigurationError(msg) from exc
+    if reason := not_text_reason(raw):
+        msg = (
+            f"configuration file {os.fspath(path)!r} {reason}: a weir-conf.yaml holds "
+            "`key: value` lines of UTF-8 text; is it the right file?"
+        )
+        raise ConfigurationError(msg)
+    try:
+        data = yaml.safe_load(raw.decode("utf-8")) or {}
     except yaml.YAMLError as exc:
-        msg = f"cannot parse configuration file {os.fspath(path)!r}: {exc}"
+        where = " ".join(str(exc).split())  # one line: YAML's message spans several
+        msg = f"cannot parse configuration file {os.fspath(path)!r}: {where}"
         raise ConfigurationError(msg) from exc
     if not isinstance(data, dict):
         msg = f"configuration file {os.fspath(path)!r} must hold key: value pairs"

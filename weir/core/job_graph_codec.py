@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
+from weir.core.config import check_no_nul
 from weir.core.errors import JobGraphError
 from weir.core.ids import JobVertexId, OperatorId, parse_job_id
 from weir.core.job_graph import (
@@ -55,6 +56,8 @@ def decode_job_graph(data: bytes) -> JobGraph:
     except ValueError as exc:
         msg = f"the submitted JobGraph is malformed: {exc}"
         raise JobGraphError(msg) from exc
+    for key, value in graph.config.items():
+        check_no_nul(key, value)  # a client of this version refuses it before submitting
     graph.validate()
     return graph
 

@@ -11,9 +11,11 @@ to one Weir error class (``raise ... from exc``), so no caller handles ``grpc.Rp
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import inspect
 import logging
+import socket
 import sys
 import threading
 import traceback
@@ -469,6 +471,36 @@ def _advertised(address: str, advertise: str) -> str:
     return f"{advertise}:{address.rpartition(':')[2]}"
 
 
+def _port_in_use(host: str, port: int) -> bool:
+    """Whether ``port`` is taken on every address of ``host``, so that gRPC could bind
+    none of them (it binds every address a host resolves to and fails only when none
+    binds). Probed with a socket bound the way gRPC binds its listeners (SO_REUSEADDR, no
+    SO_REUSEPORT) and closed at once.
+
+    Why probe before gRPC tries: its C core writes an ERROR line to stderr ("Failed to add
+    port to server ... Address already in use") for every port it cannot bind, outside
+    Python's logging, so no logging filter can hold it back. A port that is taken is the
+    expected case of scanning a range, not an error. Anything else the probe meets (an
+    address not of this host, a name that does not resolve) is left to gRPC to report.
+    A port taken between the probe and gRPC's bind still fails as before, with its line."""
+    try:
+        addresses = socket.getaddrinfo(
+            host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (OSError, UnicodeError):
+        return False
+    for family, kind, proto, _, sockaddr in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    continue
+            return False  # bound (gRPC can too) or failed otherwise (gRPC says why)
+    return bool(addresses)
+
+
 def _bind(
     server: grpc.Server | grpc.aio.Server,
     credentials: grpc.ServerCredentials | None,
@@ -476,6 +508,13 @@ def _bind(
     port: int,
     port_key: str,
 ) -> str:
+    where = f" ({port_key})" if port_key else ""
+    if port != 0 and _port_in_use(host, port):
+        msg = (
+            f"cannot bind a gRPC server to {host}:{port}: port in use; stop what listens "
+            f"there (another Weir master?) or choose another port{where}"
+        )
+        raise errors.ServiceUnavailableError(msg)
     try:
         if credentials is None:
             bound = server.add_insecure_port(f"{host}:{port}")
@@ -484,7 +523,6 @@ def _bind(
     except RuntimeError:  # grpcio raises where older versions returned 0
         bound = 0
     if bound == 0:
-        where = f" ({port_key})" if port_key else ""
         msg = (
             f"cannot bind a gRPC server to {host}:{port}: port in use, or {host} is not an "
             f"address of this host; stop what listens there (another Weir master?) or "

@@ -24,6 +24,7 @@ _STATUS: list[tuple[type[BaseException], int]] = [
     (errors.JobNotFoundError, 404),
     (errors.InvalidJobIdError, 400),
     (errors.ConfigurationError, 400),
+    (errors.InvalidRequestError, 400),
     (errors.JobGraphError, 400),
     (errors.JobSubmissionError, 400),
     (errors.ServiceUnavailableError, 503),

@@ -2,7 +2,7 @@
 uploaded to ``/jars/upload``, listed by ``/jars``, planned by ``/jars/{id}/plan`` and
 submitted by ``/jars/{id}/run`` with its parallelism, arguments and savepoint, as
 ``weir run -d`` would. A file that is not a ``.py`` file is refused with Flink's error
-shape, saying so."""
+shape, saying so. The run's fields are read strictly (``weir.rest.request_fields``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,17 @@ from typing import Any
 from weir.rest.cluster_view import ClusterView
 from weir.rest.errors import RestHandlerError
 from weir.rest.job_file_submission import JobFileRun, plan_job_file, run_job_file
+from weir.rest.request_fields import (
+    boolean_field,
+    integer_field,
+    json_object,
+    query_boolean,
+    query_integer,
+    query_string,
+    string_field,
+    string_list_field,
+    without_nul,
+)
 from weir.rest.routes import RestRequest, route
 
 
@@ -42,7 +53,7 @@ def post_jar_upload(view: ClusterView, req: RestRequest) -> Any:
     if not isinstance(upload, dict) or "content" not in upload:
         msg = "POST /jars/upload takes a multipart/form-data body with the job file as 'jarfile'"
         raise RestHandlerError(msg, 400)
-    name = str(upload.get("filename") or "")
+    name = without_nul(str(upload.get("filename") or ""), "the file name")
     if not name.endswith(".py"):
         msg = (
             f"{name or 'the file'} is not a Python job file: this cluster runs Python jobs, "
@@ -59,49 +70,38 @@ def delete_jar(view: ClusterView, req: RestRequest) -> Any:
     return {}
 
 
-def _body(req: RestRequest) -> dict[str, Any]:
-    body = req.body if req.body is not None else {}
-    if not isinstance(body, dict):
-        msg = "the request body must be a JSON object (Flink's JarRunRequestBody)"
-        raise RestHandlerError(msg, 400)
-    return body
-
-
-def _value(req: RestRequest, body: dict[str, Any], field: str, *params: str) -> Any:
-    """A field of the body, else the first query parameter given (Flink reads both)."""
-    if body.get(field) not in (None, ""):
-        return body[field]
-    return next((req.query[p] for p in params if req.query.get(p)), None)
-
-
 def _job_file_run(req: RestRequest) -> JobFileRun:
-    body = _body(req)
-    args_list = body.get("programArgsList")
+    """Flink's JarRunRequestBody, each field read strictly; a field absent from the body is
+    taken from the query parameter Flink reads it from too."""
+    body = json_object(req, "JarRunRequestBody")
+    args_list = string_list_field(body, "programArgsList")
+    program_args = string_field(body, "programArgs")
+    query_args = query_string(req, "programArg")
     if args_list:
-        args = [str(a) for a in args_list]
-    elif not body.get("programArgs") and req.query.get("programArg"):
-        args = [a for a in req.query["programArg"].split(",") if a]  # a list, as Flink's
+        args = args_list
+    elif not program_args and query_args:
+        args = [a for a in query_args.split(",") if a]  # a list, as Flink's
     else:
-        text = _value(req, body, "programArgs", "program-args") or ""
+        text = program_args or query_string(req, "program-args") or ""
         try:
-            args = shlex.split(str(text))
+            args = shlex.split(text)
         except ValueError as exc:
             msg = f"the program arguments {text!r} cannot be split: {exc}"
             raise RestHandlerError(msg, 400) from None
-    parallelism = _value(req, body, "parallelism", "parallelism")
-    try:
-        parallelism_value = int(parallelism) if parallelism not in (None, "") else None
-    except ValueError:
-        msg = f"parallelism must be a positive number, got {parallelism!r}"
-        raise RestHandlerError(msg, 400) from None
-    if parallelism_value is not None and parallelism_value <= 0:
-        parallelism_value = None  # Flink: 0 or less means the job's own default
-    allow = _value(req, body, "allowNonRestoredState", "allowNonRestoredState")
+    parallelism = integer_field(body, "parallelism")
+    if parallelism is None:
+        parallelism = query_integer(req, "parallelism")
+    if parallelism is not None and parallelism <= 0:
+        parallelism = None  # Flink: 0 or less means the job's own default
+    allow = boolean_field(body, "allowNonRestoredState")
+    if allow is None:
+        allow = query_boolean(req, "allowNonRestoredState")
+    savepoint = string_field(body, "savepointPath") or query_string(req, "savepointPath")
     return JobFileRun(
         args=args,
-        parallelism=parallelism_value,
-        savepoint_path=str(_value(req, body, "savepointPath", "savepointPath") or ""),
-        allow_non_restored_state=str(allow).lower() == "true",
+        parallelism=parallelism,
+        savepoint_path=savepoint or "",
+        allow_non_restored_state=allow is True,
     )
 
 

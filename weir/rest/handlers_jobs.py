@@ -14,9 +14,10 @@ from typing import Any
 
 from weir.core.job_info import JobDetailsInfo, TaskStatusInfo
 from weir.core.job_status import JobStatus
-from weir.rest.cluster_view import ClusterView
+from weir.rest.cluster_view import ClusterView, TaskMetrics
 from weir.rest.errors import RestHandlerError
 from weir.rest.job_file_submission import JobFileRun, run_job_file
+from weir.rest.request_fields import query_string, without_nul
 from weir.rest.routes import RestRequest, RestResponse, route
 
 EXECUTION_STATES = (
@@ -104,11 +105,11 @@ def get_jobs_overview(view: ClusterView, req: RestRequest) -> Any:
     return {"jobs": [job_overview_entry(j) for j in jobs]}
 
 
-def vertex_io_metrics(
-    subtasks: list[TaskStatusInfo], metrics: Mapping[str, Mapping[str, float]]
-) -> dict[str, Any]:
+def vertex_io_metrics(subtasks: list[TaskStatusInfo], metrics: TaskMetrics) -> dict[str, Any]:
     """Flink's IOMetricsInfo of a vertex: sums over its subtasks' task metrics, live from
-    their TaskManagers, or for a subtask that has ended, the counts it ended with."""
+    their TaskManagers, or for a subtask that has ended, the counts it ended with. Beside
+    Flink's fields, ``stale``: some live values are the last that a TaskManager which no
+    longer answers sent (Flink's clients ignore fields they do not know)."""
     names = {
         "read-bytes": "numBytesIn",
         "write-bytes": "numBytesOut",
@@ -118,10 +119,12 @@ def vertex_io_metrics(
         "accumulated-idle-time": "accumulatedIdleTime",
     }
     found: list[Mapping[str, float]] = []
+    stale = False
     for t in subtasks:
         live = metrics.get(t.execution_attempt_id)
         if live is not None:
             found.append(live)
+            stale = stale or t.execution_attempt_id in metrics.stale
         elif t.io_metrics is not None:
             io = t.io_metrics
             found.append(
@@ -141,6 +144,7 @@ def vertex_io_metrics(
     # A double in Flink's IOMetricsInfo, which its Java clients read as a primitive: 0
     # when no subtask reports it, never null.
     body["accumulated-busy-time"] = float(sum(m.get("accumulatedBusyTime", 0) for m in found))
+    body["stale"] = stale
     return body
 
 
@@ -220,41 +224,40 @@ def get_job_config(view: ClusterView, req: RestRequest) -> Any:
 
 
 def exception_entries(details: JobDetailsInfo) -> list[dict[str, Any]]:
-    """Flink 2's exception history entries (RootExceptionInfo) of a job: one per failed
-    task, or the job's own failure when no task carries one. The JobMaster reports when
-    the job ended, not when each task failed: a failure is dated at the job's end, or
-    while the job runs, at its start."""
+    """Flink 2's exception history entries (RootExceptionInfo) of a job, newest first: one
+    per failover, dated when it began, and the job's own failure when no failover was it
+    (its slots never came, say). A job that knows no failover (one archived by an older
+    version) shows its failed tasks, dated at the job's end, or while it runs, its start."""
     when = details.end_time_ms or details.start_time_ms
+    history = details.exception_history
     entries: list[dict[str, Any]] = [
-        {
-            "exceptionName": _exception_name(t.failure_cause),
-            "stacktrace": t.failure_cause,
-            "timestamp": when,
-            "failureLabels": {},
-            "taskName": f"{t.task_name} ({t.subtask_index + 1})",
-            "endpoint": t.resource_id or None,
-            "location": t.resource_id or None,
-            "taskManagerId": t.resource_id or None,
-            "concurrentExceptions": [],
-        }
-        for t in details.tasks
-        if t.failure_cause
+        _entry(e.failure_cause, e.timestamp_ms, e.task_name or None, e.resource_id)
+        for e in reversed(history)
     ]
-    if details.failure_cause and not entries:
-        entries.append(
-            {
-                "exceptionName": _exception_name(details.failure_cause),
-                "stacktrace": details.failure_cause,
-                "timestamp": when,
-                "failureLabels": {},
-                "taskName": None,
-                "endpoint": None,
-                "location": None,
-                "taskManagerId": None,
-                "concurrentExceptions": [],
-            }
-        )
+    if not history:
+        entries = [
+            _entry(t.failure_cause, when, f"{t.task_name} ({t.subtask_index + 1})", t.resource_id)
+            for t in details.tasks
+            if t.failure_cause
+        ]
+    ended_otherwise = bool(history) and history[-1].restarted and details.status == "FAILED"
+    if details.failure_cause and (not entries or ended_otherwise):
+        entries.insert(0, _entry(details.failure_cause, when, None, ""))
     return entries
+
+
+def _entry(stacktrace: str, timestamp: int, task: str | None, location: str) -> dict[str, Any]:
+    return {
+        "exceptionName": _exception_name(stacktrace),
+        "stacktrace": stacktrace,
+        "timestamp": timestamp,
+        "failureLabels": {},
+        "taskName": task,
+        "endpoint": location or None,
+        "location": location or None,
+        "taskManagerId": location or None,
+        "concurrentExceptions": [],
+    }
 
 
 @route("GET", "/jobs/{jobid}/exceptions", "The job's failures: the root cause and history.")
@@ -321,9 +324,10 @@ def post_job(view: ClusterView, req: RestRequest) -> Any:
     if not isinstance(upload, dict) or "content" not in upload:
         msg = "POST /jobs takes a multipart/form-data body with the Python job file as 'jobfile'"
         raise RestHandlerError(msg, 400)
-    args = [a for a in str(req.query.get("programArg", "")).split(",") if a]
+    args = [a for a in (query_string(req, "programArg") or "").split(",") if a]
+    filename = without_nul(str(upload.get("filename") or "job.py"), "the file name")
     with tempfile.TemporaryDirectory(prefix="weir-rest-submit-") as work:
-        name = Path(str(upload.get("filename") or "job.py")).name
+        name = Path(filename).name
         if not name.endswith(".py"):
             name += ".py"
         path = Path(work) / name

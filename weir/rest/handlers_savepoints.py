@@ -1,6 +1,8 @@
 """Savepoint REST handlers: ``POST /jobs/{jobid}/savepoints`` and ``POST
 /jobs/{jobid}/stop`` answer at once with a trigger id (Flink's asynchronous operations);
-``GET /jobs/{jobid}/savepoints/{triggerid}`` tells where the savepoint is.
+``GET /jobs/{jobid}/savepoints/{triggerid}`` tells where the savepoint is. Their bodies'
+fields are read strictly (``weir.rest.request_fields``): a request that is refused leaves
+the job untouched.
 
 They go through a ``SavepointTrigger`` (``weir.rest.savepoint_trigger``).
 """
@@ -11,16 +13,8 @@ from typing import Any
 
 from weir.core.ids import parse_job_id
 from weir.rest.cluster_view import ClusterView
-from weir.rest.errors import RestHandlerError
+from weir.rest.request_fields import boolean_field, json_object, string_field
 from weir.rest.routes import RestRequest, RestResponse, route
-
-
-def _body(req: RestRequest) -> dict[str, Any]:
-    body = req.body if req.body is not None else {}
-    if not isinstance(body, dict):
-        msg = "the request body must be a JSON object"
-        raise RestHandlerError(msg, 400)
-    return body
 
 
 @route(
@@ -32,12 +26,10 @@ def _body(req: RestRequest) -> dict[str, Any]:
 )
 def post_savepoint(view: ClusterView, req: RestRequest) -> Any:
     job_id = parse_job_id(req.path_params["jobid"])
-    body = _body(req)
-    trigger_id = view.savepoints.trigger(
-        job_id,
-        body.get("target-directory"),
-        cancel_job=bool(body.get("cancel-job", False)),
-    )
+    body = json_object(req, "SavepointTriggerRequestBody")
+    target_directory = string_field(body, "target-directory")
+    cancel_job = boolean_field(body, "cancel-job") is True
+    trigger_id = view.savepoints.trigger(job_id, target_directory, cancel_job=cancel_job)
     return RestResponse({"request-id": trigger_id}, status=202)
 
 
@@ -50,13 +42,10 @@ def post_savepoint(view: ClusterView, req: RestRequest) -> Any:
 )
 def post_stop(view: ClusterView, req: RestRequest) -> Any:
     job_id = parse_job_id(req.path_params["jobid"])
-    body = _body(req)
-    trigger_id = view.savepoints.trigger(
-        job_id,
-        body.get("targetDirectory"),
-        stop=True,
-        drain=bool(body.get("drain", False)),
-    )
+    body = json_object(req, "StopWithSavepointRequestBody")
+    target_directory = string_field(body, "targetDirectory")
+    drain = boolean_field(body, "drain") is True
+    trigger_id = view.savepoints.trigger(job_id, target_directory, stop=True, drain=drain)
     return RestResponse({"request-id": trigger_id}, status=202)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from weir.core.job_info import JobDetailsInfo, TaskStatusInfo
-from weir.rest.cluster_view import ClusterView, TaskManagerMetricsView
+from weir.rest.cluster_view import ClusterView, TaskManagerMetricsView, TaskMetrics
 from weir.rest.errors import RestHandlerError
 from weir.rest.handlers_jobs import aggregate_state, duration, job_plan, vertex_io_metrics
 from weir.rest.routes import RestRequest, route
@@ -72,7 +72,7 @@ def status_durations(task: TaskStatusInfo, details: JobDetailsInfo) -> dict[str,
 def subtask_row(
     task: TaskStatusInfo,
     details: JobDetailsInfo,
-    metrics: Mapping[str, Mapping[str, float]],
+    metrics: TaskMetrics,
     tms: Mapping[str, TaskManagerMetricsView],
 ) -> dict[str, Any]:
     """Flink's SubtaskExecutionAttemptDetailsInfo of a subtask's current attempt."""

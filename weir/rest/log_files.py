@@ -34,7 +34,7 @@ def list_log_files(directory: str) -> list[dict[str, Any]]:
 def read_log_file(directory: str, name: str, where: str) -> RestResponse:
     """The last ``LOG_TAIL_BYTES`` of ``directory/name`` as text. ``name`` is a file of
     that directory, never a path; a missing file is a 404 saying ``where`` it may be."""
-    if not name or "/" in name or name.startswith("."):
+    if not name or "/" in name or "\x00" in name or name.startswith("."):
         msg = f"{name!r} is not a log file name: GET .../logs lists the files there are"
         raise RestHandlerError(msg, 400)
     path = os.path.join(directory, name)

@@ -27,6 +27,7 @@ from importlib import resources
 from typing import Any
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from weir.core.errors import ConfigurationError
 from weir.core.security import SecurityConfig
@@ -171,14 +172,21 @@ class RestServerEndpoint:
         async def handle(request: web.Request) -> web.Response:
             body: Any = None
             if route.request_body == "multipart":
-                body = await _read_upload(request)
+                try:
+                    body = await _read_upload(request)
+                except HttpProcessingError as exc:  # aiohttp's parser refused a part
+                    msg = (
+                        f"the multipart body cannot be read ({exc.message}): send the file "
+                        "as multipart/form-data, its part named 'jobfile' ('jarfile' from "
+                        "the dashboard)"
+                    )
+                    return _error(400, msg)
             elif route.request_body == "json" and request.can_read_body:
-                text = await request.text()
-                if text.strip():
-                    try:
-                        body = json.loads(text)
-                    except json.JSONDecodeError as exc:
-                        return _error(400, f"the request body is not JSON: {exc}")
+                raw = await request.read()
+                if raw.strip():
+                    body, problem = _decode_json(raw, request.charset or "utf-8")
+                    if problem:
+                        return _error(400, problem)
             req = RestRequest(
                 path_params=dict(request.match_info),
                 query=dict(request.query),
@@ -293,6 +301,18 @@ class RestServerEndpoint:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def _decode_json(raw: bytes, charset: str) -> tuple[Any, str]:
+    """A request's JSON body and "", or None and what is wrong with it (for a 400)."""
+    try:
+        return json.loads(raw.decode(charset)), ""
+    except (UnicodeDecodeError, LookupError) as exc:
+        return None, f"the request body is not text in {charset}: {exc}; send UTF-8 JSON"
+    except json.JSONDecodeError as exc:
+        return None, f"the request body is not JSON: {exc}"
+    except RecursionError:
+        return None, "the request body nests its JSON too deeply to be read"
 
 
 async def _read_upload(request: web.Request) -> dict[str, Any] | None:

@@ -111,6 +111,26 @@ def test_invalid_configuration_key_and_value_are_named():
         MiniCluster({"heartbeat.interval": "2 s", "heartbeat.timeout": "1 s"})
 
 
+@pytest.mark.parametrize("key", ["execution.checkpointing.dir", "execution.savepoint.path"])
+def test_a_nul_character_in_a_setting_is_refused_naming_the_key(cluster, key):
+    conf = Configuration()
+    conf.set_string(key, "file:///tmp/x\x00y")
+    with pytest.raises(ConfigurationError, match=rf"'{key}'.*NUL character \(at position 13\)"):
+        env = StreamExecutionEnvironment.get_execution_environment(conf)
+        env.from_collection([1]).print()
+        env.execute("nul setting")
+    # A JobGraph that carries one anyway (built elsewhere) is refused by the Dispatcher.
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1]).print()
+    graph = env._job_graph("nul setting").job_graph
+    graph = dataclasses.replace(graph, config={**graph.config, key: "file:///tmp/x\x00y"})
+    with DispatcherGateway(cluster.address) as gateway:
+        with pytest.raises(ConfigurationError, match=rf"'{key}'.*NUL character"):
+            gateway.submit_job(encode_job_graph(graph))
+        assert graph.job_id not in [j.job_id for j in gateway.list_jobs(include_terminated=True)]
+    _cluster_still_serves()
+
+
 def test_user_function_raising_fails_the_job_with_the_remote_traceback(cluster):
     def explode(x):
         if x == 7:

@@ -4,6 +4,7 @@ bounded reading, and the errors a user can cause."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
@@ -196,7 +197,7 @@ def test_offsets_are_committed_to_the_group_only_when_the_checkpoint_completes(k
 
 
 def test_starting_offsets_and_a_transactional_topic_read_to_its_end(kafka_broker):
-    from confluent_kafka import Producer
+    from confluent_kafka import Consumer, Producer, TopicPartition
 
     topic = _topic(kafka_broker, 1)
     producer = Producer(
@@ -207,6 +208,21 @@ def test_starting_offsets_and_a_transactional_topic_read_to_its_end(kafka_broker
     for i in range(10):
         producer.produce(topic, str(i).encode())
     producer.commit_transaction()
+    # The commit returns once the coordinator logged it; the markers that move the
+    # partition's last stable offset (a read_committed reader's end) follow. Await them,
+    # or the reader's end is the offset before the transaction.
+    probe = Consumer(
+        {
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "group.id": f"probe-{topic}",
+            "isolation.level": "read_committed",
+        }
+    )
+    deadline = time.monotonic() + 60
+    while probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1] < 11:
+        assert time.monotonic() < deadline, "the transaction's commit marker never came"
+        time.sleep(0.05)
+    probe.close()
     # The partition ends with a commit marker: the bounded reader must still end.
     source = (
         _builder(kafka_broker, topic, isolation_level="read_committed")
@@ -277,3 +293,25 @@ def test_a_checkpoint_before_the_first_poll_holds_the_starting_offsets(kafka_bro
         f"{p}-{i}" for p in range(2) for i in range(5)
     )
     restored.close()
+
+
+def test_a_bounded_read_that_starts_at_a_partitions_end_releases_no_partition_it_never_took(
+    kafka_broker, caplog
+):
+    """A partition already at its stopping offset when the read starts is never assigned,
+    so it is not unassigned either: librdkafka would log "Can't subtract from empty
+    assignment" for it (and for any partition not in the assignment)."""
+    topic = _topic(kafka_broker, 3)
+    kafka_broker.produce(topic, ["a", "b"], partition=1)  # 0 and 2 stay empty
+    source = _builder(kafka_broker, topic).set_bounded(KafkaOffsetsInitializer.latest()).build()
+    with caplog.at_level(logging.DEBUG):
+        reader = source.create_reader(Ctx())
+        assert _records(_drain(reader)) == ["a", "b"]
+        # Restored with partition 0 at its end (next offset = stopping offset).
+        restored = source.create_reader(Ctx())
+        restored.restore_splits([("partition", topic, 0, 0, 0), ("partition", topic, 1, 0, 2)])
+        assert _records(_drain(restored)) == ["a", "b"]
+        reader.close()
+        restored.close()
+    complaints = [r.getMessage() for r in caplog.records if "assignment" in r.getMessage()]
+    assert complaints == []

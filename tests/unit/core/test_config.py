@@ -39,6 +39,36 @@ def test_config_file_errors_name_the_key(tmp_path):
         cfg.load_config_file(path)
 
 
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"a: 1\n\x00\x01", "holds binary data (a NUL byte at offset 5)"),
+        (b"a: caf\xe9\n", "is not UTF-8 text (byte 0xe9 at offset 6)"),
+        (b"a: [1,\n", "cannot parse configuration file"),
+        (b"a: \x07\n", "cannot parse configuration file"),
+    ],
+)
+def test_a_config_file_that_is_not_yaml_text_is_named_on_one_line(tmp_path, content, says):
+    path = tmp_path / "weir-conf.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigurationError) as info:
+        cfg.load_config_file(path)
+    assert str(path) in str(info.value) and says in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_config_file_that_cannot_be_read_is_named(tmp_path):
+    with pytest.raises(ConfigurationError, match="cannot read configuration file.*directory"):
+        cfg.load_config_file(tmp_path)
+
+
+def test_a_nul_character_in_a_key_or_value_is_refused_naming_the_key():
+    with pytest.raises(ConfigurationError, match=r"value for configuration key 'a\.b'.*position 2"):
+        cfg.validate({"a.b": "/x\x00"})
+    with pytest.raises(ConfigurationError, match=r"configuration key 'spark\.x\\x00'"):
+        cfg.validate({"spark.x\x00": "1"})
+
+
 def test_docs_table_lists_every_key():
     table = cfg.docs_table()
     assert all(f"`{key}`" in table for key in cfg.OPTIONS)

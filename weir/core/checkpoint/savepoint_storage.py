@@ -61,21 +61,43 @@ def savepoint_parent_directory(config: Mapping[str, str], given: str | None) -> 
             "(state.savepoints.dir) in the configuration"
         )
         raise ConfigurationError(msg)
+    nul = directory.find("\x00")
+    if nul >= 0:
+        msg = (
+            f"the savepoint directory {directory!r} holds a NUL character (at position "
+            f"{nul}), which no path can hold; give the directory without it"
+        )
+        raise ConfigurationError(msg)
     return directory
 
 
 def new_savepoint_directory(parent: str, job_id: str) -> str:
-    """The URL of a new savepoint's directory under ``parent`` (not created yet)."""
-    fs, root = fsspec.core.url_to_fs(parent)
+    """The URL of a new savepoint's directory under ``parent`` (not created yet).
+    ConfigurationError when no filesystem of this process serves ``parent``."""
+    try:
+        fs, root = fsspec.core.url_to_fs(parent)
+    except (ValueError, ImportError, OSError) as exc:
+        # fsspec's own words: "Protocol not known: foo", "Install s3fs to access S3", ...
+        msg = (
+            f"cannot use the savepoint directory {parent!r}: {exc}; give a directory URL of "
+            "a filesystem the cluster can write (file://, hdfs://, s3:// with s3fs "
+            "installed, ...)"
+        )
+        raise ConfigurationError(msg) from exc
     name = f"{SAVEPOINT_DIR_PREFIX}{job_id[:6]}-{uuid.uuid4().hex[:12]}"
     return str(fs.unstrip_protocol(f"{root.rstrip('/')}/{name}"))
 
 
-def savepoint_location(directory: str, checkpoint_id: int) -> FileSystemLocation:
-    """Where a task writes its part of savepoint ``checkpoint_id`` (created if needed)."""
+def savepoint_location(
+    directory: str, checkpoint_id: int, *, create: bool = True
+) -> FileSystemLocation:
+    """Where the tasks write their parts of savepoint ``checkpoint_id``: created by the
+    coordinator when it triggers the savepoint, only resolved by a task (``create=False``).
+    Every part is a file of the directory, however small: a savepoint is self-contained."""
     fs, path = fsspec.core.url_to_fs(directory)
     path = path.rstrip("/")
-    fs.makedirs(path, exist_ok=True)
+    if create:
+        fs.makedirs(path, exist_ok=True)
     return FileSystemLocation(fs, path, checkpoint_id)
 
 

@@ -9,6 +9,7 @@ from weir.core.config_option import (
     _option,
     _parse_bool,
     _port,
+    _positive_duration_ms,
 )
 from weir.core.errors import ConfigurationError
 from weir.core.port_range import parse_port_range
@@ -50,6 +51,18 @@ WEB_UPLOAD_DIR = _option(
     str,
     "Where job files uploaded through the dashboard (/jars/upload) are kept. Empty: a "
     "temporary directory of the master, removed when it stops.",
+)
+# Flink's key; Flink's default is 10 s. Ours is short because what it serves (rates) is
+# already averaged over seconds on the TaskManager, and a dashboard polling every few
+# seconds and a REST client reading several vertices still share one fetch per
+# TaskManager per interval.
+METRIC_FETCHER_UPDATE_INTERVAL = _option(
+    "metrics.fetcher.update-interval",
+    1000,
+    _positive_duration_ms,
+    "How often the REST endpoint asks each TaskManager for its metrics, at most (it asks "
+    "when a REST call needs them). A TaskManager that does not answer is served from its "
+    'last values, marked "stale" in the metrics of /jobs/{jobid} and its vertices.',
 )
 PROMETHEUS_FACTORY_CLASS = _option(
     "metrics.reporter.prom.factory.class",

@@ -65,6 +65,40 @@ MAX_BUFFERS_PER_SUBPARTITION = _option(
     _positive_int,
     "Buffers a subpartition may queue before its writer blocks (back-pressure).",
 )
+# A consumer sends its handshake as its first bytes, so a real one finishes in
+# milliseconds; the timeout only ends connections that never will, which otherwise hold a
+# file descriptor each until the TaskManager runs out. 10 s is what Flink's data plane
+# gives its TLS handshake (Netty's SslHandler default, left in place by
+# security.ssl.internal.handshake-timeout = -1): far above a loaded host's pause, far
+# below the 50 s heartbeat timeout, after which a silent peer is lost anyway.
+HANDSHAKE_TIMEOUT = _option(
+    "taskmanager.network.handshake-timeout",
+    10_000,
+    _positive_duration_ms,
+    "How long a TaskManager's data server waits for a new connection to authenticate "
+    "(TLS, then the data handshake with security.auth.token) before closing it.",
+)
+# A consumer TaskManager opens one connection to a producer TaskManager, so a host has at
+# most one unauthenticated connection per TaskManager on it, and only for milliseconds:
+# 64 covers 64 TaskManagers of one host connecting at the same moment. The oldest
+# unauthenticated connections are closed first, so a flood from one host costs that host
+# its own connections, never another host's.
+MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST = _option(
+    "taskmanager.network.max-unauthenticated-connections-per-host",
+    64,
+    _positive_int,
+    "Connections one peer address may hold open on a TaskManager's data server before "
+    "they authenticate; past it the oldest of them is closed.",
+)
+# All peers together: a quarter of the common open-file limit of 1024, so unauthenticated
+# connections alone cannot exhaust a TaskManager's file descriptors.
+MAX_UNAUTHENTICATED_CONNECTIONS = _option(
+    "taskmanager.network.max-unauthenticated-connections",
+    256,
+    _positive_int,
+    "Connections all peers together may hold open on a TaskManager's data server before "
+    "they authenticate; past it the oldest of them is closed.",
+)
 NETWORK_COMPRESSION = _option(
     "taskmanager.network.compression.codec",
     "none",

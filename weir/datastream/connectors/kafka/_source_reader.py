@@ -112,6 +112,9 @@ class KafkaSourceReader:
         self._clock = clock
         self._timeout_ms = api_timeout_ms(config.properties)
         self._splits: dict[TP, _Split] = {}
+        # The partitions in the consumer's assignment: a split found at its end is never
+        # assigned, and librdkafka refuses (and logs) the removal of a partition it lacks.
+        self._assigned: set[TP] = set()
         self._classes: list[_DiscoveryClass] = []
         self._restored: list[Any] | None = None
         self._consumer: Any = None
@@ -148,6 +151,7 @@ class KafkaSourceReader:
     def close(self) -> None:
         consumer, self._consumer = self._consumer, None
         self._pending.clear()
+        self._assigned.clear()
         if consumer is not None:
             consumer.close()
 
@@ -273,7 +277,8 @@ class KafkaSourceReader:
             self._next_discovery = self._clock() + config.discovery_interval_ms / 1000
         if not self._classes:
             return
-        found = self._list_partitions()
+        # Before the first assignment polling takes no record: it serves the callbacks.
+        found = self._list_partitions(serve=self._consumer.poll if initial else None)
         new: list[TP] = []
         for cls in self._classes:
             for tp in found:
@@ -302,20 +307,22 @@ class KafkaSourceReader:
         self._drop_finished()
         self._assign([s for s in added if not s.finished], incremental=not initial)
 
-    def _list_partitions(self) -> list[TP]:
+    def _list_partitions(self, serve: Callable[[float], Any] | None) -> list[TP]:
         config = self._config
         servers = config.bootstrap_servers
         if config.topics:
             found: list[TP] = []
             for topic in config.topics:
-                partitions = topic_partitions(self._consumer, servers, topic, self._timeout_ms)
+                partitions = topic_partitions(
+                    self._consumer, servers, topic, self._timeout_ms, serve=serve
+                )
                 if topic not in partitions:
                     raise missing_topic(topic, servers, "set_topics(...)")
                 found.extend((topic, p) for p in partitions[topic])
             return found
         if config.topic_pattern is not None:
             pattern = re.compile(config.topic_pattern)
-            listed = topic_partitions(self._consumer, servers, None, self._timeout_ms)
+            listed = topic_partitions(self._consumer, servers, None, self._timeout_ms, serve=serve)
             return [
                 (topic, p)
                 for topic, partitions in sorted(listed.items())
@@ -326,7 +333,7 @@ class KafkaSourceReader:
         for topic, partition in config.partitions:
             if topic not in listed_topics:
                 listed_topics.update(
-                    topic_partitions(self._consumer, servers, topic, self._timeout_ms)
+                    topic_partitions(self._consumer, servers, topic, self._timeout_ms, serve=serve)
                 )
                 if topic not in listed_topics:
                     raise missing_topic(topic, servers, "set_partitions(...)")
@@ -344,6 +351,8 @@ class KafkaSourceReader:
             self._consumer.incremental_assign(partitions)
         else:
             self._consumer.assign(partitions)
+            self._assigned.clear()
+        self._assigned.update((s.topic, s.partition) for s in splits)
 
     def _drop_finished(self) -> None:
         done = [key for key, split in self._splits.items() if split.finished]
@@ -351,12 +360,16 @@ class KafkaSourceReader:
             return
         for key in done:
             del self._splits[key]
-        if self._consumer is not None:
+        assigned = [key for key in done if key in self._assigned]
+        if assigned and self._consumer is not None:
+            self._assigned.difference_update(assigned)
             kafka = confluent()
             try:
-                self._consumer.incremental_unassign([kafka.TopicPartition(t, p) for t, p in done])
+                self._consumer.incremental_unassign(
+                    [kafka.TopicPartition(t, p) for t, p in assigned]
+                )
             except kafka.KafkaException:
-                logger.debug("unassigning finished partitions %s", done, exc_info=True)
+                logger.debug("unassigning finished partitions %s", assigned, exc_info=True)
 
     def _check_stops(self) -> None:
         """Finish partitions whose consumer position passed their stopping offset
