@@ -656,6 +656,9 @@ def load_image(layout: Layout, ref: str) -> bool:
     so a rebuilt image costs containerd only its new layers."""
     if ref in containerd_images(layout):
         return False
+    if not podman_has(ref):
+        msg = f"{ref} is not in podman's store: build it first (make kubernetes builds Weir's)"
+        raise ClusterError(msg)
     have = set(
         subprocess.run(
             _ctr(layout, "content", "ls", "-q"),
@@ -699,7 +702,74 @@ def load_image(layout: Layout, ref: str) -> bool:
             errors = f"{load_err.read().decode()[-1500:]} {save_err.read().decode()[-500:]}"
             msg = f"loading {ref} into containerd failed: {errors}"
             raise ClusterError(msg)
+    _forget_old_images(layout, ref)
     return True
+
+
+# Images of the same repository kept in containerd's store (which outlives the cluster):
+# other runs on this machine may be using theirs; older ones go, with their layers.
+IMAGES_KEPT = 4
+
+
+def _forget_old_images(layout: Layout, loaded: str) -> None:
+    """Remember the order images of ``loaded``'s repository were loaded in, and remove all
+    but the last few of them that no container runs."""
+    repository = loaded.rsplit(":", 1)[0]
+    record = CACHE / "containerd" / f"loaded-{repository.replace('/', '_')}.txt"
+    order = [r for r in record.read_text().split() if r != loaded] if record.exists() else []
+    order.append(loaded)
+    present = containerd_images(layout)
+    # Ones loaded before there was a record count as the oldest.
+    unrecorded = sorted(r for r in present if r.startswith(f"{repository}:") and r not in order)
+    order = [r for r in [*unrecorded, *order] if r in present]
+    in_use = _images_in_use(layout)
+    for old in order[:-IMAGES_KEPT]:
+        if old not in in_use:
+            # Through the CRI, which drops its own reference (by id) to the image too, so
+            # that containerd collects the layers no other image has.
+            subprocess.run(
+                [
+                    str(BIN / "crictl"),
+                    "--runtime-endpoint",
+                    f"unix://{layout.containerd_socket}",
+                    "rmi",
+                    old,
+                ],
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+            order.remove(old)
+    record.write_text("\n".join(order) + "\n")
+
+
+def _images_in_use(layout: Layout) -> set[str]:
+    """The names of the images some container (running or not) was made from."""
+
+    def crictl(*args: str) -> Any:
+        done = subprocess.run(
+            [
+                str(BIN / "crictl"),
+                "--runtime-endpoint",
+                f"unix://{layout.containerd_socket}",
+                *args,
+                "-o",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        return json.loads(done.stdout) if done.returncode == 0 else {}
+
+    ids = {c.get("imageRef") for c in crictl("ps", "-a").get("containers", [])}
+    return {
+        tag
+        for image in crictl("images").get("images", [])
+        if image.get("id") in ids
+        for tag in image.get("repoTags") or []
+    }
 
 
 def _containerd_config(layout: Layout) -> Path:

@@ -450,7 +450,39 @@ def test_a_savepoint_carries_a_job_across_a_helm_upgrade(
     # The upgrade's image: the same build under a new tag, as a release would be.
     upgraded = f"{weir_image.repository}:{weir_image.tag}-upgrade"
     subprocess.run(["podman", "tag", weir_image.ref, upgraded], check=True, timeout=120)
-    kubernetes.load_image(upgraded)
+    try:
+        kubernetes.load_image(upgraded)
+        _savepoint_across_an_upgrade(
+            kubernetes, weir_image, kubernetes_namespace, volume, tmp_path, upgraded
+        )
+    finally:
+        subprocess.run(["podman", "untag", weir_image.ref, upgraded], check=False, timeout=120)
+        kubernetes.kubectl(
+            "-n", kubernetes_namespace, "delete", "deployment", "weir", "--wait=true", check=False
+        )
+        kubernetes.run_tool(
+            [
+                "ctr",
+                "--address",
+                str(kubernetes.layout.containerd_socket),
+                "-n",
+                "k8s.io",
+                "images",
+                "rm",
+                upgraded,
+            ],
+            check=False,
+        )
+
+
+def _savepoint_across_an_upgrade(
+    kubernetes: Any,
+    weir_image: Any,
+    kubernetes_namespace: str,
+    volume: Path,
+    tmp_path: Path,
+    upgraded: str,
+) -> None:
     values = [
         *SMALL_CHART,
         "storage.persistentVolumeClaim.enabled=true",

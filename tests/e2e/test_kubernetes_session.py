@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cluster_harness import listening_addresses
 from ha_cluster import committed, expected_running_sums
 from kubernetes_sessions import (
     CLAIM,
@@ -175,6 +176,10 @@ def test_a_session_runs_a_job_through_a_deleted_taskmanager_pod(
             interval_s=1,
         )
     assert committed(volume / "out") == expected_running_sums(RECORDS)
+    # How many leases the master asked Spark for: two at the start, and after the pod's
+    # deletion one for the lost TaskManager (more, if its slot requests were repeated).
+    leases = session.master_log(tail=100_000).count("leasing a TaskManager: lease ")
+    print(f"[kubernetes figure] leases asked for: {leases} (2 at the start)")
 
     # Stopped as Flink's session is: `stop` to an attached kubernetes-session.sh.
     done = session.script(*session.dynamic, "-Dexecution.attached=true", stdin="stop\n")
@@ -196,3 +201,18 @@ def test_a_session_runs_a_job_through_a_deleted_taskmanager_pod(
         return not objects.strip()
 
     wait_until(nothing_left, START_TIMEOUT_S, "every object of the session to be deleted")
+
+
+def test_the_cluster_listens_only_on_loopback_and_the_nodes_own_address(kubernetes) -> None:
+    """The test cluster's processes serve this machine and its pods only: loopback, and the
+    node's address on the cluster's own bridge (the API server, the kubelet)."""
+    from kubernetes_cluster import COMPONENTS
+
+    found = {}
+    for name in COMPONENTS:
+        pid = kubernetes.component_pid(name)
+        assert pid is not None, f"{name} is not running"
+        found[name] = listening_addresses(pid)
+    hosts = {host for addresses in found.values() for host, _port in addresses}
+    assert hosts <= {"127.0.0.1", kubernetes.node_ip}, found
+    assert (kubernetes.node_ip, 6443) in found["kube-apiserver"]

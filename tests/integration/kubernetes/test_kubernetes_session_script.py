@@ -1,7 +1,9 @@
 """``deploy/bin/kubernetes-session.sh`` (``weir kubernetes-session``): its ``--dry-run``
 output, validated strictly against the Kubernetes API schemas, and what it asks kubectl
-to do. No API server runs here: the kubectl these tests put first on the PATH is a
-stand-in script that writes down its arguments and input and answers a Deployment's uid."""
+to do, fast and without a cluster: the kubectl these tests put first on the PATH is a
+stand-in script that writes down its arguments and input and answers just enough (a
+Deployment's uid, a ready Deployment, the REST Service once applied).
+tests/e2e/test_kubernetes_*.py run the script against a real API server."""
 
 from __future__ import annotations
 
