@@ -13,6 +13,7 @@ weir info [-p N] job.py [args...]
 weir certs --out DIR --hosts HOST[,HOST...] [--days N]
 weir ha status
 weir kubernetes-session [-Dkey=value ...] [--dry-run]   (-Dexecution.attached=true: attach)
+weir run-application -t kubernetes-application [-Dkey=value ...] job.py|local:///path [args...]
 weir yarn-session [-nm NAME] [-qu QUEUE] [-jm MEM] [-tm MEM] [-s N] [-D k=v] [-d]
 weir yarn-session -id APPLICATION_ID [stop]
 
@@ -455,6 +456,13 @@ def cmd_kubernetes_session(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     return start_session(session_config(conf, ns.dynamic), ns.dry_run)
 
 
+def cmd_run_application(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    from weir.client.kubernetes_application import run_application  # noqa: PLC0415
+    from weir.client.kubernetes_session import session_config  # noqa: PLC0415
+
+    return run_application(session_config(conf, ns.dynamic), ns.script, ns.args)
+
+
 def _dynamic_property(text: str) -> tuple[str, str]:
     """``-Dkey=value`` (Flink's dynamic properties): one configuration key."""
     key, sep, value = text.partition("=")
@@ -659,6 +667,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="print every manifest as one multi-document YAML and apply nothing",
     )
     session.set_defaults(func=cmd_kubernetes_session)
+
+    application = sub.add_parser(
+        "run-application",
+        help="run a job program in a cluster of its own (-t kubernetes-application)",
+        description="Start an application cluster on Kubernetes whose master runs the "
+        "program: the objects of kubernetes-session, with the program (a file here, shipped in "
+        "the cluster's ConfigMap, or local:///path of one in the image) and its arguments. "
+        "The cluster is deleted when its jobs have ended, and kept when one failed. "
+        "Configuration: weir-conf.yaml of WEIR_CONF_DIR, then -D.",
+    )
+    application.add_argument(
+        "-t",
+        "--target",
+        required=True,
+        choices=["kubernetes-application"],
+        help="where the cluster runs (Flink's execution target)",
+    )
+    application.add_argument(
+        "-D",
+        dest="dynamic",
+        action="append",
+        default=[],
+        type=_dynamic_property,
+        metavar="KEY=VALUE",
+        help="a configuration key, e.g. -Dkubernetes.cluster-id=orders (repeatable)",
+    )
+    application.add_argument("script")
+    application.add_argument("args", nargs=argparse.REMAINDER)
+    application.set_defaults(func=cmd_run_application)
 
     yarn = sub.add_parser(
         "yarn-session",

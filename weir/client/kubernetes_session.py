@@ -35,7 +35,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from weir.client.kubernetes_manifests import generated_cluster_id, manifests_yaml, render_manifests
+from weir.client.kubernetes_manifests import (
+    Application,
+    generated_cluster_id,
+    manifests_yaml,
+    render_manifests,
+)
 from weir.core import config as cfg
 from weir.core.errors import WeirError
 
@@ -177,7 +182,7 @@ def dispatcher_address(config: Mapping[str, str]) -> str:
     return service_endpoint(config, service, "rpc")
 
 
-def _describe(config: Mapping[str, str], service: Mapping[str, Any]) -> str:
+def describe(config: Mapping[str, str], service: Mapping[str, Any]) -> str:
     cluster_id, namespace = _names(config)
     rpc_port = cfg.get(config, cfg.JOBMANAGER_PORT)
     rest_port = cfg.get(config, cfg.REST_PORT)
@@ -207,17 +212,20 @@ def _describe(config: Mapping[str, str], service: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _create(config: Mapping[str, str]) -> None:
+def create_cluster(config: Mapping[str, str], application: Application | None = None) -> None:
+    """Apply the cluster's objects (those of an application cluster with ``application``),
+    then all but the Deployment again, owned by it."""
     kubectl = _kubectl(config)
     cluster_id, namespace = _names(config)
-    _run([*kubectl, "apply", "-f", "-"], manifests_yaml(render_manifests(config)))
+    manifests = render_manifests(config, application=application)
+    _run([*kubectl, "apply", "-f", "-"], manifests_yaml(manifests))
     get_uid = ["-n", namespace, "get", f"deployment/{cluster_id}", "-o", "jsonpath={.metadata.uid}"]
     uid = _run([*kubectl, *get_uid]).strip()
-    owned = [m for m in render_manifests(config, uid) if m["kind"] != "Deployment"]
+    owned = [m for m in render_manifests(config, uid, application) if m["kind"] != "Deployment"]
     _run([*kubectl, "apply", "-f", "-"], manifests_yaml(owned))
 
 
-class _NotStarting(WeirError):
+class NotStarting(WeirError):
     """A pod of a new session cannot start; the message says which and why."""
 
 
@@ -262,7 +270,7 @@ def _pod_problem(config: Mapping[str, str], pod: Mapping[str, Any]) -> str | Non
 
 def await_ready(config: Mapping[str, str], timeout_s: float = START_TIMEOUT_S) -> None:
     """Wait until the session's master is ready and the TaskManager pods it starts with
-    (``resourcemanager.taskmanager.min``) run. Raises ``_NotStarting`` as soon as a pod
+    (``resourcemanager.taskmanager.min``) run. Raises ``NotStarting`` as soon as a pod
     cannot start (it cannot be scheduled, its image cannot be had, it keeps crashing, the
     Deployment cannot create it), WeirError at the timeout."""
     cluster_id, namespace = _names(config)
@@ -274,12 +282,12 @@ def await_ready(config: Mapping[str, str], timeout_s: float = START_TIMEOUT_S) -
             if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
                 detail = condition.get("message", "").strip()
                 msg = f"the Deployment {cluster_id} cannot create its pod: {detail}"
-                raise _NotStarting(msg)
+                raise NotStarting(msg)
         pods = _kubectl_json(config, "get", "pods", "-l", f"app={cluster_id}")["items"]
         for pod in pods:
             problem = _pod_problem(config, pod)
             if problem:
-                raise _NotStarting(problem)
+                raise NotStarting(problem)
         running = [
             p
             for p in pods
@@ -322,12 +330,12 @@ def start_session(
     cluster_id, namespace = _names(config)
     service = rest_service(config)
     if service is None:
-        _create(config)
+        create_cluster(config)
         out.write(f"Weir session cluster {cluster_id} created in namespace {namespace}.\n")
         out.flush()
         try:
             await_ready(config)
-        except _NotStarting as exc:
+        except NotStarting as exc:
             stop_session(config, out)
             msg = f"the session {cluster_id} cannot start, and was deleted: {exc}"
             raise WeirError(msg) from exc
@@ -338,7 +346,7 @@ def start_session(
         out.write("Its master is ready.\n")
     else:
         out.write(f"Found the Weir session cluster {cluster_id} in namespace {namespace}.\n")
-    out.write(_describe(config, service))
+    out.write(describe(config, service))
     out.flush()
     if not cfg.get(config, cfg.ATTACHED):
         return 0
