@@ -53,6 +53,8 @@ def run_application(
         # The jobs' parallelism: the running sum's is 2.
         "resourcemanager.taskmanager.min": "1",
         "resourcemanager.taskmanager.max": "2",
+        # Reached from this machine (weir list --target kubernetes-application).
+        "kubernetes.rest-service.exposed.type": "NodePort",
     }
     return subprocess.run(
         [
@@ -169,7 +171,7 @@ def test_a_failed_applications_cluster_is_kept_with_its_last_checkpoint(
     assert done.returncode == 0, done.stdout + done.stderr
     target = [
         "--target",
-        "kubernetes-session",
+        "kubernetes-application",
         "-Dkubernetes.cluster-id=fails",
         f"-Dkubernetes.namespace={kubernetes_namespace}",
     ]

@@ -65,6 +65,8 @@ from weir.state import read_savepoint
 CONF_FILE = "weir-conf.yaml"
 # Flink's execution target of a Kubernetes session (flink run --target kubernetes-session).
 KUBERNETES_SESSION_TARGET = "kubernetes-session"
+# An application cluster's (flink list --target kubernetes-application): found the same way.
+KUBERNETES_APPLICATION_TARGET = "kubernetes-application"
 
 
 def _default_conf_dir() -> Path:
@@ -93,7 +95,7 @@ def cluster_target(
         conf = {**conf, **cfg.validate(dict(dynamic))}
     if ns.jobmanager:
         return conf, ns.jobmanager, None
-    if getattr(ns, "target", None) == KUBERNETES_SESSION_TARGET:
+    if getattr(ns, "target", None) in (KUBERNETES_SESSION_TARGET, KUBERNETES_APPLICATION_TARGET):
         from weir.client.kubernetes_session import dispatcher_address  # noqa: PLC0415
 
         return conf, dispatcher_address(conf), None
@@ -502,8 +504,9 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-t",
         "--target",
-        choices=[KUBERNETES_SESSION_TARGET],
-        help="find the Dispatcher of the Kubernetes session -Dkubernetes.cluster-id names",
+        choices=[KUBERNETES_SESSION_TARGET, KUBERNETES_APPLICATION_TARGET],
+        help="find the Dispatcher of the Kubernetes session (or application cluster) "
+        "-Dkubernetes.cluster-id names",
     )
     parser.add_argument(
         "-D",
@@ -681,7 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-t",
         "--target",
         required=True,
-        choices=["kubernetes-application"],
+        choices=[KUBERNETES_APPLICATION_TARGET],
         help="where the cluster runs (Flink's execution target)",
     )
     application.add_argument(

@@ -109,7 +109,7 @@ def run_application(
     out.write(
         "The cluster is deleted when its job has finished (or was cancelled); when it fails, "
         "the cluster stays, with its last checkpoint: see weir list -a --target "
-        f"kubernetes-session -D{cfg.KUBERNETES_CLUSTER_ID.key}={cluster_id}, then kubectl -n "
+        f"kubernetes-application -D{cfg.KUBERNETES_CLUSTER_ID.key}={cluster_id}, then kubectl -n "
         f"{namespace} delete deployment/{cluster_id}.\n"
     )
     out.flush()

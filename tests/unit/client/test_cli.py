@@ -115,3 +115,10 @@ def test_run_application_of_a_missing_program_says_so_before_anything_is_applied
     )
     assert code == 1
     assert "no job file" in capsys.readouterr().err
+
+
+def test_an_application_cluster_is_found_as_a_session_is() -> None:
+    ns = cli.build_parser().parse_args(
+        ["list", "--target", "kubernetes-application", "-Dkubernetes.cluster-id=wc"]
+    )
+    assert ns.target == "kubernetes-application"
