@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -111,6 +112,52 @@ def hadoop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     cluster = shared.acquire()
     yield cluster
     shared.release()
+
+
+@pytest.fixture(scope="session")
+def kubernetes() -> Iterator[object]:
+    """A real single-node Kubernetes cluster on this machine (tests/kubernetes_cluster.py),
+    one for the whole run: pytest-xdist's workers share it, and it stops by itself, its
+    host changes undone, once none of them uses it any more. Needs root and what
+    `make kubernetes` builds."""
+    if os.geteuid() != 0:
+        pytest.skip("the Kubernetes test cluster needs root (mounts, iptables, cgroups)")
+    from kubernetes_build import BuildError, ensure_toolchain
+    from kubernetes_cluster import ClusterError, SharedKubernetes
+
+    shared = SharedKubernetes()
+    try:
+        # Built by `make kubernetes` already, as a rule: then this takes a second.
+        ensure_toolchain()
+        cluster = shared.acquire()
+    except (BuildError, ClusterError) as exc:
+        pytest.fail(str(exc))
+    yield cluster
+    shared.release()
+
+
+@pytest.fixture(scope="session")
+def weir_image(kubernetes: Any) -> object:
+    """Weir's image (deploy/kubernetes/Dockerfile), built by podman unless one of the same
+    inputs exists, and loaded into the cluster's containerd: ``.repository``, ``.tag``,
+    ``.ref``, ``.size_bytes``, ``.build_seconds``."""
+    from kubernetes_build import BuildError, ensure_weir_image
+
+    try:
+        image = ensure_weir_image()
+    except BuildError as exc:
+        pytest.fail(str(exc))
+    kubernetes.load_image(image.ref)
+    return image
+
+
+@pytest.fixture
+def kubernetes_namespace(kubernetes: Any) -> Iterator[str]:
+    """A namespace of the test's own on the cluster, deleted (and waited for: its pods hold
+    the node's CPU until they are gone) after the test."""
+    name = kubernetes.create_namespace()
+    yield name
+    kubernetes.delete_namespace(name)
 
 
 @pytest.fixture(scope="session")

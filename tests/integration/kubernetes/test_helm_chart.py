@@ -4,9 +4,10 @@ manifest validated strictly against the Kubernetes API schemas of the three newe
 versions kubernetes-validate bundles, the weir-conf.yaml it renders checked by Weir's own
 configuration rules, and the chart held to ``weir kubernetes-session``'s objects.
 
-No API server runs here: nothing is installed anywhere. helm comes from ``make helm``
-(``go install`` of Helm's module into a cache outside the repository), given as WEIR_HELM,
-or from the PATH; without it these tests are skipped, saying so."""
+No API server is used here: nothing is installed (tests/e2e/test_kubernetes_long.py
+installs the chart on a real cluster). helm comes from ``make helm`` (``go install`` of
+Helm's module into a cache outside the repository), given as WEIR_HELM, or from the PATH;
+without it these tests are skipped, saying so."""
 
 from __future__ import annotations
 

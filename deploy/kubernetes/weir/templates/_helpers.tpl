@@ -122,7 +122,9 @@ imagePullSecrets:
   "kubernetes.container.image.pull-policy" .Values.image.pullPolicy
   "kubernetes.jobmanager.replicas" (include "weir.replicas" .)
   "kubernetes.jobmanager.cpu.amount" (toString .Values.master.cpu)
+  "kubernetes.jobmanager.cpu.limit-factor" (toString .Values.master.cpuLimitFactor)
   "kubernetes.taskmanager.cpu.amount" (toString .Values.taskManagers.cpu)
+  "kubernetes.taskmanager.cpu.limit-factor" (toString .Values.taskManagers.cpuLimitFactor)
   "kubernetes.pod-template-file.taskmanager" "/opt/weir/conf/taskmanager-pod-template.yaml"
   "jobmanager.memory.process.size" (toString .Values.master.memory)
   "jobmanager.bind-host" "0.0.0.0"
