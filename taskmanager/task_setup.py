@@ -265,17 +265,25 @@ class TaskSetup:
             )
             self._backends.append(backend)
             if self._restored is not None:
+                conform_key = next(
+                    (getattr(s, "conform_key", None) for s in payload["key_selectors"] if s),
+                    None,
+                )
                 keyed, native, legacy = self._restored.keyed_state(
                     str(descriptor.operator_id),
                     backend.key_hasher,
                     backend.key_group_range,
                     f"operator {descriptor.uid or descriptor.operator_id} ({descriptor.name})",
+                    conform_key,
                 )
                 root = rocksdb_root(tdd.job_config)
                 # Written before key placements were recorded: read whole, keys regrouped.
                 keyed.extend(
                     regroup(
-                        to_canonical(h, backend, root), backend.key_hasher, backend.key_group_range
+                        to_canonical(h, backend, root),
+                        backend.key_hasher,
+                        backend.key_group_range,
+                        conform_key,
                     )
                     for h in legacy
                 )

@@ -14,11 +14,13 @@ hashCode 0 rather than a null field. So, restoring a handle:
   reads every group of every legacy handle of the operator (the JobMaster gives it them
   all, ``weir.jobmanager.checkpoint.state_assignment``); other key types' keys stayed,
   but for ``None``, whose old group the subtask that owns its new one reads as well. Each
-  key read is then placed by the job's rule and kept if the subtask owns it.
+  key read is then made what the key selector returns now (a Row of a ROW key type gets
+  the type's names), placed by the job's rule and kept if the subtask owns it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from weir.core.checkpoint import KeyedStateHandle
@@ -72,16 +74,22 @@ def groups_to_read(
 
 
 def regroup(
-    snapshot: KeyedStateSnapshot, hasher: PyFlinkKeyHasher, owned: range
+    snapshot: KeyedStateSnapshot,
+    hasher: PyFlinkKeyHasher,
+    owned: range,
+    conform_key: Callable[[Any], Any] | None = None,
 ) -> KeyedStateSnapshot:
     """``snapshot`` with each key in the group ``hasher`` places it in, keeping only the
-    groups of ``owned``."""
+    groups of ``owned``; ``conform_key`` makes an old key what the operator's key selector
+    returns now (``weir.core.key_selectors.ConformedKeySelector``: Rows of a ROW key type
+    named)."""
     m = snapshot.max_parallelism
     states: dict[str, dict[int, dict[Any, Any]]] = {}
     for name, by_group in snapshot.states.items():
         regrouped: dict[int, dict[Any, Any]] = {}
         for entries in by_group.values():
-            for key, value in entries.items():
+            for old_key, value in entries.items():
+                key = old_key if conform_key is None else conform_key(old_key)
                 group = hasher.key_group(key, m)
                 if group in owned:
                     regrouped.setdefault(group, {})[key] = value

@@ -105,7 +105,12 @@ class RestoredTaskState:
         self._max_parallelism = max_parallelism
 
     def keyed_state(
-        self, operator_id: str, hasher: PyFlinkKeyHasher, key_groups: range, operator: str
+        self,
+        operator_id: str,
+        hasher: PyFlinkKeyHasher,
+        key_groups: range,
+        operator: str,
+        conform_key: Callable[[Any], Any] | None = None,
     ) -> tuple[
         list[KeyedStateSnapshot],
         list[IncrementalKeyGroupsStateHandle],
@@ -116,8 +121,9 @@ class RestoredTaskState:
         ``key_groups``: the canonical snapshots hold only its key groups, each key in the
         group it belongs to; the incremental handles are restored as they are, the legacy
         ones (``key_placement.is_legacy``) the caller reads in the canonical form and puts
-        through ``key_placement.regroup``. Raises StateMigrationError for state whose keys
-        were placed by another key type (``operator`` names the operator)."""
+        through ``key_placement.regroup`` (``conform_key`` as there). Raises
+        StateMigrationError for state whose keys were placed by another key type
+        (``operator`` names the operator)."""
         state = self.snapshot.subtask_states.get(OperatorId(operator_id))
         if state is None:
             return [], [], []
@@ -140,7 +146,9 @@ class RestoredTaskState:
                 handle.state_meta,
             )
             decoded = decode_keyed_state(snapshot, frozenset(wanted))
-            restored.append(regroup(decoded, hasher, key_groups) if is_legacy(handle) else decoded)
+            if is_legacy(handle):
+                decoded = regroup(decoded, hasher, key_groups, conform_key)
+            restored.append(decoded)
         return restored, native, legacy
 
     def source_state(self, operator_id: str) -> RestoredSourceState | None:

@@ -8,6 +8,8 @@ import zlib
 
 import pytest
 
+from weir.common.typed_values import conformer
+from weir.common.typeinfo import Types
 from weir.common.types import Row
 from weir.core.checkpoint import (
     KeyGroupRange,
@@ -20,6 +22,7 @@ from weir.core.checkpoint import (
 from weir.core.errors import StateMigrationError
 from weir.core.ids import OperatorId
 from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
+from weir.core.key_selectors import ConformedKeySelector
 from weir.taskmanager.checkpointing.snapshot import encode_keyed_state
 from weir.taskmanager.checkpointing.subtask_checkpoint import RestoredTaskState
 from weir.taskmanager.state.backend import KeyedStateSnapshot, StateKind, StateMeta
@@ -58,12 +61,16 @@ def _legacy_handles(keys: list, parallelism: int, placed_by: str) -> tuple:
     return tuple(handles)
 
 
-def _restored_keys(handles: tuple, key_type: str, parallelism: int, index: int) -> dict:
+def _restored_keys(
+    handles: tuple, key_type: str, parallelism: int, index: int, conform_key=None
+) -> dict:
     task = TaskStateSnapshot({OperatorId(OP): OperatorSubtaskState(managed_keyed_state=handles)})
     restored = RestoredTaskState(encode_task_state(task), 128)
     owned = key_group_range_for_operator(128, parallelism, index)
     hasher = PyFlinkKeyHasher(key_type)
-    canonical, native, legacy = restored.keyed_state(OP, hasher, owned, "operator counter")
+    canonical, native, legacy = restored.keyed_state(
+        OP, hasher, owned, "operator counter", conform_key
+    )
     assert not native and not legacy
     found = {}
     for snap in canonical:
@@ -84,14 +91,18 @@ def test_tuple_keys_placed_by_their_pickled_bytes_are_restored_where_java_places
         assert got == {k: f"state of {k}" for k in KEYS if hasher.key_group(k, 128) in owned}
 
 
-def test_row_keys_too():
+def test_row_keys_too_named_as_the_key_selector_names_them_now():
     rows = [Row(c, i) for c in "xyz" for i in range(4)]
     handles = _legacy_handles(rows, 2, "pickled")
+    key_type = Types.ROW([Types.STRING(), Types.INT()])
+    selector = ConformedKeySelector(lambda v: v, conformer(key_type))
     hasher = PyFlinkKeyHasher("Row<String, Integer>")
-    restored = [_restored_keys(handles, "Row<String, Integer>", 2, i) for i in range(2)]
-    for index, got in enumerate(restored):
+    for index in range(2):
+        got = _restored_keys(handles, "Row<String, Integer>", 2, index, selector.conform_key)
         owned = key_group_range_for_operator(128, 2, index)
-        assert set(got) == {r for r in rows if hasher.key_group(r, 128) in owned}
+        # Equal to the keys records bring now, which have the type's names.
+        assert set(got) == {selector(r) for r in rows if hasher.key_group(r, 128) in owned}
+        assert all(k.as_dict() == {"f0": k[0], "f1": k[1]} for k in got)
 
 
 def test_the_key_none_moves_to_its_new_group_for_a_basic_key_type():
