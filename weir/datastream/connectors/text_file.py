@@ -6,6 +6,7 @@ from typing import Any
 
 import fsspec
 
+from weir.core.java_text import JAVA_ERRORS
 from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
 
@@ -34,7 +35,10 @@ class TextFileReader:
         self._file: Any = None
         if active:
             try:
-                self._file = fsspec.open(path, "rt", encoding=charset_name, newline="").open()
+                # Malformed input reads as U+FFFD, as Java decodes it.
+                self._file = fsspec.open(
+                    path, "rt", encoding=charset_name, errors=JAVA_ERRORS, newline=""
+                ).open()
             except FileNotFoundError as exc:
                 msg = f"read_text_file: no file at {path!r}"
                 raise FileNotFoundError(msg) from exc
