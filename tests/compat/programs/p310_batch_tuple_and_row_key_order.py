@@ -42,9 +42,9 @@ records = env.from_collection(
     ],
     type_info=Types.TUPLE([Types.STRING(), Types.INT(), Types.INT()]),
 )
-records.key_by(
-    lambda v: (v[0], v[1]), key_type=Types.TUPLE([Types.STRING(), Types.INT()])
-).process(Trace("tuple"), output_type=Types.STRING()).print()
+records.key_by(lambda v: (v[0], v[1]), key_type=Types.TUPLE([Types.STRING(), Types.INT()])).process(
+    Trace("tuple"), output_type=Types.STRING()
+).print()
 records.key_by(
     lambda v: (v[1], v[0]), key_type=Types.TUPLE([Types.LONG(), Types.STRING()])
 ).process(Trace("tuple-long-first"), output_type=Types.STRING()).print()
