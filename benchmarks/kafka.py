@@ -211,6 +211,9 @@ def weir(broker: str, source: str, count: int, parallelism: int, guarantee: str)
         )
         .set_delivery_guarantee(DeliveryGuarantee[guarantee])
         .set_transactional_id_prefix(f"bench-{sink_topic}")
+        # The brokers refuse a timeout above their transaction.max.timeout.ms (15 min
+        # by default); Flink's default is an hour.
+        .set_property("transaction.timeout.ms", "900000")
         .build()
     )
     (

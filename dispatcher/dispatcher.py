@@ -69,9 +69,13 @@ class JobManagerRunner(Protocol):
     def close(self) -> None: ...
 
 
-JobMasterFactory = Callable[[JobGraph, Callable[[JobDetailsInfo], None]], JobManagerRunner]
-"""Starts a JobMaster for the graph; the callback receives the final details once the
-job is globally terminal."""
+JobMasterFactory = Callable[
+    [JobGraph, Callable[[JobDetailsInfo], None], Callable[[], None]], JobManagerRunner
+]
+"""Starts a JobMaster for the graph; the first callback receives the final details once
+the job is globally terminal, the second is called (from any thread, maybe under the
+JobMaster's locks: it only wakes the job's watchers) whenever the running job's status
+changes (RESTARTING, RUNNING again), so that clients waiting on it hear of restarts."""
 
 
 @dataclass
@@ -83,7 +87,8 @@ class _Job:
     final: JobDetailsInfo | None = None
     drained: set[str] = field(default_factory=set)
     final_checkpoints: CheckpointStatsSnapshot | None = None
-    # Grows with every change the Dispatcher learns of (JobMaster started, job ended).
+    # Grows with every change the Dispatcher learns of (JobMaster started, status changed,
+    # job ended).
     version: int = 1
     watchers: dict[int, Callable[[], None]] = field(default_factory=dict)
 
@@ -220,8 +225,9 @@ class Dispatcher(LeaderContender):
         return graph.job_id
 
     def _start_runner(self, graph: JobGraph) -> JobManagerRunner:
+        job_id = graph.job_id
         try:
-            return self._factory(graph, self._job_terminated)
+            return self._factory(graph, self._job_terminated, lambda: self._job_changed(job_id))
         except Exception as exc:
             with self._cond:
                 self._jobs.pop(graph.job_id, None)
@@ -229,6 +235,13 @@ class Dispatcher(LeaderContender):
             logger.warning("starting the JobMaster of %s failed", graph.job_id, exc_info=True)
             msg = f"could not start a JobMaster for job {graph.job_id}: {exc}"
             raise JobSubmissionError(msg) from exc
+
+    def _job_changed(self, job_id: str) -> None:
+        """The running job's status changed (its JobMaster says): wake its watchers."""
+        with self._cond:
+            entry = self._jobs.get(job_id)
+            if entry is not None and entry.final is None:
+                self._bump(entry)
 
     def _bump(self, entry: _Job) -> None:
         """Under the lock: the job changed; wake its watchers."""
@@ -397,7 +410,17 @@ class Dispatcher(LeaderContender):
             if now is not None and now is not runner:
                 return self.job_details(job_id)  # another JobMaster took the job over
             raise
-        return dataclasses.replace(JobDetailsInfo.from_proto(reply), status_version=version)
+        live = JobDetailsInfo.from_proto(reply)
+        if JobStatus[live.status].is_globally_terminal_state():
+            # The JobMaster has ended the job but not yet reported it: what it reports (its
+            # failure cause with the resume hint, its archived statistics) is what clients
+            # must see as the job's end, so answer with that once it is here.
+            with self._cond:
+                self._cond.wait_for(lambda: entry.final is not None, _JOB_MASTER_GONE_WAIT_S)
+                version, final = entry.version, entry.final
+            if final is not None:
+                return dataclasses.replace(final, status_version=version)
+        return dataclasses.replace(live, status_version=version)
 
     def job_plan(self, job_id: str) -> tuple[str, dict[str, str]]:
         """The job's plan as Flink's REST API shows it (JSON) and its configuration."""

@@ -128,12 +128,23 @@ class ResourceManagerGateway:
         )
         return answer.explanation if answer.cancelled else None
 
-    def release_slots(self, address: str, *, job_id: str, rpc_timeout_s: float) -> None:
+    def release_slots(
+        self,
+        address: str,
+        *,
+        job_id: str,
+        rpc_timeout_s: float,
+        allocation_ids: Sequence[str] = (),
+    ) -> None:
+        """Give the job's slots ``allocation_ids`` back; none named: all of them, and the
+        job's queued requests."""
         rpc.call(
             "ResourceManager.ReleaseSlots",
             self._stub(address).ReleaseSlots,
             resourcemanager_pb2.ReleaseSlotsRequest(
-                job_id=job_id, fencing_token=self._fencing_token()
+                job_id=job_id,
+                allocation_ids=list(allocation_ids),
+                fencing_token=self._fencing_token(),
             ),
             timeout=rpc_timeout_s,
         )

@@ -31,6 +31,7 @@ from weir.core.job_graph import JobGraph, OperatorKind
 from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
+from weir.core.throwable_classifier import ThrowableType
 from weir.jobmanager.checkpoint import (
     CheckpointCoordinator,
     ThreadScheduledExecutor,
@@ -66,15 +67,20 @@ class JobMaster(LeaderContender):
         host: str = "127.0.0.1",
         *,
         advertised_host: str = "",
+        on_changed: Callable[[], None] = lambda: None,
     ) -> None:
         """``host`` is the interface the JobMaster binds; ``advertised_host`` (else
-        ``host``) the address TaskManagers and the Dispatcher are told."""
+        ``host``) the address TaskManagers and the Dispatcher are told. ``on_terminated``
+        gets the final details once the job is globally terminal; ``on_changed`` is called,
+        under the scheduler's lock, on every other change of the job's status (it must
+        only wake whoever waits: the Dispatcher's result waits)."""
         self.job_graph = job_graph
         self._config = {**config, **job_graph.config}
         # The cluster's settings, never the job's: a job must not weaken them.
         self._security = SecurityConfig.from_config(config)
         self._ha = ha_services
         self._on_terminated = on_terminated
+        self._on_changed = on_changed
         self._host = host
         self._advertised_host = advertised_host
         self._address = ""
@@ -246,15 +252,26 @@ class JobMaster(LeaderContender):
         self.scheduler.start()
 
     def revoke_leadership(self) -> None:
-        """Leadership is gone (the session expired, or this master stops): from now on
-        nothing is written: no checkpoint completes, none is deleted, and the job's end
-        is not reported (the job is the next leader's)."""
+        """Leadership is gone (the connection to ZooKeeper was suspended or the session
+        expired, or this master stops): from now on nothing is written: no checkpoint
+        completes, none is deleted, and the job's end is not reported (the job is the next
+        leader's). Its tasks are cancelled at once, so that they stop writing before the
+        next leader restores the job, and the job ends SUSPENDED here once they ended."""
         self._suspended = True
         self._leader_token = None
         self._rm_address = None
         if self.checkpoint_coordinator is not None:
             self.checkpoint_coordinator.suspend()
-        logger.info("JobMaster for job %s lost leadership", self.job_id)
+        if self.scheduler.status.is_terminal_state():
+            logger.info("JobMaster for job %s lost leadership", self.job_id)
+            return
+        logger.info(
+            "JobMaster for job %s lost leadership: cancelling its tasks; the job is "
+            "SUSPENDED here once they ended",
+            self.job_id,
+        )
+        # Returns at once: the cancel calls go out from a thread of the scheduler's.
+        self.scheduler.cancel()
 
     def _confirm_leadership(self) -> bool:
         token = self._leader_token
@@ -276,10 +293,14 @@ class JobMaster(LeaderContender):
         state: ExecutionState,
         cause: str,
         io_metrics: IOMetricsInfo | None = None,
+        *,
+        throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
     ) -> bool:
         if state.is_terminal:
             self.kv_state_locations.attempt_ended(attempt_id)
-        return self.scheduler.update_task_state(attempt_id, state, cause or None, io_metrics)
+        return self.scheduler.update_task_state(
+            attempt_id, state, cause or None, io_metrics, throwable_type=throwable_type
+        )
 
     def push_collect(
         self,
@@ -462,6 +483,8 @@ class JobMaster(LeaderContender):
                 daemon=True,
                 name=f"jm-terminated-{self.job_id[:8]}",
             ).start()
+        else:
+            self._on_changed()  # a restart, say: clients waiting on the job hear of it
 
     def _shut_down_checkpointing(self, status: JobStatus) -> str:
         """Stop the coordinator; for a failed job, the hint that says how to resume it."""

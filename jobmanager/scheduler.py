@@ -1,10 +1,13 @@
 """Schedules a job: slots from the ResourceManager, deployment to TaskExecutors, the job
 status that follows from its tasks' states, and failover (Flink's DefaultScheduler): a
 failed task makes the restart strategy decide between failing the job and redeploying
-every task from the latest completed checkpoint (RUNNING -> RESTARTING -> RUNNING)."""
+every task from the latest completed checkpoint (RUNNING -> RESTARTING -> RUNNING), unless
+no restart can cure the failure (a non-recoverable error: the job fails at once). Each
+failover goes into the job's exception history."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import threading
@@ -26,10 +29,12 @@ from weir.core.errors import (
     SlotAllocationError,
     WeirError,
 )
+from weir.core.exception_history import ExceptionHistoryEntry
 from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
 from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
+from weir.core.throwable_classifier import ThrowableType
 from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, plan_checkpoint
 from weir.jobmanager.checkpoint.checkpoint_plan import CHECKPOINTABLE
 from weir.jobmanager.checkpoint.restore_plan import (
@@ -41,15 +46,18 @@ from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, Slo
 from weir.jobmanager.failure_cause import is_consequence
 from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
 from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
+from weir.jobmanager.slot_pool import SlotPool
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class _PendingSlotRequest:
-    """A slot request queued with the ResourceManager; ``slots`` completes with its offer."""
+    """A slot request queued with the ResourceManager for ``count`` slots; ``slots``
+    completes with its offer."""
 
     request_id: str
+    count: int
     slots: Future[list[SlotInfo]]
 
 
@@ -114,7 +122,8 @@ class DefaultScheduler:
         self.failure_cause = ""
         self.start_time_ms = int(time.time() * 1000)
         self.end_time_ms = 0
-        self._slots: list[SlotInfo] = []
+        # The job's slots, kept across restarts (jobmanager.slot_pool).
+        self._slot_pool = SlotPool()
         self._cancel_deadline: float | None = None
         cancellation_timeout_ms = cfg.get(config, cfg.TASK_CANCELLATION_TIMEOUT)
         # None: task.cancellation.timeout 0, no watchdog: a stuck task holds the job
@@ -153,6 +162,9 @@ class DefaultScheduler:
         self.failure_ms: int | None = None
         """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
+        self._exception_history: collections.deque[ExceptionHistoryEntry] = collections.deque(
+            maxlen=cfg.get(config, cfg.WEB_EXCEPTION_HISTORY_SIZE)
+        )
 
     @property
     def job_id(self) -> str:
@@ -166,32 +178,40 @@ class DefaultScheduler:
         )
         self._thread.start()
 
-    def _allocate_and_deploy(self, reuse: list[SlotInfo] | None = None) -> None:
-        try:
-            slots = reuse or self._request_slots()
-        except WeirError as exc:
-            with self._lock:
-                running = self.status is JobStatus.RUNNING
-            if running:
-                self._fail_job(f"{type(exc).__name__}: {exc}")
-            else:  # cancelled or failed while it waited: nothing to deploy
-                self._cancel_undeployed(list(self.graph.all_executions()))
-            return
-        if not self._await_leadership():
-            return
-        with self._lock:
-            self._slots = slots
-            # A port of a lost TaskManager may be reused by a new one.
-            self._lost_addresses.difference_update(s.rpc_address for s in slots)
-            if self.status is not JobStatus.RUNNING:  # cancelled or failed meanwhile
-                for ev in self.graph.all_executions():
-                    if not ev.current.state.is_terminal:
-                        ev.current.transition(ExecutionState.CANCELED)
-                self._check_terminal()
+    def _allocate_and_deploy(self) -> None:
+        """Deploy the current attempt into the slot pool's slots, asking the
+        ResourceManager first for those missing (all of them for the first attempt)."""
+        while True:
+            try:
+                self._acquire_missing_slots()
+            except WeirError as exc:
+                with self._lock:
+                    running = self.status is JobStatus.RUNNING
+                if running:
+                    self._fail_job(f"{type(exc).__name__}: {exc}")
+                else:  # cancelled or failed while it waited: nothing to deploy
+                    self._cancel_undeployed(list(self.graph.all_executions()))
                 return
-            self.graph.assign_slots(slots)
-            for ev in self.graph.all_executions():
-                ev.current.transition(ExecutionState.SCHEDULED)
+            if not self._await_leadership():
+                return
+            with self._lock:
+                slots = self._slot_pool.slots
+                if self.status is JobStatus.RUNNING and self._slot_pool.missing(
+                    self.graph.required_slots()
+                ):
+                    continue  # a TaskManager was lost meanwhile: ask for its slots too
+                # A port of a lost TaskManager may be reused by a new one.
+                self._lost_addresses.difference_update(s.rpc_address for s in slots)
+                if self.status is not JobStatus.RUNNING:  # cancelled or failed meanwhile
+                    for ev in self.graph.all_executions():
+                        if not ev.current.state.is_terminal:
+                            ev.current.transition(ExecutionState.CANCELED)
+                    self._check_terminal()
+                    return
+                self.graph.assign_slots(slots)
+                for ev in self.graph.all_executions():
+                    ev.current.transition(ExecutionState.SCHEDULED)
+                break
         executions = list(self.graph.all_executions())
         for index, ev in enumerate(executions):
             if not self._deploy(ev):
@@ -229,17 +249,29 @@ class DefaultScheduler:
             self._changed.notify_all()
             self._check_terminal()
 
-    def _request_slots(self) -> list[SlotInfo]:
-        """Queue a request with the ResourceManager and wait (on this scheduler thread, no
-        server thread) for its offer, at most slot.request.timeout; then withdraw it and
-        fail with the ResourceManager's account of why it was not met."""
-        needed = self.graph.required_slots()
+    def _acquire_missing_slots(self) -> None:
+        """Ask for the slots the pool lacks until it holds as many as the attempt needs
+        (a TaskManager lost while a request waits takes kept slots with it)."""
+        while True:
+            with self._lock:
+                needed = self._slot_pool.missing(self.graph.required_slots())
+            if not needed:
+                return
+            offered = self._request_slots(needed)
+            with self._lock:
+                self._slot_pool.add(offered)
+
+    def _request_slots(self, needed: int) -> list[SlotInfo]:
+        """Queue a request for ``needed`` slots with the ResourceManager and wait (on this
+        scheduler thread, no server thread) for its offer, at most slot.request.timeout;
+        then withdraw it and fail with the ResourceManager's account of why it was not
+        met."""
         timeout_ms = cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
         address = self._rm_address()
         if not address:
             msg = "no ResourceManager is known; is the cluster running?"
             raise WeirError(msg)
-        pending = _PendingSlotRequest(new_hex_id(), Future())
+        pending = _PendingSlotRequest(new_hex_id(), needed, Future())
         with self._lock:
             if self.status is not JobStatus.RUNNING:
                 msg = f"job {self.job_id} is {self.status.name}; it needs no slots"
@@ -296,8 +328,11 @@ class DefaultScheduler:
             pending = self._slot_request
             if pending is None or pending.request_id != request_id:
                 return False, f"job {self.job_id} is not waiting for slot request {request_id}"
-            if len(slots) != self.graph.required_slots():
-                return False, f"job {self.job_id} needs {self.graph.required_slots()} slots"
+            if len(slots) != pending.count:
+                return False, (
+                    f"job {self.job_id} asked for {pending.count} slots in request "
+                    f"{request_id}; {len(slots)} were offered"
+                )
             self._slot_request = None
         pending.slots.set_result(slots)
         return True, ""
@@ -352,7 +387,11 @@ class DefaultScheduler:
         state: ExecutionState,
         cause: str | None,
         io_metrics: IOMetricsInfo | None = None,
+        *,
+        throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
     ) -> bool:
+        """A task's report. A FAILED one comes with ``throwable_type``: whether a restart
+        can cure it (``weir.core.throwable_classifier``, as the task classified it)."""
         with self._lock:
             ev = self.graph.find(attempt_id)
             if ev is None or ev.current.state.is_terminal:
@@ -396,10 +435,11 @@ class DefaultScheduler:
                 ev.current.failure_cause = cause or "unknown failure"
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
                 if self.status is JobStatus.RUNNING:
-                    self._fail_over(f"{ev.task_name} failed:\n{ev.current.failure_cause}")
-                elif is_consequence(self.failure_cause) and not is_consequence(cause or ""):
-                    # The producer's own report came after its consumer's: it is the cause.
-                    self.failure_cause = f"{ev.task_name} failed:\n{ev.current.failure_cause}"
+                    self._fail_over(
+                        f"{ev.task_name} failed:\n{ev.current.failure_cause}", throwable_type, ev
+                    )
+                else:
+                    self._late_failure(ev, throwable_type)
             elif coordinator is not None and self._final_checkpoints:
                 # Checkpoints go on while tasks finish: a finishing task waits for one.
                 if state is ExecutionState.FINISHED:
@@ -457,17 +497,49 @@ class DefaultScheduler:
                 self._fail_over(cause)
                 self._check_terminal()
 
-    def _fail_over(self, cause: str) -> None:
-        """Under the lock, status RUNNING: restart if the strategy allows, else fail."""
+    def _fail_over(
+        self,
+        cause: str,
+        throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
+        failed: ExecutionVertex | None = None,
+    ) -> None:
+        """Under the lock, status RUNNING: restart if the strategy allows, else fail; fail
+        at once, whatever the strategy, for a failure no restart can cure (Flink's
+        ExecutionFailureHandler with a NonRecoverableError). ``failed``: the task whose
+        failure it is; None for a failure of the whole job."""
         now_ms = int(time.time() * 1000)
         self.failure_cause = cause
         self.failure_ms = now_ms
         coordinator = self.checkpoint_coordinator
         if coordinator is not None:
             self._call_coordinator(coordinator.stop_periodic_scheduler)
+        non_recoverable = throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
         self._restart_strategy.notify_failure(now_ms)
-        if not self._restart_strategy.can_restart():
-            if self.restarts:
+        restart = not non_recoverable and self._restart_strategy.can_restart()
+        self._exception_history.append(
+            ExceptionHistoryEntry(
+                timestamp_ms=now_ms,
+                failure_cause=failed.current.failure_cause if failed is not None else cause,
+                task_name=failed.task_name if failed is not None else "",
+                resource_id=(
+                    failed.current.slot.resource_id
+                    if failed is not None and failed.current.slot is not None
+                    else ""
+                ),
+                attempt_number=self.graph.attempt_number,
+                restarted=restart,
+                non_recoverable=non_recoverable,
+            )
+        )
+        if not restart:
+            if non_recoverable:
+                logger.info(
+                    "job %s: not restarted (whatever %s allows): no restart can cure %s",
+                    self.job_id,
+                    self._restart_strategy,
+                    self._exception_history[-1].summary,
+                )
+            elif self.restarts:
                 logger.info(
                     "job %s: %s allows no further restart", self.job_id, self._restart_strategy
                 )
@@ -493,6 +565,42 @@ class DefaultScheduler:
             name=f"restart-{self.job_id[:8]}",
         ).start()
 
+    def _late_failure(self, ev: ExecutionVertex, throwable_type: ThrowableType) -> None:
+        """Under the lock: a task of the attempt failed after the failover began (another
+        task's report came first). The producer's own failure, after its consumer's, is
+        the cause; one no restart can cure is the cause too, and calls off a restart
+        under way."""
+        cause = ev.current.failure_cause
+        producer = is_consequence(self.failure_cause) and not is_consequence(cause)
+        calls_off = (
+            throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
+            and self.status is JobStatus.RESTARTING
+        )
+        if not producer and not calls_off:
+            return
+        self.failure_cause = f"{ev.task_name} failed:\n{cause}"
+        if self._exception_history:
+            self._exception_history[-1] = dataclasses.replace(
+                self._exception_history[-1],
+                failure_cause=cause,
+                task_name=ev.task_name,
+                resource_id=ev.current.slot.resource_id if ev.current.slot else "",
+                **({"restarted": False, "non_recoverable": True} if calls_off else {}),
+            )
+        if calls_off:
+            logger.info(
+                "job %s: restart called off: no restart can cure %s",
+                self.job_id,
+                self._exception_history[-1].summary if self._exception_history else cause,
+            )
+            # The restart thread finds the job no longer RESTARTING and deploys nothing.
+            self._fail_job(self.failure_cause)
+
+    def exception_history(self) -> tuple[ExceptionHistoryEntry, ...]:
+        """The job's failovers, oldest first (``web.exception-history-size`` at most)."""
+        with self._lock:
+            return tuple(self._exception_history)
+
     def _restart(
         self, old: ExecutionGraph, targets: list[tuple[str, str]], backoff_ms: int
     ) -> None:
@@ -502,7 +610,6 @@ class DefaultScheduler:
         deadline = time.monotonic() + max(backoff_ms / 1000, 0)
         self._deliver_cancels(targets)
         cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
-        unconfirmed = False
         with self._lock:
             while not all(ev.current.state.is_terminal for ev in old.all_executions()):
                 left = cancel_deadline - time.monotonic()
@@ -513,7 +620,6 @@ class DefaultScheduler:
                         "attempt into other slots",
                         self.job_id,
                     )
-                    unconfirmed = True
                     break
                 self._changed.wait(left)
         # The backoff is the restart strategy's (restart-strategy.*.delay): a wait by design.
@@ -538,14 +644,26 @@ class DefaultScheduler:
             self.graph = ExecutionGraph(self.graph.job_graph, old.attempt_number + 1)
             if self._on_restart is not None:
                 self._on_restart(self.graph.attempt_number)
-            # Slots whose old tasks may still run are given back (they stay RELEASING on
-            # their TaskExecutors until those tasks end), never deployed into again.
-            reuse = self._slots if not self._lost_task_managers and not unconfirmed else []
+            # The next attempt deploys into the slots kept in the pool and asks only for
+            # what is missing (Flink's slot pool across restarts): one TaskManager lost,
+            # one replaced. Slots whose old tasks may still run are given back (they stay
+            # RELEASING on their TaskExecutors until those tasks end), never deployed into
+            # again; so are those of TaskManagers that could not be reached.
+            busy = {
+                ev.current.slot.allocation_id
+                for ev in old.all_executions()
+                if ev.current.slot is not None and not ev.current.state.is_terminal
+            }
+            unusable = self._slot_pool.take_unusable(
+                lost_task_managers=self._lost_task_managers,
+                lost_addresses=self._lost_addresses,
+                busy=busy,
+            )
             self._lost_task_managers.clear()
             self._transition(JobStatus.RUNNING)
-        if not reuse:
-            self._release_slots()
-        self._allocate_and_deploy(reuse)
+        if unusable:
+            self._release_slots(unusable)
+        self._allocate_and_deploy()
 
     def set_initial_state(
         self,
@@ -601,6 +719,9 @@ class DefaultScheduler:
         cause = f"TaskManagerLostError: TaskManager {resource_id} was lost: {reason}"
         with self._lock:
             self._lost_task_managers.add(resource_id)
+            # Its slots went with it (the ResourceManager dropped them when it declared
+            # the loss): the next attempt asks for as many new ones.
+            self._slot_pool.task_manager_lost(resource_id)
             addresses = {
                 ev.current.slot.rpc_address
                 for ev in self.graph.all_executions()
@@ -820,13 +941,18 @@ class DefaultScheduler:
             # waits for before it stops the workers _on_status hands work to.
             self._terminated.set()
 
-    def _release_slots(self) -> None:
+    def _release_slots(self, slots: list[SlotInfo] | None = None) -> None:
+        """Give ``slots`` back to the ResourceManager; None: every slot of the job, and
+        its queued requests (the job ended)."""
         address = self._rm_address()
-        if not address:
+        if not address or slots == []:
             return
         try:
             self._resource_manager.release_slots(
-                address, job_id=self.job_id, rpc_timeout_s=TASK_RPC_TIMEOUT_S
+                address,
+                job_id=self.job_id,
+                allocation_ids=[s.allocation_id for s in slots or ()],
+                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
             )
         except WeirError:
             # The ResourceManager frees the slots of a finished job itself when its
@@ -855,6 +981,7 @@ class DefaultScheduler:
                 failure_cause=self.failure_cause,
                 tasks=self.graph.task_statuses(),
                 jobmaster_address=jobmaster_address,
+                exception_history=tuple(self._exception_history),
             )
 
     def wait_terminated(self, timeout: float | None) -> bool:

@@ -12,6 +12,7 @@ from weir.core.deployment import ExecutionState
 from weir.core.errors import JobNotFoundError
 from weir.core.job_info import IOMetricsInfo
 from weir.core.rpc import translate_server_errors
+from weir.core.throwable_classifier import ThrowableType
 from weir.jobmanager.gateways import slots_from_proto
 from weir.jobmanager.job_master import COLLECT_RETRY_AFTER_MS, JobMaster
 from weir.jobmanager.kv_state_location_registry import KvStateLocationEntry
@@ -42,6 +43,9 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
             rpc.decode_field("state", ExecutionState, request.state),
             request.failure_cause,
             io_metrics,
+            throwable_type=rpc.decode_field(
+                "throwable_type", _decode_throwable_type, request.throwable_type
+            ),
         )
         return common_pb2.Ack(ok=accepted)
 
@@ -185,3 +189,9 @@ class JobMasterServicer(jobmaster_pb2_grpc.JobMasterServicer):
                 for e in location.entries.values()
             ],
         )
+
+
+def _decode_throwable_type(value: int) -> ThrowableType:
+    """The proto enum's value as ours; a value of a newer sender raises ValueError."""
+    name = jobmaster_pb2.ThrowableType.Name(value)
+    return ThrowableType[name.removeprefix("THROWABLE_TYPE_")]

@@ -175,7 +175,7 @@ class TaskStatus(_message.Message):
     def __init__(self, vertex_id: _Optional[str] = ..., task_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., attempt_number: _Optional[int] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., resource_id: _Optional[str] = ..., failure_cause: _Optional[str] = ..., io_metrics: _Optional[_Union[IOMetrics, _Mapping]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
-    __slots__ = ("job_id", "job_name", "status", "start_time_ms", "end_time_ms", "failure_cause", "tasks", "jobmaster_address", "status_version")
+    __slots__ = ("job_id", "job_name", "status", "start_time_ms", "end_time_ms", "failure_cause", "tasks", "jobmaster_address", "status_version", "exception_history")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_NAME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -185,6 +185,7 @@ class JobDetails(_message.Message):
     TASKS_FIELD_NUMBER: _ClassVar[int]
     JOBMASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STATUS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    EXCEPTION_HISTORY_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     job_name: str
     status: str
@@ -194,7 +195,26 @@ class JobDetails(_message.Message):
     tasks: _containers.RepeatedCompositeFieldContainer[TaskStatus]
     jobmaster_address: str
     status_version: int
-    def __init__(self, job_id: _Optional[str] = ..., job_name: _Optional[str] = ..., status: _Optional[str] = ..., start_time_ms: _Optional[int] = ..., end_time_ms: _Optional[int] = ..., failure_cause: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., jobmaster_address: _Optional[str] = ..., status_version: _Optional[int] = ...) -> None: ...
+    exception_history: _containers.RepeatedCompositeFieldContainer[ExceptionHistoryEntry]
+    def __init__(self, job_id: _Optional[str] = ..., job_name: _Optional[str] = ..., status: _Optional[str] = ..., start_time_ms: _Optional[int] = ..., end_time_ms: _Optional[int] = ..., failure_cause: _Optional[str] = ..., tasks: _Optional[_Iterable[_Union[TaskStatus, _Mapping]]] = ..., jobmaster_address: _Optional[str] = ..., status_version: _Optional[int] = ..., exception_history: _Optional[_Iterable[_Union[ExceptionHistoryEntry, _Mapping]]] = ...) -> None: ...
+
+class ExceptionHistoryEntry(_message.Message):
+    __slots__ = ("timestamp_ms", "failure_cause", "task_name", "resource_id", "attempt_number", "restarted", "non_recoverable")
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
+    TASK_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    RESTARTED_FIELD_NUMBER: _ClassVar[int]
+    NON_RECOVERABLE_FIELD_NUMBER: _ClassVar[int]
+    timestamp_ms: int
+    failure_cause: str
+    task_name: str
+    resource_id: str
+    attempt_number: int
+    restarted: bool
+    non_recoverable: bool
+    def __init__(self, timestamp_ms: _Optional[int] = ..., failure_cause: _Optional[str] = ..., task_name: _Optional[str] = ..., resource_id: _Optional[str] = ..., attempt_number: _Optional[int] = ..., restarted: _Optional[bool] = ..., non_recoverable: _Optional[bool] = ...) -> None: ...
 
 class ProcessStatus(_message.Message):
     __slots__ = ("threads", "open_fds", "grpc_channels")

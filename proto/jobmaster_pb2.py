@@ -25,35 +25,37 @@ _sym_db = _symbol_database.Default()
 from weir.proto import common_pb2 as weir_dot_proto_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aweir/proto/jobmaster.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"\x91\x02\n\x13KvStateRegistration\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x13\n\x0boperator_id\x18\x03 \x01(\t\x12\x19\n\x11registration_name\x18\x04 \x01(\t\x12\x17\n\x0fstart_key_group\x18\x05 \x01(\x05\x12\x15\n\rend_key_group\x18\x06 \x01(\x05\x12\x16\n\x0enum_key_groups\x18\x07 \x01(\x05\x12\x10\n\x08key_type\x18\x08 \x01(\t\x12\x13\n\x0bkv_state_id\x18\t \x01(\t\x12\x16\n\x0eserver_address\x18\n \x01(\t\x12\x15\n\rsubtask_index\x18\x0b \x01(\x05\"?\n\x0f\x45ndOfDataNotice\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\"\x93\x01\n\x18TaskExecutionStateUpdate\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x15\n\rfailure_cause\x18\x04 \x01(\t\x12#\n\nio_metrics\x18\x05 \x01(\x0b\x32\x0f.weir.IOMetrics\"\xb1\x01\n\x17PushCollectBatchRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0boperator_id\x18\x02 \x01(\t\x12\x15\n\rsubtask_index\x18\x03 \x01(\x05\x12\r\n\x05\x62\x61tch\x18\x04 \x01(\x0c\x12\x13\n\x0b\x65nd_of_data\x18\x05 \x01(\x08\x12\x1c\n\x14\x65xecution_attempt_id\x18\x06 \x01(\t\x12\x18\n\x10\x63heckpoint_epoch\x18\x07 \x01(\x03\"U\n\x18PushCollectBatchResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x16\n\x0eretry_after_ms\x18\x03 \x01(\x03\"\\\n\x11OfferSlotsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12#\n\x05slots\x18\x03 \x03(\x0b\x32\x14.weir.SlotAssignment\"7\n\x12OfferSlotsResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"<\n\x15TaskManagerLostNotice\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xa4\x01\n\x11\x43heckpointMetrics\x12\x18\n\x10sync_duration_ms\x18\x01 \x01(\x03\x12\x19\n\x11\x61sync_duration_ms\x18\x02 \x01(\x03\x12\x1d\n\x15\x61lignment_duration_ms\x18\x03 \x01(\x03\x12!\n\x19persisted_in_flight_bytes\x18\x04 \x01(\x03\x12\x18\n\x10state_size_bytes\x18\x05 \x01(\x03\"\xa1\x01\n\x1c\x41\x63knowledgeCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x12\n\ntask_state\x18\x04 \x01(\x0c\x12(\n\x07metrics\x18\x05 \x01(\x0b\x32\x17.weir.CheckpointMetrics\"o\n\x18\x44\x65\x63lineCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t2\xc3\x07\n\tJobMaster\x12\x45\n\x18UpdateTaskExecutionState\x12\x1e.weir.TaskExecutionStateUpdate\x1a\t.weir.Ack\x12Q\n\x10PushCollectBatch\x12\x1d.weir.PushCollectBatchRequest\x1a\x1e.weir.PushCollectBatchResponse\x12L\n\x13\x46\x65tchCollectBatches\x12\x19.weir.FetchCollectRequest\x1a\x1a.weir.FetchCollectResponse\x12\x35\n\rGetJobDetails\x12\x12.weir.JobIdRequest\x1a\x10.weir.JobDetails\x12I\n\x17GetCheckpointStatistics\x12\x12.weir.JobIdRequest\x1a\x1a.weir.CheckpointStatistics\x12*\n\tCancelJob\x12\x12.weir.JobIdRequest\x1a\t.weir.Ack\x12?\n\x15NotifyTaskManagerLost\x12\x1b.weir.TaskManagerLostNotice\x1a\t.weir.Ack\x12?\n\nOfferSlots\x12\x17.weir.OfferSlotsRequest\x1a\x18.weir.OfferSlotsResponse\x12\x46\n\x15\x41\x63knowledgeCheckpoint\x12\".weir.AcknowledgeCheckpointRequest\x1a\t.weir.Ack\x12>\n\x11\x44\x65\x63lineCheckpoint\x12\x1e.weir.DeclineCheckpointRequest\x1a\t.weir.Ack\x12\x33\n\x0fNotifyEndOfData\x12\x15.weir.EndOfDataNotice\x1a\t.weir.Ack\x12Q\n\x10TriggerSavepoint\x12\x1d.weir.TriggerSavepointRequest\x1a\x1e.weir.TriggerSavepointResponse\x12?\n\x17NotifyKvStateRegistered\x12\x19.weir.KvStateRegistration\x1a\t.weir.Ack\x12M\n\x16RequestKvStateLocation\x12\x1c.weir.KvStateLocationRequest\x1a\x15.weir.KvStateLocationb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aweir/proto/jobmaster.proto\x12\x04weir\x1a\x17weir/proto/common.proto\"\x91\x02\n\x13KvStateRegistration\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x13\n\x0boperator_id\x18\x03 \x01(\t\x12\x19\n\x11registration_name\x18\x04 \x01(\t\x12\x17\n\x0fstart_key_group\x18\x05 \x01(\x05\x12\x15\n\rend_key_group\x18\x06 \x01(\x05\x12\x16\n\x0enum_key_groups\x18\x07 \x01(\x05\x12\x10\n\x08key_type\x18\x08 \x01(\t\x12\x13\n\x0bkv_state_id\x18\t \x01(\t\x12\x16\n\x0eserver_address\x18\n \x01(\t\x12\x15\n\rsubtask_index\x18\x0b \x01(\x05\"?\n\x0f\x45ndOfDataNotice\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\"\xc0\x01\n\x18TaskExecutionStateUpdate\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x15\n\rfailure_cause\x18\x04 \x01(\t\x12#\n\nio_metrics\x18\x05 \x01(\x0b\x32\x0f.weir.IOMetrics\x12+\n\x0ethrowable_type\x18\x06 \x01(\x0e\x32\x13.weir.ThrowableType\"\xb1\x01\n\x17PushCollectBatchRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x13\n\x0boperator_id\x18\x02 \x01(\t\x12\x15\n\rsubtask_index\x18\x03 \x01(\x05\x12\r\n\x05\x62\x61tch\x18\x04 \x01(\x0c\x12\x13\n\x0b\x65nd_of_data\x18\x05 \x01(\x08\x12\x1c\n\x14\x65xecution_attempt_id\x18\x06 \x01(\t\x12\x18\n\x10\x63heckpoint_epoch\x18\x07 \x01(\x03\"U\n\x18PushCollectBatchResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x16\n\x0eretry_after_ms\x18\x03 \x01(\x03\"\\\n\x11OfferSlotsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12#\n\x05slots\x18\x03 \x03(\x0b\x32\x14.weir.SlotAssignment\"7\n\x12OfferSlotsResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"<\n\x15TaskManagerLostNotice\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xa4\x01\n\x11\x43heckpointMetrics\x12\x18\n\x10sync_duration_ms\x18\x01 \x01(\x03\x12\x19\n\x11\x61sync_duration_ms\x18\x02 \x01(\x03\x12\x1d\n\x15\x61lignment_duration_ms\x18\x03 \x01(\x03\x12!\n\x19persisted_in_flight_bytes\x18\x04 \x01(\x03\x12\x18\n\x10state_size_bytes\x18\x05 \x01(\x03\"\xa1\x01\n\x1c\x41\x63knowledgeCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x12\n\ntask_state\x18\x04 \x01(\x0c\x12(\n\x07metrics\x18\x05 \x01(\x0b\x32\x17.weir.CheckpointMetrics\"o\n\x18\x44\x65\x63lineCheckpointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x1c\n\x14\x65xecution_attempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t*_\n\rThrowableType\x12$\n THROWABLE_TYPE_RECOVERABLE_ERROR\x10\x00\x12(\n$THROWABLE_TYPE_NON_RECOVERABLE_ERROR\x10\x01\x32\xc3\x07\n\tJobMaster\x12\x45\n\x18UpdateTaskExecutionState\x12\x1e.weir.TaskExecutionStateUpdate\x1a\t.weir.Ack\x12Q\n\x10PushCollectBatch\x12\x1d.weir.PushCollectBatchRequest\x1a\x1e.weir.PushCollectBatchResponse\x12L\n\x13\x46\x65tchCollectBatches\x12\x19.weir.FetchCollectRequest\x1a\x1a.weir.FetchCollectResponse\x12\x35\n\rGetJobDetails\x12\x12.weir.JobIdRequest\x1a\x10.weir.JobDetails\x12I\n\x17GetCheckpointStatistics\x12\x12.weir.JobIdRequest\x1a\x1a.weir.CheckpointStatistics\x12*\n\tCancelJob\x12\x12.weir.JobIdRequest\x1a\t.weir.Ack\x12?\n\x15NotifyTaskManagerLost\x12\x1b.weir.TaskManagerLostNotice\x1a\t.weir.Ack\x12?\n\nOfferSlots\x12\x17.weir.OfferSlotsRequest\x1a\x18.weir.OfferSlotsResponse\x12\x46\n\x15\x41\x63knowledgeCheckpoint\x12\".weir.AcknowledgeCheckpointRequest\x1a\t.weir.Ack\x12>\n\x11\x44\x65\x63lineCheckpoint\x12\x1e.weir.DeclineCheckpointRequest\x1a\t.weir.Ack\x12\x33\n\x0fNotifyEndOfData\x12\x15.weir.EndOfDataNotice\x1a\t.weir.Ack\x12Q\n\x10TriggerSavepoint\x12\x1d.weir.TriggerSavepointRequest\x1a\x1e.weir.TriggerSavepointResponse\x12?\n\x17NotifyKvStateRegistered\x12\x19.weir.KvStateRegistration\x1a\t.weir.Ack\x12M\n\x16RequestKvStateLocation\x12\x1c.weir.KvStateLocationRequest\x1a\x15.weir.KvStateLocationb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'weir.proto.jobmaster_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_THROWABLETYPE']._serialized_start=1521
+  _globals['_THROWABLETYPE']._serialized_end=1616
   _globals['_KVSTATEREGISTRATION']._serialized_start=62
   _globals['_KVSTATEREGISTRATION']._serialized_end=335
   _globals['_ENDOFDATANOTICE']._serialized_start=337
   _globals['_ENDOFDATANOTICE']._serialized_end=400
   _globals['_TASKEXECUTIONSTATEUPDATE']._serialized_start=403
-  _globals['_TASKEXECUTIONSTATEUPDATE']._serialized_end=550
-  _globals['_PUSHCOLLECTBATCHREQUEST']._serialized_start=553
-  _globals['_PUSHCOLLECTBATCHREQUEST']._serialized_end=730
-  _globals['_PUSHCOLLECTBATCHRESPONSE']._serialized_start=732
-  _globals['_PUSHCOLLECTBATCHRESPONSE']._serialized_end=817
-  _globals['_OFFERSLOTSREQUEST']._serialized_start=819
-  _globals['_OFFERSLOTSREQUEST']._serialized_end=911
-  _globals['_OFFERSLOTSRESPONSE']._serialized_start=913
-  _globals['_OFFERSLOTSRESPONSE']._serialized_end=968
-  _globals['_TASKMANAGERLOSTNOTICE']._serialized_start=970
-  _globals['_TASKMANAGERLOSTNOTICE']._serialized_end=1030
-  _globals['_CHECKPOINTMETRICS']._serialized_start=1033
-  _globals['_CHECKPOINTMETRICS']._serialized_end=1197
-  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_start=1200
-  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_end=1361
-  _globals['_DECLINECHECKPOINTREQUEST']._serialized_start=1363
-  _globals['_DECLINECHECKPOINTREQUEST']._serialized_end=1474
-  _globals['_JOBMASTER']._serialized_start=1477
-  _globals['_JOBMASTER']._serialized_end=2440
+  _globals['_TASKEXECUTIONSTATEUPDATE']._serialized_end=595
+  _globals['_PUSHCOLLECTBATCHREQUEST']._serialized_start=598
+  _globals['_PUSHCOLLECTBATCHREQUEST']._serialized_end=775
+  _globals['_PUSHCOLLECTBATCHRESPONSE']._serialized_start=777
+  _globals['_PUSHCOLLECTBATCHRESPONSE']._serialized_end=862
+  _globals['_OFFERSLOTSREQUEST']._serialized_start=864
+  _globals['_OFFERSLOTSREQUEST']._serialized_end=956
+  _globals['_OFFERSLOTSRESPONSE']._serialized_start=958
+  _globals['_OFFERSLOTSRESPONSE']._serialized_end=1013
+  _globals['_TASKMANAGERLOSTNOTICE']._serialized_start=1015
+  _globals['_TASKMANAGERLOSTNOTICE']._serialized_end=1075
+  _globals['_CHECKPOINTMETRICS']._serialized_start=1078
+  _globals['_CHECKPOINTMETRICS']._serialized_end=1242
+  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_start=1245
+  _globals['_ACKNOWLEDGECHECKPOINTREQUEST']._serialized_end=1406
+  _globals['_DECLINECHECKPOINTREQUEST']._serialized_start=1408
+  _globals['_DECLINECHECKPOINTREQUEST']._serialized_end=1519
+  _globals['_JOBMASTER']._serialized_start=1619
+  _globals['_JOBMASTER']._serialized_end=2582
 # @@protoc_insertion_point(module_scope)

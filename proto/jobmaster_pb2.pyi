@@ -1,11 +1,19 @@
 from weir.proto import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class ThrowableType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    THROWABLE_TYPE_RECOVERABLE_ERROR: _ClassVar[ThrowableType]
+    THROWABLE_TYPE_NON_RECOVERABLE_ERROR: _ClassVar[ThrowableType]
+THROWABLE_TYPE_RECOVERABLE_ERROR: ThrowableType
+THROWABLE_TYPE_NON_RECOVERABLE_ERROR: ThrowableType
 
 class KvStateRegistration(_message.Message):
     __slots__ = ("job_id", "execution_attempt_id", "operator_id", "registration_name", "start_key_group", "end_key_group", "num_key_groups", "key_type", "kv_state_id", "server_address", "subtask_index")
@@ -42,18 +50,20 @@ class EndOfDataNotice(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ...) -> None: ...
 
 class TaskExecutionStateUpdate(_message.Message):
-    __slots__ = ("job_id", "execution_attempt_id", "state", "failure_cause", "io_metrics")
+    __slots__ = ("job_id", "execution_attempt_id", "state", "failure_cause", "io_metrics", "throwable_type")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     FAILURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
     IO_METRICS_FIELD_NUMBER: _ClassVar[int]
+    THROWABLE_TYPE_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     execution_attempt_id: str
     state: str
     failure_cause: str
     io_metrics: _common_pb2.IOMetrics
-    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., failure_cause: _Optional[str] = ..., io_metrics: _Optional[_Union[_common_pb2.IOMetrics, _Mapping]] = ...) -> None: ...
+    throwable_type: ThrowableType
+    def __init__(self, job_id: _Optional[str] = ..., execution_attempt_id: _Optional[str] = ..., state: _Optional[str] = ..., failure_cause: _Optional[str] = ..., io_metrics: _Optional[_Union[_common_pb2.IOMetrics, _Mapping]] = ..., throwable_type: _Optional[_Union[ThrowableType, str]] = ...) -> None: ...
 
 class PushCollectBatchRequest(_message.Message):
     __slots__ = ("job_id", "operator_id", "subtask_index", "batch", "end_of_data", "execution_attempt_id", "checkpoint_epoch")

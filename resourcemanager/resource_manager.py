@@ -382,17 +382,42 @@ class ResourceManager:
             self._leader_session = fencing_token
             if confirm is not None:
                 self._confirm_session = confirm
+            # A ResourceManager that does not lead leases nothing: its TaskManagers, and
+            # those of the jobs it served, are the next leader's to lease.
+            self._slot_manager.set_leading(fencing_token is not None)
+        if fencing_token is None:
+            logger.info("ResourceManager at %s no longer leads: it leases nothing", self._address)
 
-    def _check_leading(self, job_id: JobId) -> None:
-        """Raises LeaderLostError when this ResourceManager's leadership is not confirmed:
-        a deposed master (paused past its ZooKeeper session, not yet told) must not lease
-        TaskManagers for a job its successor runs. One ZooKeeper round trip."""
+    def suspend_leadership(self, suspended: bool) -> None:
+        """Leadership in doubt (``True``: the ZooKeeper connection is suspended) or
+        confirmed again: no lease starts while in doubt."""
+        with self._lock:
+            if self._leader_session is not None:
+                self._slot_manager.set_leading(not suspended)
+
+    def _leads(self) -> bool:
+        """Whether this ResourceManager's leadership is confirmed (always, without leader
+        election). One ZooKeeper round trip: a deposed master (paused past its session,
+        not yet told) must not lease TaskManagers for jobs its successor runs."""
         with self._lock:
             fenced, session, confirm = self._fenced, self._leader_session, self._confirm_session
         if not fenced:
+            return True
+        return session is not None and (confirm is None or confirm(session))
+
+    def _ensure_minimum(self) -> None:
+        """Lease TaskManagers up to resourcemanager.taskmanager.min, if this ResourceManager
+        leads."""
+        if self._leads():
+            self._slot_manager.ensure_minimum()
+
+    def _check_leading(self, job_id: JobId) -> None:
+        """Raises LeaderLostError when this ResourceManager's leadership is not confirmed
+        (``_leads``)."""
+        if self._leads():
             return
-        if session is not None and (confirm is None or confirm(session)):
-            return
+        with self._lock:
+            session = self._leader_session
         msg = (
             f"job {job_id}: this ResourceManager no longer leads (leader session "
             f"{(session or '-')[:8]} is over); no slot is given and no TaskManager leased"
@@ -572,7 +597,9 @@ class ResourceManager:
                     self._slot_manager.confirm_freed(registration.resource_id, allocation_id)
                 else:
                     # Its tasks are still ending: the slot stays taken until the
-                    # TaskExecutor says it is available (or stops reporting it).
+                    # TaskExecutor says it is available (or stops reporting it), and the
+                    # queue no longer counts on it (the serve below leases for it).
+                    self._slot_manager.slot_releasing(registration.resource_id, allocation_id)
                     logger.info(
                         "slot %s on TaskManager %s is releasing: its tasks are still ending",
                         allocation_id,
@@ -609,7 +636,7 @@ class ResourceManager:
                 )
             if time.monotonic() >= next_minimum_check:
                 next_minimum_check = time.monotonic() + _MINIMUM_CHECK_PERIOD_S
-                self._slot_manager.ensure_minimum()
+                self._ensure_minimum()
             # Also the retry of a request a TaskExecutor refused.
             self._serve_slot_requests()
             for resource_id in self._slot_manager.idle_task_managers():
@@ -660,7 +687,7 @@ class ResourceManager:
         self._background.submit(
             self._end_lease, registration, f"declared lost: {reason}", stop_first=not unresponsive
         )
-        self._slot_manager.ensure_minimum()
+        self._ensure_minimum()
         self._serve_slot_requests()
 
     def _notify_lost(self, jobmaster_address: str, resource_id: ResourceId, reason: str) -> None:

@@ -3,10 +3,17 @@ TaskManagers, oldest first.
 
 A request is queued and answered at once; ``match()`` hands out slots to the queued
 requests in the order they arrived whenever the caller learns that something changed
-(a TaskManager registered, slots were freed, a request arrived). It asks its launcher
-for more TaskManagers when the queue needs more slots than are free (up to the most the
-cluster may lease), and names idle TaskManagers that may be released. It does no I/O
-itself and never blocks: the ResourceManager does the RPCs around it.
+(a TaskManager registered, slots were freed, a request arrived). It does no I/O itself
+and never blocks: the ResourceManager does the RPCs around it.
+
+Leasing and releasing follow one invariant, as Flink's slot manager keeps its declared
+requirements: the queue's demand is met by, in this order, free slots, slots whose FreeSlot
+call is under way (free a moment later), and leases already pending; only what is left is
+leased (up to the most the cluster may lease). A slot whose FreeSlot found tasks still
+in it (RELEASING on its TaskExecutor) is not counted: it may stay taken for as long as a
+task ignores its cancellation. A TaskManager is idle, and released after the idle
+timeout, only when no allocation, no slot being freed and no queued request needs it:
+the free slots the queue asks for are the queue's.
 
 Threading: every method may be called from any thread; one lock guards the state.
 """
@@ -125,6 +132,9 @@ class _TaskManager:
     # Freed here but maybe not yet on the TaskExecutor: not handed out again until the
     # FreeSlot call returns, or a new job's AllocateSlot would find the slot taken.
     freeing: set[AllocationId] = field(default_factory=set)
+    # Freed, and the FreeSlot call found tasks still ending in it (RELEASING on the
+    # TaskExecutor): taken until they end, which a task ignoring its cancel can delay.
+    draining: set[AllocationId] = field(default_factory=set)
     idle_since: float = 0.0
     last_heartbeat_ms: int = 0
     process: ProcessStatus | None = None
@@ -132,7 +142,16 @@ class _TaskManager:
 
     @property
     def free_slots(self) -> int:
-        return self.registration.num_slots - len(self.allocations) - len(self.freeing)
+        return (
+            self.registration.num_slots
+            - len(self.allocations)
+            - len(self.freeing)
+            - len(self.draining)
+        )
+
+    @property
+    def idle(self) -> bool:
+        return not self.allocations and not self.freeing and not self.draining
 
 
 class DefaultSlotManager:
@@ -168,6 +187,8 @@ class DefaultSlotManager:
         self._start_failures: deque[float] = deque()
         self._last_start_failure = ""
         self._leasing_resumes_at = -math.inf
+        self._leading = True
+        """Whether its ResourceManager leads: one that does not leases nothing."""
         self._closed = False
 
     # --- capacity --------------------------------------------------------------------
@@ -242,10 +263,11 @@ class DefaultSlotManager:
             tm.last_heartbeat_ms = int(time.time() * 1000)
             tm.process = process or tm.process
             held = set(reported)
-            let_go = [a for a in tm.freeing if a not in held]
+            let_go = [a for a in tm.freeing | tm.draining if a not in held]
             for allocation_id in let_go:
                 self._freed_locked(tm, allocation_id)
-            return [a for a in reported if a not in tm.allocations and a not in tm.freeing]
+            known = tm.allocations.keys() | tm.freeing | tm.draining
+            return [a for a in reported if a not in known]
 
     def unregister(self, resource_id: ResourceId) -> dict[str, list[AllocationId]]:
         """Drop a TaskManager (lost or released) and its slots.
@@ -297,10 +319,18 @@ class DefaultSlotManager:
             self._last_start_failure,
         )
 
+    def set_leading(self, leading: bool) -> None:
+        """Whether the ResourceManager leads. One that does not (deposed, or its leadership
+        in doubt) starts no lease, for the minimum or for queued requests: TaskManagers
+        are the leader's to lease. Leasing resumes with leadership."""
+        with self._lock:
+            self._leading = leading
+
     def _leasing_paused(self) -> bool:
-        """Too many leases failed to start lately: none starts until the retry interval is
-        over (the maintenance loop serves the queue again then)."""
-        return self._clock() < self._leasing_resumes_at
+        """Not leading, or too many leases failed to start lately: none starts until
+        leadership is back or the retry interval is over (the maintenance loop serves the
+        queue again then)."""
+        return not self._leading or self._clock() < self._leasing_resumes_at
 
     def _recent_start_failures(self, now: float) -> int:
         while self._start_failures and self._start_failures[0] <= now - _START_FAILURE_WINDOW_S:
@@ -369,7 +399,7 @@ class DefaultSlotManager:
                 self._sequence,
                 ahead,
             )
-            leases = self._new_leases(self._leases_needed(self._demand() - self._free_slots()))
+            leases = self._new_leases(self._leases_needed())
         self._start(leases)
         return ahead
 
@@ -395,7 +425,7 @@ class DefaultSlotManager:
                     len(grant.slots),
                     sorted({a.resource_id for a in grant.slots}),
                 )
-            leases = self._new_leases(self._leases_needed(self._demand() - self._free_slots()))
+            leases = self._new_leases(self._leases_needed())
         self._start(leases)
         return grants
 
@@ -458,9 +488,16 @@ class DefaultSlotManager:
     def _free_slots(self) -> int:
         return sum(tm.free_slots for tm in self._task_managers.values() if not tm.releasing)
 
-    def _leases_needed(self, short_slots: int) -> int:
+    def _coming_free(self) -> int:
+        """Slots whose FreeSlot call is under way: free once it returns."""
+        return sum(len(tm.freeing) for tm in self._task_managers.values() if not tm.releasing)
+
+    def _leases_needed(self) -> int:
+        """TaskManagers to lease for what the queue asks beyond the free slots, the slots
+        coming free and the pending leases (the module docstring's invariant)."""
         if self._leasing_paused():
             return 0
+        short_slots = self._demand() - self._free_slots() - self._coming_free()
         pending_slots = len(self._pending_leases) * self._slots_per_tm
         wanted = math.ceil(max(0, short_slots - pending_slots) / self._slots_per_tm)
         room = self.max_task_managers - self._live_count()
@@ -513,7 +550,8 @@ class DefaultSlotManager:
     ) -> list[tuple[AllocationId, TaskManagerRegistration]]:
         """Take the job's slots (all of them when ``allocation_ids`` is empty) from the
         job; returns them for the FreeSlot calls. They stay unavailable until
-        ``confirm_freed`` says their TaskExecutor has let them go."""
+        ``confirm_freed`` says their TaskExecutor has let them go (or ``slot_releasing``
+        that their tasks are still ending)."""
         freed = []
         with self._lock:
             for tm in self._task_managers.values():
@@ -534,26 +572,40 @@ class DefaultSlotManager:
             if tm is not None:
                 self._freed_locked(tm, allocation_id)
 
+    def slot_releasing(self, resource_id: ResourceId, allocation_id: AllocationId) -> None:
+        """The FreeSlot call found tasks still ending in the slot: it stays taken until
+        ``confirm_freed`` (NotifySlotAvailable) or a heartbeat that no longer reports it,
+        and is no longer counted on for the queue (``match()`` leases for it)."""
+        with self._lock:
+            tm = self._task_managers.get(resource_id)
+            if tm is not None and allocation_id in tm.freeing:
+                tm.freeing.discard(allocation_id)
+                tm.draining.add(allocation_id)
+
     def _freed_locked(self, tm: _TaskManager, allocation_id: AllocationId) -> None:
         tm.freeing.discard(allocation_id)
-        if not tm.allocations and not tm.freeing:
+        tm.draining.discard(allocation_id)
+        if tm.idle:
             tm.idle_since = self._clock()
 
     def idle_task_managers(self) -> list[ResourceId]:
-        """TaskManagers idle for longer than the idle timeout, beyond the minimum kept."""
+        """TaskManagers idle for longer than the idle timeout, beyond the minimum kept and
+        beyond what the queued requests ask for: the free slots a queued request waits
+        for are kept for it (the longest idle go first)."""
         with self._lock:
             now = self._clock()
             live = [tm for tm in self._task_managers.values() if not tm.releasing]
             spare = len(live) - self._min
-            idle = [
-                tm
-                for tm in live
-                if not tm.allocations
-                and not tm.freeing
-                and now - tm.idle_since >= self._idle_timeout_s
-            ]
+            idle = [tm for tm in live if tm.idle and now - tm.idle_since >= self._idle_timeout_s]
             idle.sort(key=lambda t: t.idle_since)
-            return [tm.registration.resource_id for tm in idle[: max(0, spare)]]
+            surplus = self._free_slots() - self._demand()
+            released: list[ResourceId] = []
+            for tm in idle[: max(0, spare)]:
+                if tm.free_slots > surplus:
+                    break
+                surplus -= tm.free_slots
+                released.append(tm.registration.resource_id)
+            return released
 
     def close(self) -> None:
         """Refuse new requests and drop the queued ones (their JobMasters are closing too,

@@ -29,6 +29,7 @@ from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.errors import RemoteTimeoutError, WeirError
 from weir.core.ids import ExecutionAttemptId, JobId
 from weir.core.job_info import IOMetricsInfo
+from weir.core.throwable_classifier import ThrowableType
 from weir.taskmanager.queryablestate import KvStateEntry, KvStateRegistration, KvStateRegistry
 from weir.taskmanager.task_metrics import final_io_metrics
 
@@ -78,6 +79,7 @@ class StateUpdate:
     state: ExecutionState
     failure_cause: str | None
     io_metrics: IOMetricsInfo | None = None
+    throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +107,21 @@ class TaskStateReporter:
         self._task_ended = task_ended
 
     def report_state(
-        self, attempt_id: ExecutionAttemptId, state: ExecutionState, cause: str | None
+        self,
+        attempt_id: ExecutionAttemptId,
+        state: ExecutionState,
+        cause: str | None,
+        throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
+        /,
     ) -> None:
         io_metrics = None
         if state.is_terminal:
             task = self._tasks.task(attempt_id)
             io_metrics = final_io_metrics(task) if task is not None else None
         c = self._connection
-        self._reports.put(StateUpdate(c.address, c.job_id, attempt_id, state, cause, io_metrics))
+        self._reports.put(
+            StateUpdate(c.address, c.job_id, attempt_id, state, cause, io_metrics, throwable_type)
+        )
         if state.is_terminal:
             self._task_ended(attempt_id)
 

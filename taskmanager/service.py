@@ -26,6 +26,7 @@ from weir.core.metrics.metric_codec import encode_metrics
 from weir.core.process_status import current_process_status
 from weir.core.security import SecurityConfig
 from weir.core.task_manager_files import TaskManagerFileType
+from weir.core.throwable_classifier import ThrowableType
 from weir.proto import (
     common_pb2,
     jobmaster_pb2,
@@ -350,6 +351,7 @@ class JobMasterGateways:
         state: str,
         failure_cause: str | None,
         io_metrics: IOMetricsInfo | None = None,
+        throwable_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
         timeout_s: float,
     ) -> None:
         update = jobmaster_pb2.TaskExecutionStateUpdate(
@@ -357,6 +359,9 @@ class JobMasterGateways:
             execution_attempt_id=attempt_id,
             state=state,
             failure_cause=failure_cause or "",
+            throwable_type=jobmaster_pb2.ThrowableType.Value(
+                f"THROWABLE_TYPE_{throwable_type.name}"
+            ),
         )
         if io_metrics is not None:
             update.io_metrics.CopyFrom(io_metrics.to_proto())

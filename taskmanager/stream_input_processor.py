@@ -1,7 +1,9 @@
 """The input processor of a Task with inputs (Flink's StreamInputProcessor): it reads the
 input gate a buffer at a time, deserialises the records and hands them to the chain,
 merges watermarks and idleness per input in watermark valves, and carries out what the
-barrier handler decides at each checkpoint barrier (block, unblock, snapshot, abort).
+barrier handler decides at each checkpoint barrier (block, unblock, snapshot, abort) and
+at a trigger after every producer finished (an unaligned one reads the rest of the input
+ahead of processing, as channel state).
 Also the replay of in-flight buffers restored from an unaligned checkpoint.
 
 ``StreamInputProcessor`` is a part of ``Task``, run on the task thread; it uses the
@@ -14,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -23,9 +26,12 @@ from weir.taskmanager.checkpointing.barrier_handler import (
     AbortCheckpoint,
     Action,
     BlockChannel,
+    ChannelId,
     ChannelStateComplete,
     CheckpointBarrierHandler,
+    ReadToEnd,
     TriggerSnapshot,
+    UnalignedBarrierHandler,
     UnblockAll,
 )
 from weir.taskmanager.checkpointing.subtask_checkpoint import (
@@ -49,6 +55,8 @@ logger = logging.getLogger(__name__)
 
 _DATA = BufferKind.DATA
 _END = BufferKind.END_OF_PARTITION
+# How long one poll of a ReadToEnd waits before the task looks for a cancel again.
+_READ_AHEAD_POLL_S = 0.1
 
 
 class StreamInputProcessor:
@@ -64,6 +72,11 @@ class StreamInputProcessor:
     _open_channels: int
     _data_ended: set[tuple[int, int]]
     _pending_trigger: CheckpointBarrier | None
+    _read_ahead: deque[tuple[int, int, BufferKind, bytes]]
+    _in_bundles = False
+    """Processing one buffer a bundle at a time (serving the mailbox in between)."""
+    _deferred_trigger: CheckpointBarrier | None = None
+    """A trigger served between two bundles, taken when the buffer is done."""
     _alignment_started: float | None
     _gate_valves: list[StatusWatermarkValve]
     _gate_channel_base: list[int]
@@ -99,14 +112,17 @@ class StreamInputProcessor:
             if self._unaligned and self._barrier_handler is not None
             else None
         )
+        # What a ReadToEnd read ahead of processing: the barrier handler has seen it.
+        read_ahead = self._read_ahead
         while True:
             serve()
-            item = poll(timeout.poll_timeout())
+            seen = bool(read_ahead)
+            item = read_ahead.popleft() if seen else poll(timeout.poll_timeout())
             if item is None:
                 continue
             gate_index, channel, kind, payload = item
             if kind == _DATA:
-                if capture is not None:
+                if capture is not None and not seen:
                     capture(gate_index, channel, payload)
                 records, timestamps = deserialize_records(payload)
                 # Counted per buffer, never per record (numRecordsIn, numBytesIn).
@@ -120,7 +136,7 @@ class StreamInputProcessor:
                 if flush_after_batch:
                     chain.flush()
             elif kind == _END:
-                if self._barrier_handler is not None:
+                if self._barrier_handler is not None and not seen:
                     self._perform(self._barrier_handler.on_end_of_partition(gate_index, channel))
                 advanced = self._gate_valves[gate_index].channel_ended(
                     self._gate_channel_base[gate_index] + channel
@@ -140,17 +156,67 @@ class StreamInputProcessor:
             else:
                 self._on_event(gate_index, channel, payload)
 
+    def _trigger_with_open_channels(self, barrier: CheckpointBarrier) -> None:
+        """Checkpoint ``barrier`` triggered here because every producer finished, while
+        channels are still open. Unaligned, it is taken at once, its in-flight input read
+        to the end (Flink's triggerUnfinishedChannelsCheckpoint); otherwise once every
+        channel has ended, behind the last record (the barrier lies after it)."""
+        handler = self._barrier_handler
+        if not barrier.unaligned or not isinstance(handler, UnalignedBarrierHandler):
+            self._pending_trigger = barrier
+            return
+        if self._in_bundles:
+            # Between two bundles of one buffer: the rest of it is neither in the
+            # snapshot nor captured. Taken once the buffer is done.
+            self._deferred_trigger = barrier
+            return
+        unprocessed: dict[ChannelId, list[bytes]] = {}
+        for gate_index, channel, kind, payload in self._read_ahead:
+            if kind == _DATA:
+                unprocessed.setdefault((gate_index, channel), []).append(payload)
+        self._perform(handler.on_trigger(barrier, unprocessed))
+
+    def _read_to_end(self) -> None:
+        """``ReadToEnd``: read the open channels (their producers have finished) to their
+        END_OF_PARTITION into ``_read_ahead``, reporting every buffer and END to the
+        barrier handler as it comes; ``_run_inputs`` then processes them in order."""
+        gate, handler = self._gate, self._barrier_handler
+        assert gate is not None and handler is not None
+        read_ahead = self._read_ahead
+        open_channels = self._open_channels - sum(1 for item in read_ahead if item[2] == _END)
+        while open_channels > 0:
+            self._check_canceled()
+            item = gate.poll(_READ_AHEAD_POLL_S)
+            if item is None:
+                continue
+            read_ahead.append(item)
+            gate_index, channel, kind, payload = item
+            if kind == _DATA:
+                handler.on_buffer(gate_index, channel, payload)
+            elif kind == _END:
+                open_channels -= 1
+                self._perform(handler.on_end_of_partition(gate_index, channel))
+
     def _process_in_bundles(self, process: Any, records: list[Any], timestamps: Any) -> None:
         """A buffer of more records than the bundle size, a bundle at a time, serving the
         mailbox in between (timers, periodic watermarks, a due flush)."""
         size = self._bundle_size
         flusher = self._flusher
-        for start in range(0, len(records), size):
-            if start:
-                self._serve_mailbox()
-            end = start + size
-            with flusher:  # inside a batch (OutputFlusher's contract)
-                process(records[start:end], None if timestamps is None else timestamps[start:end])
+        self._in_bundles = True
+        try:
+            for start in range(0, len(records), size):
+                if start:
+                    self._serve_mailbox()
+                end = start + size
+                with flusher:  # inside a batch (OutputFlusher's contract)
+                    process(
+                        records[start:end], None if timestamps is None else timestamps[start:end]
+                    )
+        finally:
+            self._in_bundles = False
+        deferred, self._deferred_trigger = self._deferred_trigger, None
+        if deferred is not None:
+            self._trigger_with_open_channels(deferred)
 
     def _channel_data_ended(self, gate_index: int, channel: int) -> None:
         """No record follows on this channel (EndOfData, or END_OF_PARTITION); after the
@@ -241,6 +307,8 @@ class StreamInputProcessor:
                 self._alignment_started = None
                 if self._checkpointing is not None:
                     self._checkpointing.decline(action.checkpoint_id, action.reason.value)
+            elif isinstance(action, ReadToEnd):
+                self._read_to_end()
 
     def _replay_channel_state(self) -> None:
         """Recovery from an unaligned checkpoint, before any new input: re-send the

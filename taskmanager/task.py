@@ -23,18 +23,21 @@ import logging
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from weir.core import config
 from weir.core.checkpoint import (
     CheckpointType,
 )
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
+from weir.core.exception_history import CLEANUP_FAILURE_MARKER
 from weir.core.ids import ExecutionAttemptId
 from weir.core.metrics import ScopedMetricGroup
+from weir.core.throwable_classifier import ThrowableType, throwable_type
 from weir.taskmanager.checkpointing.barrier_handler import (
     CheckpointBarrierHandler,
 )
@@ -88,12 +91,24 @@ RegisterKvState = Callable[
 ]
 
 
+class ReportState(Protocol):
+    def __call__(
+        self,
+        attempt_id: ExecutionAttemptId,
+        state: ExecutionState,
+        cause: str | None,
+        throwable_type: ThrowableType,
+        /,
+    ) -> None: ...
+
+
 @dataclass(frozen=True)
 class TaskServices:
     network: NetworkEnvironment
-    report_state: Callable[[ExecutionAttemptId, ExecutionState, str | None], None]
+    report_state: ReportState
     """Called from the task thread on every transition; the string is the formatted
-    failure (with the user's original traceback)."""
+    failure (with the user's original traceback), the type whether a restart can cure it
+    (``weir.core.throwable_classifier``; RECOVERABLE_ERROR but for a failure)."""
     collect: Callable[[str, int, bytes, bool, int], None]
     """``(operator_id, subtask_index, serialized batch, end_of_data, checkpoint epoch)``;
     may block."""
@@ -156,7 +171,10 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         """(gate, channel) of the input channels after whose last record we are."""
         self._pending_trigger: CheckpointBarrier | None = None
         """A checkpoint triggered here because every producer finished, taken once their
-        channels have ended."""
+        channels have ended (an aligned one)."""
+        self._read_ahead: deque[tuple[int, int, BufferKind, bytes]] = deque()
+        """Input read to its end ahead of processing (an unaligned checkpoint triggered
+        after every producer finished), processed before the gate is polled again."""
         self._alignment_started: float | None = None
         self._interruptible = False
         self._processing_timers = ProcessingTimeService(
@@ -288,9 +306,11 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         drain: bool = False,
     ) -> None:
         """Checkpoint ``checkpoint_id`` at this task (any thread): a source, or a task whose
-        producers have all finished. Taken between two batches on the task thread (by a
-        task with inputs, once they have all ended). Savepoints are always aligned, as in
-        Flink, and go to ``target_location``, which their barrier carries downstream.
+        producers have all finished. Taken between two batches on the task thread; by a
+        task with inputs still open, at once when unaligned (what is still in flight on
+        them is channel state), else once they have all ended. Savepoints are always
+        aligned, as in Flink, and go to ``target_location``, which their barrier carries
+        downstream.
         ``drain``: the task's sources end event time (MAX_WATERMARK) before the barrier."""
 
         def action() -> None:
@@ -311,9 +331,9 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
                 checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned, target_location
             )
             if self._open_channels > 0:
-                # Triggered here because every producer finished (FLIP-147): taken once
-                # their last records are in, never ahead of them.
-                self._pending_trigger = barrier
+                # Triggered here because every producer finished (FLIP-147), with their
+                # last records still on the way.
+                self._trigger_with_open_channels(barrier)
                 return
             if self._gate is not None:
                 # A task with inputs, all ended: nothing in flight, nothing to overtake.
@@ -341,7 +361,12 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
 
     # --- the task thread -------------------------------------------------------------------
 
-    def _transition(self, state: ExecutionState, cause: str | None = None) -> None:
+    def _transition(
+        self,
+        state: ExecutionState,
+        cause: str | None = None,
+        failure_type: ThrowableType = ThrowableType.RECOVERABLE_ERROR,
+    ) -> None:
         with self._lock:
             self._state = state
             self._failure_cause = cause
@@ -352,7 +377,7 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             state.value,
         )
         try:
-            self._services.report_state(self.tdd.execution_attempt_id, state, cause)
+            self._services.report_state(self.tdd.execution_attempt_id, state, cause, failure_type)
         except Exception:  # the state is kept locally; the TaskExecutor reconciles later
             logger.warning(
                 "reporting %s of %s failed", state.value, self.tdd.task_name, exc_info=True
@@ -481,10 +506,8 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             logger.warning("a partition of %s was released under it", self.tdd.task_name)
         text = "".join(traceback.format_exception(exc))
         if cleanup_error is not None:
-            text += "\nWhile cleaning up, another error occurred:\n" + "".join(
-                traceback.format_exception(cleanup_error)
-            )
-        self._transition(ExecutionState.FAILED, text)
+            text += CLEANUP_FAILURE_MARKER + "".join(traceback.format_exception(cleanup_error))
+        self._transition(ExecutionState.FAILED, text, throwable_type(exc))
 
     def _cleanup(self, cause: BaseException | None) -> BaseException | None:
         """Close user functions, release partitions, close the gate. Returns the first

@@ -795,6 +795,7 @@ class TaskExecutor:
                     state=update.state.value,
                     failure_cause=update.failure_cause,
                     io_metrics=update.io_metrics,
+                    throwable_type=update.throwable_type,
                     timeout_s=_RPC_TIMEOUT_S,
                 )
             except WeirError:

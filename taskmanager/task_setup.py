@@ -18,7 +18,7 @@ from weir.core.checkpoint import (
     create_checkpoint_storage,
 )
 from weir.core.deployment import TaskDeploymentDescriptor
-from weir.core.errors import UserCodeError
+from weir.core.errors import NonRecoverableError, UserCodeError
 from weir.core.job_graph import OperatorDescriptor, PartitionerKind
 from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
 from weir.core.metrics import MetricRegistry, ScopedMetricGroup
@@ -66,6 +66,12 @@ class PayloadUnpicklingError(UserCodeError):
     """An operator's payload could not be unpickled in the TaskManager."""
 
 
+class UserCodeImportError(PayloadUnpicklingError, NonRecoverableError):
+    """The payload names a module or a class the TaskManager cannot import (a package
+    installed where the job was built but not on the workers, or in another version):
+    every attempt meets it again, so the job fails at once."""
+
+
 def _unpickle_payload(descriptor: OperatorDescriptor) -> dict[str, Any]:
     try:
         payload = load_user_code(descriptor.payload)
@@ -76,6 +82,11 @@ def _unpickle_payload(descriptor: OperatorDescriptor) -> dict[str, Any]:
             "uses importable on the workers (install them in the TaskManagers' Python "
             "environment, or ship them with the job)"
         )
+        # Unpickling finds each class and function by importing its module and looking the
+        # name up in it (pickle's find_class): an ImportError or AttributeError there is
+        # a name the workers lack, and will lack on the next attempt too.
+        if isinstance(exc, (ImportError, AttributeError)):
+            raise UserCodeImportError(msg) from exc
         raise PayloadUnpicklingError(msg) from exc
     if not isinstance(payload, dict):
         msg = f"operator {descriptor.name!r}: its payload is a {type(payload).__name__}, not a dict"

@@ -7,6 +7,12 @@ dependency:copy-dependencies``), once per machine: they are cached in
 so that parallel test workers fetch them once. The storage is formatted with
 ``kafka.tools.StorageTool format --standalone`` before the first start; ``restart()`` keeps
 the data and the ports, as a broker restarted in place does.
+
+It keeps Kafka's defaults where users' brokers have them (``transaction.max.timeout.ms``
+above all: 15 minutes, which Flink's one-hour ``transaction.timeout.ms`` exceeds), so the
+tests meet what users meet. Besides its plain listener it has one that asks for SASL/PLAIN
+credentials (``sasl_bootstrap_servers``; user ``SASL_USER``, password ``SASL_PASSWORD``).
+Topics are never created behind a test's back (``auto.create.topics.enable`` is off).
 """
 
 from __future__ import annotations
@@ -97,9 +103,13 @@ Configuration:
 class KafkaBroker:
     """One KRaft node (broker + controller) on 127.0.0.1; ``bootstrap_servers`` names it."""
 
+    SASL_USER = "weir"
+    SASL_PASSWORD = "weir-secret"
+
     def __init__(self, directory: Path, extra_properties: dict[str, str] | None = None) -> None:
         self.directory = Path(directory)
         self.port = _free_port()
+        self.sasl_port = _free_port()
         self.controller_port = _free_port()
         self._extra = dict(extra_properties or {})
         self._process: subprocess.Popen[bytes] | None = None
@@ -108,6 +118,12 @@ class KafkaBroker:
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The listener that asks for SASL/PLAIN credentials (``security.protocol``
+        ``SASL_PLAINTEXT``)."""
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def log_file(self) -> Path:
@@ -119,11 +135,21 @@ class KafkaBroker:
             "node.id": "1",
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
             "listeners": (
-                f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+                f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                f"CONTROLLER://127.0.0.1:{self.controller_port}"
             ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+            ),
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+            ),
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'user_{self.SASL_USER}="{self.SASL_PASSWORD}";'
+            ),
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.directory / "data"),
             "num.partitions": "1",
@@ -135,9 +161,6 @@ class KafkaBroker:
             "transaction.state.log.min.isr": "1",
             "transaction.state.log.num.partitions": "4",
             "group.initial.rebalance.delay.ms": "0",
-            # Flink's KafkaSink asks for an hour (its default transaction.timeout.ms);
-            # the broker's own default cap is 15 minutes.
-            "transaction.max.timeout.ms": "3600000",
             **self._extra,
         }
         path = self.directory / "server.properties"

@@ -79,6 +79,9 @@ def main() -> None:
         )
         .set_delivery_guarantee(DeliveryGuarantee[args.guarantee])
         .set_transactional_id_prefix(f"bench-{args.sink}")
+        # The brokers refuse a timeout above their transaction.max.timeout.ms (15 min
+        # by default); Flink's default is an hour.
+        .set_property("transaction.timeout.ms", "900000")
         .build()
     )
     (

@@ -45,7 +45,12 @@ from weir.core.checkpoint.savepoint_storage import (
     savepoint_location,
     write_savepoint_metadata,
 )
-from weir.core.errors import CheckpointError, CorruptCheckpointError, WeirError
+from weir.core.errors import (
+    CheckpointError,
+    CorruptCheckpointError,
+    PossibleInconsistentStateError,
+    WeirError,
+)
 from weir.core.highavailability import (
     CheckpointIdCounter,
     CompletedCheckpointPointer,
@@ -176,6 +181,9 @@ class CheckpointCoordinator:
         self._shared = SharedStateRegistry()
         self._shared_loaded = False
         self._savepoints: dict[int, _SavepointRequest] = {}
+        # The job's shared directories, once, here (as Flink's coordinator does), so that
+        # no task has to create them.
+        storage.initialize_base_locations()
 
     # -- inspection ----------------------------------------------------------------------
     @property
@@ -605,6 +613,20 @@ class CheckpointCoordinator:
             subsumed = self._store.add_checkpoint(
                 CompletedCheckpointPointer(self.job_id, checkpoint_id, pointer, now)
             )
+        except PossibleInconsistentStateError as exc:
+            # Registered in ZooKeeper, maybe: the next leader may restore it, so its files
+            # stay (Flink keeps them too); a later checkpoint subsumes it as usual. Not
+            # counted, as the aborts of a suspension are not: a connection blip is no
+            # reason for a failover.
+            logger.warning(
+                "job %s: checkpoint %d may or may not be registered (%s); its files are kept",
+                self.job_id,
+                checkpoint_id,
+                exc,
+            )
+            return self._abort_locked(
+                pending, f"registering it had no answer: {exc}", counted=False, discard=False
+            )
         except (OSError, WeirError) as exc:
             logger.warning(
                 "job %s: checkpoint %d: finalizing failed",
@@ -711,20 +733,25 @@ class CheckpointCoordinator:
         return states
 
     def _abort_locked(
-        self, pending: PendingCheckpoint, reason: str, counted: bool
+        self, pending: PendingCheckpoint, reason: str, counted: bool, *, discard: bool = True
     ) -> list[_Effect]:
+        """``discard``: delete what the checkpoint wrote (not when it may be registered)."""
         checkpoint_id = pending.checkpoint_id
         now = self._clock()
         self._pending.pop(checkpoint_id, None)
         pending.dispose()
         savepoint = self._savepoints.pop(checkpoint_id, None)
-        if savepoint is None:
+        if savepoint is None and discard:
             self._storage.discard_checkpoint(checkpoint_id)
-        uploaded = self._shared.unreferenced(
-            path
-            for subtasks in pending.operator_states().values()
-            for _, state in subtasks.values()
-            for path in state.shared_paths()
+        uploaded = (
+            self._shared.unreferenced(
+                path
+                for subtasks in pending.operator_states().values()
+                for _, state in subtasks.values()
+                for path in state.shared_paths()
+            )
+            if discard
+            else []
         )
         self._stats.report_failed(checkpoint_id, now, reason)
         self._last_end_ms = now

@@ -21,6 +21,13 @@ Actions, in the order the task must carry them out:
   coordinator (and drop whatever was captured for it).
 - ``ChannelStateComplete``: unaligned only; every input delivered the barrier, so the
   in-flight input buffers of the checkpoint are all known and can be written.
+- ``ReadToEnd``: unaligned only, after a trigger at a task whose producers have all
+  finished (``UnalignedBarrierHandler.on_trigger``): read every open channel to its
+  END_OF_PARTITION now, ahead of processing, reporting each buffer (``on_buffer``) and
+  each END (``on_end_of_partition``) as it is read and carrying out what they return;
+  then process what was read, in order, without reporting it again. What remains to come
+  from a finished producer is bounded (its subpartition's queue and the channel's
+  credit), so this takes the time of the network, not of processing it.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from __future__ import annotations
 import abc
 import enum
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -86,7 +93,14 @@ class ChannelStateComplete:
     none are absent."""
 
 
-Action = TriggerSnapshot | BlockChannel | UnblockAll | AbortCheckpoint | ChannelStateComplete
+@dataclass(frozen=True, slots=True)
+class ReadToEnd:
+    checkpoint_id: int
+
+
+Action = (
+    TriggerSnapshot | BlockChannel | UnblockAll | AbortCheckpoint | ChannelStateComplete | ReadToEnd
+)
 
 
 class CheckpointBarrierHandler(Protocol):
@@ -366,6 +380,14 @@ class UnalignedBarrierHandler(_SingleCheckpointBarrierHandler):
     DATA buffers a priority barrier overtook inside the gate are captured too. When every
     channel delivered *n* (or ended) the channel state of *n* is complete. A newer
     barrier before that aborts *n* as subsumed. No channel is ever blocked.
+
+    The coordinator triggers *n* at the task itself once every producer has finished
+    (``on_trigger``); no barrier comes on its open channels then, as if each had been
+    sent after the channel's last buffer (Flink's ``triggerUnfinishedChannelsCheckpoint``
+    processes one on each). The snapshot is taken at once all the same, and every buffer
+    still to come on those channels is channel state: the task reads them to their end
+    ahead of processing (``ReadToEnd``), so the checkpoint waits for the network, never
+    for the task to work through the data.
     """
 
     def __init__(self, channels_per_gate: Sequence[int]) -> None:
@@ -385,6 +407,32 @@ class UnalignedBarrierHandler(_SingleCheckpointBarrierHandler):
     def on_end_of_partition(self, gate_index: int, channel_index: int) -> list[Action]:
         self._inputs.end(gate_index, channel_index)
         return self._complete_if_done()
+
+    def on_trigger(
+        self,
+        barrier: CheckpointBarrier,
+        unprocessed: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    ) -> list[Action]:
+        """The coordinator triggered ``barrier``'s checkpoint at this task because every
+        producer of the task has finished, while some channels have not delivered
+        END_OF_PARTITION yet. ``unprocessed``: DATA buffers already read (a ``ReadToEnd``
+        of an earlier checkpoint) that the task has not processed yet; they are in flight
+        for this checkpoint too. A checkpoint not newer than the latest seen is dropped."""
+        n = barrier.checkpoint_id
+        if n <= self._current:
+            logger.debug("dropping the trigger of checkpoint %d (current %d)", n, self._current)
+            return []
+        actions: list[Action] = []
+        if self._delivered is not None:
+            actions += self._subsume(n)
+        self._current = n
+        self._delivered = set()  # no channel delivers a barrier: each one ends instead
+        actions += self._start(barrier)
+        for channel, buffers in (unprocessed or {}).items():
+            if buffers:
+                self._captured[self._inputs.check(*channel)] = list(buffers)
+        done = self._complete_if_done()
+        return [*actions, *done] if done else [*actions, ReadToEnd(n)]
 
     def _subsume(self, newer: int) -> list[Action]:
         logger.info(

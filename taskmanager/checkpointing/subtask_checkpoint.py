@@ -325,9 +325,9 @@ class SubtaskCheckpointCoordinator:
         started = time.monotonic()
         try:
             location = (
-                savepoint_location(target_location, n)
+                savepoint_location(target_location, n, create=False)
                 if target_location
-                else self._storage.init_checkpoint(n)
+                else self._storage.resolve_checkpoint(n)
             )
             states: dict[OperatorId, OperatorSubtaskState] = {}
             for op in snapshot.operators:

@@ -24,8 +24,8 @@ from weir.core.columnar import (
     ColumnBatch,
     ColumnSpec,
     as_records,
-    batch_column,
     from_format,
+    key_column,
     to_format,
 )
 from weir.core.errors import WeirError
@@ -141,7 +141,7 @@ class KeyedMapBatchesOperator(MapBatchesOperator):
         """The batch's records by key, keys in the order they first came, each group in
         its records' order (a ColumnBatch's groups stay columns)."""
         if type(batch) is ColumnBatch:
-            keys = batch_column(batch, self.key_field)
+            keys = key_column(batch, self.key_field)
             if keys is not None:
                 import numpy as np  # noqa: PLC0415
 

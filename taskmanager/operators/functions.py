@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from weir.core.canonical_keys import state_key
 from weir.core.errors import WeirError
+from weir.core.field_access import field_of
 
 
 class FunctionTypeError(WeirError, TypeError):
@@ -45,8 +47,42 @@ def required_method(function: Any, method: str, operator_name: str) -> Callable[
 
 
 def key_selector(selector: Any) -> Callable[[Any], Any]:
-    """A KeySelector's ``get_key`` or the callable itself."""
-    return user_method(selector, "get_key", "key_by")
+    """A KeySelector's ``get_key`` or the callable itself, giving each key as keyed state
+    holds it (``state_key``: every NaN in it the one NaN object, so that the dicts keyed
+    by key, the hashmap backend's and the operators' own, find it again).
+
+    A key that is a string or an int, the usual ones, costs one type check more. A
+    selector that reads a position of its record (``lambda r: r[0]``) is replaced by one
+    that reads it and checks, in one call; any other is called from a wrapper. Either
+    carries the user's function as ``weir_key_selector``, which ``field_of`` and error
+    messages read."""
+    get_key = user_method(selector, "get_key", "key_by")
+    field = field_of(get_key)
+    key = _reading_position(field) if isinstance(field, int) else _calling(get_key)
+    key.weir_key_selector = get_key  # type: ignore[attr-defined]
+    return key
+
+
+def _reading_position(field: int) -> Callable[[Any], Any]:
+    def key(x: Any, _field: int = field, _state_key: Any = state_key) -> Any:
+        k = x[_field]
+        t = type(k)
+        if t is str or t is int:
+            return k
+        return _state_key(k)
+
+    return key
+
+
+def _calling(get_key: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def key(x: Any, _get_key: Any = get_key, _state_key: Any = state_key) -> Any:
+        k = _get_key(x)
+        t = type(k)
+        if t is str or t is int:
+            return k
+        return _state_key(k)
+
+    return key
 
 
 def open_function(function: Any, runtime_context: Any) -> None:

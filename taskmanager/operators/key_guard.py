@@ -31,6 +31,7 @@ _REPR.maxother = 60
 def describe_function(function: Any) -> str:
     """A user function as its author knows it: ``by_user (job.py:12)``, ``<lambda>
     (job.py:30)``, ``MyKeySelector.get_key``."""
+    function = getattr(function, "weir_key_selector", function)  # see key_selector
     target = getattr(function, "__func__", function)  # a bound method's function
     name = getattr(target, "__qualname__", None) or type(function).__qualname__
     code = getattr(target, "__code__", None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from weir.core.columnar import ColumnBatch, batch_column
+from weir.core.columnar import ColumnBatch, batch_column, key_column
 
 _KINDS = ("sum", "min", "max", "min_by", "max_by")
 
@@ -37,7 +37,7 @@ def accumulate_columns(
 
     if kind not in _KINDS:
         return None
-    keys = batch_column(batch, key_field)
+    keys = key_column(batch, key_field)
     values = (
         next(iter(batch.columns.values())) if batch.spec.is_scalar else batch_column(batch, field)
     )

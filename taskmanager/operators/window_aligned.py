@@ -23,7 +23,7 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
-from weir.core.columnar import ColumnBatch, batch_column
+from weir.core.columnar import ColumnBatch, batch_column, key_column
 from weir.core.windowing import MAX_LONG_VALUE, MissingTimestampError, TimeWindow
 from weir.taskmanager.operators.base import Timestamps
 from weir.taskmanager.operators.timers import InternalTimerService
@@ -179,7 +179,7 @@ class AlignedWindowPaths:
 
         assert self._columns is not None
         kind, value_field, key_field = self._columns
-        keys = batch_column(batch, key_field)
+        keys = key_column(batch, key_field)
         values = None
         if kind != "count":
             values = (

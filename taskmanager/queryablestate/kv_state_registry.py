@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from weir.core.canonical_keys import state_key
 from weir.core.errors import UnknownKvStateIdError
 
 Read = Callable[[], Any]
@@ -65,7 +66,7 @@ class KvStateEntry:
                 return  # the server stopped waiting
             backend = self.backend
             previous = backend.current_key
-            backend.current_key = key
+            backend.current_key = state_key(key)  # as the operator's key selector gives it
             try:
                 value = self.read()
                 if isinstance(value, (list, dict)) and not value:

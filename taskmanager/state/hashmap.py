@@ -1,7 +1,10 @@
 """The ``hashmap`` state backend: keyed state as Python objects on the heap.
 
 Each state is one ``dict`` from key to value, so ``value()`` and ``update()`` are a
-single dict access on the current key. Key groups are not tracked per access (that
+single dict access on the current key. Keys come as the operators' key selectors give
+them (``weir.core.canonical_keys.state_key``: every NaN in a key the one NaN object), so
+that keys the rocksdb backend takes for one (equal canonical bytes) are one dict key
+here too. Key groups are not tracked per access (that
 would cost a stable hash per record); a snapshot computes them once per key. A state
 with a TTL is one of the ``ttl`` kinds over this backend's dicts (``heap_states``'
 ``HeapEntry`` and its kin); a state without one never touches them.
@@ -12,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from weir.core.canonical_keys import state_key
 from weir.core.key_groups import PyFlinkKeyHasher
 from weir.taskmanager.state.backend import (
     KeyedStateBackend,
@@ -31,6 +35,14 @@ from weir.taskmanager.state.heap_states import (
     HeapReducingState,
     HeapValueState,
 )
+
+
+def _state_keyed(entries: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """Restored entries by their keys as the operators hand keys over (``state_key``: a
+    NaN read from a snapshot is a new object, which the dict would not find again)."""
+    if all(type(key) is str or type(key) is int for key in entries):
+        return entries
+    return {state_key(key): value for key, value in entries.items()}
 
 
 class HeapNamespacedTable(NamespacedTable):
@@ -177,7 +189,7 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
                 table = self._tables.setdefault(name, {})
                 for group, entries in by_group.items():
                     if group in owned:
-                        table.update(entries)
+                        table.update(_state_keyed(entries))
 
     def dispose(self) -> None:
         for table in self._tables.values():

@@ -3,15 +3,16 @@
 One column family per table (a state, a TTL state's ``_weir_ttl_<name>``, a runtime
 table). Every entry key starts with the serialized key::
 
-    key group (u16) | length of the key (u16) | canonical_key_bytes(key) | namespace ...
+    key group (u16) | length of the key | canonical_key_bytes(key) | namespace ...
 
 so all state of a key-group range is one contiguous scan, and all entries of one key
-(a map's user keys, a table's namespaces) are one prefix scan. A key is serialized by
-its canonical form (``weir.core.canonical_keys``): keys that are equal in Python are
-the same entry, as they are the same dict key on the hashmap backend. Keys whose
-canonical form is not the key itself (1.0, dataclasses, Rows) also keep their
-original, pickled, in the ``_weir_keys`` column family, so timers and snapshots hand
-back the key the program used.
+(a map's user keys, a table's namespaces) are one prefix scan. The length is a u16, or
+0xFFFF and a u32 from 64 KiB on: a key may be of any size, as on the hashmap backend.
+A key is serialized by its canonical form (``weir.core.canonical_keys``): keys that are
+equal in Python are the same entry, as they are the same dict key on the hashmap
+backend. Keys whose canonical form is not the key itself (1.0, dataclasses, Rows) also
+keep their original, pickled, in the ``_weir_keys`` column family, so timers and
+snapshots hand back the key the program used.
 
 The write-ahead log is off: state is made durable by checkpoints, never by RocksDB's
 own recovery (as in Flink). The database lives in a directory of its own under
@@ -28,7 +29,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import struct
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -45,7 +45,6 @@ from weir.core.key_groups import PyFlinkKeyHasher
 from weir.taskmanager.state.backend import (
     KeyedStateBackend,
     KeyedStateSnapshot,
-    StateAccessError,
     StateKind,
     StateMeta,
     check_registration,
@@ -54,7 +53,6 @@ from weir.taskmanager.state.backend import (
 from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
 from weir.taskmanager.state.rocksdb_layout import (
     DEFAULT_CF,
-    KEY_GROUP_PREFIXES,
     KEYS_CF,
     block_cache,
     canonical_entries,
@@ -65,6 +63,7 @@ from weir.taskmanager.state.rocksdb_layout import (
     open_db,
     pickle_key,
     scan_by_key,
+    serialized_key,
 )
 from weir.taskmanager.state.rocksdb_states import (
     RocksAggregatingState,
@@ -81,8 +80,6 @@ from weir.taskmanager.state.rocksdb_states import (
 logger = logging.getLogger(__name__)
 
 
-_U16 = struct.Struct(">H")
-_MAX_KEY_BYTES = 0xFFFF
 # A restore writes this many entries per WriteBatch: big enough that the batch call is
 # amortised, small enough that a batch never holds much memory.
 _RESTORE_BATCH = 10_000
@@ -151,6 +148,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.incremental = False
         """Checkpoints upload SST files (``rocksdb_incremental``) instead of the
         canonical form."""
+        self.transfer_threads = 1
+        """Files of an incremental checkpoint uploaded (and of a restore downloaded) at
+        once (``state.backend.rocksdb.checkpoint.transfer.thread.num``)."""
         self._namespaced: dict[str, RocksNamespacedTable] = {}
         self._key_cache: dict[Any, bytes] = {}
         self._last_key: Any = _NOT_A_KEY
@@ -177,7 +177,15 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             )
             raise ConfigurationError(msg) from exc
         names = sorted({*column_families, KEYS_CF})
-        self._db = open_db(self.db_path, names, cache=self._block_cache)
+        try:
+            self._db = open_db(self.db_path, names, cache=self._block_cache)
+        except Exception as exc:  # rocksdict raises a bare Exception for RocksDB's errors
+            msg = (
+                f"the rocksdb state backend cannot open its database in {self.db_path}: "
+                f"{exc}; if that disk is full, make room or set "
+                "taskmanager.state.local.root-dirs to a local directory with space"
+            )
+            raise ConfigurationError(msg) from exc
         self._cfs = {}
         self._caches = {}
         for name in names:
@@ -280,14 +288,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
 
     def _serialize_key(self, key: Any) -> bytes:
         canonical = canonical_key_bytes(key)
-        if len(canonical) > _MAX_KEY_BYTES:
-            msg = (
-                f"a key of {len(canonical)} serialized bytes is too large for the rocksdb "
-                f"state backend (at most {_MAX_KEY_BYTES}); key_by a smaller value"
-            )
-            raise StateAccessError(msg)
         group = self.key_hasher.key_group_of_canonical(key, canonical, self.max_parallelism)
-        serialized = KEY_GROUP_PREFIXES[group] + _U16.pack(len(canonical)) + canonical
+        serialized = serialized_key(group, canonical)
         if not is_canonical(key):
             self._keys_added += 1
             if self._keys_added >= _KEYS_SWEEP_EVERY:

@@ -8,7 +8,10 @@ never change), MANIFEST and CURRENT copied. Asynchronous part (the checkpoint wr
 thread): ``write`` uploads the SST files not among those of the last *completed*
 checkpoint (only those are known to be kept by the CheckpointCoordinator) and the
 private files, then deletes the local checkpoint. The backend learns which files the
-coordinator keeps from ``notify_checkpoint_complete``.
+coordinator keeps from ``notify_checkpoint_complete``. Files go up, and come down on a
+restore, ``state.backend.rocksdb.checkpoint.transfer.thread.num`` at a time (Flink's
+``RocksDBStateUploader``/``Downloader``): on a remote file system each file costs round
+trips whatever its size, and several at once overlap them.
 
 Restore: a handle of exactly the backend's key groups becomes its database (the files
 downloaded into its directory), and its shared files count as uploaded. Otherwise
@@ -24,8 +27,10 @@ import os
 import shutil
 import struct
 import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from rocksdict import Checkpoint, Rdict, WriteBatch
 
@@ -54,6 +59,21 @@ _U16 = struct.Struct(">H")
 _SST = ".sst"
 _COPY_BATCH = 10_000
 
+T = TypeVar("T")
+
+
+def transfer(work: Callable[[str], T], names: Sequence[str], threads: int) -> dict[str, T]:
+    """``work(name)`` for each name, up to ``threads`` at a time; name -> its result. The
+    first failure (in the order of ``names``) is raised once every transfer has ended, so
+    no thread outlives the call."""
+    if threads <= 1 or len(names) <= 1:
+        return {name: work(name) for name in names}
+    with ThreadPoolExecutor(
+        min(threads, len(names)), thread_name_prefix="rocksdb-transfer"
+    ) as pool:
+        futures = {name: pool.submit(work, name) for name in names}
+    return {name: future.result() for name, future in futures.items()}
+
 
 def meta_infos(meta: dict[str, StateMeta]) -> tuple[StateMetaInfo, ...]:
     return tuple(
@@ -77,6 +97,7 @@ class RocksDBNativeSnapshot:
     uploaded: dict[str, StreamStateHandle]
     backend: RocksDBKeyedStateBackend
     written: dict[str, StreamStateHandle] = field(default_factory=dict)
+    transfer_threads: int = 1
 
     @staticmethod
     def take(backend: RocksDBKeyedStateBackend, checkpoint_id: int) -> RocksDBNativeSnapshot:
@@ -91,37 +112,36 @@ class RocksDBNativeSnapshot:
             state_meta=meta_infos(backend.table_meta()),
             uploaded=dict(backend.uploaded),
             backend=backend,
+            transfer_threads=backend.transfer_threads,
         )
 
     def write(
         self, storage: CheckpointStorage, location: CheckpointStorageLocation, prefix: str
     ) -> IncrementalKeyGroupsStateHandle:
         """Upload what the coordinator does not have yet; returns the handle."""
-        shared: list[SharedFile] = []
-        private: list[SharedFile] = []
-        written = 0
+
+        def upload(name: str) -> StreamStateHandle:
+            path = os.path.join(self.directory, name)
+            if name.endswith(_SST):
+                # Named by checkpoint too: a file an aborted checkpoint uploaded may be
+                # deleted by the coordinator while this one goes up.
+                return storage.write_shared_file(
+                    f"{self.backend_id}-{self.checkpoint_id}-{name}", path
+                )
+            with open(path, "rb") as f:
+                data = f.read()
+            return location.write_state(f"{prefix}-rocksdb-{name}", data)
+
         try:
-            for name in sorted(os.listdir(self.directory)):
-                path = os.path.join(self.directory, name)
-                if name.endswith(_SST):
-                    handle = self.uploaded.get(name)
-                    if handle is None:
-                        # Named by checkpoint too: a file an aborted checkpoint uploaded
-                        # may be deleted by the coordinator while this one goes up.
-                        handle = storage.write_shared_file(
-                            f"{self.backend_id}-{self.checkpoint_id}-{name}", path
-                        )
-                        written += handle.size
-                    self.written[name] = handle
-                    shared.append(SharedFile(name, handle))
-                else:
-                    with open(path, "rb") as f:
-                        data = f.read()
-                    handle = location.write_state(f"{prefix}-rocksdb-{name}", data)
-                    written += handle.size
-                    private.append(SharedFile(name, handle))
+            names = sorted(os.listdir(self.directory))
+            new = [n for n in names if not (n.endswith(_SST) and n in self.uploaded)]
+            handles = {**self.uploaded, **transfer(upload, new, self.transfer_threads)}
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
+        shared = [SharedFile(n, handles[n]) for n in names if n.endswith(_SST)]
+        private = [SharedFile(n, handles[n]) for n in names if not n.endswith(_SST)]
+        written = sum(handles[n].size for n in new)
+        self.written.update((file.name, file.handle) for file in shared)
         self.backend.pending_uploads[self.checkpoint_id] = dict(self.written)
         start = self.key_groups.start
         return IncrementalKeyGroupsStateHandle(
@@ -138,11 +158,15 @@ class RocksDBNativeSnapshot:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _download(handle: IncrementalKeyGroupsStateHandle, directory: str) -> None:
+def _download(handle: IncrementalKeyGroupsStateHandle, directory: str, threads: int) -> None:
     os.makedirs(directory, exist_ok=True)
-    for file in (*handle.shared, *handle.private):
-        with open(os.path.join(directory, file.name), "wb") as f:
-            f.write(read_state(file.handle))
+    files = {file.name: file.handle for file in (*handle.shared, *handle.private)}
+
+    def download(name: str) -> None:
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(read_state(files[name]))
+
+    transfer(download, sorted(files), threads)
 
 
 def _families(handle: IncrementalKeyGroupsStateHandle) -> list[str]:
@@ -167,7 +191,7 @@ def restore_native(
     if len(handles) == 1 and range(only.key_groups.start, only.key_groups.end) == owned:
         backend.close_db()
         shutil.rmtree(backend.db_path, ignore_errors=True)
-        _download(only, backend.db_path)
+        _download(only, backend.db_path, backend.transfer_threads)
         backend.reopen(_families(only))
         # The first checkpoint after the restore refers to these files in shared/.
         backend.uploaded = {f.name: f.handle for f in only.shared}
@@ -181,7 +205,7 @@ def restore_native(
     for handle in handles:
         scratch = os.path.join(scratch_root, f"restore-{uuid.uuid4().hex}")
         try:
-            _download(handle, scratch)
+            _download(handle, scratch, backend.transfer_threads)
             source = open_db(scratch, _families(handle))
             try:
                 _copy_key_groups(source, handle, backend)

@@ -38,7 +38,11 @@ KEYS_CF = "_weir_keys"
 DEFAULT_CF = "default"
 _PICKLE = 5
 _U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
 KEY_GROUP_PREFIXES = [_U16.pack(i) for i in range(1 << 16)]
+# A key's length takes two bytes; from 0xFFFF bytes on, these two then four.
+_LONG_KEY = 0xFFFF
+_LONG_KEY_MARK = _U16.pack(_LONG_KEY)
 # Memory RocksDB may use for all memtables of one backend, and its block cache: both
 # bounded so that state much larger than memory keeps the TaskManager's RSS flat.
 _WRITE_BUFFER_BYTES = 64 << 20
@@ -117,6 +121,30 @@ def create_db_directory(root: str, name: str) -> str:
     return path
 
 
+def serialized_key(key_group: int, canonical: bytes) -> bytes:
+    """The key a state entry starts with: key group (u16), length, canonical bytes. The
+    length is a u16 below 0xFFFF bytes, else 0xFFFF and a u32 (keys of any size, with no
+    cost to the usual ones). No serialized key is a prefix of another's: keys of one
+    length agree on the length's bytes, and a long key's 0xFFFF is no short key's."""
+    n = len(canonical)
+    if n < _LONG_KEY:
+        return KEY_GROUP_PREFIXES[key_group] + _U16.pack(n) + canonical
+    return KEY_GROUP_PREFIXES[key_group] + _LONG_KEY_MARK + _U32.pack(n) + canonical
+
+
+def _key_start(entry: bytes) -> int:
+    """Where the canonical bytes of an entry's serialized key start."""
+    return 8 if _U16.unpack_from(entry, 2)[0] == _LONG_KEY else 4
+
+
+def _key_end(entry: bytes) -> int:
+    """Where the serialized key an entry starts with ends."""
+    length = _U16.unpack_from(entry, 2)[0]
+    if length != _LONG_KEY:
+        return 4 + length
+    return 8 + _U32.unpack_from(entry, 4)[0]
+
+
 def scan_by_key(
     cf: Rdict | WriteBackColumnFamily, prefix: bytes = b""
 ) -> Iterator[tuple[bytes, list[tuple[bytes, bytes]]]]:
@@ -132,8 +160,7 @@ def scan_by_key(
         entry = it.key()
         if prefix and not entry.startswith(prefix):
             break
-        end = 4 + _U16.unpack_from(entry, 2)[0]
-        key = entry[:end]
+        key = entry[: _key_end(entry)]
         if key != current:
             if current is not None:
                 yield current, group
@@ -161,7 +188,7 @@ def decode_key(keys: Rdict, serialized: bytes) -> Any:
     original = keys.get(serialized)
     if original is not None:
         return pickle.loads(original)
-    return pickle.loads(serialized[4:])
+    return pickle.loads(serialized[_key_start(serialized) :])
 
 
 def canonical_entries(

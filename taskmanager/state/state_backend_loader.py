@@ -1,12 +1,14 @@
 """Builds the keyed state backend a job's configuration asks for (Flink's
 ``StateBackendLoader``): ``state.backend.type`` chooses ``hashmap`` or ``rocksdb``,
 ``state.backend.incremental`` turns on a rocksdb backend's incremental checkpoints where
-the checkpoint storage keeps shared files."""
+the checkpoint storage keeps shared files. A rocksdb backend that cannot be built leaves
+no directory behind."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Mapping
 
@@ -46,9 +48,15 @@ def create_keyed_state_backend(
         return HashMapKeyedStateBackend(max_parallelism, key_group_range, key_hasher, clock_ms)
     root = rocksdb_root(job_config)
     directory = create_db_directory(root, f"{name}-{uuid.uuid4().hex[:12]}")
-    backend = RocksDBKeyedStateBackend(
-        max_parallelism, key_group_range, directory, key_hasher, clock_ms
-    )
+    try:
+        backend = RocksDBKeyedStateBackend(
+            max_parallelism, key_group_range, directory, key_hasher, clock_ms
+        )
+    except BaseException:
+        # The directory is this attempt's alone, and nothing else will remove it: a task
+        # restarted after failing here would leave one behind per attempt.
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
     incremental = config.get(job_config, config.STATE_BACKEND_INCREMENTAL)
     if incremental and not shared_state:
         logger.warning(
@@ -56,4 +64,5 @@ def create_keyed_state_backend(
             "files (execution.checkpointing.storage: jobmanager): taking full checkpoints"
         )
     backend.incremental = incremental and shared_state
+    backend.transfer_threads = config.get(job_config, config.ROCKSDB_TRANSFER_THREADS)
     return backend

@@ -6,15 +6,19 @@ every key's state exactly; incremental rocksdb snapshots restored the same way."
 from __future__ import annotations
 
 import collections
+import errno
 import itertools
 import os
 import random
+import struct
+import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from weir.common import Row
+from weir.core.canonical_keys import state_key
 from weir.core.checkpoint import (
     FileSystemCheckpointStorage,
     JobManagerCheckpointStorage,
@@ -179,6 +183,82 @@ class TestStateKinds:
         assert v.value() == "one"
         b.current_key = True
         assert v.value() == "one"
+
+    @pytest.mark.parametrize("into", KINDS)
+    def test_keys_of_any_size_keep_their_state_apart_and_restore(self, make, kind, into):
+        """A key's serialized size is not limited: keys around and far beyond 64 KiB (a
+        length RocksDB's layout once stored in two bytes) each keep their own state in
+        every kind, and snapshot to and restore from either backend."""
+        b = make(kind)
+        v = b.get_value_state("v")
+        m = b.get_map_state("m")
+        items = b.get_list_state("l")
+        keys = ["s", "x" * 65_000, "x" * 65_535, "y" * 65_535, "x" * 200_000, ("t", "z" * 70_000)]
+        for n, key in enumerate(keys):
+            b.current_key = key
+            v.update(n)
+            m.put(n, key[:3])
+            items.add_all([n, -n])
+        for n, key in enumerate(keys):
+            b.current_key = key
+            assert (v.value(), dict(m.items()), list(items.get())) == (n, {n: key[:3]}, [n, -n])
+        assert sorted(b.get_keys("v"), key=repr) == sorted(keys, key=repr)
+        restored = make(into)
+        restored.restore([_through_bytes(b)])
+        rv = restored.get_value_state("v")
+        rm = restored.get_map_state("m")
+        for n, key in enumerate(keys):
+            restored.current_key = key
+            assert (rv.value(), dict(rm.items())) == (n, {n: key[:3]})
+
+    @pytest.mark.parametrize("into", KINDS)
+    def test_every_nan_is_one_key_on_every_backend(self, make, kind, into):
+        """Keys as the operators' key selectors hand them over (``state_key``): every
+        float NaN, whatever its bits, alone or in a tuple, is one key, as Java's
+        ``Double.equals`` and its serializer hold it, with one entry of state in one key
+        group; -0.0 is the key 0, as 0.0 is. After a restore into either backend a new
+        NaN finds that state again."""
+        b = make(kind)
+        v = b.get_value_state("v")
+        timers = b.get_namespaced_table("_weir_timers")
+
+        def nans():  # new objects each time, as records deserialized one by one give
+            return [
+                float("nan"),
+                -float("nan"),
+                struct.unpack(">d", bytes.fromhex("7ff8000000000123"))[0],
+                float("inf") - float("inf"),
+            ]
+
+        shapes = {"alone": lambda n: n, "in a tuple": lambda n: ("a", n), "pair": Point}
+        for name, shape in shapes.items():
+            for n in nans():
+                b.current_key = state_key(shape(n) if name != "pair" else Point(n, 1))
+                v.update((v.value() or 0) + 1)
+                timers.put(b.current_key, (10, None), name)
+        for zero in (0, 0.0, -0.0):
+            b.current_key = state_key(zero)
+            v.update((v.value() or 0) + 1)
+        for key in (*nans(), *[("a", n) for n in nans()], *[Point(n, 1) for n in nans()]):
+            assert len({b.key_group_of(state_key(key)), b.key_group_of(key)}) == 1
+        groups = _through_bytes(b).states["v"]
+        assert sorted(len(entries) for entries in groups.values() if entries) == [1, 1, 1, 1]
+        restored = make(into)
+        restored.restore([_through_bytes(b)])
+        rv = restored.get_value_state("v")
+        for name, shape in shapes.items():
+            for n in nans():
+                restored.current_key = state_key(shape(n) if name != "pair" else Point(n, 1))
+                assert rv.value() == 4, name
+        restored.current_key = state_key(-0.0)
+        assert rv.value() == 3
+        assert sorted(
+            ns for _, _, ns in restored.get_namespaced_table("_weir_timers").entries()
+        ) == [
+            "alone",
+            "in a tuple",
+            "pair",
+        ]
 
     def test_get_keys_lists_the_keys_with_a_value_in_one_state(self, make, kind):
         b = make(kind)
@@ -516,6 +596,59 @@ def test_a_rocksdb_directory_that_cannot_be_created_names_the_key_and_path(tmp_p
             shared_state=True,
         )
     assert str(blocker) in str(info.value)
+
+
+@pytest.fixture
+def full_file_system(tmp_path):
+    """A directory on a tmpfs of its own with no space left (mounting needs root; the
+    test is skipped without)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        fd = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+        finally:
+            os.close(fd)
+        yield mount
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount)], check=True)
+
+
+def test_a_rocksdb_database_that_cannot_be_opened_leaves_no_directory(full_file_system):
+    """The disk is full: RocksDB cannot write its first files. The error names the
+    directory and the key that chooses it, and the attempt's directory is gone (a task
+    that fails this way and restarts would otherwise leave one per attempt)."""
+    config = {
+        "state.backend.type": "rocksdb",
+        "taskmanager.state.local.root-dirs": str(full_file_system / "state"),
+    }
+    for attempt in range(3):
+        with pytest.raises(ConfigurationError, match=r"taskmanager.state.local.root-dirs") as info:
+            create_keyed_state_backend(
+                config,
+                name=f"op-{attempt}",
+                max_parallelism=M,
+                key_group_range=range(M),
+                key_hasher=HashMapKeyedStateBackend(M, range(M)).key_hasher,
+                clock_ms=lambda: 0,
+                shared_state=True,
+            )
+        assert str(full_file_system / "state") in str(info.value)
+    assert os.listdir(full_file_system / "state" / "weir-rocksdb") == []
 
 
 class TestKeyedBatchFunctionState:

@@ -5,6 +5,7 @@ Readiness is polled from the master's JSON status with deadlines."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -54,7 +55,24 @@ def _alive_workers(webui_url: str) -> int:
 @pytest.fixture(scope="session")
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
     """A Spark standalone master and one worker (2 cores, 2 GB) on 127.0.0.1."""
-    root = tmp_path_factory.mktemp("spark")
+    with _standalone(tmp_path_factory.mktemp("spark"), cores=2) as spark:
+        yield spark
+
+
+@pytest.fixture(scope="module")
+def spark_standalone_with_a_spare_core(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[SparkStandalone]:
+    """A Spark standalone master and one worker of 3 cores on 127.0.0.1: room for one
+    TaskManager more than a job of parallelism 2 holds, as a cluster usually has."""
+    with _standalone(tmp_path_factory.mktemp("spark-spare"), cores=3) as spark:
+        yield spark
+
+
+@contextlib.contextmanager
+def _standalone(root: Path, cores: int) -> Iterator[SparkStandalone]:
+    """A master and one worker of ``cores`` cores, their files under ``root``; both
+    stopped at the end."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env.update(
         SPARK_HOME=str(SPARK_HOME),
@@ -99,7 +117,7 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spark
             "--host",
             "127.0.0.1",
             "--cores",
-            "2",
+            str(cores),
             "--memory",
             "2g",
             "--webui-port",

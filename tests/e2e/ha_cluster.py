@@ -100,6 +100,11 @@ class HaCluster:
             "high-availability.cluster-id": f"e2e-{uuid.uuid4().hex[:8]}",
             "high-availability.storageDir": f"file://{root}/ha",
             "high-availability.zookeeper.client.session-timeout": "2 s",
+            # Fast failovers want the short session; on a loaded machine a ZooKeeper server
+            # or master that stalls for a second then suspends connections, which by
+            # default (false) hands leadership over. The scenarios here are about other
+            # failures; a test about suspended connections sets its own value.
+            "high-availability.zookeeper.client.tolerate-suspended-connections": "true",
             "high-availability.zookeeper.client.connection-timeout": "5 s",
             "high-availability.zookeeper.client.retry-wait": "200 ms",
             # Masters on one host need REST ports of their own: a paused leader still

@@ -27,7 +27,6 @@ from ha_cluster import (
     leader_and_standby,
     submit,
 )
-from partition_proxy import PartitionProxy
 
 from weir.client.dispatcher_client import DispatcherGateway
 
@@ -224,112 +223,82 @@ def kill_a_task_manager(master: Master) -> None:
     os.kill(victim.pid, signal.SIGKILL)
 
 
-def deposed_leader_then_its_successor_loses_a_task_manager(
+def paused_leader_then_its_successor_loses_a_task_manager(
     cluster: HaCluster,
-    zookeeper: object,
     *,
     records: int,
     interval_ms: int,
     cut_off_s: float,
-    pause: bool,
 ) -> None:
-    """The leader is cut off from ZooKeeper (``pause``: SIGSTOP of its own process, its
-    TaskManagers running on; else a network partition between it and ZooKeeper only) for
-    ``cut_off_s`` or more; the standby takes the job over and completes checkpoints of
-    its own, which subsume the deposed leader's. The deposed leader then loses a
-    TaskManager (partition: while still cut off, not knowing it was deposed) or is
-    resumed; a TaskManager of the new leader is killed too, so the new leader restores
-    from its latest checkpoint. Whatever the deposed master does meanwhile, it must not
-    touch the job's files nor report the job ended: the new leader restores and finishes
-    the job with exactly the failure-free output."""
-    host, port = zookeeper.address.rsplit(":", 1)  # type: ignore[attr-defined]
-    with PartitionProxy(host, int(port)) as proxy:
-        a = cluster.start_master(**{"high-availability.zookeeper.quorum": proxy.address})
-        wait_until(lambda: a.leading, MASTER_START_S, "the first master to lead")
-        # Its port is chosen when it leads: the proxy's connections take ephemeral ports
-        # meanwhile, which a port chosen now could meet.
-        b = cluster.start_master(port=0)
-        wait_until(lambda: "standby" in b.text(), MASTER_START_S, "the second master's standby")
-        out, checkpoints = submit(cluster, records, interval_ms=interval_ms)
-        wait_until(lambda: completed_checkpoints(a.text()) >= 1, JOB_S, "a checkpoint on a")
-        cut_at = time.monotonic()
-        if pause:
-            # Only the master's own process: its Spark driver and TaskManagers go on, and
-            # their reports wait for it (a long garbage-collection pause, a stalled VM).
-            os.kill(a.pid, signal.SIGSTOP)
-        else:
-            proxy.partition()
-        try:
-            wait_until(lambda: b.leading, MASTER_START_S, "the standby to take over")
-            wait_until(lambda: "recovering from checkpoint" in b.text(), JOB_S, "recovery on b")
-            wait_until(lambda: completed_checkpoints(b.text()) >= 2, JOB_S, "checkpoints on b")
-            # The cut lasts at least cut_off_s (a wait by design: the scenario's length).
-            time.sleep(max(0.0, cut_off_s - (time.monotonic() - cut_at)))
-            assert "reached FINISHED" not in b.text(), "the job ended before the failures"
-            cut_log = a.text()
-            if pause:
-                os.kill(a.pid, signal.SIGCONT)
-            else:
-                # The deposed leader, unaware, loses a TaskManager and fails over: the
-                # checkpoint it knows of is gone (its successor subsumed it).
-                kill_a_task_manager(a)
-                wait_until(
-                    lambda: "switched from RUNNING to RESTARTING" in a.text()[len(cut_log) :],
-                    JOB_S,
-                    "the deposed leader to fail over",
-                )
-            kill_a_task_manager(b)
-            wait_until(
-                lambda: b.text().count("restoring from checkpoint") >= 2, JOB_S, "restore on b"
-            )
-        finally:
-            if pause:
-                os.kill(a.pid, signal.SIGCONT)
-            proxy.heal()
-        wait_until(lambda: "session LOST" in a.text(), MASTER_START_S, "a to learn it was deposed")
-        wait_until(lambda: "reached FINISHED" in b.text(), JOB_S, "the job to be FINISHED on b")
-        cluster.stop()  # while a still reaches ZooKeeper through the proxy: a quick stop
+    """The leader's own process is paused (SIGSTOP: a long garbage-collection pause, a
+    stalled VM) for ``cut_off_s`` or more, while its Spark driver and TaskManagers go on
+    and their reports wait for it; the standby takes the job over and completes
+    checkpoints of its own, which subsume the deposed leader's. The deposed leader, resumed,
+    does not know at first that it was deposed; a TaskManager of the new leader is killed,
+    so the new leader restores from its latest checkpoint. Whatever the deposed master does
+    meanwhile, it must not touch the job's files nor report the job ended: the new leader
+    restores and finishes the job with exactly the failure-free output, and what the
+    deposed leader's tasks wrote after the new leader's restore is gone with them (no
+    hidden file is left)."""
+    a = cluster.start_master()
+    wait_until(lambda: a.leading, MASTER_START_S, "the first master to lead")
+    b = cluster.start_master(port=0)
+    wait_until(lambda: "standby" in b.text(), MASTER_START_S, "the second master's standby")
+    out, checkpoints = submit(cluster, records, interval_ms=interval_ms)
+    wait_until(lambda: completed_checkpoints(a.text()) >= 1, JOB_S, "a checkpoint on a")
+    cut_at = time.monotonic()
+    # Only the master's own process: its Spark driver and TaskManagers go on.
+    os.kill(a.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: b.leading, MASTER_START_S, "the standby to take over")
+        wait_until(lambda: "recovering from checkpoint" in b.text(), JOB_S, "recovery on b")
+        wait_until(lambda: completed_checkpoints(b.text()) >= 2, JOB_S, "checkpoints on b")
+        # The pause lasts at least cut_off_s (a wait by design: the scenario's length).
+        time.sleep(max(0.0, cut_off_s - (time.monotonic() - cut_at)))
+        assert "reached FINISHED" not in b.text(), "the job ended before the failures"
+        cut_log = a.text()
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+    kill_a_task_manager(b)
+    wait_until(lambda: b.text().count("restoring from checkpoint") >= 2, JOB_S, "restore on b")
+    wait_until(lambda: "session LOST" in a.text(), MASTER_START_S, "a to learn it was deposed")
+    wait_until(lambda: "reached FINISHED" in b.text(), JOB_S, "the job to be FINISHED on b")
+    wait_until(lambda: "to SUSPENDED" in a.text()[len(cut_log) :], JOB_S, "the job SUSPENDED on a")
+    cluster.stop()
     deposed = a.text()[len(cut_log) :]
     assert "deleting its checkpoints" not in deposed, deposed
     assert "to FAILED" not in deposed, deposed
     assert "leasing a TaskManager" not in deposed, deposed
     assert "reached FAILED" not in deposed, deposed
     assert committed(out) == expected_running_sums(records)
+    assert sorted(p.name for p in out.rglob(".*") if p.is_file()) == []
     assert latest_checkpoint(checkpoints) == 0, "the finished job's checkpoints were kept"
 
 
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_a_deposed_leader_unaware_of_it_deletes_nothing_of_its_successors_job(
-    ha_cluster: HaCluster, zookeeper: object
+    ha_cluster: HaCluster,
 ):
-    deposed_leader_then_its_successor_loses_a_task_manager(
-        ha_cluster, zookeeper, records=30_000, interval_ms=1000, cut_off_s=0.0, pause=False
+    paused_leader_then_its_successor_loses_a_task_manager(
+        ha_cluster, records=30_000, interval_ms=1000, cut_off_s=0.0
     )
 
 
 @pytest.mark.spark
 @pytest.mark.long
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("run", range(4))
-def test_a_deposed_leader_deletes_nothing_randomised(
-    ha_cluster: HaCluster, zookeeper: object, run: int
-):
+@pytest.mark.parametrize("run", range(2))
+def test_a_deposed_leader_deletes_nothing_randomised(ha_cluster: HaCluster, run: int):
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     interval_ms = rng.choice([500, 1000, 2000, 5000, 10_000])
     cut_off_s = rng.uniform(5.0, 30.0)
-    pause = run % 2 == 0
     print(
         f"run {run}: seed {seed}, checkpoints every {interval_ms} ms, "
-        f"{'paused' if pause else 'partitioned'} for {cut_off_s:.1f} s or more"
+        f"paused for {cut_off_s:.1f} s or more"
     )
     records = 25_000 + int(cut_off_s * 1000) + 3 * interval_ms
-    deposed_leader_then_its_successor_loses_a_task_manager(
-        ha_cluster,
-        zookeeper,
-        records=records,
-        interval_ms=interval_ms,
-        cut_off_s=cut_off_s,
-        pause=pause,
+    paused_leader_then_its_successor_loses_a_task_manager(
+        ha_cluster, records=records, interval_ms=interval_ms, cut_off_s=cut_off_s
     )

@@ -1,24 +1,29 @@
 """A Weir session on Hadoop's own YARN and HDFS (MiniYARNCluster and MiniDFSCluster, in one
 machine): started detached with yarn-session.sh, it holds only its ApplicationMaster until
 a job needs slots; a checkpointed job writes its checkpoints and its exactly-once FileSink
-output to HDFS (webhdfs://); a TaskManager container killed by YARN is replaced and the job
-recovers from its checkpoint with nothing lost or repeated; the stop ends the application
+output to HDFS (webhdfs://); a TaskManager container killed by YARN is replaced by exactly
+one new one (the leases counted in the master's log), the job recovers from its checkpoint
+on the survivor and that one with nothing lost or repeated; the stop ends the application
 FINISHED, as YARN's own REST API reports it. A second client attaches to it by its
 application id."""
 
 from __future__ import annotations
 
+import math
+import os
 import time
 import uuid
 
 import pytest
 from ha_cluster import expected_running_sums
+from master_log import all_running_at, leases
 from yarn_sessions import (
     SLOTS_TIMEOUT_S,
     STOP_TIMEOUT_S,
     SessionClient,
     committed_in_hdfs,
     container_of,
+    master_log,
     running_containers,
     wait_for,
 )
@@ -28,10 +33,14 @@ from weir.client.yarn_properties import read_properties
 RECORDS = 20_000
 
 
-def _all_running(client: SessionClient, job_id: str, attempt: int = 0) -> bool:
+def _all_running(client: SessionClient, job_id: str, attempt: int = 0) -> set[tuple[str, int]]:
+    """The tasks' (TaskManager, attempt number) pairs once all run at ``attempt`` or
+    later; else empty."""
     with client.dispatcher() as gateway:
         tasks = gateway.job_details(job_id).tasks
-    return bool(tasks) and all(t.state == "RUNNING" and t.attempt_number >= attempt for t in tasks)
+    if not tasks or not all(t.state == "RUNNING" and t.attempt_number >= attempt for t in tasks):
+        return set()
+    return {(t.resource_id, t.attempt_number) for t in tasks}
 
 
 def test_a_detached_session_runs_a_job_through_a_container_kill_and_stops_finished(
@@ -67,12 +76,31 @@ def test_a_detached_session_runs_a_job_through_a_container_kill_and_stops_finish
             SLOTS_TIMEOUT_S,
             "a completed checkpoint in HDFS",
         )
-        victim = gateway.list_task_managers()[0]
+        victim, survivor = gateway.list_task_managers()
+    before = leases(master_log(hadoop, application_id))
+    assert len(before) == 2, before
     container = container_of(victim.pid)
-    killed = time.monotonic()
+    killed, killed_at = time.monotonic(), time.time()
     hadoop.signal_container(container)  # YARN's NodeManager kills it
-    wait_for(lambda: _all_running(client, job_id, attempt=1), SLOTS_TIMEOUT_S, "recovery")
+    running = wait_for(lambda: _all_running(client, job_id, 1), SLOTS_TIMEOUT_S, "recovery")
     recovery_s = time.monotonic() - killed
+    # One lost, one leased: every lease the restart caused was started before its slots
+    # were offered, and the restarted job (one restart) runs on the survivor and the new
+    # one alone.
+    log = master_log(hadoop, application_id)
+    after = leases(log)
+    running_s = (all_running_at(log, max(a for _, a in running), killed_at) or math.nan) - killed_at
+    print(
+        f"\nYARN container kill: every task RUNNING again after {running_s:.1f} s (the master's "
+        f"log), new leases: {len(after) - len(before)}, load {os.getloadavg()[0]:.1f}"
+    )
+    assert after[:2] == before and len(after) == 3, after
+    with client.dispatcher() as gateway:
+        registered = {tm.resource_id for tm in gateway.list_task_managers()}
+    hosts = {resource_id for resource_id, _ in running}
+    assert {attempt for _, attempt in running} == {1}, running
+    assert survivor.resource_id in hosts and hosts == registered, running
+    assert len(registered) == 2, registered
 
     with client.dispatcher() as gateway:
         wait_for(

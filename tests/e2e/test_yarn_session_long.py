@@ -74,6 +74,9 @@ def test_a_killed_application_master_is_restarted_and_recovers_its_job(
             "high-availability.zookeeper.quorum": zookeeper.address,
             "high-availability.storageDir": f"{base}/ha",
             "high-availability.zookeeper.client.session-timeout": "4 s",
+            # A stall of the loaded machine suspends connections; by default (false) that
+            # ends the ApplicationMaster's attempt, and this test counts on its attempts.
+            "high-availability.zookeeper.client.tolerate-suspended-connections": "true",
         },
     )
     application_id = client.start_detached("-D", "yarn.application-attempts=2")

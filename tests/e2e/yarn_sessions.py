@@ -65,8 +65,14 @@ class SessionClient:
             JAVA_HOME=java_home(),
             SPARK_LOCAL_IP="127.0.0.1",
             PYSPARK_PYTHON=sys.executable,
+            WEIR_LOG_DIR=str(self.log_dir),
         )
         return env
+
+    @property
+    def log_dir(self) -> Path:
+        """Where yarn-session.sh keeps its log (spark-submit's output)."""
+        return self.root / "log"
 
     def session_args(self, *extra: str) -> list[str]:
         args = ["-jm", "512m", "-tm", "512m"]
@@ -74,9 +80,11 @@ class SessionClient:
             args += ["-D", f"{key}={value}"]
         return [*args, *extra]
 
-    def yarn_session(self, *args: str, timeout: float = START_TIMEOUT_S) -> str:
-        """Run yarn-session.sh; returns its output, failing the test when it fails."""
-        result = subprocess.run(
+    def run_yarn_session(
+        self, *args: str, timeout: float = START_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
+        """Run yarn-session.sh, whatever its outcome."""
+        return subprocess.run(
             [str(BIN / "yarn-session.sh"), *args],
             env=self.env,
             capture_output=True,
@@ -84,6 +92,10 @@ class SessionClient:
             timeout=timeout,
             check=False,
         )
+
+    def yarn_session(self, *args: str, timeout: float = START_TIMEOUT_S) -> str:
+        """Run yarn-session.sh; returns its output, failing the test when it fails."""
+        result = self.run_yarn_session(*args, timeout=timeout)
         assert result.returncode == 0, (
             f"yarn-session.sh {args} failed:\n{result.stdout}\n{result.stderr}"
         )
@@ -164,3 +176,12 @@ def container_of(pid: int) -> str:
 
 def running_containers(cluster: MiniHadoop, application_id: str) -> int:
     return int(cluster.application(application_id).get("runningContainers", -1))
+
+
+def master_log(cluster: MiniHadoop, application_id: str) -> str:
+    """The session master's log: its ApplicationMaster container's ``stdout`` (Spark's
+    PythonRunner merges the master's stderr into its stdout; Spark's own log is the
+    container's ``stderr``)."""
+    yarn = YarnRestClient(cluster.rm_webapp)
+    container = yarn.application_master(application_id)
+    return yarn.container_log(container, "stdout") if container is not None else ""

@@ -42,6 +42,7 @@ from weir.client.executor import RemoteExecutor
 from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
 from weir.client.leader_lookup import ZooKeeperDispatcherLookup, dispatcher_lookup
+from weir.client.restart_reporter import RestartReporter
 from weir.client.yarn_session import session_config
 from weir.core import config as cfg
 from weir.core.checkpoint import CheckpointStatsSnapshot
@@ -113,7 +114,8 @@ def default_address(conf: dict[str, str]) -> str:
 
 
 class _CliExecutor(RemoteExecutor):
-    """Submits, tells the user the job id, and in detached mode returns at once."""
+    """Submits, tells the user the job id, and in detached mode returns at once; attached,
+    it shows each restart of the job on stderr as it happens."""
 
     def __init__(
         self,
@@ -125,6 +127,7 @@ class _CliExecutor(RemoteExecutor):
         super().__init__(address, leader=leader, security=security)
         self.detached = detached
         self.submitted: list[str] = []
+        self.reporters: list[RestartReporter] = []
 
     def submit(self, job_graph: JobGraph) -> ClusterJobClient:
         client = super().submit(job_graph)
@@ -133,7 +136,12 @@ class _CliExecutor(RemoteExecutor):
         print(f"Job has been submitted with JobID {job_id}", flush=True)
         if self.detached:
             return _DetachedJobClient(self.gateway, job_id)
+        self.reporters.append(RestartReporter(self.gateway, job_id, sys.stderr).start())
         return client
+
+    def close_reporters(self) -> None:
+        for reporter in self.reporters:
+            reporter.close()
 
 
 class _DetachedJobClient(ClusterJobClient):
@@ -213,6 +221,7 @@ def cmd_run(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     try:
         _run_script(ns.script, ns.args)
     finally:
+        executor.close_reporters()
         register_executor(None)
         if lookup is not None:
             lookup.close()
@@ -616,6 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
     yarn = sub.add_parser(
         "yarn-session",
         help="start, attach to or stop a Weir session on YARN (as Flink's yarn-session.sh)",
+        description=yarn_session.DESCRIPTION,
     )
     yarn_session.add_arguments(yarn)
     yarn.set_defaults(func=cmd_yarn_session)

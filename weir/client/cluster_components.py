@@ -94,10 +94,17 @@ class _PublishedAddress(LeaderContender):
     Its TaskManagers need no fencing: they live and die with this leader's Spark
     application."""
 
-    def __init__(self, name: str, address: str, on_session: Callable[[str | None], None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        on_session: Callable[[str | None], None],
+        on_suspend: Callable[[bool], None],
+    ) -> None:
         self._name = name
         self._address = address
         self._on_session = on_session
+        self._on_suspend = on_suspend
 
     @property
     def address(self) -> str:
@@ -110,6 +117,9 @@ class _PublishedAddress(LeaderContender):
     def revoke_leadership(self) -> None:
         self._on_session(None)
         logger.info("%s at %s is no longer leader", self._name, self._address)
+
+    def suspend_leadership(self, suspended: bool) -> None:
+        self._on_suspend(suspended)
 
 
 class ClusterComponents:
@@ -174,6 +184,7 @@ class ClusterComponents:
                     lambda token: resource_manager.set_leader_session(
                         token, election.confirm_leadership
                     ),
+                    resource_manager.suspend_leadership,
                 )
             )
             self.dispatcher = Dispatcher(
@@ -231,7 +242,10 @@ class ClusterComponents:
         )
 
     def _start_job_master(
-        self, graph: JobGraph, on_terminated: Callable[[JobDetailsInfo], None]
+        self,
+        graph: JobGraph,
+        on_terminated: Callable[[JobDetailsInfo], None],
+        on_changed: Callable[[], None],
     ) -> JobMaster:
         job_master = JobMaster(
             graph,
@@ -240,6 +254,7 @@ class ClusterComponents:
             on_terminated,
             self.host,
             advertised_host=self.advertised_host,
+            on_changed=on_changed,
         )
         job_master.start()
         return job_master

@@ -13,14 +13,22 @@ What goes where:
 - Python: Weir installed on every node at the path of the client's interpreter (or where
   ``spark.pyspark.python`` / ``PYSPARK_PYTHON`` say), or the client's environment packed and
   shipped (``yarn.ship-environment``) and run as ``./environment/bin/python``.
+
+spark-submit's output goes to the session log (:func:`session_log_file`), not to the
+terminal: a session that is not started ends in one line with the reason (YARN's
+diagnostics when YARN has the application, else the message of spark-submit's exception)
+and the log's path.
 """
 
 from __future__ import annotations
 
+import getpass
 import importlib.util
 import logging
 import os
 import re
+import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +64,12 @@ _SUBMIT_TIMEOUT_S = 600.0
 DEFAULT_START_TIMEOUT_S = 600.0
 _POLL_S = 0.5
 _APPLICATION_ID = re.compile(r"application_\d+_\d+")
+# spark-submit's last words when it fails: the JVM's uncaught exception, whose message is
+# the reason (the class name before it and the stack trace after it are not).
+_MAIN_EXCEPTION = 'Exception in thread "main" '
+_EXCEPTION_CLASS = re.compile(r"^[\w$.]+(?:Exception|Error)(?::\s*|$)")
+# A reason longer than this is cut: it is one line on a terminal.
+_MAX_REASON_CHARS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +97,49 @@ def yarn_entrypoint_path() -> Path:
     return Path(spec.origin)
 
 
+def session_log_file(config: Mapping[str, str], environment: Mapping[str, str]) -> Path:
+    """Where a session client keeps spark-submit's output, as Flink's yarn-session.sh keeps
+    its client's log (``flink-<user>-yarn-session-<host>.log``): in ``WEIR_LOG_DIR``
+    (yarn-session.sh sets it, from ``env.log.dir`` or ``<weir>/log``), else ``env.log.dir``,
+    else the system's temporary directory."""
+    directory = (
+        environment.get("WEIR_LOG_DIR")
+        or cfg.get(config, cfg.CLUSTER_LOG_DIR)
+        or tempfile.gettempdir()
+    )
+    name = f"weir-{getpass.getuser()}-yarn-session-{socket.gethostname()}.log"
+    return Path(directory) / name
+
+
+def one_line(text: str) -> str:
+    """The first non-blank line of ``text``, its whitespace collapsed, cut to a terminal
+    line's worth of reason."""
+    for line in text.splitlines():
+        if line.strip():
+            collapsed = " ".join(line.split())
+            if len(collapsed) > _MAX_REASON_CHARS:
+                return collapsed[: _MAX_REASON_CHARS - 3] + "..."
+            return collapsed
+    return ""
+
+
+def spark_submit_error(output: str) -> str:
+    """Why spark-submit failed, in one line: the message of the exception it died of
+    (``Exception in thread "main" java.lang.IllegalArgumentException: Required AM memory
+    ...`` gives ``Required AM memory ...``), else its last line that says ``Error``, else its
+    last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(_MAIN_EXCEPTION):
+            thrown = line[len(_MAIN_EXCEPTION) :]
+            message = _EXCEPTION_CLASS.sub("", thrown, count=1)
+            return one_line(message or thrown)
+    for line in reversed(lines):
+        if line.startswith("Error") or " ERROR " in line:
+            return one_line(line)
+    return one_line(lines[-1]) if lines else "it printed nothing"
+
+
 def cluster_id_of(application_id: str) -> str:
     """A session's ``high-availability.cluster-id`` unless one is set: its application id,
     as Flink's, so that sessions never share their jobs in ZooKeeper by accident."""
@@ -103,6 +160,7 @@ class YarnClusterDescriptor:
         self.environment = dict(os.environ if environment is None else environment)
         self.conf_dir = hadoop_conf_dir(self.environment)
         self.yarn = yarn or YarnRestClient.from_environment(self.environment)
+        self.log_file = session_log_file(self.config, self.environment)
 
     # --- submission ------------------------------------------------------------------------
     def session_configuration(self, shipped: bool) -> dict[str, str]:
@@ -180,26 +238,60 @@ class YarnClusterDescriptor:
         return self.wait_for_session(application_id, timeout_s)
 
     def _submit(self, command: list[str]) -> str:
+        """Run spark-submit, its output into the session log; the application id YARN
+        accepted. WeirError in one line, the reason and the log's path, when it failed."""
         env = {**self.environment, "SPARK_HOME": str(spark_home())}
         logger.info("submitting: %s", " ".join(command))
-        result = subprocess.run(
-            command,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=_SUBMIT_TIMEOUT_S,
-            check=False,
-        )
-        output = result.stdout + result.stderr
+        try:
+            result = subprocess.run(
+                command,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=_SUBMIT_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            partial = exc.output if isinstance(exc.output, str) else ""
+            kept = self._keep_output(command, partial)
+            msg = (
+                f"the YARN session was not started: spark-submit did not return within "
+                f"{_SUBMIT_TIMEOUT_S:.0f} s ({kept})"
+            )
+            raise WeirError(msg) from None
+        output = result.stdout
+        kept = self._keep_output(command, output)
         found = _APPLICATION_ID.search(_submitted_line(output))
         if result.returncode != 0 or found is None:
-            tail = "\n".join(output.strip().splitlines()[-25:])
-            msg = (
-                f"spark-submit could not start the YARN session (exit code "
-                f"{result.returncode}); its last lines:\n{tail}"
-            )
+            msg = f"the YARN session was not started: {self._failure_reason(output)} ({kept})"
             raise WeirError(msg)
         return found.group(0)
+
+    def _keep_output(self, command: list[str], output: str) -> str:
+        """Append spark-submit's output to the session log; says where it is (or why not)."""
+        try:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_file.open("a", encoding="utf-8") as log:
+                log.write(f"---- {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}\n")
+                log.write(output if output.endswith("\n") or not output else output + "\n")
+        except OSError as exc:
+            return f"spark-submit's output could not be kept in {self.log_file}: {exc.strerror}"
+        return f"spark-submit's full output: {self.log_file}"
+
+    def _failure_reason(self, output: str) -> str:
+        """YARN's diagnostics of the application spark-submit names, when YARN has it (a
+        refused queue); else what spark-submit died of (a container larger than the
+        cluster allows is refused before the application is submitted)."""
+        named = _APPLICATION_ID.findall(output)
+        if named:
+            try:
+                report = self.yarn.application(named[-1])
+            except YarnError:
+                report = None  # never submitted: YARN does not know it
+            if report is not None and report.diagnostics.strip():
+                return f"{report.application_id} {report.state}: {one_line(report.diagnostics)}"
+        return spark_submit_error(output)
 
     # --- finding the Dispatcher ------------------------------------------------------------
     def wait_for_session(self, application_id: str, timeout_s: float) -> YarnSession:
@@ -214,9 +306,8 @@ class YarnClusterDescriptor:
                 msg = (
                     f"YARN session {application_id} ended {report.state} "
                     f"({report.final_status}) before its master was ready: "
-                    f"{report.diagnostics.strip()[:2000] or 'no diagnostics'}; the "
-                    "ApplicationMaster's logs say why (yarn logs -applicationId "
-                    f"{application_id})"
+                    f"{one_line(report.diagnostics) or 'no diagnostics'} (its logs: yarn logs "
+                    f"-applicationId {application_id})"
                 )
                 raise WeirError(msg)
             session = self.published_session(application_id)

@@ -63,6 +63,14 @@ STOP_TIMEOUT_S = 180.0
 _WATCH_PERIOD_S = 2.0
 _STOP_WORDS = ("stop", "quit")
 
+DESCRIPTION = (
+    "Start a Weir session on YARN, attach to one (-id), or stop one (-id APP stop), as "
+    "Flink's yarn-session.sh. HADOOP_CONF_DIR (or YARN_CONF_DIR) names the directory of the "
+    "cluster's yarn-site.xml and core-site.xml. spark-submit's output goes to "
+    "weir-<user>-yarn-session-<host>.log in WEIR_LOG_DIR (else env.log.dir, else the "
+    "temporary directory)."
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-nm", "--name", help="name of the YARN application")

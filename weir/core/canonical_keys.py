@@ -8,6 +8,11 @@ So ``1``, ``1.0``, ``True``, ``Decimal("1")`` and ``Fraction(1)`` are one key; `
 a NamedTuple is the same key as the plain tuple of its fields, a ``str`` subclass (a
 ``StrEnum``) as the plain string; a dict or a frozenset is the same key whatever the
 order it was built in; aware datetimes are the same key when they are the same instant.
+NaN is the one exception to ``==``: every float NaN is the same key, as Java's
+``Double.equals`` and its serializer hold them (``doubleToLongBits`` writes one NaN) and
+as PyFlink's pickled keys do for the NaN Python makes. Its canonical form is that one NaN,
+and ``state_key`` gives the dicts of the hashmap backend and of the operators one NaN
+object to find.
 Objects of other classes are the same key when they are of the same class and their
 pickled state (``__reduce_ex__``) holds equal values: true of dataclasses, Rows and
 most value classes; a class whose ``__eq__`` says more (case-insensitive names, say)
@@ -57,6 +62,10 @@ _NEWOBJ = (copyreg.__newobj__, copyreg.__newobj_ex__)  # type: ignore[attr-defin
 # CPython keeps one object for each of these values (chr() and bytes([i]) return it).
 _ONE_CHARACTER = [chr(i) for i in range(256)]
 _ONE_BYTE = [bytes([i]) for i in range(256)]
+# Every NaN key is this one. Its bits are CPython's NaN's, 0x7ff8000000000000: the NaN
+# Java's doubleToLongBits gives for any NaN, and the bytes PyFlink's pickled keys have for
+# float("nan"), so such a key is placed where PyFlink places it.
+_NAN = float("nan")
 
 
 def canonical_key_bytes(key: Any) -> bytes:
@@ -66,7 +75,7 @@ def canonical_key_bytes(key: Any) -> bytes:
     t = type(key)
     if t is int or t is str or t is bytes:
         return pickle.dumps(key, protocol=5)
-    if (t is float and not key.is_integer()) or (t is tuple and _canonical_tuple(key)):
+    if (t is float and _plain_float(key)) or (t is tuple and _canonical_tuple(key)):
         return pickle.dumps(key, protocol=5)
     try:
         canonical = _Canonicaliser().canonical(key, 0)
@@ -82,7 +91,46 @@ def is_canonical(key: Any) -> bool:
     t = type(key)
     if t is int or t is str or t is bytes or key is None:
         return True
-    return (t is float and not key.is_integer()) or (t is tuple and _canonical_tuple(key))
+    return (t is float and _plain_float(key)) or (t is tuple and _canonical_tuple(key))
+
+
+def state_key(key: Any) -> Any:
+    """``key`` as the dicts keyed by key hold it (the hashmap backend's state, the
+    operators' per-key tables): ``key`` itself, unless a float NaN is in it, alone or in
+    a tuple (a NamedTuple too). Then every NaN in it is replaced by one NaN object: NaN
+    is unequal even to itself, and a dict finds it only by identity, so a key holding
+    NaN would be a new key for every record (its state growing without bound) while
+    ``canonical_key_bytes`` makes all NaNs one key. A NaN inside other objects (a Row,
+    a dataclass, a set) is left as it is; such a key is the same key as its class's
+    ``==`` says on the heap."""
+    t = type(key)
+    if t is str or t is int or t is bytes or key is None:
+        return key
+    if t is float:
+        return key if key == key else _NAN  # noqa: PLR0124 (NaN)
+    return _one_nan(key, 0)
+
+
+def _one_nan(value: Any, depth: int) -> Any:
+    """``value`` with each float NaN in it (through tuples) the one NaN object; the same
+    object when it holds none."""
+    if isinstance(value, float):
+        return value if value == value else _NAN  # noqa: PLR0124 (NaN)
+    if not isinstance(value, tuple) or depth > _MAX_DEPTH:
+        return value
+    items = [_one_nan(v, depth + 1) for v in value]
+    if all(a is b for a, b in zip(items, value, strict=True)):
+        return value
+    if type(value) is tuple:
+        return tuple(items)
+    make = getattr(type(value), "_make", None)  # a NamedTuple
+    return value if make is None else make(items)
+
+
+def _plain_float(value: float) -> bool:
+    """A float whose canonical form is the float itself: not a whole number (that is
+    the int it equals), not NaN (that is the one NaN)."""
+    return not value.is_integer() and value == value  # noqa: PLR0124 (NaN)
 
 
 def _canonical_tuple(key: tuple[Any, ...]) -> bool:
@@ -108,7 +156,7 @@ def _canonical_tuple(key: tuple[Any, ...]) -> bool:
                 return False
             else:
                 seen.add(value)
-        elif not (t is int or value is None or (t is float and not value.is_integer())):
+        elif not (t is int or value is None or (t is float and _plain_float(value))):
             return False
     return True
 
@@ -233,7 +281,8 @@ class _Canonicaliser:
         if isinstance(value, complex):
             if value.imag == 0:
                 return _canonical_float(value.real)
-            return (_COMPLEX, value.real + 0.0, value.imag + 0.0)  # -0.0 == 0.0
+            # -0.0 == 0.0; a NaN part is the one NaN
+            return (_COMPLEX, _canonical_part(value.real), _canonical_part(value.imag))
         return self._reduced(value, depth)
 
     @staticmethod
@@ -274,7 +323,13 @@ class _Canonicaliser:
 
 
 def _canonical_float(value: float) -> int | float:
-    return int(value) if value.is_integer() else value  # -0.0 == 0 too; nan, inf stay
+    if value != value:  # noqa: PLR0124 (NaN)
+        return _NAN
+    return int(value) if value.is_integer() else value  # -0.0 == 0 too; inf stays
+
+
+def _canonical_part(value: float) -> float:
+    return _NAN if value != value else value + 0.0  # noqa: PLR0124 (NaN)
 
 
 def _canonical_fraction(value: Fraction) -> Any:

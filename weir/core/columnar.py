@@ -282,3 +282,17 @@ def batch_column(batch: ColumnBatch, field: int | str | None) -> Any:
     if batch.spec.make_record is None:
         return None  # tuples have no named fields: r["f0"] is no column of them
     return batch.columns.get(field)
+
+
+def key_column(batch: ColumnBatch, field: int | str | None) -> Any:
+    """``batch_column``, for a column of keys that operators group in dicts: None also
+    when it holds a float NaN (a dict would take each NaN for a key of its own; the batch
+    then goes record by record, its keys through the key selector's ``state_key``). An
+    integer or string column costs one look at its dtype."""
+    column = batch_column(batch, field)
+    if column is not None and column.dtype.kind in "fc" and column.size:
+        import numpy as np  # noqa: PLC0415 (columnar batches only)
+
+        if np.isnan(column).any():
+            return None
+    return column

@@ -24,7 +24,12 @@ WeirError
 ├── UnhashableKeyError (TypeError)         a key selector returned a key that cannot be hashed
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
 │   └── UserSystemExitError                 user code called os._exit in a task
+├── NonRecoverableError                    no restart can cure it: the job fails at once,
+│                                          whatever its restart strategy (subclasses beside
+│                                          the code that raises them: a Kafka configuration
+│                                          the brokers refuse, a class a task cannot import)
 ├── LeaderLostError                        a component lost leadership (fencing)
+│   └── PossibleInconsistentStateError       a fenced write's outcome is unknown
 ├── StateMigrationError                    restored state does not fit the descriptor reading it
 ├── QueryableStateError                    a query of a running job's state could not be answered
 │   ├── UnknownKvStateLocationError (KeyError)        no state registered under that name
@@ -169,8 +174,29 @@ class UserSystemExitError(UserCodeError):
     (``cluster.intercept-user-system-exit: THROW``)."""
 
 
+class NonRecoverableError(WeirError):
+    """A failure no restart can cure: a task that raises it (or an error caused by it)
+    fails its job at once, whatever the restart strategy allows, as Flink fails a job on
+    an error it classifies ``ThrowableType.NonRecoverableError``
+    (``SuppressRestartsException``). A refused configuration, a missing resource that
+    nothing will create, credentials a server refuses: the same attempt again meets the
+    same error. User code may raise it (or subclass it) to end a job for good::
+
+        def map(self, value):
+            if value.schema_version > SUPPORTED:
+                raise NonRecoverableError(f"schema {value.schema_version} is unsupported")
+
+    ``weir.core.throwable_classifier`` finds it in a failure's chain of causes."""
+
+
 class LeaderLostError(WeirError):
     """A component acted without (or after losing) leadership."""
+
+
+class PossibleInconsistentStateError(LeaderLostError):
+    """A fenced write to ZooKeeper may or may not have been applied: its reply was lost
+    with the connection (Flink's ``PossibleInconsistentStateException``). What it was to
+    register must not be deleted: it may be registered."""
 
 
 class StateMigrationError(WeirError):

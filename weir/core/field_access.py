@@ -24,6 +24,9 @@ _NOISE = frozenset({"RESUME", "NOP", "CACHE", "EXTENDED_ARG"})
 
 def field_of(function: Any) -> int | str | None:
     """The field ``function`` returns of its (record) argument, or None."""
+    selector = getattr(function, "weir_key_selector", None)
+    if selector is not None:  # a key selector the runtime wrapped: the user's function
+        return field_of(selector)
     code_owner = function
     record_arg = 0
     if isinstance(function, types.MethodType):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from weir.core.exception_history import ExceptionHistoryEntry
 from weir.proto import common_pb2
 
 
@@ -52,9 +53,14 @@ class JobDetailsInfo:
     tasks: tuple[TaskStatusInfo, ...] = field(default_factory=tuple)
     jobmaster_address: str = ""
     status_version: int = 0
+    exception_history: tuple[ExceptionHistoryEntry, ...] = ()
+    """Its failovers, oldest first (``web.exception-history-size`` of them at most)."""
 
     def to_proto(self) -> common_pb2.JobDetails:
-        message = common_pb2.JobDetails(**_scalars(self, exclude=("tasks",)))
+        message = common_pb2.JobDetails(
+            **_scalars(self, exclude=("tasks", "exception_history")),
+            exception_history=[e.to_proto() for e in self.exception_history],
+        )
         for t in self.tasks:
             task = message.tasks.add(**_scalars(t, exclude=("io_metrics",)))
             if t.io_metrics is not None:
@@ -64,8 +70,11 @@ class JobDetailsInfo:
     @staticmethod
     def from_proto(message: common_pb2.JobDetails) -> JobDetailsInfo:
         return JobDetailsInfo(
-            **_from_message(JobDetailsInfo, message, exclude=("tasks",)),
+            **_from_message(JobDetailsInfo, message, exclude=("tasks", "exception_history")),
             tasks=tuple(_task_from_proto(t) for t in message.tasks),
+            exception_history=tuple(
+                ExceptionHistoryEntry.from_proto(e) for e in message.exception_history
+            ),
         )
 
 

@@ -18,6 +18,8 @@ What it changes, and why:
 - The NameNode's errors become the OSErrors a local file system raises
   (FileNotFoundError, FileExistsError, PermissionError, ``ENOTEMPTY``), and removing a
   missing path raises FileNotFoundError.
+- ``cat_file`` reads a whole file with two requests (OPEN, then the DataNode's answer),
+  not three (fsspec asks for the file's status first).
 - ``flush()`` sends what is buffered to the DataNode at once (hflush, as Flink's
   ``RecoverableFsDataOutputStream.persist`` needs): a checkpoint records how many bytes of an
   in-progress file are written, and after a failure those bytes must be there. A file is
@@ -97,6 +99,20 @@ class WebHdfsFileSystem(WebHDFS):  # type: ignore[misc]
 
         stripped = self._strip_protocol(path) if path is not None else ""
         return str(self.url) + quote(stripped, safe="/=")
+
+    def cat_file(
+        self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
+    ) -> bytes:
+        if start is not None or end is not None:
+            return bytes(super().cat_file(path, start=start, end=end, **kwargs))
+        # OPEN and the DataNode's answer: two requests, where opening a file object asks
+        # the NameNode for the file's status first.
+        reply = self._call("OPEN", path=path, redirect=False)
+        if "Location" in reply.headers:
+            reply = self.session.get(self._apply_proxy(reply.headers["Location"]))
+            if reply.status_code >= 400:
+                _raise_remote(reply, "OPEN", path)
+        return bytes(reply.content)
 
     def mv(self, path1: str, path2: str, **kwargs: Any) -> None:
         self._call(

@@ -224,41 +224,40 @@ def get_job_config(view: ClusterView, req: RestRequest) -> Any:
 
 
 def exception_entries(details: JobDetailsInfo) -> list[dict[str, Any]]:
-    """Flink 2's exception history entries (RootExceptionInfo) of a job: one per failed
-    task, or the job's own failure when no task carries one. The JobMaster reports when
-    the job ended, not when each task failed: a failure is dated at the job's end, or
-    while the job runs, at its start."""
+    """Flink 2's exception history entries (RootExceptionInfo) of a job, newest first: one
+    per failover, dated when it began, and the job's own failure when no failover was it
+    (its slots never came, say). A job that knows no failover (one archived by an older
+    version) shows its failed tasks, dated at the job's end, or while it runs, its start."""
     when = details.end_time_ms or details.start_time_ms
+    history = details.exception_history
     entries: list[dict[str, Any]] = [
-        {
-            "exceptionName": _exception_name(t.failure_cause),
-            "stacktrace": t.failure_cause,
-            "timestamp": when,
-            "failureLabels": {},
-            "taskName": f"{t.task_name} ({t.subtask_index + 1})",
-            "endpoint": t.resource_id or None,
-            "location": t.resource_id or None,
-            "taskManagerId": t.resource_id or None,
-            "concurrentExceptions": [],
-        }
-        for t in details.tasks
-        if t.failure_cause
+        _entry(e.failure_cause, e.timestamp_ms, e.task_name or None, e.resource_id)
+        for e in reversed(history)
     ]
-    if details.failure_cause and not entries:
-        entries.append(
-            {
-                "exceptionName": _exception_name(details.failure_cause),
-                "stacktrace": details.failure_cause,
-                "timestamp": when,
-                "failureLabels": {},
-                "taskName": None,
-                "endpoint": None,
-                "location": None,
-                "taskManagerId": None,
-                "concurrentExceptions": [],
-            }
-        )
+    if not history:
+        entries = [
+            _entry(t.failure_cause, when, f"{t.task_name} ({t.subtask_index + 1})", t.resource_id)
+            for t in details.tasks
+            if t.failure_cause
+        ]
+    ended_otherwise = bool(history) and history[-1].restarted and details.status == "FAILED"
+    if details.failure_cause and (not entries or ended_otherwise):
+        entries.insert(0, _entry(details.failure_cause, when, None, ""))
     return entries
+
+
+def _entry(stacktrace: str, timestamp: int, task: str | None, location: str) -> dict[str, Any]:
+    return {
+        "exceptionName": _exception_name(stacktrace),
+        "stacktrace": stacktrace,
+        "timestamp": timestamp,
+        "failureLabels": {},
+        "taskName": task,
+        "endpoint": location or None,
+        "location": location or None,
+        "taskManagerId": location or None,
+        "concurrentExceptions": [],
+    }
 
 
 @route("GET", "/jobs/{jobid}/exceptions", "The job's failures: the root cause and history.")

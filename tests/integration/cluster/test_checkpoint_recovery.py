@@ -276,6 +276,9 @@ def _build_corrupting(tmp_path: Path, records: int, corrupt: int, config: dict[s
         # A checkpoint at most every second: the corrupting map fails right after it
         # saw one complete, well before the next can.
         "execution.checkpointing.min-pause": "1 s",
+        # Every piece of state in a file of its own, for the map to corrupt (small state
+        # is otherwise inline in _metadata).
+        "execution.checkpointing.data-inline-threshold": "0",
         **config,
     }
     for key, value in settings.items():
@@ -354,11 +357,12 @@ def small_file_system(tmp_path) -> Iterator[Path]:
 def _fill(directory: Path) -> Path:
     """Writes a file into ``directory`` until its file system is full."""
     filler = directory / "filler"
-    with open(filler, "wb") as f:
+    # Unbuffered: a write the file system takes only in part would otherwise leave bytes in
+    # the buffer, and closing the file would raise ENOSPC again.
+    with open(filler, "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * (1 << 16))
-                f.flush()
         except OSError as exc:
             assert exc.errno == errno.ENOSPC, exc
     return filler

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from weir.common import Configuration, WatermarkStrategy
+from weir.core.checkpoint.metadata import decode_metadata
 from weir.datastream import (
     CheckpointingMode,
     ExternalizedCheckpointRetention,
@@ -106,3 +107,62 @@ def test_unaligned_checkpoints_complete_under_back_pressure_where_aligned_ones_e
     assert aligned_completed == set(), aligned_completed
     assert aligned_aborted, "no aligned checkpoint was even triggered and aborted"
     assert unaligned_completed, "no unaligned checkpoint completed under back-pressure"
+
+
+class SlowerSink(SlowSink):
+    """A buffer of numbers takes it about half a second."""
+
+    def invoke(self, value, context) -> None:
+        time.sleep(0.0003)
+
+
+def test_a_checkpoint_after_the_source_finished_stays_unaligned(cluster, tmp_path):
+    """The source finishes with its last buffers still on the way to the slow sink, so
+    the coordinator triggers the next checkpoints at the sink itself (FLIP-147). They are
+    taken at once, the data still in flight persisted as the sink's input channel state,
+    as Flink's triggerUnfinishedChannelsCheckpoint takes them, rather than aligned behind
+    that data once every channel has ended (with no channel state)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    configuration = Configuration()
+    configuration.set_string("taskmanager.memory.segment-size", SEGMENT_SIZE)
+    configuration.set_string("restart-strategy.type", "none")
+    configuration.set_string("execution.checkpointing.num-retained", "1000")
+    configuration.set_string("execution.checkpointing.tolerable-failed-checkpoints", "1000")
+    env = StreamExecutionEnvironment.get_execution_environment(configuration)
+    env.set_parallelism(1)
+    env.enable_checkpointing(100, CheckpointingMode.EXACTLY_ONCE)
+    checkpoints = env.get_checkpoint_config()
+    checkpoints.set_checkpoint_storage_dir(f"file://{tmp_path / 'checkpoints'}")
+    checkpoints.enable_unaligned_checkpoints(True)
+    checkpoints.set_externalized_checkpoint_retention(
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
+    )
+    # About a dozen buffers, all of them in flight at once (a subpartition holds 10 and
+    # the channel's credit a few more): the source is done, its final checkpoint taken
+    # when the sink reads the barrier after the buffer at hand, long before the sink has
+    # worked through the rest (seconds of it).
+    records = 16_000
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .key_by(lambda x: x % 8)
+        .add_sink(SlowerSink(str(marks)))
+    )
+    result = env.execute("source finished, data in flight")
+    job_dir = tmp_path / "checkpoints" / str(result.get_job_id())
+    after_the_source = {}
+    for path in sorted(job_dir.glob("chk-*/_metadata")):
+        metadata = decode_metadata(path.read_bytes())
+        if not any(op.is_fully_finished for op in metadata.operator_states.values()):
+            continue
+        in_flight = sum(
+            len(subtask.input_channel_state)
+            for op in metadata.operator_states.values()
+            for subtask in op.subtask_states.values()
+        )
+        after_the_source[metadata.checkpoint_id] = in_flight
+    print("input channel state handles of checkpoints after the source finished", after_the_source)
+    assert after_the_source, "no checkpoint completed after the source finished"
+    assert any(after_the_source.values()), after_the_source

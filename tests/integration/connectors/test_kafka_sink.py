@@ -75,6 +75,8 @@ class Subtask:
 
 
 def _sink(broker, topic, guarantee, prefix=None, **properties):
+    # The test broker's transaction.max.timeout.ms is Kafka's default, 15 minutes.
+    properties.setdefault("transaction_timeout_ms", "900000")
     builder = (
         KafkaSink.builder()
         .set_bootstrap_servers(broker.bootstrap_servers)

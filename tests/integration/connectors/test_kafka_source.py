@@ -197,7 +197,7 @@ def test_offsets_are_committed_to_the_group_only_when_the_checkpoint_completes(k
 
 
 def test_starting_offsets_and_a_transactional_topic_read_to_its_end(kafka_broker):
-    from confluent_kafka import Producer
+    from confluent_kafka import Consumer, Producer, TopicPartition
 
     topic = _topic(kafka_broker, 1)
     producer = Producer(
@@ -208,6 +208,21 @@ def test_starting_offsets_and_a_transactional_topic_read_to_its_end(kafka_broker
     for i in range(10):
         producer.produce(topic, str(i).encode())
     producer.commit_transaction()
+    # The commit returns once the coordinator logged it; the markers that move the
+    # partition's last stable offset (a read_committed reader's end) follow. Await them,
+    # or the reader's end is the offset before the transaction.
+    probe = Consumer(
+        {
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "group.id": f"probe-{topic}",
+            "isolation.level": "read_committed",
+        }
+    )
+    deadline = time.monotonic() + 60
+    while probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1] < 11:
+        assert time.monotonic() < deadline, "the transaction's commit marker never came"
+        time.sleep(0.05)
+    probe.close()
     # The partition ends with a commit marker: the bounded reader must still end.
     source = (
         _builder(kafka_broker, topic, isolation_level="read_committed")

@@ -5,21 +5,25 @@ deposed leader's writes refused by ZooKeeper itself."""
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from partition_proxy import PartitionProxy
 from zookeeper_server import ZooKeeperServer
 
-from weir.core.errors import LeaderLostError
+from weir.core.errors import LeaderLostError, PossibleInconsistentStateError
 from weir.core.highavailability import CompletedCheckpointPointer, LeaderContender
 from weir.core.highavailability.zookeeper import ZooKeeperHaServices
 from weir.core.ids import JobId
 
 JOB = JobId("cd" * 16)
+TOLERATE = "high-availability.zookeeper.client.tolerate-suspended-connections"
+# The longest session the test server allows (20 ticks of 500 ms): a healed cut is back
+# well within it.
+SESSION_TIMEOUT = "high-availability.zookeeper.client.session-timeout"
 
 
 class RecordingContender(LeaderContender):
@@ -129,7 +133,8 @@ class TestLeaderElection:
 
 
 class TestLosingZooKeeper:
-    """Each test stops a server of its own: stopping the shared one would disturb others."""
+    """Each test stops a server of its own (stopping the shared one would disturb others),
+    or cuts its own connection to the shared one through a proxy."""
 
     @pytest.fixture
     def own_server(self, tmp_path: Path) -> Iterator[ZooKeeperServer]:
@@ -139,71 +144,168 @@ class TestLosingZooKeeper:
         server.stop()
 
     def _leader(
-        self, server: ZooKeeperServer, ha_config: dict[str, str]
+        self, quorum: str, ha_config: dict[str, str], *, tolerate: bool = False
     ) -> tuple[ZooKeeperHaServices, RecordingContender, str]:
         services = ZooKeeperHaServices(
-            {**ha_config, "high-availability.zookeeper.quorum": server.address}, "solo"
+            {
+                **ha_config,
+                "high-availability.zookeeper.quorum": quorum,
+                TOLERATE: str(tolerate).lower(),
+            },
+            "solo",
         )
         services.start_contending()
         token = services.latch.await_leadership(30)
         assert token is not None
         return services, lead(services, "127.0.0.1:1003"), token
 
-    def test_suspended_while_the_quorum_is_away_and_resumed_when_it_returns(
+    def test_a_suspended_connection_gives_up_leadership_which_returns_with_the_quorum(
         self,
         own_server: ZooKeeperServer,
         ha_config: dict[str, str],
         caplog: pytest.LogCaptureFixture,
     ):
+        """Flink's default: the leader cannot tell whether its session will expire, so it
+        stops leading at once; once the quorum serves again it contends again (and, the
+        only contender, leads again with a new token)."""
         caplog.set_level(logging.INFO, logger="weir.core.highavailability")
-        services, contender, token = self._leader(own_server, ha_config)
+        services, contender, token = self._leader(own_server.address, ha_config)
         try:
             own_server.stop()
-            wait(lambda: contender.suspensions == [True], "leaders to suspend")
-            assert not services.latch.has_leadership(token)  # nothing is committed now
-            own_server.start()  # same data: the session is still known and alive
-            wait(lambda: contender.suspensions == [True, False], "leaders to resume")
-            assert services.latch.has_leadership(token)
-            assert not contender.revoked.is_set()
+            wait(contender.revoked.is_set, "leadership to be given up")
+            assert not services.latch.has_leadership(token)
+            assert services.latch.token is None
+            assert contender.suspensions == []
+            own_server.start()  # same data
+            wait(lambda: len(contender.tokens) == 2, "leadership again once connected")
+            assert contender.tokens[1] != token
             lines = [r.getMessage() for r in caplog.records if "ZooKeeper" in r.getMessage()]
-            assert sum("SUSPENDED" in line for line in lines) == 1
-            assert sum("resume" in line for line in lines) == 1
+            assert sum("SUSPENDED: giving up leadership" in line for line in lines) == 1, lines
+            assert not any("leaders resume" in line for line in lines), lines
         finally:
             services.close()
 
+    def test_a_tolerated_suspension_gives_up_leadership_after_the_session_timeout(
+        self,
+        own_server: ZooKeeperServer,
+        ha_config: dict[str, str],
+        caplog: pytest.LogCaptureFixture,
+    ):
+        """The quorum stays away: kazoo never reports the session LOST (it would have to
+        reconnect first), so the latch gives up by its own clock."""
+        caplog.set_level(logging.INFO, logger="weir.core.highavailability")
+        services, contender, token = self._leader(own_server.address, ha_config, tolerate=True)
+        try:
+            own_server.stop()
+            wait(lambda: contender.suspensions == [True], "leaders to suspend")
+            wait(contender.revoked.is_set, "leadership to be given up without ZooKeeper")
+            assert not services.latch.has_leadership(token)
+            lines = [r.getMessage() for r in caplog.records]
+            assert sum("SUSPENDED for the session timeout" in line for line in lines) == 1
+            own_server.start()
+            wait(lambda: len(contender.tokens) == 2, "leadership again once connected")
+        finally:
+            services.close()
+
+    def test_a_tolerated_suspension_resumes_when_the_connection_is_back_in_time(
+        self, zookeeper: object, ha_config: dict[str, str], caplog: pytest.LogCaptureFixture
+    ):
+        """The network between the leader and ZooKeeper fails and heals within the
+        session timeout (a proxy drops the traffic, then lets it through again)."""
+        caplog.set_level(logging.INFO, logger="weir.core.highavailability")
+        host, port = zookeeper.address.rsplit(":", 1)  # type: ignore[attr-defined]
+        with PartitionProxy(host, int(port)) as proxy:
+            services, contender, token = self._leader(
+                proxy.address, {**ha_config, SESSION_TIMEOUT: "10 s"}, tolerate=True
+            )
+            try:
+                proxy.partition()
+                wait(lambda: contender.suspensions == [True], "leaders to suspend")
+                assert not services.latch.has_leadership(token)  # nothing is committed now
+                proxy.heal()  # the reconnection under way gets through: the session lives
+                wait(lambda: contender.suspensions == [True, False], "leaders to resume")
+                assert services.latch.has_leadership(token)
+                assert not contender.revoked.is_set()
+                lines = [r.getMessage() for r in caplog.records if "ZooKeeper" in r.getMessage()]
+                assert sum("SUSPENDED" in line for line in lines) == 1
+                assert sum("resume" in line for line in lines) == 1
+            finally:
+                services.close()
+
+    def test_calls_made_while_cut_off_fail_instead_of_waiting_for_the_connection(
+        self, zookeeper: object, ha_config: dict[str, str]
+    ):
+        """A fenced write whose answer the cut swallowed may or may not be applied: it says
+        so. And kazoo keeps a request made while the connection is down until it is back; a
+        master cut off for minutes must not wait that long (its JobMasters could not stop),
+        so a read then fails at once."""
+        host, port = zookeeper.address.rsplit(":", 1)  # type: ignore[attr-defined]
+        with PartitionProxy(host, int(port)) as proxy:
+            services, _contender, token = self._leader(
+                proxy.address, {**ha_config, SESSION_TIMEOUT: "10 s"}, tolerate=True
+            )
+            counter = services.create_checkpoint_id_counter(JOB)
+            outcomes: list[BaseException | None] = []
+
+            def read() -> None:
+                try:
+                    counter.get()
+                    outcomes.append(None)
+                except LeaderLostError as exc:
+                    outcomes.append(exc)
+
+            try:
+                proxy.partition()
+                # Sent at once, seconds before the client can notice the silence.
+                with pytest.raises(PossibleInconsistentStateError, match="may or may not"):
+                    services.latch.guarded_transaction(token, lambda t: t.create("/maybe", b""))
+                wait(lambda: not services.client.connected, "the client to notice the cut")
+                reader = threading.Thread(target=read, daemon=True)
+                reader.start()
+                reader.join(60)
+                assert outcomes, "a read made while cut off waited for the connection"
+                assert isinstance(outcomes[0], LeaderLostError), outcomes
+            finally:
+                proxy.heal()
+                services.close()
+
     def test_a_suspend_hook_may_wait_for_a_thread_that_waits_for_zookeeper(
-        self, own_server: ZooKeeperServer, ha_config: dict[str, str]
+        self, zookeeper: object, ha_config: dict[str, str]
     ):
         """The checkpoint coordinator's case: its suspend hook takes the coordinator's
         lock, which another thread may hold across a ZooKeeper call made while the
         connection was away. That call's reply comes in on kazoo's thread, so the hooks
         must run elsewhere, or the resumption deadlocks."""
-        services, contender, _token = self._leader(own_server, ha_config)
-        lock = threading.Lock()
+        host, port = zookeeper.address.rsplit(":", 1)  # type: ignore[attr-defined]
+        with PartitionProxy(host, int(port)) as proxy:
+            services, contender, _token = self._leader(
+                proxy.address, {**ha_config, SESSION_TIMEOUT: "10 s"}, tolerate=True
+            )
+            lock = threading.Lock()
 
-        def hook(_suspended: bool) -> None:
-            with lock:
-                pass
+            def hook(_suspended: bool) -> None:
+                with lock:
+                    pass
 
-        contender.on_suspend = hook
-        read: list[object] = []
+            contender.on_suspend = hook
+            read: list[object] = []
 
-        def read_while_away() -> None:
-            with lock:
-                read.append(services.client.exists("/leader"))  # sent once reconnected
+            def read_while_away() -> None:
+                with lock:
+                    read.append(services.client.exists("/leader"))  # sent once reconnected
 
-        try:
-            own_server.stop(signal.SIGKILL)
-            wait(lambda: contender.suspensions == [True], "leaders to suspend")
-            reader = threading.Thread(target=read_while_away, daemon=True)
-            reader.start()
-            wait(lock.locked, "the reader to hold the lock")
-            own_server.start()
-            wait(lambda: contender.suspensions == [True, False], "leaders to resume")
-            reader.join(30)
-            assert read and read[0] is not None
-        finally:
-            services.close()
+            try:
+                proxy.partition()
+                wait(lambda: contender.suspensions == [True], "leaders to suspend")
+                reader = threading.Thread(target=read_while_away, daemon=True)
+                reader.start()
+                wait(lock.locked, "the reader to hold the lock")
+                proxy.heal()
+                wait(lambda: contender.suspensions == [True, False], "leaders to resume")
+                reader.join(30)
+                assert read and read[0] is not None
+            finally:
+                services.close()
 
     def test_lost_session_gives_up_leadership_and_leads_again_with_a_new_token(
         self,
@@ -212,7 +314,7 @@ class TestLosingZooKeeper:
         caplog: pytest.LogCaptureFixture,
     ):
         caplog.set_level(logging.INFO, logger="weir.core.highavailability")
-        services, contender, token = self._leader(own_server, ha_config)
+        services, contender, token = self._leader(own_server.address, ha_config)
         try:
             # ZooKeeper expires the session: another client attaches to it and closes it,
             # the server's way of ending a session (what a pause past the timeout causes).

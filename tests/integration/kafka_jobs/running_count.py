@@ -62,6 +62,8 @@ def running_count(
         )
         .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
         .set_transactional_id_prefix(transactional_id_prefix)
+        # At most the brokers' transaction.max.timeout.ms (15 minutes by default).
+        .set_property("transaction.timeout.ms", "900000")
         .build()
     )
     (

@@ -318,6 +318,28 @@ class TestResourceManager:
                 glob.glob(f"{_TMP}/weir-tm-*"),
             )
 
+    def test_a_deposed_resource_manager_leases_no_replacement_for_a_lost_task_manager(
+        self, cluster: tuple[ResourceManager, _Client], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Its leadership gone (the ZooKeeper connection suspended, or its session over),
+        a ResourceManager leaves the TaskManagers to the next leader's: a lost one is not
+        replaced, even below the minimum, until leadership is back."""
+        rm, client = cluster
+        tms = wait_until(
+            lambda: len(client.task_managers()) == 2 and client.task_managers(),
+            "two TaskManagers to register",
+        )
+        rm.set_leader_session("session-1")
+        caplog.set_level(logging.INFO, logger="weir.resourcemanager")
+        rm.set_leader_session(None)  # deposed
+        os.kill(tms[0].pid, signal.SIGKILL)
+        wait_until(lambda: len(client.task_managers()) == 1, "the killed TaskManager to be lost")
+        deposed = [r.getMessage() for r in caplog.records]
+        rm.set_leader_session("session-2")  # leading again
+        wait_until(lambda: len(client.task_managers()) == 2, "a replacement, once leading again")
+        assert not any("leasing a TaskManager" in line for line in deposed), deposed
+        assert any("no longer leads: it leases nothing" in line for line in deposed), deposed
+
     def test_a_task_manager_killed_after_a_sibling_started_has_its_directory_removed(
         self, cluster: tuple[ResourceManager, _Client], tmp_path: Any
     ) -> None:

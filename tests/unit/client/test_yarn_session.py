@@ -5,13 +5,19 @@ container, and the Hadoop configuration it finds YARN in."""
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from weir.client import yarn_session
 from weir.client.yarn_client import YarnRestClient, read_hadoop_configuration
-from weir.client.yarn_cluster_descriptor import YarnClusterDescriptor, yarn_entrypoint_path
+from weir.client.yarn_cluster_descriptor import (
+    YarnClusterDescriptor,
+    session_log_file,
+    spark_submit_error,
+    yarn_entrypoint_path,
+)
 from weir.client.yarn_entrypoint import application_id_of, master_config
 from weir.client.yarn_properties import (
     YarnSessionProperties,
@@ -154,3 +160,35 @@ def test_a_session_is_one_spark_submit_in_cluster_mode(tmp_path: Path) -> None:
     assert shipped["spark.pyspark.python"] == "./environment/bin/python"
     command = descriptor.submit_command(tmp_path / "c.yaml", shipped, tmp_path / "env.tar.gz")
     assert f"{tmp_path / 'env.tar.gz'}#environment" in command
+
+
+def test_spark_submits_failure_is_the_message_of_the_exception_it_died_of() -> None:
+    output = (
+        "26/11/29 01:44:19 INFO Client: Verifying our application has not requested more\n"
+        'Exception in thread "main" java.lang.IllegalArgumentException: Required AM memory '
+        "(20480+2048 MB) is above the max threshold (12288 MB) of this cluster!\n"
+        "\tat org.apache.spark.deploy.yarn.Client.verifyClusterResources(Client.scala:423)\n"
+        "Caused by: java.io.IOException: something else\n"
+    )
+    assert spark_submit_error(output) == (
+        "Required AM memory (20480+2048 MB) is above the max threshold (12288 MB) of this cluster!"
+    )
+    bare = 'Exception in thread "main" java.lang.NullPointerException\n\tat x.y(Z.java:1)\n'
+    assert spark_submit_error(bare) == "java.lang.NullPointerException"
+    usage = "Error: Unrecognized option: --bogus\n\nUsage: spark-submit [options] <app jar>\n"
+    assert spark_submit_error(usage) == "Error: Unrecognized option: --bogus"
+    assert spark_submit_error("   \n") == "it printed nothing"
+    assert len(spark_submit_error('Exception in thread "main" x.YError: ' + "y" * 5000)) == 1000
+
+
+def test_the_session_log_is_in_weir_log_dir_else_env_log_dir_else_the_temporary_directory(
+    tmp_path: Path,
+) -> None:
+    name = session_log_file({}, {"WEIR_LOG_DIR": str(tmp_path / "a")}).name
+    assert name.startswith("weir-") and name.endswith(".log") and "-yarn-session-" in name
+    config = {"env.log.dir": str(tmp_path / "b")}
+    assert session_log_file(config, {"WEIR_LOG_DIR": str(tmp_path / "a")}).parent == (
+        tmp_path / "a"
+    )
+    assert session_log_file(config, {}).parent == tmp_path / "b"
+    assert session_log_file({}, {}).parent == Path(tempfile.gettempdir())

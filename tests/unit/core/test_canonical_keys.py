@@ -8,6 +8,7 @@ import datetime
 import enum
 import math
 import pickle
+import struct
 from collections import namedtuple
 from dataclasses import dataclass
 from decimal import Decimal
@@ -18,7 +19,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from weir.common.types import Row
-from weir.core.canonical_keys import canonical_key_bytes
+from weir.core.canonical_keys import canonical_key_bytes, is_canonical, state_key
 from weir.core.key_groups import assign_to_key_group
 
 MAX_PARALLELISM = 32768  # the most key groups: the finest test of "same group"
@@ -224,3 +225,35 @@ def test_a_cycle_is_placed_by_its_plain_pickle():
     looped: list[Any] = []
     looped.append(looped)
     assert 0 <= assign_to_key_group(looped, 128) < 128
+
+
+def _nans() -> list[float]:
+    """NaNs of other bits: Python's, its negation, one with a payload, x86's inf - inf."""
+    payload = struct.unpack(">d", bytes.fromhex("7ff8000000000123"))[0]
+    return [float("nan"), -float("nan"), payload, float("inf") - float("inf")]
+
+
+def test_every_nan_is_one_key_placed_as_pythons_nan():
+    """As Java's Double.equals holds every NaN equal and its serializer writes one NaN;
+    Python's own NaN keeps the bytes PyFlink pickles it to, so it lands where PyFlink
+    puts it."""
+    for shape in (lambda n: n, lambda n: ("a", n), lambda n: (n, 1.5, "b"), lambda n: [n]):
+        assert len({canonical_key_bytes(shape(n)) for n in _nans()}) == 1
+    assert canonical_key_bytes(float("nan")) == pickle.dumps(float("nan"), protocol=5)
+    assert canonical_key_bytes(("a", float("nan"))) == pickle.dumps(("a", math.nan), protocol=5)
+    assert not is_canonical(-float("nan"))  # its original is kept, not made from the bytes
+    assert canonical_key_bytes(complex(float("nan"), 1)) == canonical_key_bytes(
+        complex(-float("nan"), 1)
+    )
+
+
+def test_state_key_gives_one_nan_object_and_leaves_other_keys_as_they_are():
+    Point = namedtuple("Point", "x y")
+    first = [state_key(n) for n in _nans()]
+    assert all(n is first[0] for n in first)
+    pairs = [state_key(("a", n)) for n in _nans()]
+    assert len(set(pairs)) == 1 and all(type(p) is tuple for p in pairs)
+    points = [state_key(Point(n, 1)) for n in _nans()]
+    assert len(set(points)) == 1 and all(type(p) is Point for p in points)
+    for key in ("s", 7, b"b", None, 1.5, ("a", 1), ("a", (2.5, "b")), [float("nan")]):
+        assert state_key(key) is key

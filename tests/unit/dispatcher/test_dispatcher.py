@@ -37,7 +37,7 @@ class TestDispatcher:
         starting, proceed = threading.Event(), threading.Event()
         runners: list[TestingJobManagerRunner] = []
 
-        def factory(graph, on_terminated):
+        def factory(graph, on_terminated, on_changed):
             starting.set()
             proceed.wait(30)
             runner = TestingJobManagerRunner()
@@ -74,7 +74,7 @@ class TestDispatcher:
         runner = TestingJobManagerRunner()
         ended: list[object] = []
 
-        def factory(graph, on_terminated):
+        def factory(graph, on_terminated, on_changed):
             ended.append(on_terminated)
             return runner
 
@@ -91,6 +91,28 @@ class TestDispatcher:
         assert dispatcher.job_details(job_id).status_version == watch.version + 1
         dispatcher.unwatch(job_id, watch.token)
         assert dispatcher.watchers == 0
+        dispatcher.close()
+
+    def test_a_watcher_hears_of_each_change_of_the_running_job(self) -> None:
+        """A restart (RUNNING -> RESTARTING -> RUNNING) is news to a client that shows
+        restarts: each change the JobMaster reports wakes the job's watchers."""
+        changed: list[object] = []
+
+        def factory(graph, on_terminated, on_changed):
+            changed.append(on_changed)
+            return TestingJobManagerRunner()
+
+        dispatcher = Dispatcher({}, StandaloneHaServices(), factory)
+        dispatcher.start("127.0.0.1:1")  # leads at once: standalone
+        job_id = dispatcher.submit_job(_graph("c" * 32))
+        changes: list[int] = []
+        watch = dispatcher.watch(job_id, lambda: changes.append(1))
+        changed[0]()  # type: ignore[operator]
+        changed[0]()  # type: ignore[operator]
+        assert changes == [1, 1]
+        with dispatcher._cond:
+            assert dispatcher._jobs[job_id].version == watch.version + 2
+        dispatcher.unwatch(job_id, watch.token)
         dispatcher.close()
 
 

@@ -48,7 +48,8 @@ def test_tasks_not_yet_deployed_are_cancelled_when_a_deployment_fails(monkeypatc
         return False
 
     monkeypatch.setattr(scheduler, "_deploy", deploy)
-    scheduler._allocate_and_deploy(_slots(3))
+    scheduler._slot_pool.add(_slots(3))
+    scheduler._allocate_and_deploy()
 
     states = [ev.current.state for ev in scheduler.graph.all_executions()]
     assert len(deployed) == 1
@@ -94,8 +95,8 @@ def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id
     scheduler._on_restart = restarts.append
     scheduler.checkpoint_coordinator = _RestoringCoordinator()
     scheduler.status = JobStatus.RESTARTING
-    scheduler._slots = _slots(3)  # the restart reuses them
-    scheduler.graph.assign_slots(scheduler._slots)
+    scheduler._slot_pool.add(_slots(3))  # the restart reuses them
+    scheduler.graph.assign_slots(scheduler._slot_pool.slots)
     old = scheduler.graph
     old_attempt = old.all_executions()[0].current.attempt_id
     for ev in old.all_executions():

@@ -69,6 +69,20 @@ class TestDefaultSlotManager:
         assert len(launcher.leases) == 2
         assert manager.ensure_minimum() == []  # pending leases count
 
+    def test_leases_nothing_while_its_resource_manager_does_not_lead(self) -> None:
+        launcher = TestingLauncher(4)
+        manager = DefaultSlotManager(launcher, 1, min_task_managers=2)
+        manager.register(registration(1))
+        manager.set_leading(False)
+        assert manager.ensure_minimum() == []
+        assert reserve(manager, request(3)) == []  # queued, but no lease for it
+        assert manager.match() == []
+        assert launcher.leases == []
+        manager.set_leading(True)
+        assert len(manager.ensure_minimum()) == 1  # the minimum, with one registered
+        manager.match()  # and what the queued request still needs, up to the max
+        assert len(launcher.leases) == 2
+
     def test_serves_a_request_from_free_slots_spread_over_task_managers(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(2), 2)
         manager.register(registration(1, slots=2))
@@ -286,6 +300,107 @@ class TestDefaultSlotManager:
             manager.confirm_freed(reg.resource_id, allocation_id)
         clock.now = 10.0
         assert len(manager.idle_task_managers()) == 2  # the minimum stays
+
+    def test_idle_task_managers_are_kept_while_a_queued_request_waits_for_their_slots(
+        self,
+    ) -> None:
+        """A request waits for more slots than are free (a lease is under way): the free
+        ones are its, however long the lease takes, and are not released as idle."""
+        clock = FakeClock()
+        launcher = TestingLauncher(3)
+        manager = DefaultSlotManager(launcher, 1, idle_timeout_ms=1000, clock=clock)
+        manager.register(registration(1))
+        manager.request(request(2))
+        assert manager.match() == []
+        assert len(launcher.leases) == 1
+        clock.now = 60.0  # the new TaskManager takes long to register
+        assert manager.idle_task_managers() == []
+        manager.register(registration(2, lease_id=launcher.leases[0]))
+        [grant] = manager.match()
+        assert {s.resource_id for s in grant.slots} == {"tm1", "tm2"}
+
+    def test_only_idle_task_managers_beyond_what_the_queue_asks_for_are_released(self) -> None:
+        clock = FakeClock()
+        manager = DefaultSlotManager(TestingLauncher(3), 1, idle_timeout_ms=1000, clock=clock)
+        for n in (1, 2, 3):
+            manager.register(registration(n))
+        clock.now = 5.0
+        # Queued and not yet matched: two of the three free slots are spoken for.
+        manager.request(request(2))
+        assert manager.idle_task_managers() == ["tm1"]
+        assert [len(g.slots) for g in manager.match()] == [2]
+        assert len(manager.idle_task_managers()) == 1
+
+    def test_a_withdrawn_request_leaves_the_task_managers_it_kept_idle(self) -> None:
+        clock = FakeClock()
+        manager = DefaultSlotManager(TestingLauncher(2), 1, idle_timeout_ms=1000, clock=clock)
+        manager.register(registration(1))
+        manager.request(request(2))
+        clock.now = 5.0
+        assert manager.idle_task_managers() == []
+        assert manager.cancel(JobId("job"), "r-job") is not None
+        assert manager.idle_task_managers() == ["tm1"]
+
+    def test_a_slot_being_freed_counts_for_a_request_and_is_not_leased_for(self) -> None:
+        """A job gives a slot back and asks for slots again before the FreeSlot call has
+        returned (a restart): that slot is free a moment later, so only what the request
+        needs beyond it is leased."""
+        launcher = TestingLauncher(4)
+        manager = DefaultSlotManager(launcher, 1)
+        manager.register(registration(1))
+        manager.register(registration(2))
+        reserve(manager, request(2))
+        manager.unregister(ResourceId("tm1"))  # lost, with one of the job's slots
+        [(allocation_id, reg)] = manager.free(JobId("job"))
+        manager.request(request(2))
+        assert manager.match() == []
+        assert len(launcher.leases) == 1
+        manager.confirm_freed(reg.resource_id, allocation_id)
+        assert manager.match() == []  # one free, two wanted: the lease is still due
+        manager.register(registration(3, lease_id=launcher.leases[0]))
+        [grant] = manager.match()
+        assert {s.resource_id for s in grant.slots} == {"tm2", "tm3"}
+        assert len(launcher.leases) == 1
+
+    def test_a_slot_whose_tasks_are_still_ending_is_leased_for(self) -> None:
+        """The FreeSlot call found tasks still in the slot (RELEASING): it may stay taken
+        for long, so a request is not left waiting for it."""
+        launcher = TestingLauncher(4)
+        manager = DefaultSlotManager(launcher, 1)
+        manager.register(registration(1))
+        (slot,) = reserve(manager, request(1, job="a"))
+        manager.free(JobId("a"))
+        manager.slot_releasing(ResourceId("tm1"), slot.allocation_id)
+        assert manager.free_slot_count() == 0
+        manager.request(request(1, job="b"))
+        assert len(launcher.leases) == 1
+
+    def test_a_request_counting_on_a_slot_that_turns_out_releasing_leases_then(self) -> None:
+        launcher = TestingLauncher(4)
+        manager = DefaultSlotManager(launcher, 1)
+        manager.register(registration(1))
+        (slot,) = reserve(manager, request(1, job="a"))
+        manager.free(JobId("a"))
+        manager.request(request(1, job="b"))
+        assert launcher.leases == []  # the slot is on its way back
+        manager.slot_releasing(ResourceId("tm1"), slot.allocation_id)
+        assert manager.match() == []
+        assert len(launcher.leases) == 1
+        # Its tasks end after all: the slot is free, and the request takes it.
+        manager.confirm_freed(ResourceId("tm1"), slot.allocation_id)
+        assert [g.request.job_id for g in manager.match()] == ["b"]
+        assert manager.heartbeat(ResourceId("tm1"), []) == []
+
+    def test_a_releasing_slot_the_task_executor_stops_reporting_is_free(self) -> None:
+        manager = DefaultSlotManager(TestingLauncher(1), 1)
+        manager.register(registration(1))
+        (slot,) = reserve(manager, request(1, job="a"))
+        manager.free(JobId("a"))
+        manager.slot_releasing(ResourceId("tm1"), slot.allocation_id)
+        assert manager.heartbeat(ResourceId("tm1"), [slot.allocation_id]) == []
+        assert manager.free_slot_count() == 0
+        manager.heartbeat(ResourceId("tm1"), [])
+        assert manager.free_slot_count() == 1
 
     def test_close_drops_queued_requests_and_refuses_new_ones(self) -> None:
         manager = DefaultSlotManager(TestingLauncher(1), 1)

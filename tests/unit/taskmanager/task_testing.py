@@ -37,6 +37,7 @@ from weir.core.job_graph import (
     SerializerKind,
 )
 from weir.core.serializers import deserialize_batch
+from weir.core.throwable_classifier import ThrowableType
 from weir.taskmanager.network.api import BufferKind, PartitionClosedError, PartitionStats
 from weir.taskmanager.task import Task, TaskServices
 
@@ -364,16 +365,22 @@ class Recorder:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.states: dict[str, list[ExecutionState]] = collections.defaultdict(list)
+        self.throwable_types: dict[str, list[ThrowableType]] = collections.defaultdict(list)
         self.collected: dict[tuple[str, int], list[Any]] = collections.defaultdict(list)
         self.collect_calls: list[tuple[str, int, int, bool]] = []
         self.collect_epochs: list[int] = []
         """The checkpoint epoch of each collect call, in order."""
 
     def report_state(
-        self, attempt: ExecutionAttemptId, state: ExecutionState, cause: str | None
+        self,
+        attempt: ExecutionAttemptId,
+        state: ExecutionState,
+        cause: str | None,
+        throwable_type: ThrowableType,
     ) -> None:
         with self.lock:
             self.states[attempt].append(state)
+            self.throwable_types[attempt].append(throwable_type)
 
     def collect(self, operator_id: str, subtask: int, buffer: bytes, end: bool, epoch: int) -> None:
         records = deserialize_batch(buffer)

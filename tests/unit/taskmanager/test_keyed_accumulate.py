@@ -153,3 +153,25 @@ def test_a_key_whose_earlier_records_are_in_state_keeps_its_first_fields(tmp_pat
         "max_by": [(1, 5.0), (1, 9.0)],
     }[kind]
     assert recorder.records[2:] == expected
+
+
+def test_a_batch_whose_key_column_holds_nan_goes_record_by_record():
+    """A dict would take each NaN of the column for a key of its own; record by record,
+    the key selector gives every NaN as the one key."""
+    from weir.core.columnar import key_column
+    from weir.taskmanager.operators.keyed_accumulate import accumulate_columns
+
+    spec = ColumnSpec(("f0", "f1"), None, ("float64", "float64"))
+    keys = np.array([1.5, float("nan"), float("nan")])
+    batch = ColumnBatch({"f0": keys, "f1": np.array([1.0, 2.0, 3.0])}, spec)
+    assert key_column(batch, 0) is None
+    backend = HashMapKeyedStateBackend(128, range(128))
+    state = backend.get_value_state("s")
+    assert (
+        accumulate_columns(
+            "sum", 1, batch, key_field=0, backend=backend, value=state.value, update=state.update
+        )
+        is None
+    )
+    whole = ColumnBatch({"f0": np.array([1.5, 2.5]), "f1": np.array([1.0, 2.0])}, spec)
+    assert key_column(whole, 0) is not None

@@ -65,3 +65,21 @@ def test_side_outputs_count_as_records_out_but_not_into_the_chained_operator():
     # The head counts what its input gate handed it.
     assert _counts(task, split) == (6, 6 + 3)
     assert _counts(task, main) == (6, 0)
+
+
+def test_a_key_selector_gives_every_nan_as_one_key_and_keeps_its_field_and_name():
+    from weir.core.field_access import field_of
+    from weir.taskmanager.operators.functions import key_selector
+    from weir.taskmanager.operators.key_guard import describe_function
+
+    def by_name(record):
+        return record.name
+
+    by_position = key_selector(lambda record: record[0])
+    keys = [by_position((n, 1)) for n in (float("nan"), -float("nan"))]
+    assert keys[0] is keys[1]
+    assert by_position(("a", 1)) == "a" and by_position(((2.5, float("nan")), 1))[1] is keys[0]
+    assert field_of(by_position) == 0
+    named = key_selector(by_name)
+    assert field_of(named) == "name"
+    assert describe_function(named).startswith("test_a_key_selector_gives_every_nan")

@@ -3,11 +3,14 @@ print() output, and the buffer timeout in the mailbox loop (fake clock)."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import pickle
 import sys
 import threading
 import types
 
+import cloudpickle
 import pytest
 from task_testing import (
     Deployment,
@@ -23,8 +26,10 @@ from task_testing import (
 )
 
 from weir.core.deployment import ExecutionState
+from weir.core.errors import NonRecoverableError
 from weir.core.job_graph import OperatorDescriptor, OperatorKind, PartitionerKind
 from weir.core.serializers import deserialize_batch, serialize_batch
+from weir.core.throwable_classifier import ThrowableType
 from weir.taskmanager.network.api import BufferKind
 from weir.taskmanager.operators import TimersNotSupportedError, print_prefix, render
 from weir.taskmanager.task import Task, TaskServices
@@ -170,6 +175,47 @@ class TestFailures:
         )
         (task,), _ = run_tasks(d)
         assert "only accessible by functions executed on a KeyedStream" in task.failure_cause
+
+
+class ImportsWhatIsMissing:
+    """Unpickles by importing a module no environment has: what pickle does for a class or
+    function of a package the workers lack."""
+
+    def __reduce__(self):
+        return (importlib.import_module, ("weir_test_module_nowhere",))
+
+
+class TestFailureTypes:
+    """What a failed task reports besides its traceback: whether a restart can cure it."""
+
+    def _failed(self, *operators):
+        (task,), rec = run_tasks(Deployment([vertex(chain(source_op([1, 2, 3]), *operators))]))
+        assert task.execution_state is ExecutionState.FAILED
+        attempt = task.tdd.execution_attempt_id
+        return task, rec.throwable_types[attempt][-1]
+
+    def test_an_error_of_user_code_is_recoverable(self):
+        _, kind = self._failed(op(K.MAP, {"function": user_map_that_fails}), collect_op())
+        assert kind is ThrowableType.RECOVERABLE_ERROR
+
+    def test_a_non_recoverable_error_raised_by_user_code_is_reported_so(self):
+        class Refuses:
+            def map(self, x):
+                raise NonRecoverableError("the schema is unsupported")
+
+        task, kind = self._failed(op(K.MAP, {"function": Refuses()}), collect_op())
+        assert kind is ThrowableType.NON_RECOVERABLE_ERROR
+        assert "the schema is unsupported" in task.failure_cause
+
+    def test_user_code_naming_a_module_the_worker_lacks_is_non_recoverable(self):
+        missing = dataclasses.replace(
+            op(K.MAP, name="Needs a module"),
+            payload=cloudpickle.dumps({"function": ImportsWhatIsMissing()}),
+        )
+        task, kind = self._failed(missing, collect_op())
+        assert kind is ThrowableType.NON_RECOVERABLE_ERROR
+        assert "UserCodeImportError" in task.failure_cause
+        assert "No module named 'weir_test_module_nowhere'" in task.failure_cause
 
 
 def _services(env, rec, **kw):

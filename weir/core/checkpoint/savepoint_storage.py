@@ -88,11 +88,16 @@ def new_savepoint_directory(parent: str, job_id: str) -> str:
     return str(fs.unstrip_protocol(f"{root.rstrip('/')}/{name}"))
 
 
-def savepoint_location(directory: str, checkpoint_id: int) -> FileSystemLocation:
-    """Where a task writes its part of savepoint ``checkpoint_id`` (created if needed)."""
+def savepoint_location(
+    directory: str, checkpoint_id: int, *, create: bool = True
+) -> FileSystemLocation:
+    """Where the tasks write their parts of savepoint ``checkpoint_id``: created by the
+    coordinator when it triggers the savepoint, only resolved by a task (``create=False``).
+    Every part is a file of the directory, however small: a savepoint is self-contained."""
     fs, path = fsspec.core.url_to_fs(directory)
     path = path.rstrip("/")
-    fs.makedirs(path, exist_ok=True)
+    if create:
+        fs.makedirs(path, exist_ok=True)
     return FileSystemLocation(fs, path, checkpoint_id)
 
 

@@ -7,13 +7,24 @@ Layout of :class:`FileSystemCheckpointStorage` (any fsspec URL)::
                               /shared/               files several checkpoints refer to
                               /taskowned/            files owned by the TaskManagers
 
+State smaller than ``execution.checkpointing.data-inline-threshold`` (20 KB, as Flink's)
+gets no file: it stays inline in its handle and so in ``_metadata``, as Flink's
+``ByteStreamStateHandle``.
+
 :class:`JobManagerCheckpointStorage` keeps each snapshot inline in its handle, so state
 travels with the acknowledgement to the JobMaster and lives in its memory (the seeds'
 MemoryStateBackend); meant for local runs with small state.
 
 Both are built the same way in the JobMaster and in every TaskExecutor from the job's
-configuration (:func:`create_checkpoint_storage`); ``init_checkpoint`` is idempotent, so
-either side may call it. Methods do blocking I/O: call them off the RPC threads.
+configuration (:func:`create_checkpoint_storage`). The sides differ, as Flink's
+``CheckpointStorageAccess`` does: the CheckpointCoordinator creates the job's directories
+once (``initialize_base_locations``) and each checkpoint's directory when it triggers it
+(``init_checkpoint``); a task only resolves the location (``resolve_checkpoint``), with no
+call to the file system, and writes into it. On a remote file system each call is a round
+trip (WebHDFS: one HTTP request, two for a file, the second to a DataNode), so a checkpoint
+makes as few as it can: for small state, one directory, the ``_metadata`` file and its
+rename, and the deletion of the checkpoint it subsumes. Methods do blocking I/O: call them
+off the RPC threads.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import threading
 import uuid
 import zlib
 from collections.abc import Mapping
+from typing import Any
 
 import fsspec
 import lz4.frame
@@ -76,6 +88,12 @@ def _encode(data: bytes, compress: bool) -> bytes:
     return lz4.frame.compress(data) if compress else data
 
 
+def _inline_handle(stored: bytes, compress: bool) -> StreamStateHandle:
+    return StreamStateHandle(
+        path=None, size=len(stored), checksum=checksum(stored), compressed=compress, inline=stored
+    )
+
+
 def _decode(stored: bytes, handle: StreamStateHandle) -> bytes:
     if len(stored) != handle.size or checksum(stored) != handle.checksum:
         msg = (
@@ -96,8 +114,7 @@ def _decode(stored: bytes, handle: StreamStateHandle) -> bytes:
 def _read_file(url: str) -> bytes:
     fs, path = fsspec.core.url_to_fs(url)
     try:
-        with fs.open(path, "rb") as f:
-            data: bytes = f.read()
+        data: bytes = fs.cat_file(path)
     except FileNotFoundError as exc:
         msg = f"checkpoint file {url} is missing"
         raise CorruptCheckpointError(msg, path=url) from exc
@@ -132,9 +149,19 @@ class CheckpointStorage(abc.ABC):
     def __init__(self, job_id: JobId) -> None:
         self.job_id = job_id
 
+    def initialize_base_locations(self) -> None:  # noqa: B027 - nothing to create
+        """Create what every checkpoint of the job shares; the CheckpointCoordinator calls it
+        once, before its first checkpoint (Flink's ``initializeBaseLocationsForCheckpoint``)."""
+
     @abc.abstractmethod
     def init_checkpoint(self, checkpoint_id: int) -> CheckpointStorageLocation:
-        """The location of checkpoint ``checkpoint_id``, created if needed (idempotent)."""
+        """The location of checkpoint ``checkpoint_id``, created if needed (idempotent); the
+        CheckpointCoordinator's call, when it triggers the checkpoint."""
+
+    def resolve_checkpoint(self, checkpoint_id: int) -> CheckpointStorageLocation:
+        """A task's view of the location the coordinator created for ``checkpoint_id``:
+        nothing is created (Flink's ``resolveCheckpointStorageLocation``)."""
+        return self.init_checkpoint(checkpoint_id)
 
     def read_state(self, handle: StreamStateHandle) -> bytes:
         return read_state(handle)
@@ -160,7 +187,11 @@ class CheckpointStorage(abc.ABC):
         if handle.inline is not None:
             return
         fs, path = fsspec.core.url_to_fs(str(handle.path))
-        if not fs.exists(path) or fs.size(path) != handle.size:
+        try:
+            size = fs.info(path).get("size")  # one call: there, and how large
+        except FileNotFoundError:
+            size = None
+        if size != handle.size:
             msg = f"checkpoint file {handle.path} is missing or not {handle.size} bytes"
             raise CorruptCheckpointError(msg, path=str(handle.path))
 
@@ -193,10 +224,20 @@ class CheckpointStorage(abc.ABC):
 
 
 class FileSystemLocation(CheckpointStorageLocation):
-    def __init__(self, fs: AbstractFileSystem, directory: str, checkpoint_id: int) -> None:
+    """A directory; state smaller than ``inline_threshold`` bytes (as stored) stays inline
+    in its handle instead."""
+
+    def __init__(
+        self,
+        fs: AbstractFileSystem,
+        directory: str,
+        checkpoint_id: int,
+        inline_threshold: int = 0,
+    ) -> None:
         super().__init__(checkpoint_id)
         self._fs = fs
         self.directory = directory
+        self.inline_threshold = inline_threshold
 
     @property
     def url(self) -> str:
@@ -205,6 +246,8 @@ class FileSystemLocation(CheckpointStorageLocation):
     def write_state(self, name: str, data: bytes, compress: bool = False) -> StreamStateHandle:
         _validate_state_name(name)
         stored = _encode(data, compress)
+        if len(stored) < self.inline_threshold:
+            return _inline_handle(stored, compress)
         path = f"{self.directory}/{name}"
         with self._fs.open(path, "wb") as f:
             f.write(stored)
@@ -217,9 +260,13 @@ class FileSystemLocation(CheckpointStorageLocation):
 
 
 class FileSystemCheckpointStorage(CheckpointStorage):
-    """Checkpoints under ``{checkpoints_dir}/{job_id}/`` on any fsspec file system."""
+    """Checkpoints under ``{checkpoints_dir}/{job_id}/`` on any fsspec file system; state
+    smaller than ``data_inline_threshold`` bytes inline in ``_metadata`` (0: every piece of
+    state in a file)."""
 
-    def __init__(self, checkpoints_dir: str, job_id: JobId) -> None:
+    def __init__(
+        self, checkpoints_dir: str, job_id: JobId, *, data_inline_threshold: int = 0
+    ) -> None:
         super().__init__(job_id)
         if not checkpoints_dir:
             msg = (
@@ -232,6 +279,9 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         self.job_dir = f"{root.rstrip('/')}/{job_id}"
         self.shared_dir = f"{self.job_dir}/{SHARED_DIR}"
         self.task_owned_dir = f"{self.job_dir}/{TASK_OWNED_DIR}"
+        self.data_inline_threshold = data_inline_threshold
+
+    def initialize_base_locations(self) -> None:
         self._fs.makedirs(self.shared_dir, exist_ok=True)
         self._fs.makedirs(self.task_owned_dir, exist_ok=True)
 
@@ -245,7 +295,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         _validate_state_name(name)
         path = f"{self.shared_dir}/{name}"
         crc, size = 0, 0
-        with open(local_path, "rb") as source, self._fs.open(path, "wb") as target:
+        with open(local_path, "rb") as source, self._create(path, self.shared_dir) as target:
             while chunk := source.read(_COPY_CHUNK):
                 crc = zlib.crc32(chunk, crc)
                 size += len(chunk)
@@ -270,26 +320,46 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return f"{self.job_dir}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
 
     def init_checkpoint(self, checkpoint_id: int) -> FileSystemLocation:
-        directory = self.checkpoint_dir(checkpoint_id)
-        self._fs.makedirs(directory, exist_ok=True)
-        return FileSystemLocation(self._fs, directory, checkpoint_id)
+        location = self.resolve_checkpoint(checkpoint_id)
+        self._fs.makedirs(location.directory, exist_ok=True)
+        return location
+
+    def resolve_checkpoint(self, checkpoint_id: int) -> FileSystemLocation:
+        return FileSystemLocation(
+            self._fs,
+            self.checkpoint_dir(checkpoint_id),
+            checkpoint_id,
+            inline_threshold=self.data_inline_threshold,
+        )
 
     def write_metadata(self, checkpoint_id: int, metadata: bytes) -> str:
         directory = self.checkpoint_dir(checkpoint_id)
-        self._fs.makedirs(directory, exist_ok=True)
         final = f"{directory}/{METADATA_FILE_NAME}"
         # Write beside the target, then rename: a reader (a restarting JobMaster, `weir run
-        # -s`) sees the whole file or none. Object stores have no rename, but there the
-        # write itself is all-or-nothing and `mv` is copy-then-delete of a complete object.
+        # -s`, a job ending that keeps its completed checkpoints) sees the whole file or
+        # none. HDFS shows a file while it is written, so writing _metadata in place would
+        # show a part of it; the rename is one request to the NameNode. Object stores have
+        # no rename, but there the write itself is all-or-nothing and `mv` is
+        # copy-then-delete of a complete object.
         temp = f"{directory}/.{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}"
         try:
-            with self._fs.open(temp, "wb") as f:
+            with self._create(temp, directory) as f:
                 f.write(metadata)
             self._fs.mv(temp, final)
         except BaseException:
             self._remove_quietly(temp)
             raise
         return str(self._fs.unstrip_protocol(final))
+
+    def _create(self, path: str, directory: str) -> Any:
+        """``path`` opened for writing. Its directory is made by the coordinator
+        (``initialize_base_locations``, ``init_checkpoint``) and HDFS makes it on CREATE
+        anyway; a local file system where it is missing gets it on the first failure."""
+        try:
+            return self._fs.open(path, "wb")
+        except FileNotFoundError:
+            self._fs.makedirs(directory, exist_ok=True)
+            return self._fs.open(path, "wb")
 
     def read_metadata(self, pointer: str) -> bytes:
         return read_metadata_at(pointer)
@@ -396,13 +466,7 @@ class InlineLocation(CheckpointStorageLocation):
                 "execution.checkpointing.dir to a directory every process can reach"
             )
             raise CheckpointError(msg)
-        return StreamStateHandle(
-            path=None,
-            size=len(stored),
-            checksum=checksum(stored),
-            compressed=compress,
-            inline=stored,
-        )
+        return _inline_handle(stored, compress)
 
 
 class JobManagerCheckpointStorage(CheckpointStorage):
@@ -423,7 +487,16 @@ class JobManagerCheckpointStorage(CheckpointStorage):
         self._lock = threading.Lock()
         self._metadata: dict[int, bytes] = {}
 
+    def initialize_base_locations(self) -> None:
+        if self._files is not None:
+            self._files.initialize_base_locations()
+
     def init_checkpoint(self, checkpoint_id: int) -> InlineLocation:
+        if self._files is not None:  # where its _metadata goes
+            self._files.init_checkpoint(checkpoint_id)
+        return self.resolve_checkpoint(checkpoint_id)
+
+    def resolve_checkpoint(self, checkpoint_id: int) -> InlineLocation:
         return InlineLocation(checkpoint_id, self.max_state_size)
 
     def _pointer(self, checkpoint_id: int) -> str:
@@ -486,5 +559,6 @@ def create_checkpoint_storage(
         "filesystem" if directory else "jobmanager"
     )
     if kind == "filesystem":
-        return FileSystemCheckpointStorage(directory, job_id)
+        threshold = cfg.get_with_deprecated_keys(config, cfg.CHECKPOINTING_DATA_INLINE_THRESHOLD)
+        return FileSystemCheckpointStorage(directory, job_id, data_inline_threshold=threshold)
     return JobManagerCheckpointStorage(job_id, directory or metadata_dir or None)

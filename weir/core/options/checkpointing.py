@@ -8,6 +8,7 @@ from weir.core.config_option import (
     _parse_bool,
     _positive_int,
     parse_duration_ms,
+    parse_memory_bytes,
 )
 
 
@@ -150,6 +151,33 @@ CHECKPOINTING_STORAGE = _option(
     "execution.checkpointing.dir. Unset: filesystem when a directory is set, else jobmanager.",
     ("jobmanager", "filesystem"),
 )
+# Flink's cap on the inline threshold: inline state travels in the acknowledgement to the
+# JobMaster and sits in every _metadata and every retained checkpoint in its memory.
+MAX_DATA_INLINE_THRESHOLD = 1024 * 1024
+
+
+def _inline_threshold(text: str) -> int:
+    value = parse_memory_bytes(text)
+    if not 0 <= value <= MAX_DATA_INLINE_THRESHOLD:
+        msg = f"expected a size from 0 to 1 mb, got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+CHECKPOINTING_DATA_INLINE_THRESHOLD = _option(
+    "execution.checkpointing.data-inline-threshold",
+    20 * 1024,
+    _inline_threshold,
+    "filesystem storage: state chunks smaller than this are kept inline in the checkpoint's "
+    "_metadata instead of files of their own (20 kb as Flink's default, at most 1 mb; 0 "
+    "writes every chunk to a file). Deprecated key: state.storage.fs.memory-threshold.",
+)
+CHECKPOINTING_DATA_INLINE_THRESHOLD_DEPRECATED = _option(
+    "state.storage.fs.memory-threshold",
+    20 * 1024,
+    _inline_threshold,
+    "Deprecated: use execution.checkpointing.data-inline-threshold.",
+)
 SAVEPOINT_DIR = _option(
     "execution.checkpointing.savepoint-dir",
     "",
@@ -175,6 +203,14 @@ STATE_BACKEND_INCREMENTAL = _option(
     _parse_bool,
     "rocksdb: checkpoints upload only the SST files earlier checkpoints did not, into "
     "the checkpoint directory's shared/ (needs filesystem checkpoint storage).",
+)
+ROCKSDB_TRANSFER_THREADS = _option(
+    "state.backend.rocksdb.checkpoint.transfer.thread.num",
+    4,
+    _positive_int,
+    "rocksdb: files of one keyed operator's incremental checkpoint uploaded, and of its "
+    "restore downloaded, at once (Flink's key and default). On a remote file system each "
+    "file costs round trips however small it is; several at a time overlap them.",
 )
 STATE_LOCAL_ROOT_DIRS = _option(
     "taskmanager.state.local.root-dirs",

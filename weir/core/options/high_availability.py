@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from weir.core.config_option import (
     _option,
+    _parse_bool,
     _positive_duration_ms,
     _positive_int,
 )
@@ -59,4 +60,18 @@ HA_ZK_MAX_RETRY_ATTEMPTS = _option(
     3,
     _positive_int,
     "Attempts of a ZooKeeper operation that lost its connection before it fails.",
+)
+# Flink's default: a suspended connection is a lost leadership. A leader cut off from its
+# quorum cannot tell whether its session still lives; ZooKeeper may expire it and elect a
+# standby at any moment, so the leader stops its jobs at once rather than race its
+# successor. True keeps leading through short interruptions, at that risk, and gives up
+# once disconnected for the session timeout by the master's own clock (kazoo reports LOST
+# only after reconnecting, which a partitioned master cannot do).
+HA_ZK_TOLERATE_SUSPENDED_CONNECTIONS = _option(
+    "high-availability.zookeeper.client.tolerate-suspended-connections",
+    False,
+    _parse_bool,
+    "Whether a suspended ZooKeeper connection keeps leadership: false gives it up at once "
+    "(the jobs stop and a standby takes over); true waits for the session to be lost, "
+    "or to be disconnected for the session timeout by the master's clock.",
 )

@@ -1,4 +1,5 @@
-"""Restart strategy keys (Flink 2.x RestartStrategyOptions), Spark keys, deprecated names."""
+"""Restart strategy keys (Flink 2.x RestartStrategyOptions) and the exception history's size,
+Spark keys, deprecated names."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from weir.core.config_option import (
 from weir.core.options.checkpointing import (
     CHECKPOINTING_ALIGNED_TIMEOUT,
     CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED,
+    CHECKPOINTING_DATA_INLINE_THRESHOLD,
+    CHECKPOINTING_DATA_INLINE_THRESHOLD_DEPRECATED,
     CHECKPOINTING_DIR,
     CHECKPOINTING_DIR_DEPRECATED,
     CHECKPOINTING_NUM_RETAINED,
@@ -119,11 +122,21 @@ RESTART_EXPONENTIAL_ATTEMPTS = _option(
     "Unbounded by default, as in Flink.",
 )
 
+# Flink's key (WebOptions) and default: how much of a job's failures it keeps.
+WEB_EXCEPTION_HISTORY_SIZE = _option(
+    "web.exception-history-size",
+    16,
+    _positive_int,
+    "The failures a job keeps in its exception history (/jobs/:jobid/exceptions, and the "
+    "restarts an attached `weir run` shows), one per failover; the oldest go first.",
+)
+
 DEPRECATED_KEYS: dict[str, tuple[str, ...]] = {
     OPERATOR_CHAINING.key: (OPERATOR_CHAINING_DEPRECATED.key,),
     BUFFER_TIMEOUT.key: (BUFFER_TIMEOUT_DEPRECATED.key,),
     CHECKPOINTING_DIR.key: (CHECKPOINTING_DIR_DEPRECATED.key,),
     CHECKPOINTING_NUM_RETAINED.key: (CHECKPOINTING_NUM_RETAINED_DEPRECATED.key,),
+    CHECKPOINTING_DATA_INLINE_THRESHOLD.key: (CHECKPOINTING_DATA_INLINE_THRESHOLD_DEPRECATED.key,),
     CHECKPOINTING_ALIGNED_TIMEOUT.key: (CHECKPOINTING_ALIGNED_TIMEOUT_DEPRECATED.key,),
     SAVEPOINT_DIR.key: (SAVEPOINT_DIR_DEPRECATED.key,),
     STATE_RECOVERY_PATH.key: (STATE_RECOVERY_PATH_DEPRECATED.key,),

@@ -18,6 +18,13 @@ becomes a finished file of its own (under the finished name it was written for, 
 it was written), unless a finished file of exactly that length is already there. The bytes written
 after the checkpoint never show, and the in-progress file is deleted once committed.
 
+**Closing without finishing** (the task failed, was cancelled, or its JobMaster lost its
+leadership) commits nothing and deletes the hidden files that no snapshot of this writer
+holds: those opened since its latest snapshot. No restore can need them, and the writer
+is the only one that knows them once a restore of its uid has already run: a deposed
+leader's tasks may outlive its successor's restore for a moment, and what they wrote
+meanwhile would stay hidden for good. Files a snapshot holds stay for the restore.
+
 A restored writer continues the restored writer's ``uid`` (the first one's, when it
 restores several states after a rescale), with its counters past every finished file of
 that uid, so everything written under the uid after the checkpoint is recognisable: a
@@ -96,6 +103,8 @@ class FileWriter:
         # closed files not yet handed to a checkpoint, then per checkpoint id
         self._pending: list[tuple[str, str]] = []
         self._pending_per_checkpoint: dict[int, list[tuple[str, str]]] = {}
+        # Files opened since the latest snapshot: no checkpoint holds them.
+        self._unsnapshotted: set[str] = set()
 
     # -- records --------------------------------------------------------------------------
     def write(self, bucket_id: str, element: Any, data: bytes, now: int) -> None:
@@ -126,6 +135,7 @@ class FileWriter:
             name = f"{self._prefix}-{self._uid}-{counter}{self._suffix}"
         temp = f"{directory}/.{name}.inprogress.{uuid.uuid4()}"
         self._fs.makedirs(directory, exist_ok=True)
+        self._unsnapshotted.add(temp)
         part = InProgressFile(
             bucket_id, temp, f"{directory}/{name}", now, now, handle=self._fs.open(temp, "wb")
         )
@@ -156,6 +166,7 @@ class FileWriter:
         if self._pending:
             self._pending_per_checkpoint[checkpoint_id] = self._pending
             self._pending = []
+        self._unsnapshotted.clear()
         in_progress = []
         for part in self._in_progress.values():
             assert part.handle is not None
@@ -308,9 +319,20 @@ class FileWriter:
             self._close_part(part)
 
     def close(self) -> None:
-        """Close open files without committing: they stay hidden, for recovery."""
+        """Close open files without committing: those a snapshot holds stay hidden, for
+        recovery; the others are deleted (the module docstring says why)."""
         for part in list(self._in_progress.values()):
             if part.handle is not None:
                 part.handle.close()
                 part.handle = None
         self._in_progress.clear()
+        unsnapshotted, self._unsnapshotted = sorted(self._unsnapshotted), set()
+        for temp in unsnapshotted:
+            try:
+                if self._fs.exists(temp):
+                    logger.info("FileSink: discarding %s, which no checkpoint holds", temp)
+                    self._fs.rm(temp)
+            except OSError:
+                # The task's end does not hang on this cleanup: the file stays hidden, and
+                # the next restore of this writer's uid deletes it.
+                logger.warning("FileSink: could not delete %s", temp, exc_info=True)

@@ -16,6 +16,7 @@ from weir.core.checkpoint import (
     read_metadata_at,
     read_state,
 )
+from weir.core.config import validate
 from weir.core.errors import CheckpointError, ConfigurationError, CorruptCheckpointError
 from weir.core.ids import JobId
 
@@ -42,12 +43,54 @@ def _ls(url: str) -> set[str]:
 class TestFileSystemCheckpointStorage:
     def test_layout_is_job_dir_with_chk_shared_and_taskowned(self, checkpoints_dir):
         storage = FileSystemCheckpointStorage(checkpoints_dir, JOB)
+        storage.initialize_base_locations()
         location = storage.init_checkpoint(3)
         location.write_state("op1-0-keyed", b"state")
         storage.write_metadata(3, b"meta")
         job_url = f"{checkpoints_dir}/{JOB}"
         assert _ls(job_url) == {"chk-3", "shared", "taskowned"}
         assert _ls(f"{job_url}/chk-3") == {"_metadata", "op1-0-keyed"}
+
+    def test_a_task_resolves_the_location_and_creates_nothing(self, checkpoints_dir):
+        coordinator = FileSystemCheckpointStorage(checkpoints_dir, JOB)
+        task = FileSystemCheckpointStorage(checkpoints_dir, JOB)
+        assert task.resolve_checkpoint(3).directory.endswith(f"{JOB}/chk-3")
+        fs, path = fsspec.core.url_to_fs(f"{checkpoints_dir}/{JOB}")
+        assert not fs.exists(path)
+        coordinator.init_checkpoint(3)
+        handle = task.resolve_checkpoint(3).write_state("op-0-keyed", b"state")
+        assert read_state(handle) == b"state"
+
+    def test_state_below_the_inline_threshold_goes_into_the_metadata(self, checkpoints_dir):
+        storage = FileSystemCheckpointStorage(checkpoints_dir, JOB, data_inline_threshold=100)
+        location = storage.init_checkpoint(1)
+        small = location.write_state("op-0-keyed", b"s" * 99)
+        large = location.write_state("op-1-keyed", b"l" * 100)
+        compressed = location.write_state("op-2-keyed", b"c" * 1000, compress=True)
+        assert small.path is None and small.inline == b"s" * 99
+        assert large.path is not None and large.inline is None
+        # What is compared is the size as stored: 1000 bytes that lz4 makes small stay inline.
+        assert compressed.path is None and compressed.compressed
+        assert [read_state(h) for h in (small, large, compressed)] == [
+            b"s" * 99,
+            b"l" * 100,
+            b"c" * 1000,
+        ]
+        assert _ls(f"{checkpoints_dir}/{JOB}/chk-1") == {"op-1-keyed"}
+
+    def test_the_inline_threshold_comes_from_flinks_key_or_its_old_name(self):
+        def threshold(config):
+            storage = create_checkpoint_storage(
+                {"execution.checkpointing.dir": "memory://t", **config}, JOB
+            )
+            assert isinstance(storage, FileSystemCheckpointStorage)
+            return storage.data_inline_threshold
+
+        assert threshold({}) == 20 * 1024
+        assert threshold({"execution.checkpointing.data-inline-threshold": "1 kb"}) == 1024
+        assert threshold({"state.storage.fs.memory-threshold": "0"}) == 0
+        with pytest.raises(ConfigurationError, match="data-inline-threshold"):
+            validate({"execution.checkpointing.data-inline-threshold": "2 mb"})
 
     @pytest.mark.parametrize("compress", [False, True])
     def test_state_round_trips_with_checksum(self, checkpoints_dir, compress):
@@ -96,6 +139,7 @@ class TestFileSystemCheckpointStorage:
 
     def test_discard_checkpoint_deletes_its_dir_and_is_idempotent(self, checkpoints_dir):
         storage = FileSystemCheckpointStorage(checkpoints_dir, JOB)
+        storage.initialize_base_locations()
         storage.init_checkpoint(1).write_state("s", b"x")
         storage.init_checkpoint(2).write_state("s", b"y")
         storage.discard_checkpoint(1)
@@ -106,6 +150,7 @@ class TestFileSystemCheckpointStorage:
         self, tmp_path, monkeypatch
     ):
         storage = FileSystemCheckpointStorage(f"file://{tmp_path}", JOB)
+        storage.initialize_base_locations()
         location = storage.init_checkpoint(1)
         location.write_state("s", b"x")
         fs = storage._fs
@@ -134,6 +179,7 @@ class TestFileSystemCheckpointStorage:
 
     def test_discard_job_with_retain_keeps_completed_and_drops_unfinished(self, checkpoints_dir):
         storage = FileSystemCheckpointStorage(checkpoints_dir, JOB)
+        storage.initialize_base_locations()
         storage.init_checkpoint(1).write_state("s", b"x")
         storage.write_metadata(1, b"m")
         storage.init_checkpoint(2).write_state("s", b"y")  # never completed
@@ -209,6 +255,7 @@ class TestAtomicMetadata:
 
     def test_a_failed_rename_leaves_no_metadata_and_no_temp_file(self, observed_fs):
         storage = FileSystemCheckpointStorage("observedmem://ckpt", JOB)
+        storage.init_checkpoint(1)
         observed_fs.fail_rename = True
         with pytest.raises(OSError, match="rename failed"):
             storage.write_metadata(1, b"meta")

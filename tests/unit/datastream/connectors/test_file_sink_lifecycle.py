@@ -231,6 +231,7 @@ class TestFileLifecycle:
         write(failed, ["x"])
         failed.close()  # a failure: nothing shows
         assert visible(other) == []
+        assert hidden(other) == []  # no checkpoint holds its file: it goes
 
     def test_snapshot_ids_must_increase(self, base):
         sink = make_sink(base, rolling=RollingPolicy.on_checkpoint_rolling_policy())
@@ -264,6 +265,38 @@ class TestRecovery:
         end_input(restored)
         lines = committed_lines(base)
         assert sorted(lines) == sorted(before)  # exactly once: no tail, no duplicate
+        assert hidden(base) == []
+
+    def test_close_keeps_the_files_a_snapshot_holds_for_the_restore(self, base):
+        sink = make_sink(base)  # the default policy: in progress across checkpoints
+        write(sink, ["a"])
+        state = snapshot(sink, 1)
+        write(sink, ["b"])
+        sink.close()  # cancelled before checkpoint 1 completed
+        assert len(hidden(base)) == 1  # held by checkpoint 1
+        restored = make_sink(base)
+        restore(restored, state)
+        end_input(restored)
+        assert committed_lines(base) == ["a"]
+        assert hidden(base) == []
+
+    def test_a_writer_that_outlives_a_restore_of_its_checkpoint_leaves_nothing_hidden(self, base):
+        """A deposed leader's task runs on for a moment after its successor restored the
+        job from checkpoint 1: the file it opened meanwhile, which the restore could not
+        see, it deletes itself when it is cancelled."""
+        rolling = RollingPolicy.on_checkpoint_rolling_policy()
+        deposed = make_sink(base, rolling=rolling)
+        write(deposed, ["a", "b"])
+        state = snapshot(deposed, 1)
+        successor = make_sink(base, rolling=rolling)
+        restore(successor, state)
+        write(deposed, ["deposed-1", "deposed-2"])
+        assert len(hidden(base)) == 1
+        deposed.close()
+        assert hidden(base) == []
+        write(successor, ["c"])
+        end_input(successor)
+        assert sorted(committed_lines(base)) == ["a", "b", "c"]
         assert hidden(base) == []
 
     def test_restoring_twice_from_the_same_checkpoint(self, base):

@@ -16,7 +16,7 @@ from _coordinator_testing import (
 )
 
 from weir.core.checkpoint import CheckpointType, ExternalizedCheckpointRetention, decode_metadata
-from weir.core.errors import CheckpointError
+from weir.core.errors import CheckpointError, PossibleInconsistentStateError
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import CheckpointStatus
@@ -182,6 +182,24 @@ class TestAbort:
         assert sorted(h.gateway.aborted) == sorted((a, cid) for a in ATTEMPTS)
         assert h.chk_dirs() == set()
         assert h.failures == []
+
+    def test_a_checkpoint_whose_registration_had_no_answer_keeps_its_files(self):
+        """The connection to ZooKeeper dropped before it answered the write that registers
+        the checkpoint: it may be registered, and the next leader may restore it."""
+        h = make_harness(tolerable_failures=0)
+
+        def no_answer(_pointer):
+            msg = "the connection dropped before the answer"
+            raise PossibleInconsistentStateError(msg)
+
+        h.store.add_checkpoint = no_answer
+        cid = h.coordinator.trigger_checkpoint()
+        h.ack_all(cid)
+        assert h.coordinator.pending_checkpoint_ids == []
+        assert h.completed == []
+        assert h.chk_dirs() == {f"chk-{cid}"}  # _metadata and state stay
+        assert "had no answer" in h.coordinator.statistics().latest_failed.failure_message
+        assert h.failures == []  # a connection blip: no failover
 
     def test_timeout_aborts(self):
         h = make_harness(timeout_ms=5000, tolerable_failures=1)

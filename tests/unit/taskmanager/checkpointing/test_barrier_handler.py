@@ -13,6 +13,7 @@ from weir.taskmanager.checkpointing import (
     AtLeastOnceBarrierHandler,
     BlockChannel,
     ChannelStateComplete,
+    ReadToEnd,
     TriggerSnapshot,
     UnalignedBarrierHandler,
     UnblockAll,
@@ -247,6 +248,101 @@ class TestUnalignedBarrierHandler:
         assert handler.on_checkpoint_aborted(1) == [AbortCheckpoint(1, CANCELLED)]
         assert handler.on_buffer(0, 1, b"y") is False
         assert handler.on_barrier(0, 1, barrier(1, unaligned=True)) == []
+
+    def test_a_trigger_with_finished_producers_snapshots_at_once_and_reads_to_the_end(
+        self,
+    ) -> None:
+        """Every producer finished with buffers still on the way (Flink's
+        triggerUnfinishedChannelsCheckpoint): the snapshot is taken at once, unaligned,
+        and every buffer until each open channel's END is channel state."""
+        handler = UnalignedBarrierHandler([2, 1])
+        handler.on_buffer(0, 0, b"processed before")
+        assert handler.on_end_of_partition(1, 0) == []  # that producer's channel is done
+        assert handler.on_trigger(barrier(3, unaligned=True)) == [
+            trigger(3, unaligned=True),
+            ReadToEnd(3),
+        ]
+        assert handler.on_buffer(0, 0, b"a1") is True
+        assert handler.on_buffer(0, 1, b"b1") is True
+        assert handler.on_buffer(0, 0, b"a2") is True
+        assert handler.on_end_of_partition(0, 0) == []
+        assert handler.on_buffer(0, 1, b"b2") is True
+        assert handler.on_end_of_partition(0, 1) == [
+            ChannelStateComplete(3, {(0, 0): [b"a1", b"a2"], (0, 1): [b"b1", b"b2"]})
+        ]
+        assert handler.pending_checkpoint_id is None
+
+    def test_buffers_read_ahead_but_not_processed_are_channel_state_of_a_later_trigger(
+        self,
+    ) -> None:
+        handler = UnalignedBarrierHandler([2])
+        handler.on_trigger(barrier(1, unaligned=True))
+        handler.on_buffer(0, 0, b"a1")
+        handler.on_buffer(0, 1, b"b1")
+        handler.on_end_of_partition(0, 0)
+        assert handler.on_end_of_partition(0, 1) == [
+            ChannelStateComplete(1, {(0, 0): [b"a1"], (0, 1): [b"b1"]})
+        ]
+        # Checkpoint 2 comes before the task processed what it read ahead: every channel
+        # has ended, and what is left unprocessed is the whole in-flight input.
+        assert handler.on_trigger(barrier(2, unaligned=True), {(0, 1): [b"b1"]}) == [
+            trigger(2, unaligned=True),
+            ChannelStateComplete(2, {(0, 1): [b"b1"]}),
+        ]
+
+    def test_a_trigger_subsumes_a_capture_waiting_for_a_finished_channel(self) -> None:
+        handler = UnalignedBarrierHandler([2])
+        handler.on_barrier(0, 0, barrier(1, unaligned=True))
+        handler.on_buffer(0, 1, b"x")  # channel 1's producer finished before barrier 1
+        assert handler.on_trigger(barrier(2, unaligned=True)) == [
+            AbortCheckpoint(1, SUBSUMED),
+            trigger(2, unaligned=True),
+            ReadToEnd(2),
+        ]
+        assert handler.on_buffer(0, 0, b"a") is True
+        handler.on_buffer(0, 1, b"y")
+        handler.on_end_of_partition(0, 1)
+        assert handler.on_end_of_partition(0, 0) == [
+            ChannelStateComplete(2, {(0, 0): [b"a"], (0, 1): [b"y"]})
+        ]
+
+    def test_a_trigger_of_a_checkpoint_already_seen_is_dropped(self) -> None:
+        handler = UnalignedBarrierHandler([2])
+        handler.on_barrier(0, 0, barrier(5, unaligned=True))
+        assert handler.on_trigger(barrier(5, unaligned=True)) == []
+        assert handler.on_trigger(barrier(4, unaligned=True)) == []
+
+    def test_a_trigger_after_every_channel_ended_completes_at_once(self) -> None:
+        handler = UnalignedBarrierHandler([1])
+        handler.on_end_of_partition(0, 0)
+        assert handler.on_trigger(barrier(1, unaligned=True)) == [
+            trigger(1, unaligned=True),
+            ChannelStateComplete(1, {}),
+        ]
+
+    @given(st.lists(st.sampled_from(["a", "b", "E0", "E1"]), max_size=30))
+    def test_after_a_trigger_every_buffer_until_its_end_is_captured(
+        self, script: list[str]
+    ) -> None:
+        # Two channels whose producers finished; "a"/"b" deliver a buffer on channel 0/1,
+        # "E0"/"E1" its END_OF_PARTITION. The capture is complete when both have ended.
+        handler = UnalignedBarrierHandler([2])
+        assert handler.on_trigger(barrier(1, unaligned=True))[-1] == ReadToEnd(1)
+        ended: set[int] = set()
+        expected: dict[tuple[int, int], list[bytes]] = {}
+        complete = []
+        for seq, step in enumerate(script):
+            ch = 0 if step in ("a", "E0") else 1
+            if ch in ended:
+                continue
+            if step.startswith("E"):
+                ended.add(ch)
+                complete += handler.on_end_of_partition(0, ch)
+            else:
+                buf = b"%d" % seq
+                assert handler.on_buffer(0, ch, buf) is True
+                expected.setdefault((0, ch), []).append(buf)
+        assert complete == ([ChannelStateComplete(1, expected)] if len(ended) == 2 else [])
 
     @given(st.lists(st.sampled_from(["a", "b", "B0", "B1"]), max_size=30))
     def test_captured_buffers_are_exactly_those_between_the_trigger_and_their_barrier(

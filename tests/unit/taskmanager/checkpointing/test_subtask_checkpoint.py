@@ -411,6 +411,8 @@ def test_operator_state_is_written_beside_either_keyed_backend(backend, tmp_path
 
     keyed = keyed_backend("before")
     storage = FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}", JobId("j" * 32))
+    storage.initialize_base_locations()  # as the JobMaster's coordinator does
+    storage.init_checkpoint(5)
     acks = Acks()
     function = KeyedRemembering([])
     function.keyed = keyed

@@ -82,9 +82,9 @@ class ZooKeeperLeaderElectionService(LeaderElectionService):
     def _publish(self, address: str, token: str) -> None:
         from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
 
-        self._client.ensure_path(self._path.rsplit("/", 1)[0])
         data = encode_leader(address, token)
         try:
+            self._latch.await_reply(self._client.ensure_path_async(self._path.rsplit("/", 1)[0]))
             self._latch.guarded_transaction(token, lambda t: t.delete(self._path))
         except NoNodeError:
             pass  # nothing published before

@@ -60,7 +60,12 @@ class ZooKeeperHaServices(HighAvailabilityServices):
         self._storage_dir = f"{storage_dir.rstrip('/')}/{cluster}"
         self.client = create_client(config)
         self.latch = ZooKeeperLeaderLatch(
-            self.client, identifier or f"{socket.gethostname()}:{os.getpid()}"
+            self.client,
+            identifier or f"{socket.gethostname()}:{os.getpid()}",
+            tolerate_suspended_connections=cfg.get(
+                config, cfg.HA_ZK_TOLERATE_SUSPENDED_CONNECTIONS
+            ),
+            session_timeout_ms=cfg.get(config, cfg.HA_ZK_SESSION_TIMEOUT),
         )
         self._contending = False
 

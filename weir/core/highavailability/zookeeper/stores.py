@@ -6,7 +6,9 @@ Every write is fenced (``ZooKeeperLeaderLatch.guarded_transaction``: it fails on
 process's leadership is over) and every update of a shared node is a compare-and-set on the
 version last read, so two writers never silently overwrite each other: the loser gets a
 LeaderLostError, which the checkpoint coordinator treats as a checkpoint that could not be
-finalized (nothing is committed).
+finalized (nothing is committed). Reads and writes wait for ZooKeeper's answer only while
+connected (``ZooKeeperLeaderLatch.await_reply``): a master cut off from ZooKeeper is not
+held up until the connection is back.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class ZooKeeperJobGraphStore(JobGraphStore):
         fs.makedirs(fs_path.rsplit("/", 1)[0], exist_ok=True)
         with fs.open(fs_path, "wb") as out:
             out.write(job_graph)
-        self._client.ensure_path("/jobgraphs")
+        self._latch.await_reply(self._client.ensure_path_async("/jobgraphs"))
         data = json.dumps({"path": url}).encode()
         try:
             self._latch.guarded_transaction(self._token(), lambda t: t.create(path, data))
@@ -77,7 +79,7 @@ class ZooKeeperJobGraphStore(JobGraphStore):
         from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
 
         try:
-            data, _ = self._client.get(job_graph_path(job_id))
+            data, _ = self._latch.await_reply(self._client.get_async(job_graph_path(job_id)))
         except NoNodeError:
             return None
         return str(json.loads(data)["path"])
@@ -112,7 +114,8 @@ class ZooKeeperJobGraphStore(JobGraphStore):
         from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
 
         try:
-            return [JobId(child) for child in sorted(self._client.get_children("/jobgraphs"))]
+            children = self._latch.await_reply(self._client.get_children_async("/jobgraphs"))
+            return [JobId(child) for child in sorted(children)]
         except NoNodeError:
             return []
 
@@ -143,8 +146,8 @@ class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
         self._token = token
         self._path = checkpoint_counter_path(job_id)
         self._lock = threading.Lock()
-        client.ensure_path("/checkpoint_id_counter")
-        if client.exists(self._path) is None:
+        latch.await_reply(client.ensure_path_async("/checkpoint_id_counter"))
+        if latch.await_reply(client.exists_async(self._path)) is None:
             from kazoo.exceptions import NodeExistsError  # noqa: PLC0415
 
             try:
@@ -156,7 +159,7 @@ class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
         from kazoo.exceptions import KazooException  # noqa: PLC0415 (optional dependency)
 
         try:
-            data, stat = self._client.get(self._path)
+            data, stat = self._latch.await_reply(self._client.get_async(self._path))
         except KazooException as exc:
             msg = (
                 f"the checkpoint id counter in ZooKeeper cannot be read ({type(exc).__name__}); "
@@ -217,8 +220,8 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
         self._path = checkpoints_path(job_id)
         self._max_retained = max(1, max_retained)
         self._lock = threading.Lock()
-        client.ensure_path("/checkpoints")
-        if client.exists(self._path) is None:
+        latch.await_reply(client.ensure_path_async("/checkpoints"))
+        if latch.await_reply(client.exists_async(self._path)) is None:
             try:
                 self._latch.guarded_transaction(token(), lambda t: t.create(self._path, b"[]"))
             except NodeExistsError:
@@ -226,7 +229,7 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
         self._pointers, self._version = self._read()
 
     def _read(self) -> tuple[list[CompletedCheckpointPointer], int]:
-        data, stat = self._client.get(self._path)
+        data, stat = self._latch.await_reply(self._client.get_async(self._path))
         pointers = [
             CompletedCheckpointPointer(
                 JobId(entry["job_id"]),

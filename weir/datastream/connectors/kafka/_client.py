@@ -13,17 +13,24 @@ Properties are Kafka's Java client names, as Flink's builders take them. Most me
 same to librdkafka; the Java-only ones listed in ``_JAVA_ONLY`` are dropped (with
 ``default.api.timeout.ms`` bounding metadata requests, as in Java), and Flink's own
 source options are taken out before the rest reach the client.
+
+librdkafka reports credentials the brokers refuse through its error callback, not as the
+failure of a request (a metadata request only times out): every client gets a callback
+that raises ``KafkaAuthenticationError`` from the ``poll``, ``consume`` or ``flush`` that
+serves it, and a metadata request serves the callbacks between slices of its wait.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
 from weir.datastream.connectors.kafka.errors import (
+    KafkaAuthenticationError,
     KafkaClientMissingError,
     KafkaConfigurationError,
     KafkaTopicNotFoundError,
@@ -52,6 +59,10 @@ _JAVA_ONLY = frozenset(
 # How long a metadata request may take before the brokers count as unreachable: the Java
 # client's default.api.timeout.ms default.
 DEFAULT_API_TIMEOUT_MS = 60_000
+# A metadata request waits in slices this long, serving the client's callbacks between
+# them: refused credentials fail it within about a second of the refusal (librdkafka
+# retries the login every few hundred ms), not after default.api.timeout.ms.
+_METADATA_SLICE_S = 1.0
 
 _MISSING = (
     "the Kafka connector needs the Kafka client libraries: pip install 'weir[kafka]' "
@@ -97,7 +108,8 @@ def api_timeout_ms(properties: Mapping[str, str]) -> int:
 
 
 def client_config(properties: Mapping[str, str], **overrides: Any) -> dict[str, Any]:
-    """librdkafka's configuration from Java-named ``properties`` plus ``overrides``."""
+    """librdkafka's configuration from Java-named ``properties`` plus ``overrides``, with
+    the error callback that turns refused credentials into ``KafkaAuthenticationError``."""
     config: dict[str, Any] = {}
     for key, value in properties.items():
         if key in _JAVA_ONLY:
@@ -105,7 +117,30 @@ def client_config(properties: Mapping[str, str], **overrides: Any) -> dict[str, 
             continue
         config[key] = value
     config.update(overrides)
+    config.setdefault("error_cb", _refused_credentials(str(config.get("bootstrap.servers", ""))))
     return config
+
+
+def _refused_credentials(bootstrap_servers: str) -> Callable[[Any], None]:
+    """librdkafka's error callback: raises for an authentication the brokers refused (no
+    retry logs in with other credentials). The other errors it reports there (a broker
+    down, a connection lost) it retries itself and logs; they stay its own."""
+
+    def on_error(error: Any) -> None:
+        kafka = confluent()
+        if error.code() in (
+            kafka.KafkaError._AUTHENTICATION,
+            kafka.KafkaError.SASL_AUTHENTICATION_FAILED,
+        ):
+            msg = (
+                f"the Kafka brokers at bootstrap.servers={bootstrap_servers!r} refused the "
+                f"client's credentials: {error.str()}; check the properties given with "
+                "set_property(): security.protocol, sasl.mechanism, sasl.username and "
+                "sasl.password"
+            )
+            raise KafkaAuthenticationError(msg)
+
+    return on_error
 
 
 def make_client(factory: Any, config: dict[str, Any], what: str) -> Any:
@@ -139,15 +174,33 @@ def topic_partitions(
     bootstrap_servers: str,
     topic: str | None,
     timeout_ms: int,
+    *,
+    serve: Callable[[float], Any] | None = None,
 ) -> dict[str, list[int]]:
     """``{topic: [partition, ...]}`` from the cluster's metadata: of ``topic``, or of
     every topic when None. A missing topic is left out (the caller decides whether
-    that is an error)."""
+    that is an error).
+
+    ``serve`` (the client's ``poll``, when calling it takes nothing from the caller: a
+    producer's, a consumer's before its first assignment) serves the client's callbacks
+    while no broker answers, so refused credentials raise ``KafkaAuthenticationError``
+    at once."""
     kafka = confluent()
-    try:
-        metadata = client.list_topics(topic, timeout=timeout_ms / 1000)
-    except kafka.KafkaException as exc:
-        raise unreachable(bootstrap_servers, timeout_ms, exc) from exc
+    waiting = (kafka.KafkaError._TRANSPORT, kafka.KafkaError._TIMED_OUT)
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        left = deadline - time.monotonic()
+        wait_s = left if serve is None else min(left, _METADATA_SLICE_S)
+        try:
+            metadata = client.list_topics(topic, timeout=max(wait_s, 0.0))
+            break
+        except kafka.KafkaException as exc:
+            if serve is not None:
+                serve(0)  # raises what the error callback raises
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, kafka.KafkaError) else None
+            if code not in waiting or time.monotonic() >= deadline:
+                raise unreachable(bootstrap_servers, timeout_ms, exc) from exc
     if not metadata.brokers:
         raise unreachable(bootstrap_servers, timeout_ms, RuntimeError("no broker in metadata"))
     found: dict[str, list[int]] = {}

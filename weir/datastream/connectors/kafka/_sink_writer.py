@@ -57,7 +57,9 @@ logger = logging.getLogger(__name__)
 # that a failure stops the job soon, rarely enough to cost nothing per record.
 _POLL_EVERY = 500
 # Flink's KafkaSink default (DEFAULT_KAFKA_TRANSACTION_TIMEOUT): an hour, well above any
-# checkpoint interval plus restart time. The broker caps it (transaction.max.timeout.ms).
+# checkpoint interval plus restart time. Brokers refuse a timeout above their
+# transaction.max.timeout.ms (15 minutes by default): as with Flink, a job sets a lower
+# one (the README's example does) or the brokers' limit is raised.
 DEFAULT_TRANSACTION_TIMEOUT_MS = 3_600_000
 
 Serialize = Callable[[Any], tuple[str, bytes | None, bytes]]
@@ -114,7 +116,8 @@ class _Writer:
         """A missing topic fails at once, naming it (librdkafka would retry the records
         until message.timeout.ms)."""
         servers = self._settings.bootstrap_servers
-        if topic not in topic_partitions(producer, servers, topic, self._timeout_ms):
+        found = topic_partitions(producer, servers, topic, self._timeout_ms, serve=producer.poll)
+        if topic not in found:
             raise missing_topic(topic, servers, "the record serializer's set_topic(...)")
         self._checked_topics.add(topic)
 
@@ -271,11 +274,16 @@ class ExactlyOnceWriter(_Writer):
         except kafka.KafkaException as exc:
             error = exc.args[0]
             if error.code() == kafka.KafkaError.INVALID_TRANSACTION_TIMEOUT:
+                timeout_ms = self._transaction_config(tid)["transaction.timeout.ms"]
                 msg = (
-                    "the Kafka brokers refuse the sink's transaction.timeout.ms "
-                    f"({self._transaction_config(tid)['transaction.timeout.ms']} ms): it is "
-                    "above their transaction.max.timeout.ms; lower it with "
-                    "set_property('transaction.timeout.ms', ...) or raise the brokers' limit"
+                    f"the Kafka brokers at {self._settings.bootstrap_servers} refuse the "
+                    f"sink's transaction.timeout.ms ({timeout_ms} ms"
+                    + (", Flink's default" if timeout_ms == DEFAULT_TRANSACTION_TIMEOUT_MS else "")
+                    + "): it is above their transaction.max.timeout.ms (15 minutes unless "
+                    "raised). Lower it on the sink, e.g. KafkaSink.builder()"
+                    ".set_property('transaction.timeout.ms', '900000'), keeping it above the "
+                    "checkpoint interval plus the restart time; or raise "
+                    "transaction.max.timeout.ms in the brokers' server.properties"
                 )
                 raise KafkaConfigurationError(msg) from exc
             msg = f"initialising the Kafka transactions of {tid} failed: {error.str()}"

@@ -277,7 +277,8 @@ class KafkaSourceReader:
             self._next_discovery = self._clock() + config.discovery_interval_ms / 1000
         if not self._classes:
             return
-        found = self._list_partitions()
+        # Before the first assignment polling takes no record: it serves the callbacks.
+        found = self._list_partitions(serve=self._consumer.poll if initial else None)
         new: list[TP] = []
         for cls in self._classes:
             for tp in found:
@@ -306,20 +307,22 @@ class KafkaSourceReader:
         self._drop_finished()
         self._assign([s for s in added if not s.finished], incremental=not initial)
 
-    def _list_partitions(self) -> list[TP]:
+    def _list_partitions(self, serve: Callable[[float], Any] | None) -> list[TP]:
         config = self._config
         servers = config.bootstrap_servers
         if config.topics:
             found: list[TP] = []
             for topic in config.topics:
-                partitions = topic_partitions(self._consumer, servers, topic, self._timeout_ms)
+                partitions = topic_partitions(
+                    self._consumer, servers, topic, self._timeout_ms, serve=serve
+                )
                 if topic not in partitions:
                     raise missing_topic(topic, servers, "set_topics(...)")
                 found.extend((topic, p) for p in partitions[topic])
             return found
         if config.topic_pattern is not None:
             pattern = re.compile(config.topic_pattern)
-            listed = topic_partitions(self._consumer, servers, None, self._timeout_ms)
+            listed = topic_partitions(self._consumer, servers, None, self._timeout_ms, serve=serve)
             return [
                 (topic, p)
                 for topic, partitions in sorted(listed.items())
@@ -330,7 +333,7 @@ class KafkaSourceReader:
         for topic, partition in config.partitions:
             if topic not in listed_topics:
                 listed_topics.update(
-                    topic_partitions(self._consumer, servers, topic, self._timeout_ms)
+                    topic_partitions(self._consumer, servers, topic, self._timeout_ms, serve=serve)
                 )
                 if topic not in listed_topics:
                     raise missing_topic(topic, servers, "set_partitions(...)")

@@ -88,6 +88,10 @@ class PartitionProxy:
         self._stopped.set()
         self._flowing.set()
         self._listener.close()
+        # The forwarders see the stop within a poll; their sockets are closed after, never
+        # under a select of theirs.
+        for thread in self._threads:
+            thread.join(timeout=5)
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for sock in sockets:
