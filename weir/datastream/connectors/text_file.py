@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import fsspec
+from fsspec.core import url_to_fs
 
 from weir.core.java_text import JAVA_ERRORS
 from weir.core.local_paths import absolute_local_path
@@ -23,6 +24,11 @@ class TextFileSource:
 
     def is_bounded(self) -> bool:
         return True
+
+    def estimated_size_bytes(self) -> int:
+        """The volume the source reads, for BATCH mode's parallelism: the file's size."""
+        fs, root = url_to_fs(self.path)
+        return int(fs.size(root) or 0)
 
     def create_reader(self, context: SourceReaderContext) -> TextFileReader:
         return TextFileReader(
