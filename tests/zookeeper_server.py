@@ -24,8 +24,9 @@ import pytest
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 ZOOKEEPER_CONF = Path("/etc/zookeeper/conf")
-# A server answers in well under a second here; a loaded CI machine gets far more.
-READY_TIMEOUT_S = 30.0
+# A server answers in well under a second here; a JVM starting on a loaded CI machine
+# (load 40 on 2 cores) took more than 30 s.
+READY_TIMEOUT_S = 120.0
 # tickTime bounds session timeouts to 2..20 ticks: with 500 ms, sessions of 1 s to 10 s,
 # which covers the short timeouts the failover tests use.
 TICK_TIME_MS = 500

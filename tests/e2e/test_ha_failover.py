@@ -100,6 +100,7 @@ def test_the_leader_is_killed_and_the_standby_finishes_the_job_exactly_once(
     assert list(ha_cluster.pid_dir.glob("weir-master*.pid")) == []
 
 
+@pytest.mark.long
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_checkpoints_kept_by_the_job_master_survive_the_leader(ha_cluster: HaCluster):
@@ -123,6 +124,7 @@ def test_checkpoints_kept_by_the_job_master_survive_the_leader(ha_cluster: HaClu
     assert not list((ha_cluster.root / "ha").rglob("_metadata"))
 
 
+@pytest.mark.long
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_the_leader_stopped_gracefully_hands_the_job_to_the_standby(ha_cluster: HaCluster):
@@ -275,6 +277,7 @@ def paused_leader_then_its_successor_loses_a_task_manager(
     assert latest_checkpoint(checkpoints) == 0, "the finished job's checkpoints were kept"
 
 
+@pytest.mark.long
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_a_deposed_leader_unaware_of_it_deletes_nothing_of_its_successors_job(

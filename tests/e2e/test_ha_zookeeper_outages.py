@@ -128,6 +128,7 @@ def ensemble(tmp_path: Path) -> Iterator[ZooKeeperEnsemble]:
     servers.stop()
 
 
+@pytest.mark.long
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_the_ensemble_member_the_master_uses_is_killed_and_the_job_goes_on(

@@ -40,6 +40,7 @@ def _when_all_running(
     return {t.resource_id for t in tasks}, {t.attempt_number for t in tasks}
 
 
+@pytest.mark.long
 @pytest.mark.spark
 def test_one_lost_task_manager_is_replaced_by_one_and_the_survivor_is_kept(
     spark_standalone_with_a_spare_core, tmp_path: Path

@@ -43,6 +43,7 @@ def _all_running(client: SessionClient, job_id: str, attempt: int = 0) -> set[tu
     return {(t.resource_id, t.attempt_number) for t in tasks}
 
 
+@pytest.mark.long
 def test_a_detached_session_runs_a_job_through_a_container_kill_and_stops_finished(
     hadoop, tmp_path
 ) -> None:

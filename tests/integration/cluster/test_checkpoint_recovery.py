@@ -5,7 +5,6 @@ the lines of a failure-free run."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import os
@@ -18,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from held_numbers import FileExists, HeldNumbers
 
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.common import Configuration, Types, WatermarkStrategy
@@ -95,10 +95,15 @@ def checkpointed_env(
 
 
 def exactly_once_lines(out: Path) -> FileSink:
-    """An exactly-once FileSink of text lines into part files ``sums-*.txt`` in ``out``."""
+    """An exactly-once FileSink of text lines into part files ``sums-*.txt`` in ``out``.
+    A part file rolls, and so is committed, only when its subtask's input ends (the
+    default policy's one-minute rollover would commit output mid-job on a slow machine,
+    and tests ask whether output was committed before a subtask finished)."""
+    hour_ms = 3_600_000
     return (
         FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .with_rolling_policy(RollingPolicy.default_rolling_policy(1 << 30, hour_ms, hour_ms))
         .with_output_file_config(
             OutputFileConfig.builder().with_part_prefix("sums").with_part_suffix(".txt").build()
         )
@@ -226,45 +231,61 @@ def _flip_a_byte(path: Path) -> None:
 
 
 class CorruptAndFail(MapFunction):
-    """Keys records. In the first attempt, once checkpoint ``after`` (or a later one)
-    completed, flips a byte in the state files of the latest ``corrupt`` retained
-    checkpoints and raises. The min pause between checkpoints keeps a newer one from
-    completing in between."""
+    """Keys records. In the first attempt (until the file ``failed`` in ``marks`` exists),
+    once notified of checkpoint ``after`` or a later one, flips a byte in the state files
+    of the latest ``corrupt`` completed checkpoints and fails.
+
+    No newer checkpoint can complete before that failure: every checkpoint needs this
+    task's snapshot, and the task takes none while it is in the notification. A trigger
+    that overtook the notification (this task snapshotted a newer checkpoint already) makes
+    it wait for the next notification instead."""
 
     def __init__(self, checkpoints: str, marks: str, after: int, corrupt: int) -> None:
         self.checkpoints = checkpoints
         self.marks = marks
         self.after = after
         self.corrupt = corrupt
-        self.completed = 0
+        self.snapshotted = 0
 
-    def open(self, runtime_context) -> None:
-        self.first_attempt = not os.path.exists(os.path.join(self.marks, "failed"))
+    def snapshot_state(self, checkpoint_id: int) -> bytes:
+        self.snapshotted = checkpoint_id
+        return b""
+
+    def initialize_state(self, state: bytes | None) -> None:
+        pass
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        self.completed = checkpoint_id
+        marker = os.path.join(self.marks, "failed")
+        if checkpoint_id < self.after or self.snapshotted > checkpoint_id:
+            return
+        if os.path.exists(marker):
+            return
+        completed = sorted(
+            (
+                chk
+                for chk in Path(self.checkpoints).glob("*/chk-*")
+                if int(chk.name[4:]) <= checkpoint_id and (chk / "_metadata").is_file()
+            ),
+            key=lambda p: int(p.name[4:]),
+        )
+        corrupted = []
+        for chk in completed[-self.corrupt :]:
+            for state in sorted(chk.iterdir()):
+                if state.name != "_metadata" and state.is_file():
+                    _flip_a_byte(state)
+                    corrupted.append(str(state))
+        with open(marker, "x") as f:
+            f.write("\n".join(corrupted))
+        msg = f"injected failure after checkpoint {checkpoint_id}: {len(corrupted)} files corrupt"
+        raise RuntimeError(msg)
 
     def map(self, value):
-        if self.first_attempt and self.completed >= self.after:
-            retained = sorted(Path(self.checkpoints).glob("*/chk-*"), key=lambda p: int(p.name[4:]))
-            corrupted = []
-            for chk in retained[-self.corrupt :]:
-                for state in sorted(chk.iterdir()):
-                    if state.name != "_metadata" and state.is_file():
-                        _flip_a_byte(state)
-                        corrupted.append(str(state))
-            with (
-                contextlib.suppress(FileExistsError),
-                open(os.path.join(self.marks, "failed"), "x") as f,
-            ):
-                f.write("\n".join(corrupted))
-            msg = f"injected failure at {value} after corrupting {len(corrupted)} files"
-            raise RuntimeError(msg)
-        time.sleep(0.0005)
         return (value % KEYS, value + 1)
 
 
 def _build_corrupting(tmp_path: Path, records: int, corrupt: int, config: dict[str, str]):
+    """The running sum, its source held halfway until the corrupting map failed (so the job
+    is still running when checkpoint 2 completes, however slow the machine)."""
     marks = tmp_path / "marks"
     marks.mkdir()
     out = tmp_path / "out"
@@ -273,9 +294,9 @@ def _build_corrupting(tmp_path: Path, records: int, corrupt: int, config: dict[s
     settings = {
         **RESTARTS,
         "execution.checkpointing.num-retained": "2",
-        # A checkpoint at most every second: the corrupting map fails right after it
-        # saw one complete, well before the next can.
-        "execution.checkpointing.min-pause": "1 s",
+        # A pause between checkpoints, so that a notification usually reaches the task
+        # before the next trigger does (when it does not, the map waits for the next one).
+        "execution.checkpointing.min-pause": "500 ms",
         # Every piece of state in a file of its own, for the map to corrupt (small state
         # is otherwise inline in _metadata).
         "execution.checkpointing.data-inline-threshold": "0",
@@ -292,10 +313,9 @@ def _build_corrupting(tmp_path: Path, records: int, corrupt: int, config: dict[s
         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
         .build()
     )
+    source = HeldNumbers(0, records - 1, {records // 2: FileExists(marks / "failed")})
     (
-        env.from_source(
-            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
-        )
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers")
         .set_parallelism(1)
         .map(CorruptAndFail(str(checkpoints), str(marks), after=2, corrupt=corrupt))
         .set_parallelism(1)

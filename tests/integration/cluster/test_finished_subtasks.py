@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from held_numbers import CheckpointCompleted, FileExists, Gate, HeldNumbers, OutputCommitted
 from test_checkpoint_recovery import (
     await_condition,
     checkpointed_env,
@@ -106,18 +107,19 @@ def run_numbers(
     *,
     keyed: bool = False,
     unaligned: bool = False,
+    holds: dict[int, Gate] | None = None,
 ) -> tuple[Counter[str], dict | None]:
     """Run the job to its end; return the committed lines and what the failure saw.
     ``keyed``: the numbers cross a key_by exchange before the map, so the map and sink
-    subtasks are tasks of their own that the sources' end reaches over the network."""
+    subtasks are tasks of their own that the sources' end reaches over the network.
+    ``holds``: the source stops before each of these numbers until its gate opens."""
     out, marks = tmp_path / "out", tmp_path / "marks"
-    marks.mkdir()
+    marks.mkdir(exist_ok=True)
     env: StreamExecutionEnvironment = checkpointed_env(tmp_path, RESTARTS, interval_ms)
     env.set_parallelism(parallelism)
     env.get_checkpoint_config().enable_unaligned_checkpoints(unaligned)
-    numbers = env.from_source(
-        NumberSequenceSource(1, NUMBERS), WatermarkStrategy.no_watermarks(), "numbers"
-    )
+    source = HeldNumbers(1, NUMBERS, holds) if holds else NumberSequenceSource(1, NUMBERS)
+    numbers = env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers")
     if keyed:
         numbers = numbers.key_by(lambda n: n % 7)
     numbers.map(Chaos(str(marks), str(out), plan)).sink_to(exactly_once_lines(out))
@@ -132,17 +134,6 @@ def every_number_once() -> Counter[str]:
 
 def last_split(parallelism: int) -> range:
     return split_range(1, NUMBERS, parallelism)[-1]
-
-
-# Seconds of pause per 100 numbers, per subtask: (the others, the failing last one).
-_PACING = {
-    # all alike, so the failure comes before any subtask finished; checkpoints complete
-    "before": (0.005, 0.005),
-    # the others finish at once, before the first checkpoint
-    "after": (0.0, 0.0),
-    # the others finish after a few checkpoints; the last subtask is slower still
-    "after-checkpointed": (0.005, 0.02),
-}
 
 
 @pytest.mark.parametrize(
@@ -160,16 +151,30 @@ _PACING = {
 def test_a_failure_before_or_after_another_subtask_finished(cluster, tmp_path, parallelism, when):
     """The reproduction: the last subtask fails once in the middle of its split, before
     any other subtask finished, or after the others committed their output and exited
-    (having taken checkpoints before they finished, or not)."""
-    split = last_split(parallelism)
-    others, last = _PACING[when]
-    pace = {str(i): others for i in range(parallelism - 1)} | {str(parallelism - 1): last}
-    plan = {
-        "pause_s": pace,
-        "fail_at": split.start + len(split) // 2,
-        "after_others": when != "before",
-    }
-    lines, failure = run_numbers(tmp_path, parallelism, plan)
+    (having taken checkpoints before they finished, or not).
+
+    The source holds each subtask where the case needs it, whatever the speed of each:
+    - before: the others stop before their last number until the failure happened, the
+      failing one before its failure until a checkpoint completed;
+    - after: the failing one stops before its failure until another subtask committed
+      (finished); the others read on, usually finishing before the first checkpoint;
+    - after-checkpointed: so too, and the others stop before their last number until
+      two checkpoints completed."""
+    splits = split_range(1, NUMBERS, parallelism)
+    fail_at = splits[-1].start + len(splits[-1]) // 2
+    others_last = [split[-1] for split in splits[:-1]]
+    marks, out, checkpoints = tmp_path / "marks", tmp_path / "out", tmp_path / "checkpoints"
+    marks.mkdir()
+    holds: dict[int, Gate]
+    if when == "before":
+        holds = {n: FileExists(marks / "failed.json") for n in others_last}
+        holds[fail_at] = CheckpointCompleted(checkpoints)
+    else:
+        holds = {fail_at: OutputCommitted(out)}
+        if when == "after-checkpointed":
+            holds |= {n: CheckpointCompleted(checkpoints, 2) for n in others_last}
+    plan = {"pause_s": {}, "fail_at": fail_at}
+    lines, failure = run_numbers(tmp_path, parallelism, plan, holds=holds)
     assert failure is not None, "the injected failure never happened"
     assert failure["subtask"] == parallelism - 1
     assert bool(failure["committed"]) == (when != "before"), failure
@@ -199,9 +204,11 @@ def test_across_an_exchange_every_number_is_committed_once(cluster, tmp_path, un
 
 def test_a_failure_while_a_subtask_waits_for_its_final_checkpoint(cluster, tmp_path):
     """Subtask 0 reads its split fast and waits for its final checkpoint; the slow subtask
-    1 fails when it is notified of a checkpoint (one subtask 0 may take as its final)."""
+    1 fails when it is notified of a checkpoint (one subtask 0 may take as its final).
+    Subtask 1 stops before its last number until it failed, so it cannot finish first."""
     plan = {"pause_s": {"1": 0.01}, "fail_on_notify": [1, 2]}
-    lines, failure = run_numbers(tmp_path, 2, plan, interval_ms=200)
+    holds: dict[int, Gate] = {last_split(2)[-1]: FileExists(tmp_path / "marks" / "failed.json")}
+    lines, failure = run_numbers(tmp_path, 2, plan, interval_ms=200, holds=holds)
     assert failure is not None and failure["how"] == "notification"
     assert lines == every_number_once()
 
@@ -283,15 +290,19 @@ def test_execute_and_collect_sees_every_record_once_when_a_failure_follows_a_fin
 
 
 class TrickleReader:
-    """The numbers ``first..last``, one every ``every_s``, then none (idle) for ever."""
+    """The numbers ``first..last``, one every ``every_s``, then none (idle) for ever; held
+    before ``hold_at`` until ``gate`` opens."""
 
-    def __init__(self, first: int, last: int, every_s: float) -> None:
+    def __init__(self, first: int, last: int, every_s: float, hold_at: int, gate: Gate) -> None:
         self.next, self.last, self.every_s = first, last, every_s
+        self.hold_at, self.gate = hold_at, gate
         self.due = time.monotonic()
 
     def poll_batch(self, max_records: int) -> list[int]:
         if self.next > self.last or time.monotonic() < self.due:
             return []  # idle: the task serves its mailbox and polls again
+        if self.next == self.hold_at and not self.gate():
+            return []  # held
         self.due = time.monotonic() + self.every_s
         self.next += 1
         return [self.next - 1]
@@ -309,14 +320,15 @@ class TrickleReader:
 class Trickle:
     """An unbounded source (it never ends) whose position is checkpointed."""
 
-    def __init__(self, first: int, last: int, every_s: float) -> None:
+    def __init__(self, first: int, last: int, every_s: float, hold_at: int, gate: Gate) -> None:
         self.first, self.last, self.every_s = first, last, every_s
+        self.hold_at, self.gate = hold_at, gate
 
     def is_bounded(self) -> bool:
         return False
 
     def create_reader(self, context) -> TrickleReader:
-        return TrickleReader(self.first, self.last, self.every_s)
+        return TrickleReader(self.first, self.last, self.every_s, self.hold_at, self.gate)
 
     def get_produced_type(self):
         return Types.LONG()
@@ -331,14 +343,18 @@ def test_a_bounded_source_beside_an_unbounded_one_is_not_read_again(cluster, tmp
     marks.mkdir()
     env = checkpointed_env(tmp_path, RESTARTS, 200)
     env.set_parallelism(1)
-    # Fails in the trickle, once the test saw the bounded source's task FINISHED.
+    # Fails in the trickle, once the test saw the bounded source's task FINISHED: the
+    # trickle stops before that number until then.
     finished_marker = marks / "bounded-finished"
-    plan = {"pause_s": {}, "fail_at": bounded + trickled // 3, "after_marker": str(finished_marker)}
+    fail_at = bounded + trickled // 3
+    plan = {"pause_s": {}, "fail_at": fail_at, "after_marker": str(finished_marker)}
     numbers = env.from_source(
         NumberSequenceSource(1, bounded), WatermarkStrategy.no_watermarks(), "bounded"
     )
     trickle = env.from_source(
-        Trickle(bounded + 1, bounded + trickled, 0.01), WatermarkStrategy.no_watermarks(), "trickle"
+        Trickle(bounded + 1, bounded + trickled, 0.01, fail_at, FileExists(finished_marker)),
+        WatermarkStrategy.no_watermarks(),
+        "trickle",
     )
     sink = (
         FileSink.for_row_format(f"file://{out}", Encoder.simple_string_encoder())
