@@ -43,6 +43,7 @@ from weir.taskmanager.checkpointing.barrier_handler import (
     CheckpointBarrierHandler,
     UnalignedBarrierHandler,
 )
+from weir.taskmanager.checkpointing.key_placement import regroup
 from weir.taskmanager.checkpointing.subtask_checkpoint import (
     RestoredTaskState,
     SubtaskCheckpointCoordinator,
@@ -63,7 +64,7 @@ from weir.taskmanager.record_writer import RecordWriter
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
-from weir.taskmanager.state.rocksdb_incremental import restore_native
+from weir.taskmanager.state.rocksdb_incremental import restore_native, to_canonical
 from weir.taskmanager.state.state_backend_loader import create_keyed_state_backend, rocksdb_root
 from weir.taskmanager.task_services import TaskServices
 from weir.taskmanager.user_code import load_user_code
@@ -357,13 +358,32 @@ class TaskSetup:
             )
             backends.append(backend)
             if restored is not None:
-                keyed, native = restored.keyed_state(
-                    str(descriptor.operator_id), backend.key_group_range
+                conform_key = next(
+                    (getattr(s, "conform_key", None) for s in payload["key_selectors"] if s),
+                    None,
+                )
+                keyed, native, legacy = restored.keyed_state(
+                    str(descriptor.operator_id),
+                    backend.key_hasher,
+                    backend.key_group_range,
+                    f"operator {descriptor.uid or descriptor.operator_id} ({descriptor.name})",
+                    conform_key,
+                )
+                root = rocksdb_root(tdd.job_config)
+                # Written before key placements were recorded: read whole, keys regrouped.
+                keyed.extend(
+                    regroup(
+                        to_canonical(h, backend, root),
+                        backend.key_hasher,
+                        backend.key_group_range,
+                        conform_key,
+                    )
+                    for h in legacy
                 )
                 if keyed:
                     backend.restore(keyed)
                 if native:
-                    restore_native(backend, native, rocksdb_root(tdd.job_config))
+                    restore_native(backend, native, root)
         # Operator state stays on the heap with either keyed state backend, as Flink's
         # DefaultOperatorStateBackend does beside RocksDB.
         operator_state = DefaultOperatorStateBackend()

@@ -422,11 +422,17 @@ def serializer_kind_of(type_info: TypeInformation | None) -> SerializerKind:
 
 
 def key_type_name(type_info: TypeInformation | None) -> str:
-    """How a key of this declared type is hashed to its key group (see
-    ``weir.core.key_groups.PyFlinkKeyHasher``): a basic type by its Java hashCode, anything
-    else (or no declared type) by its pickled bytes, as PyFlink does."""
+    """How a key of this declared type is hashed to its key group and sorted (see
+    ``weir.core.key_groups.PyFlinkKeyHasher``): a basic type by name (``"String"``), a TUPLE
+    or ROW type by its field types (``"Tuple<String, Integer>"``, ``"Row<Long,
+    Tuple<String>>"``), as the Java objects PyFlink makes of them hash; anything else (or no
+    declared type) ``"pickled"``, by its pickled bytes."""
     if isinstance(type_info, BasicTypeInfo):
         return repr(type_info)
+    if isinstance(type_info, TupleTypeInfo | RowTypeInfo):
+        kind = "Row" if isinstance(type_info, RowTypeInfo) else "Tuple"
+        fields = ", ".join(key_type_name(t) for t in type_info.get_field_types())
+        return f"{kind}<{fields}>"
     return "pickled"
 
 

@@ -158,5 +158,10 @@ class CollectionSource:
     def __len__(self) -> int:
         return self._count
 
+    def estimated_size_bytes(self) -> int:
+        """The volume the source reads, for BATCH mode's parallelism: the elements' pickled
+        size."""
+        return len(self._blob)
+
     def __repr__(self) -> str:
         return f"CollectionSource({self._count} elements)"
