@@ -39,6 +39,8 @@ from __future__ import annotations
 import reprlib
 from array import array
 from collections.abc import Callable, Sequence
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter, methodcaller
 from typing import Any
 
 from weir.core.errors import DeclaredTypeError
@@ -322,30 +324,80 @@ class RowCoder(TypeCoder):
             raise _refuse(value, f"a Row with the fields {names}") from None
         if len(values) < self._arity:
             raise _refuse(value, self._expected)
-        coded: list[Any] = []
-        for name, field, v in zip(names, self._fields, values, strict=False):
+        try:
+            coded = [
+                None if v is None else f.code(v) for f, v in zip(self._fields, values, strict=False)
+            ]
+        except _Refused:
+            self._name_refused_field(values)
+            raise
+        if (
+            len(values) == self._arity
+            and all(map(is_, coded, values))
+            and value.__dict__.get("_fields") == names
+        ):
+            return value  # named as the type, nothing made otherwise: read back the same
+        # A new Row (the one the function made may still be read as made elsewhere),
+        # named by the type, of the same kind.
+        return value._coded_copy(coded, names)
+
+    def _name_refused_field(self, values: Sequence[Any]) -> None:
+        for name, field, v in zip(self._names, self._fields, values, strict=False):
             if v is None:
-                coded.append(None)
                 continue
             try:
-                coded.append(field.code(v))
+                field.code(v)
             except _Refused as refused:
                 refused.path.append(f"field {name!r}")
                 raise
-        if (
-            value.__dict__.get("_fields") == names
-            and len(values) == self._arity
-            and all(a is b for a, b in zip(coded, values, strict=True))
-        ):
-            return value  # coded before (a source's Rows, say): nothing would change
-        row = type(value)(*coded)
-        row.set_field_names(names)
-        row.set_row_kind(value.get_row_kind())
-        return row
 
     def code_batch(self, batch: Sequence[Any]) -> Sequence[Any]:
+        coded = self._code_columns(batch)
+        if coded is not None:
+            return coded
         code = self.code
         return [code(v) for v in batch]
+
+    def _code_columns(self, batch: Sequence[Any]) -> Sequence[Any] | None:
+        """A batch of Rows of one class, each positional or named as the type, with as many
+        values as the type has fields, coded column by column at C speed (the same batch
+        when nothing changes); None for any other batch, or one with a value the type
+        refuses (``code`` finds and names it)."""
+        if not batch or len(set(map(type, batch))) != 1 or not _is_row(batch[0]):
+            return None
+        names, arity = self._names, self._arity
+        try:
+            states = list(map(_state, batch))
+            fields = list(map(_field_names, states))
+            values = list(map(_values, states))
+        except (AttributeError, KeyError, TypeError):
+            return None
+        positional = fields.count(None)
+        if positional + fields.count(names) != len(batch) or set(map(len, values)) != {arity}:
+            return None
+        columns = list(zip(*values, strict=True))
+        coded: list[Any] = []
+        for field, column in zip(self._fields, columns, strict=True):
+            try:
+                if any(map(is_, column, repeat(None))):
+                    code = field.code
+                    made = [None if v is None else code(v) for v in column]
+                    coded.append(column if all(map(is_, made, column)) else made)
+                else:
+                    coded.append(field.code_batch(column))
+            except _Refused:
+                return None
+        if not positional and all(map(is_, coded, columns)):
+            return batch
+        return [
+            row._coded_copy(list(row_values), names)
+            for row, row_values in zip(batch, zip(*coded, strict=True), strict=True)
+        ]
+
+
+_state = attrgetter("__dict__")
+_field_names = methodcaller("get", "_fields")
+_values = itemgetter("_values")
 
 
 class ListCoder(TypeCoder):

@@ -140,6 +140,28 @@ class TestRows:
         message = refused(order, Row(1, Row("ann", 2), [Row("bo", "x")], {}))
         assert "field 'tier' of element 0 of field 'items' of the record is 'x'" in message
 
+    def test_a_batch_named_as_the_type_comes_back_as_it_is(self):
+        batch = [Row(name="ann", tier=1), Row(name="bo", tier=None)]
+        assert type_coder(CUSTOMER).code_batch(batch, "Map") is batch
+
+    def test_a_batch_of_positional_rows_gets_new_named_rows(self):
+        batch = [Row("ann", 1), Row.of_kind(RowKind.DELETE, "bo", None), Row(name="cy", tier=3)]
+        out = code(CUSTOMER, *batch)
+        assert [repr(r) for r in out] == [
+            "Row(name='ann', tier=1)",
+            "Row(name='bo', tier=None)",
+            "Row(name='cy', tier=3)",
+        ]
+        assert out[1].get_row_kind() is RowKind.DELETE
+        assert all("_fields" not in r.__dict__ for r in batch[:2])
+
+    def test_a_batch_with_a_refused_value_names_it(self):
+        message = refused(CUSTOMER, Row("ann", 1), Row("bo", "x"), Row("cy", 3))
+        assert "emitted Row(name='bo', tier='x')" in message or "'bo', 'x'" in message
+        assert "field 'tier' of the record is 'x' (str)" in message
+        message = refused(CUSTOMER, Row("ann", 1), Row("bo", 2**40))
+        assert "an int in [-2147483648, 2147483647]" in message
+
 
 class TestCollections:
     def test_lists_take_no_none_and_arrays_of_objects_do(self):
