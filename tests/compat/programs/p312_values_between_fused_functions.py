@@ -92,11 +92,6 @@ attempt(
     ),
     new_env(),
 )
-attempt(
-    "key_by by name",
-    lambda env: positional(env).key_by(lambda r: r.a).map(lambda r: r.a * 10),
-    new_env(parallelism=2),
-)
 # ... and where the Row crossed a shuffle, or PyFlink's Python chaining is off, it has them.
 attempt(
     "map by name after rebalance",
