@@ -442,7 +442,8 @@ def single_precision_spec(type_info: TypeInformation | None) -> tuple[Any, ...] 
 
     PyFlink serialises a FLOAT as 32 bits, so a value that crosses a serialisation
     boundary with its declared type comes back rounded to single precision; the
-    TaskManager rounds at the same places (``weir.taskmanager.operators.float_rounding``).
+    TaskManager rounds at the same places (``weir.core.type_coders``), and converts what
+    ``execute_and_collect()`` returns (``weir.taskmanager.operators.collected_floats``).
     ``("float",)`` is a FLOAT; ``("tuple", fields)`` and ``("row", fields)`` have one spec
     (or None) per field, ``("list", element)`` an array's or list's element, ``("map",
     key, value)`` a map's key and value.

@@ -78,6 +78,16 @@ PYTHON_BUNDLE_TIME = _option(
     "pipeline.auto-watermark-interval, so a watermark can fall between records produced "
     "further apart than that.",
 )
+PYTHON_OPERATOR_CHAINING = _option(
+    "python.operator-chaining.enabled",
+    True,
+    _parse_bool,
+    "PyFlink's Python operator chaining: a Python function that is the only consumer of the "
+    "Python function before it (forward edge, same parallelism) runs fused with it and "
+    "reads its records as they were made; elsewhere records are coded with their declared "
+    "type (Rows named, maps in Java HashMap order, FLOATs of 32 bits, values checked). "
+    "false codes every operator's output. Weir's own operator chaining is not affected.",
+)
 PYTHON_FILES = _option(
     "python.files",
     "",

@@ -8,7 +8,7 @@ from typing import Any
 
 import cloudpickle
 
-from weir.common.typed_values import conformer
+from weir.common.typed_values import collection_conformer
 from weir.common.typeinfo import (
     BasicTypeInfo,
     ListTypeInfo,
@@ -140,7 +140,7 @@ class CollectionSource:
         narrow = _narrowing(type_info)
         if narrow is not None:
             values = [narrow(v) for v in values]
-        conform = conformer(type_info, from_collection=True)
+        conform = collection_conformer(type_info)
         if conform is not None:
             values = [conform(v) for v in values]
         self._count = len(values)
