@@ -15,13 +15,27 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ConformedKeySelector"]
+__all__ = ["CodedKey", "ConformedKeySelector"]
+
+
+class CodedKey:
+    """A key as the key type's coder gives it back (a ``weir.core.type_coders``
+    ``DeclaredTypeCoder`` made with ``strict=False``): a key that does not fit the type is
+    left as it is."""
+
+    __slots__ = ("coder",)
+
+    def __init__(self, coder: Any) -> None:
+        self.coder = coder
+
+    def __call__(self, key: Any) -> Any:
+        return self.coder.code_batch([key], "key_by")[0]
 
 
 class ConformedKeySelector:
-    """``selector`` followed by ``conform`` (a ``weir.core.typed_values`` conformer). The
-    key is copied first: a conformer names Rows in place, and a selector may return a part
-    of the record, which the operator's function sees as it was."""
+    """``selector`` followed by ``conform`` (``CodedKey``). The key is copied first: a
+    selector may return a part of the record, which the operator's function sees as it
+    was."""
 
     __slots__ = ("conform", "selector")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
-from weir.common.typed_values import conformer
+from weir.common.typed_values import type_coder
 from weir.common.typeinfo import (
     RowTypeInfo,
     TupleTypeInfo,
@@ -23,7 +23,7 @@ from weir.common.typeinfo import (
 from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core.columnar import BatchFormat
 from weir.core.job_graph import OperatorKind, PartitionerKind
-from weir.core.key_selectors import ConformedKeySelector
+from weir.core.key_selectors import CodedKey, ConformedKeySelector
 from weir.datastream._column_specs import column_spec
 from weir.datastream.batch_functions import MapBatchesFunction
 from weir.datastream.functions import (
@@ -364,9 +364,9 @@ class DataStream(_OperatorSettings):
         selector = _key_selector_callable(key_selector)
         # As PyFlink's keyed operators get keys back from the key type's coder: a Row of a
         # ROW key type with the type's names.
-        conform = conformer(key_type) if key_type is not None else None
-        if conform is not None:
-            selector = ConformedKeySelector(selector, conform)
+        coder = type_coder(key_type, strict=False, what="key") if key_type is not None else None
+        if coder is not None:
+            selector = ConformedKeySelector(selector, CodedKey(coder))
         t = PartitionTransformation(
             id=self._env._next_id(),
             name="Partition",

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import pickle
 
-from weir.common.typed_values import conformer
+from weir.common.typed_values import type_coder
 from weir.common.typeinfo import Types
 from weir.common.types import Row
-from weir.core.key_selectors import ConformedKeySelector
+from weir.core.key_selectors import CodedKey, ConformedKeySelector
+
+
+def conformer(key_type):
+    """What ``key_by(..., key_type)`` conforms its keys with."""
+    return CodedKey(type_coder(key_type, strict=False, what="key"))
 
 
 def test_a_row_key_gets_the_names_of_its_row_type_at_every_depth():

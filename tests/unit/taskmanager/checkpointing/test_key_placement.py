@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from weir.common.typed_values import conformer
+from weir.common.typed_values import type_coder
 from weir.common.typeinfo import Types
 from weir.common.types import Row
 from weir.core.checkpoint import (
@@ -22,7 +22,7 @@ from weir.core.checkpoint import (
 from weir.core.errors import StateMigrationError
 from weir.core.ids import OperatorId
 from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
-from weir.core.key_selectors import ConformedKeySelector
+from weir.core.key_selectors import CodedKey, ConformedKeySelector
 from weir.taskmanager.checkpointing.snapshot import encode_keyed_state
 from weir.taskmanager.checkpointing.subtask_checkpoint import RestoredTaskState
 from weir.taskmanager.state.backend import KeyedStateSnapshot, StateKind, StateMeta
@@ -95,7 +95,9 @@ def test_row_keys_too_named_as_the_key_selector_names_them_now():
     rows = [Row(c, i) for c in "xyz" for i in range(4)]
     handles = _legacy_handles(rows, 2, "pickled")
     key_type = Types.ROW([Types.STRING(), Types.INT()])
-    selector = ConformedKeySelector(lambda v: v, conformer(key_type))
+    selector = ConformedKeySelector(
+        lambda v: v, CodedKey(type_coder(key_type, strict=False, what="key"))
+    )
     hasher = PyFlinkKeyHasher("Row<String, Integer>")
     for index in range(2):
         got = _restored_keys(handles, "Row<String, Integer>", 2, index, selector.conform_key)
