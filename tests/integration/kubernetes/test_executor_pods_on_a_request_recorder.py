@@ -384,7 +384,8 @@ def test_every_request_is_one_the_masters_role_allows(recording: Recording) -> N
         asked.add((match["resource"], _verb(request, match["name"] is not None)))
     assert asked <= allowed, f"not granted: {sorted(asked - allowed)}"
     # What the driver did here covers the grants, but for what it does only for lost
-    # executors (patch, delete one) and claims made on demand (create, delete one).
+    # executors (patch, delete one), claims made on demand (create, delete one), and
+    # Kubernetes high availability (its ConfigMap replaced by compare-and-swap, watched).
     unused = allowed - asked
     assert unused <= {
         ("pods", "patch"),
@@ -392,6 +393,8 @@ def test_every_request_is_one_the_masters_role_allows(recording: Recording) -> N
         ("configmaps", "get"),
         ("configmaps", "list"),
         ("configmaps", "delete"),
+        ("configmaps", "update"),
+        ("configmaps", "watch"),
         ("persistentvolumeclaims", "get"),
         ("persistentvolumeclaims", "create"),
         ("persistentvolumeclaims", "delete"),
