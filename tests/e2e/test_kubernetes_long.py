@@ -932,14 +932,28 @@ def test_the_api_server_restarted_under_kubernetes_ha_loses_nothing(
             "the API server to be ready again",
         )
         at_restart = latest_checkpoint(volume / "checkpoints")
-        wait_until(
-            lambda: (
-                _every_task_running(address, job_id)
-                and latest_checkpoint(volume / "checkpoints") > at_restart
-            ),
-            JOB_TIMEOUT_S,
-            "every task running and a new checkpoint after the restart",
-        )
+        try:
+            wait_until(
+                lambda: (
+                    _every_task_running(address, job_id)
+                    and latest_checkpoint(volume / "checkpoints") > at_restart
+                ),
+                JOB_TIMEOUT_S,
+                "every task running and a new checkpoint after the restart",
+            )
+        except AssertionError as exc:
+            logs = [
+                session.cluster.kubectl(
+                    "-n",
+                    session.namespace,
+                    "logs",
+                    p["metadata"]["name"],
+                    "--tail=300",
+                    check=False,
+                ).stdout
+                for p in session.pods("jobmanager")
+            ]
+            raise AssertionError("\n".join([str(exc), session.describe(), *logs])) from None
         took = time.monotonic() - stopped
         print(
             "[kubernetes figure] kubernetes HA, API server restarted: every task RUNNING and "
