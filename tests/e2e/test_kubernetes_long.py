@@ -6,7 +6,9 @@ pod, a savepoint across `helm upgrade`, and what a user can get wrong."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import ssl
 import subprocess
 import time
@@ -16,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from ha_cluster import committed, expected_running_sums
+from ha_cluster import committed, expected_running_sums, latest_checkpoint
 from kubernetes_build import HELM
 from kubernetes_sessions import (
     CHART,
@@ -38,6 +40,7 @@ from kubernetes_sessions import (
 
 from weir.client.certificates import write_cluster_certificates
 from weir.client.dispatcher_client import DispatcherGateway
+from weir.core.errors import WeirError
 
 pytestmark = [pytest.mark.long, pytest.mark.timeout(3600)]
 
@@ -695,3 +698,273 @@ def test_a_chart_value_of_the_wrong_type_is_refused_before_anything_is_installed
     assert time.monotonic() - started < 60
     assert kubernetes.helm("list", "-n", kubernetes_namespace, "-q").stdout.strip() == ""
     assert _nothing_of(kubernetes, kubernetes_namespace, "weir")
+
+
+# --- high availability: the leader master pod deleted or killed, the API server restarted ---
+
+# Minutes of input (a millisecond per record), so the job still runs after two takeovers.
+HA_RECORDS = 120_000
+API_RESTART_RECORDS = 60_000
+# Small enough for two masters, one more while a deleted one terminates, and two
+# TaskManagers of each leader on the node's 2 CPUs.
+HA_PODS = [
+    "master.cpu=0.25",
+    "master.cpuLimitFactor=8",
+    "taskManagers.cpu=0.25",
+    "taskManagers.cpuLimitFactor=8",
+]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", [])
+    )
+
+
+def _job(address: str, job_id: str) -> Any:
+    """The job's details from whichever master the REST Service reaches, or None while no
+    leader answers."""
+    try:
+        with DispatcherGateway(address) as gateway:
+            return gateway.job_details(job_id)
+    except WeirError:
+        return None
+
+
+def _every_task_running(address: str, job_id: str) -> bool:
+    details = _job(address, job_id)
+    if details is None:
+        return False
+    assert details.status not in ("FAILED", "CANCELED", "FINISHED"), details
+    return details.status == "RUNNING" and all(t.state == "RUNNING" for t in details.tasks)
+
+
+def _finished(address: str, job_id: str) -> bool:
+    details = _job(address, job_id)
+    if details is None:
+        return False
+    assert details.status not in ("FAILED", "CANCELED"), details
+    return details.status == "FINISHED"
+
+
+def _host_pid(kubernetes: Any, pod: dict[str, Any]) -> int:
+    """The host's pid of the pod's master process (its container's first process)."""
+    from kubernetes_cluster import BIN
+
+    (status,) = pod["status"]["containerStatuses"]
+    done = kubernetes.run_tool(
+        [
+            str(BIN / "crictl"),
+            "--runtime-endpoint",
+            f"unix://{kubernetes.layout.containerd_socket}",
+            "inspect",
+            status["containerID"].split("://", 1)[1],
+        ]
+    )
+    return int(json.loads(done.stdout)["info"]["pid"])
+
+
+def _ha_session(
+    kubernetes: Any, namespace: str, image: Any, tmp_path: Path, *values: str
+) -> tuple[Session, Path]:
+    volume = make_claim(kubernetes, namespace)
+    done = helm_install(
+        kubernetes,
+        namespace,
+        image,
+        *HA_PODS,
+        "highAvailability.enabled=true",
+        f"highAvailability.storageDir=file://{STORAGE}/ha",
+        "storage.persistentVolumeClaim.enabled=true",
+        f"storage.persistentVolumeClaim.existingClaim={CLAIM}",
+        "rest.serviceType=NodePort",
+        *values,
+        # Only the leader is ready: helm's --wait would wait for the standby forever.
+        wait=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    session = Session(kubernetes, namespace, "weir", image, empty_conf_dir(tmp_path), volume)
+    try:
+        session.wait_master_ready()
+        wait_until(lambda: len(session.running("jobmanager")) == 2, START_TIMEOUT_S, "the standby")
+    except AssertionError:
+        raise AssertionError(session.describe() + session.master_log()) from None
+    return session, volume
+
+
+def _submit(session: Session, records: int = HA_RECORDS) -> str:
+    done = session.weir(
+        "run",
+        "-d",
+        "-m",
+        session.dispatcher_address(),
+        str(RUNNING_SUM),
+        *RUN_ARGS,
+        "--records",
+        str(records),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return JOB_ID.search(done.stdout).group(1)  # type: ignore[union-attr]
+
+
+def _container(pod: dict[str, Any]) -> str:
+    (status,) = pod["status"]["containerStatuses"]
+    return str(status["containerID"])
+
+
+def _leader(session: Session) -> dict[str, Any]:
+    (leader,) = [p for p in session.pods("jobmanager") if _ready(p)]
+    return leader
+
+
+def _take_over(kubernetes: Any, session: Session, job_id: str, how: str, ha_type: str) -> None:
+    """Kill the leader master (``delete``: its pod deleted; ``sigkill``: its process
+    killed inside the pod) once the job has a checkpoint, and await another master leading
+    with every task of the job running again."""
+    address = session.dispatcher_address()
+    volume = session.volume
+    assert volume is not None
+    wait_until(lambda: _every_task_running(address, job_id), START_TIMEOUT_S, "every task to run")
+    before = latest_checkpoint(volume / "checkpoints")
+    wait_until(
+        lambda: latest_checkpoint(volume / "checkpoints") > before,
+        JOB_TIMEOUT_S,
+        "a checkpoint before the kill",
+    )
+    leader = _leader(session)
+    killed_container = _container(leader)
+    if how == "delete":
+        kubernetes.kubectl(
+            "-n", session.namespace, "delete", "pod", leader["metadata"]["name"], "--wait=false"
+        )
+    else:
+        os.kill(_host_pid(kubernetes, leader), signal.SIGKILL)
+    killed = time.monotonic()
+
+    def a_new_leader() -> bool:
+        # The standby, or a master started since (the Deployment's new pod, the killed
+        # container restarted): whichever wins the election.
+        ready = [p for p in session.pods("jobmanager") if _ready(p)]
+        return len(ready) == 1 and _container(ready[0]) != killed_container
+
+    try:
+        wait_until(a_new_leader, JOB_TIMEOUT_S, "a new leader")
+        leads = time.monotonic() - killed
+        wait_until(
+            lambda: _every_task_running(address, job_id),
+            JOB_TIMEOUT_S,
+            "every task to run again",
+        )
+    except AssertionError:
+        raise AssertionError(session.describe() + session.master_log()) from None
+    took = time.monotonic() - killed
+    print(
+        f"[kubernetes figure] {ha_type} HA, leader master {how}: a new leader ready in "
+        f"{leads:.1f} s, every task RUNNING again in {took:.1f} s"
+    )
+
+
+@pytest.mark.parametrize("ha_type", ["kubernetes", "zookeeper"])
+def test_the_standby_master_pod_takes_over_from_a_deleted_then_a_killed_leader(
+    kubernetes, weir_image, kubernetes_namespace: str, tmp_path: Path, ha_type: str
+) -> None:
+    from zookeeper_server import ZooKeeperServer
+
+    values = [f"highAvailability.type={ha_type}"]
+    zookeeper = None
+    if ha_type == "zookeeper":
+        # On the node's address: the pods reach it, nothing beyond this machine does.
+        zookeeper = ZooKeeperServer(tmp_path / "zookeeper", host=kubernetes.node_ip)
+        zookeeper.start()
+        values.append(f"highAvailability.zookeeperQuorum={zookeeper.address}")
+    try:
+        session, volume = _ha_session(
+            kubernetes, kubernetes_namespace, weir_image, tmp_path, *values
+        )
+        job_id = _submit(session)
+        # The leader's pod deleted: the Deployment makes a new standby.
+        _take_over(kubernetes, session, job_id, "delete", ha_type)
+        wait_until(
+            lambda: len(session.running("jobmanager")) == 2, START_TIMEOUT_S, "a new standby"
+        )
+        # The new leader's process SIGKILLed inside its pod: its container restarts as a
+        # standby.
+        _take_over(kubernetes, session, job_id, "sigkill", ha_type)
+        wait_until(
+            lambda: _finished(session.dispatcher_address(), job_id),
+            JOB_TIMEOUT_S,
+            "the job to finish",
+            interval_s=1,
+        )
+        assert committed(volume / "out") == expected_running_sums(HA_RECORDS)
+    finally:
+        kubernetes.helm(
+            "uninstall", "weir", "-n", kubernetes_namespace, "--wait", timeout=300, check=False
+        )
+        if zookeeper is not None:
+            zookeeper.stop()
+
+
+def test_the_api_server_restarted_under_kubernetes_ha_loses_nothing(
+    kubernetes, weir_image, kubernetes_namespace: str, tmp_path: Path
+) -> None:
+    session, volume = _ha_session(
+        kubernetes, kubernetes_namespace, weir_image, tmp_path, "highAvailability.type=kubernetes"
+    )
+    try:
+        # A minute of input or more: the job outlasts the restart.
+        job_id = _submit(session, API_RESTART_RECORDS)
+        address = session.dispatcher_address()
+        wait_until(
+            lambda: _every_task_running(address, job_id), START_TIMEOUT_S, "every task to run"
+        )
+        wait_until(
+            lambda: latest_checkpoint(volume / "checkpoints") > 0,
+            JOB_TIMEOUT_S,
+            "a checkpoint before the restart",
+        )
+        kubernetes.stop_component("kube-apiserver")
+        stopped = time.monotonic()
+        kubernetes.start_component("kube-apiserver")
+        wait_until(
+            lambda: kubernetes.kubectl("get", "--raw", "/readyz", check=False).returncode == 0,
+            START_TIMEOUT_S,
+            "the API server to be ready again",
+        )
+        at_restart = latest_checkpoint(volume / "checkpoints")
+        try:
+            wait_until(
+                lambda: (
+                    _every_task_running(address, job_id)
+                    and latest_checkpoint(volume / "checkpoints") > at_restart
+                ),
+                JOB_TIMEOUT_S,
+                "every task running and a new checkpoint after the restart",
+            )
+        except AssertionError as exc:
+            logs = [
+                session.cluster.kubectl(
+                    "-n",
+                    session.namespace,
+                    "logs",
+                    p["metadata"]["name"],
+                    "--tail=300",
+                    check=False,
+                ).stdout
+                for p in session.pods("jobmanager")
+            ]
+            raise AssertionError("\n".join([str(exc), session.describe(), *logs])) from None
+        took = time.monotonic() - stopped
+        print(
+            "[kubernetes figure] kubernetes HA, API server restarted: every task RUNNING and "
+            f"a new checkpoint {took:.1f} s after it was stopped"
+        )
+        wait_until(
+            lambda: _finished(address, job_id), JOB_TIMEOUT_S, "the job to finish", interval_s=1
+        )
+        assert committed(volume / "out") == expected_running_sums(API_RESTART_RECORDS)
+        assert len(session.pods("jobmanager")) == 2
+    finally:
+        kubernetes.helm(
+            "uninstall", "weir", "-n", kubernetes_namespace, "--wait", timeout=300, check=False
+        )
