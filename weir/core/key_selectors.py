@@ -29,7 +29,7 @@ class CodedKey:
         self.coder = coder
 
     def __call__(self, key: Any) -> Any:
-        return self.coder.code_batch([key], "key_by")[0]
+        return self.coder.code(key, "key_by")
 
 
 class ConformedKeySelector:

@@ -518,6 +518,10 @@ class DeclaredTypeCoder:
             coded = [self._code_one(v, operator) for v in batch]
         return coded if type(coded) is list else list(coded)
 
+    def code(self, record: Any, operator: str) -> Any:
+        """One record as ``code_batch`` gives it (a key, which comes alone)."""
+        return self._code_one(record, operator)
+
     def _code_one(self, record: Any, operator: str) -> Any:
         if record is None and isinstance(self._root, StringCoder):
             # PyFlink writes a record as a nullable field, and Java's String serializer
