@@ -166,7 +166,9 @@ class JobMaster(LeaderContender):
         except BaseException:
             self._stop_workers()
             raise
-        server = rpc.create_server(max_workers=16, security=self._security)
+        server = rpc.create_server(
+            max_workers=16, security=self._security, name="weir-jobmaster-rpc"
+        )
         JobMasterServicer.register(self, server)
         self._address = rpc.bind(server, self._host, 0, advertise=self._advertised_host)
         server.start()

@@ -51,7 +51,9 @@ class KvStateServer(queryablestate_pb2_grpc.KvStateServerServicer):
     def start(self, host: str, port_spec: str) -> str:
         """Serve on the first free port of ``port_spec`` on ``host``; returns host:port."""
         # Inside the cluster: security.ssl.internal.* and the token, as every TaskExecutor.
-        server = rpc.create_server(max_workers=_SERVER_WORKERS, security=self._security)
+        server = rpc.create_server(
+            max_workers=_SERVER_WORKERS, security=self._security, name="weir-kvstate-server-rpc"
+        )
         queryablestate_pb2_grpc.add_KvStateServerServicer_to_server(self, server)
         try:
             self.address = rpc.bind_first_free(

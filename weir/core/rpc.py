@@ -391,12 +391,17 @@ _server_credentials: weakref.WeakKeyDictionary[grpc.Server, grpc.ServerCredentia
 
 
 def create_server(
-    max_workers: int = 16, *, security: SecurityConfig, endpoint: Endpoint = Endpoint.INTERNAL
+    max_workers: int = 16,
+    *,
+    security: SecurityConfig,
+    endpoint: Endpoint = Endpoint.INTERNAL,
+    name: str = "grpc",
 ) -> grpc.Server:
     """A server for an ``endpoint`` of that kind: its ports use TLS and its calls need the
-    token as ``security`` says (the token is checked before a request is decoded)."""
+    token as ``security`` says (the token is checked before a request is decoded). Its
+    worker threads are named ``<name>_<n>``, so a thread dump tells the services apart."""
     credentials = security.server_credentials(endpoint)
-    pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
+    pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name)
     server = grpc.server(
         pool, options=_SERVER_OPTIONS, interceptors=security.server_interceptors(endpoint)
     )

@@ -4,11 +4,13 @@ heartbeats, slots, Stop, and that a stopped TaskExecutor leaves no thread behind
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import signal
 import threading
 from collections.abc import Iterator
+from concurrent import futures
 
 import cloudpickle
 import pytest
@@ -336,9 +338,23 @@ def _descriptor(
 
 
 def _new_threads(before: set[threading.Thread]) -> list[str]:
+    """Threads started since ``before`` that are not the testing ResourceManager's, nor
+    workers of a thread pool that existed before: a pool starts its workers as calls
+    come, so under load the pools of whatever else this process serves (a session-scoped
+    cluster of another suite) may grow while a test runs, and their new workers are not
+    the TaskExecutor's."""
+    older = {t for pool in _pools_of(before) for t in getattr(pool, "_threads", ())}
     return [
-        t.name for t in set(threading.enumerate()) - before if not t.name.startswith("testing-rm")
+        t.name
+        for t in set(threading.enumerate()) - before - older
+        if not t.name.startswith("testing-rm")
     ]
+
+
+def _pools_of(before: set[threading.Thread]) -> list[futures.ThreadPoolExecutor]:
+    """The live thread pools one of whose workers is among ``before``'s threads."""
+    pools = [o for o in gc.get_objects() if isinstance(o, futures.ThreadPoolExecutor)]
+    return [p for p in pools if set(getattr(p, "_threads", ())) & before]
 
 
 # A source whose reader holds on (ignoring interrupts) until the test lets it go: a task
