@@ -294,6 +294,7 @@ def test_a_configuration_file_that_is_not_text_is_named_by_the_cli_and_the_maste
 # --- Spark standalone on loopback -------------------------------------------------------
 
 
+@pytest.mark.long  # a Spark standalone cluster of its own (a minute of CPU)
 @pytest.mark.spark
 def test_word_count_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -> None:
     cluster = WeirCluster(tmp_path / "weir", spark_standalone.master_url)
