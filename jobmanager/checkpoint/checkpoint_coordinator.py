@@ -51,7 +51,9 @@ from weir.core.checkpoint.savepoint_storage import (
 )
 from weir.core.errors import (
     CheckpointError,
+    CheckpointStorageUnavailableError,
     CorruptCheckpointError,
+    NonRecoverableError,
     PossibleInconsistentStateError,
     WeirError,
 )
@@ -137,6 +139,16 @@ after it is registered and before the tasks are notified; must be quick and not 
 back into the coordinator (the JobMaster releases held-back collect batches)."""
 
 _Effect = Callable[[], None]
+
+
+def _unreachable(exc: OSError) -> bool:
+    """Whether reading a checkpoint failed because its storage did not answer (a refused
+    or dropped connection, a timeout, a server error), not because a file is missing or
+    may not be read: a later attempt may succeed."""
+    return not isinstance(
+        exc,
+        FileNotFoundError | IsADirectoryError | NotADirectoryError | PermissionError,
+    ) and not isinstance(exc, NonRecoverableError)
 
 
 class CheckpointCoordinator:
@@ -883,8 +895,11 @@ class CheckpointCoordinator:
         """The latest retained checkpoint that can be read, for redeploying the job; None
         when no checkpoint completed yet. A missing or corrupt file makes it fall back to
         the previous retained checkpoint (logged at WARNING); CheckpointError when none
-        is usable. ``verify_state`` reads every state file and checks its checksum
-        (otherwise only that the files exist). Call after ``abort_pending``."""
+        is usable. A storage that does not answer raises CheckpointStorageUnavailableError
+        at once: restoring an older checkpoint then would repeat what sinks committed
+        after it, so the caller tries again later instead. ``verify_state`` reads every
+        state file and checks its checksum (otherwise only that the files exist). Call
+        after ``abort_pending``."""
         pointers = self._store.get_all()
         if not pointers:
             return None
@@ -899,6 +914,12 @@ class CheckpointCoordinator:
                     )
                     raise CorruptCheckpointError(msg, path=pointer.external_pointer)
             except (CorruptCheckpointError, OSError) as exc:
+                if isinstance(exc, OSError) and _unreachable(exc):
+                    msg = (
+                        f"job {self.job_id}: cannot read checkpoint {pointer.checkpoint_id} "
+                        f"at {pointer.external_pointer}: {exc}"
+                    )
+                    raise CheckpointStorageUnavailableError(msg) from exc
                 problems.append(f"checkpoint {pointer.checkpoint_id}: {exc}")
                 logger.warning(
                     "job %s: checkpoint %d cannot be restored (%s); trying an older one",
