@@ -612,7 +612,10 @@ class CheckpointCoordinator:
                 self._storage.discard_checkpoint(checkpoint_id)
             if paths:
                 logger.info(
-                    "job %s: deleting %d unreferenced shared files", self.job_id, len(paths)
+                    "job %s: checkpoint %d: deleting %d shared files nothing refers to",
+                    self.job_id,
+                    checkpoint_id,
+                    len(paths),
                 )
                 self._storage.discard_shared(paths)
 
