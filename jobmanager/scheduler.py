@@ -24,6 +24,7 @@ from weir.core.checkpoint import (
 )
 from weir.core.deployment import ExecutionState
 from weir.core.errors import (
+    CheckpointStorageUnavailableError,
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
@@ -626,6 +627,9 @@ class DefaultScheduler:
         time.sleep(max(0.0, deadline - time.monotonic()))
         try:
             restored = coordinator.restore_latest() if coordinator is not None else None
+        except CheckpointStorageUnavailableError as exc:
+            self._restore_failed(f"{type(exc).__name__}: {exc}", old)
+            return
         except WeirError as exc:
             self._fail_job(f"{type(exc).__name__}: {exc}")
             return
@@ -664,6 +668,47 @@ class DefaultScheduler:
         if unusable:
             self._release_slots(unusable)
         self._allocate_and_deploy()
+
+    def _restore_failed(self, cause: str, old: ExecutionGraph) -> None:
+        """The checkpoint storage did not answer the restore (an outage): one more failure
+        for the restart strategy, which restarts again after its delay or fails the job.
+        Neither an older checkpoint nor giving up at once: the outage may end (Flink
+        leaves transient failures on recovery to the restart strategy, FLINK-22502)."""
+        with self._lock:
+            if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
+                return
+            now_ms = int(time.time() * 1000)
+            self.failure_cause = cause
+            self.failure_ms = now_ms
+            self._restart_strategy.notify_failure(now_ms)
+            restart = self._restart_strategy.can_restart()
+            self._exception_history.append(
+                ExceptionHistoryEntry(
+                    timestamp_ms=now_ms,
+                    failure_cause=cause,
+                    attempt_number=self.graph.attempt_number,
+                    restarted=restart,
+                )
+            )
+            if restart:
+                backoff_ms = self._restart_strategy.get_backoff_time_ms()
+                logger.info(
+                    "job %s: restoring failed, restarting in %d ms (%s): %s",
+                    self.job_id,
+                    backoff_ms,
+                    self._restart_strategy,
+                    cause,
+                )
+        if not restart:
+            logger.info("job %s: %s allows no further restart", self.job_id, self._restart_strategy)
+            self._fail_job(cause)
+            return
+        threading.Thread(
+            target=self._restart,
+            args=(old, [], backoff_ms),
+            daemon=True,
+            name=f"restart-{self.job_id[:8]}",
+        ).start()
 
     def set_initial_state(
         self,

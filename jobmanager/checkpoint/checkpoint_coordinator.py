@@ -7,8 +7,12 @@ declines, the scheduler's thread for failures, the executor's thread for timers)
 changes happen under one lock; RPCs to tasks are made after it is released, so a slow
 TaskExecutor never blocks acknowledgements. Storage I/O that orders completion (creating
 ``chk-N``, writing ``_metadata``) happens under the lock, which keeps the order
-"``_metadata`` written, then registered, then tasks notified" without extra bookkeeping;
-deleting subsumed checkpoints and unreferenced shared files is an effect run after it.
+"``_metadata`` written, then registered, then tasks notified" without extra bookkeeping.
+Deleting subsumed and aborted checkpoints and unreferenced shared files happens on the
+``CheckpointsCleaner``'s thread, in order, never on the thread of an acknowledgement, a
+decline or a trigger: a store that is slow or down must not hold up the decline that says
+so. While more checkpoints await deletion than may run at once, periodic triggers wait
+(Flink's bound on the backlog); each deletion that ends retries them.
 
 Shared files of incremental checkpoints are reference-counted (``SharedStateRegistry``):
 registered when a checkpoint completes, released when it is subsumed, deleted at zero;
@@ -22,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -47,7 +51,9 @@ from weir.core.checkpoint.savepoint_storage import (
 )
 from weir.core.errors import (
     CheckpointError,
+    CheckpointStorageUnavailableError,
     CorruptCheckpointError,
+    NonRecoverableError,
     PossibleInconsistentStateError,
     WeirError,
 )
@@ -61,6 +67,7 @@ from weir.core.job_status import JobStatus
 from weir.core.key_groups import default_max_parallelism
 from weir.jobmanager.checkpoint.checkpoint_plan import CheckpointPlan
 from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
+from weir.jobmanager.checkpoint.checkpoints_cleaner import CheckpointsCleaner
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
 from weir.jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
@@ -134,6 +141,16 @@ back into the coordinator (the JobMaster releases held-back collect batches)."""
 _Effect = Callable[[], None]
 
 
+def _unreachable(exc: OSError) -> bool:
+    """Whether reading a checkpoint failed because its storage did not answer (a refused
+    or dropped connection, a timeout, a server error), not because a file is missing or
+    may not be read: a later attempt may succeed."""
+    return not isinstance(
+        exc,
+        FileNotFoundError | IsADirectoryError | NotADirectoryError | PermissionError,
+    ) and not isinstance(exc, NonRecoverableError)
+
+
 class CheckpointCoordinator:
     def __init__(
         self,
@@ -151,7 +168,10 @@ class CheckpointCoordinator:
         stats: CheckpointStatsTracker | None = None,
         on_completed: CompletionListener | None = None,
         confirm_leadership: Callable[[], bool] | None = None,
+        io_executor: Executor | None = None,
     ) -> None:
+        """``io_executor``: where deletions run, in order (default: a thread of the
+        coordinator's own, ended by ``shutdown`` and ``suspend``)."""
         self.job_id = job_id
         self.config = config
         self._storage = storage
@@ -181,6 +201,8 @@ class CheckpointCoordinator:
         self._shared = SharedStateRegistry()
         self._shared_loaded = False
         self._savepoints: dict[int, _SavepointRequest] = {}
+        self._cleaner = CheckpointsCleaner(job_id, io_executor)
+        self._held_for_cleaning = False
         # The job's shared directories, once, here (as Flink's coordinator does), so that
         # no task has to create them.
         storage.initialize_base_locations()
@@ -236,6 +258,11 @@ class CheckpointCoordinator:
                 return
             if len(self._pending) >= self.config.max_concurrent:
                 return  # retried when a pending checkpoint completes or aborts
+            if self._cleaner.number_of_checkpoints_to_clean > self.config.max_concurrent:
+                # The store deletes slower than checkpoints end: wait rather than pile up
+                # more to delete (Flink's CheckpointRequestDecider); retried by the cleaner.
+                self._held_for_cleaning = True
+                return
             now = self._clock()
             earliest = (
                 now if self._last_end_ms is None else self._last_end_ms + self.config.min_pause_ms
@@ -536,16 +563,17 @@ class CheckpointCoordinator:
             checkpoint_id,
             attempt_id,
         )
-        if checkpoint_id not in self._restored_external:
-            self._storage.discard_checkpoint(checkpoint_id)
-        if snapshot is None:
+        directory = checkpoint_id not in self._restored_external
+        uploaded: list[str] = []
+        if snapshot is not None:
+            # Shared files this late task uploaded for nothing (not those it referred to).
+            self._load_shared_locked()
+            uploaded = self._shared.unreferenced(
+                path for state in snapshot.subtask_states.values() for path in state.shared_paths()
+            )
+        if not (directory or uploaded):
             return []
-        # Shared files this late task uploaded for nothing (not those it referred to).
-        self._load_shared_locked()
-        uploaded = self._shared.unreferenced(
-            path for state in snapshot.subtask_states.values() for path in state.shared_paths()
-        )
-        return [self._discard_shared_effect(uploaded)] if uploaded else []
+        return [self._discard_effect(checkpoint_id, directory=directory, shared=uploaded)]
 
     # -- shared state --------------------------------------------------------------------
     def _load_shared_locked(self) -> None:
@@ -571,20 +599,34 @@ class CheckpointCoordinator:
                 self._shared.pin(metadata.shared_paths())
             self._shared.register(pointer.checkpoint_id, metadata.shared_paths())
 
-    def _discard_shared_effect(self, paths: list[str]) -> _Effect:
-        def effect() -> None:
-            logger.info("job %s: deleting %d unreferenced shared files", self.job_id, len(paths))
-            self._storage.discard_shared(paths)
+    def _discard_effect(
+        self, checkpoint_id: int, *, directory: bool = True, shared: list[str] | None = None
+    ) -> _Effect:
+        """Hand the cleaner the deletion of checkpoint ``checkpoint_id``'s directory (when
+        ``directory``) and of the shared files ``shared``, which nothing refers to any more.
+        Queued in the order the effects run; it runs on the cleaner's thread."""
+        paths = list(shared or ())
 
-        return effect
+        def discard() -> None:
+            if directory:
+                self._storage.discard_checkpoint(checkpoint_id)
+            if paths:
+                logger.info(
+                    "job %s: checkpoint %d: deleting %d shared files nothing refers to",
+                    self.job_id,
+                    checkpoint_id,
+                    len(paths),
+                )
+                self._storage.discard_shared(paths)
 
-    def _discard_effect(self, checkpoint_id: int, shared: list[str]) -> _Effect:
-        def effect() -> None:
-            self._storage.discard_checkpoint(checkpoint_id)
-            if shared:
-                self._storage.discard_shared(shared)
+        return lambda: self._cleaner.clean(checkpoint_id, discard, self._after_cleaning)
 
-        return effect
+    def _after_cleaning(self) -> None:
+        """A deletion ended (on the cleaner's thread): retry a periodic trigger it held."""
+        with self._lock:
+            held, self._held_for_cleaning = self._held_for_cleaning, False
+        if held:
+            self._try_trigger_requested()
 
     @property
     def shared_state_registry(self) -> SharedStateRegistry:
@@ -638,7 +680,9 @@ class CheckpointCoordinator:
         del self._pending[checkpoint_id]
         pending.dispose()
         discards = [
-            self._discard_effect(old.checkpoint_id, self._shared.unregister(old.checkpoint_id))
+            self._discard_effect(
+                old.checkpoint_id, shared=self._shared.unregister(old.checkpoint_id)
+            )
             for old in subsumed
             if old.checkpoint_id not in self._restored_external
         ]
@@ -741,8 +785,6 @@ class CheckpointCoordinator:
         self._pending.pop(checkpoint_id, None)
         pending.dispose()
         savepoint = self._savepoints.pop(checkpoint_id, None)
-        if savepoint is None and discard:
-            self._storage.discard_checkpoint(checkpoint_id)
         uploaded = (
             self._shared.unreferenced(
                 path
@@ -756,7 +798,12 @@ class CheckpointCoordinator:
         self._stats.report_failed(checkpoint_id, now, reason)
         self._last_end_ms = now
         logger.info("job %s: checkpoint %d aborted: %s", self.job_id, checkpoint_id, reason)
-        effects: list[_Effect] = [self._discard_shared_effect(uploaded)] if uploaded else []
+        effects: list[_Effect] = []
+        directory = savepoint is None and discard
+        if directory or uploaded:
+            effects.append(
+                self._discard_effect(checkpoint_id, directory=directory, shared=uploaded)
+            )
         if not self._shut_down:
             effects += [
                 self._notify_effect(task.attempt_id, checkpoint_id, complete=False)
@@ -851,8 +898,11 @@ class CheckpointCoordinator:
         """The latest retained checkpoint that can be read, for redeploying the job; None
         when no checkpoint completed yet. A missing or corrupt file makes it fall back to
         the previous retained checkpoint (logged at WARNING); CheckpointError when none
-        is usable. ``verify_state`` reads every state file and checks its checksum
-        (otherwise only that the files exist). Call after ``abort_pending``."""
+        is usable. A storage that does not answer raises CheckpointStorageUnavailableError
+        at once: restoring an older checkpoint then would repeat what sinks committed
+        after it, so the caller tries again later instead. ``verify_state`` reads every
+        state file and checks its checksum (otherwise only that the files exist). Call
+        after ``abort_pending``."""
         pointers = self._store.get_all()
         if not pointers:
             return None
@@ -867,6 +917,12 @@ class CheckpointCoordinator:
                     )
                     raise CorruptCheckpointError(msg, path=pointer.external_pointer)
             except (CorruptCheckpointError, OSError) as exc:
+                if isinstance(exc, OSError) and _unreachable(exc):
+                    msg = (
+                        f"job {self.job_id}: cannot read checkpoint {pointer.checkpoint_id} "
+                        f"at {pointer.external_pointer}: {exc}"
+                    )
+                    raise CheckpointStorageUnavailableError(msg) from exc
                 problems.append(f"checkpoint {pointer.checkpoint_id}: {exc}")
                 logger.warning(
                     "job %s: checkpoint %d cannot be restored (%s); trying an older one",
@@ -899,6 +955,7 @@ class CheckpointCoordinator:
         checkpoint, so a failure before the next one restores it again, and it is never
         deleted by this job."""
         metadata = self._load(pointer, verify_state)
+        effects: list[_Effect] = []
         with self._lock:
             self._bump_counter(metadata.checkpoint_id)
             self._restored_external.add(metadata.checkpoint_id)
@@ -911,13 +968,17 @@ class CheckpointCoordinator:
                     self.job_id, metadata.checkpoint_id, pointer, metadata.completion_timestamp_ms
                 )
             )
-            for old in subsumed:
-                if old.checkpoint_id not in self._restored_external:
-                    self._storage.discard_checkpoint(old.checkpoint_id)
-                    self._storage.discard_shared(self._shared.unregister(old.checkpoint_id))
+            effects = [
+                self._discard_effect(
+                    old.checkpoint_id, shared=self._shared.unregister(old.checkpoint_id)
+                )
+                for old in subsumed
+                if old.checkpoint_id not in self._restored_external
+            ]
             self._stats.report_restored(
                 metadata.checkpoint_id, self._clock(), pointer, metadata.checkpoint_type
             )
+        self._run(effects)
         logger.info(
             "job %s: restoring from checkpoint %d at %s",
             self.job_id,
@@ -955,6 +1016,9 @@ class CheckpointCoordinator:
                 pending.dispose()
             dropped = sorted(self._pending)
             self._pending.clear()
+        # Deletions asked for while it led still run (what they delete is no longer
+        # referred to); none is asked for any more.
+        self._cleaner.close(wait=False)
         logger.info(
             "job %s: checkpoint coordinator suspended (leadership lost); dropped checkpoints %s",
             self.job_id,
@@ -977,8 +1041,13 @@ class CheckpointCoordinator:
 
         Deleting is irrevocable and the files may be another leader's: with leader
         election, leadership is confirmed first (a ZooKeeper round trip, before the lock);
-        a JobMaster that no longer leads keeps every file, as ``suspend`` does."""
+        a JobMaster that no longer leads keeps every file, as ``suspend`` does.
+
+        Waits for the deletions queued before (the job's directory is then deleted or
+        swept after them, in order): on the caller's thread, which must not be one that
+        acknowledgements wait for."""
         leading = self._confirm_leadership is None or self._confirm_leadership()
+        effects: list[_Effect] = []
         with self._lock:
             if self._shut_down:
                 return
@@ -994,18 +1063,29 @@ class CheckpointCoordinator:
                     self.job_id,
                     job_status.name,
                 )
-                return
-            for pending in list(self._pending.values()):
-                self._abort_locked(pending, f"the job is {job_status.name}", counted=False)
-            retain = self.config.retention.retains_on(job_status)
-            logger.info(
-                "job %s: %s its checkpoints (job %s, %s)",
-                self.job_id,
-                "keeping" if retain else "deleting",
-                job_status.name,
-                self.config.retention.name,
-            )
-            self._storage.discard_job(retain=retain)
+                not_leading = True
+            else:
+                not_leading = False
+                for pending in list(self._pending.values()):
+                    effects += self._abort_locked(
+                        pending, f"the job is {job_status.name}", counted=False
+                    )
+        if not_leading:
+            self._cleaner.close(wait=False)
+            return
+        # The aborted checkpoints' deletions (no task is told: the job is over) and the
+        # failure of a savepoint in progress.
+        self._run(effects)
+        self._cleaner.close(wait=True)
+        retain = self.config.retention.retains_on(job_status)
+        logger.info(
+            "job %s: %s its checkpoints (job %s, %s)",
+            self.job_id,
+            "keeping" if retain else "deleting",
+            job_status.name,
+            self.config.retention.name,
+        )
+        self._storage.discard_job(retain=retain)
         # The job's entries in the HA store go with a globally terminal end (a retained
         # checkpoint is resumed by its path); a fenced write, refused to a deposed leader.
         try:

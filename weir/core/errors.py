@@ -38,7 +38,8 @@ WeirError
 │   ├── UnknownKvStateIdError (KeyError)              the TaskManager no longer holds that state
 │   └── UnknownKeyOrNamespaceError (KeyError)         the state holds nothing for that key
 └── CheckpointError                        a checkpoint could not be taken, stored or restored
-    └── CorruptCheckpointError             a checkpoint file is missing, cut short or corrupt
+    ├── CorruptCheckpointError             a checkpoint file is missing, cut short or corrupt
+    └── CheckpointStorageUnavailableError  the storage did not answer a restore: try again
 """
 
 from __future__ import annotations
@@ -240,6 +241,12 @@ class UnknownKeyOrNamespaceError(QueryableStateError, KeyError):
 
 class CheckpointError(WeirError):
     """A checkpoint could not be triggered, completed, stored or restored."""
+
+
+class CheckpointStorageUnavailableError(CheckpointError):
+    """Restoring a checkpoint failed because its storage did not answer (an S3 server or
+    HDFS that is down): the job restarts again, as its restart strategy allows, rather
+    than restoring an older checkpoint or failing for good (Flink's FLINK-22502)."""
 
 
 class CorruptCheckpointError(CheckpointError):

@@ -4,23 +4,31 @@ tests/minio_server.py), jobs on the MiniCluster:
 - incremental RocksDB checkpoints carry a job through a TaskManager kill exactly once,
   upload each shared file once, and leave in ``shared/`` only what the retained
   checkpoint refers to, and no unfinished upload;
+- a checkpoint that never completes (a task holds its snapshot until it expires, ``-m
+  long``): the shared files the RocksDB tasks uploaded for it are deleted from S3 while the
+  job runs on, and nothing of it is left once the job ended;
 - the exactly-once FileSink writes part files as multipart uploads: killed at moments a
   seed picks, the job commits exactly the lines of a failure-free run, with no partial
   object ever visible and no upload or put-aside object left once it ended
-  (``make test-long`` runs more kills with random seeds);
+  (``make test-long`` runs more kills with random seeds, at records and between a
+  checkpoint's completion and the sink's commit);
 - a savepoint written to S3 is read back and resumed from ``s3://`` at another parallelism;
 - a FileSource monitoring an ``s3://`` prefix reads what is written there while it runs;
 - refused credentials and a bucket without write permission fail the job at once, naming
   the bucket and key; credentials appear in no log;
 - the S3 server stopped for 20 s mid-job (``-m long``), the job running and checkpointing
-  all through it: it rides through or restarts from its latest checkpoint, checkpoints
-  again afterwards, and its output is still exactly once.
+  all through it: the first checkpoint the outage fails fails the job over (Flink's
+  default, execution.checkpointing.tolerable-failed-checkpoints: 0); it restarts from the
+  last checkpoint before the outage once the store answers, checkpoints again, and its
+  output is still exactly once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import re
 import signal
 import time
 from collections import Counter
@@ -218,6 +226,121 @@ def test_incremental_checkpoints_on_s3_survive_a_kill_upload_shared_files_once_a
         assert ROOT_PASSWORD not in log.read_text(errors="replace"), log
 
 
+class HoldSnapshots(MapFunction):
+    """Passes records on; while the file ``hold`` exists and ``go`` does not, its snapshot
+    waits (on the task thread): the checkpoints of that time never get this task's
+    acknowledgement, though the tasks before it acknowledged them, and expire."""
+
+    def __init__(self, hold: str, go: str) -> None:
+        self.hold = hold
+        self.go = go
+
+    def map(self, value):
+        return value
+
+    def snapshot_state(self, checkpoint_id):
+        while os.path.exists(self.hold) and not os.path.exists(self.go):
+            time.sleep(0.05)  # polling the test's files, not a synchronisation
+        return b""
+
+    def initialize_state(self, data):
+        pass
+
+
+def _shared_of(fs: Any, shared: str, checkpoint_id: int) -> list[str]:
+    """The shared files uploaded for checkpoint ``checkpoint_id`` (named
+    ``{backend}-{checkpoint}-{sst}``)."""
+    return [p for p in uploaded(fs, shared) if f"-{checkpoint_id}-" in p.rsplit("/", 1)[-1]]
+
+
+@pytest.mark.long  # checkpoints held until they expire
+def test_shared_files_of_a_checkpoint_that_never_completed_are_deleted_from_s3_while_the_job_runs(
+    cluster, server, tmp_path, caplog
+) -> None:
+    bucket = server.new_bucket("expired")
+    records = 8_000
+    hold, go = tmp_path / "hold", tmp_path / "go"
+    config = {
+        "state.backend.type": "rocksdb",
+        "state.backend.incremental": "true",
+        "execution.checkpointing.num-retained": "1",
+        # A held checkpoint expires after this; the job goes on (no failover) through it.
+        "execution.checkpointing.timeout": "3 s",
+        "execution.checkpointing.tolerable-failed-checkpoints": "1000",
+    }
+    base = f"s3://{bucket}/job"
+    env = s3_env(server, f"{base}/checkpoints", config)
+    sink = (
+        FileSink.for_row_format(f"{base}/out", Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
+    (
+        env.from_source(
+            NumberSequenceSource(0, records - 1), WatermarkStrategy.no_watermarks(), "numbers"
+        )
+        .set_parallelism(1)
+        .map(Paced(0.001))
+        .set_parallelism(1)
+        .key_by(lambda kv: kv[0])
+        .process(RunningTotal(), output_type=Types.STRING())
+        .rebalance()
+        .map(HoldSnapshots(str(hold), str(go)), output_type=Types.STRING())
+        .sink_to(sink)
+    )
+    caplog.set_level(logging.INFO, logger="weir.jobmanager.checkpoint")
+    client = env.execute_async("checkpoints that expire on S3")
+    job_id = str(client.get_job_id())
+    fs = server.file_system()
+    shared = f"{bucket}/job/checkpoints/{job_id}/shared"
+    with DispatcherGateway(cluster.address) as gateway:
+        await_condition(lambda: _completed_checkpoints(gateway, job_id) >= 2, "checkpoints", 120)
+        hold.touch()
+
+        def expired_after_uploads() -> int | None:
+            deleting = {
+                int(m.group(1))
+                for m in re.finditer(
+                    r"checkpoint (\d+): deleting [1-9]\d* shared files", caplog.text
+                )
+            }
+            history = gateway.checkpoint_statistics(job_id).history
+            return next(
+                (
+                    c.checkpoint_id
+                    for c in history
+                    if c.status == "FAILED"
+                    and "expired" in c.failure_message
+                    and c.checkpoint_id in deleting
+                ),
+                None,
+            )
+
+        # The RocksDB tasks acknowledged the held checkpoint with SST files they uploaded
+        # for it; once it expired, the coordinator deleted them, the job still running.
+        expired = await_condition(expired_after_uploads, "an expired checkpoint", 120)
+        await_condition(
+            lambda: _shared_of(fs, shared, expired) == [], "its shared files to go", 120
+        )
+        assert gateway.job_details(job_id).status == "RUNNING"
+        go.touch()
+        client.get_job_execution_result().result()
+        assert gateway.job_details(job_id).exception_history == ()  # never failed over
+
+    # Nothing of it, nor of any other checkpoint that never completed, is left behind.
+    assert committed(fs, f"{bucket}/job/out") == expected_lines(records)
+    (metadata,) = fs.glob(f"{bucket}/job/checkpoints/{job_id}/chk-*/_metadata")
+    referenced = {
+        p.rsplit("/", 1)[-1] for p in decode_metadata(fs.cat_file(metadata)).shared_paths()
+    }
+    assert {p.rsplit("/", 1)[-1] for p in uploaded(fs, shared)} == referenced
+    assert [p for p in fs.ls(f"{bucket}/job/checkpoints/{job_id}") if "chk-" in p] == [
+        metadata.rsplit("/", 1)[0]
+    ]
+    assert hidden(fs, f"{bucket}/job") == []
+    assert server.unfinished_uploads() == []
+
+
 class Padded(MapFunction):
     """A line of ``PADDED_LINE`` bytes per record, ``pause_s`` per record."""
 
@@ -235,32 +358,45 @@ def expected_padded(records: int) -> Counter[str]:
 
 
 class KillAt(MapFunction):
-    """Passes records on; in subtask 0, SIGKILLs its own TaskManager's process when its
-    attempt has seen ``points[n]`` records, ``n`` the number of kills so far (marked in
-    ``marks``): faults at places in the data, whatever the machine's speed, while parts
-    upload beside the task, between checkpoints or before the first."""
+    """Passes records on; in subtask 0, SIGKILLs its own TaskManager's process at
+    ``points[n]``, ``n`` the number of kills so far (marked in ``marks``): faults at places
+    in the job's own progress, whatever the machine's speed. A point is ``("record", k)``:
+    when its attempt has seen ``k`` records, while parts upload beside the task, between
+    checkpoints or before the first; or ``("commit", k)``: at the ``k``-th checkpoint its
+    attempt saw complete, before the FileSink chained after it commits what that
+    checkpoint covers (a restore must commit it)."""
 
-    def __init__(self, marks: str, points: list[int]) -> None:
+    def __init__(self, marks: str, points: list[tuple[str, int]]) -> None:
         self.marks = marks
         self.points = points
 
     def open(self, runtime_context):
         kills = len(os.listdir(self.marks))
         armed = runtime_context.get_index_of_this_subtask() == 0 and kills < len(self.points)
-        self.threshold = self.points[kills] if armed else -1
+        self.phase, self.threshold = self.points[kills] if armed else ("", -1)
         self.seen = 0
+        self.completed = 0
+
+    def _die(self) -> None:
+        with open(os.path.join(self.marks, str(len(os.listdir(self.marks)))), "x"):
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def map(self, value):
         self.seen += 1
-        if self.seen == self.threshold:
-            with open(os.path.join(self.marks, str(len(os.listdir(self.marks)))), "x"):
-                pass
-            os.kill(os.getpid(), signal.SIGKILL)
+        if self.phase == "record" and self.seen == self.threshold:
+            self._die()
         return value
+
+    def notify_checkpoint_complete(self, checkpoint_id):
+        # Called before the sink's, which comes after this map in the chain.
+        self.completed += 1
+        if self.phase == "commit" and self.completed == self.threshold:
+            self._die()
 
 
 def padded_lines_job(
-    minio: S3Endpoint, base: str, records: int, marks: str, points: list[int]
+    minio: S3Endpoint, base: str, records: int, marks: str, points: list[tuple[str, int]]
 ) -> StreamExecutionEnvironment:
     """Records of 1 KiB into a FileSink on S3 whose part files roll at 6 MiB: each spans
     parts of 5 MiB and several checkpoints, and some are pending at a checkpoint."""
@@ -295,13 +431,24 @@ def _completed_checkpoints(gateway: DispatcherGateway, job_id: str) -> int:
 
 
 def run_with_kills(
-    minio: MinioServer, bucket: str, marks: Path, seed: int, kills: int, records: int
+    minio: MinioServer,
+    bucket: str,
+    marks: Path,
+    seed: int,
+    kills: int,
+    records: int,
+    phases: tuple[str, ...] = ("record",),
 ) -> None:
-    """The padded job, a sink subtask's TaskManager killed ``kills`` times at places in its
-    input that ``seed`` picks; then the checks."""
+    """The padded job, a sink subtask's TaskManager killed ``kills`` times at points
+    (``KillAt``) of the ``phases`` that ``seed`` picks; then the checks."""
     rng = random.Random(seed)
     per_subtask = records // 2
-    points = [rng.randrange(1, per_subtask) for _ in range(kills)]
+    points: list[tuple[str, int]] = []
+    for _ in range(kills):
+        phase = rng.choice(phases) if len(phases) > 1 else phases[0]
+        # Checkpoints come every 200 ms: an attempt sees its first few complete whatever
+        # the machine's speed, before its input ends.
+        points.append((phase, rng.randrange(1, per_subtask if phase == "record" else 6)))
     marks.mkdir(parents=True)
     base = f"s3://{bucket}/seed-{seed}"
     padded_lines_job(minio, base, records, str(marks), points).execute(f"S3 sink, seed {seed}")
@@ -330,7 +477,15 @@ def test_a_file_sink_on_s3_killed_at_random_places_commits_exactly_once(
     bucket = server.new_bucket("sink")
     for run in range(4):
         marks = tmp_path / f"marks-{run}"
-        run_with_kills(server, bucket, marks, seed + run, kills=3, records=32_000)
+        run_with_kills(
+            server,
+            bucket,
+            marks,
+            seed + run,
+            kills=3,
+            records=32_000,
+            phases=("record", "commit"),
+        )
 
 
 def test_a_savepoint_on_s3_is_read_back_and_resumed_at_another_parallelism(
@@ -437,7 +592,9 @@ def test_a_bucket_without_write_permission_fails_the_job_at_once_naming_bucket_a
 
 
 @pytest.mark.long  # a 20 s outage, then recovery
-def test_the_s3_server_stopped_for_20_s_mid_job_loses_nothing(cluster, server, tmp_path) -> None:
+def test_the_s3_server_stopped_for_20_s_mid_job_restarts_from_the_last_checkpoint(
+    cluster, server, tmp_path
+) -> None:
     bucket = server.new_bucket("outage")
     records = 20_000
     go = tmp_path / "go"
@@ -455,20 +612,28 @@ def test_the_s3_server_stopped_for_20_s_mid_job_loses_nothing(cluster, server, t
     with DispatcherGateway(cluster.address) as gateway:
         await_condition(lambda: _completed_checkpoints(gateway, job_id) >= 3, "checkpoints")
         server.stop()
-        latest = gateway.checkpoint_statistics(job_id).latest_completed
-        before = latest.checkpoint_id if latest else 0
         time.sleep(20)  # the outage itself, not a wait
+        # No checkpoint completes without its _metadata in the bucket: the latest now is
+        # the last one before the outage.
+        latest = gateway.checkpoint_statistics(job_id).latest_completed
         server.start()
         go.touch()
         client.get_job_execution_result().result()
         stats = gateway.checkpoint_statistics(job_id)
-    # S3 requests retry for seconds, so a checkpoint in progress may outlast the outage
-    # (the job rides through it); or the outage failed it, and the job restarted from the
-    # last checkpoint before the outage. Either way it checkpointed again afterwards.
-    assert before >= 3
-    assert stats.num_restored == 0 or stats.latest_restored_id >= before, (before, stats)
+        details = gateway.job_details(job_id)
+    # As Flink with its defaults (execution.checkpointing.tolerable-failed-checkpoints:
+    # 0): the first checkpoint the outage failed failed the job over; it restarted, as its
+    # restart strategy allows, until the store answered again, from the last checkpoint
+    # completed before the outage, and checkpointed again afterwards.
+    assert latest is not None and latest.checkpoint_id >= 3
+    causes = [entry.failure_cause for entry in details.exception_history]
+    assert any("tolerable-failed-checkpoints" in cause for cause in causes), causes
+    assert max(t.attempt_number for t in details.tasks) >= 1
+    assert stats.num_restored >= 1
+    assert stats.latest_restored_id == latest.checkpoint_id, (latest, stats)
     assert stats.latest_completed is not None
-    assert stats.latest_completed.checkpoint_id > before
+    assert stats.latest_completed.checkpoint_id > latest.checkpoint_id
+    # Nothing lost, nothing twice, nothing left behind.
     fs = server.file_system()
     assert committed(fs, f"{bucket}/out") == expected_lines(records)
     assert hidden(fs, f"{bucket}/out") == []

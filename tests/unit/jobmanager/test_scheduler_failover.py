@@ -4,9 +4,12 @@ once; every failover goes into the job's exception history, saying whether it re
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from weir.core.deployment import ExecutionState
+from weir.core.errors import CheckpointStorageUnavailableError
 from weir.core.ids import AllocationId, ResourceId
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
 from weir.core.job_status import JobStatus
@@ -156,3 +159,56 @@ def test_a_non_recoverable_failure_reported_during_a_restart_calls_it_off(restar
     (entry,) = scheduler.exception_history()
     assert (entry.task_name, entry.restarted, entry.non_recoverable) == ("Map (2/2)", False, True)
     assert TRACE in scheduler.failure_cause
+
+
+class _UnreachableStorage:
+    """A checkpoint coordinator whose storage does not answer (an S3 server that is down):
+    every restore fails."""
+
+    def abort_pending(self, reason: str) -> None:
+        pass
+
+    def stop_periodic_scheduler(self) -> None:
+        pass
+
+    def restore_latest(self):
+        raise CheckpointStorageUnavailableError("cannot read checkpoint 3: connection refused")
+
+
+def test_a_restore_the_checkpoint_storage_does_not_answer_restarts_again_until_the_strategy_ends(
+    monkeypatch,
+):
+    real_restart = DefaultScheduler._restart
+    started: list[int] = []
+    monkeypatch.setattr(DefaultScheduler, "_send_cancels", lambda self, targets: None)
+    monkeypatch.setattr(
+        DefaultScheduler,
+        "_restart",
+        lambda self, old, targets, backoff_ms: started.append(old.attempt_number),
+    )
+    scheduler, statuses = _scheduler({**RESTARTS, "restart-strategy.fixed-delay.attempts": "2"})
+    scheduler.checkpoint_coordinator = _UnreachableStorage()  # type: ignore[assignment]
+    scheduler.fail_over("CheckpointError: 1 consecutive checkpoints failed")
+    for ev in scheduler.graph.all_executions():
+        ev.current.transition(ExecutionState.CANCELED)  # as the tasks confirm
+    assert started == [0]
+
+    # The restore finds the storage down: not a failed job, nor an older checkpoint, but
+    # another restart after the strategy's delay.
+    real_restart(scheduler, scheduler.graph, [], 0)
+    waited = threading.Event()
+    for _ in range(6000):  # the next restart starts on a thread of its own
+        if len(started) == 2:
+            break
+        waited.wait(0.01)
+    assert started == [0, 0]
+    assert scheduler.status is JobStatus.RESTARTING
+    history = scheduler.exception_history()
+    assert [e.restarted for e in history] == [True, True]
+    assert history[1].summary.startswith("CheckpointStorageUnavailableError: cannot read")
+
+    # Once the strategy allows no more, the job fails, saying why.
+    real_restart(scheduler, scheduler.graph, [], 0)
+    assert statuses[-1] in (JobStatus.FAILING, JobStatus.FAILED)
+    assert "CheckpointStorageUnavailableError" in scheduler.failure_cause
+    assert [e.restarted for e in scheduler.exception_history()] == [True, True, False]

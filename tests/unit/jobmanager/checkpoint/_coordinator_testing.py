@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 import fsspec
@@ -56,6 +57,19 @@ class TestingTime:
 
     def pending_timers(self) -> int:
         return sum(1 for *_, t in self._queue if not t.cancelled)
+
+
+class DirectExecutor(Executor):
+    """Runs what it is given at once, on the caller's thread: the coordinator's deletions
+    happen before the call that asked for them returns, as a test wants to check them."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to the caller through the future
+            future.set_exception(exc)
+        return future
 
 
 @dataclass
@@ -150,14 +164,21 @@ class Harness:
         return {n for n in names if n.startswith("chk-")}
 
 
-def make_harness(**config) -> Harness:
+_DIRECT = object()
+
+
+def make_harness(
+    *, storage_class: type = FileSystemCheckpointStorage, io_executor=_DIRECT, **config
+) -> Harness:
+    """``io_executor``: where deletions run; by default at once, on the caller's thread
+    (``DirectExecutor``); None for the coordinator's own thread."""
     defaults = {"interval_ms": 1000, "timeout_ms": 10_000}
     defaults.update(config)
     cfg = CheckpointingConfig(**defaults)
     root = f"memory://coordinator-{uuid.uuid4().hex}"
     time = TestingTime()
     gateway = TestingCheckpointGateway()
-    storage = FileSystemCheckpointStorage(root, JOB)
+    storage = storage_class(root, JOB)
     store = StandaloneCompletedCheckpointStore(cfg.num_retained)
     counter = StandaloneCheckpointIdCounter()
     failures: list = []
@@ -175,6 +196,7 @@ def make_harness(**config) -> Harness:
         executor=time,
         on_failure=failures.append,
         on_completed=completed.append,
+        io_executor=DirectExecutor() if io_executor is _DIRECT else io_executor,
     )
     return Harness(
         coordinator, time, gateway, storage, store, counter, failures, root, plan, completed

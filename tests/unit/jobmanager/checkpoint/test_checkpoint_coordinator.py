@@ -16,7 +16,11 @@ from _coordinator_testing import (
 )
 
 from weir.core.checkpoint import CheckpointType, ExternalizedCheckpointRetention, decode_metadata
-from weir.core.errors import CheckpointError, PossibleInconsistentStateError
+from weir.core.errors import (
+    CheckpointError,
+    CheckpointStorageUnavailableError,
+    PossibleInconsistentStateError,
+)
 from weir.core.ids import ExecutionAttemptId
 from weir.core.job_status import JobStatus
 from weir.jobmanager.checkpoint import CheckpointStatus
@@ -285,6 +289,23 @@ class TestRestore:
         fs.rm(path.replace("chk-2", "chk-1"))
         with pytest.raises(CheckpointError, match=r"none of its 2 retained checkpoints"):
             h.coordinator.restore_latest()
+
+    def test_a_storage_that_does_not_answer_is_no_reason_to_restore_an_older_one(self):
+        """An outage of the store: restoring the previous checkpoint would repeat what the
+        sinks committed after it; the caller is told to try again (the restart strategy
+        decides)."""
+        h = make_harness(num_retained=2)
+        h.ack_all(h.coordinator.trigger_checkpoint())
+        h.ack_all(h.coordinator.trigger_checkpoint())
+
+        def down(pointer):
+            raise ConnectionRefusedError(111, f"cannot connect to read {pointer}")
+
+        h.storage.read_metadata = down
+        with pytest.raises(CheckpointStorageUnavailableError, match="checkpoint 2 at .*chk-2"):
+            h.coordinator.restore_latest()
+        del h.storage.read_metadata  # it answers again
+        assert h.coordinator.restore_latest().checkpoint_id == 2
 
     def test_existence_check_without_reading_state(self):
         h = make_harness()

@@ -4,7 +4,7 @@ them, deletes them once none does, and deletes what an aborted checkpoint upload
 from __future__ import annotations
 
 import fsspec
-from _coordinator_testing import ATTEMPTS, MAP_0, MAP_OP, make_harness
+from _coordinator_testing import ATTEMPTS, MAP_0, MAP_OP, DirectExecutor, make_harness
 
 from weir.core.checkpoint import (
     CheckpointMetrics,
@@ -93,6 +93,7 @@ def test_counts_are_rebuilt_from_the_retained_checkpoints_after_a_takeover(tmp_p
         clock=h.time,
         executor=h.time,
         on_failure=h.failures.append,
+        io_executor=DirectExecutor(),
     )
     c.restore_latest()
     assert c.shared_state_registry.reference_count(a.path) == 2
