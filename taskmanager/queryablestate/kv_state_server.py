@@ -42,16 +42,24 @@ _STOP_GRACE_S = 1.0
 class KvStateServer(queryablestate_pb2_grpc.KvStateServerServicer):
     """A context manager; ``close`` stops the server."""
 
-    def __init__(self, registry: KvStateRegistry, security: SecurityConfig) -> None:
+    def __init__(
+        self, registry: KvStateRegistry, security: SecurityConfig, thread_name_prefix: str = "grpc"
+    ) -> None:
+        """``thread_name_prefix`` names the threads of its calls (its TaskExecutor's)."""
         self.registry = registry
         self._security = security
+        self._thread_name_prefix = thread_name_prefix
         self._server: grpc.Server | None = None
         self.address = ""
 
     def start(self, host: str, port_spec: str) -> str:
         """Serve on the first free port of ``port_spec`` on ``host``; returns host:port."""
         # Inside the cluster: security.ssl.internal.* and the token, as every TaskExecutor.
-        server = rpc.create_server(max_workers=_SERVER_WORKERS, security=self._security)
+        server = rpc.create_server(
+            max_workers=_SERVER_WORKERS,
+            security=self._security,
+            thread_name_prefix=self._thread_name_prefix,
+        )
         queryablestate_pb2_grpc.add_KvStateServerServicer_to_server(self, server)
         try:
             self.address = rpc.bind_first_free(

@@ -391,12 +391,21 @@ _server_credentials: weakref.WeakKeyDictionary[grpc.Server, grpc.ServerCredentia
 
 
 def create_server(
-    max_workers: int = 16, *, security: SecurityConfig, endpoint: Endpoint = Endpoint.INTERNAL
+    max_workers: int = 16,
+    *,
+    security: SecurityConfig,
+    endpoint: Endpoint = Endpoint.INTERNAL,
+    thread_name_prefix: str = "grpc",
 ) -> grpc.Server:
     """A server for an ``endpoint`` of that kind: its ports use TLS and its calls need the
-    token as ``security`` says (the token is checked before a request is decoded)."""
+    token as ``security`` says (the token is checked before a request is decoded).
+    ``thread_name_prefix`` names the threads its calls run on (the pool starts them as
+    calls come, at any time while it serves); a component of which several may share a
+    process names them after itself."""
     credentials = security.server_credentials(endpoint)
-    pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc")
+    pool = futures.ThreadPoolExecutor(
+        max_workers=max_workers, thread_name_prefix=thread_name_prefix
+    )
     server = grpc.server(
         pool, options=_SERVER_OPTIONS, interceptors=security.server_interceptors(endpoint)
     )
