@@ -166,7 +166,9 @@ class JobMaster(LeaderContender):
         except BaseException:
             self._stop_workers()
             raise
-        server = rpc.create_server(max_workers=16, security=self._security)
+        server = rpc.create_server(
+            max_workers=16, security=self._security, name="weir-jobmaster-rpc"
+        )
         JobMasterServicer.register(self, server)
         self._address = rpc.bind(server, self._host, 0, advertise=self._advertised_host)
         server.start()
@@ -356,7 +358,7 @@ class JobMaster(LeaderContender):
         coordinator = self.checkpoint_coordinator
         if coordinator is None:
             return
-        self._ack_worker.submit(
+        self._to_checkpointing(
             coordinator.receive_acknowledge,
             ExecutionAttemptId(attempt_id),
             checkpoint_id,
@@ -368,9 +370,18 @@ class JobMaster(LeaderContender):
         coordinator = self.checkpoint_coordinator
         if coordinator is None:
             return
-        self._ack_worker.submit(
+        self._to_checkpointing(
             coordinator.receive_decline, ExecutionAttemptId(attempt_id), checkpoint_id, reason
         )
+
+    def _to_checkpointing(self, message: Callable[..., object], *args: object) -> None:
+        """Hand a task's checkpoint message to the checkpointing thread. One that arrives
+        after the JobMaster stopped (a task acknowledging as the job ends) has nothing left
+        to inform, as in Flink: it is dropped."""
+        try:
+            self._ack_worker.submit(message, *args)
+        except RuntimeError:  # the worker was shut down: the JobMaster has stopped
+            logger.debug("checkpoint message %s after the job master stopped", message.__name__)
 
     def end_of_data(self, attempt_id: str) -> None:
         """A task reached the end of its input and waits for its final checkpoint."""
@@ -536,6 +547,11 @@ class JobMaster(LeaderContender):
             if self._closed:
                 return
             self._closed = True
+        if self._server is None:
+            # Never started: it never led and never will, so its job does not wait for a
+            # verdict on leadership to end (SUSPENDED here, as any job of a JobMaster
+            # that does not lead).
+            self._suspended = True
         if not self.scheduler.status.is_terminal_state():
             self.scheduler.cancel()
             self.scheduler.wait_terminated(30.0)

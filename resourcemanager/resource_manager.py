@@ -166,7 +166,7 @@ class ResourceManager:
         """Start the gRPC server on ``host:port`` and lease ``resourcemanager.taskmanager.min``
         TaskManagers; returns the address TaskManagers are told, ``advertise`` (else
         ``host``) with the port."""
-        server = rpc.create_server(security=self._security)
+        server = rpc.create_server(security=self._security, name="weir-resourcemanager-rpc")
         service.add_to_server(self, server)
         self._address = rpc.bind(server, host, port, advertise=advertise)
         server.start()

@@ -247,9 +247,7 @@ class TaskExecutor:
             network = self._network_factory(self.resource_id, bind_host, self.config.network)
             self._network = network
             self.data_port = network.start(self._on_network_failure)
-            server = rpc.create_server(
-                security=self._security, thread_name_prefix=self._thread_name("rpc")
-            )
+            server = rpc.create_server(security=self._security, name=self._thread_name("rpc"))
             service.add_to_server(self, server)
             self.rpc_address = rpc.bind_in_range(
                 server,

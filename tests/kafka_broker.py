@@ -186,7 +186,7 @@ class KafkaBroker:
         self.directory.mkdir(parents=True, exist_ok=True)
         config = self._write_config()
         if not self._formatted:
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = _cluster_id()
             subprocess.run(
                 self._java(
                     "kafka.tools.StorageTool",
@@ -395,3 +395,12 @@ class KafkaBroker:
                     position[tp.partition] = max(position[tp.partition], tp.offset)
         consumer.unassign()
         return records
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id as Kafka's ``Uuid.randomUuid`` makes one: base64 of 16
+    random bytes, never starting with "-" (the storage tool would read it as an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id

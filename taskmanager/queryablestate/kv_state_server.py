@@ -43,12 +43,15 @@ class KvStateServer(queryablestate_pb2_grpc.KvStateServerServicer):
     """A context manager; ``close`` stops the server."""
 
     def __init__(
-        self, registry: KvStateRegistry, security: SecurityConfig, thread_name_prefix: str = "grpc"
+        self,
+        registry: KvStateRegistry,
+        security: SecurityConfig,
+        thread_name: str = "weir-kvstate-server-rpc",
     ) -> None:
-        """``thread_name_prefix`` names the threads of its calls (its TaskExecutor's)."""
+        """``thread_name`` names the threads of its calls (its TaskExecutor's)."""
         self.registry = registry
         self._security = security
-        self._thread_name_prefix = thread_name_prefix
+        self._thread_name = thread_name
         self._server: grpc.Server | None = None
         self.address = ""
 
@@ -56,9 +59,7 @@ class KvStateServer(queryablestate_pb2_grpc.KvStateServerServicer):
         """Serve on the first free port of ``port_spec`` on ``host``; returns host:port."""
         # Inside the cluster: security.ssl.internal.* and the token, as every TaskExecutor.
         server = rpc.create_server(
-            max_workers=_SERVER_WORKERS,
-            security=self._security,
-            thread_name_prefix=self._thread_name_prefix,
+            max_workers=_SERVER_WORKERS, security=self._security, name=self._thread_name
         )
         queryablestate_pb2_grpc.add_KvStateServerServicer_to_server(self, server)
         try:

@@ -176,6 +176,7 @@ class TestOnLocalSpark:
 # --- the same with mutual TLS and a token ------------------------------------------------
 
 
+@pytest.mark.long  # a second cluster; TLS clusters are in make test in tests/integration/security
 def test_a_cluster_with_tls_runs_jobs_shows_logs_and_refuses_plaintext(tmp_path: Path) -> None:
     cluster = WeirCluster(tmp_path / "weir", "local[2]", tls=True)
     assert cluster.conf["security.ssl.internal.enabled"] == "true"
@@ -308,6 +309,7 @@ def test_word_count_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Pa
 # --- the master process itself ----------------------------------------------------------
 
 
+@pytest.mark.long  # a master of its own
 @pytest.mark.parametrize(
     "signum",
     [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.long)],
@@ -453,6 +455,7 @@ def test_chaos_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Path) -
 # --- a master lost without high availability ---------------------------------------------
 
 
+@pytest.mark.long  # a killed master: chaos
 @pytest.mark.spark
 # On Spark standalone the executors start first and the kill ends them: long.
 @pytest.mark.parametrize("spark", ["local", pytest.param("standalone", marks=pytest.mark.long)])

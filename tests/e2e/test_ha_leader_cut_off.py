@@ -117,6 +117,7 @@ def cut_the_leader_off(
     assert hidden_files(out) == []
 
 
+@pytest.mark.long  # a network cut: chaos
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_a_leader_cut_off_from_zookeeper_stops_its_job_and_the_standby_finishes_it(

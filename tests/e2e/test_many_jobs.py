@@ -105,6 +105,7 @@ def test_twenty_detached_runs_at_once_all_finish_in_order(cluster: WeirCluster) 
     _check_all_finished_in_order_and_none_lost(cluster, job_ids, task_managers)
 
 
+@pytest.mark.long  # many jobs: a soak
 def test_detached_runs_at_once_all_finish_in_order(cluster: WeirCluster) -> None:
     """The same with one-second jobs: fewer wait at once, the test takes seconds."""
     wait_until(lambda: len(_task_managers(cluster)) == 2, 60, "two TaskManagers")

@@ -39,8 +39,16 @@ def test_help_needs_no_hadoop_configuration(tmp_path) -> None:
     ("flags", "reasons"),
     [
         (("-qu", "nosuch"), ["unknown queue: nosuch"]),
-        (("-jm", "20g"), ["AM memory", "above the max threshold", "maximum-allocation-mb"]),
-        (("-tm", "20g"), ["executor memory", "above the max threshold", "maximum-allocation-mb"]),
+        pytest.param(
+            ("-jm", "20g"),
+            ["AM memory", "above the max threshold", "maximum-allocation-mb"],
+            marks=pytest.mark.long,  # one refusal is in make test, the others in test-long
+        ),
+        pytest.param(
+            ("-tm", "20g"),
+            ["executor memory", "above the max threshold", "maximum-allocation-mb"],
+            marks=pytest.mark.long,
+        ),
     ],
     ids=["unknown-queue", "master-memory", "taskmanager-memory"],
 )

@@ -395,17 +395,13 @@ def create_server(
     *,
     security: SecurityConfig,
     endpoint: Endpoint = Endpoint.INTERNAL,
-    thread_name_prefix: str = "grpc",
+    name: str = "grpc",
 ) -> grpc.Server:
     """A server for an ``endpoint`` of that kind: its ports use TLS and its calls need the
-    token as ``security`` says (the token is checked before a request is decoded).
-    ``thread_name_prefix`` names the threads its calls run on (the pool starts them as
-    calls come, at any time while it serves); a component of which several may share a
-    process names them after itself."""
+    token as ``security`` says (the token is checked before a request is decoded). Its
+    worker threads are named ``<name>_<n>``, so a thread dump tells the services apart."""
     credentials = security.server_credentials(endpoint)
-    pool = futures.ThreadPoolExecutor(
-        max_workers=max_workers, thread_name_prefix=thread_name_prefix
-    )
+    pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name)
     server = grpc.server(
         pool, options=_SERVER_OPTIONS, interceptors=security.server_interceptors(endpoint)
     )

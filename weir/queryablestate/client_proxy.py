@@ -64,7 +64,10 @@ class KvStateClientProxy(queryablestate_pb2_grpc.KvStateClientProxyServicer):
     def start(self, host: str, port_spec: str) -> str:
         """Serve on the first free port of ``port_spec`` on ``host``; returns host:port."""
         server = rpc.create_server(
-            max_workers=_PROXY_WORKERS, security=self._security, endpoint=Endpoint.REST
+            max_workers=_PROXY_WORKERS,
+            security=self._security,
+            endpoint=Endpoint.REST,
+            name="weir-kvstate-proxy-rpc",
         )
         queryablestate_pb2_grpc.add_KvStateClientProxyServicer_to_server(self, server)
         try:

@@ -165,6 +165,7 @@ class SleepsThroughTheCancel(MapFunction):
         return value
 
 
+@pytest.mark.long  # 17 s of user code by design
 def test_a_cancelled_job_stays_cancelling_while_user_code_still_runs(cluster, tmp_path):
     """Flink keeps a job CANCELLING until every task has ended: here a task blocked in
     one C call past the JobMaster's old 15 s confirmation wait; the job is CANCELED only

@@ -261,6 +261,7 @@ def _partitions(splits: list[tuple]) -> set[tuple[str, int]]:
     return {(s[1], s[2]) for s in splits if s[0] == "partition"}
 
 
+@pytest.mark.long  # rescaling from a savepoint is in make test without Kafka
 def test_a_savepoint_at_parallelism_2_resumes_at_3_with_the_partitions_dealt_out(
     cluster, kafka_broker, tmp_path, capsys
 ):

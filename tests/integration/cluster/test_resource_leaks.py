@@ -66,6 +66,7 @@ def _within(levels, baseline) -> bool:
     )
 
 
+@pytest.mark.long  # fifty jobs: a soak
 def test_fifty_jobs_leave_no_channel_thread_or_descriptor_behind(cluster):
     with DispatcherGateway(cluster.address) as gateway:
         _run_job(0)

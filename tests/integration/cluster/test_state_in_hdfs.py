@@ -125,6 +125,7 @@ def test_incremental_checkpoints_in_hdfs_recover_a_killed_task_manager_and_drop_
     }
 
 
+@pytest.mark.long  # savepoints in remote storage are in make test on S3
 def test_a_savepoint_in_hdfs_is_read_back_and_resumed_at_another_parallelism(
     cluster, hdfs, tmp_path, capsys
 ) -> None:

@@ -64,6 +64,7 @@ def _cancelled_at_the_end(gateway: DispatcherGateway, client) -> Iterator[None]:
             gateway.cancel_job(str(client.get_job_id()))
 
 
+@pytest.mark.long  # a hundred clients: a soak
 def test_a_hundred_attached_clients_all_get_their_results(cluster):
     # A job holding every slot until cancelled: the hundred jobs wait behind it, and
     # their clients wait for their results all at once.
