@@ -558,6 +558,7 @@ class DefaultScheduler:
             f" ... {lines[-1].strip()}" if len(lines) > 1 else "",
         )
         self._transition(JobStatus.RESTARTING)
+        self._end_undeployed()
         targets = self._cancel_targets()
         threading.Thread(
             target=self._restart,
@@ -791,9 +792,6 @@ class DefaultScheduler:
             if self.status.is_terminal_state() or self.status is JobStatus.CANCELLING:
                 return
             self._transition(JobStatus.CANCELLING)
-            for ev in self.graph.all_executions():
-                if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
-                    ev.current.transition(ExecutionState.CANCELED)
             self._cancel_all_tasks()
             self._check_terminal()
 
@@ -812,9 +810,6 @@ class DefaultScheduler:
                 return
             self.failure_cause = cause
             self._transition(JobStatus.FAILING)
-            for ev in self.graph.all_executions():
-                if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
-                    ev.current.transition(ExecutionState.CANCELED)
             self._cancel_all_tasks()
             self._check_terminal()
 
@@ -827,10 +822,21 @@ class DefaultScheduler:
             and ev.current.state is not ExecutionState.CREATED
         ]
 
+    def _end_undeployed(self) -> None:
+        """Under the lock, the job no longer RUNNING: a task not deployed yet (CREATED, or
+        SCHEDULED into a slot) ends CANCELED at once, as Flink's Execution.cancel ends one
+        that was never deployed: no TaskManager has it, so none would ever confirm its
+        cancellation, and the deploying thread deploys nothing more once it sees the job
+        is no longer RUNNING."""
+        for ev in self.graph.all_executions():
+            if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                ev.current.transition(ExecutionState.CANCELED)
+
     def _cancel_all_tasks(self) -> None:
-        """Under the lock: mark every deployed task that has not ended CANCELING and ask it
-        to cancel (from a helper thread: RPCs off the lock). The job's status waits for
-        each task's own report of its end."""
+        """Under the lock: end the tasks not deployed yet, mark every deployed task that
+        has not ended CANCELING and ask it to cancel (from a helper thread: RPCs off the
+        lock). The job's status waits for each deployed task's own report of its end."""
+        self._end_undeployed()
         targets = self._cancel_targets()
         cancelled = {attempt for attempt, _ in targets}
         for ev in self.graph.all_executions():

@@ -2,8 +2,8 @@
 input gate a buffer at a time, deserialises the records and hands them to the chain,
 merges watermarks and idleness per input in watermark valves, and carries out what the
 barrier handler decides at each checkpoint barrier (block, unblock, snapshot, abort) and
-at a trigger after every producer finished (an unaligned one reads the rest of the input
-ahead of processing, as channel state).
+at a trigger after every producer finished (an unaligned checkpoint reads the rest of a
+finished producer's input ahead of processing, as channel state).
 Also the replay of in-flight input buffers restored from an unaligned checkpoint.
 
 Everything here runs on the task thread. The task hands it, in its constructor, the gate,
@@ -105,8 +105,13 @@ class StreamInputProcessor:
         """A checkpoint triggered here because every producer finished, taken once their
         channels have ended (an aligned one)."""
         self._read_ahead: deque[tuple[int, int, BufferKind, bytes]] = deque()
-        """Input read to its end ahead of processing (an unaligned checkpoint triggered
-        after every producer finished), processed before the gate is polled again."""
+        """Input of finishing producers read ahead of processing (``ReadToEnd``), to be
+        processed in order, in turn with the other channels."""
+        self._reading: set[ChannelId] | None = None
+        """The channels a ``ReadToEnd`` in progress reads."""
+        self._held_back: set[ChannelId] = set()
+        """Channels blocked in the gate while some of their input waits in
+        ``_read_ahead`` (a read stopped at their barrier, not at their end)."""
         self._in_bundles = False
         """Processing one buffer a bundle at a time (serving the mailbox in between)."""
         self._deferred_trigger: CheckpointBarrier | None = None
@@ -154,12 +159,25 @@ class StreamInputProcessor:
             if isinstance(self._barrier_handler, UnalignedBarrierHandler)
             else None
         )
-        # What a ReadToEnd read ahead of processing: the barrier handler has seen it.
+        # What a ReadToEnd read ahead of processing: the barrier handler has seen it. It
+        # is processed in turn with what the other channels bring, so that they, and the
+        # barriers they bring, never wait for all of it.
         read_ahead = self._read_ahead
+        gate_turn = False
         while True:
             serve()
-            seen = bool(read_ahead)
-            item = read_ahead.popleft() if seen else poll(timeout.poll_timeout())
+            if read_ahead:
+                gate_turn = not gate_turn
+                item = poll(0) if gate_turn else None
+                seen = item is None
+                if seen:
+                    item = read_ahead.popleft()
+                    if not read_ahead and self._held_back:
+                        self._held_back.clear()
+                        gate.unblock_all()
+            else:
+                seen = False
+                item = poll(timeout.poll_timeout())
             if item is None:
                 continue
             gate_index, channel, kind, payload = item
@@ -238,32 +256,80 @@ class StreamInputProcessor:
             # snapshot nor captured. Taken once the buffer is done.
             self._deferred_trigger = barrier
             return
+        self._perform(handler.on_trigger(barrier, self._unprocessed()))
+
+    def _unprocessed(self) -> dict[ChannelId, list[bytes]]:
+        """The DATA buffers read ahead and not processed yet, per channel."""
         unprocessed: dict[ChannelId, list[bytes]] = {}
         for gate_index, channel, kind, payload in self._read_ahead:
             if kind == _DATA:
                 unprocessed.setdefault((gate_index, channel), []).append(payload)
-        self._perform(handler.on_trigger(barrier, unprocessed))
+        return unprocessed
 
-    def _read_to_end(self) -> None:
-        """``ReadToEnd``: read the open channels (their producers have finished) to their
-        END_OF_PARTITION into ``_read_ahead``, reporting every buffer and END to the
-        barrier handler as it comes; ``run`` then processes them in order."""
+    def _read_to_end(self, channels: frozenset[ChannelId]) -> None:
+        """``ReadToEnd``: read ``channels`` (their producers' operators have finished)
+        into ``_read_ahead`` while the pending checkpoint awaits them, reporting every
+        buffer, END and barrier to the barrier handler as it comes; ``run`` then
+        processes the buffers and other events in order. The other channels are blocked
+        in the gate meanwhile (unaligned checkpoints block nothing else): what they bring
+        is not bounded."""
+        reading = self._reading
+        if reading is not None:
+            # A barrier read ahead started another checkpoint: the loop below reads on.
+            reading.update(channels)
+            return
         gate, handler = self._gate, self._barrier_handler
-        assert handler is not None
+        assert isinstance(handler, UnalignedBarrierHandler)
+        reading = self._reading = set(channels)
+        for g, gate_descriptor in enumerate(self._input_gates):
+            for c in range(len(gate_descriptor.channels)):
+                if (g, c) not in reading:
+                    gate.block_channel(g, c)
         read_ahead = self._read_ahead
-        open_channels = self._open_channels - sum(1 for item in read_ahead if item[2] == _END)
-        while open_channels > 0:
-            self._check_canceled()
-            item = gate.poll(_READ_AHEAD_POLL_S)
-            if item is None:
-                continue
-            read_ahead.append(item)
-            gate_index, channel, kind, payload = item
-            if kind == _DATA:
-                handler.on_buffer(gate_index, channel, payload)
-            elif kind == _END:
-                open_channels -= 1
-                self._perform(handler.on_end_of_partition(gate_index, channel))
+        stopped_at_barrier: set[ChannelId] = set()
+        try:
+            while reading:
+                self._check_canceled()
+                item = gate.poll(_READ_AHEAD_POLL_S)
+                if item is not None:
+                    self._read_ahead_item(item, stopped_at_barrier)
+                reading.intersection_update({ch for ch in reading if handler.awaits(*ch)})
+        finally:
+            self._reading = None
+            gate.unblock_all()
+        # A channel read up to its barrier has more to come: it waits in the gate until
+        # what was read ahead of it is processed, so that its order holds.
+        waiting = {(g, c) for g, c, _, _ in read_ahead}
+        ended = {(g, c) for g, c, kind, _ in read_ahead if kind == _END}
+        self._held_back |= (stopped_at_barrier & waiting) - ended
+        for ch in self._held_back:
+            gate.block_channel(*ch)
+
+    def _read_ahead_item(
+        self, item: tuple[int, int, BufferKind, bytes], stopped_at_barrier: set[ChannelId]
+    ) -> None:
+        """One item of a ``ReadToEnd``, reported to the barrier handler as it is read."""
+        handler = self._barrier_handler
+        assert isinstance(handler, UnalignedBarrierHandler)
+        gate_index, channel, kind, payload = item
+        if kind == _DATA:
+            handler.on_buffer(gate_index, channel, payload)
+            self._read_ahead.append(item)
+        elif kind == _END:
+            self._read_ahead.append(item)
+            self._perform(handler.on_end_of_partition(gate_index, channel))
+        else:
+            event = deserialize_event(payload)
+            if not isinstance(event, CheckpointBarrier):
+                self._read_ahead.append(item)  # watermarks, EndOfData: in order, later
+                return
+            stopped_at_barrier.add((gate_index, channel))
+            overtaken = (
+                self._gate.priority_event_overtaken(gate_index, channel) if event.unaligned else []
+            )
+            self._perform(
+                handler.on_barrier(gate_index, channel, event, overtaken, self._unprocessed())
+            )
 
     def _process_in_bundles(self, process: Any, records: list[Any], timestamps: Any) -> None:
         """A buffer of more records than the bundle size, a bundle at a time, serving the
@@ -327,7 +393,14 @@ class StreamInputProcessor:
             if event.unaligned:
                 # Buffers received before the barrier that it jumped inside the gate.
                 overtaken = self._gate.priority_event_overtaken(gate_index, channel)
-            self._perform(handler.on_barrier(gate_index, channel, event, overtaken))
+            if isinstance(handler, UnalignedBarrierHandler) and self._read_ahead:
+                # What was read ahead and not processed yet is in flight for it too.
+                actions = handler.on_barrier(
+                    gate_index, channel, event, overtaken, self._unprocessed()
+                )
+            else:
+                actions = handler.on_barrier(gate_index, channel, event, overtaken)
+            self._perform(actions)
             return
         logger.debug(
             "task %s: %r on gate %d channel %d not handled yet",
@@ -363,4 +436,4 @@ class StreamInputProcessor:
                 if self._checkpointing is not None:
                     self._checkpointing.decline(action.checkpoint_id, action.reason.value)
             elif isinstance(action, ReadToEnd):
-                self._read_to_end()
+                self._read_to_end(action.channels)

@@ -42,6 +42,11 @@ class CheckpointBarrier:
     unaligned: bool = False
     target_location: str = ""
     """A savepoint's directory, where every task writes its state; empty for checkpoints."""
+    end_of_data: bool = False
+    """The sender's operators had finished when it sent this barrier (its EndOfData is
+    out): it adds no record to the channel after it, so what is still to come on the
+    channel is bounded, and its producer may finish with some of it still on the way.
+    Set by each task for the barriers it sends, never forwarded from its inputs."""
 
 
 @dataclass(frozen=True, slots=True)

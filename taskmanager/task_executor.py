@@ -225,7 +225,9 @@ class TaskExecutor:
         self.kv_state_registry = KvStateRegistry()
         self.kv_state_server: KvStateServer | None = None
         if cfg.get(self._config, cfg.QUERYABLE_STATE_ENABLE):
-            self.kv_state_server = KvStateServer(self.kv_state_registry, self._security)
+            self.kv_state_server = KvStateServer(
+                self.kv_state_registry, self._security, self._thread_name("kv-state")
+            )
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -245,7 +247,7 @@ class TaskExecutor:
             network = self._network_factory(self.resource_id, bind_host, self.config.network)
             self._network = network
             self.data_port = network.start(self._on_network_failure)
-            server = rpc.create_server(security=self._security, name="weir-taskexecutor-rpc")
+            server = rpc.create_server(security=self._security, name=self._thread_name("rpc"))
             service.add_to_server(self, server)
             self.rpc_address = rpc.bind_in_range(
                 server,
@@ -262,21 +264,27 @@ class TaskExecutor:
                     self.host, cfg.get(self._config, cfg.QUERYABLE_STATE_SERVER_PORTS)
                 )
             self._reporter = threading.Thread(
-                target=self._send_reports, name="weir-tm-state-reports", daemon=True
+                target=self._send_reports, name=self._thread_name("state-reports"), daemon=True
             )
             self._reporter.start()
             self._register_until_deadline()
             self._heartbeat_thread = threading.Thread(
-                target=self._heartbeat_loop, name="weir-tm-heartbeat", daemon=True
+                target=self._heartbeat_loop, name=self._thread_name("heartbeat"), daemon=True
             )
             self._heartbeat_thread.start()
             self._cleanup_thread = threading.Thread(
-                target=self._remove_abandoned_loop, name="weir-tm-cleanup", daemon=True
+                target=self._remove_abandoned_loop, name=self._thread_name("cleanup"), daemon=True
             )
             self._cleanup_thread.start()
         except BaseException:
             self.close()
             raise
+
+    def _thread_name(self, role: str) -> str:
+        """The name of a thread this TaskExecutor owns: its role and the TaskManager's id,
+        as the network's I/O thread is named, so that a thread dump (or a test) tells the
+        threads of one TaskExecutor from those of anything else in the process."""
+        return f"weir-tm-{role}-{self.resource_id[:8]}"
 
     def _register_until_deadline(self) -> None:
         deadline = time.monotonic() + self._heartbeat_timeout_s

@@ -21,13 +21,14 @@ Actions, in the order the task must carry them out:
   coordinator (and drop whatever was captured for it).
 - ``ChannelStateComplete``: unaligned only; every input delivered the barrier, so the
   in-flight input buffers of the checkpoint are all known and can be written.
-- ``ReadToEnd``: unaligned only, after a trigger at a task whose producers have all
-  finished (``UnalignedBarrierHandler.on_trigger``): read every open channel to its
-  END_OF_PARTITION now, ahead of processing, reporting each buffer (``on_buffer``) and
-  each END (``on_end_of_partition``) as it is read and carrying out what they return;
-  then process what was read, in order, without reporting it again. What remains to come
-  from a finished producer is bounded (its subpartition's queue and the channel's
-  credit), so this takes the time of the network, not of processing it.
+- ``ReadToEnd``: unaligned only, for channels whose producer's operators have finished
+  (``UnalignedBarrierHandler``): read each of ``channels``, and no other, ahead of
+  processing until ``awaits`` says it is no longer needed (its END_OF_PARTITION, or its
+  barrier if its producer still takes one), reporting each buffer (``on_buffer``), END
+  (``on_end_of_partition``) and barrier (``on_barrier``) as it is read and carrying out
+  what they return; then process what was read, in order, without reporting it again.
+  What remains to come from such a producer is bounded (its subpartition's queue and the
+  channel's credit), so this takes the time of the network, not of processing it.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class ChannelStateComplete:
 @dataclass(frozen=True, slots=True)
 class ReadToEnd:
     checkpoint_id: int
+    channels: frozenset[ChannelId]
 
 
 Action = (
@@ -190,7 +192,9 @@ class _SingleCheckpointBarrierHandler(abc.ABC):
         channel_index: int,
         barrier: CheckpointBarrier,
         overtaken: Sequence[bytes] = (),
+        unprocessed: Mapping[ChannelId, Sequence[bytes]] | None = None,
     ) -> list[Action]:
+        """``unprocessed``: see ``UnalignedBarrierHandler.on_trigger``."""
         channel = self._inputs.check(gate_index, channel_index)
         n = barrier.checkpoint_id
         actions: list[Action] = []
@@ -202,7 +206,7 @@ class _SingleCheckpointBarrierHandler(abc.ABC):
                 actions += self._subsume(n)
             self._current = n
             self._delivered = set()
-            actions += self._start(barrier)
+            actions += self._start(barrier, unprocessed)
         delivered = self._delivered
         assert delivered is not None
         if channel in delivered:
@@ -228,7 +232,11 @@ class _SingleCheckpointBarrierHandler(abc.ABC):
         """A barrier of checkpoint ``newer`` arrived while ``_current`` was pending."""
 
     @abc.abstractmethod
-    def _start(self, barrier: CheckpointBarrier) -> list[Action]:
+    def _start(
+        self,
+        barrier: CheckpointBarrier,
+        unprocessed: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    ) -> list[Action]:
         """The first barrier of checkpoint ``_current`` arrived."""
 
     @abc.abstractmethod
@@ -270,7 +278,11 @@ class AlignedBarrierHandler(_SingleCheckpointBarrierHandler):
     def _subsume(self, newer: int) -> list[Action]:
         return self._abort(AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
 
-    def _start(self, barrier: CheckpointBarrier) -> list[Action]:
+    def _start(
+        self,
+        barrier: CheckpointBarrier,
+        unprocessed: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    ) -> list[Action]:
         self._barrier = barrier
         return []
 
@@ -381,18 +393,57 @@ class UnalignedBarrierHandler(_SingleCheckpointBarrierHandler):
     channel delivered *n* (or ended) the channel state of *n* is complete. A newer
     barrier before that aborts *n* as subsumed. No channel is ever blocked.
 
-    The coordinator triggers *n* at the task itself once every producer has finished
-    (``on_trigger``); no barrier comes on its open channels then, as if each had been
-    sent after the channel's last buffer (Flink's ``triggerUnfinishedChannelsCheckpoint``
-    processes one on each). The snapshot is taken at once all the same, and every buffer
-    still to come on those channels is channel state: the task reads them to their end
-    ahead of processing (``ReadToEnd``), so the checkpoint waits for the network, never
-    for the task to work through the data.
+    A producer here finishes (after its final checkpoint) before its consumer has read
+    all it sent, unlike Flink's, which waits until its data is processed. No barrier comes
+    on a finished producer's channel, as if each had been sent after the channel's last
+    buffer (Flink's ``triggerUnfinishedChannelsCheckpoint`` processes one on each
+    unfinished channel): every buffer still to come on it is channel state. So that the
+    checkpoint waits for the network, never for the task to work through that data, the
+    task reads such channels to their end ahead of processing (``ReadToEnd``):
+
+    - when the coordinator triggers *n* at the task itself, once every producer has
+      finished (``on_trigger``): the snapshot is taken at once, every open channel read;
+    - when *n* is pending here and a channel has not delivered it whose producer's
+      operators have finished (its barriers said so, ``CheckpointBarrier.end_of_data``;
+      the final checkpoint's barrier is the first): that channel alone is read, the others
+      go on as usual. Its producer may still take *n* (its final checkpoint failed): then
+      the read stops at its barrier.
     """
 
     def __init__(self, channels_per_gate: Sequence[int]) -> None:
         super().__init__(channels_per_gate)
         self._captured: dict[ChannelId, list[bytes]] = {}
+        self._finishing: set[ChannelId] = set()
+        """Channels whose producer's operators have finished: no record is added to them."""
+
+    def awaits(self, gate_index: int, channel_index: int) -> bool:
+        """The pending checkpoint still waits for this channel's barrier or END."""
+        delivered = self._delivered
+        channel = (gate_index, channel_index)
+        return (
+            delivered is not None and channel not in delivered and channel not in self._inputs.ended
+        )
+
+    def on_barrier(
+        self,
+        gate_index: int,
+        channel_index: int,
+        barrier: CheckpointBarrier,
+        overtaken: Sequence[bytes] = (),
+        unprocessed: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    ) -> list[Action]:
+        if barrier.end_of_data:
+            # Recorded even from a late barrier: the channel's producer is finishing.
+            self._finishing.add(self._inputs.check(gate_index, channel_index))
+        actions = super().on_barrier(gate_index, channel_index, barrier, overtaken, unprocessed)
+        return actions + self._read_finishing()
+
+    def _read_finishing(self) -> list[Action]:
+        """A ``ReadToEnd`` of the finishing channels the pending checkpoint waits for."""
+        if self._delivered is None or not self._finishing:
+            return []
+        waiting = frozenset(ch for ch in self._finishing if self.awaits(*ch))
+        return [ReadToEnd(self._current, waiting)] if waiting else []
 
     def on_buffer(self, gate_index: int, channel_index: int, buffer: bytes) -> bool:
         delivered = self._delivered
@@ -427,12 +478,11 @@ class UnalignedBarrierHandler(_SingleCheckpointBarrierHandler):
             actions += self._subsume(n)
         self._current = n
         self._delivered = set()  # no channel delivers a barrier: each one ends instead
-        actions += self._start(barrier)
-        for channel, buffers in (unprocessed or {}).items():
-            if buffers:
-                self._captured[self._inputs.check(*channel)] = list(buffers)
+        actions += self._start(barrier, unprocessed)
         done = self._complete_if_done()
-        return [*actions, *done] if done else [*actions, ReadToEnd(n)]
+        if done:
+            return [*actions, *done]
+        return [*actions, ReadToEnd(n, self._inputs.all - self._inputs.ended)]
 
     def _subsume(self, newer: int) -> list[Action]:
         logger.info(
@@ -442,8 +492,18 @@ class UnalignedBarrierHandler(_SingleCheckpointBarrierHandler):
         )
         return self._abort(AbortReason.CHECKPOINT_DECLINED_SUBSUMED)
 
-    def _start(self, barrier: CheckpointBarrier) -> list[Action]:
-        self._captured = {}
+    def _start(
+        self,
+        barrier: CheckpointBarrier,
+        unprocessed: Mapping[ChannelId, Sequence[bytes]] | None = None,
+    ) -> list[Action]:
+        # Buffers read ahead and not processed yet are in flight for this checkpoint too,
+        # ahead of anything captured later on their channel.
+        self._captured = {
+            self._inputs.check(*channel): list(buffers)
+            for channel, buffers in (unprocessed or {}).items()
+            if buffers
+        }
         return [TriggerSnapshot(barrier, unaligned=True)]
 
     def _on_delivered(

@@ -267,7 +267,9 @@ class SubtaskCheckpointCoordinator:
             logger.warning("checkpoint %d of %s failed", n, self._attempt_id, exc_info=True)
             self._decline(self._attempt_id, n, f"{type(exc).__name__}: {exc}")
             return
-        event = serialize_event(barrier)
+        # Whether this task's operators have finished is this task's to say, never its
+        # input's (UnalignedBarrierHandler reads a finished producer's channel ahead).
+        event = serialize_event(dataclasses.replace(barrier, end_of_data=self._operators_finished))
         if barrier.unaligned:
             output_state: ChannelBuffers = {}
             unsent = self._chain.pending_buffers()

@@ -42,9 +42,16 @@ _STOP_GRACE_S = 1.0
 class KvStateServer(queryablestate_pb2_grpc.KvStateServerServicer):
     """A context manager; ``close`` stops the server."""
 
-    def __init__(self, registry: KvStateRegistry, security: SecurityConfig) -> None:
+    def __init__(
+        self,
+        registry: KvStateRegistry,
+        security: SecurityConfig,
+        thread_name: str = "weir-kvstate-server-rpc",
+    ) -> None:
+        """``thread_name`` names the threads of its calls (its TaskExecutor's)."""
         self.registry = registry
         self._security = security
+        self._thread_name = thread_name
         self._server: grpc.Server | None = None
         self.address = ""
 
@@ -52,7 +59,7 @@ class KvStateServer(queryablestate_pb2_grpc.KvStateServerServicer):
         """Serve on the first free port of ``port_spec`` on ``host``; returns host:port."""
         # Inside the cluster: security.ssl.internal.* and the token, as every TaskExecutor.
         server = rpc.create_server(
-            max_workers=_SERVER_WORKERS, security=self._security, name="weir-kvstate-server-rpc"
+            max_workers=_SERVER_WORKERS, security=self._security, name=self._thread_name
         )
         queryablestate_pb2_grpc.add_KvStateServerServicer_to_server(self, server)
         try:

@@ -85,9 +85,6 @@ def test_a_positional_row_has_its_names_only_once_coded(cluster):
     assert sorted(collected(rows.rebalance().map(lambda r: r.a * 10))) == [10, 20]
 
 
-# long: a job at parallelism 2 whose key selector fails takes minutes to end after a job at
-# parallelism 1 on the same cluster (the failover waits for a pending slot request).
-@pytest.mark.long
 def test_key_by_takes_the_key_from_the_record_as_made(cluster):
     env = new_env(parallelism=2)
     rows = env.from_collection([1, 2], type_info=Types.INT()).map(lambda x: Row(x), ROW_A)

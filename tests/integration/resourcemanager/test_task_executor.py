@@ -4,17 +4,15 @@ heartbeats, slots, Stop, and that a stopped TaskExecutor leaves no thread behind
 from __future__ import annotations
 
 import dataclasses
-import gc
 import logging
 import os
 import signal
 import threading
 from collections.abc import Iterator
-from concurrent import futures
 
 import cloudpickle
 import pytest
-from _rm_testing import TestingResourceManager, wait_until
+from _rm_testing import TestingJobMaster, TestingResourceManager, wait_until
 
 from weir.core import rpc
 from weir.core.deployment import (
@@ -41,7 +39,13 @@ from weir.core.job_graph import (
     PartitionerKind,
 )
 from weir.core.security import SecurityConfig
-from weir.proto import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
+from weir.proto import (
+    common_pb2,
+    jobmaster_pb2,
+    jobmaster_pb2_grpc,
+    taskexecutor_pb2,
+    taskexecutor_pb2_grpc,
+)
 from weir.taskmanager.network import DefaultNetworkEnvironment, NetworkConfig
 from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
@@ -67,7 +71,6 @@ class TestTaskExecutor:
     def test_registers_heartbeats_and_stops_leaving_no_thread_behind(
         self, resource_manager: TestingResourceManager
     ) -> None:
-        before = set(threading.enumerate())
         executor = TaskExecutor(CONFIG, resource_manager.address, "lease-1")
         executor.start()
         registration = resource_manager.registrations[0]
@@ -76,8 +79,25 @@ class TestTaskExecutor:
         assert registration.data_port == executor.data_port > 0
         assert registration.rpc_address == executor.rpc_address
         wait_until(lambda: resource_manager.heartbeats >= 3, "three heartbeats")
+        # Another server of this process starts a thread of its own meanwhile, as the
+        # servers of a cluster that an earlier test of a full suite left running do (a
+        # gRPC server's pool grows while it serves): a thread the TaskExecutor does not
+        # own, which lives on after it. Every thread it owns carries its id.
+        other = TestingJobMaster()
+        other_channel = rpc.create_channel(other.address, SecurityConfig())
+        jobmaster_pb2_grpc.JobMasterStub(other_channel).NotifyTaskManagerLost(
+            jobmaster_pb2.TaskManagerLostNotice(resource_id="x", reason="y"), timeout=30
+        )
+        other_channel.close()
 
         channel, stub = _stub(executor.rpc_address)
+        rpc.call("GetMetrics", stub.GetMetrics, common_pb2.Empty())
+        kinds = {
+            kind
+            for kind in ("rpc", "heartbeat", "state-reports", "cleanup", "network-io")
+            if any(kind in name for name in _threads_of(executor))
+        }
+        assert len(kinds) == 5, (kinds, _threads_of(executor))
         rpc.call("Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason="test"))
         channel.close()
         assert executor.wait(30) == "test"
@@ -87,9 +107,10 @@ class TestTaskExecutor:
 
         assert not os.path.exists(working_dir)
         wait_until(
-            lambda: not _new_threads(before),
-            lambda: f"the TaskExecutor's threads to end; still running: {_new_threads(before)}",
+            lambda: not _threads_of(executor),
+            lambda: f"the TaskExecutor's threads to end; still running: {_threads_of(executor)}",
         )
+        other.close()
         channel, stub = _stub(executor.rpc_address)
         with pytest.raises(ServiceUnavailableError):
             rpc.call("Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason="again"), timeout=5)
@@ -137,13 +158,12 @@ class TestTaskExecutor:
             wait_until(lambda: executor.allocated_slots() == ["kept"], "the stale slot freed")
 
     def test_start_fails_clearly_without_a_resource_manager(self) -> None:
-        before = set(threading.enumerate())
         executor = TaskExecutor({**CONFIG, "heartbeat.timeout": "300 ms"}, "127.0.0.1:1")
         with pytest.raises(TaskManagerLostError, match="could not register"):
             executor.start()
         wait_until(
-            lambda: not _new_threads(before),
-            lambda: f"threads to end; still running: {_new_threads(before)}",
+            lambda: not _threads_of(executor),
+            lambda: f"threads to end; still running: {_threads_of(executor)}",
         )
 
     def test_slots_are_bounded_and_tasks_need_an_allocated_slot(
@@ -337,24 +357,12 @@ def _descriptor(
     )
 
 
-def _new_threads(before: set[threading.Thread]) -> list[str]:
-    """Threads started since ``before`` that are not the testing ResourceManager's, nor
-    workers of a thread pool that existed before: a pool starts its workers as calls
-    come, so under load the pools of whatever else this process serves (a session-scoped
-    cluster of another suite) may grow while a test runs, and their new workers are not
-    the TaskExecutor's."""
-    older = {t for pool in _pools_of(before) for t in getattr(pool, "_threads", ())}
-    return [
-        t.name
-        for t in set(threading.enumerate()) - before - older
-        if not t.name.startswith("testing-rm")
-    ]
-
-
-def _pools_of(before: set[threading.Thread]) -> list[futures.ThreadPoolExecutor]:
-    """The live thread pools one of whose workers is among ``before``'s threads."""
-    pools = [o for o in gc.get_objects() if isinstance(o, futures.ThreadPoolExecutor)]
-    return [p for p in pools if set(getattr(p, "_threads", ())) & before]
+def _threads_of(executor: TaskExecutor) -> list[str]:
+    """The threads the TaskExecutor owns: each carries its resource id. Not every thread
+    started while it ran: in a full suite, servers that earlier tests left running in
+    this process start threads of their own at any time."""
+    mark = executor.resource_id[:8]
+    return [t.name for t in threading.enumerate() if mark in t.name]
 
 
 # A source whose reader holds on (ignoring interrupts) until the test lets it go: a task

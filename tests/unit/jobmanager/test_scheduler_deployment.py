@@ -1,5 +1,6 @@
 """DefaultScheduler's deployment: an attempt that fails mid-deployment leaves no task
-waiting to be deployed, so a restart does not wait out the cancel timeout for them."""
+waiting to be deployed, so neither a restart nor the job's end waits out the cancel
+timeout for them."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
 from weir.jobmanager.scheduler import DefaultScheduler
 
 
-def _scheduler() -> DefaultScheduler:
+def _scheduler(parallelism: int = 3) -> DefaultScheduler:
     vertex = JobVertex(
-        "v", "v", 3, 128, (OperatorDescriptor("op-v", "v", OperatorKind.MAP, b""),), "default"
+        "v",
+        "v",
+        parallelism,
+        128,
+        (OperatorDescriptor("op-v", "v", OperatorKind.MAP, b""),),
+        "default",
     )
     graph = ExecutionGraph(JobGraph("job", "test", (vertex,), ()), 0)
     return DefaultScheduler(
@@ -117,3 +123,37 @@ def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id
     new_attempt = scheduler.graph.all_executions()[0].current.attempt_id
     assert scheduler.attempt_number_of(new_attempt) == 1
     assert [tdd.restored_checkpoint_id for tdd in submitted] == [7, 7, 7]
+
+
+def test_a_task_failing_while_others_wait_to_be_deployed_fails_the_job_at_once(monkeypatch):
+    """A user error in the first task reaches the JobMaster while the attempt is still
+    being deployed: the tasks not deployed yet end CANCELED at once (Flink cancels a
+    SCHEDULED execution without asking a TaskManager), so the job is FAILED as soon as the
+    deployed ones confirm. Before, the last of them waited, CANCELING, for a confirmation
+    no TaskManager would ever send (task.cancellation.timeout and more, minutes)."""
+    scheduler = _scheduler(parallelism=4)
+    scheduler.status = JobStatus.RUNNING
+    cancels: list[list[tuple[str, str]]] = []
+    monkeypatch.setattr(DefaultScheduler, "_send_cancels", lambda self, t: cancels.append(t))
+    monkeypatch.setattr(DefaultScheduler, "_release_slots", lambda self, slots=None: None)
+    submitted: list[str] = []
+
+    def submit_task(address, tdd, jobmaster_address, timeout_s):
+        submitted.append(tdd.execution_attempt_id)
+        if len(submitted) == 2:  # the first task's failure arrives meanwhile
+            scheduler.update_task_state(submitted[0], ExecutionState.FAILED, "ValueError: key")
+
+    monkeypatch.setattr(scheduler._task_executors, "submit_task", submit_task)
+    scheduler._slot_pool.add(_slots(4))
+    scheduler._allocate_and_deploy()
+
+    states = [ev.current.state for ev in scheduler.graph.all_executions()]
+    assert states == [
+        ExecutionState.FAILED,
+        ExecutionState.CANCELING,  # deployed: its TaskManager confirms
+        ExecutionState.CANCELED,
+        ExecutionState.CANCELED,
+    ]
+    assert [attempt for attempt, _ in cancels[0]] == [submitted[1]]
+    scheduler.update_task_state(submitted[1], ExecutionState.CANCELED, None)
+    assert scheduler.status is JobStatus.FAILED

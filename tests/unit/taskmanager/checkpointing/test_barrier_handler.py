@@ -260,7 +260,7 @@ class TestUnalignedBarrierHandler:
         assert handler.on_end_of_partition(1, 0) == []  # that producer's channel is done
         assert handler.on_trigger(barrier(3, unaligned=True)) == [
             trigger(3, unaligned=True),
-            ReadToEnd(3),
+            ReadToEnd(3, frozenset({(0, 0), (0, 1)})),
         ]
         assert handler.on_buffer(0, 0, b"a1") is True
         assert handler.on_buffer(0, 1, b"b1") is True
@@ -297,7 +297,7 @@ class TestUnalignedBarrierHandler:
         assert handler.on_trigger(barrier(2, unaligned=True)) == [
             AbortCheckpoint(1, SUBSUMED),
             trigger(2, unaligned=True),
-            ReadToEnd(2),
+            ReadToEnd(2, frozenset({(0, 0), (0, 1)})),
         ]
         assert handler.on_buffer(0, 0, b"a") is True
         handler.on_buffer(0, 1, b"y")
@@ -320,6 +320,69 @@ class TestUnalignedBarrierHandler:
             ChannelStateComplete(1, {}),
         ]
 
+    def test_a_finishing_producer_channel_is_read_to_its_end_while_another_runs(
+        self,
+    ) -> None:
+        """Channel (0, 0)'s producer took its final checkpoint (its barrier says its
+        operators finished) and then finished with buffers still on the way; channel
+        (1, 0)'s producer runs on. The next barrier from the running one takes the
+        snapshot at once and reads the finished channel, and it alone, to its END: every
+        buffer until then is channel state."""
+        handler = UnalignedBarrierHandler([1, 1])
+        final = CheckpointBarrier(1, 1001, unaligned=True, end_of_data=True)
+        assert handler.on_barrier(0, 0, final) == [TriggerSnapshot(final, unaligned=True)]
+        assert handler.on_barrier(1, 0, barrier(1, unaligned=True)) == [ChannelStateComplete(1, {})]
+        assert handler.on_buffer(0, 0, b"a1") is False  # after barrier 1: processed
+        assert handler.on_barrier(1, 0, barrier(2, unaligned=True), [b"b1"]) == [
+            trigger(2, unaligned=True),
+            ReadToEnd(2, frozenset({(0, 0)})),
+        ]
+        assert handler.awaits(0, 0)
+        assert not handler.awaits(1, 0)
+        assert handler.on_buffer(0, 0, b"a2") is True
+        assert handler.on_buffer(1, 0, b"b2") is False  # after its barrier
+        assert handler.on_end_of_partition(0, 0) == [
+            ChannelStateComplete(2, {(0, 0): [b"a2"], (1, 0): [b"b1"]})
+        ]
+        assert not handler.awaits(0, 0)
+
+    def test_buffers_read_ahead_are_channel_state_of_the_next_barrier(self) -> None:
+        handler = UnalignedBarrierHandler([1, 1])
+        handler.on_barrier(0, 0, CheckpointBarrier(1, 1001, unaligned=True, end_of_data=True))
+        handler.on_barrier(1, 0, barrier(1, unaligned=True))
+        handler.on_barrier(1, 0, barrier(2, unaligned=True))
+        handler.on_buffer(0, 0, b"a1")
+        assert handler.on_end_of_partition(0, 0) == [ChannelStateComplete(2, {(0, 0): [b"a1"]})]
+        # The task has not processed a1 when barrier 3 arrives: it is in flight for 3.
+        assert handler.on_barrier(1, 0, barrier(3, unaligned=True), (), {(0, 0): [b"a1"]}) == [
+            trigger(3, unaligned=True),
+            ChannelStateComplete(3, {(0, 0): [b"a1"]}),
+        ]
+
+    def test_a_finishing_producer_that_takes_the_checkpoint_ends_the_read_at_its_barrier(
+        self,
+    ) -> None:
+        """The producer's final checkpoint failed, so it still takes the next one: the
+        read of its channel stops at that barrier."""
+        handler = UnalignedBarrierHandler([1, 1])
+        handler.on_barrier(0, 0, CheckpointBarrier(1, 1001, unaligned=True, end_of_data=True))
+        assert handler.on_checkpoint_aborted(1) == [AbortCheckpoint(1, CANCELLED)]
+        assert handler.on_barrier(1, 0, barrier(2, unaligned=True)) == [
+            trigger(2, unaligned=True),
+            ReadToEnd(2, frozenset({(0, 0)})),
+        ]
+        assert handler.on_buffer(0, 0, b"a1") is True
+        again = CheckpointBarrier(2, 1002, unaligned=True, end_of_data=True)
+        assert handler.on_barrier(0, 0, again, [b"a2"]) == [
+            ChannelStateComplete(2, {(0, 0): [b"a1", b"a2"]})
+        ]
+        assert not handler.awaits(0, 0)
+
+    def test_without_a_finishing_producer_nothing_is_read_ahead(self) -> None:
+        handler = UnalignedBarrierHandler([1, 1])
+        assert handler.on_barrier(1, 0, barrier(1, unaligned=True)) == [trigger(1, unaligned=True)]
+        assert handler.awaits(0, 0)
+
     @given(st.lists(st.sampled_from(["a", "b", "E0", "E1"]), max_size=30))
     def test_after_a_trigger_every_buffer_until_its_end_is_captured(
         self, script: list[str]
@@ -327,7 +390,9 @@ class TestUnalignedBarrierHandler:
         # Two channels whose producers finished; "a"/"b" deliver a buffer on channel 0/1,
         # "E0"/"E1" its END_OF_PARTITION. The capture is complete when both have ended.
         handler = UnalignedBarrierHandler([2])
-        assert handler.on_trigger(barrier(1, unaligned=True))[-1] == ReadToEnd(1)
+        assert handler.on_trigger(barrier(1, unaligned=True))[-1] == ReadToEnd(
+            1, frozenset({(0, 0), (0, 1)})
+        )
         ended: set[int] = set()
         expected: dict[tuple[int, int], list[bytes]] = {}
         complete = []

@@ -164,6 +164,18 @@ class TestUnalignedCheckpoint:
         assert outputs == {(0, 0): [b"out-1", b"out-2", b"partly-filled"]}
         coordinator.close()
 
+    def test_a_barrier_says_whether_this_task_s_operators_finished_never_its_input_s(self):
+        partition = TestingPartition([[]])
+        coordinator, _ = _coordinator(partition, Acks(), has_inputs=False)
+        received = CheckpointBarrier(1, 0, unaligned=True, end_of_data=True)
+
+        coordinator.checkpoint(received)
+        coordinator.operators_finished()
+        coordinator.checkpoint(CheckpointBarrier(2, 0, unaligned=True))
+
+        assert [event.end_of_data for _, event in partition.events] == [False, True]
+        coordinator.close()
+
     def test_a_source_acks_without_waiting_for_inputs(self):
         partition = TestingPartition([[b"out"]])
         acks = Acks()
