@@ -144,7 +144,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
             and self.allowed_lateness == 0
             and backend.in_memory
         )
-        self._windows: dict[int, dict[Any, Any]] = {}
+        self._windows: dict[int, Any] = {}
         self._aligned_starts: list[int] = []
         if self._aligned:
             self._restore_windows()

@@ -43,7 +43,7 @@ class AlignedWindowPaths:
     _aligned: bool
     state_kind: str
     state_function: Any
-    _windows: dict[int, dict[Any, Any]]
+    _windows: dict[int, Any]  # {start: {key: contents}} or, over columns, a ColumnWindow
     _aligned_starts: list[int]
     _columns: tuple[str, int | str | None, int | str] | None
     _out: list[Any]
@@ -123,6 +123,9 @@ class AlignedWindowPaths:
         create = self.state_function.create_accumulator if aggregate else None
         agg_add = self.state_function.add if aggregate else None
         windows, starts_heap = self._windows, self._aligned_starts
+        for start, contents in windows.items():
+            if type(contents) is not dict:  # records after columns: dicts again
+                windows[start] = contents.as_dict()
         if not self.contents.is_empty():
             self.contents.clear_all()  # what the last checkpoint saw; the windows hold it all
         wm = self.timers.current_watermark
@@ -219,7 +222,14 @@ class AlignedWindowPaths:
             rows.append(live_rows)
             start = start - slide
         if starts:
-            self._add_columns(kind, np.concatenate(starts), np.concatenate(rows), keys, values)
+            self._add_columns(
+                kind,
+                np.concatenate(starts),
+                np.concatenate(rows),
+                keys,
+                values,
+                unordered=len(rows) > 1,
+            )
         if not in_any.all():
             late = np.flatnonzero(~in_any).tolist()
             records = batch.records()
@@ -227,43 +237,41 @@ class AlignedWindowPaths:
         self._flush()
         return True
 
-    def _add_columns(self, kind: str, starts: Any, rows: Any, keys: Any, values: Any) -> None:
+    def _add_columns(
+        self, kind: str, starts: Any, rows: Any, keys: Any, values: Any, *, unordered: bool
+    ) -> None:
         """Add record ``rows[i]`` to window ``starts[i]`` of its key, as the built-in's
         ``add`` does record after record: the same arithmetic, and within each window
-        the records in their order (a window's keys fire in the order they came)."""
+        the records in their order (``unordered``: ``rows`` are not ascending). A
+        window is held as columns (``ColumnWindow``) while its keys and values are
+        integers and numbers; otherwise as a dict."""
         import numpy as np  # noqa: PLC0415
 
+        from weir.taskmanager.operators.window_columns import ColumnWindow  # noqa: PLC0415
+
         windows = self._windows
-        for window_start in np.unique(starts).tolist():
-            in_window = rows[starts == window_start]
-            if len(rows) > len(in_window):
+        if not len(starts):
+            return
+        single = bool((starts == starts[0]).all())
+        for window_start in [int(starts[0])] if single else np.unique(starts).tolist():
+            in_window = rows if single else rows[starts == window_start]
+            if unordered:
                 in_window = np.sort(in_window)
-            window = windows.get(window_start)
+            window: Any = windows.get(window_start)
             if window is None:
-                window = windows[window_start] = {}
+                window = windows[window_start] = ColumnWindow(kind)
                 heapq.heappush(self._aligned_starts, window_start)
-            get = window.get
-            ks = keys[in_window].tolist()
-            if kind == "count":
-                for k in ks:
-                    window[k] = get(k, 0) + 1
-                continue
-            vs = values[in_window].tolist()
-            if kind == "sum":
-                for k, v in zip(ks, vs, strict=True):
-                    window[k] = get(k, 0) + v
-            elif kind == "min":
-                for k, v in zip(ks, vs, strict=True):
-                    acc = get(k)
-                    window[k] = v if acc is None or v < acc else acc
-            elif kind == "max":
-                for k, v in zip(ks, vs, strict=True):
-                    acc = get(k)
-                    window[k] = v if acc is None or v > acc else acc
-            else:  # avg: (sum, count)
-                for k, v in zip(ks, vs, strict=True):
-                    total, count = get(k, (0, 0))
-                    window[k] = (total + v, count + 1)
+            elif type(window) is dict:  # restored, or filled by records: columns if it can
+                columns = ColumnWindow.from_dict(kind, window)
+                if columns is not None:
+                    window = windows[window_start] = columns
+            window_keys = keys[in_window]
+            window_values = None if values is None else values[in_window]
+            if type(window) is ColumnWindow:
+                if window.add(window_keys, window_values):
+                    continue
+                window = windows[window_start] = window.as_dict()
+            _add_to_dict(kind, window, window_keys, window_values)
 
     def _fire_aligned(self, watermark: int) -> None:
         """Fire and drop every window whose end the watermark reached."""
@@ -276,6 +284,13 @@ class AlignedWindowPaths:
             start = heapq.heappop(starts_heap)
             contents = windows.pop(start)
             max_ts = start + size - 1
+            if type(contents) is not dict:  # a ColumnWindow
+                if function is None:  # one pass over the window's arrays
+                    results = contents.results()
+                    out.extend(results)
+                    out_ts.extend([max_ts] * len(results))
+                    continue
+                contents = contents.as_dict()
             if function is None:
                 results = list(map(value_of, contents.values()))
                 if self.state_kind != "list":  # None contents fire nothing (PyFlink)
@@ -296,7 +311,8 @@ class AlignedWindowPaths:
         by_key = self.contents
         by_key.clear_all()
         for start, contents in self._windows.items():
-            by_key.put_namespace(start, contents)
+            # A ColumnWindow gives its accumulators as the built-in's add makes them.
+            by_key.put_namespace(start, contents if type(contents) is dict else contents.as_dict())
 
     def _restore_windows(self) -> None:
         """The windows of restored contents (the table, key by key, is emptied)."""
@@ -349,3 +365,30 @@ class AlignedWindowPaths:
             self._clear_contents(key, start)
             if self.window_function is not None:
                 self._clear_window_function(TimeWindow(start, start + size), start)
+
+
+def _add_to_dict(kind: str, window: dict[Any, Any], keys: Any, values: Any) -> None:
+    """Add records with ``keys`` and ``values`` to ``window`` (``{key: accumulator}``), one
+    by one, as the built-in ``kind``'s ``add`` does."""
+    get = window.get
+    ks = keys.tolist()
+    if kind == "count":
+        for k in ks:
+            window[k] = get(k, 0) + 1
+        return
+    vs = values.tolist()
+    if kind == "sum":
+        for k, v in zip(ks, vs, strict=True):
+            window[k] = get(k, 0) + v
+    elif kind == "min":
+        for k, v in zip(ks, vs, strict=True):
+            acc = get(k)
+            window[k] = v if acc is None or v < acc else acc
+    elif kind == "max":
+        for k, v in zip(ks, vs, strict=True):
+            acc = get(k)
+            window[k] = v if acc is None or v > acc else acc
+    else:  # avg: (sum, count)
+        for k, v in zip(ks, vs, strict=True):
+            total, count = get(k, (0, 0))
+            window[k] = (total + v, count + 1)
