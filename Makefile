@@ -7,14 +7,14 @@ STAMP := $(VENV)/.installed
 CDS_STAMP := $(VENV)/.spark-cds
 PROTOS := $(wildcard proto/*.proto)
 
-.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm maven
+.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm minio maven
 
 setup: java $(STAMP) $(CDS_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,kafka]'
+	$(PY) -m pip install --quiet -e '.[dev,kafka,s3]'
 	touch $(STAMP)
 
 # A class-data sharing archive of the Spark driver's classes: every Spark driver Weir
@@ -57,6 +57,20 @@ helm:
 	    go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) >/dev/null 2>&1; } \
 	  || echo "helm $(HELM_VERSION) could not be built (no Go, or no Go module proxy):" \
 	    "the chart's tests will be skipped"
+# The S3 tests run a real MinIO server (tests/minio_server.py), built once from its Go module
+# into a cache outside the repository (a few minutes, a 150 MB binary). Without Go or the
+# module proxy nothing is built here, and the tests try once more themselves, saying why
+# they cannot.
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO_DIR := $(HOME)/.cache/weir/minio-$(MINIO_VERSION)
+MINIO := $(MINIO_DIR)/minio
+minio:
+	@test -x $(MINIO) || { command -v go >/dev/null 2>&1 \
+	  && echo "building MinIO $(MINIO_VERSION) with go install into $(MINIO_DIR)" \
+	  && mkdir -p $(MINIO_DIR) && GOBIN=$(MINIO_DIR)/build GOFLAGS=-buildvcs=false \
+	    go install github.com/minio/minio@$(MINIO_VERSION) >/dev/null 2>&1 \
+	  && mv $(MINIO_DIR)/build/minio $(MINIO) && rmdir $(MINIO_DIR)/build; } \
+	  || echo "MinIO $(MINIO_VERSION) could not be built (no Go, or no Go module proxy)"
 # The YARN and HDFS tests run Hadoop's own minicluster (tests/hadoop_cluster.py): Maven
 # fetches it from Maven Central once, and javac compiles its launcher. Install both on a
 # fresh Debian machine if they are missing.
@@ -111,20 +125,20 @@ TEST_WORKERS ?= 2
 
 # Static checks first, then the unit tier (no sockets, no subprocesses: on both cores, stops
 # at the first failure), then everything else with the slowest tests listed.
-# helm, when it has to be built, builds meanwhile (it takes minutes the first time).
+# helm and MinIO, when they have to be built, build meanwhile (minutes the first time).
 test: setup browser maven
-	@mkdir -p build; ( $(MAKE) --no-print-directory helm > build/helm-build.log 2>&1 ) & \
+	@mkdir -p build; ( $(MAKE) --no-print-directory helm minio > build/helm-build.log 2>&1 ) & \
 	  helm_build=$$!; \
 	  $(MAKE) --no-print-directory lint layers typecheck \
 	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x -n $(TEST_WORKERS) tests/unit; status=$$?; \
 	  wait $$helm_build; cat build/helm-build.log; \
-	  test $$status -eq 0 && WEIR_HELM=$(HELM) $(VENV)/bin/pytest -q -p no:cacheprovider \
+	  test $$status -eq 0 && WEIR_HELM=$(HELM) WEIR_MINIO=$(MINIO) $(VENV)/bin/pytest -q -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/unit
 
 # The soak and multi-host tests (none is in the unit tier, whose module names may repeat
 # those of the other tiers: they are never collected together).
-test-long: setup maven
-	$(VENV)/bin/pytest -q -p no:cacheprovider -m long --durations=15 --ignore=tests/unit
+test-long: setup maven minio
+	WEIR_MINIO=$(MINIO) $(VENV)/bin/pytest -q -p no:cacheprovider -m long --durations=15 --ignore=tests/unit
 	$(MAKE) --no-print-directory test-e2e-tls
 
 # The whole end-to-end suite again, soak tests included, with mutual TLS and a token on

@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import grpc
 
 from weir.core import config as cfg
-from weir.core import rpc
+from weir.core import rpc, s3_settings
 from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointMetrics,
@@ -76,6 +76,8 @@ class JobMaster(LeaderContender):
         only wake whoever waits: the Dispatcher's result waits)."""
         self.job_graph = job_graph
         self._config = {**config, **job_graph.config}
+        # The job's s3.* keys, over the cluster's, before its storage is opened.
+        s3_settings.configure(self._config)
         # The cluster's settings, never the job's: a job must not weaken them.
         self._security = SecurityConfig.from_config(config)
         self._ha = ha_services
@@ -119,15 +121,17 @@ class JobMaster(LeaderContender):
         self._ack_worker = ThreadPoolExecutor(1, thread_name_prefix=f"acks-{self.job_id[:8]}")
         self.checkpoint_coordinator: CheckpointCoordinator | None = None
         if checkpointing.enabled:
+            storage = create_checkpoint_storage(
+                self._config, job_graph.job_id, metadata_dir=ha_services.completed_checkpoint_dir()
+            )
+            # Credentials or permissions that cannot write checkpoints refuse the job now,
+            # saying so, rather than failing every checkpoint of every restart.
+            storage.check_writable()
             self._timer = ThreadScheduledExecutor(f"checkpoint-timer-{self.job_id[:8]}")
             self.checkpoint_coordinator = CheckpointCoordinator(
                 job_id=job_graph.job_id,
                 config=checkpointing,
-                storage=create_checkpoint_storage(
-                    self._config,
-                    job_graph.job_id,
-                    metadata_dir=ha_services.completed_checkpoint_dir(),
-                ),
+                storage=storage,
                 id_counter=ha_services.create_checkpoint_id_counter(job_graph.job_id),
                 store=ha_services.create_completed_checkpoint_store(
                     job_graph.job_id, checkpointing.num_retained

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
-from weir.core import rpc
+from weir.core import rpc, s3_settings
 from weir.core.addresses import local_address_towards
 from weir.core.checkpoint import CheckpointType
 from weir.core.deployment import TaskDeploymentDescriptor
@@ -176,6 +176,7 @@ class TaskExecutor:
     ) -> None:
         self.config = TaskExecutorConfig.from_config(config)
         self._config = dict(config)
+        s3_settings.configure(config)
         self.resource_id = resource_id or new_resource_id()
         self.lease_id = lease_id
         self._spark_task_info = spark_task_info

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from weir.core import config
+from weir.core import config, s3_settings
 from weir.core.checkpoint import (
     CheckpointingConfig,
     CheckpointingMode,
@@ -132,6 +132,8 @@ class TaskSetup:
         install_python_requirements(tdd.job_config)
         unpack_python_archives(tdd.job_config)
         export_python_executable(tdd.job_config)
+        # The job's s3.* keys, over the TaskManager's, before anything opens s3:// URLs.
+        s3_settings.configure(tdd.job_config)
         payloads = [_unpickle_payload(op) for op in vertex.operators]
         if tdd.restored_state is not None:
             self._restored = RestoredTaskState(tdd.restored_state, vertex.max_parallelism)

@@ -88,3 +88,18 @@ def hadoop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     cluster = shared.acquire()
     yield cluster
     shared.release()
+
+
+@pytest.fixture(scope="session")
+def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real S3 server (MinIO, tests/minio_server.py) on 127.0.0.1, one for the whole run:
+    pytest-xdist's workers share it, and it stops by itself once none of them uses it any
+    more. Each test makes buckets of its own (``minio.new_bucket()``)."""
+    from minio_server import SharedMinio
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base = Path(tmp_path_factory.getbasetemp())
+    shared = SharedMinio((base.parent if worker else base) / "minio")
+    endpoint = shared.acquire()
+    yield endpoint
+    shared.release()

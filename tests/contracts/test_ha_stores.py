@@ -1,6 +1,7 @@
 """One suite for every implementation of the job graph store, the checkpoint id counter and
 the completed checkpoint store: standalone (in memory, one master) and ZooKeeper (a real
-server; pointers in ZooKeeper, job graphs in storageDir)."""
+server; pointers in ZooKeeper, job graphs in storageDir: a local directory, and a bucket of
+a real S3 server)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from weir.core.job_status import JobStatus
 JOB = JobId("ab" * 16)
 
 
-@pytest.fixture(params=["standalone", "zookeeper"])
+@pytest.fixture(params=["standalone", "zookeeper", "zookeeper-s3"])
 def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HighAvailabilityServices]:
     if request.param == "standalone":
         yield StandaloneHaServices()
@@ -29,12 +30,22 @@ def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HighAva
     from weir.core.highavailability.zookeeper import ZooKeeperHaServices
 
     zookeeper = request.getfixturevalue("zookeeper")
+    storage = {"high-availability.storageDir": f"file://{tmp_path}/ha"}
+    if request.param == "zookeeper-s3":
+        from weir.core import s3_settings
+
+        minio = request.getfixturevalue("minio")
+        storage = {
+            **minio.config(),
+            "high-availability.storageDir": f"s3://{minio.new_bucket()}/ha",
+        }
+        s3_settings.configure(storage)
     services = ZooKeeperHaServices(
         {
             "high-availability.type": "zookeeper",
             "high-availability.zookeeper.quorum": zookeeper.address,
             "high-availability.cluster-id": f"contract-{uuid.uuid4().hex[:8]}",
-            "high-availability.storageDir": f"file://{tmp_path}/ha",
+            **storage,
         },
         "contract",
     )

@@ -45,6 +45,7 @@ from weir.client.leader_lookup import ZooKeeperDispatcherLookup, dispatcher_look
 from weir.client.restart_reporter import RestartReporter
 from weir.client.yarn_session import session_config
 from weir.core import config as cfg
+from weir.core import s3_settings
 from weir.core.checkpoint import CheckpointStatsSnapshot
 from weir.core.checkpoint.savepoint_storage import dispose_savepoint
 from weir.core.completable_future import CompletableFuture
@@ -640,6 +641,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         conf = load_cli_config()
+        # What the client reads itself (savepoints to inspect or dispose) on s3://.
+        s3_settings.configure(conf)
         return int(ns.func(ns, conf))
     except JobExecutionError as exc:
         print(

@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from weir.core import config as cfg
-from weir.core import rpc
+from weir.core import rpc, s3_settings
 from weir.core.highavailability import (
     HighAvailabilityServices,
     LeaderContender,
@@ -142,6 +142,9 @@ class ClusterComponents:
         on_shutdown: Callable[[], None] | None = None,
     ) -> None:
         self.config = dict(config)
+        # Storage on s3:// (high availability, checkpoints, savepoints) with the cluster's
+        # s3.* keys, as Flink's entry points initialise their file systems.
+        s3_settings.configure(self.config)
         self._on_shutdown = on_shutdown
         self._spark_context = spark_context
         self.host = cfg.get(self.config, cfg.BIND_HOST)

@@ -95,6 +95,17 @@ def _volumes(config: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[dict
     return volumes, mounts
 
 
+def _secret_env(config: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The environment variables every pod takes from Secrets (kubernetes.env.secretKeyRef):
+    S3 credentials, say, which then are in no ConfigMap."""
+    return [
+        {"name": env, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+        for env, secret, key in cfg.parse_env_secret_key_refs(
+            cfg.get(config, cfg.ENV_SECRET_KEY_REF)
+        )
+    ]
+
+
 def _pull_secrets(config: Mapping[str, str]) -> list[dict[str, str]]:
     names = cfg.get(config, cfg.CONTAINER_IMAGE_PULL_SECRETS).split(";")
     return [{"name": n.strip()} for n in names if n.strip()]
@@ -165,20 +176,22 @@ def taskmanager_pod_template(config: Mapping[str, str]) -> dict[str, Any]:
     owner reference to the master pod."""
     cluster_id = cfg.get(config, cfg.KUBERNETES_CLUSTER_ID)
     volumes, mounts = _volumes(config)
+    container: dict[str, Any] = {
+        "name": "taskmanager",
+        "ports": [
+            {"name": "tm-rpc", "containerPort": TASKMANAGER_RPC_PORT},
+            {"name": "tm-data", "containerPort": TASKMANAGER_DATA_PORT},
+        ],
+        "securityContext": _container_security(),
+        "volumeMounts": mounts,
+    }
+    secret_env = _secret_env(config)
+    if secret_env:
+        container["env"] = secret_env  # Spark adds its own to the template's
     spec: dict[str, Any] = {
         "automountServiceAccountToken": False,
         "securityContext": _pod_security(),
-        "containers": [
-            {
-                "name": "taskmanager",
-                "ports": [
-                    {"name": "tm-rpc", "containerPort": TASKMANAGER_RPC_PORT},
-                    {"name": "tm-data", "containerPort": TASKMANAGER_DATA_PORT},
-                ],
-                "securityContext": _container_security(),
-                "volumeMounts": mounts,
-            }
-        ],
+        "containers": [container],
         "volumes": volumes,
     }
     pull_secrets = _pull_secrets(config)
@@ -280,7 +293,7 @@ def _master_env(config: Mapping[str, str]) -> list[dict[str, Any]]:
                 "valueFrom": {"secretKeyRef": {"name": name, "key": key or "token"}},
             }
         )
-    return env
+    return env + _secret_env(config)
 
 
 def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> dict[str, Any]:

@@ -8,23 +8,9 @@ from typing import Any
 
 import yaml
 
+from weir.core.sensitive_keys import HIDDEN_VALUE, is_sensitive
+
 __all__ = ["Configuration"]
-
-
-# GlobalConfiguration.SENSITIVE_KEYS: values of keys holding these print as ******.
-_SENSITIVE = (
-    "password",
-    "secret",
-    "fs.azure.account.key",
-    "apikey",
-    "api-key",
-    "auth-params",
-    "service-key",
-    "token",
-    "basic-auth",
-    "jaas.config",
-    "http-headers",
-)
 
 
 def _java_hash(key: str) -> int:
@@ -196,12 +182,7 @@ class Configuration:
         sensitive keys (passwords, secrets, tokens) hidden."""
         # Copied twice through new HashMaps of the same size: the order of confData.
         shown = [
-            f"{key}={'******' if _is_sensitive(key) else self._entries[key]}"
+            f"{key}={HIDDEN_VALUE if is_sensitive(key) else self._entries[key]}"
             for key in self._java_order()
         ]
         return "{" + ", ".join(shown) + "}"
-
-
-def _is_sensitive(key: str) -> bool:
-    lowered = key.lower()
-    return any(word in lowered for word in _SENSITIVE)

@@ -103,6 +103,7 @@ from weir.core.options.kubernetes import (
     CONTAINER_IMAGE_DEPRECATED,
     CONTAINER_IMAGE_PULL_POLICY,
     CONTAINER_IMAGE_PULL_SECRETS,
+    ENV_SECRET_KEY_REF,
     JOBMANAGER_CPU,
     JOBMANAGER_PROCESS_SIZE,
     JOBMANAGER_REPLICAS,
@@ -117,6 +118,7 @@ from weir.core.options.kubernetes import (
     TASKMANAGER_CPU,
     TASKMANAGER_POD_TEMPLATE,
     TASKMANAGER_PROCESS_SIZE,
+    parse_env_secret_key_refs,
     parse_mounts,
 )
 from weir.core.options.master import (
@@ -169,6 +171,15 @@ from weir.core.options.restart import (
     RESTART_STRATEGY_TYPE,
     SPARK_MASTER,
     WEB_EXCEPTION_HISTORY_SIZE,
+)
+from weir.core.options.s3 import (
+    S3_ACCESS_KEY,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_SECRET_KEY,
+    S3_SESSION_TOKEN,
+    S3_UPLOAD_MAX_CONCURRENT_UPLOADS,
+    S3_UPLOAD_MIN_PART_SIZE,
 )
 from weir.core.options.security import (
     AUTH_TOKEN,
@@ -256,6 +267,7 @@ __all__ = [
     "CONTAINER_IMAGE_PULL_POLICY",
     "CONTAINER_IMAGE_PULL_SECRETS",
     "DEPRECATED_KEYS",
+    "ENV_SECRET_KEY_REF",
     "FLOATING_BUFFERS_PER_GATE",
     "GLOBAL_JOB_PARAMETERS",
     "HANDSHAKE_TIMEOUT",
@@ -335,6 +347,13 @@ __all__ = [
     "REST_SERVICE_EXPOSED_TYPE",
     "ROCKSDB_TRANSFER_THREADS",
     "RUNTIME_MODE",
+    "S3_ACCESS_KEY",
+    "S3_ENDPOINT",
+    "S3_PATH_STYLE_ACCESS",
+    "S3_SECRET_KEY",
+    "S3_SESSION_TOKEN",
+    "S3_UPLOAD_MAX_CONCURRENT_UPLOADS",
+    "S3_UPLOAD_MIN_PART_SIZE",
     "SAVEPOINT_DIR",
     "SAVEPOINT_DIR_DEPRECATED",
     "SECRETS",
@@ -397,6 +416,7 @@ __all__ = [
     "load_config_file",
     "option",
     "parse_duration_ms",
+    "parse_env_secret_key_refs",
     "parse_map",
     "parse_memory_bytes",
     "parse_mounts",

@@ -21,6 +21,7 @@ from typing import Any
 
 from weir.core import config as cfg
 from weir.core.metrics import RateView
+from weir.core.sensitive_keys import HIDDEN_VALUE, hide_sensitive_arguments, is_sensitive
 from weir.rest.cluster_view import ClusterView
 from weir.rest.errors import RestHandlerError
 from weir.rest.log_files import list_log_files, read_log_file
@@ -30,9 +31,6 @@ from weir.rest.routes import RestRequest, route
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # CPU load over the last few seconds, as Flink's Status.JVM.CPU.Load is a recent value.
 _CPU_SPAN_S = 5.0
-# Keys whose values the configuration page hides (Flink's GlobalConfiguration does too).
-_SENSITIVE = ("password", "secret", "token", "apikey", "auth-params")
-_HIDDEN = "******"
 # What Flink answers when the JobManager has no log file; its dashboard shows no error.
 _NO_LOG_FILE = "File not found."
 
@@ -98,7 +96,7 @@ def get_job_manager_config(view: ClusterView, req: RestRequest) -> Any:
     return [
         {
             "key": key,
-            "value": _HIDDEN if any(word in key.lower() for word in _SENSITIVE) else value,
+            "value": HIDDEN_VALUE if is_sensitive(key) else value,
         }
         for key, value in sorted(view.config.items())
     ]
@@ -110,7 +108,7 @@ def get_job_manager_environment(view: ClusterView, req: RestRequest) -> Any:
         "jvm": {
             "version": f"{platform.python_implementation()} {platform.python_version()}",
             "arch": platform.machine(),
-            "options": list(sys.argv),
+            "options": hide_sensitive_arguments(sys.argv),
         },
         "classpath": [p for p in sys.path if p],
     }

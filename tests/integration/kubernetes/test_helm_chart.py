@@ -39,7 +39,16 @@ HA_TLS_VALUES = [
     "taskManagers.slots=2",
     "weirConf.execution\\.checkpointing\\.dir=file:///opt/weir/storage/checkpoints",
 ]
-VALUE_SETS = {"defaults": [], "ha-tls": HA_TLS_VALUES}
+# The HA example of the chart: storage and credentials on S3.
+HA_S3_EXAMPLE = CHART.parent / "examples" / "ha-s3-values.yaml"
+VALUE_SETS = {"defaults": [], "ha-tls": HA_TLS_VALUES, "ha-s3": [f"--values={HA_S3_EXAMPLE}"]}
+
+
+def helm_args(values: list[str]) -> list[str]:
+    """``--set`` for each value, or the value itself where it is an option (``--values``)."""
+    return [
+        arg for value in values for arg in ([value] if value.startswith("--") else ["--set", value])
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +63,7 @@ def helm() -> str:
 
 
 def template(helm: str, values: list[str]) -> list[dict[str, Any]]:
-    sets = [arg for value in values for arg in ("--set", value)]
+    sets = helm_args(values)
     command = [helm, "template", "orders", str(CHART), "-n", "streaming"]
     done = subprocess.run(
         [*command, "--kube-version", f"{KUBERNETES_VERSIONS[-1]}.0", *sets],
@@ -82,7 +91,7 @@ def test_helm_lint_finds_nothing(helm: str) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     for values in VALUE_SETS.values():
-        sets = [arg for value in values for arg in ("--set", value)]
+        sets = helm_args(values)
         done = subprocess.run(
             [helm, "lint", "--strict", str(CHART), *sets],
             capture_output=True,
@@ -132,6 +141,41 @@ def test_the_rendered_weir_conf_passes_weirs_own_checks(
         assert cfg.get(conf, cfg.TASKMANAGER_PROCESS_SIZE) == 2 << 30
         assert conf["resourcemanager.taskmanager.min"] == "4"
         assert conf["execution.checkpointing.dir"] == "file:///opt/weir/storage/checkpoints"
+    if values == "ha-s3":
+        assert conf["high-availability.type"] == "zookeeper"
+        assert conf["kubernetes.jobmanager.replicas"] == "2"
+        assert conf["high-availability.storageDir"] == "s3://weir-orders/ha"
+        assert conf["execution.checkpointing.dir"] == "s3://weir-orders/checkpoints"
+        assert conf["s3.endpoint"] == "http://minio.storage.svc:9000"
+        assert cfg.get(conf, cfg.S3_PATH_STYLE_ACCESS) is True
+        # No credential in the ConfigMap: only where every pod's environment takes them.
+        assert not {cfg.S3_ACCESS_KEY.key, cfg.S3_SECRET_KEY.key} & set(conf)
+        assert cfg.parse_env_secret_key_refs(conf["kubernetes.env.secretKeyRef"]) == [
+            ("AWS_ACCESS_KEY_ID", "orders-s3", "access-key"),
+            ("AWS_SECRET_ACCESS_KEY", "orders-s3", "secret-key"),
+        ]
+
+
+def test_the_s3_credentials_secret_is_in_the_environment_of_every_pod(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    """The HA example's s3.credentialsSecret: the master and the TaskManager pod template
+    take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from it; the defaults take nothing."""
+    expected = [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": "orders-s3", "key": key}}}
+        for name, key in [
+            ("AWS_ACCESS_KEY_ID", "access-key"),
+            ("AWS_SECRET_ACCESS_KEY", "secret-key"),
+        ]
+    ]
+    for values, wanted in [("ha-s3", expected), ("defaults", [])]:
+        manifests = rendered[values]
+        (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
+        master_env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert [e for e in master_env if e["name"].startswith("AWS_")] == wanted
+        (config_map,) = [m for m in manifests if m["kind"] == "ConfigMap"]
+        template = yaml.safe_load(config_map["data"][POD_TEMPLATE_FILE])
+        assert template["spec"]["containers"][0].get("env", []) == wanted
 
 
 def _comparable(doc: dict[str, Any]) -> dict[str, Any]:

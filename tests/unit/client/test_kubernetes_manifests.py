@@ -181,6 +181,37 @@ def test_secrets_and_claims_are_mounted_in_the_master_and_every_taskmanager() ->
         assert spec["securityContext"]["runAsNonRoot"] is True
 
 
+S3_CREDENTIALS = (
+    "env:AWS_ACCESS_KEY_ID,secret:orders-s3,key:access-key;"
+    "env:AWS_SECRET_ACCESS_KEY,secret:orders-s3,key:secret-key"
+)
+
+
+def test_environment_from_secrets_reaches_the_master_and_every_taskmanager() -> None:
+    """kubernetes.env.secretKeyRef (S3 credentials, say): references in every pod's
+    environment, the values in no ConfigMap."""
+    manifests = render_manifests({**DEFAULTS, "kubernetes.env.secretKeyRef": S3_CREDENTIALS})
+    validate_all(manifests)
+    expected = [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": "orders-s3", "key": key}}}
+        for name, key in [
+            ("AWS_ACCESS_KEY_ID", "access-key"),
+            ("AWS_SECRET_ACCESS_KEY", "secret-key"),
+        ]
+    ]
+    assert master_container(manifests)["env"][-2:] == expected
+    assert pod_template(manifests)["spec"]["containers"][0]["env"] == expected
+    assert "env" not in pod_template(render_manifests(DEFAULTS))["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize(
+    "refs", ["env:A,secret:s", "AWS_ACCESS_KEY_ID=orders-s3", "env:A,secret:s,key:k,extra:x"]
+)
+def test_a_malformed_secret_reference_is_refused_naming_the_entry(refs: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"env:NAME,secret:SECRET,key:KEY"):
+        render_manifests({**DEFAULTS, "kubernetes.env.secretKeyRef": refs})
+
+
 def test_the_taskmanager_pod_template_carries_the_labels_and_no_api_token() -> None:
     template = pod_template(render_manifests(DEFAULTS))
     assert template["metadata"]["labels"] == {

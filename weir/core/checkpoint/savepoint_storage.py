@@ -32,6 +32,7 @@ from weir.core.checkpoint.metadata import (
 )
 from weir.core.checkpoint.storage import METADATA_FILE_NAME, FileSystemLocation, read_metadata_at
 from weir.core.errors import CheckpointError, ConfigurationError
+from weir.core.object_stores import write_whole
 
 __all__ = [
     "SAVEPOINT_DIR_PREFIX",
@@ -108,15 +109,7 @@ def write_savepoint_metadata(directory: str, metadata: CheckpointMetadata) -> st
     path = path.rstrip("/")
     url = str(fs.unstrip_protocol(path))
     fs.makedirs(path, exist_ok=True)
-    temp = f"{path}/.{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}"
-    try:
-        with fs.open(temp, "wb") as f:
-            f.write(encode_metadata(metadata, relative_to=url))
-        fs.mv(temp, f"{path}/{METADATA_FILE_NAME}")
-    except BaseException:
-        if fs.exists(temp):
-            fs.rm(temp)
-        raise
+    write_whole(fs, f"{path}/{METADATA_FILE_NAME}", encode_metadata(metadata, relative_to=url))
     return url
 
 

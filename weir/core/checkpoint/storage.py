@@ -46,8 +46,14 @@ from fsspec import AbstractFileSystem
 from weir.core import config as cfg
 from weir.core.checkpoint.metadata import decode_metadata
 from weir.core.checkpoint.state_handles import StreamStateHandle
-from weir.core.errors import CheckpointError, ConfigurationError, CorruptCheckpointError
+from weir.core.errors import (
+    CheckpointError,
+    ConfigurationError,
+    CorruptCheckpointError,
+    NonRecoverableError,
+)
 from weir.core.ids import JobId
+from weir.core.object_stores import is_object_store
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +127,16 @@ def _read_file(url: str) -> bytes:
     return data
 
 
+def _put(fs: AbstractFileSystem, path: str, data: bytes) -> None:
+    """Write a state file: on an object store in one PUT (all or nothing, and nothing left
+    when the writer dies midway), elsewhere as a file."""
+    if is_object_store(fs):
+        fs.pipe_file(path, data)
+        return
+    with fs.open(path, "wb") as f:
+        f.write(data)
+
+
 def read_state(handle: StreamStateHandle) -> bytes:
     """The bytes of ``handle``, decompressed, after checking size and checksum.
 
@@ -180,6 +196,10 @@ class CheckpointStorage(abc.ABC):
 
     def discard_shared(self, paths: list[str]) -> None:  # noqa: B027 - nothing to delete
         """Delete files of ``shared/`` no retained checkpoint refers to any more."""
+
+    def check_writable(self) -> None:  # noqa: B027 - nothing to check
+        """Raise, saying where and why, when checkpoints cannot be written (the JobMaster
+        asks when the job starts: credentials or permissions that no restart changes)."""
 
     def check_exists(self, handle: StreamStateHandle) -> None:
         """Raise CorruptCheckpointError when the file of ``handle`` is gone or resized
@@ -249,8 +269,7 @@ class FileSystemLocation(CheckpointStorageLocation):
         if len(stored) < self.inline_threshold:
             return _inline_handle(stored, compress)
         path = f"{self.directory}/{name}"
-        with self._fs.open(path, "wb") as f:
-            f.write(stored)
+        _put(self._fs, path, stored)
         return StreamStateHandle(
             path=str(self._fs.unstrip_protocol(path)),
             size=len(stored),
@@ -294,6 +313,18 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def write_shared_file(self, name: str, local_path: str) -> StreamStateHandle:
         _validate_state_name(name)
         path = f"{self.shared_dir}/{name}"
+        if is_object_store(self._fs):
+            # One PUT (an SST file is tens of MB): unlike a multipart upload, a PUT cut
+            # short by a killed task leaves nothing behind.
+            with open(local_path, "rb") as source:
+                data = source.read()
+            _put(self._fs, path, data)
+            return StreamStateHandle(
+                path=str(self._fs.unstrip_protocol(path)),
+                size=len(data),
+                checksum=zlib.crc32(data),
+                compressed=False,
+            )
         crc, size = 0, 0
         with open(local_path, "rb") as source, self._create(path, self.shared_dir) as target:
             while chunk := source.read(_COPY_CHUNK):
@@ -319,6 +350,23 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def checkpoint_dir(self, checkpoint_id: int) -> str:
         return f"{self.job_dir}/{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"
 
+    def check_writable(self) -> None:
+        """Write and delete an empty file in the job's directory. On an object store this
+        is the first request that needs write permission (there are no directories to
+        create), and the errors of S3 name the bucket and key already."""
+        probe = f"{self.job_dir}/.write-check-{uuid.uuid4().hex}"
+        try:
+            # The job's directory first: on an object store, a HEAD of the bucket that names
+            # it when the credentials are refused or the bucket is missing.
+            self._fs.makedirs(self.job_dir, exist_ok=True)
+            self._fs.pipe_file(probe, b"")
+            self._fs.rm(probe)
+        except NonRecoverableError:
+            raise  # already names the bucket, the key and what to do (S3's errors)
+        except OSError as exc:
+            msg = f"cannot write checkpoints to {self.job_url}: {exc}"
+            raise CheckpointError(msg) from exc
+
     def init_checkpoint(self, checkpoint_id: int) -> FileSystemLocation:
         location = self.resolve_checkpoint(checkpoint_id)
         self._fs.makedirs(location.directory, exist_ok=True)
@@ -339,8 +387,10 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         # -s`, a job ending that keeps its completed checkpoints) sees the whole file or
         # none. HDFS shows a file while it is written, so writing _metadata in place would
         # show a part of it; the rename is one request to the NameNode. Object stores have
-        # no rename, but there the write itself is all-or-nothing and `mv` is
-        # copy-then-delete of a complete object.
+        # no rename (`mv` is copy-then-delete), but there one PUT is all-or-nothing.
+        if is_object_store(self._fs):
+            _put(self._fs, final, metadata)
+            return str(self._fs.unstrip_protocol(final))
         temp = f"{directory}/.{METADATA_FILE_NAME}.inprogress-{uuid.uuid4().hex}"
         try:
             with self._create(temp, directory) as f:

@@ -12,6 +12,7 @@ from weir.core.options import kubernetes
 from weir.core.options import checkpointing
 from weir.core.options import restart
 from weir.core.options import yarn
+from weir.core.options import s3
 
 # isort: on
 
@@ -23,6 +24,7 @@ __all__ = [
     "master",
     "rest",
     "restart",
+    "s3",
     "security",
     "taskmanager",
     "yarn",

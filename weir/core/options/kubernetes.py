@@ -216,3 +216,36 @@ AUTH_TOKEN_SECRET = _option(
     "A Secret holding security.auth.token, as name or name:key (key: token): the master "
     "reads it from its environment, so the token is in no ConfigMap.",
 )
+
+
+def parse_env_secret_key_refs(text: str) -> list[tuple[str, str, str]]:
+    """``env:NAME,secret:SECRET,key:KEY;...`` (Flink's form for
+    kubernetes.env.secretKeyRef) as (variable, Secret, key) triples; raises ValueError
+    naming the entry that is not of that form."""
+    refs: list[tuple[str, str, str]] = []
+    for entry in filter(None, (e.strip() for e in text.split(";"))):
+        fields: dict[str, str] = {}
+        for part in entry.split(","):
+            name, sep, value = part.partition(":")
+            if sep and name.strip() in ("env", "secret", "key") and value.strip():
+                fields[name.strip()] = value.strip()
+        if len(fields) != 3 or entry.count(",") != 2:
+            msg = f"expected env:NAME,secret:SECRET,key:KEY, got {entry!r}"
+            raise ValueError(msg)
+        refs.append((fields["env"], fields["secret"], fields["key"]))
+    return refs
+
+
+def _env_secret_key_refs(text: str) -> str:
+    parse_env_secret_key_refs(text)
+    return text
+
+
+ENV_SECRET_KEY_REF = _option(
+    "kubernetes.env.secretKeyRef",
+    "",
+    _env_secret_key_refs,
+    "Environment variables of the master and every TaskManager pod taken from Secrets, as "
+    "env:NAME,secret:SECRET,key:KEY;... (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for "
+    "s3://, say): the values are in no ConfigMap.",
+)

@@ -1,12 +1,16 @@
 """The part-file lifecycle behind ``FileSink``: in-progress → pending → finished.
 
-One ``FileWriter`` per sink subtask. File names follow Flink's FileSink:
+One ``FileWriter`` per sink subtask. How a part file is kept until it is committed depends
+on the file system (``_part_files``): hidden files renamed on commit where the file system
+renames, multipart uploads on S3 (``_s3_part_files``). File names follow Flink's FileSink:
 
 * finished (visible): ``{bucket}/{prefix}-{uid}-{counter}{suffix}``, ``uid`` a random
   UUID of the writer, ``counter`` per bucket from 0;
 * in-progress and pending (hidden): ``{bucket}/.{finished name}.inprogress.{uuid}``, as
-  Flink's local RecoverableWriter names its temporary files. A pending file is a closed
-  in-progress file waiting for its checkpoint to complete; committing renames it.
+  Flink's local RecoverableWriter names its temporary files (on S3 the upload of the
+  finished name itself, and such a hidden object for the bytes a checkpoint put aside).
+  A pending file is a closed in-progress file waiting for its checkpoint to complete;
+  committing renames it (completes the upload).
 
 An in-progress file survives checkpoints (only rolling closes it); the checkpoint records
 its length.
@@ -33,6 +37,11 @@ rolled files for checkpoints that never completed (a full checkpoint directory) 
 failed leaves nothing behind once the checkpoint is restored again. Two jobs must not
 restore one checkpoint into one base path at the same time: each deletes the other's
 hidden files.
+
+A writer that starts fresh takes the uid its sink gives its subtask (``start_fresh``):
+the same in every attempt of one job, and another in each job. So a restarted attempt
+that has no checkpoint to restore deletes what earlier attempts of its subtask left
+hidden (and aborts their uploads) before it writes.
 """
 
 from __future__ import annotations
@@ -43,11 +52,13 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from fsspec.core import url_to_fs
 
 from weir.core.errors import CheckpointError
+from weir.core.object_stores import is_object_store
+from weir.datastream.connectors._part_files import OpenPart, PartFiles, RenamePartFiles
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +75,7 @@ class InProgressFile:
     creation_time: int
     last_update_time: int
     size: int = 0
-    handle: IO[bytes] | None = field(default=None, repr=False)
+    handle: OpenPart | None = field(default=None, repr=False)
 
     def get_bucket_id(self) -> str:
         return self.bucket_id
@@ -93,6 +104,7 @@ class FileWriter:
     ) -> None:
         self._fs, root = url_to_fs(base_path)
         self._root = root.rstrip("/") or "/"
+        self._parts = _part_files_of(self._fs)
         self._prefix = part_prefix
         self._suffix = part_suffix
         self._rolling_policy = rolling_policy
@@ -100,11 +112,11 @@ class FileWriter:
         self._uid = str(uuid.uuid4())
         self._counters: dict[str, int] = {}
         self._in_progress: dict[str, InProgressFile] = {}
-        # closed files not yet handed to a checkpoint, then per checkpoint id
-        self._pending: list[tuple[str, str]] = []
-        self._pending_per_checkpoint: dict[int, list[tuple[str, str]]] = {}
-        # Files opened since the latest snapshot: no checkpoint holds them.
-        self._unsnapshotted: set[str] = set()
+        # committables of closed files not yet handed to a checkpoint, then per checkpoint
+        self._pending: list[Any] = []
+        self._pending_per_checkpoint: dict[int, list[Any]] = {}
+        # Part files opened since the latest snapshot: no checkpoint holds them.
+        self._unsnapshotted: list[OpenPart] = []
 
     # -- records --------------------------------------------------------------------------
     def write(self, bucket_id: str, element: Any, data: bytes, now: int) -> None:
@@ -133,22 +145,20 @@ class FileWriter:
             counter = self._counters.get(bucket_id, 0)
             self._counters[bucket_id] = counter + 1
             name = f"{self._prefix}-{self._uid}-{counter}{self._suffix}"
-        temp = f"{directory}/.{name}.inprogress.{uuid.uuid4()}"
-        self._fs.makedirs(directory, exist_ok=True)
-        self._unsnapshotted.add(temp)
-        part = InProgressFile(
-            bucket_id, temp, f"{directory}/{name}", now, now, handle=self._fs.open(temp, "wb")
-        )
+        handle = self._parts.open(directory, name)
+        self._unsnapshotted.append(handle)
+        temp = getattr(handle, "temp", f"{directory}/{name}")
+        part = InProgressFile(bucket_id, temp, f"{directory}/{name}", now, now, handle=handle)
         self._in_progress[bucket_id] = part
         return part
 
     def _close_part(self, part: InProgressFile) -> None:
         """Roll: the in-progress file becomes pending."""
         assert part.handle is not None
-        part.handle.close()
+        committable = part.handle.close_for_commit()
         part.handle = None
         del self._in_progress[part.bucket_id]
-        self._pending.append((part.temp_path, part.final_path))
+        self._pending.append(committable)
 
     # -- checkpoint hooks -------------------------------------------------------------------
     def snapshot(self, checkpoint_id: int) -> bytes:
@@ -167,19 +177,16 @@ class FileWriter:
             self._pending_per_checkpoint[checkpoint_id] = self._pending
             self._pending = []
         self._unsnapshotted.clear()
-        in_progress = []
-        for part in self._in_progress.values():
-            assert part.handle is not None
-            part.handle.flush()
-            in_progress.append(
-                {
-                    "bucket": part.bucket_id,
-                    "temp": part.temp_path,
-                    "final": part.final_path,
-                    "size": part.size,
-                    "created": part.creation_time,
-                }
-            )
+        in_progress = [
+            {
+                **part.handle.persist(checkpoint_id),
+                "bucket": part.bucket_id,
+                "size": part.size,
+                "created": part.creation_time,
+            }
+            for part in self._in_progress.values()
+            if part.handle is not None
+        ]
         return json.dumps(
             {
                 "version": _STATE_VERSION,
@@ -194,19 +201,18 @@ class FileWriter:
         for pending_id in sorted(self._pending_per_checkpoint):
             if pending_id > checkpoint_id:
                 break
-            for temp, final in self._pending_per_checkpoint.pop(pending_id):
-                self._commit(temp, final)
+            for committable in self._pending_per_checkpoint.pop(pending_id):
+                self._parts.commit(committable)
+        self._parts.checkpoint_complete(checkpoint_id)
 
-    def _commit(self, temp: str, final: str) -> None:
-        fs = self._fs
-        if fs.exists(temp):
-            fs.mv(temp, final)
-        elif not fs.exists(final):
-            msg = (
-                f"FileSink: cannot commit {final!r}: its pending file {temp!r} is gone "
-                "and it was not committed before; the output lost data"
-            )
-            raise CheckpointError(msg)
+    # -- start ------------------------------------------------------------------------------
+    def start_fresh(self, uid: str, discard_leftovers: bool) -> None:
+        """Write under ``uid``, which earlier attempts of this subtask in this job used too
+        (see the module docstring); with ``discard_leftovers`` (a restarted attempt),
+        delete what they left hidden and abort their uploads first. Before any record."""
+        self._uid = uid
+        if discard_leftovers:
+            self._discard_after_checkpoint(self._root, {uid})
 
     # -- restore ----------------------------------------------------------------------------
     def restore(self, states: list[bytes]) -> None:
@@ -221,13 +227,13 @@ class FileWriter:
                 raise CheckpointError(msg)
         for entry in restored:
             for checkpoint_id in sorted(entry["pending"], key=int):
-                for temp, final in entry["pending"][checkpoint_id]:
-                    self._commit(temp, final)
+                for committable in entry["pending"][checkpoint_id]:
+                    self._parts.commit(committable)
             # Writers before this one kept a restored in-progress file until a later
             # checkpoint completed, listing it here.
             self._delete(entry.get("cleanup", ()))
             for part in entry["in_progress"]:
-                self._commit_in_progress(part)
+                self._parts.commit_in_progress(part)
         if not restored:
             return
         self._uid = restored[0]["uid"]
@@ -235,48 +241,6 @@ class FileWriter:
         roots = {self._root} | {entry.get("root", self._root) for entry in restored}
         for root in sorted(roots):
             self._discard_after_checkpoint(root, uids)
-
-    def _commit_in_progress(self, part: dict[str, Any]) -> None:
-        """The first ``size`` bytes of a restored in-progress file become its finished
-        file; once they are, the in-progress file goes."""
-        fs = self._fs
-        temp, final, size = part["temp"], part["final"], part["size"]
-        if fs.exists(final):
-            committed = fs.size(final)
-            if committed != size:
-                msg = (
-                    f"FileSink: {final!r} was committed with {committed} bytes by a restore "
-                    f"of another checkpoint, while this checkpoint holds the first {size} "
-                    f"bytes of its in-progress file {temp!r}; restoring this checkpoint "
-                    "would repeat or lose output. Restore the latest checkpoint of the job "
-                    "instead"
-                )
-                raise CheckpointError(msg)
-            logger.info("FileSink: %s was committed by an earlier restore", final)
-        elif not fs.exists(temp):
-            msg = (
-                f"FileSink: the in-progress file {temp!r} of the restored checkpoint is "
-                f"gone and {final!r} was never committed; its data cannot be recovered"
-            )
-            raise CheckpointError(msg)
-        elif fs.size(temp) == size:
-            fs.mv(temp, final)
-            return
-        elif size:  # the file holds bytes written after the checkpoint too
-            data = fs.cat_file(temp, start=0, end=size)
-            if len(data) != size:
-                msg = (
-                    f"FileSink: the in-progress file {temp!r} holds {len(data)} bytes, the "
-                    f"checkpoint recorded {size}"
-                )
-                raise CheckpointError(msg)
-            directory, _, name = final.rpartition("/")
-            staging = f"{directory}/.{name}.inprogress.{uuid.uuid4()}"
-            with fs.open(staging, "wb") as out:
-                out.write(data)
-            fs.mv(staging, final)
-        if fs.exists(temp):
-            fs.rm(temp)
 
     def _delete(self, paths: Any) -> None:
         for path in paths:
@@ -289,13 +253,16 @@ class FileWriter:
         committed by now, so all that are left were written after it. This writer's
         counters move past the finished files of its uid under its base path."""
         fs = self._fs
-        if not fs.exists(root):
-            return
         either = "|".join(re.escape(uid) for uid in sorted(uids))
         name = re.compile(
             rf"(?P<hidden>\.)?{re.escape(self._prefix)}-(?P<uid>{either})-(?P<counter>\d+)"
             rf"{re.escape(self._suffix)}(?P<temp>\.inprogress\..*)?"
         )
+        # Unfinished uploads first: on S3 they are not objects, and a prefix that holds
+        # only those does not "exist".
+        self._parts.abort_uploads(root, name)
+        if not fs.exists(root):
+            return
         own_root = self._root.rstrip("/")
         for path in fs.find(root):
             directory, _, file_name = path.rpartition("/")
@@ -326,13 +293,23 @@ class FileWriter:
                 part.handle.close()
                 part.handle = None
         self._in_progress.clear()
-        unsnapshotted, self._unsnapshotted = sorted(self._unsnapshotted), set()
-        for temp in unsnapshotted:
+        unsnapshotted, self._unsnapshotted = self._unsnapshotted, []
+        for handle in unsnapshotted:
             try:
-                if self._fs.exists(temp):
-                    logger.info("FileSink: discarding %s, which no checkpoint holds", temp)
-                    self._fs.rm(temp)
+                handle.discard()
             except OSError:
-                # The task's end does not hang on this cleanup: the file stays hidden, and
-                # the next restore of this writer's uid deletes it.
-                logger.warning("FileSink: could not delete %s", temp, exc_info=True)
+                # The task's end does not hang on this cleanup: the file stays hidden (the
+                # upload unfinished), and the next restore of this writer's uid drops it.
+                logger.warning("FileSink: could not discard a part file", exc_info=True)
+        self._parts.close()
+
+
+def _part_files_of(fs: Any) -> PartFiles:
+    """Multipart uploads where the file system has them (S3), renames elsewhere."""
+    if is_object_store(fs) and hasattr(fs, "create_multipart_upload"):
+        from weir.datastream.connectors._s3_part_files import (  # noqa: PLC0415 (S3 only)
+            MultipartPartFiles,
+        )
+
+        return MultipartPartFiles(fs)
+    return RenamePartFiles(fs)

@@ -23,16 +23,19 @@ before n, once each, however often n is restored, and no hidden file written aft
 left. Without ``initialize_state`` the sink starts fresh on its first record (and keeps
 no state).
 
-Part files are renamed within the file system on commit, so the base path must be on a
-file system where a flushed file keeps its bytes and rename is atomic (local, ``memory://``,
-HDFS). On object stores use ``RollingPolicy.on_checkpoint_rolling_policy()``, so no file
-stays in progress across a checkpoint.
+Part files are renamed within the file system on commit where it renames atomically and a
+flushed file keeps its bytes (local, ``memory://``, HDFS). On S3 (``s3://``, ``s3a://``)
+each part file is a multipart upload of its final object, completed on commit, as Flink's
+S3 writer does (``_s3_part_files``): any rolling policy works there. On other object stores
+(``gs://``, ...) use ``RollingPolicy.on_checkpoint_rolling_policy()``, so no file stays in
+progress across a checkpoint.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -414,6 +417,10 @@ class FileSink(SinkFunction, CheckpointedFunction, CheckpointListener):
         self._bucket_check_interval = bucket_check_interval
         self._clock = clock
         self._writer: FileWriter | None = None
+        self._restored = False
+        # Set each time the sink is pickled into a job (__getstate__): the same for every
+        # subtask and attempt of that job, another for each job.
+        self._job_token: str | None = None
         self._state: ListState | None = None
         self._next_bucket_check = 0
         self._finished = False
@@ -503,9 +510,16 @@ class FileSink(SinkFunction, CheckpointedFunction, CheckpointListener):
         # At a lower parallelism a subtask gets the writer states of several old ones
         # (Flink merges their buckets): it commits what each holds.
         self._start().restore(restored)
+        self._restored = bool(restored)
 
     def open(self, runtime_context: RuntimeContext) -> None:
-        self._writer_or_fresh()
+        writer = self._writer_or_fresh()
+        if not self._restored and self._job_token is not None:
+            # A fresh writer names its files after its job and subtask, so that a restarted
+            # attempt that had no checkpoint to restore finds what earlier ones left.
+            subtask = runtime_context.get_index_of_this_subtask()
+            uid = str(uuid.uuid5(uuid.UUID(self._job_token), str(subtask)))
+            writer.start_fresh(uid, discard_leftovers=runtime_context.get_attempt_number() > 0)
 
     def invoke(self, value: Any, context: Any) -> None:
         writer = self._writer_or_fresh()
@@ -551,6 +565,7 @@ class FileSink(SinkFunction, CheckpointedFunction, CheckpointListener):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_writer"] = None  # open files never travel with the function
+        state["_job_token"] = uuid.uuid4().hex
         return state
 
     def __repr__(self) -> str:

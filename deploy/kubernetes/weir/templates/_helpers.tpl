@@ -165,6 +165,15 @@ imagePullSecrets:
 {{- if .Values.authToken.secretName -}}
 {{- $_ := set $conf "kubernetes.auth-token.secret" (printf "%s:%s" .Values.authToken.secretName .Values.authToken.key) -}}
 {{- end -}}
+{{- with .Values.s3.endpoint -}}
+{{- $_ := set $conf "s3.endpoint" . -}}
+{{- end -}}
+{{- if .Values.s3.pathStyleAccess -}}
+{{- $_ := set $conf "s3.path.style.access" "true" -}}
+{{- end -}}
+{{- with .Values.s3.credentialsSecret -}}
+{{- $_ := set $conf "kubernetes.env.secretKeyRef" (printf "env:AWS_ACCESS_KEY_ID,secret:%s,key:%s;env:AWS_SECRET_ACCESS_KEY,secret:%s,key:%s" . $.Values.s3.accessKeyKey . $.Values.s3.secretKeyKey) -}}
+{{- end -}}
 {{- if .Values.storage.persistentVolumeClaim.enabled -}}
 {{- $_ := set $conf "kubernetes.persistent-volume-claims" (printf "%s:%s" (include "weir.claimName" .) .Values.storage.mountPath) -}}
 {{- end -}}
@@ -175,6 +184,26 @@ imagePullSecrets:
 {{- $_ := set $conf $key (toString $value) -}}
 {{- end -}}
 {{- toYaml $conf -}}
+{{- end -}}
+
+{{/* The environment every pod takes from Secrets: kubernetes.env.secretKeyRef of
+weir-conf.yaml (env:NAME,secret:SECRET,key:KEY;...), from s3.credentialsSecret or weirConf. */}}
+{{- define "weir.secretEnv" -}}
+{{- $conf := include "weir.conf" . | fromYaml -}}
+{{- range $entry := splitList ";" (get $conf "kubernetes.env.secretKeyRef" | default "") -}}
+{{- if trim $entry -}}
+{{- $ref := dict -}}
+{{- range $part := splitList "," $entry -}}
+{{- $field := splitList ":" $part -}}
+{{- $_ := set $ref (first $field | trim) (last $field | trim) -}}
+{{- end }}
+- name: {{ $ref.env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ref.secret }}
+      key: {{ $ref.key }}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The Pod Spark starts every TaskManager pod from (spark.kubernetes.executor.podTemplateFile). */}}
@@ -200,6 +229,11 @@ spec:
           containerPort: 6121
       securityContext:
         {{- include "weir.containerSecurityContext" . | nindent 8 }}
+      {{- with include "weir.secretEnv" . | trim }}
+      # Spark adds its own environment to this.
+      env:
+        {{- . | nindent 8 }}
+      {{- end }}
       {{- $mounts := include "weir.volumeMounts" . | trim }}
       {{- if $mounts }}
       volumeMounts:
