@@ -9,12 +9,14 @@ import functools
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from window_testing import Harness, window_payload
 
 from weir.common.time import Time
 from weir.core.columnar import ColumnBatch, ColumnSpec
+from weir.core.windowing import MissingTimestampError
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.window import TumblingEventTimeWindows
 from weir.taskmanager.operators.window_columns import ColumnWindow
@@ -167,11 +169,13 @@ def test_columns_records_and_a_rescaling_restore_give_what_records_give(
     records dropped as late the same."""
     reference = Harness(_payload(kind))
     running = [Harness(_payload(kind))]
+    dropped_before_restore = 0
     for i, (as_columns, batch, lag) in enumerate(batches):
         if i == restore_after:
             snapshot = running[0].checkpoint() if len(running) == 1 else None
             if snapshot is not None:
                 fired = running[0].results()
+                dropped_before_restore = running[0].op.num_late_records_dropped
                 running = []
                 for part in range(parts):
                     groups = range(part * 128 // parts, (part + 1) * 128 // parts)
@@ -207,5 +211,11 @@ def test_columns_records_and_a_rescaling_restore_give_what_records_give(
     for harness in running:
         harness.watermark(10_000)
     assert _results(running) == sorted(reference.results())
-    dropped = sum(h.op.num_late_records_dropped for h in running)
+    dropped = dropped_before_restore + sum(h.op.num_late_records_dropped for h in running)
     assert dropped == reference.op.num_late_records_dropped
+
+
+def test_a_column_batch_with_a_record_without_timestamp_is_refused():
+    harness = Harness(_payload("count"))
+    with pytest.raises(MissingTimestampError, match="without a timestamp"):
+        harness.op.process(_columns([(1, 1.0, 5), (2, 2.0, 6)]), [5, None])
