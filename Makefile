@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CDS_STAMP := $(VENV)/.spark-cds
 PROTOS := $(wildcard proto/*.proto)
 
-.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm minio maven
+.PHONY: setup run test test-long test-e2e-tls lint site layers typecheck proto bench clean java browser helm minio maven kubernetes
 
 setup: java $(STAMP) $(CDS_STAMP)
 
@@ -57,6 +57,15 @@ helm:
 	    go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) >/dev/null 2>&1; } \
 	  || echo "helm $(HELM_VERSION) could not be built (no Go, or no Go module proxy):" \
 	    "the chart's tests will be skipped"
+
+# The real-cluster tests start a Kubernetes cluster of their own on this machine
+# (tests/kubernetes_cluster.py): Kubernetes, etcd, crictl and CoreDNS built once from the Go
+# module proxy (minutes the first time, more on a loaded machine), Debian's containerd,
+# runc, CNI plugins and podman installed when missing, and the images made with podman,
+# Weir's from deploy/kubernetes/Dockerfile whenever its inputs change (tests/kubernetes_build.py).
+kubernetes: setup helm
+	$(PY) tests/kubernetes_build.py
+
 # The S3 tests run a real MinIO server (tests/minio_server.py), built once from its Go module
 # into a cache outside the repository (a few minutes, a 150 MB binary). Without Go or the
 # module proxy nothing is built here, and the tests try once more themselves, saying why
@@ -71,6 +80,7 @@ minio:
 	    go install github.com/minio/minio@$(MINIO_VERSION) >/dev/null 2>&1 \
 	  && mv $(MINIO_DIR)/build/minio $(MINIO) && rmdir $(MINIO_DIR)/build; } \
 	  || echo "MinIO $(MINIO_VERSION) could not be built (no Go, or no Go module proxy)"
+
 # The YARN and HDFS tests run Hadoop's own minicluster (tests/hadoop_cluster.py): Maven
 # fetches it from Maven Central once, and javac compiles its launcher. Install both on a
 # fresh Debian machine if they are missing.
@@ -125,9 +135,10 @@ TEST_WORKERS ?= 2
 
 # Static checks first, then the unit tier (no sockets, no subprocesses: on both cores, stops
 # at the first failure), then everything else with the slowest tests listed.
-# helm and MinIO, when they have to be built, build meanwhile (minutes the first time).
+# helm, MinIO and the Kubernetes test cluster's parts, when they have to be built, build
+# meanwhile (minutes the first time; Weir's image whenever the code changed).
 test: setup browser maven
-	@mkdir -p build; ( $(MAKE) --no-print-directory helm minio > build/helm-build.log 2>&1 ) & \
+	@mkdir -p build; ( $(MAKE) --no-print-directory helm minio kubernetes > build/helm-build.log 2>&1 ) & \
 	  helm_build=$$!; \
 	  $(MAKE) --no-print-directory lint layers typecheck \
 	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x -n $(TEST_WORKERS) tests/unit; status=$$?; \
@@ -137,7 +148,7 @@ test: setup browser maven
 
 # The soak and multi-host tests (none is in the unit tier, whose module names may repeat
 # those of the other tiers: they are never collected together).
-test-long: setup maven minio
+test-long: setup maven minio kubernetes
 	WEIR_MINIO=$(MINIO) $(VENV)/bin/pytest -q -p no:cacheprovider -m long --durations=15 --ignore=tests/unit
 	$(MAKE) --no-print-directory test-e2e-tls
 

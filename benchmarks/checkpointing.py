@@ -22,8 +22,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from nexmark import CountingSink
-from run_all import _steady_rate
+from nexmark import CountingSink, steady_rate
 
 from weir.client.dispatcher_client import DispatcherGateway
 from weir.client.mini_cluster import MiniCluster
@@ -89,7 +88,7 @@ def keyed_count(n: int, checkpointing: bool) -> tuple[float, int]:
             .add_sink(CountingSink(stats_dir))
         )
         env.execute(f"bench-keyed-count-{'ckpt' if checkpointing else 'off'}")
-        rate = _steady_rate(stats_dir, n)
+        rate = steady_rate(stats_dir, n)
         completed = 0
         if checkpoint_dir is not None:
             completed = len(_checkpoints(checkpoint_dir))

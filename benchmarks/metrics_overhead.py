@@ -106,7 +106,7 @@ def _cluster_rates(
     endpoints and the REST API are up but nothing reads them; ``watched``: scraped and
     polled as ``_prometheus`` and ``_dashboard`` say."""
     # Imported here: only the child processes start clusters.
-    from run_all import run_job_with_cpu
+    from nexmark import run_job_with_cpu
 
     from weir.client.mini_cluster import MiniCluster
     from weir.core.executor import register_executor

@@ -1,22 +1,37 @@
-"""Nexmark-style bids for the benchmarks: bid i is
-``(auction=i*7919 % 10000, bidder=i % 1000, price=(i*31) % 1000, date_time=i ms)``."""
+"""The parts every Nexmark-style benchmark shares: the bids (bid i is
+``(auction=i*7919 % 10000, bidder=i % 1000, price=(i*31) % 1000, date_time=i ms)``), their
+sources, the queries' functions, counting sinks and the rates they measure, the jobs
+(q1, the keyed count, windowed counts, their batch variants) run on the embedded
+MiniCluster, and the bare loops they are held against.
+
+The benchmark scripts (``run_all.py``, ``windows.py``, ``side_by_side.py``, ``peers/`` and
+the others) import this module; it imports none of them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import pathlib
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from weir.common import Types
+from weir.common import Configuration, Time, Types, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
 from weir.core.columnar import ColumnBatch, ColumnSpec
-from weir.datastream import BatchSinkFunction
-from weir.datastream.functions import MapFunction, SinkFunction
+from weir.datastream import (
+    BatchSinkFunction,
+    ExternalizedCheckpointRetention,
+    StreamExecutionEnvironment,
+)
+from weir.datastream.aggregate_functions import Count
+from weir.datastream.functions import AggregateFunction, MapFunction, SinkFunction
 from weir.datastream.state import ValueStateDescriptor
+from weir.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
 
 BATCH = 2048
 
@@ -234,77 +249,160 @@ class CountingBatchSink(BatchSinkFunction):
         write_sink_stats(self)
 
 
-class BidTimeField(TimestampAssigner):
+class BidTime(TimestampAssigner):
     """The bid's date_time: one field, which a batch of columns gives as a column."""
 
     def extract_timestamp(self, value, record_timestamp):
         return value[3]
 
 
-def numpy_q1(n: int) -> float:
-    """The physical limit of q1 here: bids made and converted as numpy columns."""
+# --- rates ---------------------------------------------------------------------------
+
+
+def steady_rate(stats_dir: str, expected: int) -> float:
+    stats = [json.loads(p.read_text()) for p in pathlib.Path(stats_dir).glob("sink-*.json")]
+    total = sum(s["count"] for s in stats)
+    if total != expected:
+        msg = f"the sinks saw {total} records, expected {expected}"
+        raise AssertionError(msg)
+    span_ns = max(s["last_ns"] for s in stats) - min(s["first_ns"] for s in stats)
+    return total / (span_ns / 1e9)
+
+
+def cpu_rate(stats_dir: str) -> float:
+    """Records per CPU second of the TaskManager processes between each sink's first and
+    last record (a process counted once, however many sinks it runs)."""
+    stats = [json.loads(p.read_text()) for p in pathlib.Path(stats_dir).glob("sink-*.json")]
+    spans: dict[int, tuple[int, int]] = {}
+    for s in stats:
+        first, last = spans.get(s["pid"], (s["first_cpu_ns"], s["last_cpu_ns"]))
+        spans[s["pid"]] = (min(first, s["first_cpu_ns"]), max(last, s["last_cpu_ns"]))
+    cpu_ns = sum(last - first for first, last in spans.values())
+    return sum(s["count"] for s in stats) / (cpu_ns / 1e9)
+
+
+def source_to_sink_rate(stats_dir: str, n: int) -> tuple[float, int]:
+    """Events/s from the sources' first poll to the sinks' close, and the records the
+    sinks counted."""
+    stats = pathlib.Path(stats_dir)
+    first = min(json.loads(p.read_text())["first_ns"] for p in stats.glob("source-*.json"))
+    sinks = [json.loads(p.read_text()) for p in stats.glob("sink-*.json")]
+    last = max(s["last_ns"] for s in sinks)
+    return n / ((last - first) / 1e9), sum(s["count"] for s in sinks)
+
+
+# --- bare loops ------------------------------------------------------------------------
+
+
+def bare_q1(n: int) -> float:
     start = time.perf_counter()
     count = 0
-    for s in range(0, n, COLUMN_BATCH):
-        out = q1_batch(bid_columns(s, min(n, s + COLUMN_BATCH)))
-        count += len(out["f0"])
-    return count / (time.perf_counter() - start)
+    for s in range(0, n, 2048):
+        for bid in bids(s, min(n, s + 2048)):
+            q1_map(bid)
+            count += 1
+    return n / (time.perf_counter() - start)
 
 
-def numpy_q2(n: int, size_ms: int = 10_000) -> tuple[float, int]:
-    """The physical limit of q2 here: per-window counts by auction with numpy (a window
-    fires once the bids have passed its end), and the number of window results."""
+def bare_keyed_count(n: int) -> float:
     start = time.perf_counter()
+    counts: dict[int, int] = {}
+    for s in range(0, n, 2048):
+        for bid in bids(s, min(n, s + 2048)):
+            counts[bid[0]] = counts.get(bid[0], 0) + 1
+    return n / (time.perf_counter() - start)
+
+
+def bare_window_counts(kind: str, n: int) -> tuple[float, int]:
+    """The same counts in one Python loop: a dict per window of counts per auction, a
+    window emitted (and dropped) once event time passed its end."""
+    slide = SIZE_MS if kind == "tumbling" else SLIDE_MS
+    start = time.perf_counter()
+    windows: dict[int, dict[int, int]] = {}
     results = 0
-    open_counts: dict[int, Any] = {}
-    for s in range(0, n, COLUMN_BATCH):
-        bids = bid_columns(s, min(n, s + COLUMN_BATCH))
-        ts, auctions = bids["f3"], bids["f0"]
-        starts = ts - ts % size_ms
-        for window in np.unique(starts).tolist():
-            counts = np.bincount(auctions[starts == window], minlength=10_000)
-            open_counts[window] = open_counts.get(window, 0) + counts
-        last = int(ts[-1])
-        for window in [w for w in open_counts if w + size_ms - 1 < last]:
-            results += int(np.count_nonzero(open_counts.pop(window)))
-    results += sum(int(np.count_nonzero(c)) for c in open_counts.values())
+    next_end = SIZE_MS
+    for s in range(0, n, BATCH):
+        for auction, _, _, ts in strided_bids(s, min(n, s + BATCH), 1):
+            last_start = ts - ts % slide
+            for w in range(last_start, ts - SIZE_MS, -slide):
+                counts = windows.get(w)
+                if counts is None:
+                    counts = windows[w] = {}
+                counts[auction] = counts.get(auction, 0) + 1
+            while ts >= next_end:  # the watermark (ts - 1) passed window ends up to here
+                done = windows.pop(next_end - SIZE_MS, {})
+                results += len([(k, c) for k, c in done.items()])
+                next_end += slide
+    results += sum(len(c) for c in windows.values())
     return n / (time.perf_counter() - start), results
 
 
-def numpy_limit(query: str, n: int) -> tuple[float, int]:
-    """``numpy_q1`` or ``numpy_q2`` in a fresh interpreter of their own. In a process that
-    has imported grpc, as a Weir client has, q1's loop takes fresh pages for the columns of
-    every batch instead of reusing the freed ones (57,000 minor page faults per 20 M bids
-    instead of 1,700, measured with getrusage), and runs at half the rate: measured there,
-    the limit would be no limit."""
-    import subprocess
-    import sys
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = (
-        f"import json, sys; sys.path.insert(0, {here!r}); import nexmark; "
-        f"rate = nexmark.numpy_q1({n}) if {query!r} == 'q1' else nexmark.numpy_q2({n}); "
-        "print(json.dumps(rate))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    ).stdout
-    figures = json.loads(out.strip().splitlines()[-1])
-    if query == "q1":
-        return float(figures), n
-    return float(figures[0]), int(figures[1])
+# --- jobs on the embedded MiniCluster --------------------------------------------------
 
 
-# --- the side-by-side run -------------------------------------------------------------
+def run_job(kind: str, n: int, parallelism: int) -> float:
+    return run_job_with_cpu(kind, n, parallelism)[0]
+
+
+def run_job_with_cpu(kind: str, n: int, parallelism: int) -> tuple[float, float]:
+    """The steady rate (events/s) and events per CPU second of the TaskManagers."""
+    with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(parallelism)
+        source = env.from_source(BidSource(n), WatermarkStrategy.no_watermarks(), "bids")
+        if kind == "q1":
+            stream = source.map(q1_map)
+        else:
+            stream = source.key_by(lambda bid: bid[0]).map(CountPerAuction())
+        stream.add_sink(CountingSink(stats_dir))
+        env.execute(f"bench-{kind}-p{parallelism}")
+        return steady_rate(stats_dir, n), cpu_rate(stats_dir)
+
+
+SIZE_MS = 10_000
+SLIDE_MS = 2_000
+
+
+class CountBids(AggregateFunction):
+    """Counts the bids of a window (a user AggregateFunction, run per record)."""
+
+    def create_accumulator(self):
+        return 0
+
+    def add(self, value, accumulator):
+        return accumulator + 1
+
+    def get_result(self, accumulator):
+        return accumulator
+
+    def merge(self, acc_a, acc_b):
+        return acc_a + acc_b
+
+
+def run_window_job(kind: str, n: int, parallelism: int) -> tuple[float, int]:
+    """Bids per auction in ``kind`` ("tumbling" or "sliding") event-time windows, counted
+    by an AggregateFunction: events/s from the sources' first poll to the sinks' close,
+    and the window results."""
+    with tempfile.TemporaryDirectory(prefix="weir-bench-windows-") as stats_dir:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(parallelism)
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(BidTime())
+        keyed = env.from_source(StridedBidSource(n, stats_dir), strategy, "bids").key_by(
+            lambda bid: bid[0]
+        )
+        if kind == "tumbling":
+            windowed = keyed.window(TumblingEventTimeWindows.of(Time.milliseconds(SIZE_MS)))
+        else:
+            windowed = keyed.window(
+                SlidingEventTimeWindows.of(Time.milliseconds(SIZE_MS), Time.milliseconds(SLIDE_MS))
+            )
+        windowed.aggregate(CountBids()).add_sink(CountingSink(stats_dir))
+        env.execute(f"bench-{kind}-p{parallelism}")
+        return source_to_sink_rate(stats_dir, n)
 
 
 def run_q1_batch(n: int, parallelism: int) -> float:
     """q1 with map_batches over numpy columns into a batch sink: steady events/s."""
-    import tempfile
-
-    from weir.common import WatermarkStrategy
-    from weir.datastream import StreamExecutionEnvironment
-
     with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(parallelism)
@@ -317,17 +415,7 @@ def run_q1_batch(n: int, parallelism: int) -> float:
         env.execute(f"bench-q1-batch-p{parallelism}")
         # From the sources' first poll (a batch is 65,536 bids: the sink's first arrival
         # would leave a whole batch of work out of the span).
-        return _source_to_sink_rate(stats_dir, n)[0]
-
-
-def _source_to_sink_rate(stats_dir: str, n: int) -> tuple[float, int]:
-    import pathlib
-
-    stats = pathlib.Path(stats_dir)
-    first = min(json.loads(p.read_text())["first_ns"] for p in stats.glob("source-*.json"))
-    sinks = [json.loads(p.read_text()) for p in stats.glob("sink-*.json")]
-    last = max(s["last_ns"] for s in sinks)
-    return n / ((last - first) / 1e9), sum(s["count"] for s in sinks)
+        return source_to_sink_rate(stats_dir, n)[0]
 
 
 def run_q2_builtin(
@@ -337,13 +425,6 @@ def run_q2_builtin(
     the sinks' close (window results come as windows close), and the results. With
     ``checkpoint_ms``, checkpoints at that interval (files in a temporary directory, every
     one kept so that they can be counted: ``q2_checkpoints``)."""
-    import tempfile
-
-    from weir.common import Configuration, Time, WatermarkStrategy
-    from weir.datastream import ExternalizedCheckpointRetention, StreamExecutionEnvironment
-    from weir.datastream.aggregate_functions import Count
-    from weir.datastream.window import TumblingEventTimeWindows
-
     with tempfile.TemporaryDirectory(prefix="weir-bench-") as stats_dir:
         configuration = Configuration()
         configuration.set_string("execution.checkpointing.num-retained", "100000")
@@ -356,9 +437,7 @@ def run_q2_builtin(
             config.set_externalized_checkpoint_retention(
                 ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
             )
-        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
-            BidTimeField()
-        )
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(BidTime())
         (
             env.from_source(column_bid_source(n, stats_dir), strategy, "bids", BID_TYPE)
             .key_by(lambda bid: bid[0])
@@ -368,118 +447,10 @@ def run_q2_builtin(
         )
         env.execute(f"bench-q2-builtin-p{parallelism}")
         if checkpoint_ms is not None:
-            import pathlib
-
             completed = list(pathlib.Path(stats_dir).glob("checkpoints/*/chk-*/_metadata"))
             q2_checkpoints.append(len(completed))
-        return _source_to_sink_rate(stats_dir, n)
+        return source_to_sink_rate(stats_dir, n)
 
 
 # The checkpoints completed in each checkpointed run_q2_builtin, in order.
 q2_checkpoints: list[int] = []
-
-
-def main() -> None:
-    """One run, side by side: Weir per record, Weir over batches, the numpy limit and
-    (``--peers``) Bytewax and Spark, q1 and q2 (the keyed 10 s tumbling count)."""
-    import argparse
-    import statistics
-
-    from run_all import run_job
-    from windows import run_job as run_window_job
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--events", type=int, default=20_000_000, help="q1 batch and limits")
-    parser.add_argument("--record-events", type=int, default=4_000_000, help="q1 per record")
-    parser.add_argument("--q2-events", type=int, default=2_000_000, help="q2 per record")
-    parser.add_argument("--q2-batch-events", type=int, default=10_000_000)
-    parser.add_argument("--parallelism", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--peers", action="store_true", help="Bytewax and Spark too")
-    parser.add_argument(
-        "--checkpoint-events",
-        type=int,
-        default=30_000_000,
-        help="q2 built-in with and without checkpoints every second (0: skip)",
-    )
-    args = parser.parse_args()
-
-    def median_of(measure: Any) -> tuple[float, float, float]:
-        values = [measure() for _ in range(args.rounds)]
-        return statistics.median(values), min(values), max(values)
-
-    rows: list[tuple[str, str, int, tuple[float, float, float]]] = []
-
-    def report(query: str, system: str, p: int, figures: tuple[float, float, float]) -> None:
-        rows.append((query, system, p, figures))
-        median, low, high = figures
-        print(
-            f"{query}  {system:28s} p={p}  {median:>13,.0f} events/s"
-            f"  (range {low:,.0f}-{high:,.0f})",
-            flush=True,
-        )
-
-    report("q1", "numpy loop (limit)", 1, median_of(lambda: numpy_limit("q1", args.events)[0]))
-    _, q2_results = numpy_limit("q2", args.q2_batch_events)
-    report(
-        "q2",
-        "numpy loop (limit)",
-        1,
-        median_of(lambda: numpy_limit("q2", args.q2_batch_events)[0]),
-    )
-    for p in args.parallelism:
-        report(
-            "q1", "Weir per record", p, median_of(lambda p=p: run_job("q1", args.record_events, p))
-        )
-        report(
-            "q1", "Weir map_batches (numpy)", p, median_of(lambda p=p: run_q1_batch(args.events, p))
-        )
-
-        def q2_record(p: int = p) -> float:
-            rate, _ = run_window_job("tumbling", args.q2_events, p)
-            return rate
-
-        def q2_builtin(p: int = p) -> float:
-            rate, results = run_q2_builtin(args.q2_batch_events, p)
-            if results != q2_results:
-                msg = f"q2 built-in p={p}: {results} window results, numpy gave {q2_results}"
-                raise AssertionError(msg)
-            return rate
-
-        report("q2", "Weir per record", p, median_of(q2_record))
-        report("q2", "Weir built-in Count (columns)", p, median_of(q2_builtin))
-        if args.checkpoint_events:
-            # Paired: each round runs without and then with checkpoints every second.
-            plain: list[float] = []
-            checkpointed: list[float] = []
-            q2_checkpoints.clear()
-            for _ in range(args.rounds):
-                plain.append(run_q2_builtin(args.checkpoint_events, p)[0])
-                checkpointed.append(
-                    run_q2_builtin(args.checkpoint_events, p, checkpoint_ms=1000)[0]
-                )
-            for name, values in (("no checkpoints", plain), ("checkpoint every 1 s", checkpointed)):
-                figures = (statistics.median(values), min(values), max(values))
-                report("q2", f"Weir built-in Count, {name}", p, figures)
-            costs = [1 - c / b for b, c in zip(plain, checkpointed, strict=True)]
-            print(
-                f"      checkpointing cost per round: {', '.join(f'{c:.1%}' for c in costs)};"
-                f" checkpoints completed per run: {q2_checkpoints}",
-                flush=True,
-            )
-    if args.peers:
-        from peers import measure_peers
-
-        peers = measure_peers(
-            args.events, args.q2_batch_events, tuple(args.parallelism), repeat=args.rounds
-        )
-        for row in peers:
-            runs = [float(run) for run in row["runs"]]
-            figures = (float(row["events_per_s"]), min(runs), max(runs))
-            name = f"{row['system']} ({row['api']})"
-            report(str(row["query"]), name, int(row["parallelism"]), figures)
-    print(f"\n(cores: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}; medians of {args.rounds})")
-
-
-if __name__ == "__main__":
-    main()

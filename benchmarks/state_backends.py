@@ -19,8 +19,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from nexmark import BidSource, CountingSink, CountPerAuction
-from run_all import _cpu_rate, _steady_rate
+from nexmark import BidSource, CountingSink, CountPerAuction, cpu_rate, steady_rate
 
 from weir.common import WatermarkStrategy
 from weir.core.checkpoint import FileSystemCheckpointStorage
@@ -102,7 +101,7 @@ def keyed_count(kind: str, n: int) -> tuple[float, float]:
             .add_sink(CountingSink(stats_dir))
         )
         env.execute(f"bench-keyed-{kind}")
-        return _steady_rate(stats_dir, n), _cpu_rate(stats_dir)
+        return steady_rate(stats_dir, n), cpu_rate(stats_dir)
 
 
 def checkpoints(state_mb: int, rounds: int) -> None:

@@ -60,7 +60,7 @@ def data_plane_frames_per_s(tls: bool, seconds: float) -> float:
 def _cluster_rates(tls: bool, events: int, keyed_events: int) -> dict[str, float]:
     """In a child process: both jobs on a MiniCluster with TLS ``tls``."""
     # Imported here: only the child processes start clusters.
-    from run_all import run_job
+    from nexmark import run_job
 
     from weir.client.mini_cluster import MiniCluster
     from weir.core.executor import register_executor

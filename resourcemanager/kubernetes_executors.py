@@ -4,8 +4,10 @@ executor pods from, what each pod requests, and the ports the driver listens on.
 
 A TaskManager is one lease, a one-core Spark task, so each executor pod has one core
 (``spark.executor.cores: 1``) and holds one TaskManager; the pod's CPU request is the
-TaskManager's (``kubernetes.taskmanager.cpu.amount``, by default its slots, as in Flink)
-and its memory ``taskmanager.memory.process.size``, split between the executor's JVM,
+TaskManager's (``kubernetes.taskmanager.cpu.amount``, by default its slots, as in Flink;
+its limit that times ``kubernetes.taskmanager.cpu.limit-factor``), its labels, annotations
+and node selector Flink's ``kubernetes.taskmanager.*`` ones, and its memory
+``taskmanager.memory.process.size``, split between the executor's JVM,
 which only runs the waiting lease task, and the Python worker the TaskManager lives in.
 
 The master runs in a pod, in Spark's client mode. With ``spark.kubernetes.driver.pod.name``
@@ -54,9 +56,17 @@ def kubernetes_spark_settings(config: Mapping[str, str]) -> dict[str, str]:
         ),
         "spark.executor.cores": "1",
         "spark.kubernetes.executor.request.cores": cpus(cpu),
-        "spark.kubernetes.executor.limit.cores": cpus(cpu),
+        "spark.kubernetes.executor.limit.cores": cpus(
+            cpu * cfg.get(config, cfg.TASKMANAGER_CPU_LIMIT_FACTOR)
+        ),
         "spark.executor.memory": f"{EXECUTOR_HEAP_BYTES >> 20}m",
         "spark.executor.memoryOverhead": f"{overhead_mib}m",
+        # Executors reach the driver at its advertised address (spark.driver.host: the
+        # driver's headless Service, or under HA the pod's own IP). Spark 4.1 and later
+        # default to telling them the address the driver binds instead, which is the pod
+        # IP only in Spark's own cluster mode; a Weir master binds every interface
+        # (0.0.0.0), and executors told that could never connect.
+        "spark.kubernetes.executor.useDriverPodIP": "false",
         "spark.driver.port": str(DRIVER_PORT),
         "spark.driver.blockManager.port": str(BLOCK_MANAGER_PORT),
         "spark.blockManager.port": str(BLOCK_MANAGER_PORT),
@@ -71,6 +81,14 @@ def kubernetes_spark_settings(config: Mapping[str, str]) -> dict[str, str]:
     template = cfg.get(config, cfg.TASKMANAGER_POD_TEMPLATE)
     if template:
         settings["spark.kubernetes.executor.podTemplateFile"] = template
+    # Flink's kubernetes.taskmanager.* pod metadata; the cluster's own labels below win.
+    for option, prefix in (
+        (cfg.TASKMANAGER_LABELS, "spark.kubernetes.executor.label."),
+        (cfg.TASKMANAGER_ANNOTATIONS, "spark.kubernetes.executor.annotation."),
+        (cfg.TASKMANAGER_NODE_SELECTOR, "spark.kubernetes.executor.node.selector."),
+    ):
+        for name, value in cfg.parse_map(cfg.get(config, option)).items():
+            settings[prefix + name] = value
     cluster_id = cfg.get(config, cfg.KUBERNETES_CLUSTER_ID)
     if cluster_id:
         settings["spark.kubernetes.executor.podNamePrefix"] = cluster_id

@@ -38,6 +38,7 @@ from weir.core.serializers import (
     serialize_timestamped,
     unpicklable_record_error,
 )
+from weir.core.type_coders import DeclaredTypeCoder
 from weir.taskmanager.network.api import ResultPartitionWriter
 from weir.taskmanager.task_events import EndOfData, Watermark, WatermarkStatus, serialize_event
 from weir.taskmanager.user_code import load_user_code
@@ -117,6 +118,7 @@ class RecordWriter:
         self._next = 0
         self._lock = threading.Lock()
         self._emit: Callable[[list[Any], Timestamps], None]
+        self._code: Callable[[list[Any]], list[Any]] | None = None
         if kind is PartitionerKind.BROADCAST:
             # one pending list, serialized once and written to every subpartition
             self._pending = [[]]
@@ -161,6 +163,25 @@ class RecordWriter:
         self._columnar = self._emit == self._emit_single or (
             self._emit == self._emit_key_group and self._key_field is not None
         )
+
+    def code_after_routing(self, coder: DeclaredTypeCoder | None, operator: str) -> None:
+        """Code this edge's records with ``coder`` once their keys (or partitions) are
+        taken: PyFlink fuses the function of ``key_by`` (or ``partition_custom``) with the
+        Python function before it, so the key selector reads a record as it was made, and
+        the record is serialised after (``weir.graph.coded_outputs``). Called before the
+        first ``emit``; with one subpartition no key is taken here, and the records are
+        coded before they are routed."""
+        if coder is None:
+            return
+        code = coder.batch_function(operator)
+        self._code = code
+        if self._emit not in (self._emit_key_group, self._emit_custom):
+            route = self._emit
+
+            def emit_coded(batch: list[Any], timestamps: Timestamps = None) -> None:
+                route(code(batch) if type(batch) is list else batch, timestamps)
+
+            self._emit = emit_coded
 
     # --- routing ---------------------------------------------------------------------
 
@@ -235,6 +256,8 @@ class RecordWriter:
         if keys is not None:
             self._distribute_columns(batch, routes, timestamps)  # type: ignore[arg-type]
             return
+        if self._code is not None:
+            batch = self._code(batch)
         self._distribute(batch, routes, timestamps)
 
     # --- columns -----------------------------------------------------------------------
@@ -303,6 +326,8 @@ class RecordWriter:
                     f"return an int in [0, {n})"
                 )
                 raise PartitionerError(msg)
+        if self._code is not None:
+            batch = self._code(batch)
         self._distribute(batch, routes, timestamps)
 
     def _distribute(

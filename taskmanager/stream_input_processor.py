@@ -4,11 +4,12 @@ merges watermarks and idleness per input in watermark valves, and carries out wh
 barrier handler decides at each checkpoint barrier (block, unblock, snapshot, abort) and
 at a trigger after every producer finished (an unaligned one reads the rest of the input
 ahead of processing, as channel state).
-Also the replay of in-flight buffers restored from an unaligned checkpoint.
+Also the replay of in-flight input buffers restored from an unaligned checkpoint.
 
-``StreamInputProcessor`` is a part of ``Task``, run on the task thread; it uses the
-task's fields declared below, which ``Task.__init__`` and the setup set. The producer
-half of the data plane is ``weir.taskmanager.record_writer``.
+Everything here runs on the task thread. The task hands it, in its constructor, the gate,
+the chain, its checkpointing, how to pace batches, and three of its own steps: serving
+its mailbox between two batches, checking for a cancel, and ending its input. The
+producer half of the data plane is ``weir.taskmanager.record_writer``.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import dataclasses
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from weir.core.deployment import TaskDeploymentDescriptor
+from weir.core.deployment import InputGateDescriptor
 from weir.core.serializers import deserialize_records
 from weir.taskmanager.checkpointing.barrier_handler import (
     AbortCheckpoint,
@@ -34,11 +35,8 @@ from weir.taskmanager.checkpointing.barrier_handler import (
     UnalignedBarrierHandler,
     UnblockAll,
 )
-from weir.taskmanager.checkpointing.subtask_checkpoint import (
-    RestoredTaskState,
-    SubtaskCheckpointCoordinator,
-)
-from weir.taskmanager.network.api import BufferKind, InputGate, ResultPartitionWriter
+from weir.taskmanager.checkpointing.subtask_checkpoint import SubtaskCheckpointCoordinator
+from weir.taskmanager.network.api import BufferKind, InputGate
 from weir.taskmanager.operators.chain import OperatorChain
 from weir.taskmanager.output_flusher import OutputFlusher
 from weir.taskmanager.record_writer import BufferTimeout
@@ -60,45 +58,89 @@ _READ_AHEAD_POLL_S = 0.1
 
 
 class StreamInputProcessor:
-    # What the task provides (Task.__init__, TaskSetup).
-    tdd: TaskDeploymentDescriptor
-    _gate: InputGate | None
-    _partitions: list[ResultPartitionWriter]
-    _chain: OperatorChain | None
-    _checkpointing: SubtaskCheckpointCoordinator | None
-    _barrier_handler: CheckpointBarrierHandler | None
-    _restored: RestoredTaskState | None
-    _unaligned: bool
-    _open_channels: int
-    _data_ended: set[tuple[int, int]]
-    _pending_trigger: CheckpointBarrier | None
-    _read_ahead: deque[tuple[int, int, BufferKind, bytes]]
-    _in_bundles = False
-    """Processing one buffer a bundle at a time (serving the mailbox in between)."""
-    _deferred_trigger: CheckpointBarrier | None = None
-    """A trigger served between two bundles, taken when the buffer is done."""
-    _alignment_started: float | None
-    _gate_valves: list[StatusWatermarkValve]
-    _gate_channel_base: list[int]
-    _buffer_timeout: BufferTimeout
-    _bundle_size: int
-    _flusher: OutputFlusher
-    records_in: int
-    bytes_in: int
-    _serve_mailbox: Callable[[], None]
-    _check_canceled: Callable[[], None]
-    _end_of_input: Callable[[], None]
+    """See the module docstring. ``run`` is the task's loop; the other public methods are
+    what the task calls from its mailbox actions, between two batches."""
 
-    def _run_inputs(self) -> None:
+    def __init__(
+        self,
+        gate: InputGate,
+        input_gates: Sequence[InputGateDescriptor],
+        chain: OperatorChain,
+        *,
+        checkpointing: SubtaskCheckpointCoordinator | None,
+        barrier_handler: CheckpointBarrierHandler | None,
+        flusher: OutputFlusher,
+        buffer_timeout: BufferTimeout,
+        bundle_size: int,
+        serve_mailbox: Callable[[], None],
+        check_canceled: Callable[[], None],
+        end_of_input: Callable[[], None],
+        task_name: str,
+    ) -> None:
+        """``input_gates``: the descriptors of ``gate``'s gates, in its order (gate ``i``
+        feeds the head's input ``input_gates[i].edge.input_index``). ``checkpointing`` and
+        ``barrier_handler``: None when the job does not checkpoint. ``bundle_size``: the
+        most records handed to the chain at once; a larger buffer goes in bundles, the
+        mailbox served in between. ``serve_mailbox``: the task's step between two
+        batches (its actions, a cancel, a due flush); ``check_canceled`` raises if the
+        task was cancelled; ``end_of_input``: no record follows on any channel."""
+        self._gate = gate
+        self._input_gates = tuple(input_gates)
+        self._chain = chain
+        self._checkpointing = checkpointing
+        self._barrier_handler = barrier_handler
+        self._flusher = flusher
+        self._buffer_timeout = buffer_timeout
+        self._bundle_size = bundle_size
+        self._serve_mailbox = serve_mailbox
+        self._check_canceled = check_canceled
+        self._end_of_input = end_of_input
+        self._task_name = task_name
+        self._channel_count = sum(len(g.channels) for g in self._input_gates)
+        self._open_channels = self._channel_count
+        """Input channels that have not delivered END_OF_PARTITION yet."""
+        self._data_ended: set[ChannelId] = set()
+        """The channels after whose last record we are."""
+        self._pending_trigger: CheckpointBarrier | None = None
+        """A checkpoint triggered here because every producer finished, taken once their
+        channels have ended (an aligned one)."""
+        self._read_ahead: deque[tuple[int, int, BufferKind, bytes]] = deque()
+        """Input read to its end ahead of processing (an unaligned checkpoint triggered
+        after every producer finished), processed before the gate is polled again."""
+        self._in_bundles = False
+        """Processing one buffer a bundle at a time (serving the mailbox in between)."""
+        self._deferred_trigger: CheckpointBarrier | None = None
+        """A trigger served between two bundles, taken when the buffer is done."""
+        self._alignment_started: float | None = None
+        # One watermark valve per input of the head operator, over the channels of every
+        # gate that feeds it (a union feeds one input from several gates): per gate, its
+        # valve and the index of the gate's first channel within that valve.
+        self._gate_channel_base: list[int] = []
+        sizes: dict[int, int] = {}
+        for g in self._input_gates:
+            index = g.edge.input_index
+            self._gate_channel_base.append(sizes.get(index, 0))
+            sizes[index] = sizes.get(index, 0) + len(g.channels)
+        valves = {index: StatusWatermarkValve(n) for index, n in sizes.items()}
+        self._gate_valves = [valves[g.edge.input_index] for g in self._input_gates]
+        # Counted by the task thread per buffer, never per record (numRecordsIn,
+        # numBytesIn); read by other threads without a lock.
+        self.records_in = 0
+        self.bytes_in = 0
+
+    def input_watermark(self) -> int:
+        """The lowest watermark over the inputs of the head (any thread)."""
+        return min(v.watermark for v in self._gate_valves)
+
+    def run(self) -> None:
+        """Process the input until every channel has ended (task thread)."""
         chain = self._chain
         gate = self._gate
-        assert chain is not None
-        tdd = self.tdd
-        inputs = [chain.input(g.edge.input_index) for g in tdd.input_gates]
-        if gate is None or self._open_channels == 0:
+        input_gates = self._input_gates
+        inputs = [chain.input(g.edge.input_index) for g in input_gates]
+        if self._open_channels == 0:
             self._end_of_input()
             return
-        self._build_valves()
         timeout = self._buffer_timeout
         flush_after_batch = timeout.flush_after_batch
         serve = self._serve_mailbox
@@ -109,7 +151,7 @@ class StreamInputProcessor:
         # in-flight channel state); one check per buffer, not per record.
         capture = (
             self._barrier_handler.on_buffer
-            if self._unaligned and self._barrier_handler is not None
+            if isinstance(self._barrier_handler, UnalignedBarrierHandler)
             else None
         )
         # What a ReadToEnd read ahead of processing: the barrier handler has seen it.
@@ -142,7 +184,7 @@ class StreamInputProcessor:
                     self._gate_channel_base[gate_index] + channel
                 )
                 if advanced is not None:
-                    chain.input_watermark(tdd.input_gates[gate_index].edge.input_index)(advanced)
+                    chain.input_watermark(input_gates[gate_index].edge.input_index)(advanced)
                 self._channel_data_ended(gate_index, channel)
                 self._open_channels -= 1
                 if self._open_channels == 0:
@@ -156,11 +198,37 @@ class StreamInputProcessor:
             else:
                 self._on_event(gate_index, channel, payload)
 
+    def trigger_checkpoint(self, barrier: CheckpointBarrier) -> None:
+        """Checkpoint ``barrier`` triggered at this task because every producer finished
+        (FLIP-147), with their last records perhaps still on the way. Once every input
+        has ended, nothing is in flight and nothing is overtaken: taken aligned at once.
+        With channels still open, unaligned, it is taken at once, its in-flight input
+        read to the end (Flink's triggerUnfinishedChannelsCheckpoint); otherwise once
+        every channel has ended, behind the last record (the barrier lies after it)."""
+        if self._open_channels == 0:
+            if self._checkpointing is not None:
+                self._checkpointing.checkpoint(dataclasses.replace(barrier, unaligned=False))
+            return
+        self._trigger_with_open_channels(barrier)
+
+    def abort_checkpoint(self, checkpoint_id: int) -> None:
+        """The coordinator aborted ``checkpoint_id``: stop aligning for it."""
+        if self._barrier_handler is not None:
+            self._perform(self._barrier_handler.on_checkpoint_aborted(checkpoint_id))
+
+    def replay(self, buffers: Mapping[ChannelId, Sequence[bytes]]) -> None:
+        """Recovery from an unaligned checkpoint, before any new input: process the input
+        that was in flight (the restored state has not seen it), per channel in its
+        original order."""
+        chain = self._chain
+        gates = self._input_gates
+        for (g, _), channel_buffers in sorted(buffers.items()):
+            process = chain.input(gates[g].edge.input_index)
+            for buffer in channel_buffers:
+                self._check_canceled()
+                process(*deserialize_records(buffer))
+
     def _trigger_with_open_channels(self, barrier: CheckpointBarrier) -> None:
-        """Checkpoint ``barrier`` triggered here because every producer finished, while
-        channels are still open. Unaligned, it is taken at once, its in-flight input read
-        to the end (Flink's triggerUnfinishedChannelsCheckpoint); otherwise once every
-        channel has ended, behind the last record (the barrier lies after it)."""
         handler = self._barrier_handler
         if not barrier.unaligned or not isinstance(handler, UnalignedBarrierHandler):
             self._pending_trigger = barrier
@@ -179,9 +247,9 @@ class StreamInputProcessor:
     def _read_to_end(self) -> None:
         """``ReadToEnd``: read the open channels (their producers have finished) to their
         END_OF_PARTITION into ``_read_ahead``, reporting every buffer and END to the
-        barrier handler as it comes; ``_run_inputs`` then processes them in order."""
+        barrier handler as it comes; ``run`` then processes them in order."""
         gate, handler = self._gate, self._barrier_handler
-        assert gate is not None and handler is not None
+        assert handler is not None
         read_ahead = self._read_ahead
         open_channels = self._open_channels - sum(1 for item in read_ahead if item[2] == _END)
         while open_channels > 0:
@@ -223,29 +291,16 @@ class StreamInputProcessor:
         last channel, the input has ended."""
         ended = self._data_ended
         ended.add((gate_index, channel))
-        if len(ended) == sum(len(g.channels) for g in self.tdd.input_gates):
+        if len(ended) == self._channel_count:
             self._end_of_input()
-
-    def _build_valves(self) -> None:
-        """One watermark valve per input of the head operator, over the channels of
-        every gate that feeds it (a union feeds one input from several gates)."""
-        gates = self.tdd.input_gates
-        sizes: dict[int, int] = {}
-        for g in gates:
-            index = g.edge.input_index
-            self._gate_channel_base.append(sizes.get(index, 0))
-            sizes[index] = sizes.get(index, 0) + len(g.channels)
-        valves = {index: StatusWatermarkValve(n) for index, n in sizes.items()}
-        self._gate_valves = [valves[g.edge.input_index] for g in gates]
 
     def _on_watermark_event(
         self, gate_index: int, channel: int, event: Watermark | WatermarkStatus
     ) -> None:
         chain = self._chain
-        assert chain is not None
         valve = self._gate_valves[gate_index]
         flat = self._gate_channel_base[gate_index] + channel
-        input_index = self.tdd.input_gates[gate_index].edge.input_index
+        input_index = self._input_gates[gate_index].edge.input_index
         if isinstance(event, Watermark):
             advanced = valve.input_watermark(flat, event.timestamp)
             idle = None
@@ -269,14 +324,14 @@ class StreamInputProcessor:
             if handler is None:
                 return
             overtaken: list[bytes] = []
-            if event.unaligned and self._gate is not None:
+            if event.unaligned:
                 # Buffers received before the barrier that it jumped inside the gate.
                 overtaken = self._gate.priority_event_overtaken(gate_index, channel)
             self._perform(handler.on_barrier(gate_index, channel, event, overtaken))
             return
         logger.debug(
             "task %s: %r on gate %d channel %d not handled yet",
-            self.tdd.task_name,
+            self._task_name,
             event,
             gate_index,
             channel,
@@ -289,9 +344,9 @@ class StreamInputProcessor:
             if isinstance(action, BlockChannel):
                 if self._alignment_started is None:
                     self._alignment_started = time.monotonic()
-                gate.block_channel(action.gate_index, action.channel_index)  # type: ignore[union-attr]
+                gate.block_channel(action.gate_index, action.channel_index)
             elif isinstance(action, UnblockAll):
-                gate.unblock_all()  # type: ignore[union-attr]
+                gate.unblock_all()
             elif isinstance(action, TriggerSnapshot):
                 started = self._alignment_started
                 self._alignment_started = None
@@ -309,32 +364,3 @@ class StreamInputProcessor:
                     self._checkpointing.decline(action.checkpoint_id, action.reason.value)
             elif isinstance(action, ReadToEnd):
                 self._read_to_end()
-
-    def _replay_channel_state(self) -> None:
-        """Recovery from an unaligned checkpoint, before any new input: re-send the
-        output that was in flight (the consumers restored from a state that had not
-        seen it), then process the input that was in flight (this task's restored state
-        has not seen it), per channel in its original order."""
-        if self._restored is None:
-            return
-        inputs, outputs = self._restored.channel_state()
-        if not inputs and not outputs:
-            return
-        logger.info(
-            "task %s: replaying %d output and %d input buffers of its checkpoint",
-            self.tdd.task_name,
-            sum(map(len, outputs.values())),
-            sum(map(len, inputs.values())),
-        )
-        for (p, sub), buffers in sorted(outputs.items()):
-            for buffer in buffers:
-                self._partitions[p].emit(sub, buffer)
-        chain = self._chain
-        assert chain is not None
-        gates = self.tdd.input_gates
-        for (g, _), buffers in sorted(inputs.items()):
-            process = chain.input(gates[g].edge.input_index)
-            for buffer in buffers:
-                self._check_canceled()
-                process(*deserialize_records(buffer))
-        chain.flush()

@@ -5,9 +5,24 @@ The task thread does everything that touches operator state: it reads input (a
 source's reader or the input gate), pushes each batch through the operator chain,
 runs the mailbox's control actions between batches, and flushes partly filled
 buffers when the buffer timeout is due. Other threads talk to it only through
-``cancel()`` and the mailbox. Its parts, each in its own module: the setup of its
-chain, state and checkpointing (``task_setup``), the input processor of a task with
-inputs (``stream_input_processor``) and the loop of a source (``source_loop``).
+``cancel()`` and the mailbox.
+
+The task composes its parts, each an object of its own module, constructed with what
+it uses (as Flink's StreamTask has an OperatorChain, an input processor and a
+SubtaskCheckpointCoordinator):
+
+- ``TaskSetup`` (``task_setup``) builds, stage by stage, the network (partitions,
+  writers, gate), the operators with their state (the chain) and the checkpointing (the
+  subtask's checkpoint coordinator and barrier handler); the task holds what each stage
+  returns, and releases it when it ends;
+- ``StreamInputProcessor`` (``stream_input_processor``) is the loop of a task with
+  inputs: the gate, the watermark valves, the barrier handling and the replay of
+  in-flight input;
+- ``SourceLoop`` (``source_loop``) is the loop of a source.
+
+The two loops call back into the task through three of its steps, handed to their
+constructors: serving the mailbox between two batches, checking for a cancel, and
+ending the input.
 
 Lifecycle (reported through ``TaskServices.report_state`` from the task thread)::
 
@@ -18,32 +33,19 @@ Lifecycle (reported through ``TaskServices.report_state`` from the task thread):
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import Any, Protocol
 
 from weir.core import config
-from weir.core.checkpoint import (
-    CheckpointType,
-)
+from weir.core.checkpoint import CheckpointType
 from weir.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from weir.core.exception_history import CLEANUP_FAILURE_MARKER
-from weir.core.ids import ExecutionAttemptId
 from weir.core.metrics import ScopedMetricGroup
 from weir.core.throwable_classifier import ThrowableType, throwable_type
-from weir.taskmanager.checkpointing.barrier_handler import (
-    CheckpointBarrierHandler,
-)
 from weir.taskmanager.checkpointing.subtask_checkpoint import (
-    Acknowledge,
-    Decline,
     RestoredTaskState,
     SubtaskCheckpointCoordinator,
 )
@@ -51,29 +53,26 @@ from weir.taskmanager.mailbox import Mailbox
 from weir.taskmanager.network.api import (
     BufferKind,
     InputGate,
-    NetworkEnvironment,
     PartitionClosedError,
     ResultPartitionWriter,
 )
 from weir.taskmanager.operators.base import MAX_WATERMARK, MIN_WATERMARK
 from weir.taskmanager.operators.chain import OperatorChain
-from weir.taskmanager.operators.source import (
-    SourceOperator,
-)
+from weir.taskmanager.operators.source import SourceOperator
 from weir.taskmanager.operators.timers import ProcessingTimeService
 from weir.taskmanager.output_flusher import OutputFlusher
+from weir.taskmanager.record_writer import BufferTimeout
 from weir.taskmanager.source_loop import SourceLoop
 from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.stream_input_processor import StreamInputProcessor
 from weir.taskmanager.task_errors import TaskCanceledError
-from weir.taskmanager.task_events import (
-    CheckpointBarrier,
-    Watermark,
-    serialize_event,
-)
-from weir.taskmanager.task_setup import TaskSetup
+from weir.taskmanager.task_events import CheckpointBarrier, Watermark, serialize_event
+from weir.taskmanager.task_metrics import register_operator_metrics, register_task_metrics
+from weir.taskmanager.task_services import TaskServices
+from weir.taskmanager.task_setup import TaskNetwork, TaskSetup, dispose_backends
 from weir.taskmanager.task_stdout import task_stdout
-from weir.taskmanager.watermark_valve import StatusWatermarkValve
+
+__all__ = ["Task", "TaskCanceledError", "TaskServices"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,57 +81,10 @@ logger = logging.getLogger(__name__)
 # a wake-up that was missed could go unnoticed.
 _FINAL_CHECKPOINT_WAIT_S = 1.0
 
-_DATA = BufferKind.DATA
 _END = BufferKind.END_OF_PARTITION
 
 
-RegisterKvState = Callable[
-    [str, str, KeyedStateBackend, Callable[[], Any], Callable[[Callable[[], None]], None]], None
-]
-
-
-class ReportState(Protocol):
-    def __call__(
-        self,
-        attempt_id: ExecutionAttemptId,
-        state: ExecutionState,
-        cause: str | None,
-        throwable_type: ThrowableType,
-        /,
-    ) -> None: ...
-
-
-@dataclass(frozen=True)
-class TaskServices:
-    network: NetworkEnvironment
-    report_state: ReportState
-    """Called from the task thread on every transition; the string is the formatted
-    failure (with the user's original traceback), the type whether a restart can cure it
-    (``weir.core.throwable_classifier``; RECOVERABLE_ERROR but for a failure)."""
-    collect: Callable[[str, int, bytes, bool, int], None]
-    """``(operator_id, subtask_index, serialized batch, end_of_data, checkpoint epoch)``;
-    may block."""
-    print_target: str | None = None
-    """Path ``print()`` appends to (line-buffered); ``None`` = ``sys.stdout``."""
-    acknowledge_checkpoint: Acknowledge = lambda *_: None
-    """Called from the task's checkpoint writer thread once its state is written."""
-    decline_checkpoint: Decline = lambda *_: None
-    """Called when the task cannot take a checkpoint."""
-    end_of_data: Callable[[ExecutionAttemptId], None] = lambda _: None
-    """Called from the task thread when the task reached the end of its input and waits
-    for its final checkpoint; must not block."""
-    task_thread: Callable[[], AbstractContextManager[object]] = nullcontext
-    """Entered on the task thread around its whole run: what the TaskManager sets up for
-    the user code of this task's job there (its working directory, exit monitoring)."""
-    metric_group: ScopedMetricGroup | None = None
-    """The task's metric group (scope taskmanager.job.task); None: metrics go nowhere."""
-    register_kv_state: RegisterKvState | None = None
-    """``(operator_id, name, backend, read, put_mail)`` from the task thread when an
-    operator creates a queryable state (in ``open``); may block on one RPC. None: the
-    TaskManager serves no queryable state."""
-
-
-class Task(TaskSetup, StreamInputProcessor, SourceLoop):
+class Task:
     def __init__(
         self,
         tdd: TaskDeploymentDescriptor,
@@ -151,44 +103,13 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         self._failure_cause: str | None = None
         self._lock = threading.Lock()
         self._cancel_requested = False
-        self.mailbox = Mailbox()
-        self._gate: InputGate | None = None
-        self._partitions: list[ResultPartitionWriter] = []
-        self._chain: OperatorChain | None = None
-        self._source: SourceOperator | None = None
-        self._checkpointing: SubtaskCheckpointCoordinator | None = None
-        self._barrier_handler: CheckpointBarrierHandler | None = None
-        self._restored: RestoredTaskState | None = None
-        self._backends: list[KeyedStateBackend] = []
-        self._unaligned = False
-        """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
-        self._final_checkpoint = False
-        """FLIP-147: at the end of input the task waits for a checkpoint before it ends."""
-        self._input_ended = False
-        self._open_channels = 0
-        """Input channels that have not delivered END_OF_PARTITION yet."""
-        self._data_ended: set[tuple[int, int]] = set()
-        """(gate, channel) of the input channels after whose last record we are."""
-        self._pending_trigger: CheckpointBarrier | None = None
-        """A checkpoint triggered here because every producer finished, taken once their
-        channels have ended (an aligned one)."""
-        self._read_ahead: deque[tuple[int, int, BufferKind, bytes]] = deque()
-        """Input read to its end ahead of processing (an unaligned checkpoint triggered
-        after every producer finished), processed before the gate is polled again."""
-        self._alignment_started: float | None = None
         self._interruptible = False
+        self.mailbox = Mailbox()
         self._processing_timers = ProcessingTimeService(
             clock_ms, self.mailbox.put, name=tdd.task_name
         )
-        # Per input gate: the valve of the head's input it feeds, and the index of the
-        # gate's first channel within that valve.
-        self._gate_valves: list[StatusWatermarkValve] = []
-        self._gate_channel_base: list[int] = []
         self._thread = threading.Thread(target=self._run, name=tdd.task_name, daemon=True)
         cfg = tdd.job_config
-        self._segment_size = config.get(cfg, config.SEGMENT_SIZE)
-        self._compress = config.get(cfg, config.NETWORK_COMPRESSION) == "lz4"
-        self._max_frame_size = config.get(cfg, config.MAX_FRAME_SIZE)
         timeout_ms = config.get(cfg, config.BUFFER_TIMEOUT)
         if not config.get(cfg, config.BUFFER_TIMEOUT_ENABLED):
             timeout_ms = -1
@@ -198,17 +119,27 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         # default, about one network buffer of small records, so a batch amortises the
         # per-batch costs while a mailbox action waits at most one batch.
         self._bundle_size = config.get(cfg, config.PYTHON_BUNDLE_SIZE)
+        # The parts, set on the task thread as ``_initialize`` builds them; cancel() reads
+        # the partitions, the gate and the source under the lock.
+        self._partitions: tuple[ResultPartitionWriter, ...] = ()
+        self._gate: InputGate | None = None
+        self._source: SourceOperator | None = None
+        self._restored: RestoredTaskState | None = None
+        self._chain: OperatorChain | None = None
+        self._backends: tuple[KeyedStateBackend, ...] = ()
+        self._buffer_timeout = BufferTimeout(-1, clock)
+        """Until the chain exists, one that is never due."""
         self._flusher = OutputFlusher((), None, tdd.task_name)
-        self._operator_groups: dict[str, ScopedMetricGroup] = {}
-        """Each operator's metric group (scope taskmanager.job.task.operator), by id."""
-        # What the task thread counts for its metrics (weir.taskmanager.task_metrics):
-        # per buffer or per wait, never per record; read by other threads without a lock.
-        self.records_in = 0
-        self.bytes_in = 0
-        self.idle_ns = 0
-        """Time a source waited for data (a task with inputs: its gate's stats)."""
-        self.back_pressured_ns = 0
-        """Time a source waited for room in its outputs (unaligned checkpoints)."""
+        self._checkpointing: SubtaskCheckpointCoordinator | None = None
+        self._unaligned = False
+        """EXACTLY_ONCE with unaligned checkpoints: barriers overtake in-flight data."""
+        self._final_checkpoint = False
+        """FLIP-147: at the end of input the task waits for a checkpoint before it ends."""
+        self._input: StreamInputProcessor | None = None
+        """The loop of a task with inputs."""
+        self._source_loop: SourceLoop | None = None
+        """The loop of a source."""
+        self._input_ended = False
 
     # --- what its metrics read (weir.taskmanager.task_metrics), from any thread ----------
 
@@ -217,7 +148,7 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         return self._gate
 
     @property
-    def result_partitions(self) -> list[ResultPartitionWriter]:
+    def result_partitions(self) -> tuple[ResultPartitionWriter, ...]:
         return self._partitions
 
     @property
@@ -228,13 +159,32 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
     def metric_group(self) -> ScopedMetricGroup | None:
         return self._services.metric_group
 
+    @property
+    def records_in(self) -> int:
+        """Records read from the input gate (numRecordsIn)."""
+        return 0 if self._input is None else self._input.records_in
+
+    @property
+    def bytes_in(self) -> int:
+        """Bytes read from the input gate (numBytesIn)."""
+        return 0 if self._input is None else self._input.bytes_in
+
+    @property
+    def idle_ns(self) -> int:
+        """Time a source waited for data (a task with inputs: its gate's stats)."""
+        return 0 if self._source_loop is None else self._source_loop.idle_ns
+
+    @property
+    def back_pressured_ns(self) -> int:
+        """Time a source waited for room in its outputs (unaligned checkpoints)."""
+        return 0 if self._source_loop is None else self._source_loop.back_pressured_ns
+
     def input_watermark(self) -> int:
         """The lowest watermark over the inputs of the head (MIN_WATERMARK: none yet)."""
-        valves = self._gate_valves
-        if not valves:
-            head = self._chain.head if self._chain is not None else None
-            return getattr(head, "current_watermark", MIN_WATERMARK)
-        return min(v.watermark for v in valves)
+        if self._input is not None:
+            return self._input.input_watermark()
+        head = self._chain.head if self._chain is not None else None
+        return getattr(head, "current_watermark", MIN_WATERMARK)
 
     # --- the API of the TaskExecutor ------------------------------------------------------
 
@@ -314,7 +264,8 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         ``drain``: the task's sources end event time (MAX_WATERMARK) before the barrier."""
 
         def action() -> None:
-            if self._checkpointing is None or self._state is not ExecutionState.RUNNING:
+            checkpointing = self._checkpointing
+            if checkpointing is None or self._state is not ExecutionState.RUNNING:
                 # Ending: the JobMaster aborts the checkpoint when it sees the task end.
                 logger.info(
                     "task %s: not taking checkpoint %d: not running",
@@ -330,15 +281,12 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             barrier = CheckpointBarrier(
                 checkpoint_id, timestamp_ms, checkpoint_type.value, unaligned, target_location
             )
-            if self._open_channels > 0:
-                # Triggered here because every producer finished (FLIP-147), with their
-                # last records still on the way.
-                self._trigger_with_open_channels(barrier)
+            if self._input is not None:
+                # Triggered here because every producer finished (FLIP-147): the input
+                # processor knows what is still on the way.
+                self._input.trigger_checkpoint(barrier)
                 return
-            if self._gate is not None:
-                # A task with inputs, all ended: nothing in flight, nothing to overtake.
-                barrier = dataclasses.replace(barrier, unaligned=False)
-            self._checkpointing.checkpoint(barrier)
+            checkpointing.checkpoint(barrier)
 
         self.mailbox.put(action)
 
@@ -355,8 +303,8 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
         if complete:
             checkpointing.notify_complete(checkpoint_id)
             return
-        if self._barrier_handler is not None:
-            self._perform(self._barrier_handler.on_checkpoint_aborted(checkpoint_id))
+        if self._input is not None:
+            self._input.abort_checkpoint(checkpoint_id)
         checkpointing.notify_aborted(checkpoint_id)
 
     # --- the task thread -------------------------------------------------------------------
@@ -397,7 +345,8 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             self._transition(ExecutionState.INITIALIZING)
             self._interruptible = True
             if self.tdd.finished_on_restore:
-                self._initialize_network()
+                # Partitions and gate only: a task finished on restore runs no operator.
+                self._adopt_network(self._setup().create_network(writers=False))
                 self._transition(ExecutionState.RUNNING)
                 self._run_finished_on_restore()
                 self._close_finished()
@@ -407,11 +356,13 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             self._transition(ExecutionState.RUNNING)
             self._replay_channel_state()
             self._flusher.start()
-            if self._source is not None:
-                self._run_source()
+            if self._source_loop is not None:
+                self._source_loop.run()
                 self._end_of_input()
+            elif self._input is not None:
+                self._input.run()
             else:
-                self._run_inputs()
+                self._end_of_input()
             self._await_final_checkpoint()
             self._check_canceled()
             self._interruptible = False
@@ -429,6 +380,111 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             self._transition(ExecutionState.FINISHED)
         except BaseException as exc:  # every way out must end in a terminal state
             self._fail_or_cancel(exc)
+
+    def _setup(self) -> TaskSetup:
+        return TaskSetup(
+            self.tdd,
+            self._services,
+            processing_timers=self._processing_timers,
+            post_mail=self.mailbox.put,
+            canceled=lambda: self._cancel_requested,
+            clock_ms=self._clock_ms,
+        )
+
+    def _adopt_network(self, network: TaskNetwork) -> None:
+        with self._lock:
+            self._partitions = network.partitions
+            self._gate = network.gate
+        if network.gate is not None:
+            self.mailbox.set_waker(network.gate.wakeup)
+
+    def _initialize(self) -> None:
+        """Build the parts (``TaskSetup``, stage by stage), open the chain, and compose
+        the loop that runs it: the input processor of a task with inputs, or the loop of
+        a source. Each part is the task's as soon as a stage returns it, so that a
+        failure or a cancel later on releases it."""
+        tdd = self.tdd
+        setup = self._setup()
+        payloads = setup.load_user_code()
+        restored = self._restored = setup.restore_state()
+        network = setup.create_network()
+        self._adopt_network(network)
+        operators = setup.create_operators(payloads, restored, network.writers)
+        chain = self._chain = operators.chain
+        self._backends = operators.backends
+        metric_group = self._services.metric_group
+        if metric_group is not None:
+            register_task_metrics(metric_group, self)
+        buffer_timeout = self._buffer_timeout = BufferTimeout(self._timeout_ms, self._clock)
+        flusher = self._flusher = OutputFlusher(network.writers, buffer_timeout, tdd.task_name)
+        setup.initialize_function_state(operators, restored=restored is not None)
+        chain.open()
+        if metric_group is not None:
+            register_operator_metrics(operators.operator_groups, chain, self.input_watermark)
+        checkpointing = setup.create_checkpointing(chain, network.partitions)
+        if checkpointing is not None:
+            self._checkpointing = checkpointing.coordinator
+            self._unaligned = checkpointing.unaligned
+            self._final_checkpoint = checkpointing.final_checkpoint
+        if network.gate is not None:
+            self._input = StreamInputProcessor(
+                network.gate,
+                tdd.input_gates,
+                chain,
+                checkpointing=self._checkpointing,
+                barrier_handler=None if checkpointing is None else checkpointing.barrier_handler,
+                flusher=flusher,
+                buffer_timeout=buffer_timeout,
+                bundle_size=self._bundle_size,
+                serve_mailbox=self._serve_mailbox,
+                check_canceled=self._check_canceled,
+                end_of_input=self._end_of_input,
+                task_name=tdd.task_name,
+            )
+        head = chain.head
+        if isinstance(head, SourceOperator):
+            self._source_loop = SourceLoop(
+                head,
+                chain,
+                mailbox=self.mailbox,
+                flusher=flusher,
+                buffer_timeout=buffer_timeout,
+                bundle_size=self._bundle_size,
+                back_pressure_from=network.partitions if self._unaligned else (),
+                job_config=tdd.job_config,
+                serve_mailbox=self._serve_mailbox,
+                serve_actions=self._serve_actions,
+                canceled=lambda: self._cancel_requested,
+            )
+            with self._lock:
+                self._source = head
+            if self._cancel_requested:  # cancel() ran before the source was known
+                head.cancel_function()
+
+    def _replay_channel_state(self) -> None:
+        """Recovery from an unaligned checkpoint, before any new input: re-send the
+        output that was in flight (the consumers restored from a state that had not
+        seen it), then process the input that was in flight (this task's restored state
+        has not seen it), per channel in its original order."""
+        if self._restored is None:
+            return
+        inputs, outputs = self._restored.channel_state()
+        if not inputs and not outputs:
+            return
+        logger.info(
+            "task %s: replaying %d output and %d input buffers of its checkpoint",
+            self.tdd.task_name,
+            sum(map(len, outputs.values())),
+            sum(map(len, inputs.values())),
+        )
+        for (p, sub), buffers in sorted(outputs.items()):
+            for buffer in buffers:
+                self._partitions[p].emit(sub, buffer)
+        chain = self._chain
+        assert chain is not None
+        if self._input is not None:
+            self._input.replay(inputs)
+        chain.flush()
 
     def _end_of_input(self) -> None:
         """Every input is consumed: the operators finish (windows fire, sinks close what
@@ -523,13 +579,7 @@ class Task(TaskSetup, StreamInputProcessor, SourceLoop):
             self._gate.close()
         if self._checkpointing is not None:
             self._checkpointing.close()
-        for backend in self._backends:
-            try:
-                backend.dispose()
-            except Exception as exc:
-                # A database left on disk goes with the job's working directory; the
-                # task's own outcome matters more than this cleanup.
-                logger.warning("disposing a state backend failed: %s", exc, exc_info=True)
+        dispose_backends(self._backends)
         return error
 
     def _serve_actions(self) -> None:

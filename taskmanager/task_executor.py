@@ -55,9 +55,11 @@ from weir.taskmanager.queryablestate import (
     KvStateRegistry,
     KvStateServer,
 )
-from weir.taskmanager.task import Task, TaskCanceledError, TaskServices
+from weir.taskmanager.task import Task
 from weir.taskmanager.task_canceler import TaskCancelerWatchDog, cancellation_settings
+from weir.taskmanager.task_errors import TaskCanceledError
 from weir.taskmanager.task_manager_metrics import TaskManagerMetrics
+from weir.taskmanager.task_services import TaskServices
 from weir.taskmanager.working_directory import WorkingDirectory, remove_abandoned
 
 if TYPE_CHECKING:

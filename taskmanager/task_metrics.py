@@ -2,8 +2,8 @@
 each operator in its chain (OperatorIOMetricGroup).
 
 Everything here is a gauge or a rate view over counters the task already keeps: the task
-thread counts per buffer (records and bytes in, in ``Task``; records and bytes out, in
-its ``RecordWriter``s) and times its waits (idle in the input gate or a source's empty
+thread counts per buffer (records and bytes in, in its input processor; records and
+bytes out, in its ``RecordWriter``s) and times its waits (idle in the input gate or a source's empty
 poll, back-pressured in a full result partition), never per record. Busy time is what is
 left of a second, as Flink computes it since 1.13:
 ``busyTimeMsPerSecond = 1000 - idleTimeMsPerSecond - backPressuredTimeMsPerSecond``.
@@ -15,19 +15,41 @@ the records it read, which is what it emits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from weir.core.job_info import IOMetricsInfo
 from weir.core.metrics import RateView, ScopedMetricGroup
 from weir.core.metrics.metric_types import GaugeImpl
 
 if TYPE_CHECKING:
+    from weir.taskmanager.network.api import InputGate, ResultPartitionWriter
     from weir.taskmanager.operators.chain import OperatorChain
     from weir.taskmanager.operators.operator_io import OperatorIOCounters
-    from weir.taskmanager.task import Task
 
-__all__ = ["final_io_metrics", "register_operator_metrics", "register_task_metrics"]
+__all__ = ["MeteredTask", "final_io_metrics", "register_operator_metrics", "register_task_metrics"]
+
+
+class MeteredTask(Protocol):
+    """What the metrics read of a task (``weir.taskmanager.task.Task``), from any thread,
+    without a lock."""
+
+    @property
+    def chain(self) -> OperatorChain | None: ...
+    @property
+    def input_gate(self) -> InputGate | None: ...
+    @property
+    def result_partitions(self) -> Sequence[ResultPartitionWriter]: ...
+    @property
+    def records_in(self) -> int: ...
+    @property
+    def bytes_in(self) -> int: ...
+    @property
+    def idle_ns(self) -> int: ...
+    @property
+    def back_pressured_ns(self) -> int: ...
+    def input_watermark(self) -> int: ...
+
 
 # Flink's TimerGauge reports the time measured over its last update interval; a short
 # span keeps the busy/idle/back-pressured split current while a dashboard watches it.
@@ -36,28 +58,28 @@ _TIME_SPAN_S = 5.0
 _METER_SPAN_S = 60.0
 
 
-def _records_out(task: Task) -> int:
+def _records_out(task: MeteredTask) -> int:
     chain = task.chain
     return sum(w.records_written for w in chain.writers) if chain is not None else 0
 
 
-def _bytes_out(task: Task) -> int:
+def _bytes_out(task: MeteredTask) -> int:
     chain = task.chain
     return sum(w.bytes_written for w in chain.writers) if chain is not None else 0
 
 
-def _idle_ms(task: Task) -> float:
+def _idle_ms(task: MeteredTask) -> float:
     gate = task.input_gate
     waited = task.idle_ns + (gate.stats.idle_ns if gate is not None else 0)
     return waited / 1e6
 
 
-def _back_pressured_ms(task: Task) -> float:
+def _back_pressured_ms(task: MeteredTask) -> float:
     waited = task.back_pressured_ns + sum(p.stats.back_pressured_ns for p in task.result_partitions)
     return waited / 1e6
 
 
-def final_io_metrics(task: Task) -> IOMetricsInfo:
+def final_io_metrics(task: MeteredTask) -> IOMetricsInfo:
     """The task's counts as it ends, sent with its final state to the JobMaster (whose
     REST API shows them once this TaskManager no longer reports the task)."""
     return IOMetricsInfo(
@@ -70,7 +92,7 @@ def final_io_metrics(task: Task) -> IOMetricsInfo:
     )
 
 
-def register_task_metrics(group: ScopedMetricGroup, task: Task) -> None:
+def register_task_metrics(group: ScopedMetricGroup, task: MeteredTask) -> None:
     """Register the task's gauges and rates in ``group``; called once its chain exists."""
 
     def records_out() -> int:

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -62,6 +63,29 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def kube_api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Kubernetes API server (etcd and kube-apiserver 1.34 on free ports of
+    127.0.0.1, tests/kubernetes_api_server.py) with a ServiceAccount holding a master's
+    Role, shared by the Kubernetes high-availability suites; each test uses a cluster id
+    of its own. Skipped, saying how to build them, where the binaries are missing."""
+    from kubernetes_api_server import KubeApiServer, missing_binaries
+
+    if missing_binaries():
+        pytest.skip(
+            f"{', '.join(missing_binaries())} not built: `make kubernetes` builds the "
+            "Kubernetes binaries (tests/kubernetes_build.py) into ~/.cache/weir"
+        )
+    server = KubeApiServer(tmp_path_factory.mktemp("kube-api-server"))
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A real Kafka 4 broker (KRaft, broker and controller in one JVM) on 127.0.0.1, from
     Kafka's jars (fetched with Maven once and cached), shared by the suites that need one;
@@ -88,6 +112,52 @@ def hadoop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     cluster = shared.acquire()
     yield cluster
     shared.release()
+
+
+@pytest.fixture(scope="session")
+def kubernetes() -> Iterator[object]:
+    """A real single-node Kubernetes cluster on this machine (tests/kubernetes_cluster.py),
+    one for the whole run: pytest-xdist's workers share it, and it stops by itself, its
+    host changes undone, once none of them uses it any more. Needs root and what
+    `make kubernetes` builds."""
+    if os.geteuid() != 0:
+        pytest.skip("the Kubernetes test cluster needs root (mounts, iptables, cgroups)")
+    from kubernetes_build import BuildError, ensure_toolchain
+    from kubernetes_cluster import ClusterError, SharedKubernetes
+
+    shared = SharedKubernetes()
+    try:
+        # Built by `make kubernetes` already, as a rule: then this takes a second.
+        ensure_toolchain()
+        cluster = shared.acquire()
+    except (BuildError, ClusterError) as exc:
+        pytest.fail(str(exc))
+    yield cluster
+    shared.release()
+
+
+@pytest.fixture(scope="session")
+def weir_image(kubernetes: Any) -> object:
+    """Weir's image (deploy/kubernetes/Dockerfile), built by podman unless one of the same
+    inputs exists, and loaded into the cluster's containerd: ``.repository``, ``.tag``,
+    ``.ref``, ``.size_bytes``, ``.build_seconds``."""
+    from kubernetes_build import BuildError, ensure_weir_image
+
+    try:
+        image = ensure_weir_image()
+    except BuildError as exc:
+        pytest.fail(str(exc))
+    kubernetes.load_image(image.ref)
+    return image
+
+
+@pytest.fixture
+def kubernetes_namespace(kubernetes: Any) -> Iterator[str]:
+    """A namespace of the test's own on the cluster, deleted (and waited for: its pods hold
+    the node's CPU until they are gone) after the test."""
+    name = kubernetes.create_namespace()
+    yield name
+    kubernetes.delete_namespace(name)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 
 ``measure_peers(events, keyed_events, parallelisms=(1,))`` runs, on this machine, the
 same q1 (a currency conversion per bid) and q2 (bids per auction in 10 s tumbling
-event-time windows) as ``benchmarks/nexmark.py`` on:
+event-time windows) as ``benchmarks/side_by_side.py`` on:
 
 - a bare numpy loop over batches of bids (``numpy_limit.py``): the physical limit on one
   core;
@@ -13,10 +13,10 @@ event-time windows) as ``benchmarks/nexmark.py`` on:
 
 Each peer's rate is its steady state (start-up excluded; each script says how it
 measures), and each run's result count is checked against the bare Python loops of
-``benchmarks/windows.py``. The side environments are made under
+``benchmarks/nexmark.py``. The side environments are made under
 ``~/.cache/weir-bench/peers`` (or ``$WEIR_BENCH_PEERS``) the first time, which takes a
 minute or two, and reused afterwards. ``python benchmarks/peers/run.py`` prints a table;
-``benchmarks/nexmark.py --peers`` adds the same rows to Weir's.
+``benchmarks/side_by_side.py --peers`` adds the same rows to Weir's.
 
 ``pyflink_kafka.py`` is the PyFlink 2.3 peer of ``benchmarks/kafka.py``, run in the
 environment of ``side_envs.pyflink``.

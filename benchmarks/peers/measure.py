@@ -85,14 +85,14 @@ def plan(events: int, keyed_events: int, parallelisms: tuple[int, ...]) -> list[
 
 
 def expected_results(query: str, events: int, cache: dict[int, int]) -> int:
-    """q1: one result per bid; q2: the window results of windows.py's bare Python loop."""
+    """q1: one result per bid; q2: the window results of nexmark.py's bare Python loop."""
     if query == "q1":
         return events
     if events not in cache:
         sys.path.insert(0, str(BENCHMARKS))
-        from windows import bare_loop
+        from nexmark import bare_window_counts
 
-        cache[events] = bare_loop("tumbling", events)[1]
+        cache[events] = bare_window_counts("tumbling", events)[1]
     return cache[events]
 
 

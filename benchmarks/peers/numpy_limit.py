@@ -14,7 +14,7 @@ price = (i*31) % 1000, date_time = i ms)``.
   monotonous, so after each batch the watermark is its last timestamp - 1 and every window
   whose end it reached fires: its (auction, count) pairs are emitted and its counts
   dropped. The result count is the number of (auction, count) pairs emitted, the same as
-  the bare Python loop's in ``benchmarks/windows.py``. The counts of an open window are a
+  the bare Python loop's in ``benchmarks/nexmark.py``. The counts of an open window are a
   dense array indexed by auction (``np.bincount``): auction ids are small non-negative
   integers, as Nexmark's are, which is what makes this the limit and not a general
   keyed aggregation.

@@ -9,8 +9,8 @@
 #                          (resourcemanager.taskmanager.min for this run)
 #   --standby              start one more master beside the running one; it waits as a
 #                          standby and takes over when the leader dies (needs
-#                          high-availability.type: zookeeper); --port its Dispatcher port
-#                          (default: any free one)
+#                          high-availability.type zookeeper or kubernetes); --port its
+#                          Dispatcher port (default: any free one)
 #
 # With high availability, a `masters` file beside weir-conf.yaml (one host:port a line,
 # as Flink's conf/masters; hosts of this machine only) starts a master for each line:
@@ -84,9 +84,10 @@ mkdir -p "$WEIR_LOG_DIR" "$WEIR_PID_DIR"
 WEIR_LOG_DIR=$(cd "$WEIR_LOG_DIR" && pwd)  # TaskManagers run in other directories
 
 ha_type=$(read_config high-availability.type none)
+ha_type=${ha_type,,}  # Flink's values are case-insensitive
 masters_file=$WEIR_CONF_DIR/masters
-if [[ -n $standby && $ha_type != zookeeper ]]; then
-    echo "error: a standby master needs high-availability.type: zookeeper in" \
+if [[ -n $standby && $ha_type != zookeeper && $ha_type != kubernetes ]]; then
+    echo "error: a standby master needs high-availability.type: zookeeper or kubernetes in" \
         "$WEIR_CONF_FILE (it is '$ha_type')" >&2
     exit 1
 fi
@@ -100,7 +101,7 @@ if [[ -n $standby ]]; then
     WEIR_MASTER_PID_FILE=$WEIR_PID_DIR/weir-master-standby-$i.pid
     WEIR_MASTER_LOG_FILE=${WEIR_MASTER_LOG_FILE%.log}-standby-$i.log
     port=${port:-0}
-elif [[ $ha_type == zookeeper && -f $masters_file ]]; then
+elif [[ $ha_type != none && -f $masters_file ]]; then
     mapfile -t masters < <(grep -vE '^[[:space:]]*(#|$)' "$masters_file" | sed -E 's/[[:space:]]+//g')
     if ((${#masters[@]} > 0)); then
         host=${host:-${masters[0]%:*}}
@@ -199,7 +200,7 @@ while true; do
 done
 
 echo "Weir master started: Dispatcher at $address."
-if [[ -z $standby && $ha_type == zookeeper && ${#masters[@]} -gt 1 ]]; then
+if [[ -z $standby && $ha_type != none && ${#masters[@]} -gt 1 ]]; then
     for entry in "${masters[@]:1}"; do
         "$WEIR_BIN_DIR/start-cluster.sh" --standby --host "${entry%:*}" --port "${entry##*:}"
     done

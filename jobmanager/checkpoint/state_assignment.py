@@ -4,7 +4,10 @@
 - Keyed state moves by key group: new subtask ``i`` gets every old handle whose
   key-group range overlaps the range it owns (``key_group_range_for_operator``), and
   its backend reads only its own groups from them. At the same parallelism that is
-  exactly the handle the subtask wrote.
+  exactly the handle the subtask wrote. A handle that records no key placement (written
+  before they were recorded) goes to every subtask: its keys may belong to other groups
+  now, which only the task, knowing the key type, can tell
+  (``weir.taskmanager.checkpointing.key_placement``).
 - Operator state is redistributed by mode (``repartition_operator_state``): list state
   split, union state to every subtask (also at the same parallelism), broadcast state
   copied.
@@ -130,7 +133,8 @@ def assign_subtask_states(
 def _keyed_state_of_subtasks(
     state: OperatorState, vertex: JobVertex
 ) -> list[list[KeyedStateHandle]]:
-    """Per new subtask, the old keyed handles that hold some of its key groups."""
+    """Per new subtask, the old keyed handles that hold some of its key groups (every
+    handle recording no key placement)."""
     handles = [
         handle
         for _, subtask in sorted(state.subtask_states.items())
@@ -143,7 +147,8 @@ def _keyed_state_of_subtasks(
             [
                 h
                 for h in handles
-                if h.key_groups.start < owned.stop and owned.start < h.key_groups.end
+                if not h.key_placement
+                or (h.key_groups.start < owned.stop and owned.start < h.key_groups.end)
             ]
         )
     return out

@@ -114,6 +114,9 @@ class OperatorSnapshot:
     source_splits: bool = False
     """``source_state`` is a list of split states, which may be restored at another
     parallelism, not an opaque position."""
+    key_placement: str = ""
+    """How the keyed state's keys are placed in key groups (its backend's
+    ``PyFlinkKeyHasher.key_type``); empty without keyed state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +265,14 @@ def _capture_operator(
     store = op.operator_state_backend
     operator_state = store.snapshot() if store is not None else None
     return OperatorSnapshot(
-        op.operator_id, keyed, source_state, native, operator_state, deferred, splits
+        op.operator_id,
+        keyed,
+        source_state,
+        native,
+        operator_state,
+        deferred,
+        splits,
+        backend.key_hasher.key_type if backend is not None else "",
     )
 
 
@@ -302,7 +312,7 @@ def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGr
 
 
 def decode_keyed_state(
-    snapshot: KeyGroupsSnapshot, key_groups: range | None = None
+    snapshot: KeyGroupsSnapshot, key_groups: range | frozenset[int] | None = None
 ) -> KeyedStateSnapshot:
     """The inverse of ``encode_keyed_state``, reading only the blocks of ``key_groups``
     (default: all of them)."""

@@ -16,6 +16,7 @@ the input channel state complete (``complete_channel_state``). A task without in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +44,13 @@ from weir.core.checkpoint import (
 )
 from weir.core.checkpoint.savepoint_storage import savepoint_location
 from weir.core.ids import ExecutionAttemptId, OperatorId
+from weir.core.key_groups import PyFlinkKeyHasher
+from weir.taskmanager.checkpointing.key_placement import (
+    check_key_placement,
+    groups_to_read,
+    is_legacy,
+    regroup,
+)
 from weir.taskmanager.checkpointing.snapshot import (
     KeyGroupsSnapshot,
     TaskSnapshot,
@@ -97,18 +105,38 @@ class RestoredTaskState:
         self._max_parallelism = max_parallelism
 
     def keyed_state(
-        self, operator_id: str, key_groups: range
-    ) -> tuple[list[KeyedStateSnapshot], list[IncrementalKeyGroupsStateHandle]]:
-        """``(canonical snapshots, incremental handles)`` of the operator's keyed state;
-        the canonical ones hold only the key groups of ``key_groups``."""
+        self,
+        operator_id: str,
+        hasher: PyFlinkKeyHasher,
+        key_groups: range,
+        operator: str,
+        conform_key: Callable[[Any], Any] | None = None,
+    ) -> tuple[
+        list[KeyedStateSnapshot],
+        list[IncrementalKeyGroupsStateHandle],
+        list[IncrementalKeyGroupsStateHandle],
+    ]:
+        """``(canonical snapshots, incremental handles, legacy incremental handles)`` of the
+        operator's keyed state for a backend placing keys with ``hasher`` and owning
+        ``key_groups``: the canonical snapshots hold only its key groups, each key in the
+        group it belongs to; the incremental handles are restored as they are, the legacy
+        ones (``key_placement.is_legacy``) the caller reads in the canonical form and puts
+        through ``key_placement.regroup`` (``conform_key`` as there). Raises
+        StateMigrationError for state whose keys were placed by another key type
+        (``operator`` names the operator)."""
         state = self.snapshot.subtask_states.get(OperatorId(operator_id))
         if state is None:
-            return [], []
+            return [], [], []
         restored = []
-        native = []
+        native: list[IncrementalKeyGroupsStateHandle] = []
+        legacy: list[IncrementalKeyGroupsStateHandle] = []
         for handle in state.managed_keyed_state:
+            check_key_placement(handle, hasher.key_type, operator)
+            wanted = groups_to_read(handle, hasher, key_groups, self._max_parallelism)
+            if not wanted:
+                continue  # a handle every subtask was given (legacy) that holds none of ours
             if isinstance(handle, IncrementalKeyGroupsStateHandle):
-                native.append(handle)
+                (legacy if is_legacy(handle) else native).append(handle)
                 continue
             snapshot = KeyGroupsSnapshot(
                 self._max_parallelism,
@@ -117,8 +145,11 @@ class RestoredTaskState:
                 handle.offsets,
                 handle.state_meta,
             )
-            restored.append(decode_keyed_state(snapshot, key_groups))
-        return restored, native
+            decoded = decode_keyed_state(snapshot, frozenset(wanted))
+            if is_legacy(handle):
+                decoded = regroup(decoded, hasher, key_groups, conform_key)
+            restored.append(decoded)
+        return restored, native, legacy
 
     def source_state(self, operator_id: str) -> RestoredSourceState | None:
         """The operator's source position or split lists, None when it has neither."""
@@ -315,6 +346,8 @@ class SubtaskCheckpointCoordinator:
                     start = kg.key_group_start
                     key_groups = KeyGroupRange(start, start + len(kg.offsets))
                     keyed = (KeyGroupsStateHandle(key_groups, handle, kg.offsets, kg.state_meta),)
+                # Which key type placed the keys: a restore regroups state that records none.
+                keyed = tuple(dataclasses.replace(h, key_placement=op.key_placement) for h in keyed)
                 if op.source_state is not None:
                     handle = location.write_state(
                         f"{prefix}-source", op.source_state, self._compress

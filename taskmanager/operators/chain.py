@@ -19,6 +19,7 @@ from weir.core.columnar import as_records
 from weir.core.ids import OperatorId
 from weir.core.job_graph import OperatorKind
 from weir.core.sort_keys import sort_key_function
+from weir.core.type_coders import DeclaredTypeCoder
 from weir.taskmanager.operators.async_wait import AsyncWaitOperator
 from weir.taskmanager.operators.base import (
     Collect,
@@ -37,7 +38,6 @@ from weir.taskmanager.operators.broadcast import (
     CoBroadcastWithKeyedOperator,
     CoBroadcastWithNonKeyedOperator,
 )
-from weir.taskmanager.operators.float_rounding import single_precision_rounding
 from weir.taskmanager.operators.functions import key_selector
 from weir.taskmanager.operators.key_guard import guard_keys
 from weir.taskmanager.operators.one_input import (
@@ -131,18 +131,19 @@ def _entry(op: StreamOperator, index: int) -> Collect:
     return guard_keys(process, key_selector(selector), op.name)
 
 
-def _rounded(collect: Collect, spec: Any) -> Collect:
-    """``collect`` of records whose FLOAT values (where ``spec`` says) are first rounded to
-    single precision, as PyFlink's serialisation rounds them; ``collect`` itself when the
-    type holds no FLOAT. A ColumnBatch's FLOAT columns are single precision already."""
-    round_batch = single_precision_rounding(spec)
-    if round_batch is None or collect is discard:
+def _coded(collect: Collect, coder: DeclaredTypeCoder | None, operator: str) -> Collect:
+    """``collect`` of records first made what PyFlink's coder of the output's declared type
+    makes of them (and checked), where PyFlink serialises that output
+    (``weir.graph.coded_outputs``); ``collect`` itself elsewhere. A ColumnBatch passes as
+    it is: it was made by a spec built from the same type."""
+    if coder is None or collect is discard:
         return collect
+    code = coder.code_batch
 
-    def rounded(batch: list[Any], timestamps: Timestamps) -> None:
-        collect(round_batch(batch) if type(batch) is list else batch, timestamps)
+    def coded(batch: list[Any], timestamps: Timestamps) -> None:
+        collect(code(batch, operator) if type(batch) is list else batch, timestamps)
 
-    return rounded
+    return coded
 
 
 def _records_of(process: Collect) -> Collect:
@@ -153,22 +154,6 @@ def _records_of(process: Collect) -> Collect:
         process(batch if type(batch) is list else as_records(batch), timestamps)
 
     return process_records
-
-
-def _conforming(collect: Collect, conform: Callable[[Any], Any]) -> Collect:
-    """``collect`` for an operator with a declared output type that has Rows or maps in
-    it: each record is made what PyFlink's typed outputs are (``output_conformer``, built
-    from the type by the client: named Rows at every depth, maps in Java HashMap order)."""
-
-    def collect_conformed(batch: list[Any], timestamps: Timestamps) -> None:
-        if type(batch) is not list:
-            # A ColumnBatch: its records are made by its spec, built from the same type
-            # (named Rows of basic fields), and its columns stay columns.
-            collect(batch, timestamps)
-            return
-        collect([conform(record) for record in batch], timestamps)
-
-    return collect_conformed
 
 
 def _sorting_input(head: StreamOperator, key_type: str) -> SortingDataInput | None:
@@ -251,6 +236,15 @@ class OperatorChain:
                 watermarks.append(target.process_watermark)
                 statuses.append(target.process_watermark_status)
             side: dict[str, list[Collect]] = {}
+            payload = op.setup.payload
+            coder = payload.get("output_coder")
+            if payload.get("output_coded_after_routing"):
+                # Fused with key_by's (or partition_custom's) function: the key is taken
+                # from the record as made, then the record is coded (weir.graph.coded_outputs).
+                for w in self.writers:
+                    if w.source_operator == descriptor.operator_id and not w.output_tag:
+                        w.code_after_routing(coder, op.name)
+                coder = None
             for w in self.writers:
                 if w.source_operator != descriptor.operator_id:
                     continue
@@ -263,12 +257,9 @@ class OperatorChain:
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
             counters = self.io[descriptor.operator_id]
-            # Rounded where PyFlink would have serialised them (weir.graph.single_precision).
-            collect = _rounded(fan_out(main), op.setup.payload.get("float_output"))
-            side_specs = op.setup.payload.get("float_side_outputs") or {}
-            conform = op.setup.payload.get("output_conformer")
-            if conform is not None:
-                collect = _conforming(collect, conform)
+            # Coded where PyFlink serialises them (weir.graph.coded_outputs).
+            collect = _coded(fan_out(main), coder, op.name)
+            side_coders = payload.get("side_output_coders") or {}
             op.open(
                 Output(
                     counting_out(collect, counters, side=False),
@@ -276,7 +267,9 @@ class OperatorChain:
                     _broadcast(statuses) if statuses else ignore,
                     {
                         tag: counting_out(
-                            _rounded(fan_out(collects), side_specs.get(tag)), counters, side=True
+                            _coded(fan_out(collects), side_coders.get(tag), op.name),
+                            counters,
+                            side=True,
                         )
                         for tag, collects in side.items()
                     },

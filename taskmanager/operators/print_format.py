@@ -14,6 +14,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from weir.core.errors import DeclaredTypeError
+
 Renderer = Callable[[Any], str]
 
 _INF = float("inf")
@@ -148,9 +150,16 @@ def _row_kind(v: Any) -> str:
 
 
 def _python_row(v: Any) -> str:
-    """PyFlink turns a Row record into text in Python before printing it: each field's str()."""
-    if v is None:
-        return "null"
+    """PyFlink turns a Row record into text in Python before printing it: each field's
+    str(). That map asserts it got a Row: fused with the function before it (see
+    ``weir.graph.coded_outputs``) it reads the record as made, which may be anything."""
+    if not hasattr(type(v), "get_fields_by_names"):
+        msg = (
+            f"print() of a stream of a Row type got {v!r} ({type(v).__name__}), which is no "
+            "Row: PyFlink's print() turns each Row into text and fails on anything else. "
+            "Emit Rows, or declare the type the records have (output_type=...)."
+        )
+        raise DeclaredTypeError(msg)
     return _row_kind(v) + "[" + ",".join([str(x) for x in v]) + "]"
 
 

@@ -9,8 +9,8 @@ from weir.core.checkpoint import CheckpointingConfig
 from weir.core.job_graph import SerializerKind
 from weir.core.serializers import serialize_batch, unpicklable_record_error
 from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
+from weir.taskmanager.operators.collected_floats import collected_floats
 from weir.taskmanager.operators.contexts import SinkContext, TimerService
-from weir.taskmanager.operators.float_rounding import collected_floats
 from weir.taskmanager.operators.function_state import has_state_hooks, snapshot_function_state
 from weir.taskmanager.operators.functions import close_function, open_function
 from weir.taskmanager.operators.print_format import build_renderer

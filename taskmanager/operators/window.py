@@ -14,7 +14,10 @@ still open are dropped, as in Flink.
 Two paths produce exactly the same results. The general one calls the assigner and the
 trigger for every record, through a trigger context, and handles merging (session)
 windows through a merging window set. The fast one serves aligned tumbling and sliding
-time windows with their default trigger (``weir.taskmanager.operators.window_aligned``).
+time windows with their default trigger: an ``AlignedWindowPaths``
+(``weir.taskmanager.operators.window_aligned``) the operator makes when it opens, and
+calls for its input, watermarks, timers and checkpoints. Both emit what fires through
+one ``WindowResults`` (``weir.taskmanager.operators.window_results``).
 """
 
 from __future__ import annotations
@@ -43,12 +46,13 @@ from weir.taskmanager.operators.functions import (
     user_method,
 )
 from weir.taskmanager.operators.timers import InternalTimerService
-from weir.taskmanager.operators.window_aligned import AlignedWindowPaths
+from weir.taskmanager.operators.window_aligned import AlignedWindowPaths, AlignedWindows
 from weir.taskmanager.operators.window_contexts import (
     WindowAssignerContext,
     WindowProcessContext,
     WindowTriggerContext,
 )
+from weir.taskmanager.operators.window_results import WindowResults
 from weir.taskmanager.operators.window_state import (
     CONTENTS,
     MERGING,
@@ -78,7 +82,7 @@ class _FlushingProcessingTime:
         self._service.schedule(timestamp_ms, fire_then_flush)
 
 
-class WindowOperator(AlignedWindowPaths, StreamOperator):
+class WindowOperator(StreamOperator):
     """Keyed windows; see the module docstring and ``weir.core.job_graph`` for the payload."""
 
     def __init__(self, setup: OperatorSetup) -> None:
@@ -104,72 +108,73 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         self.event_time: bool = self.assigner.is_event_time()
         self.merging = hasattr(self.assigner, "merge_windows")
         self.num_late_records_dropped = 0
-        self._out: list[Any] = []
-        self._out_ts: list[int | None] = []
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self, output: Output) -> None:
         self.output = output
-        # A ProcessWindowFunction may ``yield output_tag, value`` as PyFlink's do.
-        self._collect = output.routing_tagged_results()
         setup = self.setup
         backend = self.backend
+        context = setup.runtime_context
         processing = setup.processing_timers
         if processing is not None:
             processing = _FlushingProcessingTime(processing, self._flush)
-        fast = self.fast is not None
+        # What the timers call back; the aligned paths, built on the timer service, put
+        # their own callbacks in once they exist.
         triggerable = SimpleNamespace(
-            on_event_time=self._on_event_time_fast if fast else self._on_event_time,
-            on_processing_time=(
-                self._on_processing_time_fast if fast else self._on_processing_time
-            ),
+            on_event_time=self._on_event_time, on_processing_time=self._on_processing_time
         )
         self.timers = InternalTimerService(backend, triggerable, processing, setup.clock_ms)
         self.contents: NamespacedTable = backend.get_namespaced_table(CONTENTS)
         self.merging_sets: NamespacedTable = backend.get_namespaced_table(MERGING)
-        self.trigger_ctx = WindowTriggerContext(self)
-        self.process_ctx = WindowProcessContext(self)
-        self.assigner_ctx = WindowAssignerContext(self.timers, setup.runtime_context)
-        open_function(self.state_function, setup.runtime_context)
+        self.trigger_ctx = WindowTriggerContext(self.timers, backend, context)
+        self.assigner_ctx = WindowAssignerContext(self.timers, context)
+        open_function(self.state_function, context)
         if self.window_function is not None:
-            open_function(self.window_function, setup.runtime_context)
+            open_function(self.window_function, context)
         self._add = self._accumulator()
-        self._value_of = self._result_of_contents()
+        self._results = WindowResults(
+            # A ProcessWindowFunction may ``yield output_tag, value`` as PyFlink's do.
+            output.routing_tagged_results(),
+            self._result_of_contents(),
+            self.window_function,
+            WindowProcessContext(self.timers, backend, context, merging=self.merging),
+            contents_may_be_none=self.state_kind != "list",
+        )
         self._late = output.side_output(self.late_data_tag) if self.late_data_tag else None
-        # Aligned event-time windows without lateness fire from an index, not timers;
-        # the index holds the contents in memory, so only on a backend that does too.
-        self._aligned = (
-            self.fast is not None
-            and self.fast["event_time"]
-            and self.allowed_lateness == 0
-            and backend.in_memory
-        )
-        self._windows: dict[int, Any] = {}
-        self._aligned_starts: list[int] = []
-        if self._aligned:
-            self._restore_windows()
-        # A built-in aggregate keyed by one field adds batches of columns as they come.
-        builtin = getattr(self.state_function, "builtin", None)
-        key_field = field_of(self.key)
-        self._columns = (
-            (builtin[0], builtin[1], key_field)
-            if self._aligned
-            and self.state_kind == "aggregating"
-            and isinstance(builtin, tuple)
-            and key_field is not None
-            else None
-        )
-        self.columnar = self._columns is not None
-        if self.fast is None:
-            self.process = self._process
-        elif self.fast["event_time"]:
-            self.process = self._process_fast_event_time
+        self._aligned: AlignedWindowPaths | None = None
+        if self.fast is not None:
+            # A built-in aggregate keyed by one field adds batches of columns as they come.
+            builtin = getattr(self.state_function, "builtin", None)
+            key_field = field_of(self.key)
+            aggregating = self.state_kind == "aggregating"
+            self._aligned = AlignedWindowPaths(
+                AlignedWindows.of(self.fast),
+                key=self.key,
+                backend=backend,
+                contents=self.contents,
+                timers=self.timers,
+                allowed_lateness=self.allowed_lateness,
+                add=self._add,
+                aggregate=self.state_function if aggregating else None,
+                columns=(
+                    (builtin[0], builtin[1], key_field)
+                    if aggregating and isinstance(builtin, tuple) and key_field is not None
+                    else None
+                ),
+                results=self._results,
+                dropped_late=self._dropped_late,
+                missing_timestamp=self._missing_timestamp,
+            )
+            self.process = self._aligned.process
+            triggerable.on_event_time = self._aligned.on_event_time
+            triggerable.on_processing_time = self._aligned.on_processing_time
         else:
-            self.process = self._process_fast_processing_time
+            self.process = self._process
+        self.columnar = self._aligned is not None and self._aligned.columnar
 
     def snapshot_state(self, checkpoint_id: int) -> None:
-        if self._aligned:
-            self._contents_for_snapshot()
+        if self._aligned is not None:
+            self._aligned.snapshot_state()
 
     def close(self) -> None:
         if self.window_function is not None:
@@ -177,19 +182,15 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         close_function(self.state_function)
 
     def advance_watermark(self, watermark: int) -> None:
-        if self._aligned:
-            self.timers.current_watermark = watermark
-            self._fire_aligned(watermark)
+        if self._aligned is not None:
+            self._aligned.advance_watermark(watermark)
         self.timers.advance_watermark(watermark)
         self.current_watermark = watermark
         self._flush()
         self.output.emit_watermark(watermark)
 
     def _flush(self) -> None:
-        if self._out:
-            out, ts = self._out, self._out_ts
-            self._out, self._out_ts = [], []
-            self._collect(out, ts)
+        self._results.flush()
 
     # -- contents --------------------------------------------------------------------------
     def _accumulator(self) -> Callable[[Any, Any], Any]:
@@ -224,29 +225,6 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         if self.state_kind == "list":
             return list
         return _identity
-
-    def _emit(self, key: Any, window: Any, namespace: Any, acc: Any, timestamp: int) -> None:
-        """Run the window function on the contents ``acc`` of ``window``. The results
-        carry ``timestamp``: the time of what fired the window (the element, or the
-        timer), as PyFlink stamps them. Contents that are None (a reduce or an
-        AggregateFunction's result) fire nothing, as in PyFlink."""
-        value = self._value_of(acc)
-        if value is None:
-            return
-        function = self.window_function
-        if function is None:
-            self._out.append(value)
-            self._out_ts.append(timestamp)
-            return
-        ctx = self.process_ctx
-        ctx.window = window
-        ctx.namespace = namespace
-        results = function.process(key, window, ctx, value)
-        if results is not None:
-            out, out_ts = self._out, self._out_ts
-            for r in results:
-                out.append(r)
-                out_ts.append(timestamp)
 
     def _clear_contents(self, key: Any, namespace: Any) -> None:
         self.contents.remove(key, namespace)
@@ -330,7 +308,7 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
                 ctx.window, ctx.merged_windows = actual, None
                 result = self.trigger.on_element(x, stamp, actual, ctx)
                 if result.is_fire():
-                    self._emit(k, actual, state_window, acc, stamp)
+                    self._results.emit(k, actual, state_window, acc, stamp)
                 if result.is_purge():
                     self._clear_contents(k, state_window)
                 self._register_cleanup_timer(actual)
@@ -407,14 +385,14 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
         if result.is_fire():
             acc = self.contents.get(key, state_window, MISSING)
             if acc is not MISSING:
-                self._emit(key, window, state_window, acc, timestamp)
+                self._results.emit(key, window, state_window, acc, timestamp)
         if result.is_purge():
             self._clear_contents(key, state_window)
         if self.event_time == event_time and timestamp == self.cleanup_time(window):
             self._clear_contents(key, state_window)
             ctx.window = window
             self.trigger.clear(window, ctx)
-            self._clear_window_function(window, window)
+            self._results.clear(window, window)
             if mapping is not None:
                 mapping.pop(window, None)
         if mapping is not None:
@@ -425,14 +403,6 @@ class WindowOperator(AlignedWindowPaths, StreamOperator):
 
     def _on_processing_time(self, timestamp: int, key: Any, window: Any) -> None:
         self._on_timer(timestamp, key, window, False)
-
-    def _clear_window_function(self, window: Any, namespace: Any) -> None:
-        function = self.window_function
-        if function is not None:
-            ctx = self.process_ctx
-            ctx.window = window
-            ctx.namespace = namespace
-            function.clear(window, ctx)
 
 
 def _identity(value: Any) -> Any:

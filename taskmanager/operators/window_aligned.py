@@ -7,128 +7,135 @@ function that needs one.
 
 Event-time windows without allowed lateness register no timers at all: such a window
 fires exactly when it is cleaned up, so the windows themselves are the pending timers.
-Their contents are kept window by window (``{start: {key: contents}}``, a heap of the
-starts) rather than key by key: a record touches one dict per window, and a window that
-fires is one dict popped and read out. A checkpoint sees them key by key, as every
-keyed state is stored (``snapshot_state`` fills the contents table just before the
-backend captures it), and a restore turns them back.
+Their contents are kept window by window (``AlignedWindowIndex``: ``{start: {key:
+contents}}``, a heap of the starts) rather than key by key: a record touches one dict per
+window, and a window that fires is one dict popped and read out. A checkpoint sees them
+key by key, as every keyed state is stored (``snapshot_state`` fills the contents table
+just before the backend captures it), and a restore turns them back. A built-in
+aggregate's window filled from batches of columns is held as arrays instead of a dict
+(``weir.taskmanager.operators.window_columns``); it reads out as the same dict.
 
-``AlignedWindowPaths`` is a part of ``WindowOperator``; it uses the operator's state
-and helpers declared below.
+``AlignedWindowPaths`` is what the window operator calls for such windows, on the task
+thread: it is constructed with what it uses of the operator (its key selector, keyed
+state, timers, how contents accumulate, and where results and late records go), holds
+the index when there is one, and reads nothing else of the operator.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from weir.core.columnar import ColumnBatch, batch_column, key_column
-from weir.core.windowing import MAX_LONG_VALUE, MissingTimestampError, TimeWindow
+from weir.core.windowing import MAX_LONG_VALUE, TimeWindow
 from weir.taskmanager.operators.base import Timestamps
 from weir.taskmanager.operators.timers import InternalTimerService
+from weir.taskmanager.operators.window_results import WindowResults
 from weir.taskmanager.operators.window_state import MISSING
-from weir.taskmanager.state.backend import NamespacedTable
+from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
+
+if TYPE_CHECKING:
+    from weir.taskmanager.operators.window_columns import ColumnWindow
+
+Late = tuple[list[Any], list[int | None]]
+"""Records that fell only into windows already gone, and their timestamps."""
+
+Columns = tuple[str, int | str | None, int | str]
+"""A built-in aggregate over columns: ``(kind, value field, key field)``."""
+
+Contents: TypeAlias = "dict[Any, Any] | ColumnWindow"
+"""One window's contents for all its keys: ``{key: contents}``, or a built-in's
+accumulators as columns (only batches of columns make those, so numpy is imported
+where they are made)."""
 
 
-class AlignedWindowPaths:
-    # What the window operator provides.
-    fast: dict[str, Any] | None
-    key: Callable[[Any], Any]
-    backend: Any
-    contents: NamespacedTable
-    timers: InternalTimerService
-    allowed_lateness: int
-    window_function: Any
-    _aligned: bool
-    state_kind: str
-    state_function: Any
-    _windows: dict[int, Any]  # {start: {key: contents}} or, over columns, a ColumnWindow
-    _aligned_starts: list[int]
-    _columns: tuple[str, int | str | None, int | str] | None
-    _out: list[Any]
-    _out_ts: list[int | None]
-    _add: Callable[[Any, Any], Any]
-    _value_of: Callable[[Any], Any]
-    _emit: Callable[[Any, Any, Any, Any, int], None]
-    _flush: Callable[[], None]
-    _missing_timestamp: Callable[[], MissingTimestampError]
-    _dropped_late: Callable[[list[Any], list[int | None]], None]
-    _clear_contents: Callable[[Any, Any], None]
-    _clear_window_function: Callable[[Any, Any], None]
+@dataclass(frozen=True, slots=True)
+class AlignedWindows:
+    """Aligned windows of ``size`` ms every ``slide`` ms from ``offset`` (tumbling when
+    ``size == slide``), in event time or processing time."""
 
-    def _process_fast_event_time(self, batch: list[Any], timestamps: Timestamps) -> None:
-        if timestamps is None:
-            raise self._missing_timestamp()
-        if type(batch) is ColumnBatch:
-            if self._columns is not None and self._aligned:
-                if self._process_aligned_columns(batch, timestamps):
-                    return
-            batch = batch.records()
-        spec = self.fast
-        assert spec is not None
-        size, slide, offset = spec["size"], spec["slide"], spec["offset"]
+    size: int
+    slide: int
+    offset: int
+    event_time: bool
+
+    @classmethod
+    def of(cls, fast_path: dict[str, Any]) -> AlignedWindows:
+        """From the payload's ``fast_path``."""
+        return cls(
+            fast_path["size"], fast_path["slide"], fast_path["offset"], fast_path["event_time"]
+        )
+
+
+class AlignedWindowIndex:
+    """The contents of aligned event-time windows without allowed lateness, window by
+    window (see the module docstring); no I/O, no timers, no output."""
+
+    def __init__(
+        self,
+        windows: AlignedWindows,
+        table: NamespacedTable,
+        *,
+        key: Callable[[Any], Any],
+        add: Callable[[Any, Any], Any],
+        aggregate: Any,
+        columns: Columns | None,
+        missing_timestamp: Callable[[], Exception],
+    ) -> None:
+        """``table``: the operator's contents table, key by key, as a checkpoint stores
+        it: the restored contents are taken out of it here, and ``snapshot`` puts them
+        back. ``add(contents_or_MISSING, record)`` accumulates; ``aggregate``, an
+        AggregateFunction whose ``add`` is called directly instead (None: none).
+        ``columns``: batches of columns are added without records (None: as records).
+        ``missing_timestamp``: the error for a record without a timestamp."""
+        self._size = windows.size
+        self._slide = windows.slide
+        self._offset = windows.offset
+        self._table = table
+        self._key = key
+        self._add = add
+        self._aggregate = aggregate
+        self._columns = columns
+        self._missing_timestamp = missing_timestamp
+        self._windows: dict[int, Contents] = {}
+        restored: dict[int, dict[Any, Any]] = {}
+        for k, start, acc in table.entries():
+            contents = restored.get(start)
+            if contents is None:
+                contents = restored[start] = {}
+            contents[k] = acc
+        self._windows.update(restored)
+        table.clear_all()
+        self._starts = list(self._windows)
+        heapq.heapify(self._starts)
+
+    @property
+    def columnar(self) -> bool:
+        """Batches of columns are added as columns."""
+        return self._columns is not None
+
+    def add(self, batch: list[Any], timestamps: list[int | None], watermark: int) -> Late:
+        """Add each record to its windows; returns the late ones. A window is late once
+        ``watermark`` reached its end, and none fires on an element (EventTimeTrigger
+        only fires on elements of windows already behind the watermark, which are late
+        here)."""
+        size, slide, offset = self._size, self._slide, self._offset
         tumbling = size == slide
-        key, backend, contents, add = self.key, self.backend, self.contents, self._add
-        lateness = self.allowed_lateness
-        if self._aligned:
-            self._process_aligned(batch, timestamps)
-            return
-        register = self.timers.register_event_time_timer
-        wm = self.timers.current_watermark
-        emit = self._emit
-        late: list[Any] = []
-        late_ts: list[int | None] = []
-        for x, ts in zip(batch, timestamps, strict=True):
-            if ts is None:
-                raise self._missing_timestamp()
-            last_start = ts - (ts - offset + slide) % slide
-            starts = (last_start,) if tumbling else range(last_start, ts - size, -slide)
-            k = key(x)
-            backend.current_key = k
-            skipped = True
-            for start in starts:
-                max_ts = start + size - 1
-                cleanup = max_ts + lateness
-                if cleanup <= wm:
-                    continue  # the window is gone
-                skipped = False
-                acc = add(contents.get(k, start, MISSING), x)
-                contents.put(k, start, acc)
-                if max_ts > wm:
-                    register(start, max_ts)  # EventTimeTrigger.on_element: CONTINUE
-                    if lateness:
-                        register(start, min(cleanup, MAX_LONG_VALUE))
-                else:  # EventTimeTrigger.on_element: FIRE (a late firing)
-                    emit(k, TimeWindow(start, start + size), start, acc, ts)
-                    register(start, min(cleanup, MAX_LONG_VALUE))
-            if skipped and ts + lateness <= wm:
-                late.append(x)
-                late_ts.append(ts)
-        if late:
-            self._dropped_late(late, late_ts)
-        self._flush()
-
-    def _process_aligned(self, batch: list[Any], timestamps: list[int | None]) -> None:
-        """Aligned event-time windows, no lateness: a window is late once the watermark
-        reached its end, and none fires on an element (EventTimeTrigger only fires on
-        elements of windows already behind the watermark, which are late here)."""
-        spec = self.fast
-        assert spec is not None
-        size, slide, offset = spec["size"], spec["slide"], spec["offset"]
-        tumbling = size == slide
-        key, add = self.key, self._add
+        key, add = self._key, self._add
         # An AggregateFunction's add is called directly, without the generic wrapper.
-        aggregate = self.state_kind == "aggregating"
-        create = self.state_function.create_accumulator if aggregate else None
-        agg_add = self.state_function.add if aggregate else None
-        windows, starts_heap = self._windows, self._aligned_starts
-        for start, contents in windows.items():
-            if type(contents) is not dict:  # records after columns: dicts again
-                windows[start] = contents.as_dict()
-        if not self.contents.is_empty():
-            self.contents.clear_all()  # what the last checkpoint saw; the windows hold it all
-        wm = self.timers.current_watermark
+        aggregate = self._aggregate
+        create = aggregate.create_accumulator if aggregate is not None else None
+        agg_add = aggregate.add if aggregate is not None else None
+        starts_heap = self._starts
+        for start, contents in self._windows.items():
+            if not isinstance(contents, dict):  # records after columns: a dict again
+                self._windows[start] = contents.as_dict()
+        windows = cast("dict[int, dict[Any, Any]]", self._windows)  # dicts, every one
+        if not self._table.is_empty():
+            self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
+        wm = watermark
         late: list[Any] = []
         late_ts: list[int | None] = []
         for x, ts in zip(batch, timestamps, strict=True):
@@ -168,17 +175,22 @@ class AlignedWindowPaths:
             if skipped and ts <= wm:
                 late.append(x)
                 late_ts.append(ts)
-        if late:
-            self._dropped_late(late, late_ts)
-        self._flush()
+        return late, late_ts
 
-    def _process_aligned_columns(self, batch: ColumnBatch, timestamps: list[int | None]) -> bool:
+    def add_columns(
+        self, batch: ColumnBatch, timestamps: Timestamps, watermark: int
+    ) -> Late | None:
         """A built-in aggregate (``weir.datastream.aggregate_functions``) over a batch of
-        columns, keyed by one field: window starts and lateness computed over the batch
-        at once, then one dict update per record and window, with no Python call per
-        record. The accumulators are exactly those the function's ``add`` builds, record
-        after record. False when the batch lacks the columns (it then goes as records)."""
-        import numpy as np  # noqa: PLC0415 (columnar batches only)
+        columns, keyed by one field: the windows of every record computed over the batch
+        at once, then each window's keys and values added to its columns
+        (``ColumnWindow``), with no Python call per record. The accumulators are exactly
+        those the function's ``add`` builds, record after record. Returns the late
+        records; None when the batch lacks the columns (it then goes as records)."""
+        from weir.taskmanager.operators.window_columns import (  # noqa: PLC0415 (numpy)
+            add_to_window,
+            place_in_windows,
+            timestamp_array,
+        )
 
         assert self._columns is not None
         kind, value_field, key_field = self._columns
@@ -191,218 +203,238 @@ class AlignedWindowPaths:
                 else batch_column(batch, value_field)
             )
             if values is None:
-                return False
+                return None
         if keys is None:
-            return False
-        spec = self.fast
-        assert spec is not None
-        size, slide, offset = spec["size"], spec["slide"], spec["offset"]
-        try:  # one pass (np.asarray looks at the list twice, and `None in` once more)
-            ts = np.fromiter(timestamps, dtype=np.int64, count=len(timestamps))
-        except TypeError:
-            raise self._missing_timestamp() from None
-        last_start = ts - (ts - offset + slide) % slide
-        wm = self.timers.current_watermark
-        if not self.contents.is_empty():
-            self.contents.clear_all()  # what the last checkpoint saw; the windows hold it all
-        # Every window a record is in: the latest, then one slide earlier, while it holds
-        # the record's timestamp (ts - size < start); those whose end the watermark
-        # reached are gone, and a record in no live window is late.
-        in_any = np.zeros(len(ts), dtype=bool)
-        starts: list[Any] = []
-        rows: list[Any] = []
-        start = last_start
-        while True:
-            holds = start > ts - size
-            if not holds.any():
-                break
-            live = holds & (start + (size - 1) > wm)
-            in_any |= live
-            live_rows = np.flatnonzero(live)
-            starts.append(start[live_rows])
-            rows.append(live_rows)
-            start = start - slide
-        if starts:
-            self._add_columns(
-                kind,
-                np.concatenate(starts),
-                np.concatenate(rows),
-                keys,
-                values,
-                unordered=len(rows) > 1,
-            )
-        if not in_any.all():
-            late = np.flatnonzero(~in_any).tolist()
-            records = batch.records()
-            self._dropped_late([records[i] for i in late], [timestamps[i] for i in late])
-        self._flush()
-        return True
-
-    def _add_columns(
-        self, kind: str, starts: Any, rows: Any, keys: Any, values: Any, *, unordered: bool
-    ) -> None:
-        """Add record ``rows[i]`` to window ``starts[i]`` of its key, as the built-in's
-        ``add`` does record after record: the same arithmetic, and within each window
-        the records in their order (``unordered``: ``rows`` are not ascending). A
-        window is held as columns (``ColumnWindow``) while its keys and values are
-        integers and numbers; otherwise as a dict."""
-        import numpy as np  # noqa: PLC0415
-
-        from weir.taskmanager.operators.window_columns import ColumnWindow  # noqa: PLC0415
-
+            return None
+        stamps = timestamp_array(timestamps)
+        if stamps is None:
+            raise self._missing_timestamp()
+        if not self._table.is_empty():
+            self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
+        placed = place_in_windows(stamps, self._size, self._slide, self._offset, watermark)
         windows = self._windows
-        if not len(starts):
-            return
-        single = bool((starts == starts[0]).all())
-        slide = self.fast["slide"]  # type: ignore[index]
-        for window_start in [int(starts[0])] if single else _distinct(starts, slide):
-            in_window = rows if single else rows[starts == window_start]
-            if unordered:
-                in_window = np.sort(in_window)
-            window: Any = windows.get(window_start)
-            if window is None:
-                window = windows[window_start] = ColumnWindow(kind)
-                heapq.heappush(self._aligned_starts, window_start)
-            elif type(window) is dict:  # restored, or filled by records: columns if it can
-                columns = ColumnWindow.from_dict(kind, window)
-                if columns is not None:
-                    window = windows[window_start] = columns
-            window_keys = keys[in_window]
-            window_values = None if values is None else values[in_window]
-            if type(window) is ColumnWindow:
-                if window.add(window_keys, window_values):
-                    continue
-                window = windows[window_start] = window.as_dict()
-            _add_to_dict(kind, window, window_keys, window_values)
-
-    def _fire_aligned(self, watermark: int) -> None:
-        """Fire and drop every window whose end the watermark reached."""
-        starts_heap, windows = self._aligned_starts, self._windows
-        size = self.fast["size"]  # type: ignore[index]
-        function = self.window_function
-        out, out_ts = self._out, self._out_ts
-        value_of = self._value_of
-        while starts_heap and starts_heap[0] + size - 1 <= watermark:
-            start = heapq.heappop(starts_heap)
-            contents = windows.pop(start)
-            max_ts = start + size - 1
-            if type(contents) is not dict:  # a ColumnWindow
-                if function is None:  # one pass over the window's arrays
-                    results = contents.results()
-                    out.extend(results)
-                    out_ts.extend([max_ts] * len(results))
-                    continue
-                contents = contents.as_dict()
-            if function is None:
-                results = list(map(value_of, contents.values()))
-                if self.state_kind != "list":  # None contents fire nothing (PyFlink)
-                    results = [r for r in results if r is not None]
-                out.extend(results)
-                out_ts.extend([max_ts] * len(results))
-                continue
-            window = TimeWindow(start, start + size)
-            backend = self.backend
-            for k, acc in contents.items():
-                backend.current_key = k
-                self._emit(k, window, start, acc, max_ts)
-                self._clear_window_function(window, start)
-
-    def _contents_for_snapshot(self) -> None:
-        """Fill the contents table key by key (``{key: {start: contents}}``), as a
-        checkpoint stores it."""
-        by_key = self.contents
-        by_key.clear_all()
-        for start, contents in self._windows.items():
-            # A ColumnWindow gives its accumulators as the built-in's add makes them.
-            by_key.put_namespace(start, contents if type(contents) is dict else contents.as_dict())
-
-    def _restore_windows(self) -> None:
-        """The windows of restored contents (the table, key by key, is emptied)."""
-        windows = self._windows
-        for k, start, acc in self.contents.entries():
+        for start, rows in placed.windows():
             contents = windows.get(start)
             if contents is None:
-                contents = windows[start] = {}
-            contents[k] = acc
-        self.contents.clear_all()
-        self._aligned_starts = list(windows)
-        heapq.heapify(self._aligned_starts)
+                heapq.heappush(self._starts, start)
+            window_values = None if values is None else values[rows]
+            windows[start] = add_to_window(contents, kind, keys[rows], window_values)
+        late = placed.late_rows()
+        if not late:
+            return [], []
+        records = batch.records()
+        return [records[i] for i in late], [int(stamps[i]) for i in late]
 
-    def _process_fast_processing_time(self, batch: list[Any], timestamps: Timestamps) -> None:
-        spec = self.fast
-        assert spec is not None
-        size, slide, offset = spec["size"], spec["slide"], spec["offset"]
+    def fire(self, watermark: int) -> Iterator[tuple[int, Contents]]:
+        """Pop every window whose end ``watermark`` reached, earliest first: its start and
+        its contents by key (a dict, its keys in the order they came, or a
+        ``ColumnWindow``, its keys ascending)."""
+        starts_heap, windows = self._starts, self._windows
+        size = self._size
+        while starts_heap and starts_heap[0] + size - 1 <= watermark:
+            start = heapq.heappop(starts_heap)
+            yield start, windows.pop(start)
+
+    def snapshot(self) -> None:
+        """Fill the contents table key by key (``{key: {start: contents}}``), as a
+        checkpoint stores it."""
+        by_key = self._table
+        by_key.clear_all()
+        for start, contents in self._windows.items():
+            # Columns as the built-in's add makes them: a checkpoint cannot tell the paths apart.
+            by_key.put_namespace(
+                start, contents if isinstance(contents, dict) else contents.as_dict()
+            )
+
+
+class AlignedWindowPaths:
+    """The fast paths; see the module docstring. ``process`` takes the operator's input
+    batches; the operator calls the rest from its watermark, timers and checkpoints."""
+
+    def __init__(
+        self,
+        windows: AlignedWindows,
+        *,
+        key: Callable[[Any], Any],
+        backend: KeyedStateBackend,
+        contents: NamespacedTable,
+        timers: InternalTimerService,
+        allowed_lateness: int,
+        add: Callable[[Any, Any], Any],
+        aggregate: Any,
+        columns: Columns | None,
+        results: WindowResults,
+        dropped_late: Callable[[list[Any], list[int | None]], None],
+        missing_timestamp: Callable[[], Exception],
+    ) -> None:
+        """``key`` selects a record's key, which becomes ``backend``'s current key for the
+        per-key ``contents`` table and ``timers``. ``add(contents_or_MISSING, record)``
+        accumulates a window's contents; ``aggregate``: the AggregateFunction behind it,
+        if any, called directly where that is faster; ``columns``: a built-in aggregate
+        that adds batches of columns (None: none). Fired windows go to ``results``, late
+        records to ``dropped_late``; ``missing_timestamp`` is the error for an event-time
+        record without one.
+
+        Event-time windows without lateness on a backend that keeps its state in memory
+        are kept in an ``AlignedWindowIndex`` (restored from ``contents``); the others in
+        ``contents``, with timers."""
+        self._size = windows.size
+        self._slide = windows.slide
+        self._offset = windows.offset
+        self._key = key
+        self._backend = backend
+        self._contents = contents
+        self._timers = timers
+        self._allowed_lateness = allowed_lateness
+        self._add = add
+        self._results = results
+        self._dropped_late = dropped_late
+        self._missing_timestamp = missing_timestamp
+        self._index: AlignedWindowIndex | None = None
+        if windows.event_time and allowed_lateness == 0 and backend.in_memory:
+            self._index = AlignedWindowIndex(
+                windows,
+                contents,
+                key=key,
+                add=add,
+                aggregate=aggregate,
+                columns=columns,
+                missing_timestamp=missing_timestamp,
+            )
+        self.process: Callable[[list[Any], Timestamps], None] = (
+            self._process_event_time if windows.event_time else self._process_processing_time
+        )
+
+    @property
+    def columnar(self) -> bool:
+        """Batches of columns are added as columns (a built-in aggregate on the index)."""
+        return self._index is not None and self._index.columnar
+
+    def advance_watermark(self, watermark: int) -> None:
+        """Before the timers: fire and drop every indexed window whose end ``watermark``
+        reached."""
+        index = self._index
+        if index is None:
+            return
+        self._timers.current_watermark = watermark
+        size = self._size
+        results = self._results
+        if not results.has_window_function:
+            for start, contents in index.fire(watermark):
+                if not isinstance(contents, dict):  # one pass over the window's arrays
+                    results.emit_results(contents.results(), start + size - 1)
+                else:
+                    results.emit_values(contents.values(), start + size - 1)
+            return
+        backend = self._backend
+        for start, contents in index.fire(watermark):
+            window = TimeWindow(start, start + size)
+            max_ts = start + size - 1
+            by_key = contents if isinstance(contents, dict) else contents.as_dict()
+            for k, acc in by_key.items():
+                backend.current_key = k
+                results.emit(k, window, start, acc, max_ts)
+                results.clear(window, start)
+
+    def snapshot_state(self) -> None:
+        """Just before the backend captures its state: the index into the contents table."""
+        if self._index is not None:
+            self._index.snapshot()
+
+    def on_event_time(self, timestamp: int, key: Any, start: int) -> None:
+        """An event-time timer of window ``start`` of ``key`` (not indexed windows)."""
+        size = self._size
+        max_ts = start + size - 1
+        if timestamp == max_ts:  # EventTimeTrigger.on_event_time: FIRE
+            acc = self._contents.get(key, start, MISSING)
+            if acc is not MISSING:
+                self._results.emit(key, TimeWindow(start, start + size), start, acc, timestamp)
+        if timestamp == min(max_ts + self._allowed_lateness, MAX_LONG_VALUE):
+            self._contents.remove(key, start)
+            if self._results.has_window_function:
+                self._results.clear(TimeWindow(start, start + size), start)
+
+    def on_processing_time(self, timestamp: int, key: Any, start: int) -> None:
+        """A processing-time timer of window ``start`` of ``key``."""
+        size = self._size
+        acc = self._contents.get(key, start, MISSING)
+        if acc is not MISSING:  # ProcessingTimeTrigger.on_processing_time: FIRE
+            self._results.emit(key, TimeWindow(start, start + size), start, acc, timestamp)
+        if timestamp == start + size - 1:
+            self._contents.remove(key, start)
+            if self._results.has_window_function:
+                self._results.clear(TimeWindow(start, start + size), start)
+
+    def _process_event_time(self, batch: list[Any], timestamps: Timestamps) -> None:
+        if timestamps is None:
+            raise self._missing_timestamp()
+        index = self._index
+        if index is not None:
+            late: Late | None = None
+            if type(batch) is ColumnBatch:
+                if index.columnar:
+                    late = index.add_columns(batch, timestamps, self._timers.current_watermark)
+                if late is None:
+                    batch = batch.records()
+            if late is None:
+                late = index.add(batch, timestamps, self._timers.current_watermark)
+            if late[0]:
+                self._dropped_late(*late)
+            self._results.flush()
+            return
+        if type(batch) is ColumnBatch:
+            batch = batch.records()
+        size, slide, offset = self._size, self._slide, self._offset
+        tumbling = size == slide
+        key, backend, contents, add = self._key, self._backend, self._contents, self._add
+        lateness = self._allowed_lateness
+        register = self._timers.register_event_time_timer
+        wm = self._timers.current_watermark
+        emit = self._results.emit
+        late_records: list[Any] = []
+        late_ts: list[int | None] = []
+        for x, ts in zip(batch, timestamps, strict=True):
+            if ts is None:
+                raise self._missing_timestamp()
+            last_start = ts - (ts - offset + slide) % slide
+            starts = (last_start,) if tumbling else range(last_start, ts - size, -slide)
+            k = key(x)
+            backend.current_key = k
+            skipped = True
+            for start in starts:
+                max_ts = start + size - 1
+                cleanup = max_ts + lateness
+                if cleanup <= wm:
+                    continue  # the window is gone
+                skipped = False
+                acc = add(contents.get(k, start, MISSING), x)
+                contents.put(k, start, acc)
+                if max_ts > wm:
+                    register(start, max_ts)  # EventTimeTrigger.on_element: CONTINUE
+                    if lateness:
+                        register(start, min(cleanup, MAX_LONG_VALUE))
+                else:  # EventTimeTrigger.on_element: FIRE (a late firing)
+                    emit(k, TimeWindow(start, start + size), start, acc, ts)
+                    register(start, min(cleanup, MAX_LONG_VALUE))
+            if skipped and ts + lateness <= wm:
+                late_records.append(x)
+                late_ts.append(ts)
+        if late_records:
+            self._dropped_late(late_records, late_ts)
+        self._results.flush()
+
+    def _process_processing_time(self, batch: list[Any], timestamps: Timestamps) -> None:
+        size, slide, offset = self._size, self._slide, self._offset
         # One clock reading per batch: its records arrive at the same instant.
-        now = self.timers.current_processing_time()
+        now = self._timers.current_processing_time()
         last_start = now - (now - offset + slide) % slide
         starts = [last_start] if size == slide else list(range(last_start, now - size, -slide))
-        key, backend, contents, add = self.key, self.backend, self.contents, self._add
-        register = self.timers.register_processing_time_timer
+        key, backend, contents, add = self._key, self._backend, self._contents, self._add
+        register = self._timers.register_processing_time_timer
         for x in batch:
             k = key(x)
             backend.current_key = k
             for start in starts:
                 contents.put(k, start, add(contents.get(k, start, MISSING), x))
                 register(start, start + size - 1)  # ProcessingTimeTrigger: CONTINUE
-        self._flush()
-
-    def _on_event_time_fast(self, timestamp: int, key: Any, start: int) -> None:
-        size = self.fast["size"]  # type: ignore[index]
-        max_ts = start + size - 1
-        if timestamp == max_ts:  # EventTimeTrigger.on_event_time: FIRE
-            acc = self.contents.get(key, start, MISSING)
-            if acc is not MISSING:
-                self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
-        if timestamp == min(max_ts + self.allowed_lateness, MAX_LONG_VALUE):
-            self._clear_contents(key, start)
-            if self.window_function is not None:
-                self._clear_window_function(TimeWindow(start, start + size), start)
-
-    def _on_processing_time_fast(self, timestamp: int, key: Any, start: int) -> None:
-        size = self.fast["size"]  # type: ignore[index]
-        acc = self.contents.get(key, start, MISSING)
-        if acc is not MISSING:  # ProcessingTimeTrigger.on_processing_time: FIRE
-            self._emit(key, TimeWindow(start, start + size), start, acc, timestamp)
-        if timestamp == start + size - 1:
-            self._clear_contents(key, start)
-            if self.window_function is not None:
-                self._clear_window_function(TimeWindow(start, start + size), start)
-
-
-def _distinct(starts: Any, slide: int) -> list[int]:
-    """The distinct window starts of ``starts`` (all one window offset apart by multiples
-    of ``slide``), ascending: counted by window when they span few, else sorted."""
-    import numpy as np  # noqa: PLC0415
-
-    low = int(starts.min())
-    index = (starts - low) // slide
-    if int(index.max()) < 1 << 12:
-        return (np.flatnonzero(np.bincount(index)) * slide + low).tolist()  # type: ignore[no-any-return]
-    return np.unique(starts).tolist()  # type: ignore[no-any-return]
-
-
-def _add_to_dict(kind: str, window: dict[Any, Any], keys: Any, values: Any) -> None:
-    """Add records with ``keys`` and ``values`` to ``window`` (``{key: accumulator}``), one
-    by one, as the built-in ``kind``'s ``add`` does."""
-    get = window.get
-    ks = keys.tolist()
-    if kind == "count":
-        for k in ks:
-            window[k] = get(k, 0) + 1
-        return
-    vs = values.tolist()
-    if kind == "sum":
-        for k, v in zip(ks, vs, strict=True):
-            window[k] = get(k, 0) + v
-    elif kind == "min":
-        for k, v in zip(ks, vs, strict=True):
-            acc = get(k)
-            window[k] = v if acc is None or v < acc else acc
-    elif kind == "max":
-        for k, v in zip(ks, vs, strict=True):
-            acc = get(k)
-            window[k] = v if acc is None or v > acc else acc
-    else:  # avg: (sum, count)
-        for k, v in zip(ks, vs, strict=True):
-            total, count = get(k, (0, 0))
-            window[k] = (total + v, count + 1)
+        self._results.flush()

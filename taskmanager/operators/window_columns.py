@@ -1,5 +1,7 @@
 """Open windows of a built-in aggregate held as columns (the window operator's aligned
-event-time path, batches of columns).
+event-time path, batches of columns): which windows a batch's records fall in
+(``place_in_windows``), and one window's accumulators for all its keys
+(``ColumnWindow``), which ``add_to_window`` adds a batch's keys and values to.
 
 A ``ColumnWindow`` is one window's contents for all its keys, as arrays indexed by key:
 each key's accumulator (a count; a sum; a smallest or largest value; an average's sum
@@ -21,6 +23,8 @@ hold exactly; otherwise the operator keeps it a dict ``{key: accumulator}``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -237,3 +241,130 @@ class ColumnWindow:
             pairs = zip(acc.tolist(), counts.tolist(), strict=True)
             return dict(zip(keys.tolist(), pairs, strict=True))
         return dict(zip(keys.tolist(), acc.tolist(), strict=True))
+
+
+def timestamp_array(timestamps: Any) -> Any:
+    """A batch's timestamps as an int64 array, or None when one is missing."""
+    if isinstance(timestamps, np.ndarray):
+        return timestamps if timestamps.dtype == np.int64 else timestamps.astype(np.int64)
+    try:  # one pass (np.asarray looks at the list twice, and `None in` once more)
+        return np.fromiter(timestamps, dtype=np.int64, count=len(timestamps))
+    except TypeError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPlacement:
+    """The live windows a batch's records fall in: record ``rows[i]`` in the window that
+    starts at ``starts[i]``; ``in_any[j]``: record ``j`` is in at least one."""
+
+    starts: Any
+    rows: Any
+    in_any: Any
+    slide: int
+    reordered: bool  # a window's rows may not be ascending (records in several windows)
+
+    def windows(self) -> Iterator[tuple[int, Any]]:
+        """Each window's start and its records' rows, ascending (the records' order)."""
+        starts, rows = self.starts, self.rows
+        if not len(starts):
+            return
+        if bool((starts == starts[0]).all()):
+            yield int(starts[0]), np.sort(rows) if self.reordered else rows
+            return
+        for start in _distinct(starts, self.slide):
+            in_window = rows[starts == start]
+            yield start, np.sort(in_window) if self.reordered else in_window
+
+    def late_rows(self) -> list[int]:
+        """The records in no live window: late."""
+        if self.in_any.all():
+            return []
+        return np.flatnonzero(~self.in_any).tolist()  # type: ignore[no-any-return]
+
+
+def place_in_windows(
+    timestamps: Any, size: int, slide: int, offset: int, watermark: int
+) -> WindowPlacement:
+    """Every window a record is in: the latest, then one slide earlier, while it holds the
+    record's timestamp (``ts - size < start``); those whose end ``watermark`` reached are
+    gone, and a record in no live window is late."""
+    ts = timestamps
+    start = ts - (ts - offset + slide) % slide
+    in_any = np.zeros(len(ts), dtype=bool)
+    starts: list[Any] = []
+    rows: list[Any] = []
+    while True:
+        holds = start > ts - size
+        if not holds.any():
+            break
+        live = holds & (start + (size - 1) > watermark)
+        in_any |= live
+        live_rows = np.flatnonzero(live)
+        starts.append(start[live_rows])
+        rows.append(live_rows)
+        start = start - slide
+    if not starts:
+        empty = np.zeros(0, dtype=np.int64)
+        return WindowPlacement(empty, empty, in_any, slide, reordered=False)
+    if len(starts) == 1:
+        return WindowPlacement(starts[0], rows[0], in_any, slide, reordered=False)
+    return WindowPlacement(
+        np.concatenate(starts), np.concatenate(rows), in_any, slide, reordered=True
+    )
+
+
+def add_to_window(
+    contents: ColumnWindow | dict[Any, Any] | None, kind: str, keys: Any, values: Any
+) -> ColumnWindow | dict[Any, Any]:
+    """``contents`` (None: a new window) with records of ``keys`` and ``values`` (None
+    for a count) added in their order, as the built-in ``kind``'s ``add`` does record
+    after record. A window is held as columns while its keys are integers and its values
+    numbers the arrays hold exactly; otherwise as a dict ``{key: accumulator}``."""
+    if contents is None:
+        contents = ColumnWindow(kind)
+    elif isinstance(contents, dict):  # restored, or filled by records: columns if it can
+        contents = ColumnWindow.from_dict(kind, contents) or contents
+    if isinstance(contents, ColumnWindow):
+        if contents.add(keys, values):
+            return contents
+        contents = contents.as_dict()
+    _add_to_dict(kind, contents, keys, values)
+    return contents
+
+
+def _distinct(starts: Any, slide: int) -> list[int]:
+    """The distinct window starts of ``starts`` (all one window offset apart by multiples
+    of ``slide``), ascending: counted by window when they span few, else sorted."""
+    low = int(starts.min())
+    index = (starts - low) // slide
+    if int(index.max()) < 1 << 12:
+        return (np.flatnonzero(np.bincount(index)) * slide + low).tolist()  # type: ignore[no-any-return]
+    return np.unique(starts).tolist()  # type: ignore[no-any-return]
+
+
+def _add_to_dict(kind: str, window: dict[Any, Any], keys: Any, values: Any) -> None:
+    """Add records with ``keys`` and ``values`` to ``window`` (``{key: accumulator}``), one
+    by one, as the built-in ``kind``'s ``add`` does."""
+    get = window.get
+    ks = keys.tolist()
+    if kind == "count":
+        for k in ks:
+            window[k] = get(k, 0) + 1
+        return
+    vs = values.tolist()
+    if kind == "sum":
+        for k, v in zip(ks, vs, strict=True):
+            window[k] = get(k, 0) + v
+    elif kind == "min":
+        for k, v in zip(ks, vs, strict=True):
+            acc = get(k)
+            window[k] = v if acc is None or v < acc else acc
+    elif kind == "max":
+        for k, v in zip(ks, vs, strict=True):
+            acc = get(k)
+            window[k] = v if acc is None or v > acc else acc
+    else:  # avg: (sum, count)
+        for k, v in zip(ks, vs, strict=True):
+            total, count = get(k, (0, 0))
+            window[k] = (total + v, count + 1)

@@ -54,8 +54,14 @@ def _with_pending(names: list[str]) -> list[object]:
 # Programs run once more with keyed state in rocksdb (``state.backend.type``, set as a
 # cluster's configuration would): the broadcast ones, whose broadcast state stays on the heap
 # beside it as Flink keeps operator state, and whose keyed state, timers and
-# apply_to_keyed_state must print the same on either backend.
-ROCKSDB_PROGRAMS = [p for p in PROGRAMS if p.startswith(("p201_", "p202_", "p203_", "p204_"))]
+# apply_to_keyed_state must print the same on either backend; the keys of TUPLE and ROW
+# types, whose state rocksdb finds by their key group; and BATCH keyed operators whose key
+# groups the decided parallelism sets.
+ROCKSDB_PROGRAMS = [
+    p
+    for p in PROGRAMS
+    if p.startswith(("p201_", "p202_", "p203_", "p204_", "p309_", "p310_", "p314_"))
+]
 
 
 def as_weir(source: str) -> str:

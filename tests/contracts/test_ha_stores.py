@@ -1,7 +1,8 @@
 """One suite for every implementation of the job graph store, the checkpoint id counter and
-the completed checkpoint store: standalone (in memory, one master) and ZooKeeper (a real
+the completed checkpoint store: standalone (in memory, one master), ZooKeeper (a real
 server; pointers in ZooKeeper, job graphs in storageDir: a local directory, and a bucket of
-a real S3 server)."""
+a real S3 server) and Kubernetes (a real API server; pointers in a ConfigMap, job graphs
+in storageDir)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,13 @@ from weir.core.job_status import JobStatus
 JOB = JobId("ab" * 16)
 
 
-@pytest.fixture(params=["standalone", "zookeeper", "zookeeper-s3"])
+@pytest.fixture(params=["standalone", "zookeeper", "zookeeper-s3", "kubernetes"])
 def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HighAvailabilityServices]:
     if request.param == "standalone":
         yield StandaloneHaServices()
+        return
+    if request.param == "kubernetes":
+        yield from kubernetes_services(request, tmp_path)
         return
     from weir.core.highavailability.zookeeper import ZooKeeperHaServices
 
@@ -49,6 +53,20 @@ def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HighAva
         },
         "contract",
     )
+    services.start_contending()
+    assert services.latch.await_leadership(30) is not None
+    yield services
+    services.close()
+
+
+def kubernetes_services(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[HighAvailabilityServices]:
+    from weir.core.highavailability.kubernetes import KubernetesHaServices
+
+    api_server = request.getfixturevalue("kube_api_server")
+    config = api_server.ha_config(f"contract-{uuid.uuid4().hex[:8]}", f"file://{tmp_path}/ha")
+    services = KubernetesHaServices(config, "contract")
     services.start_contending()
     assert services.latch.await_leadership(30) is not None
     yield services
@@ -137,17 +155,25 @@ class TestJobGraphStore:
         assert store.recover_job_graph(JOB) is None
 
 
-class TestZooKeeperStoresOutliveTheirWriter:
-    def test_a_new_leader_reads_what_the_old_one_wrote(self, zookeeper: object, tmp_path: Path):
-        from weir.core.highavailability.zookeeper import ZooKeeperHaServices
+class TestStoresOutliveTheirWriter:
+    @pytest.mark.parametrize("kind", ["zookeeper", "kubernetes"])
+    def test_a_new_leader_reads_what_the_old_one_wrote(
+        self, kind: str, request: pytest.FixtureRequest, tmp_path: Path
+    ):
+        from weir.core.highavailability.factory import create_ha_services
 
-        config = {
-            "high-availability.type": "zookeeper",
-            "high-availability.zookeeper.quorum": zookeeper.address,  # type: ignore[attr-defined]
-            "high-availability.cluster-id": f"outlive-{uuid.uuid4().hex[:8]}",
-            "high-availability.storageDir": f"file://{tmp_path}/ha",
-        }
-        writer = ZooKeeperHaServices(config, "writer")
+        cluster = f"outlive-{uuid.uuid4().hex[:8]}"
+        storage = f"file://{tmp_path}/ha"
+        if kind == "zookeeper":
+            config = {
+                "high-availability.type": "zookeeper",
+                "high-availability.zookeeper.quorum": request.getfixturevalue("zookeeper").address,
+                "high-availability.cluster-id": cluster,
+                "high-availability.storageDir": storage,
+            }
+        else:
+            config = request.getfixturevalue("kube_api_server").ha_config(cluster, storage)
+        writer = create_ha_services(config, "writer")
         writer.start_contending()
         assert writer.latch.await_leadership(30) is not None
         writer.get_job_graph_store().put_job_graph(JOB, b"g")
@@ -155,7 +181,7 @@ class TestZooKeeperStoresOutliveTheirWriter:
         writer.create_completed_checkpoint_store(JOB, 3).add_checkpoint(pointer(7))
         writer.close()
         # Another master of the same cluster: what a standby that won reads.
-        reader = ZooKeeperHaServices(config, "reader")
+        reader = create_ha_services(config, "reader")
         try:
             assert reader.get_job_graph_store().get_job_ids() == [JOB]
             assert reader.get_job_graph_store().recover_job_graph(JOB) == b"g"

@@ -308,7 +308,11 @@ def test_word_count_on_a_spark_standalone_cluster(spark_standalone, tmp_path: Pa
 # --- the master process itself ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.long)],
+    ids=["SIGINT", "SIGTERM"],
+)
 def test_master_process_stops_gracefully_on_a_signal(tmp_path: Path, signum: int) -> None:
     # SparkContext installs a SIGINT handler of its own; the master's must win over it.
     # The signal goes to the master's whole process group, as Ctrl-C in a terminal or

@@ -63,6 +63,7 @@ def own_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
     server.stop()
 
 
+@pytest.mark.long
 @pytest.mark.spark
 @pytest.mark.timeout(600)
 def test_zookeeper_restarted_mid_job_the_leader_suspends_resumes_and_loses_nothing(

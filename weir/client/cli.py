@@ -12,13 +12,16 @@ weir logs [-m host:port] [--taskmanager ID] [--log] [--tail-bytes N]
 weir info [-p N] job.py [args...]
 weir certs --out DIR --hosts HOST[,HOST...] [--days N]
 weir ha status
-weir kubernetes-session [-Dkey=value ...] [--dry-run]
+weir kubernetes-session [-Dkey=value ...] [--dry-run]   (-Dexecution.attached=true: attach)
+weir run-application -t kubernetes-application [-Dkey=value ...] job.py|local:///path [args...]
 weir yarn-session [-nm NAME] [-qu QUEUE] [-jm MEM] [-tm MEM] [-s N] [-D k=v] [-d]
 weir yarn-session -id APPLICATION_ID [stop]
 
-Without -m, a client finds the Dispatcher through the YARN session it started last (its
-.yarn-properties-<user> file), else in ZooKeeper under high availability, else at
-jobmanager.rpc.address:port.
+Without -m, a client finds the Dispatcher of the Kubernetes session named with
+``--target kubernetes-session -Dkubernetes.cluster-id=ID``, else through the YARN session
+it started last (its .yarn-properties-<user> file), else in ZooKeeper under high
+availability, else at jobmanager.rpc.address:port. Every command that talks to a cluster
+takes -t/--target and -Dkey=value.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from weir.client.dispatcher_client import DispatcherGateway, LeaderLookup
 from weir.client.executor import RemoteExecutor
 from weir.client.ha_status import format_ha_status, read_ha_status
 from weir.client.job_client import ClusterJobClient
-from weir.client.leader_lookup import ZooKeeperDispatcherLookup, dispatcher_lookup
+from weir.client.leader_lookup import HaDispatcherLookup, dispatcher_lookup
 from weir.client.restart_reporter import RestartReporter
 from weir.client.yarn_session import session_config
 from weir.core import config as cfg
@@ -61,6 +64,10 @@ from weir.graph.execution_plan import job_graph_plan_json
 from weir.state import read_savepoint
 
 CONF_FILE = "weir-conf.yaml"
+# Flink's execution target of a Kubernetes session (flink run --target kubernetes-session).
+KUBERNETES_SESSION_TARGET = "kubernetes-session"
+# An application cluster's (flink list --target kubernetes-application): found the same way.
+KUBERNETES_APPLICATION_TARGET = "kubernetes-application"
 
 
 def _default_conf_dir() -> Path:
@@ -77,13 +84,22 @@ def load_cli_config() -> dict[str, str]:
 
 def cluster_target(
     ns: argparse.Namespace, conf: dict[str, str]
-) -> tuple[dict[str, str], str | None, ZooKeeperDispatcherLookup | None]:
-    """Which Dispatcher a command talks to: the one ``-m`` names; else that of the YARN
-    session of the properties file; else, with high availability, the leader found in
+) -> tuple[dict[str, str], str | None, HaDispatcherLookup | None]:
+    """Which Dispatcher a command talks to: the one ``-m`` names; else, with ``--target
+    kubernetes-session``, that of the Kubernetes session of ``-Dkubernetes.cluster-id``
+    (found through its REST Service); else that of the YARN session of the properties
+    file; else, with high availability, the leader found in
     ZooKeeper (followed when it changes); else the configured address. Returns the
     configuration to use (a session's own properties applied), the address or the lookup."""
+    dynamic = getattr(ns, "dynamic", None)
+    if dynamic:
+        conf = {**conf, **cfg.validate(dict(dynamic))}
     if ns.jobmanager:
         return conf, ns.jobmanager, None
+    if getattr(ns, "target", None) in (KUBERNETES_SESSION_TARGET, KUBERNETES_APPLICATION_TARGET):
+        from weir.client.kubernetes_session import dispatcher_address  # noqa: PLC0415
+
+        return conf, dispatcher_address(conf), None
     conf, session_address = session_config(conf)
     lookup = dispatcher_lookup(conf)
     if lookup is not None:
@@ -440,8 +456,14 @@ def cmd_certs(ns: argparse.Namespace, conf: dict[str, str]) -> int:
 def cmd_kubernetes_session(ns: argparse.Namespace, conf: dict[str, str]) -> int:
     from weir.client.kubernetes_session import session_config, start_session  # noqa: PLC0415
 
-    start_session(session_config(conf, ns.dynamic), ns.dry_run)
-    return 0
+    return start_session(session_config(conf, ns.dynamic), ns.dry_run)
+
+
+def cmd_run_application(ns: argparse.Namespace, conf: dict[str, str]) -> int:
+    from weir.client.kubernetes_application import run_application  # noqa: PLC0415
+    from weir.client.kubernetes_session import session_config  # noqa: PLC0415
+
+    return run_application(session_config(conf, ns.dynamic), ns.script, ns.args)
 
 
 def _dynamic_property(text: str) -> tuple[str, str]:
@@ -478,6 +500,26 @@ def _parallelism(text: str) -> int:
     return value
 
 
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    """Flink's ``-t/--target`` and ``-D``: a session found by its id instead of ``-m``."""
+    parser.add_argument(
+        "-t",
+        "--target",
+        choices=[KUBERNETES_SESSION_TARGET, KUBERNETES_APPLICATION_TARGET],
+        help="find the Dispatcher of the Kubernetes session (or application cluster) "
+        "-Dkubernetes.cluster-id names",
+    )
+    parser.add_argument(
+        "-D",
+        dest="dynamic",
+        action="append",
+        default=[],
+        type=_dynamic_property,
+        metavar="KEY=VALUE",
+        help="a configuration key, e.g. -Dkubernetes.cluster-id=orders (repeatable)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="weir", description="Run and manage Weir jobs.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -504,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("script")
     run.add_argument("args", nargs=argparse.REMAINDER)
+    _add_target(run)
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="list jobs")
@@ -512,16 +555,19 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="show checkpoint counts and failure causes"
     )
     lst.add_argument("-m", "--jobmanager")
+    _add_target(lst)
     lst.set_defaults(func=cmd_list)
 
     cancel = sub.add_parser("cancel", help="cancel a job")
     cancel.add_argument("-m", "--jobmanager")
     cancel.add_argument("job_id")
+    _add_target(cancel)
     cancel.set_defaults(func=cmd_cancel)
 
     checkpoints = sub.add_parser("checkpoints", help="show a job's checkpoint statistics")
     checkpoints.add_argument("-m", "--jobmanager")
     checkpoints.add_argument("job_id")
+    _add_target(checkpoints)
     checkpoints.set_defaults(func=cmd_checkpoints)
 
     logs = sub.add_parser(
@@ -537,6 +583,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="at most the last N bytes of each file (default: the last 3 MiB)",
     )
+    _add_target(logs)
     logs.set_defaults(func=cmd_logs)
 
     ha = sub.add_parser("ha", help="high availability: what ZooKeeper holds")
@@ -561,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help="where the savepoint goes (default: execution.checkpointing.savepoint-dir)",
     )
+    _add_target(savepoint)
     savepoint.set_defaults(func=cmd_savepoint)
 
     stop = sub.add_parser("stop", help="stop a job with a savepoint")
@@ -579,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="emit MAX_WATERMARK first, so every event-time timer and window fires",
     )
     stop.add_argument("job_id")
+    _add_target(stop)
     stop.set_defaults(func=cmd_stop)
 
     info = sub.add_parser("info", help="print a program's plan as JSON")
@@ -622,6 +671,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="print every manifest as one multi-document YAML and apply nothing",
     )
     session.set_defaults(func=cmd_kubernetes_session)
+
+    application = sub.add_parser(
+        "run-application",
+        help="run a job program in a cluster of its own (-t kubernetes-application)",
+        description="Start an application cluster on Kubernetes whose master runs the "
+        "program: the objects of kubernetes-session, with the program (a file here, shipped in "
+        "the cluster's ConfigMap, or local:///path of one in the image) and its arguments. "
+        "The cluster is deleted when its jobs have ended, and kept when one failed. "
+        "Configuration: weir-conf.yaml of WEIR_CONF_DIR, then -D.",
+    )
+    application.add_argument(
+        "-t",
+        "--target",
+        required=True,
+        choices=[KUBERNETES_APPLICATION_TARGET],
+        help="where the cluster runs (Flink's execution target)",
+    )
+    application.add_argument(
+        "-D",
+        dest="dynamic",
+        action="append",
+        default=[],
+        type=_dynamic_property,
+        metavar="KEY=VALUE",
+        help="a configuration key, e.g. -Dkubernetes.cluster-id=orders (repeatable)",
+    )
+    application.add_argument("script")
+    application.add_argument("args", nargs=argparse.REMAINDER)
+    application.set_defaults(func=cmd_run_application)
 
     yarn = sub.add_parser(
         "yarn-session",

@@ -1,7 +1,8 @@
-"""A master process under ZooKeeper high availability: it waits as a standby until it wins
-the election, then starts its services (the SparkContext first), recovers the jobs of the
-previous leader, and serves until it stops or loses its leadership; a master that lost
-it (its session expired) stops its services without writing anything and contends again.
+"""A master process under ZooKeeper or Kubernetes high availability: it waits as a standby
+until it wins the election, then starts its services (the SparkContext first), recovers
+the jobs of the previous leader, and serves until it stops or loses its leadership; a
+master that lost it (its ZooKeeper session expired, or its Kubernetes lease went unrenewed
+past the renew deadline) stops its services without writing anything and contends again.
 
 A standby warms its Spark driver before it waits: on a local master it creates the
 SparkContext it will lease from and starts its Python workers' daemon; on a cluster
@@ -10,6 +11,7 @@ winning (the README's High availability section says why, and what each costs).
 Lines on stdout, for the scripts::
 
     Weir master standby: waiting for leadership (ZooKeeper 127.0.0.1:2181)
+    Weir master standby: waiting for leadership (Kubernetes ConfigMap ns/orders-cluster-config-map)
     Weir master ready: Dispatcher at 127.0.0.1:6123
 """
 
@@ -27,18 +29,23 @@ from weir.client.cluster_components import (
 )
 from weir.core import config as cfg
 from weir.core.errors import WeirError
-from weir.core.highavailability.zookeeper import ZooKeeperHaServices
+from weir.core.highavailability.factory import (
+    LeaderElectedHaServices,
+    create_ha_services,
+    election_store,
+)
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
 logger = logging.getLogger(__name__)
 
-STANDBY_LINE = "Weir master standby: waiting for leadership (ZooKeeper {quorum})"
+STANDBY_LINE = "Weir master standby: waiting for leadership ({store})"
 # How often the standby's wait looks at the stop request; the election itself wakes it.
 _WAIT_SLICE_S = 0.5
 # A master that wins at once (the first one started) skips the warm start: its services
-# start the JVM anyway. A ZooKeeper round trip or two decides an uncontested election.
+# start the JVM anyway. A round trip or two to ZooKeeper or the Kubernetes API server
+# decides an uncontested election.
 _FIRST_LEADER_WAIT_S = 1.0
 
 
@@ -57,9 +64,9 @@ def run_highly_available(
     Spark's). ``lead_once``: a lost leadership ends the process with 1 instead of a new
     contention (a YARN ApplicationMaster: YARN starts another attempt)."""
     try:
-        services = ZooKeeperHaServices(config, identifier=identifier)
+        services = create_ha_services(config, identifier=identifier)
     except WeirError as exc:
-        logger.error("the master could not reach ZooKeeper: %s", exc)
+        logger.error("the master could not reach its high-availability store: %s", exc)
         return 1
     warm: SparkContext | None = None
     try:
@@ -74,7 +81,7 @@ def run_highly_available(
                 # the JVM's launch requires; after a leadership, the JVM runs already.
                 warm = prestart_spark_driver(config)
             leads_at_once = False
-            print(STANDBY_LINE.format(quorum=cfg.get(config, cfg.HA_ZK_QUORUM)), flush=True)
+            print(STANDBY_LINE.format(store=election_store(config)), flush=True)
             logger.info("standby (%s): waiting for leadership", identifier)
             token = None
             while token is None and not stop.is_set():
@@ -96,7 +103,7 @@ def run_highly_available(
 
 def _lead(
     config: Mapping[str, str],
-    services: ZooKeeperHaServices,
+    services: LeaderElectedHaServices,
     stop: threading.Event,
     ready_line: str,
     after_start: Callable[[], None],

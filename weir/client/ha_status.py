@@ -1,6 +1,7 @@
-"""``weir ha status``: what ZooKeeper holds for a highly available cluster: the leaders
-with their addresses and fencing tokens, the stored job graphs, and the latest completed
-checkpoint of each job. Reads only; works while no master runs."""
+"""``weir ha status``: what ZooKeeper, or the cluster's Kubernetes ConfigMap, holds for a
+highly available cluster: the leaders with their addresses and fencing tokens, the stored
+job graphs, and the latest completed checkpoint of each job. Reads only; works while no
+master runs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ from typing import Any
 
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError
+from weir.core.highavailability.kubernetes.leader_election import published_leader
+from weir.core.highavailability.kubernetes.leader_elector import (
+    LEADER_ANNOTATION,
+    LEADER_KEY_PREFIX,
+    LeaderRecord,
+)
+from weir.core.highavailability.kubernetes.services import config_map_ref, create_api_client
+from weir.core.highavailability.kubernetes.stores import CHECKPOINTS_PREFIX, JOB_GRAPH_PREFIX
 from weir.core.highavailability.zookeeper.client import (
     LATCH_PATH,
     checkpoints_path,
@@ -35,10 +44,14 @@ class HaStatus:
 
 
 def read_ha_status(config: Mapping[str, str]) -> HaStatus:
-    if cfg.get(config, cfg.HA_TYPE) != "zookeeper":
+    kind = cfg.get(config, cfg.HA_TYPE)
+    if kind == "kubernetes":
+        return _read_kubernetes(config)
+    if kind != "zookeeper":
         msg = (
-            f"{cfg.HA_TYPE.key} is not zookeeper in this configuration; `weir ha status` "
-            "reads a highly available cluster's ZooKeeper (set WEIR_CONF_DIR to its conf)"
+            f"{cfg.HA_TYPE.key} is not zookeeper or kubernetes in this configuration; `weir ha "
+            "status` reads a highly available cluster's ZooKeeper or ConfigMap (set "
+            "WEIR_CONF_DIR to its conf)"
         )
         raise ConfigurationError(msg)
     client = create_client(config)
@@ -74,6 +87,40 @@ def _read(client: Any, cluster: str) -> HaStatus:
             status.latest_checkpoints[job_id] = (
                 f"checkpoint {latest['checkpoint_id']} at {latest['external_pointer']}"
             )
+    return status
+
+
+def _read_kubernetes(config: Mapping[str, str]) -> HaStatus:
+    ref = config_map_ref(config)
+    client = create_api_client(config)
+    try:
+        config_map = client.get_config_map(ref.namespace, ref.name)
+    finally:
+        client.close()
+    status = HaStatus(f"{ref.namespace}/{ref.name} (Kubernetes ConfigMap)")
+    if config_map is None:
+        return status
+    record = LeaderRecord.decode(config_map.annotations.get(LEADER_ANNOTATION))
+    if record is not None and record.holder_identity:
+        status.contenders.append(
+            f"session {record.holder_identity[:8]} (lease renewed {record.renew_time})"
+        )
+    for key in sorted(config_map.data):
+        if key.startswith(LEADER_KEY_PREFIX):
+            component = key[len(LEADER_KEY_PREFIX) :]
+            address, token = published_leader(config_map, component)
+            if address is not None and token is not None:
+                status.leaders[component] = (address, token)
+        elif key.startswith(JOB_GRAPH_PREFIX):
+            path = json.loads(config_map.data[key])["path"]
+            status.job_graphs[key[len(JOB_GRAPH_PREFIX) :]] = path
+        elif key.startswith(CHECKPOINTS_PREFIX):
+            pointers = json.loads(config_map.data[key]).get("checkpoints", [])
+            if pointers:
+                latest = pointers[-1]
+                status.latest_checkpoints[key[len(CHECKPOINTS_PREFIX) :]] = (
+                    f"checkpoint {latest['checkpoint_id']} at {latest['external_pointer']}"
+                )
     return status
 
 

@@ -28,8 +28,10 @@ tell executors which one leads), and TaskManagers advertise their pod's IP.
 
 from __future__ import annotations
 
+import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -65,6 +67,55 @@ _STARTUP_FAILURES = 30
 # A master told to stop stops its jobs, then its TaskManagers (10 s each) and their leases
 # (30 s), then Spark: stop-cluster.sh gives it 90 s before SIGKILL, and so does its pod.
 TERMINATION_GRACE_S = 90
+
+
+# Flink's scheme for a program that is in the image already (local:///opt/.../job.py).
+LOCAL_SCHEME = "local://"
+# A ConfigMap holds at most 1 MiB; the configuration files share it with a shipped program.
+MAX_SHIPPED_PROGRAM_BYTES = 512 * 1024
+_CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+
+
+@dataclass(frozen=True)
+class Application:
+    """The program of an application cluster (``weir run-application --target
+    kubernetes-application``), which its master runs: a file of the image
+    (``local:///path``), or one shipped in the cluster's ConfigMap (``source``) as
+    ``name``; with its arguments."""
+
+    path: str
+    args: tuple[str, ...] = ()
+    name: str = ""
+    source: str = ""
+
+    @staticmethod
+    def of(program: str, args: Sequence[str], read: Any = None) -> Application:
+        """``program`` as the user gave it: ``local:///path`` (in the image), else a file
+        here, which is shipped (``read(program)`` gives its text). Raises
+        ConfigurationError when it cannot be."""
+        if program.startswith(LOCAL_SCHEME):
+            path = program.removeprefix(LOCAL_SCHEME)
+            if not path.startswith("/"):
+                msg = f"{program!r}: a local:// program needs an absolute path in the image"
+                raise ConfigurationError(msg)
+            return Application(path, tuple(args))
+        name = program.replace("\\", "/").rsplit("/", 1)[-1]
+        if not _CONFIG_MAP_KEY.fullmatch(name) or name in (CONF_FILE, POD_TEMPLATE_FILE):
+            msg = (
+                f"cannot ship {program!r}: its file name must be made of letters, digits, "
+                f"'-', '_' and '.' and be neither {CONF_FILE} nor {POD_TEMPLATE_FILE}; "
+                "rename it, or put it in the image and give local:///path/in/the/image"
+            )
+            raise ConfigurationError(msg)
+        source = read(program) if read is not None else ""
+        if len(source.encode()) > MAX_SHIPPED_PROGRAM_BYTES:
+            msg = (
+                f"{program!r} is over {MAX_SHIPPED_PROGRAM_BYTES >> 10} KiB, too big to ship in "
+                "the cluster's ConfigMap: put it in the image (FROM Weir's) and give "
+                "local:///path/in/the/image"
+            )
+            raise ConfigurationError(msg)
+        return Application(f"{CONF_DIR}/{name}", tuple(args), name, source)
 
 
 def generated_cluster_id() -> str:
@@ -159,11 +210,12 @@ def session_configuration(config: Mapping[str, str], cluster_id: str) -> dict[st
     checked = cfg.validate(entries)
     cfg.check_relations(checked)
     replicas = cfg.get(checked, cfg.JOBMANAGER_REPLICAS)
-    if replicas > 1 and cfg.get(checked, cfg.HA_TYPE) != "zookeeper":
+    if replicas > 1 and cfg.get(checked, cfg.HA_TYPE) == "none":
         msg = (
-            f"{cfg.JOBMANAGER_REPLICAS.key}: {replicas} needs high-availability.type: zookeeper "
-            "(a standby master takes over only through ZooKeeper's election); set it, with "
-            "high-availability.zookeeper.quorum and high-availability.storageDir, or use 1"
+            f"{cfg.JOBMANAGER_REPLICAS.key}: {replicas} needs high-availability.type: "
+            "kubernetes or zookeeper (a standby master takes over only through an election); "
+            "set it, with high-availability.storageDir (and high-availability.zookeeper.quorum "
+            "for zookeeper), or use 1"
         )
         raise ConfigurationError(msg)
     return checked
@@ -205,7 +257,9 @@ def taskmanager_pod_template(config: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _rbac(config: Mapping[str, str], cluster_id: str, namespace: str) -> list[dict[str, Any]]:
+def _rbac(
+    config: Mapping[str, str], cluster_id: str, namespace: str, application: bool = False
+) -> list[dict[str, Any]]:
     account = cfg.get(config, cfg.SERVICE_ACCOUNT) or cluster_id
     objects: list[dict[str, Any]] = []
     if not cfg.get(config, cfg.SERVICE_ACCOUNT):
@@ -221,7 +275,7 @@ def _rbac(config: Mapping[str, str], cluster_id: str, namespace: str) -> list[di
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": _metadata(cluster_id, namespace, cluster_id),
-            "rules": ROLE_RULES,
+            "rules": ROLE_RULES + (_application_rules(cluster_id) if application else []),
         }
     )
     objects.append(
@@ -249,11 +303,14 @@ ROLE_RULES: list[dict[str, Any]] = [
         "resources": ["pods"],
         "verbs": ["get", "list", "watch", "create", "patch", "delete", "deletecollection"],
     },
-    # The executors' Spark configuration: one ConfigMap per application.
+    # The executors' Spark configuration: one ConfigMap per application. With
+    # high-availability.type: kubernetes, the cluster's HA ConfigMap too: the masters'
+    # lease and the recovery pointers, replaced by compare-and-swap (update) and followed
+    # by clients and standbys (watch).
     {
         "apiGroups": [""],
         "resources": ["configmaps"],
-        "verbs": ["get", "list", "create", "delete", "deletecollection"],
+        "verbs": ["get", "list", "watch", "create", "update", "delete", "deletecollection"],
     },
     # Claims made on demand for executors (spark.kubernetes.executor.volumes.*), reused
     # across executors and deleted on stop.
@@ -268,14 +325,35 @@ ROLE_RULES: list[dict[str, Any]] = [
 ]
 
 
-def _master_args(config: Mapping[str, str]) -> list[str]:
+def _application_rules(cluster_id: str) -> list[dict[str, Any]]:
+    """An application cluster's master deletes its own Deployment (and with it the whole
+    cluster) once its job has ended; no other."""
+    return [
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments"],
+            "resourceNames": [cluster_id],
+            "verbs": ["get", "delete"],
+        }
+    ]
+
+
+def _master_args(config: Mapping[str, str], application: Application | None = None) -> list[str]:
     """What the master container runs: the image's ``master`` command, with what only
-    the pod knows, expanded by the kubelet from its environment."""
+    the pod knows, expanded by the kubelet from its environment; in an application
+    cluster, the program and its arguments last."""
     args = ["master", "--set", "spark.kubernetes.driver.pod.name=$(POD_NAME)"]
     if cfg.get(config, cfg.JOBMANAGER_REPLICAS) > 1:
         args += ["--set", f"{cfg.JOBMANAGER_ADDRESS.key}=$(POD_IP)"]
     if cfg.get(config, cfg.AUTH_TOKEN_SECRET):
         args += ["--set", f"{cfg.AUTH_TOKEN.key}=$(WEIR_AUTH_TOKEN)"]
+    if application is not None:
+        # The kubelet expands $(NAME) in args; $$ keeps a program argument as written.
+        args += [
+            "--application",
+            application.path,
+            *(a.replace("$(", "$$(") for a in application.args),
+        ]
     return args
 
 
@@ -296,18 +374,24 @@ def _master_env(config: Mapping[str, str]) -> list[dict[str, Any]]:
     return env + _secret_env(config)
 
 
-def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> dict[str, Any]:
+def _deployment(
+    config: Mapping[str, str],
+    cluster_id: str,
+    namespace: str,
+    application: Application | None = None,
+) -> dict[str, Any]:
     replicas = cfg.get(config, cfg.JOBMANAGER_REPLICAS)
     rest_port = cfg.get(config, cfg.REST_PORT)
     memory = f"{cfg.get(config, cfg.JOBMANAGER_PROCESS_SIZE) >> 20}Mi"
-    cpu = cpus(cfg.get(config, cfg.JOBMANAGER_CPU))
+    cpu = cfg.get(config, cfg.JOBMANAGER_CPU)
+    cpu_limit = cpus(cpu * cfg.get(config, cfg.JOBMANAGER_CPU_LIMIT_FACTOR))
     volumes, mounts = _volumes(config)
     probe = {"tcpSocket": {"port": "rest"}, "periodSeconds": _PROBE_PERIOD_S}
     container: dict[str, Any] = {
         "name": "master",
         "image": cfg.get_with_deprecated_keys(config, cfg.CONTAINER_IMAGE),
         "imagePullPolicy": cfg.get(config, cfg.CONTAINER_IMAGE_PULL_POLICY),
-        "args": _master_args(config),
+        "args": _master_args(config, application),
         "env": _master_env(config),
         "ports": [
             {"name": "rpc", "containerPort": cfg.get(config, cfg.JOBMANAGER_PORT)},
@@ -316,8 +400,8 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
             {"name": "blockmanager", "containerPort": BLOCK_MANAGER_PORT},
         ],
         "resources": {
-            "requests": {"cpu": cpu, "memory": memory},
-            "limits": {"cpu": cpu, "memory": memory},
+            "requests": {"cpu": cpus(cpu), "memory": memory},
+            "limits": {"cpu": cpu_limit, "memory": memory},
         },
         "startupProbe": {**probe, "failureThreshold": _STARTUP_FAILURES},
         "readinessProbe": probe,
@@ -344,6 +428,19 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
     pull_secrets = _pull_secrets(config)
     if pull_secrets:
         pod_spec["imagePullSecrets"] = pull_secrets
+    node_selector = cfg.parse_map(cfg.get(config, cfg.JOBMANAGER_NODE_SELECTOR))
+    if node_selector:
+        pod_spec["nodeSelector"] = node_selector
+    # Flink's kubernetes.jobmanager.labels; the cluster's own labels (the selector) win.
+    pod_metadata: dict[str, Any] = {
+        "labels": {
+            **cfg.parse_map(cfg.get(config, cfg.JOBMANAGER_LABELS)),
+            **master_labels(cluster_id),
+        }
+    }
+    annotations = cfg.parse_map(cfg.get(config, cfg.JOBMANAGER_ANNOTATIONS))
+    if annotations:
+        pod_metadata["annotations"] = annotations
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -354,7 +451,7 @@ def _deployment(config: Mapping[str, str], cluster_id: str, namespace: str) -> d
             # upgrade is a stop (take savepoints first) and a start.
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": master_labels(cluster_id)},
-            "template": {"metadata": {"labels": master_labels(cluster_id)}, "spec": pod_spec},
+            "template": {"metadata": pod_metadata, "spec": pod_spec},
         },
     }
 
@@ -410,23 +507,40 @@ def _disruption_budget(cluster_id: str, namespace: str) -> dict[str, Any]:
 
 
 def render_manifests(
-    config: Mapping[str, str], deployment_uid: str | None = None
+    config: Mapping[str, str],
+    deployment_uid: str | None = None,
+    application: Application | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of the session cluster, in the order ``kubectl apply`` should create
-    them. ``config`` must name its ``kubernetes.cluster-id``. With the uid of the applied
-    Deployment, every other object names it as its owner, so deleting the Deployment
-    deletes the whole cluster (as Flink's session does). Raises ConfigurationError."""
+    """Every object of the session cluster (of the application cluster of
+    ``application``), in the order ``kubectl apply`` should create them. ``config`` must
+    name its ``kubernetes.cluster-id``. With the uid of the applied Deployment, every other
+    object names it as its owner, so deleting the Deployment deletes the whole cluster (as
+    Flink's session does). Raises ConfigurationError."""
     cluster_id = cfg.get(config, cfg.KUBERNETES_CLUSTER_ID)
     if not cluster_id:
         msg = f"{cfg.KUBERNETES_CLUSTER_ID.key} is not set; give the session cluster a name"
         raise ConfigurationError(msg)
     conf = session_configuration(config, cluster_id)
     namespace = cfg.get(conf, cfg.KUBERNETES_NAMESPACE)
+    if application is not None and (
+        cfg.get(conf, cfg.HA_TYPE) != "none" or cfg.get(conf, cfg.JOBMANAGER_REPLICAS) > 1
+    ):
+        msg = (
+            "an application cluster runs without high availability here (one master, "
+            f"{cfg.HA_TYPE.key}: none): a restarted master would run its program again from "
+            "the start. Leave high availability out, or run the job on a session "
+            "(kubernetes-session.sh, then weir run --target kubernetes-session)"
+        )
+        raise ConfigurationError(msg)
+    files: dict[str, str] = {}
+    if application is not None and application.name:
+        files[application.name] = application.source
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": _metadata(f"{cluster_id}-config", namespace, cluster_id),
         "data": {
+            **files,
             CONF_FILE: yaml.dump(conf, Dumper=_Dumper, sort_keys=True),
             POD_TEMPLATE_FILE: yaml.dump(
                 taskmanager_pod_template(conf), Dumper=_Dumper, sort_keys=False
@@ -434,7 +548,7 @@ def render_manifests(
         },
     }
     owned = [
-        *_rbac(conf, cluster_id, namespace),
+        *_rbac(conf, cluster_id, namespace, application is not None),
         config_map,
         *_services(conf, cluster_id, namespace),
         _disruption_budget(cluster_id, namespace),
@@ -443,7 +557,7 @@ def render_manifests(
         owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": cluster_id}
         for obj in owned:
             obj["metadata"]["ownerReferences"] = [{**owner, "uid": deployment_uid}]
-    return [*owned[:-1], _deployment(conf, cluster_id, namespace), owned[-1]]
+    return [*owned[:-1], _deployment(conf, cluster_id, namespace, application), owned[-1]]
 
 
 class _Dumper(yaml.SafeDumper):

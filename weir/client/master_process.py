@@ -12,6 +12,11 @@ Logs go to stderr; once the Dispatcher answers, one line goes to stdout::
 
     Weir master ready: Dispatcher at 127.0.0.1:6123
 
+With ``--application PROGRAM [ARG ...]`` (last) it is the master of an application
+cluster (``weir run-application``): once its services are up it runs the program against
+its own Dispatcher, and when its jobs have ended, none failed, it ends the cluster
+(``weir.client.kubernetes_application``).
+
 SIGTERM or SIGINT stops it gracefully (Dispatcher and JobMasters, the server, then the
 ResourceManager with its TaskManagers and the SparkContext) and it exits with 0; so does a
 client's ShutDownCluster call to its Dispatcher (``weir yarn-session --stop``).
@@ -70,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a configuration key (repeatable)",
     )
+    parser.add_argument(
+        "--application",
+        nargs=argparse.REMAINDER,
+        metavar="PROGRAM [ARG ...]",
+        help="run this program (and arguments) in the cluster, and end it with its jobs",
+    )
     return parser
 
 
@@ -112,12 +123,17 @@ class ShutdownSignals:
 
 
 def run(
-    config: dict[str, str], signals: ShutdownSignals, *, application_master: bool = False
+    config: dict[str, str],
+    signals: ShutdownSignals,
+    *,
+    application_master: bool = False,
+    application: Sequence[str] | None = None,
 ) -> int:
     """Serve until a stop is requested; returns the exit code. ``application_master``: this
     is a YARN session's ApplicationMaster, whose one SparkContext cannot be made again, so
-    a master that loses its leadership ends (YARN's next attempt contends anew)."""
-    if cfg.get(config, cfg.HA_TYPE) == "zookeeper":
+    a master that loses its leadership ends (YARN's next attempt contends anew).
+    ``application``: the program (and its arguments) of an application cluster."""
+    if cfg.get(config, cfg.HA_TYPE) != "none":
         from weir.client.ha_master import run_highly_available  # noqa: PLC0415
 
         host = cfg.get(config, cfg.BIND_HOST)
@@ -151,11 +167,27 @@ def run(
         print(READY_LINE.format(address=address), flush=True)
         if components.rest is not None:
             print(REST_LINE.format(url=components.rest.url), flush=True)
+        if application is not None:
+            _start_application(config, application, address, signals)
         signals.requested.wait()
     finally:
         components.close()
     logger.info("master stopped")
     return 0
+
+
+def _start_application(
+    config: dict[str, str], words: Sequence[str], address: str, signals: ShutdownSignals
+) -> None:
+    from weir.client import kubernetes_application as app  # noqa: PLC0415
+
+    def tear_down() -> None:
+        if app.in_a_pod():
+            app.delete_own_deployment(config)  # Kubernetes then stops this pod
+        else:
+            signals.requested.set()
+
+    app.ApplicationRunner(config, app.application_of(words), address, tear_down).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,7 +206,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # honoured as soon as the services are up.
     signals = ShutdownSignals()
     signals.install()
-    return run(config, signals)
+    if ns.application is not None:
+        if cfg.get(config, cfg.HA_TYPE) != "none":
+            print(
+                f"error: an application cluster runs without high availability "
+                f"({cfg.HA_TYPE.key}: none)",
+                file=sys.stderr,
+            )
+            return 1
+        if not ns.application:
+            print("error: --application needs the program to run", file=sys.stderr)
+            return 1
+    return run(config, signals, application=ns.application)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@ and back with (``pyflink.common.serialization``)."""
 
 from __future__ import annotations
 
-import codecs
 from typing import Any, BinaryIO
 
 from weir.common.typeinfo import TypeInformation, Types
+from weir.core.java_text import JavaCharset
 
 __all__ = ["DeserializationSchema", "Encoder", "SerializationSchema", "SimpleStringSchema"]
 
@@ -16,20 +16,22 @@ class Encoder:
 
     def __init__(self, charset_name: str = "UTF-8") -> None:
         self.charset_name = charset_name
+        self._charset = JavaCharset(charset_name)
 
     @staticmethod
     def simple_string_encoder(charset_name: str = "UTF-8") -> Encoder:
-        """Each record as its string form and a ``\\n``, in ``charset_name``."""
-        "\n".encode(charset_name)
-        return Encoder(charset_name)
+        """Each record as its string form in ``charset_name`` and a ``\\n`` byte, as Flink's
+        SimpleStringEncoder writes it: a character the charset cannot encode (or an unpaired
+        surrogate) becomes ``?``, as in Java."""
+        return Encoder(charset_name)  # an unknown charset fails here, on the client
 
     def encode(self, element: Any, stream: BinaryIO) -> None:
         stream.write(self.to_bytes(element))
 
     def to_bytes(self, element: Any) -> bytes:
         if isinstance(element, bytes):
-            element = element.decode("utf-8", "replace")
-        return (f"{element}\n").encode(self.charset_name)
+            element = JavaCharset().decode(element)
+        return self._charset.encode(f"{element}") + b"\n"
 
 
 class SerializationSchema:
@@ -63,7 +65,10 @@ class DeserializationSchema:
 
 
 class SimpleStringSchema(SerializationSchema, DeserializationSchema):
-    """Strings as their bytes in ``charset`` (UTF-8 by default), both ways::
+    """Strings as their bytes in ``charset`` (UTF-8 by default), both ways, as Java's
+    ``new String(bytes, charset)`` and ``String.getBytes(charset)``: bytes that are not
+    valid in the charset read as U+FFFD, and a character it cannot encode is written as
+    ``?``, so one malformed record does not fail the job::
 
     KafkaSource.builder().set_value_only_deserializer(SimpleStringSchema())
     """
@@ -71,16 +76,16 @@ class SimpleStringSchema(SerializationSchema, DeserializationSchema):
     _never_returns_none = True  # no record to skip: a source need not look for None
 
     def __init__(self, charset: str = "UTF-8") -> None:
-        codecs.lookup(charset)  # fail on the client, on an unknown charset
         self.charset = charset
+        self._charset = JavaCharset(charset)  # an unknown charset fails here, on the client
 
     def serialize(self, element: Any) -> bytes:
         if not isinstance(element, str):
             element = str(element)
-        return element.encode(self.charset)
+        return self._charset.encode(element)
 
     def deserialize(self, message: bytes) -> str:
-        return message.decode(self.charset)
+        return self._charset.decode(message)
 
     def get_produced_type(self) -> TypeInformation:
         return Types.STRING()

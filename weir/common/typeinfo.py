@@ -422,11 +422,17 @@ def serializer_kind_of(type_info: TypeInformation | None) -> SerializerKind:
 
 
 def key_type_name(type_info: TypeInformation | None) -> str:
-    """How a key of this declared type is hashed to its key group (see
-    ``weir.core.key_groups.PyFlinkKeyHasher``): a basic type by its Java hashCode, anything
-    else (or no declared type) by its pickled bytes, as PyFlink does."""
+    """How a key of this declared type is hashed to its key group and sorted (see
+    ``weir.core.key_groups.PyFlinkKeyHasher``): a basic type by name (``"String"``), a TUPLE
+    or ROW type by its field types (``"Tuple<String, Integer>"``, ``"Row<Long,
+    Tuple<String>>"``), as the Java objects PyFlink makes of them hash; anything else (or no
+    declared type) ``"pickled"``, by its pickled bytes."""
     if isinstance(type_info, BasicTypeInfo):
         return repr(type_info)
+    if isinstance(type_info, TupleTypeInfo | RowTypeInfo):
+        kind = "Row" if isinstance(type_info, RowTypeInfo) else "Tuple"
+        fields = ", ".join(key_type_name(t) for t in type_info.get_field_types())
+        return f"{kind}<{fields}>"
     return "pickled"
 
 
@@ -436,7 +442,8 @@ def single_precision_spec(type_info: TypeInformation | None) -> tuple[Any, ...] 
 
     PyFlink serialises a FLOAT as 32 bits, so a value that crosses a serialisation
     boundary with its declared type comes back rounded to single precision; the
-    TaskManager rounds at the same places (``weir.taskmanager.operators.float_rounding``).
+    TaskManager rounds at the same places (``weir.core.type_coders``), and converts what
+    ``execute_and_collect()`` returns (``weir.taskmanager.operators.collected_floats``).
     ``("float",)`` is a FLOAT; ``("tuple", fields)`` and ``("row", fields)`` have one spec
     (or None) per field, ``("list", element)`` an array's or list's element, ``("map",
     key, value)`` a map's key and value.

@@ -98,6 +98,17 @@ class Row:
     def set_field_names(self, field_names: list[str]) -> None:
         self._fields = list(field_names)
 
+    def _coded_copy(self, values: list[Any], names: list[str]) -> Row:
+        """A new Row of this one's kind with ``values`` named ``names`` (shared, not
+        copied), as a declared type's coder reads it back (``weir.core.type_coders``)."""
+        row = object.__new__(type(self))
+        state = row.__dict__
+        state["_values"] = values
+        state["_fields"] = names
+        state["_from_dict"] = False
+        state["_row_kind"] = self._row_kind
+        return row
+
     def get_fields_by_names(self, names: list[str]) -> list[Any]:
         """The values of ``names`` in that order; a positional Row, or one named exactly
         so, returns its values as they are (PyFlink's)."""

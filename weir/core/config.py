@@ -57,6 +57,10 @@ from weir.core.options.checkpointing import (
 )
 from weir.core.options.high_availability import (
     HA_CLUSTER_ID,
+    HA_KUBERNETES_LEASE_DURATION,
+    HA_KUBERNETES_RENEW_DEADLINE,
+    HA_KUBERNETES_RETRY_PERIOD,
+    HA_KUBERNETES_TRANSACTIONAL_MAX_RETRIES,
     HA_STORAGE_DIR,
     HA_TYPE,
     HA_ZK_CONNECTION_TIMEOUT,
@@ -68,6 +72,11 @@ from weir.core.options.high_availability import (
     HA_ZK_TOLERATE_SUSPENDED_CONNECTIONS,
 )
 from weir.core.options.job import (
+    ADAPTIVE_AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK,
+    ADAPTIVE_AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM,
+    ADAPTIVE_AUTO_PARALLELISM_ENABLED,
+    ADAPTIVE_AUTO_PARALLELISM_MAX_PARALLELISM,
+    ADAPTIVE_AUTO_PARALLELISM_MIN_PARALLELISM,
     AUTO_GENERATE_UIDS,
     AUTO_WATERMARK_INTERVAL,
     BUFFER_TIMEOUT,
@@ -90,6 +99,7 @@ from weir.core.options.job import (
     PYTHON_EXECUTABLE,
     PYTHON_FILES,
     PYTHON_FILES_ARCHIVE,
+    PYTHON_OPERATOR_CHAINING,
     PYTHON_REQUIREMENTS,
     PYTHON_REQUIREMENTS_PACKED,
     RUNTIME_MODE,
@@ -97,6 +107,7 @@ from weir.core.options.job import (
     parse_map,
 )
 from weir.core.options.kubernetes import (
+    ATTACHED,
     AUTH_TOKEN_SECRET,
     CLUSTER_ID_MAX_LENGTH,
     CONTAINER_IMAGE,
@@ -104,18 +115,27 @@ from weir.core.options.kubernetes import (
     CONTAINER_IMAGE_PULL_POLICY,
     CONTAINER_IMAGE_PULL_SECRETS,
     ENV_SECRET_KEY_REF,
+    JOBMANAGER_ANNOTATIONS,
     JOBMANAGER_CPU,
+    JOBMANAGER_CPU_LIMIT_FACTOR,
+    JOBMANAGER_LABELS,
+    JOBMANAGER_NODE_SELECTOR,
     JOBMANAGER_PROCESS_SIZE,
     JOBMANAGER_REPLICAS,
     KUBE_CONFIG_FILE,
     KUBE_CONTEXT,
     KUBERNETES_CLUSTER_ID,
     KUBERNETES_NAMESPACE,
+    NODE_PORT_ADDRESS_TYPE,
     PERSISTENT_VOLUME_CLAIMS,
     REST_SERVICE_EXPOSED_TYPE,
     SECRETS,
     SERVICE_ACCOUNT,
+    TASKMANAGER_ANNOTATIONS,
     TASKMANAGER_CPU,
+    TASKMANAGER_CPU_LIMIT_FACTOR,
+    TASKMANAGER_LABELS,
+    TASKMANAGER_NODE_SELECTOR,
     TASKMANAGER_POD_TEMPLATE,
     TASKMANAGER_PROCESS_SIZE,
     parse_env_secret_key_refs,
@@ -228,6 +248,12 @@ from weir.core.text_files import not_text_reason
 T = TypeVar("T")
 
 __all__ = [
+    "ADAPTIVE_AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK",
+    "ADAPTIVE_AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM",
+    "ADAPTIVE_AUTO_PARALLELISM_ENABLED",
+    "ADAPTIVE_AUTO_PARALLELISM_MAX_PARALLELISM",
+    "ADAPTIVE_AUTO_PARALLELISM_MIN_PARALLELISM",
+    "ATTACHED",
     "AUTH_TOKEN",
     "AUTH_TOKEN_SECRET",
     "AUTO_GENERATE_UIDS",
@@ -272,6 +298,10 @@ __all__ = [
     "GLOBAL_JOB_PARAMETERS",
     "HANDSHAKE_TIMEOUT",
     "HA_CLUSTER_ID",
+    "HA_KUBERNETES_LEASE_DURATION",
+    "HA_KUBERNETES_RENEW_DEADLINE",
+    "HA_KUBERNETES_RETRY_PERIOD",
+    "HA_KUBERNETES_TRANSACTIONAL_MAX_RETRIES",
     "HA_STORAGE_DIR",
     "HA_TYPE",
     "HA_ZK_CONNECTION_TIMEOUT",
@@ -285,7 +315,11 @@ __all__ = [
     "HEARTBEAT_TIMEOUT",
     "INTERCEPT_USER_SYSTEM_EXIT",
     "JOBMANAGER_ADDRESS",
+    "JOBMANAGER_ANNOTATIONS",
     "JOBMANAGER_CPU",
+    "JOBMANAGER_CPU_LIMIT_FACTOR",
+    "JOBMANAGER_LABELS",
+    "JOBMANAGER_NODE_SELECTOR",
     "JOBMANAGER_PORT",
     "JOBMANAGER_PROCESS_SIZE",
     "JOBMANAGER_REPLICAS",
@@ -304,6 +338,7 @@ __all__ = [
     "MAX_UNAUTHENTICATED_CONNECTIONS_PER_HOST",
     "METRIC_FETCHER_UPDATE_INTERVAL",
     "NETWORK_COMPRESSION",
+    "NODE_PORT_ADDRESS_TYPE",
     "NUM_TASK_SLOTS",
     "OBJECT_REUSE",
     "OPERATOR_CHAINING",
@@ -323,6 +358,7 @@ __all__ = [
     "PYTHON_EXECUTABLE",
     "PYTHON_FILES",
     "PYTHON_FILES_ARCHIVE",
+    "PYTHON_OPERATOR_CHAINING",
     "PYTHON_REQUIREMENTS",
     "PYTHON_REQUIREMENTS_PACKED",
     "QUERYABLE_STATE_ENABLE",
@@ -384,10 +420,14 @@ __all__ = [
     "STATE_RECOVERY_PATH_DEPRECATED",
     "TASKMANAGERS_MAX",
     "TASKMANAGERS_MIN",
+    "TASKMANAGER_ANNOTATIONS",
     "TASKMANAGER_BIND_HOST",
     "TASKMANAGER_CPU",
+    "TASKMANAGER_CPU_LIMIT_FACTOR",
     "TASKMANAGER_DATA_PORT",
     "TASKMANAGER_HOST",
+    "TASKMANAGER_LABELS",
+    "TASKMANAGER_NODE_SELECTOR",
     "TASKMANAGER_POD_TEMPLATE",
     "TASKMANAGER_PROCESS_SIZE",
     "TASKMANAGER_RPC_PORT",
@@ -483,6 +523,18 @@ def check_relations(entries: Mapping[str, str]) -> None:
             f"{HEARTBEAT_TIMEOUT.key} ({timeout} ms) is shorter than {HEARTBEAT_INTERVAL.key} "
             f"({interval} ms): every peer would count as lost between two heartbeats; make "
             f"the timeout several intervals long (Flink's defaults: 50 s and 10 s)"
+        )
+        raise ConfigurationError(msg)
+    lease = get(entries, HA_KUBERNETES_LEASE_DURATION)
+    renew = get(entries, HA_KUBERNETES_RENEW_DEADLINE)
+    retry = get(entries, HA_KUBERNETES_RETRY_PERIOD)
+    if renew > lease or retry >= renew:
+        msg = (
+            f"{HA_KUBERNETES_RENEW_DEADLINE.key} ({renew} ms) must be at most "
+            f"{HA_KUBERNETES_LEASE_DURATION.key} ({lease} ms), and "
+            f"{HA_KUBERNETES_RETRY_PERIOD.key} ({retry} ms) shorter than the renew deadline: "
+            "a leader must give its leadership up before a standby may take it, and try to "
+            "renew several times first (Flink's defaults: 15 s, 15 s and 5 s)"
         )
         raise ConfigurationError(msg)
 

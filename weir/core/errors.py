@@ -22,6 +22,7 @@ WeirError
 ├── RecordTooLargeError (ValueError)       a record does not fit in one network frame
 ├── RecordSerializationError (TypeError)   a record an operator emitted cannot be pickled
 ├── UnhashableKeyError (TypeError)         a key selector returned a key that cannot be hashed
+├── DeclaredTypeError (TypeError)          a record does not fit its stream's declared type
 ├── UserCodeError                          user code raised inside a task; keeps the traceback
 │   └── UserSystemExitError                 user code called os._exit in a task
 ├── NonRecoverableError                    no restart can cure it: the job fails at once,
@@ -159,6 +160,13 @@ class RecordSerializationError(WeirError, TypeError):
 
 class UnhashableKeyError(WeirError, TypeError):
     """A key selector returned a key the keyed state backend cannot hash (a list)."""
+
+
+class DeclaredTypeError(WeirError, TypeError):
+    """An operator emitted a record its declared output type cannot take (a str for a
+    ``Types.LONG()``, a list for a ``Types.TUPLE``), where PyFlink's serializer would write
+    it (``weir.core.type_coders``); the message names the operator, the type and the
+    record. The same record fails the job again after a restart."""
 
 
 class UserCodeError(WeirError):

@@ -6,8 +6,11 @@ compared as Java's signed bytes, a shorter key before a longer one that starts w
 PyFlink's key is ``Row.of(key)``, serialized by Flink's RowSerializer: one mask byte (the
 row kind and whether the field is null), then the field by the serializer of the declared
 key type; a key without a declared type is the pickled bytes, an int length and the
-bytes. ``sort_key_function(type_name)`` gives ``key -> bytes`` whose plain (unsigned)
-Python comparison is that order: each byte has its top bit flipped.
+bytes. A TUPLE key is its fields one after another (TupleSerializer), a ROW key its kind
+and null mask (two bits of kind, then one per field, most significant first) and its
+non-null fields (RowSerializer), nested ones alike. ``sort_key_function(type_name)`` gives
+``key -> bytes`` whose plain (unsigned) Python comparison is that order: each byte has its
+top bit flipped.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.core.canonical_keys import canonical_key_bytes
+from weir.core.key_groups import KeyTypeSpec, composite_key_type
 
 __all__ = ["sort_key_function"]
 
@@ -77,10 +81,42 @@ _SERIALIZERS: dict[str, Callable[[Any], bytes]] = {
 }
 
 
+def _serializer_of(spec: KeyTypeSpec) -> Callable[[Any], bytes]:
+    if isinstance(spec, str):
+        return _SERIALIZERS[spec]
+    kind, field_specs = spec
+    fields = [_serializer_of(f) for f in field_specs]
+    if kind == "Tuple":
+        # Flink's Tuple fields are never null (PyFlink's coder fails on one first).
+        return lambda value: b"".join(
+            b"" if v is None else write(v) for write, v in zip(fields, value, strict=False)
+        )
+    mask_bits = 2 + len(fields)
+    mask_bytes = (mask_bits + 7) // 8
+
+    def row(value: Any) -> bytes:
+        kind = getattr(getattr(value, "_row_kind", None), "value", 0) or 0
+        mask = (kind & 1) << (mask_bits - 1) | (kind >> 1 & 1) << (mask_bits - 2)
+        body = []
+        values = list(value)
+        for i, write in enumerate(fields):
+            v = values[i] if i < len(values) else None
+            if v is None:
+                mask |= 1 << (mask_bits - 3 - i)
+            else:
+                body.append(write(v))
+        mask <<= mask_bytes * 8 - mask_bits
+        return mask.to_bytes(mask_bytes, "big") + b"".join(body)
+
+    return row
+
+
 def sort_key_function(type_name: str) -> Callable[[Any], bytes]:
     """``key -> bytes`` ordering keys as PyFlink's BATCH sort does, for a declared key type
-    name (``"pickled"`` without one; another type is sorted by its pickled form)."""
-    serialize = _SERIALIZERS.get(type_name, _pickled)
+    name (``"pickled"`` without one; a basic type, or a TUPLE or ROW type of them, by its
+    serializer; another type is sorted by its pickled form)."""
+    spec = composite_key_type(type_name)
+    serialize = _SERIALIZERS.get(type_name, _pickled) if spec is None else _serializer_of(spec)
     flip = _FLIP_SIGN
 
     def sort_key(key: Any) -> bytes:

@@ -1,11 +1,12 @@
-"""The functions that make a value what PyFlink's coders make of it under its declared type
-(built from the type by ``weir.common.typed_values.conformer``).
+"""The functions that make the elements of ``from_collection`` what PyFlink's first
+function sees of them under their declared type (built from the type by
+``weir.common.typed_values.collection_conformer``): tuples become Rows of a Row type, Rows
+get the type's names at every depth, maps come in the order of the Java ``HashMap`` they
+are unpickled into. They run on the client, when the collection source is made; what a
+declared type does between operators is ``weir.core.type_coders``.
 
-They run where records are emitted, on the TaskManagers, and live here rather than beside
-the types so that an operator's payload that holds one loads nothing of the user API: a
-TaskManager's threads unpickle payloads concurrently, and a first import of the user API's
-package from two of them at once can deadlock on its module locks. A Row is recognised by
-what it does (``set_field_names``), not by its class, for the same reason.
+They hold nothing of the user API, as they travel inside the source's payload: a Row is
+recognised by what it does (``set_field_names``), not by its class.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 back-off. ``max_attempts`` counts the retries after the first attempt, as Flink's
 strategies do: ``can_retry(n)`` holds while ``n <= max_attempts``.
 
+Here too are the interfaces they implement, ``AsyncRetryStrategy`` (whose factories make
+them) and ``AsyncRetryPredicate``; PyFlink programs import those from
+``weir.datastream.functions``.
+
 The task calls a strategy on the task thread only, once per decision: an exponential
 back-off keeps the last delay it returned, across every element of the subtask, as
 PyFlink's does.
@@ -10,11 +14,12 @@ PyFlink's does.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from weir.datastream.functions import AsyncRetryPredicate, AsyncRetryStrategy
-
+# PyFlink's names only: the interfaces are exported where PyFlink has them, in
+# weir.datastream.functions.
 __all__ = [
     "ExponentialBackoffDelayRetryStrategy",
     "FixedDelayRetryStrategy",
@@ -26,6 +31,70 @@ OUT = TypeVar("OUT")
 
 ResultPredicate = Callable[[list[OUT]], bool]
 ExceptionPredicate = Callable[[Exception], bool]
+
+
+class AsyncRetryPredicate(abc.ABC, Generic[OUT]):
+    """When a completed request is tried again: on its results, on its exception, or both."""
+
+    @abc.abstractmethod
+    def result_predicate(self) -> Callable[[list[OUT]], bool] | None:
+        """A test of a request's results that, when true, triggers another attempt; None
+        retries no result."""
+
+    @abc.abstractmethod
+    def exception_predicate(self) -> Callable[[Exception], bool] | None:
+        """A test of the exception a request raised that, when true, triggers another
+        attempt; None retries no exception."""
+
+
+class AsyncRetryStrategy(abc.ABC, Generic[OUT]):
+    """How often and after how long a request is tried again (PyFlink's three are below)."""
+
+    @abc.abstractmethod
+    def can_retry(self, current_attempts: int) -> bool:
+        """Whether another attempt may follow the ``current_attempts`` made (1 after the
+        first)."""
+
+    @abc.abstractmethod
+    def get_backoff_time_millis(self, current_attempts: int) -> int:
+        """How long to wait before the next attempt, in milliseconds."""
+
+    @abc.abstractmethod
+    def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
+        """When to retry."""
+
+    @staticmethod
+    def no_restart() -> AsyncRetryStrategy[Any]:
+        return NO_RETRY_STRATEGY
+
+    @staticmethod
+    def fixed_delay(
+        max_attempts: int,
+        backoff_time_millis: int,
+        result_predicate: Callable[[list[OUT]], bool] | None,
+        exception_predicate: Callable[[Exception], bool] | None,
+    ) -> FixedDelayRetryStrategy[OUT]:
+        return FixedDelayRetryStrategy(
+            max_attempts, backoff_time_millis, result_predicate, exception_predicate
+        )
+
+    @staticmethod
+    def exponential_backoff(  # noqa: PLR0917 - PyFlink's signature
+        max_attempts: int,
+        initial_delay: int,
+        max_retry_delay: int,
+        multiplier: float,
+        result_predicate: Callable[[list[OUT]], bool] | None,
+        exception_predicate: Callable[[Exception], bool] | None,
+    ) -> ExponentialBackoffDelayRetryStrategy[OUT]:
+        return ExponentialBackoffDelayRetryStrategy(
+            max_attempts,
+            initial_delay,
+            max_retry_delay,
+            multiplier,
+            result_predicate,
+            exception_predicate,
+        )
 
 
 class RetryPredicate(AsyncRetryPredicate[OUT], Generic[OUT]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
+from weir.common.typed_values import type_coder
 from weir.common.typeinfo import (
     RowTypeInfo,
     TupleTypeInfo,
@@ -22,6 +23,7 @@ from weir.common.typeinfo import (
 from weir.common.watermark_strategy import WatermarkStrategy
 from weir.core.columnar import BatchFormat
 from weir.core.job_graph import OperatorKind, PartitionerKind
+from weir.core.key_selectors import CodedKey, ConformedKeySelector
 from weir.datastream._column_specs import column_spec
 from weir.datastream.batch_functions import MapBatchesFunction
 from weir.datastream.functions import (
@@ -360,6 +362,11 @@ class DataStream(_OperatorSettings):
             >>> words.key_by(lambda pair: pair[0])
         """
         selector = _key_selector_callable(key_selector)
+        # As PyFlink's keyed operators get keys back from the key type's coder: a Row of a
+        # ROW key type with the type's names.
+        coder = type_coder(key_type, strict=False, what="key") if key_type is not None else None
+        if coder is not None:
+            selector = ConformedKeySelector(selector, CodedKey(coder))
         t = PartitionTransformation(
             id=self._env._next_id(),
             name="Partition",

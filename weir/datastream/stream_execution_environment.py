@@ -40,6 +40,7 @@ from weir.datastream.execution_mode import RuntimeExecutionMode
 from weir.datastream.functions import SourceFunction
 from weir.datastream.slot_sharing_group import SlotSharingGroup
 from weir.datastream.state_backend import StateBackend
+from weir.graph.adaptive_batch import AdaptiveBatchParallelism
 from weir.graph.execution_plan import execution_plan_json
 from weir.graph.job_graph_generator import JobGraphResult, create_job_graph
 from weir.graph.stream_graph import StreamGraph, build_stream_graph
@@ -493,14 +494,16 @@ class StreamExecutionEnvironment:
     def _stream_graph(self, job_name: str | None = None, clear: bool = True) -> StreamGraph:
         name = self._job_name(job_name)
         cache_writers = resolve_caches(self._transformations, self._next_id) if self._caches else []
+        job_config = self._job_config(name)
         graph = build_stream_graph(
             [*self._transformations, *cache_writers],
             job_name=name,
             default_parallelism=self._parallelism,
             default_max_parallelism_setting=self._max_parallelism,
             chaining_enabled=self._chaining,
+            adaptive_batch=AdaptiveBatchParallelism.from_config(job_config, self._parallelism),
         )
-        graph.config = self._job_config(name)
+        graph.config = job_config
         if cache_writers and graph.config[config_keys.RUNTIME_MODE.key] != "BATCH":
             msg = (
                 "DataStream.cache() is supported in BATCH execution mode only: call "

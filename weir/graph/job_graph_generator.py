@@ -9,7 +9,6 @@ from typing import Any
 
 import cloudpickle
 
-from weir.common.typed_values import conformer
 from weir.common.typeinfo import serializer_kind_of
 from weir.core import config as config_keys
 from weir.core.errors import JobGraphError
@@ -22,13 +21,13 @@ from weir.core.job_graph import (
     OperatorKind,
 )
 from weir.core.local_paths import absolute_local_path
+from weir.graph.coded_outputs import coded_outputs
 from weir.graph.operator_ids import operator_ids
 from weir.graph.python_dependencies import (
     pack_python_archives,
     pack_python_files,
     pack_python_requirements,
 )
-from weir.graph.single_precision import single_precision_outputs
 from weir.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 from weir.graph.user_code import shipping_user_modules
 
@@ -132,9 +131,10 @@ def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResul
     for node in order:
         members.setdefault(head_of[node.id], []).append(node)
 
+    coded = coded_outputs(graph)
     descriptors: dict[int, OperatorDescriptor] = {}
     for node in order:
-        descriptors[node.id] = _descriptor(graph, node, ids)
+        descriptors[node.id] = _descriptor(graph, node, ids, coded.get(node.id, {}))
 
     vertex_id = {head: JobVertexId(ids[head]) for head in members}
     vertices: dict[int, JobVertex] = {}
@@ -170,17 +170,17 @@ def _create_job_graph(graph: StreamGraph, job_id: JobId | None) -> JobGraphResul
 
 
 def _descriptor(
-    graph: StreamGraph, node: StreamNode, ids: dict[int, OperatorId]
+    graph: StreamGraph,
+    node: StreamNode,
+    ids: dict[int, OperatorId],
+    coded: dict[str, Any],
 ) -> OperatorDescriptor:
     chained = tuple(ids[e.target_id] for e in node.out_edges if graph.is_chainable(e))
     content = node.payload
-    output_conformer = conformer(node.output_type)
-    if output_conformer is not None and isinstance(content, dict):
-        # What this operator emits is made what PyFlink's typed outputs are: Rows named
-        # by the declared type at every depth, maps in Java HashMap order.
-        content = {**content, "output_conformer": output_conformer}
-    if isinstance(content, dict):
-        content = {**content, **single_precision_outputs(graph, node)}
+    if coded and isinstance(content, dict):
+        # The outputs PyFlink serialises with their declared type are coded (records made
+        # what its coders make of them, and checked), the others pass as made.
+        content = {**content, **coded}
     payload = _pickle(content, f"the function of operator {node.name!r} ({node.kind.value})")
     input_count = 0 if node.kind is OperatorKind.SOURCE else node.input_count
     return OperatorDescriptor(

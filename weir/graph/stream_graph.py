@@ -10,6 +10,7 @@ from weir.common.typeinfo import TypeInformation
 from weir.core.errors import JobGraphError
 from weir.core.job_graph import OperatorKind, PartitionerKind
 from weir.core.key_groups import default_max_parallelism
+from weir.graph.adaptive_batch import AdaptiveBatchParallelism, Decision, InputEdge
 from weir.graph.transformations import (
     ChainingStrategy,
     PartitionTransformation,
@@ -131,8 +132,10 @@ def build_stream_graph(
     default_parallelism: int,
     default_max_parallelism_setting: int,
     chaining_enabled: bool,
+    adaptive_batch: AdaptiveBatchParallelism | None = None,
 ) -> StreamGraph:
-    """Translate the recorded transformations (and everything they read from)."""
+    """Translate the recorded transformations (and everything they read from); with
+    ``adaptive_batch``, the parallelism of operators that set none is decided by it."""
     if not transformations:
         msg = (
             "No operators defined in streaming topology. Cannot execute. Add a sink "
@@ -142,10 +145,22 @@ def build_stream_graph(
     all_transformations = _collect(transformations)
     nodes: dict[int, StreamNode] = {}
     edges: list[StreamEdge] = []
+    decisions: dict[int, Decision] = {}
     for t in all_transformations:
         if not isinstance(t, PhysicalTransformation):
             continue
-        node = _make_node(t, nodes, default_parallelism, default_max_parallelism_setting)
+        decided = None
+        if adaptive_batch is not None:
+            decided = _decide(
+                adaptive_batch,
+                t,
+                nodes=nodes,
+                decisions=decisions,
+                default_parallelism=default_parallelism,
+                default_max=default_max_parallelism_setting,
+            )
+            decisions[t.id] = decided
+        node = _make_node(t, nodes, default_parallelism, default_max_parallelism_setting, decided)
         nodes[t.id] = node
         for index, upstream in enumerate(t.input_streams):
             for source_id, partition, payload, side in _resolve(upstream):
@@ -183,15 +198,58 @@ def _resolve(t: Transformation) -> list[_Resolved]:
     raise JobGraphError(msg)
 
 
+def _decide(
+    adaptive: AdaptiveBatchParallelism,
+    t: PhysicalTransformation,
+    *,
+    nodes: dict[int, StreamNode],
+    decisions: dict[int, Decision],
+    default_parallelism: int,
+    default_max: int,
+) -> Decision:
+    source = t.payload.get("source") if t.kind is OperatorKind.SOURCE else None
+    own = _declared_parallelism(t, default_parallelism)
+    inputs = [
+        InputEdge(
+            decisions[source_id],
+            # As Flink's graph: an edge without a partitioning is forward only between
+            # operators of the same parallelism as the program declared them (the job's for
+            # those that set none); otherwise a rebalance.
+            partitioned=partition is not None
+            or _declared_parallelism(nodes[source_id].transformation, default_parallelism) != own,
+            broadcast=partition is not None and partition.partitioner is PartitionerKind.BROADCAST,
+        )
+        for upstream in t.input_streams
+        for source_id, partition, _, _ in _resolve(upstream)
+    ]
+    if t.non_parallel or t.parallelism:
+        return adaptive.fixed(1 if t.non_parallel else t.parallelism or 1, source, inputs)
+    max_parallelism = t.max_parallelism if t.max_parallelism and t.max_parallelism > 0 else None
+    if max_parallelism is None and default_max > 0:
+        max_parallelism = default_max
+    if t.kind is OperatorKind.SOURCE:
+        return adaptive.source(source, max_parallelism)
+    return adaptive.operator(inputs, max_parallelism)
+
+
+def _declared_parallelism(t: PhysicalTransformation, default_parallelism: int) -> int:
+    return 1 if t.non_parallel else (t.parallelism or default_parallelism)
+
+
 def _make_node(
     t: PhysicalTransformation,
     nodes: dict[int, StreamNode],
     default_parallelism: int,
     default_max: int,
+    decided: Decision | None = None,
 ) -> StreamNode:
     parallelism = 1 if t.non_parallel else (t.parallelism or default_parallelism)
+    if decided is not None:
+        parallelism = decided.parallelism
     if t.max_parallelism is not None and t.max_parallelism > 0:
         max_parallelism = t.max_parallelism
+    elif decided is not None and decided.max_parallelism is not None:
+        max_parallelism = decided.max_parallelism
     elif default_max > 0:
         max_parallelism = default_max
     else:

@@ -30,6 +30,9 @@ class WithTimestamp(ProcessFunction):
 def _env(tmp_path, parallelism=2):
     config = Configuration()
     config.set_string("execution.cache.dir", str(tmp_path / "caches"))
+    # The cache is written in parts, one per subtask: the job's parallelism everywhere, not
+    # the parallelism BATCH mode decides from the (small) volume.
+    config.set_string("execution.batch.adaptive.auto-parallelism.enabled", "false")
     env = StreamExecutionEnvironment.get_execution_environment(config)
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     env.set_parallelism(parallelism)

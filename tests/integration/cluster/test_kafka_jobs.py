@@ -361,6 +361,33 @@ def test_a_record_leaves_for_kafka_with_the_timestamp_it_came_with(cluster, kafk
     assert found == {word.upper().encode(): stamp for word, stamp in stamps.items()}
 
 
+def test_a_record_that_is_not_utf8_reads_and_writes_as_java_does(cluster, kafka_broker):
+    """SimpleStringSchema decodes as Java's new String(bytes, UTF_8): a record that is not
+    valid UTF-8 reads with U+FFFD and the job goes on (it failed it before), and a
+    string with an unpaired surrogate leaves as Java's getBytes writes it, with '?'."""
+    source = kafka_broker.create_topic(f"text-in-{uuid.uuid4().hex[:8]}", 1)
+    sink = kafka_broker.create_topic(f"text-out-{uuid.uuid4().hex[:8]}", 1)
+    kafka_broker.produce(source, [b"ok", b"bad \xff\xed\xa0\x80 x", "caf\u00e9".encode()])
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    kafka = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka_broker.bootstrap_servers)
+        .set_topics(source)
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    (
+        env.from_source(kafka, WatermarkStrategy.no_watermarks(), "text")
+        .map(lambda text: f"{text!a} \ud800", output_type=Types.STRING())
+        .sink_to(_string_sink(kafka_broker, sink))
+    )
+    env.execute("text as java")
+    found = sorted(value for *_, value in kafka_broker.read_committed(sink, expected=3))
+    assert found == [b"'bad \\ufffd\\ufffd x' ?", b"'caf\\xe9' ?", b"'ok' ?"]
+
+
 @pytest.mark.parametrize("problem", ["missing topic", "bad record"])
 def test_bad_input_fails_the_job_naming_the_problem_and_the_cluster_serves_on(
     cluster, kafka_broker, problem

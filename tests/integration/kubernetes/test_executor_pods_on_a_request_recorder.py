@@ -50,6 +50,9 @@ DRIVER_POD = "orders-5d8f7c9b4-x2x7q"
 IMAGE = "registry.example/weir:0.1.0"
 TOKEN = "recorder-token"
 READY = "Weir master ready: Dispatcher at "
+# What the master is advertised as: a name of this machine's loopback, as the driver's
+# headless Service's name is the pod's address.
+ADVERTISED_HOST = "localhost"
 # Deadlines, not expectations: a JVM and a SparkContext start in seconds here, far longer
 # on a machine that is busy with other tests.
 START_S = 120
@@ -180,9 +183,11 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
             {
                 # Where this machine is not a pod: loopback instead of the pod's address,
                 # free ports instead of fixed ones (other tests run beside this one), the
-                # recorder instead of the API server.
+                # recorder instead of the API server. The master is advertised under a
+                # name, not its bind address, as the driver's Service names it in a pod:
+                # executors must be told the name.
                 "jobmanager.bind-host": "127.0.0.1",
-                "jobmanager.rpc.address": "127.0.0.1",
+                "jobmanager.rpc.address": ADVERTISED_HOST,
                 "jobmanager.rpc.port": str(rpc_port),
                 "rest.bind-address": "127.0.0.1",
                 "rest.port": "0",
@@ -329,8 +334,10 @@ def test_executor_pods_request_the_taskmanagers_cpus_and_process_size(
     env = {v["name"]: v.get("value") for v in container["env"]}
     assert env["SPARK_EXECUTOR_CORES"] == "1"  # one lease, one TaskManager per pod
     assert env["SPARK_EXECUTOR_MEMORY"] == "512m"
+    # The driver's advertised address (spark.driver.host, from jobmanager.rpc.address),
+    # never the address it binds, which in a pod is every interface (0.0.0.0).
     assert env["SPARK_DRIVER_URL"] == (
-        f"spark://CoarseGrainedScheduler@127.0.0.1:{recording.driver_port}"
+        f"spark://CoarseGrainedScheduler@{ADVERTISED_HOST}:{recording.driver_port}"
     )
     # Spark's authentication is on: the pod gets the secret the driver generated.
     assert env["_SPARK_AUTH_SECRET"]
@@ -377,7 +384,8 @@ def test_every_request_is_one_the_masters_role_allows(recording: Recording) -> N
         asked.add((match["resource"], _verb(request, match["name"] is not None)))
     assert asked <= allowed, f"not granted: {sorted(asked - allowed)}"
     # What the driver did here covers the grants, but for what it does only for lost
-    # executors (patch, delete one) and claims made on demand (create, delete one).
+    # executors (patch, delete one), claims made on demand (create, delete one), and
+    # Kubernetes high availability (its ConfigMap replaced by compare-and-swap, watched).
     unused = allowed - asked
     assert unused <= {
         ("pods", "patch"),
@@ -385,6 +393,8 @@ def test_every_request_is_one_the_masters_role_allows(recording: Recording) -> N
         ("configmaps", "get"),
         ("configmaps", "list"),
         ("configmaps", "delete"),
+        ("configmaps", "update"),
+        ("configmaps", "watch"),
         ("persistentvolumeclaims", "get"),
         ("persistentvolumeclaims", "create"),
         ("persistentvolumeclaims", "delete"),

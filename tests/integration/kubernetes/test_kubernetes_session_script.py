@@ -1,7 +1,9 @@
 """``deploy/bin/kubernetes-session.sh`` (``weir kubernetes-session``): its ``--dry-run``
 output, validated strictly against the Kubernetes API schemas, and what it asks kubectl
-to do. No API server runs here: the kubectl these tests put first on the PATH is a
-stand-in script that writes down its arguments and input and answers a Deployment's uid."""
+to do, fast and without a cluster: the kubectl these tests put first on the PATH is a
+stand-in script that writes down its arguments and input and answers just enough (a
+Deployment's uid, a ready Deployment, the REST Service once applied).
+tests/e2e/test_kubernetes_*.py run the script against a real API server."""
 
 from __future__ import annotations
 
@@ -31,14 +33,29 @@ HA_TLS = [
     "-Dsecurity.ssl.internal.key=/opt/weir/certs/internal-key.pem",
     "-Dsecurity.ssl.internal.trust-cert=/opt/weir/certs/ca.pem",
 ]
-# What stands in for kubectl: each call appends {"args": [...], "stdin": "..."} to calls.jsonl.
+# What stands in for kubectl: each call appends {"args": [...], "stdin": "..."} to calls.jsonl;
+# the session's REST Service exists once something was applied.
 FAKE_KUBECTL = """#!/usr/bin/env bash
 stdin=""
-if [[ " $* " == *" apply "* ]]; then stdin=$(cat); fi
+if [[ " $* " == *" apply "* ]]; then stdin=$(cat); touch "$KUBECTL_CALLS.applied"; fi
 python3 -c 'import json, sys; print(json.dumps({"args": sys.argv[2:], "stdin": sys.argv[1]}))' \\
     "$stdin" "$@" >> "$KUBECTL_CALLS"
-if [[ " $* " == *" get "* ]]; then printf '%s' "$DEPLOYMENT_UID"; fi
+if [[ " $* " == *" get service "* ]]; then
+    if [[ -e "$KUBECTL_CALLS.applied" ]]; then printf '%s' "$REST_SERVICE"; fi
+elif [[ " $* " == *" get deployment "* ]]; then
+    printf '{"status": {"readyReplicas": 1}}'
+elif [[ " $* " == *" get pods "* ]]; then
+    printf '{"items": []}'
+elif [[ " $* " == *" get "* ]]; then
+    printf '%s' "$DEPLOYMENT_UID"
+fi
 """
+REST_SERVICE = {
+    "spec": {
+        "type": "ClusterIP",
+        "ports": [{"name": "rest", "port": 8081}, {"name": "rpc", "port": 6123}],
+    }
+}
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -101,6 +118,7 @@ def kubectl(tmp_path: Path) -> dict[str, str]:
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "KUBECTL_CALLS": str(tmp_path / "calls.jsonl"),
         "DEPLOYMENT_UID": UID,
+        "REST_SERVICE": json.dumps(REST_SERVICE),
     }
 
 
@@ -118,7 +136,24 @@ def test_apply_creates_everything_then_makes_the_deployment_its_owner(
         env=kubectl,
     )
     assert done.returncode == 0, done.stderr
-    first, get, second = calls(kubectl)
+    lookup, first, get, second, ready, pods, found = calls(kubectl)
+    # The session is waited for: its Deployment, then its pods.
+    assert ready["args"][-5:] == ["get", "deployment", "orders", "-o", "json"]
+    assert pods["args"][-6:] == ["get", "pods", "-l", "app=orders", "-o", "json"]
+    # No session of that id yet: it is created, then found.
+    for call in (lookup, found):
+        assert call["args"] == [
+            "--context",
+            "production",
+            "-n",
+            "streaming",
+            "get",
+            "service",
+            "orders-rest",
+            "--ignore-not-found",
+            "-o",
+            "json",
+        ]
     assert first["args"] == ["--context", "production", "apply", "-f", "-"]
     applied = documents(first["stdin"])
     assert {m["kind"] for m in applied} >= {"Deployment", "Role", "ConfigMap", "Service"}
@@ -144,6 +179,14 @@ def test_apply_creates_everything_then_makes_the_deployment_its_owner(
     assert "kubectl -n streaming delete deployment/orders" in done.stdout
 
 
+def test_a_session_that_exists_is_found_and_not_applied_again(kubectl: dict[str, str]) -> None:
+    Path(kubectl["KUBECTL_CALLS"] + ".applied").touch()
+    done = run("-Dkubernetes.cluster-id=orders", "-Dkubernetes.namespace=streaming", env=kubectl)
+    assert done.returncode == 0, done.stderr
+    assert "Found the Weir session cluster orders in namespace streaming" in done.stdout
+    assert [c["args"][3] for c in calls(kubectl)] == ["service"]
+
+
 def test_a_kubectl_failure_is_reported_with_its_message(
     kubectl: dict[str, str], tmp_path: Path
 ) -> None:
@@ -151,7 +194,7 @@ def test_a_kubectl_failure_is_reported_with_its_message(
     failing.write_text("#!/usr/bin/env bash\necho 'error: You must be logged in' >&2\nexit 1\n")
     done = run("-Dkubernetes.cluster-id=orders", env=kubectl)
     assert done.returncode == 1
-    assert "kubectl apply -f - failed (1): error: You must be logged in" in done.stderr
+    assert "failed (1): error: You must be logged in" in done.stderr
 
 
 def test_without_kubectl_the_error_points_at_dry_run(tmp_path: Path) -> None:

@@ -21,15 +21,19 @@ from weir.proto import (
 )
 
 
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout`` s."""
+def wait_until(
+    condition: Callable[[], Any], what: str | Callable[[], str], timeout: float = 60.0
+) -> Any:
+    """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout`` s
+    (a callable: what it says then, with what it saw)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {said}")
         time.sleep(0.05)
 
 

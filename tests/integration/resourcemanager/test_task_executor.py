@@ -84,7 +84,10 @@ class TestTaskExecutor:
         executor.close()  # idempotent
 
         assert not os.path.exists(working_dir)
-        wait_until(lambda: not _new_threads(before), "the TaskExecutor's threads to end")
+        wait_until(
+            lambda: not _new_threads(before),
+            lambda: f"the TaskExecutor's threads to end; still running: {_new_threads(before)}",
+        )
         channel, stub = _stub(executor.rpc_address)
         with pytest.raises(ServiceUnavailableError):
             rpc.call("Stop", stub.Stop, taskexecutor_pb2.StopRequest(reason="again"), timeout=5)
@@ -136,7 +139,10 @@ class TestTaskExecutor:
         executor = TaskExecutor({**CONFIG, "heartbeat.timeout": "300 ms"}, "127.0.0.1:1")
         with pytest.raises(TaskManagerLostError, match="could not register"):
             executor.start()
-        wait_until(lambda: not _new_threads(before), "threads to end")
+        wait_until(
+            lambda: not _new_threads(before),
+            lambda: f"threads to end; still running: {_new_threads(before)}",
+        )
 
     def test_slots_are_bounded_and_tasks_need_an_allocated_slot(
         self, resource_manager: TestingResourceManager

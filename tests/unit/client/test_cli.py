@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +75,50 @@ def test_a_dynamic_property_without_a_value_is_refused(capsys: pytest.CaptureFix
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["kubernetes-session", "-Dkubernetes.cluster-id"])
     assert "expected -Dkey=value" in capsys.readouterr().err
+
+
+def test_run_application_takes_flinks_target_and_the_programs_own_arguments() -> None:
+    ns = cli.build_parser().parse_args(
+        [
+            "run-application",
+            "-t",
+            "kubernetes-application",
+            "-Dkubernetes.cluster-id=wc",
+            "local:///opt/app/job.py",
+            "--output",
+            "-D",
+        ]
+    )
+    assert ns.target == "kubernetes-application"
+    assert ns.dynamic == [("kubernetes.cluster-id", "wc")]
+    assert (ns.script, ns.args) == ("local:///opt/app/job.py", ["--output", "-D"])
+
+
+def test_run_application_names_its_one_target(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["run-application", "-t", "yarn-application", "job.py"])
+    assert "kubernetes-application" in capsys.readouterr().err
+
+
+def test_run_application_of_a_missing_program_says_so_before_anything_is_applied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no kubectl: nothing could be applied
+    code = cli.main(
+        [
+            "run-application",
+            "-t",
+            "kubernetes-application",
+            "-Dkubernetes.cluster-id=wc",
+            str(tmp_path / "nosuch.py"),
+        ]
+    )
+    assert code == 1
+    assert "no job file" in capsys.readouterr().err
+
+
+def test_an_application_cluster_is_found_as_a_session_is() -> None:
+    ns = cli.build_parser().parse_args(
+        ["list", "--target", "kubernetes-application", "-Dkubernetes.cluster-id=wc"]
+    )
+    assert ns.target == "kubernetes-application"

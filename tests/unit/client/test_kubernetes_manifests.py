@@ -1,6 +1,6 @@
 """The manifests of ``weir kubernetes-session``, validated strictly against the Kubernetes
 API schemas of the three newest minor versions kubernetes-validate bundles (no API server:
-none can run here), and what they say."""
+the real-cluster tests are in tests/e2e/test_kubernetes_*.py), and what they say."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from kubernetes_schemas import KUBERNETES_VERSIONS, validate_all, validate_stric
 
 from weir.client.kubernetes_manifests import (
     CONF_FILE,
+    MAX_SHIPPED_PROGRAM_BYTES,
     POD_TEMPLATE_FILE,
     ROLE_RULES,
+    Application,
     render_manifests,
 )
 from weir.core import config as cfg
@@ -236,9 +238,30 @@ def test_the_role_is_bound_to_the_masters_service_account() -> None:
     assert spec["serviceAccountName"] == "streaming"
 
 
-def test_two_masters_without_zookeeper_are_refused() -> None:
-    with pytest.raises(ConfigurationError, match=r"high-availability\.type: zookeeper"):
+def test_two_masters_without_high_availability_are_refused() -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"high-availability\.type: kubernetes or zookeeper"
+    ):
         render_manifests({**DEFAULTS, "kubernetes.jobmanager.replicas": "2"})
+
+
+def test_two_masters_with_kubernetes_high_availability_need_no_zookeeper() -> None:
+    """The masters elect their leader through a ConfigMap of the cluster's namespace, named
+    after the cluster id; the Role lets them replace and watch it."""
+    conf = {
+        **DEFAULTS,
+        "kubernetes.jobmanager.replicas": "2",
+        "high-availability.type": "kubernetes",
+        "high-availability.storageDir": "file:///opt/weir/storage/ha",
+    }
+    kinds = by_kind(render_manifests(conf))
+    rendered = yaml.safe_load(kinds["ConfigMap"][0]["data"][CONF_FILE])
+    assert rendered["high-availability.type"] == "kubernetes"
+    assert rendered["kubernetes.cluster-id"] == "orders"
+    assert "high-availability.zookeeper.quorum" not in rendered
+    assert kinds["Deployment"][0]["spec"]["replicas"] == 2
+    (configmaps,) = [r for r in kinds["Role"][0]["rules"] if r["resources"] == ["configmaps"]]
+    assert {"get", "watch", "create", "update", "delete"} <= set(configmaps["verbs"])
 
 
 def test_a_session_needs_a_cluster_id() -> None:
@@ -253,3 +276,109 @@ def test_the_default_image_chart_and_project_name_one_version() -> None:
     chart = repo / "deploy" / "kubernetes" / "weir"
     assert yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"] == version
     assert yaml.safe_load((chart / "values.yaml").read_text())["image"]["tag"] == version
+
+
+def test_flinks_jobmanager_pod_keys_set_labels_annotations_selector_and_cpu_limit() -> None:
+    manifests = render_manifests(
+        {
+            **DEFAULTS,
+            "kubernetes.jobmanager.labels": "team:payments,app:ignored",
+            "kubernetes.jobmanager.annotations": "example.com/owner:payments",
+            "kubernetes.jobmanager.node-selector": "disk:ssd",
+            "kubernetes.jobmanager.cpu.amount": "0.5",
+            "kubernetes.jobmanager.cpu.limit-factor": "3",
+        }
+    )
+    validate_all(manifests)
+    (deployment,) = by_kind(manifests)["Deployment"]
+    template = deployment["spec"]["template"]
+    # The cluster's own labels win: the Deployment and the Services select by them.
+    assert template["metadata"]["labels"] == {
+        "team": "payments",
+        "app": "orders",
+        "type": "weir-native-kubernetes",
+        "component": "jobmanager",
+    }
+    assert template["metadata"]["annotations"] == {"example.com/owner": "payments"}
+    assert template["spec"]["nodeSelector"] == {"disk": "ssd"}
+    resources = master_container(manifests)["resources"]
+    assert resources["requests"]["cpu"] == "0.5"
+    assert resources["limits"]["cpu"] == "1.5"
+
+
+def test_a_cpu_limit_factor_below_one_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"limit-factor.*1 or more"):
+        render_manifests({**DEFAULTS, "kubernetes.jobmanager.cpu.limit-factor": "0.5"})
+
+
+# --- application clusters (weir run-application --target kubernetes-application) ----------
+
+
+def application_manifests(
+    program: str = "word_count.py", args: tuple[str, ...] = ("--out", "$(HOME)/x")
+) -> list[dict[str, Any]]:
+    application = Application.of(program, args, lambda _path: "print('the job')\n")
+    return render_manifests(DEFAULTS, application=application)
+
+
+def test_an_application_clusters_manifests_pass_strict_validation() -> None:
+    checked = validate_all(application_manifests())
+    assert "Deployment/orders" in checked and "ConfigMap/orders-config" in checked
+
+
+def test_a_shipped_program_is_in_the_configmap_and_run_by_the_master_with_its_arguments() -> None:
+    manifests = application_manifests()
+    (config_map,) = by_kind(manifests)["ConfigMap"]
+    assert config_map["data"]["word_count.py"] == "print('the job')\n"
+    args = master_container(manifests)["args"]
+    # Last, after the master's own settings; $( kept from the kubelet's expansion.
+    assert args[args.index("--application") :] == [
+        "--application",
+        "/opt/weir/conf/word_count.py",
+        "--out",
+        "$$(HOME)/x",
+    ]
+    # The session's master runs no program.
+    assert "--application" not in master_container(render_manifests(DEFAULTS))["args"]
+
+
+def test_a_local_program_is_the_images_own_and_not_shipped() -> None:
+    manifests = application_manifests("local:///opt/app/job.py", ())
+    (config_map,) = by_kind(manifests)["ConfigMap"]
+    assert sorted(config_map["data"]) == sorted([CONF_FILE, POD_TEMPLATE_FILE])
+    args = master_container(manifests)["args"]
+    assert args[-2:] == ["--application", "/opt/app/job.py"]
+    with pytest.raises(ConfigurationError, match="absolute path"):
+        Application.of("local://job.py", [])
+
+
+def test_an_application_master_may_delete_its_own_deployment_and_no_other() -> None:
+    (role,) = by_kind(application_manifests())["Role"]
+    extra = [rule for rule in role["rules"] if rule not in ROLE_RULES]
+    assert extra == [
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments"],
+            "resourceNames": ["orders"],
+            "verbs": ["get", "delete"],
+        }
+    ]
+    (session_role,) = by_kind(render_manifests(DEFAULTS))["Role"]
+    assert session_role["rules"] == ROLE_RULES
+
+
+def test_an_application_cluster_with_high_availability_is_refused() -> None:
+    application = Application.of("local:///opt/app/job.py", [])
+    with pytest.raises(ConfigurationError, match="without high availability"):
+        render_manifests(HA_TLS, application=application)
+
+
+@pytest.mark.parametrize("name", [CONF_FILE, "job file.py"])
+def test_a_program_whose_name_cannot_be_a_configmap_key_is_refused(name: str) -> None:
+    with pytest.raises(ConfigurationError, match="rename it"):
+        Application.of(f"/tmp/{name}", [], lambda _path: "")
+
+
+def test_a_program_too_big_for_a_configmap_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="too big to ship"):
+        Application.of("big.py", [], lambda _path: "#" * (MAX_SHIPPED_PROGRAM_BYTES + 1))

@@ -106,3 +106,10 @@ class TestMain:
             parse(conf_dir, "--set", "heartbeat.interval=1 s")
         )
         assert config["heartbeat.interval"] == "1 s"
+
+
+def test_an_application_is_the_last_of_the_arguments(conf_dir: Path) -> None:
+    ns = parse(conf_dir, "--set", "a=b", "--application", "/opt/app/job.py", "--set", "x")
+    assert ns.application == ["/opt/app/job.py", "--set", "x"]
+    assert ns.settings == [("a", "b")]
+    assert parse(conf_dir).application is None

@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from weir.common import Configuration, Duration, Row, RowKind, Time, Types, WatermarkStrategy
-from weir.common.typeinfo import read_back, serializer_kind_of
+from weir.common.typeinfo import key_type_name, read_back, serializer_kind_of
 from weir.core.job_graph import SerializerKind
 
 
@@ -113,6 +113,15 @@ class TestTypes:
         assert hash(row) == hash(named)
         assert row.get_field_names() == ["f0", "f1"]
         assert repr(row) == "RowTypeInfo(f0: Integer, f1: String)"
+
+    def test_key_type_names(self):
+        assert key_type_name(None) == "pickled"
+        assert key_type_name(Types.STRING()) == "String"
+        assert key_type_name(Types.TUPLE([Types.STRING(), Types.INT()])) == "Tuple<String, Integer>"
+        nested = Types.ROW_NAMED(["a", "b"], [Types.TUPLE([Types.LONG()]), Types.DOUBLE()])
+        assert key_type_name(nested) == "Row<Tuple<Long>, Double>"
+        # A field of a type keys are not hashed by: its name marks the whole as pickled.
+        assert key_type_name(Types.TUPLE([Types.LIST(Types.INT())])) == "Tuple<pickled>"
 
     def test_row_named(self):
         t = Types.ROW_NAMED(["k", "v"], [Types.STRING(), Types.INT()])

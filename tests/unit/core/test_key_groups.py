@@ -4,14 +4,18 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
+from weir.common.types import Row, RowKind
 from weir.core.key_groups import (
+    PyFlinkKeyHasher,
     assign_key_to_parallel_operator,
     assign_to_key_group,
     compute_operator_index_for_key_group,
     default_max_parallelism,
     java_bytes_hash,
+    java_hash_code,
     java_string_hash,
     key_group_range_for_operator,
+    legacy_key_placement,
 )
 
 keys = st.one_of(
@@ -100,3 +104,65 @@ class TestPyFlinkKeyPlacement:
         for i in range(20_000):
             counts[assign_key_to_parallel_operator(i * 7919 % 10000, 128, 2)] += 1
         assert min(counts) > 8_000
+
+
+class TestTupleAndRowKeys:
+    """Keys of a declared TUPLE or ROW type are Java objects in PyFlink: a Flink ``Tuple`` or
+    ``Row`` whose ``hashCode()`` Flink murmur-hashes. The figures are those of Flink 2.3's own
+    classes (``Row.of(key).hashCode()`` and ``KeyGroupRangeAssignment.assignToKeyGroup``)."""
+
+    def test_a_tuple_key_is_hashed_as_a_flink_tuple(self):
+        assert java_hash_code("Tuple<String, Integer>")(("f", 6)) == 3168
+        assert assign_to_key_group(("f", 6), 128, "Tuple<String, Integer>") == 63
+        assert assign_key_to_parallel_operator(("f", 6), 128, 2, "Tuple<String, Integer>") == 0
+        assert assign_to_key_group(("a", 1), 128, "Tuple<String, Long>") == 44
+        assert assign_to_key_group(("x", 2.5, True), 128, "Tuple<String, Double, Boolean>") == 56
+
+    def test_a_row_key_is_hashed_as_a_flink_row(self):
+        assert java_hash_code("Row<String, Integer>")(Row("f", 6)) == 5121
+        assert assign_to_key_group(Row("f", 6), 128, "Row<String, Integer>") == 87
+        assert assign_to_key_group(Row("a", None), 128, "Row<String, Integer>") == 112
+        deleted = Row("f", 6)
+        deleted.set_row_kind(RowKind.DELETE)
+        assert assign_to_key_group(deleted, 128, "Row<String, Integer>") == 107
+
+    def test_nested_tuples_and_rows(self):
+        assert (
+            assign_to_key_group((("a", 1), "b"), 128, "Tuple<Tuple<String, Integer>, String>") == 77
+        )
+        assert (
+            assign_to_key_group(Row(Row("a", 1), "b"), 128, "Row<Row<String, Integer>, String>")
+            == 19
+        )
+        assert (
+            assign_to_key_group((Row("a", 1), "b"), 128, "Tuple<Row<String, Integer>, String>") == 4
+        )
+        assert (
+            assign_to_key_group(Row(("a", 1), "b"), 128, "Row<Tuple<String, Integer>, String>")
+            == 97
+        )
+
+    def test_a_null_key_is_a_null_field(self):
+        # Row.of(null).hashCode() is 31: PyFlink's key row holds a null, whatever the type.
+        assert assign_to_key_group(None, 128, "Tuple<String, Integer>") == 123
+        assert assign_to_key_group(None, 128, "String") == 123
+        assert assign_to_key_group(None, 128) == 123
+
+    def test_a_key_type_with_a_field_of_another_type_is_placed_by_its_pickled_bytes(self):
+        hasher = PyFlinkKeyHasher("Tuple<String, pickled>")
+        assert hasher.key_type == "pickled"
+        assert hasher.key_group(("a", [1]), 128) == assign_to_key_group(("a", [1]), 128)
+
+    def test_the_key_type_name_is_normalised(self):
+        assert PyFlinkKeyHasher("Tuple<String,Integer>").key_type == "Tuple<String, Integer>"
+        assert PyFlinkKeyHasher("Row<Tuple<Long, Char>, Double>").key_type == (
+            "Row<Tuple<Long, Char>, Double>"
+        )
+
+    def test_old_placement_of_each_key_type(self):
+        # Before Java's hashing of composite keys, every key type but a basic one was placed
+        # by its pickled bytes.
+        assert legacy_key_placement("Tuple<String, Integer>") == "pickled"
+        assert legacy_key_placement("Row<String>") == "pickled"
+        assert legacy_key_placement("String") == "String"
+        assert legacy_key_placement("pickled") == "pickled"

@@ -50,7 +50,9 @@ def _state(operator_id: OperatorId, parallelism: int, uid: str = "") -> Operator
     subtasks = {
         i: OperatorSubtaskState(
             managed_keyed_state=(
-                KeyGroupsStateHandle(r, StreamStateHandle(f"file:///sp/k{i}", 1, 0)),
+                KeyGroupsStateHandle(
+                    r, StreamStateHandle(f"file:///sp/k{i}", 1, 0), key_placement="pickled"
+                ),
             )
         )
         for i, r in enumerate(halves)

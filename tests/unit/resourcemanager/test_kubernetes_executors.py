@@ -157,3 +157,41 @@ def test_a_master_without_its_pod_name_warns_that_taskmanager_pods_have_no_owner
     with caplog.at_level(logging.WARNING):
         kubernetes_spark_settings({**MASTER, **POD})
     assert caplog.text == ""
+
+
+def test_executors_are_told_the_drivers_advertised_address_not_its_bind_address() -> None:
+    # A master in a pod binds 0.0.0.0 and is reached through its driver Service.
+    settings = driver_settings(
+        {
+            **MASTER,
+            **POD,
+            "jobmanager.bind-host": "0.0.0.0",
+            "jobmanager.rpc.address": "orders-driver.streaming.svc",
+        }
+    )
+    assert settings["spark.driver.bindAddress"] == "0.0.0.0"
+    assert settings["spark.driver.host"] == "orders-driver.streaming.svc"
+    # Spark >= 4.1 would hand executors the bind address unless told not to.
+    assert settings["spark.kubernetes.executor.useDriverPodIP"] == "false"
+
+
+def test_flinks_taskmanager_pod_keys_become_sparks_executor_settings() -> None:
+    settings = kubernetes_spark_settings(
+        {
+            **MASTER,
+            **POD,
+            "kubernetes.cluster-id": "orders",
+            "kubernetes.taskmanager.labels": "team:payments,component:ignored",
+            "kubernetes.taskmanager.annotations": "example.com/owner:payments",
+            "kubernetes.taskmanager.node-selector": "disk:ssd",
+            "kubernetes.taskmanager.cpu.amount": "0.5",
+            "kubernetes.taskmanager.cpu.limit-factor": "2",
+        }
+    )
+    assert settings["spark.kubernetes.executor.label.team"] == "payments"
+    # The cluster's own labels win over the user's.
+    assert settings["spark.kubernetes.executor.label.component"] == "taskmanager"
+    assert settings["spark.kubernetes.executor.annotation.example.com/owner"] == "payments"
+    assert settings["spark.kubernetes.executor.node.selector.disk"] == "ssd"
+    assert settings["spark.kubernetes.executor.request.cores"] == "0.5"
+    assert settings["spark.kubernetes.executor.limit.cores"] == "1"

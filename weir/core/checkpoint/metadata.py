@@ -300,8 +300,9 @@ def _files_from_json(doc: list[dict[str, Any]]) -> tuple[SharedFile, ...]:
 
 
 def _keyed_to_json(h: KeyedStateHandle) -> dict[str, Any]:
+    doc: dict[str, Any]
     if isinstance(h, IncrementalKeyGroupsStateHandle):
-        return {
+        doc = {
             "type": "incremental",
             "key_groups": [h.key_groups.start, h.key_groups.end],
             "backend_id": h.backend_id,
@@ -311,12 +312,16 @@ def _keyed_to_json(h: KeyedStateHandle) -> dict[str, Any]:
             "state_meta": _meta_to_json(h.state_meta),
             "incremental_size": h.incremental_size,
         }
-    return {
-        "key_groups": [h.key_groups.start, h.key_groups.end],
-        "handle": _handle_to_json(h.handle),
-        "offsets": list(h.offsets),
-        "state_meta": _meta_to_json(h.state_meta),
-    }
+    else:
+        doc = {
+            "key_groups": [h.key_groups.start, h.key_groups.end],
+            "handle": _handle_to_json(h.handle),
+            "offsets": list(h.offsets),
+            "state_meta": _meta_to_json(h.state_meta),
+        }
+    if h.key_placement:
+        doc["key_placement"] = h.key_placement
+    return doc
 
 
 def _keyed_from_json(h: dict[str, Any]) -> KeyedStateHandle:
@@ -330,6 +335,7 @@ def _keyed_from_json(h: dict[str, Any]) -> KeyedStateHandle:
             private=_files_from_json(h["private"]),
             state_meta=_meta_from_json(h["state_meta"]),
             incremental_size=int(h["incremental_size"]),
+            key_placement=str(h.get("key_placement", "")),
         )
     return KeyGroupsStateHandle(
         key_groups,
@@ -337,6 +343,8 @@ def _keyed_from_json(h: dict[str, Any]) -> KeyedStateHandle:
         _ints(h["offsets"]),
         # Absent in metadata written before state kinds were recorded.
         _meta_from_json(h.get("state_meta", [])),
+        # Absent in metadata written before key placements were recorded.
+        str(h.get("key_placement", "")),
     )
 
 

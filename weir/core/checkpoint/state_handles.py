@@ -85,6 +85,9 @@ class KeyGroupsStateHandle:
     handle: StreamStateHandle
     offsets: tuple[int, ...] = ()
     state_meta: tuple[StateMetaInfo, ...] = ()
+    key_placement: str = ""
+    """The key type its keys were placed in key groups by (``PyFlinkKeyHasher.key_type``);
+    empty in state written before it was recorded (``legacy_key_placement``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,8 @@ class IncrementalKeyGroupsStateHandle:
     private: tuple[SharedFile, ...]
     state_meta: tuple[StateMetaInfo, ...] = ()
     incremental_size: int = 0
+    key_placement: str = ""
+    """As ``KeyGroupsStateHandle.key_placement``."""
 
     def stream_handles(self) -> Iterator[StreamStateHandle]:
         for file in self.shared:

@@ -1,4 +1,5 @@
-"""High availability keys (Flink's HighAvailabilityOptions): ZooKeeper, storage, cluster id."""
+"""High availability keys (Flink's HighAvailabilityOptions and
+KubernetesHighAvailabilityOptions): ZooKeeper, Kubernetes, storage, cluster id."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from weir.core.config_option import (
 
 # --- high availability --------------------------------------------------------------
 HA_TYPE = _option(
-    "high-availability.type", "none", str.lower, "High-availability mode.", ("none", "zookeeper")
+    "high-availability.type",
+    "none",
+    str.lower,
+    "High-availability mode: none, zookeeper, or kubernetes (leader election and pointers "
+    "in a ConfigMap of the cluster's namespace, no ZooKeeper).",
+    ("none", "zookeeper", "kubernetes"),
 )
 HA_ZK_QUORUM = _option(
     "high-availability.zookeeper.quorum", "", str, "ZooKeeper quorum host:port,..."
@@ -30,6 +36,44 @@ HA_ZK_PATH_ROOT = _option(
     "/weir",
     str,
     "The ZooKeeper node under which every Weir cluster keeps its data.",
+)
+# Kubernetes high availability (Flink's KubernetesHighAvailabilityOptions, Flink's
+# defaults). The leader renews its lease in the ConfigMap every retry period; a standby
+# takes over once it has seen the lease unchanged for the lease duration (by its own clock,
+# so the masters' clocks need not agree); the leader gives its leadership up once it has
+# not renewed for the renew deadline, by its own clock. The renew deadline must not exceed
+# the lease duration: the leader then stops leading no later than a standby can start.
+# A cluster that wants faster failover lowers the lease duration and the renew deadline
+# together, keeping the retry period a fraction of them (each renewal is one write).
+HA_KUBERNETES_LEASE_DURATION = _option(
+    "high-availability.kubernetes.leader-election.lease-duration",
+    15_000,
+    _positive_duration_ms,
+    "How long a standby waits, having seen the leader's lease unchanged, before it takes "
+    "the leadership over (ms).",
+)
+HA_KUBERNETES_RENEW_DEADLINE = _option(
+    "high-availability.kubernetes.leader-election.renew-deadline",
+    15_000,
+    _positive_duration_ms,
+    "How long the leader keeps leading without renewing its lease before it gives the "
+    "leadership up (ms); at most the lease duration.",
+)
+HA_KUBERNETES_RETRY_PERIOD = _option(
+    "high-availability.kubernetes.leader-election.retry-period",
+    5_000,
+    _positive_duration_ms,
+    "Pause between two attempts to renew (the leader) or to take (a standby) the lease (ms).",
+)
+# A write to the HA ConfigMap is a compare-and-swap on its resourceVersion; the leader's
+# renewals and its other writes change it, so a write may find it changed and try again
+# (reading, checking the leader, writing) this many times before it fails.
+HA_KUBERNETES_TRANSACTIONAL_MAX_RETRIES = _option(
+    "kubernetes.transactional-operation.max-retries",
+    5,
+    _positive_int,
+    "Attempts of a compare-and-swap write to the high-availability ConfigMap that found it "
+    "changed by another writer, before the write fails.",
 )
 # Flink's ZooKeeper client settings (HighAvailabilityOptions), with Flink's defaults. The
 # session timeout is how long a leader that stopped answering (killed, paused, cut off)

@@ -78,6 +78,16 @@ PYTHON_BUNDLE_TIME = _option(
     "pipeline.auto-watermark-interval, so a watermark can fall between records produced "
     "further apart than that.",
 )
+PYTHON_OPERATOR_CHAINING = _option(
+    "python.operator-chaining.enabled",
+    True,
+    _parse_bool,
+    "PyFlink's Python operator chaining: a Python function that is the only consumer of the "
+    "Python function before it (forward edge, same parallelism) runs fused with it and "
+    "reads its records as they were made; elsewhere records are coded with their declared "
+    "type (Rows named, maps in Java HashMap order, FLOATs of 32 bits, values checked). "
+    "false codes every operator's output. Weir's own operator chaining is not affected.",
+)
 PYTHON_FILES = _option(
     "python.files",
     "",
@@ -209,4 +219,45 @@ RUNTIME_MODE = _option(
     "STREAMING, BATCH, or AUTOMATIC (BATCH when every source is bounded). In BATCH mode "
     "keyed aggregations emit only their final value per key, at the end of the input.",
     ("streaming", "batch", "automatic"),
+)
+# --- BATCH mode: the parallelism of operators that set none (Flink's adaptive batch
+# scheduler, whose keys and defaults these are) ------------------------------------------
+ADAPTIVE_AUTO_PARALLELISM_ENABLED = _option(
+    "execution.batch.adaptive.auto-parallelism.enabled",
+    True,
+    _parse_bool,
+    "BATCH mode: decide the parallelism of operators that set none from the volume of data "
+    "they consume (Flink's adaptive batch scheduler). false runs them at the job's "
+    "parallelism, as STREAMING mode does.",
+)
+ADAPTIVE_AUTO_PARALLELISM_MIN_PARALLELISM = _option(
+    "execution.batch.adaptive.auto-parallelism.min-parallelism",
+    1,
+    _positive_int,
+    "BATCH mode: the lowest parallelism decided for an operator that sets none.",
+)
+ADAPTIVE_AUTO_PARALLELISM_MAX_PARALLELISM = _option(
+    "execution.batch.adaptive.auto-parallelism.max-parallelism",
+    -1,
+    int,
+    "BATCH mode: the highest parallelism decided for an operator that sets none, and the "
+    "max parallelism (number of key groups) of such an operator that sets no max "
+    "parallelism; -1: the job's parallelism (parallelism.default or env.set_parallelism), "
+    "as Flink falls back to it.",
+)
+ADAPTIVE_AUTO_PARALLELISM_AVG_DATA_VOLUME_PER_TASK = _option(
+    "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task",
+    16 * 1024 * 1024,
+    parse_memory_bytes,
+    "BATCH mode: the data volume one subtask of an operator that sets no parallelism is "
+    "meant to consume (16 mb as Flink's default); the operator's parallelism is the volume "
+    "of its inputs (broadcast inputs aside) divided by it, rounded up, within the min and "
+    "max parallelism. Volumes are estimated before the job runs (see the README).",
+)
+ADAPTIVE_AUTO_PARALLELISM_DEFAULT_SOURCE_PARALLELISM = _option(
+    "execution.batch.adaptive.auto-parallelism.default-source-parallelism",
+    -1,
+    int,
+    "BATCH mode: the parallelism of a parallel source that sets none (at most the max "
+    "parallelism; a FileSource runs one subtask per file up to it); -1: the max parallelism.",
 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from weir.core.config_option import _option, parse_memory_bytes
+from weir.core.config_option import _option, _parse_bool, parse_memory_bytes
+from weir.core.options.job import parse_map
 
 # Flink's rule for kubernetes.cluster-id: it names the Deployment, the Services and, as
 # Spark's executor pod name prefix, every TaskManager pod, so it must be a DNS label with
@@ -46,6 +47,19 @@ def _process_size(text: str) -> int:
     return value
 
 
+def _limit_factor(text: str) -> float:
+    value = float(text)
+    if not value >= 1:  # NaN too
+        msg = f"expected a factor of 1 or more (the limit is the request times it), got {text!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _map(text: str) -> str:
+    parse_map(text)
+    return text
+
+
 def _replicas(text: str) -> int:
     value = int(text)
     if value not in (1, 2):
@@ -56,6 +70,7 @@ def _replicas(text: str) -> int:
 
 # Kubernetes' own spellings, matched case-insensitively as Flink's enum options are.
 _PULL_POLICIES = {"always": "Always", "never": "Never", "ifnotpresent": "IfNotPresent"}
+_NODE_ADDRESS_TYPES = {"internalip": "InternalIP", "externalip": "ExternalIP"}
 _SERVICE_TYPES = {
     "clusterip": "ClusterIP",
     "nodeport": "NodePort",
@@ -70,6 +85,10 @@ def _pull_policy(text: str) -> str:
 
 def _service_type(text: str) -> str:
     return _SERVICE_TYPES[text.strip().lower()]
+
+
+def _node_address_type(text: str) -> str:
+    return _NODE_ADDRESS_TYPES[text.strip().lower()]
 
 
 KUBERNETES_CLUSTER_ID = _option(
@@ -124,11 +143,27 @@ REST_SERVICE_EXPOSED_TYPE = _option(
     "How the Service of the REST API, the dashboard and the Dispatcher is exposed.",
     tuple(_SERVICE_TYPES),
 )
+NODE_PORT_ADDRESS_TYPE = _option(
+    "kubernetes.rest-service.exposed.node-port-address-type",
+    "InternalIP",
+    _node_address_type,
+    "Which address of a node a client outside the cluster reaches a NodePort REST Service "
+    "at (weir ... --target kubernetes-session).",
+    tuple(_NODE_ADDRESS_TYPES),
+)
+ATTACHED = _option(
+    "execution.attached",
+    False,
+    _parse_bool,
+    "Whether weir kubernetes-session stays attached to the session it starts or finds: it "
+    "then reads `stop` (delete the session), `quit` (leave it running) and `help`.",
+)
 JOBMANAGER_REPLICAS = _option(
     "kubernetes.jobmanager.replicas",
     1,
     _replicas,
-    "Master pods: 1, or 2 with high-availability.type: zookeeper (a leader and a standby).",
+    "Master pods: 1, or 2 with high-availability.type zookeeper or kubernetes (a leader and "
+    "a standby).",
 )
 JOBMANAGER_CPU = _option(
     "kubernetes.jobmanager.cpu.amount",
@@ -141,6 +176,54 @@ TASKMANAGER_CPU = _option(
     -1.0,
     _cpu_amount,
     "CPUs a TaskManager pod requests (and is limited to); -1: taskmanager.numberOfTaskSlots.",
+)
+JOBMANAGER_CPU_LIMIT_FACTOR = _option(
+    "kubernetes.jobmanager.cpu.limit-factor",
+    1.0,
+    _limit_factor,
+    "The master pod's CPU limit as a multiple of its request (1: limit = request).",
+)
+TASKMANAGER_CPU_LIMIT_FACTOR = _option(
+    "kubernetes.taskmanager.cpu.limit-factor",
+    1.0,
+    _limit_factor,
+    "A TaskManager pod's CPU limit as a multiple of its request (1: limit = request).",
+)
+JOBMANAGER_LABELS = _option(
+    "kubernetes.jobmanager.labels",
+    "",
+    _map,
+    "Labels of the master pods, as key1:value1,key2:value2.",
+)
+TASKMANAGER_LABELS = _option(
+    "kubernetes.taskmanager.labels",
+    "",
+    _map,
+    "Labels of the TaskManager pods, as key1:value1,key2:value2.",
+)
+JOBMANAGER_ANNOTATIONS = _option(
+    "kubernetes.jobmanager.annotations",
+    "",
+    _map,
+    "Annotations of the master pods, as key1:value1,key2:value2.",
+)
+TASKMANAGER_ANNOTATIONS = _option(
+    "kubernetes.taskmanager.annotations",
+    "",
+    _map,
+    "Annotations of the TaskManager pods, as key1:value1,key2:value2.",
+)
+JOBMANAGER_NODE_SELECTOR = _option(
+    "kubernetes.jobmanager.node-selector",
+    "",
+    _map,
+    "The node selector of the master pods, as key1:value1,key2:value2.",
+)
+TASKMANAGER_NODE_SELECTOR = _option(
+    "kubernetes.taskmanager.node-selector",
+    "",
+    _map,
+    "The node selector of the TaskManager pods, as key1:value1,key2:value2.",
 )
 TASKMANAGER_POD_TEMPLATE = _option(
     "kubernetes.pod-template-file.taskmanager",

@@ -28,6 +28,7 @@ from typing import IO, Any
 import fsspec
 from fsspec.core import url_to_fs
 
+from weir.core.java_text import JAVA_ERRORS, JavaCharset
 from weir.core.source import SourceStateError
 
 logger = logging.getLogger(__name__)
@@ -102,10 +103,11 @@ class FileSourceReader:
     ) -> None:
         self._paths = paths
         self._charset = charset_name
+        self._java = JavaCharset(charset_name)
         # Byte offsets of line starts are exact only when '\n' is the byte 0x0A; other
         # charsets (UTF-16, UTF-32) resume by skipping the lines consumed, as Flink's
         # TextLineInputFormat always does.
-        self._by_offset = "\n".encode(charset_name) == b"\n"
+        self._by_offset = self._java.ascii_compatible
         self._subtask = subtask
         self._interval_s = None if discovery_interval_ms is None else discovery_interval_ms / 1000
         self._clock = clock
@@ -141,14 +143,22 @@ class FileSourceReader:
             f = self._file = self._open(split)
         lines: list[str] = []
         if self._by_offset:
-            charset = self._charset
+            decode = self._java.decode
             offset = split.offset
             for _ in range(limit):
                 raw = f.readline()
                 if not raw:
                     break
                 offset += len(raw)
-                lines.append(raw.rstrip(b"\n").rstrip(b"\r").decode(charset))
+                # Java's BufferedReader.readLine: '\n', '\r' and '\r\n' each end a line.
+                if raw.endswith(b"\n"):
+                    raw = raw[:-1]
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                if b"\r" in raw:
+                    lines.extend(decode(part) for part in raw.split(b"\r"))
+                else:
+                    lines.append(decode(raw))
             split.offset = offset
         else:
             for _ in range(limit):
@@ -165,8 +175,14 @@ class FileSourceReader:
             if split.offset:
                 f.seek(split.offset)
             return f
+        # Malformed input reads as U+FFFD, as Java's InputStreamReader reads it.
         f = fsspec.open(
-            split.path, "rt", encoding=self._charset, newline="", compression="infer"
+            split.path,
+            "rt",
+            encoding=self._charset,
+            errors=JAVA_ERRORS,
+            newline="",
+            compression="infer",
         ).open()
         for _ in range(split.lines):
             f.readline()

@@ -8,7 +8,7 @@ from typing import Any
 
 import cloudpickle
 
-from weir.common.typed_values import conformer
+from weir.common.typed_values import collection_conformer
 from weir.common.typeinfo import (
     BasicTypeInfo,
     ListTypeInfo,
@@ -140,7 +140,7 @@ class CollectionSource:
         narrow = _narrowing(type_info)
         if narrow is not None:
             values = [narrow(v) for v in values]
-        conform = conformer(type_info, from_collection=True)
+        conform = collection_conformer(type_info)
         if conform is not None:
             values = [conform(v) for v in values]
         self._count = len(values)
@@ -157,6 +157,11 @@ class CollectionSource:
 
     def __len__(self) -> int:
         return self._count
+
+    def estimated_size_bytes(self) -> int:
+        """The volume the source reads, for BATCH mode's parallelism: the elements' pickled
+        size."""
+        return len(self._blob)
 
     def __repr__(self) -> str:
         return f"CollectionSource({self._count} elements)"

@@ -41,6 +41,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from fsspec.core import url_to_fs
+
 from weir.common.serialization import Encoder
 from weir.common.time import Duration
 from weir.common.typeinfo import TypeInformation, Types
@@ -51,7 +53,7 @@ from weir.core.checkpointed_function import (
 )
 from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
-from weir.datastream.connectors._file_source_reader import FileSourceReader
+from weir.datastream.connectors._file_source_reader import FileSourceReader, enumerate_files
 from weir.datastream.connectors._file_writer import FileWriter, InProgressFile
 from weir.datastream.functions import CheckpointListener, RuntimeContext, SinkFunction
 from weir.datastream.state import ListState, ListStateDescriptor
@@ -68,6 +70,11 @@ __all__ = [
     "RollingPolicy",
     "StreamFormat",
 ]
+
+
+def _file_size(url: str) -> int:
+    fs, root = url_to_fs(url)
+    return int(fs.size(root) or 0)
 
 
 def _now_ms() -> int:
@@ -175,6 +182,19 @@ class FileSource:
 
     def get_produced_type(self) -> TypeInformation:
         return Types.STRING()
+
+    def estimated_size_bytes(self) -> int:
+        """The volume the source reads, for BATCH mode's parallelism: its files' sizes."""
+        return sum(_file_size(url) for url in enumerate_files(self._paths))
+
+    def infer_parallelism(self, upper_bound: int) -> int:
+        """BATCH mode's parallelism of a FileSource that sets none: one subtask per file (a
+        split each), at most ``upper_bound`` (Flink's FileSource.inferParallelism)."""
+        try:
+            files = len(enumerate_files(self._paths))
+        except OSError:
+            return upper_bound  # not readable from the client; the TaskManagers will say
+        return max(1, min(files, upper_bound))
 
     def __repr__(self) -> str:
         mode = (

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import fsspec
+from fsspec.core import url_to_fs
 
+from weir.core.java_text import JAVA_ERRORS
 from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
 
@@ -23,6 +25,11 @@ class TextFileSource:
     def is_bounded(self) -> bool:
         return True
 
+    def estimated_size_bytes(self) -> int:
+        """The volume the source reads, for BATCH mode's parallelism: the file's size."""
+        fs, root = url_to_fs(self.path)
+        return int(fs.size(root) or 0)
+
     def create_reader(self, context: SourceReaderContext) -> TextFileReader:
         return TextFileReader(
             self.path, self.charset_name, active=context.get_index_of_this_subtask() == 0
@@ -34,7 +41,10 @@ class TextFileReader:
         self._file: Any = None
         if active:
             try:
-                self._file = fsspec.open(path, "rt", encoding=charset_name, newline="").open()
+                # Malformed input reads as U+FFFD, as Java decodes it.
+                self._file = fsspec.open(
+                    path, "rt", encoding=charset_name, errors=JAVA_ERRORS, newline=""
+                ).open()
             except FileNotFoundError as exc:
                 msg = f"read_text_file: no file at {path!r}"
                 raise FileNotFoundError(msg) from exc

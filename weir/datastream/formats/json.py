@@ -4,6 +4,11 @@ The Row type names the fields: ``JsonRowDeserializationSchema`` reads those prop
 of each JSON object, in that order, converting each to its field's type (nested Rows,
 lists, arrays and maps too); ``JsonRowSerializationSchema`` writes a Row's fields as an
 object under those names. A property the type does not name is ignored, as in Flink.
+
+Text as Flink's Jackson reads and writes it: a message must be valid UTF-8 (or UTF-16 or
+UTF-32), else it fails to parse, as in Flink (``ignore_parse_errors()`` skips it); written,
+text is UTF-8 as it is, but a character beyond U+FFFF and an unpaired surrogate, which are
+``\\uXXXX`` escapes, with upper-case hex digits as Jackson writes every escape.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -142,6 +148,27 @@ def _json_default(value: Any) -> Any:
         return value.decode("utf-8", "replace")
     msg = f"{type(value).__name__} is not JSON serializable"
     raise TypeError(msg)
+
+
+# What json.dumps(ensure_ascii=False) leaves as it is and Jackson escapes.
+_JACKSON_ESCAPES = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
+# A control character json.dumps escapes in lower case: \\u00XX after an even run of
+# backslashes (the escape itself, not a backslash of the text before "u00").
+_CONTROL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u00([01][0-9a-f])")
+
+
+def _jackson_escape(match: re.Match[str]) -> str:
+    units = match.group().encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{units[i]:02X}{units[i + 1]:02X}" for i in range(0, len(units), 2))
+
+
+def _as_jackson_writes(text: str) -> bytes:
+    """The JSON ``json.dumps(..., ensure_ascii=False)`` wrote, as Jackson's bytes."""
+    if "\\u00" in text:
+        text = _CONTROL_ESCAPE.sub(lambda m: f"{m.group(1)}\\u00{m.group(2).upper()}", text)
+    if not text.isascii():
+        text = _JACKSON_ESCAPES.sub(_jackson_escape, text)
+    return text.encode("utf-8")
 
 
 def _writer(type_info: TypeInformation) -> Convert:
@@ -324,7 +351,10 @@ class JsonRowSerializationSchema(SerializationSchema):
         write = self._write
         if write is None:
             write = self._write = _writer(self._type_info)
-        return json.dumps(write(element), default=_json_default, separators=(",", ":")).encode()
+        text = json.dumps(
+            write(element), default=_json_default, separators=(",", ":"), ensure_ascii=False
+        )
+        return _as_jackson_writes(text)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

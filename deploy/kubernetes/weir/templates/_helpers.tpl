@@ -122,7 +122,9 @@ imagePullSecrets:
   "kubernetes.container.image.pull-policy" .Values.image.pullPolicy
   "kubernetes.jobmanager.replicas" (include "weir.replicas" .)
   "kubernetes.jobmanager.cpu.amount" (toString .Values.master.cpu)
+  "kubernetes.jobmanager.cpu.limit-factor" (toString .Values.master.cpuLimitFactor)
   "kubernetes.taskmanager.cpu.amount" (toString .Values.taskManagers.cpu)
+  "kubernetes.taskmanager.cpu.limit-factor" (toString .Values.taskManagers.cpuLimitFactor)
   "kubernetes.pod-template-file.taskmanager" "/opt/weir/conf/taskmanager-pod-template.yaml"
   "jobmanager.memory.process.size" (toString .Values.master.memory)
   "jobmanager.bind-host" "0.0.0.0"
@@ -144,10 +146,15 @@ imagePullSecrets:
 {{- $_ := set $conf "kubernetes.container.image.pull-secrets" (join ";" .Values.image.pullSecrets) -}}
 {{- end -}}
 {{- if .Values.highAvailability.enabled -}}
-{{- $_ := set $conf "high-availability.type" "zookeeper" -}}
-{{- $_ := set $conf "high-availability.zookeeper.quorum" (required "highAvailability.zookeeperQuorum is required when highAvailability.enabled" .Values.highAvailability.zookeeperQuorum) -}}
-{{- $_ := set $conf "high-availability.storageDir" (required "highAvailability.storageDir is required when highAvailability.enabled" .Values.highAvailability.storageDir) -}}
+{{- $type := default "zookeeper" .Values.highAvailability.type -}}
+{{- $_ := set $conf "high-availability.type" $type -}}
+{{- if eq $type "zookeeper" -}}
+{{- $_ := set $conf "high-availability.zookeeper.quorum" (required "highAvailability.zookeeperQuorum is required when highAvailability.type is zookeeper" .Values.highAvailability.zookeeperQuorum) -}}
 {{- $_ := set $conf "high-availability.cluster-id" (printf "/%s" $id) -}}
+{{- else if ne $type "kubernetes" -}}
+{{- fail (printf "highAvailability.type %q: expected kubernetes or zookeeper" $type) -}}
+{{- end -}}
+{{- $_ := set $conf "high-availability.storageDir" (required "highAvailability.storageDir is required when highAvailability.enabled" .Values.highAvailability.storageDir) -}}
 {{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- $dir := .Values.tls.mountPath -}}

@@ -55,6 +55,7 @@ def subtask_states(draw):
                         st.just(KeyGroupRange(start, end)),
                         stream_handles(),
                         _offsets,
+                        key_placement=st.sampled_from(["", "pickled", "Tuple<String, Integer>"]),
                     ),
                     max_size=2,
                 )

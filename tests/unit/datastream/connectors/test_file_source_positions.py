@@ -61,6 +61,32 @@ def test_reads_every_line_of_every_visible_file(files):
     assert sorted(drain(source.create_reader(Ctx()))) == ["a1", "a2", "a3", "b1", "b2", "c1"]
 
 
+@pytest.mark.parametrize("charset", ["UTF-8", "UTF-16"])
+def test_lines_are_read_as_javas_text_line_format_reads_them(tmp_path, charset):
+    # BufferedReader.readLine over an InputStreamReader: '\r', '\n' and '\r\n' end a
+    # line, and malformed bytes read as U+FFFD instead of failing the job.
+    d = tmp_path / "in"
+    d.mkdir()
+    text = "a\rb\r\r\nc\n\u00e9\r"
+    data = (
+        text.encode("utf-8") + b"bad \xff\xed\xa0\x80 end\n"
+        if charset == "UTF-8"
+        else (text.encode("utf-16-le") + b"\x00\xd8x\x00")
+    )
+    if charset == "UTF-16":
+        data = b"\xff\xfe" + data
+    (d / "a.txt").write_bytes(data)
+    source = FileSource.for_record_stream_format(
+        StreamFormat.text_line_format(charset), f"file://{d}"
+    ).build()
+    lines = drain(source.create_reader(Ctx()))
+    if charset == "UTF-8":
+        assert lines == ["a", "b", "", "c", "\u00e9", "bad \ufffd\ufffd end"]
+    else:
+        # A high surrogate takes the unit after it into one malformed sequence, as in Java.
+        assert lines == ["a", "b", "", "c", "\u00e9", "\ufffd"]
+
+
 def test_splits_are_assigned_to_exactly_one_subtask(files):
     source = FileSource.for_record_stream_format(
         StreamFormat.text_line_format(), str(files)

@@ -66,7 +66,9 @@ def _operator_handle(i: int) -> OperatorStateHandle:
 
 def test_union_state_reaches_every_subtask_and_the_rest_stays_with_its_own():
     keyed = {
-        i: KeyGroupsStateHandle(KeyGroupRange(64 * i, 64 * (i + 1)), _file(f"keyed-{i}"))
+        i: KeyGroupsStateHandle(
+            KeyGroupRange(64 * i, 64 * (i + 1)), _file(f"keyed-{i}"), key_placement="pickled"
+        )
         for i in range(2)
     }
     state = OperatorState(
@@ -118,13 +120,17 @@ def test_subtasks_and_operators_without_state_are_left_out():
     assert list(decode_task_state(restored[("v" * 32, 0)]).subtask_states) == [OP]
 
 
-def _keyed_state(parallelism: int, **extra: object) -> OperatorState:
+def _keyed_state(
+    parallelism: int, key_placement: str = "pickled", **extra: object
+) -> OperatorState:
     from weir.core.key_groups import key_group_range_for_operator
 
     subtasks = {}
     for i in range(parallelism):
         owned = key_group_range_for_operator(128, parallelism, i)
-        handle = KeyGroupsStateHandle(KeyGroupRange(owned.start, owned.stop), _file(f"keyed-{i}"))
+        handle = KeyGroupsStateHandle(
+            KeyGroupRange(owned.start, owned.stop), _file(f"keyed-{i}"), key_placement=key_placement
+        )
         subtasks[i] = OperatorSubtaskState(managed_keyed_state=(handle,), **extra)  # type: ignore[arg-type]
     return OperatorState(OP, parallelism, 128, subtasks)
 
@@ -147,6 +153,18 @@ def test_keyed_state_goes_to_every_subtask_whose_key_groups_it_holds(old, new):
         assert all(any(g in h.key_groups for h in handles) for g in owned)
         covered.extend(handles)
     assert {h.handle.path for h in covered} == {f"file:///chk-3/keyed-{i}" for i in range(old)}
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 2), (2, 3)])
+def test_keyed_state_recording_no_key_placement_goes_to_every_subtask(old, new):
+    # Written before key placements were recorded: its keys may belong to other groups
+    # now, which only the task, knowing the key type, can tell.
+    state = _keyed_state(old, key_placement="")
+    restored = assign_subtask_states([_vertex(new)], {OP: state})
+
+    for i in range(new):
+        handles = decode_task_state(restored[("v" * 32, i)]).subtask_states[OP].managed_keyed_state
+        assert {h.handle.path for h in handles} == {f"file:///chk-3/keyed-{j}" for j in range(old)}
 
 
 def test_an_opaque_source_position_cannot_move_to_another_parallelism():

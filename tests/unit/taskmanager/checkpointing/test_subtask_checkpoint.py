@@ -23,6 +23,7 @@ from weir.core.checkpoint import (
     encode_task_state,
 )
 from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
+from weir.core.key_groups import PyFlinkKeyHasher
 from weir.datastream.functions import CheckpointedFunction, MapFunction
 from weir.datastream.state import ListStateDescriptor, MapStateDescriptor
 from weir.taskmanager.checkpointing.snapshot import operators_of_chain
@@ -260,8 +261,10 @@ class TestRocksDBFullCheckpoint:
             assert acks.event.wait(_ACK_WAIT_S)
             assert readers[0] is not threading.current_thread()
             restored = RestoredTaskState(encode_task_state(acks.acked[1]), 128)
-            keyed, native = restored.keyed_state("op-head", range(128))
-            assert not native
+            keyed, native, legacy = restored.keyed_state(
+                "op-head", PyFlinkKeyHasher(), range(128), "op-head"
+            )
+            assert not native and not legacy
             got = {
                 k: v for snap in keyed for g in snap.states["count"].values() for k, v in g.items()
             }
@@ -439,7 +442,10 @@ def test_operator_state_is_written_beside_either_keyed_backend(backend, tmp_path
 
     restored = RestoredTaskState(encode_task_state(acks.acked[5]), 128)
     again_keyed = keyed_backend("after")
-    canonical, native = restored.keyed_state("op-head", range(128))
+    canonical, native, legacy = restored.keyed_state(
+        "op-head", PyFlinkKeyHasher(), range(128), "op-head"
+    )
+    assert not legacy
     again_keyed.restore(canonical)
     restore_native(again_keyed, native, str(tmp_path / "scratch"))
     store = DefaultOperatorStateBackend()

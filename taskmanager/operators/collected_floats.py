@@ -1,55 +1,26 @@
-"""FLOAT values as PyFlink carries them: 32 bits wide once serialised with their type.
+"""FLOAT values as PyFlink's ``execute_and_collect()`` returns them: its client reads a
+FLOAT back from Java as the decimal text Java prints (``String.valueOf``), so ``1/3``
+arrives as ``0.33333334``. (Where a FLOAT is rounded to 32 bits on its way between
+functions is ``weir.graph.coded_outputs``' business, and the rounding
+``weir.core.type_coders``'.)
 
-PyFlink's FLOAT coder packs a value as a 32-bit float, so a Python function reading a
-FLOAT that crossed a serialisation boundary sees it rounded to single precision
-(``1.23`` arrives as ``1.2300000190734863``), while one chained to the function that
-produced it sees the value as it was made. The boundaries, and what Weir does at each:
-
-* a source's output (PyFlink's sources run in Java): every output of a source operator
-  whose declared type holds a FLOAT is rounded;
-* an edge between tasks (PyFlink fuses chained Python functions and serialises between
-  the others): what an operator hands to its network writers is rounded, main output by
-  the operator's declared type, a side output by its tag's;
-* ``execute_and_collect()``: PyFlink's client reads a FLOAT back from Java as the
-  decimal text Java prints (``String.valueOf``), so ``1/3`` arrives as ``0.33333334``.
-
-``print()`` needs nothing here: it already prints a FLOAT as Java does.
-
-Rounding works on a whole batch and only for declared types that hold a FLOAT (the
-``single_precision_spec`` of ``weir.common.typeinfo``): a batch of plain FLOATs is one
-``array('f')`` round trip; composite records are rebuilt, never changed in place (the
-same record may also have gone to a chained operator). A value that is not a number
-(a function that declared FLOAT and returned something else) is left as it is.
+Only declared types that hold a FLOAT are converted (the ``single_precision_spec`` of
+``weir.common.typeinfo``); composite records are rebuilt, never changed in place. A value
+that is not a number is left as it is.
 """
 
 from __future__ import annotations
 
 import copy
-import math
-import struct
-from array import array
 from collections.abc import Callable
 from typing import Any
 
 from weir.taskmanager.operators.print_format import java_float
 
-__all__ = ["collected_floats", "single_precision_rounding"]
+__all__ = ["collected_floats"]
 
 Spec = tuple[Any, ...]
 Batch = Callable[[list[Any]], list[Any]]
-
-_SINGLE = struct.Struct("f")
-
-
-def _to_single(value: Any) -> Any:
-    if value is None:
-        return value
-    try:
-        return _SINGLE.unpack(_SINGLE.pack(value))[0]
-    except OverflowError:  # beyond a float's range: infinity, as a C cast gives
-        return math.copysign(math.inf, value)
-    except (struct.error, TypeError):
-        return value
 
 
 def _as_java_reads_it(value: Any) -> Any:
@@ -116,26 +87,6 @@ def _row_converter(fields: list[tuple[int, Callable[[Any], Any]]]) -> Callable[[
         return row
 
     return convert
-
-
-def _round_floats(batch: list[Any]) -> list[Any]:
-    try:
-        return array("f", batch).tolist()
-    except (TypeError, OverflowError):  # a None, or a value that is no number
-        return [_to_single(v) for v in batch]
-
-
-def single_precision_rounding(spec: Spec | None) -> Batch | None:
-    """A new batch with every FLOAT of its records (of the type ``spec`` describes)
-    rounded to single precision; None when the type holds no FLOAT."""
-    if spec is None:
-        return None
-    if spec[0] == "float":
-        return _round_floats
-    convert = _converter(spec, _to_single)
-    if convert is None:
-        return None
-    return lambda batch: [convert(v) for v in batch]
 
 
 def collected_floats(spec: Spec | None) -> Batch | None:
