@@ -322,7 +322,11 @@ class AlignedWindowPaths:
         if not results.has_window_function:
             for start, contents in index.fire(watermark):
                 if not isinstance(contents, dict):  # one pass over the window's arrays
-                    results.emit_results(contents.results(), start + size - 1)
+                    column = contents.result_column()
+                    if column is not None:
+                        results.emit_column(column, start + size - 1)
+                    else:
+                        results.emit_results(contents.results(), start + size - 1)
                 else:
                     results.emit_values(contents.values(), start + size - 1)
             return

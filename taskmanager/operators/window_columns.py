@@ -225,13 +225,23 @@ class ColumnWindow:
     def __len__(self) -> int:
         return len(self._held()[0])
 
-    def results(self) -> list[Any]:
-        """The built-in's results, one per key, in ascending key order."""
+    def result_column(self) -> Any:
+        """The built-in's results, one per key in ascending key order, as one array; None
+        when only Python's arithmetic gives them exactly (an average of integers past
+        2**53)."""
         _, acc, counts = self._held()
         if self.kind != "avg":
-            return acc.tolist()  # type: ignore[no-any-return]
+            return acc
         if acc.dtype.kind == "f" or not len(acc) or int(np.abs(acc).max()) < 2**53:
-            return (acc / counts).tolist()  # type: ignore[no-any-return]
+            return acc / counts
+        return None
+
+    def results(self) -> list[Any]:
+        """The built-in's results, one per key, in ascending key order."""
+        column = self.result_column()
+        if column is not None:
+            return column.tolist()  # type: ignore[no-any-return]
+        _, acc, counts = self._held()
         return [s / c for s, c in zip(acc.tolist(), counts.tolist(), strict=True)]
 
     def as_dict(self) -> dict[Any, Any]:

@@ -219,3 +219,44 @@ def test_a_column_batch_with_a_record_without_timestamp_is_refused():
     harness = Harness(_payload("count"))
     with pytest.raises(MissingTimestampError, match="without a timestamp"):
         harness.op.process(_columns([(1, 1.0, 5), (2, 2.0, 6)]), [5, None])
+
+
+@pytest.mark.parametrize(
+    ("output_type", "late_tag", "as_columns"),
+    [
+        (None, False, True),  # undeclared: pickled, any dtype
+        ("LONG", False, True),
+        ("INT", False, False),  # int32: coded value by value, as PyFlink codes it
+        ("LONG", True, False),  # a late-data side output: results are routed one by one
+    ],
+)
+def test_a_builtin_over_columns_fires_a_window_as_one_column(output_type, late_tag, as_columns):
+    """Counts of a window filled from columns go on as a batch of one column (keys
+    ascending) with an array of timestamps, where the results' type is the column's and
+    nothing reads them one by one; otherwise as values. The values are the same."""
+    from weir.common import Types
+    from weir.datastream.output_tag import OutputTag
+
+    assigner = TumblingEventTimeWindows.of(Time.milliseconds(100))
+    declared = None if output_type is None else getattr(Types, output_type)()
+
+    def build(ds: Any) -> Any:
+        windowed = ds.key_by(lambda r: r[0]).window(assigner)
+        if late_tag:
+            windowed = windowed.side_output_late_data(OutputTag("late", Types.PICKLED_BYTE_ARRAY()))
+        return windowed.aggregate(Count(), output_type=declared)
+
+    harness = Harness(window_payload(build), tags=("late",) if late_tag else ())
+    harness.op.process(
+        _columns([(3, 1.0, 5), (1, 2.0, 6), (3, 3.0, 7), (9, 1.0, 150)]), [5, 6, 7, 150]
+    )
+    harness.watermark(120)
+    ((batch, stamps),) = harness.out.batches
+    if as_columns:
+        assert type(batch) is ColumnBatch
+        assert isinstance(stamps, np.ndarray)
+    else:
+        assert type(batch) is list and type(stamps) is list
+    assert list(batch) == [1, 2]  # keys 1 and 3
+    assert harness.out.timestamps == [99, 99]
+    assert all(type(r) is int for r in harness.out.records)
