@@ -55,12 +55,12 @@ _MAX_RECORDS_PER_BUFFER = 1 << 16
 # bound only.
 _ROUTE_CACHE_LIMIT = 1 << 16
 # A buffer of columns holds up to this many segments' worth of rows (32 KiB segments: 1
-# MiB, some 32,000 rows of four longs). What a buffer costs whatever its size (its frame,
-# a lock and a wake-up at each end, the Arrow stream's header, one pass of the consumer's
-# operator over it) is then paid per tens of thousands of rows, not per a few hundred,
-# which is what lets columns run at the speed of their arithmetic. A record buffer stays
-# about one segment. Bounded as every buffer is: a subpartition queues at most
-# ``taskmanager.network.memory.max-buffers-per-channel`` (10) of them.
+# MiB, some 26,000 bids of four longs and a timestamp). What a buffer costs whatever its
+# size (its frame, a lock and a wake-up at each end, the Arrow stream's header, one pass
+# of the consumer's operator over it) is then paid per tens of thousands of rows, not per
+# a few hundred, which is what lets columns run at the speed of their arithmetic. A
+# record buffer stays about one segment. Bounded as every buffer is: a subpartition
+# queues at most ``taskmanager.network.memory.max-buffers-per-channel`` (10) of them.
 _COLUMN_BUFFER_SEGMENTS = 32
 # The widest range of integer keys a column of keys is routed through a table for (4
 # bytes a key: 4 MiB at most); wider, through the memo.
