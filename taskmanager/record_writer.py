@@ -13,7 +13,9 @@ The task thread calls everything here; the one other caller is the task's
 
 Timestamps travel beside the records: a subpartition whose pending records carry
 timestamps keeps a parallel list, and its buffer is written with
-``serialize_timestamped``; streams without event time never build that list.
+``serialize_timestamped``; streams without event time never build that list. A batch
+of columns carries them as an array (``weir.taskmanager.operators.base``), written as
+a column of its buffers.
 Watermarks and idleness are broadcast as events to every subpartition after the
 records pending before them, so they stay in order with the data.
 """
@@ -52,6 +54,17 @@ _MAX_RECORDS_PER_BUFFER = 1 << 16
 # grows past this, so a high-cardinality key space costs memory in proportion to this
 # bound only.
 _ROUTE_CACHE_LIMIT = 1 << 16
+# A buffer of columns holds up to this many segments' worth of rows (32 KiB segments: 1
+# MiB, some 26,000 bids of four longs and a timestamp). What a buffer costs whatever its
+# size (its frame, a lock and a wake-up at each end, the Arrow stream's header, one pass
+# of the consumer's operator over it) is then paid per tens of thousands of rows, not per
+# a few hundred, which is what lets columns run at the speed of their arithmetic. A
+# record buffer stays about one segment. Bounded as every buffer is: a subpartition
+# queues at most ``taskmanager.network.memory.max-buffers-per-channel`` (10) of them.
+_COLUMN_BUFFER_SEGMENTS = 32
+# The widest range of integer keys a column of keys is routed through a table for (4
+# bytes a key: 4 MiB at most); wider, through the memo.
+_ROUTE_TABLE_LIMIT = 1 << 20
 _END_OF_DATA = serialize_event(EndOfData())
 
 
@@ -59,7 +72,14 @@ class PartitionerError(WeirError, ValueError):
     """A custom partitioner returned a channel out of range."""
 
 
-Timestamps = list[int | None] | None
+Timestamps = list[int | None] | Any | None
+"""A list, or a batch of columns' int64 array (``weir.taskmanager.operators.base``)."""
+
+
+def _timestamp_list(timestamps: Timestamps) -> list[int | None] | None:
+    if timestamps is None or isinstance(timestamps, list):
+        return timestamps
+    return timestamps.tolist()  # type: ignore[no-any-return]
 
 
 def _key_selector(obj: Any) -> Callable[[Any], Any]:
@@ -146,6 +166,8 @@ class RecordWriter:
                 sub_of_consumer[compute_operator_index_for_key_group(m, p, g)] for g in range(m)
             ]
             self._route_cache: dict[Any, int] = {}
+            self._route_table: Any = None  # integer key columns: see _column_routes
+            self._route_table_low = 0
             self._key_field = field_of(self._key)
             self._emit = self._emit_key_group
         elif kind is PartitionerKind.REBALANCE:
@@ -238,14 +260,20 @@ class RecordWriter:
         self._distribute(batch, [rand(n) for _ in batch], timestamps)
 
     def _emit_key_group(self, batch: list[Any], timestamps: Timestamps = None) -> None:
+        if type(batch) is ColumnBatch:
+            column = batch_column(batch, self._key_field)
+            if column is not None:
+                self._distribute_columns(batch, self._column_routes(column), timestamps)
+                return
+            batch = batch.records()
+            timestamps = _timestamp_list(timestamps)
         key = self._key
         cache = self._route_cache
         get = cache.get
         routes: list[int] = []
         append = routes.append
-        keys = self._columnar_keys(batch)
-        for record in batch if keys is None else keys:
-            k = key(record) if keys is None else record
+        for record in batch:
+            k = key(record)
             try:
                 r = get(k)
             except TypeError:  # an unhashable key (a list): route it without the memo
@@ -253,54 +281,98 @@ class RecordWriter:
             if r is None:
                 r = self._route(k, cacheable=True)
             append(r)
-        if keys is not None:
-            self._distribute_columns(batch, routes, timestamps)  # type: ignore[arg-type]
-            return
         if self._code is not None:
             batch = self._code(batch)
         self._distribute(batch, routes, timestamps)
 
     # --- columns -----------------------------------------------------------------------
 
-    def _columnar_keys(self, batch: Any) -> list[Any] | None:
-        """The keys of a ColumnBatch read from its column when the key selector reads one
-        field (``lambda r: r[0]``, ``lambda r: r.auction``); None otherwise (the batch is
-        then routed record by record)."""
-        if type(batch) is not ColumnBatch:
-            return None
-        column = batch_column(batch, self._key_field)
-        return None if column is None else column.tolist()
-
-    def _distribute_columns(
-        self, batch: ColumnBatch, routes: list[int], timestamps: Timestamps
-    ) -> None:
+    def _column_routes(self, keys: Any) -> Any:
+        """The subpartition of every key of a column, as an array. Integer keys over a
+        range not much wider than a route table are looked up in one (filled once per
+        key, as the memo is); other keys go through the memo one by one."""
         import numpy as np  # noqa: PLC0415 (columnar batches only)
 
-        targets = np.asarray(routes)
+        if keys.dtype.kind in "iu" and len(keys):
+            low, high = int(keys.min()), int(keys.max())
+            if high - low < _ROUTE_TABLE_LIMIT:
+                table, table_low = self._route_table_for(low, high)
+                slots = keys - table_low
+                routes = table[slots]
+                unknown = routes < 0
+                if unknown.any():
+                    for k in np.unique(keys[unknown]).tolist():
+                        table[k - table_low] = self._route(k, cacheable=False)
+                    routes = table[slots]
+                return routes
+        get = self._route_cache.get
+        routes_list: list[int] = []
+        append = routes_list.append
+        for k in keys.tolist():
+            r = get(k)
+            if r is None:
+                r = self._route(k, cacheable=True)
+            append(r)
+        return np.asarray(routes_list)
+
+    def _route_table_for(self, low: int, high: int) -> tuple[Any, int]:
+        """The route table (-1: not known yet) grown to cover keys ``low..high``, and the
+        key of its first slot; a new one when the range moved too far."""
+        import numpy as np  # noqa: PLC0415
+
+        table, table_low = self._route_table, self._route_table_low
+        if table is not None:
+            new_low = min(low, table_low)
+            new_high = max(high, table_low + len(table) - 1)
+            if new_high - new_low < _ROUTE_TABLE_LIMIT:
+                if new_low < table_low or new_high >= table_low + len(table):
+                    grown = np.full(new_high - new_low + 1, -1, dtype=np.int32)
+                    grown[table_low - new_low : table_low - new_low + len(table)] = table
+                    table, table_low = grown, new_low
+            else:
+                table = None
+        if table is None:
+            table, table_low = np.full(high - low + 1, -1, dtype=np.int32), low
+        self._route_table, self._route_table_low = table, table_low
+        return table, table_low
+
+    def _distribute_columns(self, batch: ColumnBatch, routes: Any, timestamps: Timestamps) -> None:
+        import numpy as np  # noqa: PLC0415 (columnar batches only)
+
         for s in range(self._n):
-            rows = np.flatnonzero(targets == s)
+            rows = np.flatnonzero(routes == s)
             if not len(rows):
                 continue
+            if len(rows) == len(routes):
+                self._write_columns(s, batch, timestamps)
+                continue
             part = ColumnBatch({k: v[rows] for k, v in batch.columns.items()}, batch.spec)
-            part_ts = None if timestamps is None else [timestamps[i] for i in rows.tolist()]
+            if timestamps is None or type(timestamps) is not list:
+                part_ts = None if timestamps is None else timestamps[rows]
+            else:
+                part_ts = [timestamps[i] for i in rows.tolist()]
             self._write_columns(s, part, part_ts)
 
     def _write_columns(self, s: int, batch: ColumnBatch, timestamps: Timestamps) -> None:
-        """Write a ColumnBatch to subpartition ``s`` as column buffers of about a segment
-        each, after the records pending there (their order is kept)."""
+        """Write a ColumnBatch to subpartition ``s`` as column buffers of about
+        ``_COLUMN_BUFFER_SEGMENTS`` segments each, after the records pending there
+        (their order is kept)."""
         if self._pending[s]:
             pending, pts = self._pending[s], self._pending_ts[s]
             self._pending[s], self._pending_ts[s] = [], None
             self._write(s, pending, pts)
         count = len(batch)
         row_bytes = sum(column.itemsize for column in batch.columns.values()) or 1
-        step = max(1, self._segment_size // row_bytes)
+        if timestamps is not None:
+            row_bytes += 8
+        step = max(1, self._segment_size * _COLUMN_BUFFER_SEGMENTS // row_bytes)
         for start in range(0, count, step):
             part = batch[start : start + step] if count > step else batch
             part_ts = None if timestamps is None else timestamps[start : start + step]
             buffer = serialize_columnar(part, part_ts, self._compress)
             if len(buffer) > self._max_frame_size:
-                self._write(s, part.records(), part_ts)  # a huge row: the record path splits
+                # A huge row: the record path splits.
+                self._write(s, part.records(), _timestamp_list(part_ts))
                 continue
             self.records_written += len(part)
             self.bytes_written += len(buffer)
@@ -356,6 +428,7 @@ class RecordWriter:
         with self._lock:
             if type(batch) is ColumnBatch and not self._columnar:
                 batch = batch.records()
+                timestamps = _timestamp_list(timestamps)
             self._emit(batch, timestamps)
 
     # --- watermarks ----------------------------------------------------------------------

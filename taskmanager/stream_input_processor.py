@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from weir.core.columnar import ColumnBatch
 from weir.core.deployment import InputGateDescriptor
 from weir.core.serializers import deserialize_records
 from weir.taskmanager.checkpointing.barrier_handler import (
@@ -152,6 +153,9 @@ class StreamInputProcessor:
         poll = gate.poll
         flusher = self._flusher
         bundle_size = self._bundle_size
+        # A batch of columns goes whole to a head that reads columns: its cost per record
+        # is a column operation's, not a Python call's, which the bundle size bounds.
+        whole_columns = [chain.takes_columns(g.edge.input_index) for g in input_gates]
         # Unaligned checkpoints see every DATA buffer before it is processed (it may be
         # in-flight channel state); one check per buffer, not per record.
         capture = (
@@ -188,7 +192,9 @@ class StreamInputProcessor:
                 # Counted per buffer, never per record (numRecordsIn, numBytesIn).
                 self.records_in += len(records)
                 self.bytes_in += len(payload)
-                if len(records) > bundle_size:
+                if len(records) > bundle_size and not (
+                    whole_columns[gate_index] and type(records) is ColumnBatch
+                ):
                     self._process_in_bundles(inputs[gate_index], records, timestamps)
                 else:
                     with flusher:  # inside a batch (OutputFlusher's contract)

@@ -3,7 +3,11 @@
 A batch is a list of records plus, in parallel, the list of their timestamps (event
 time in ms, ``None`` for a record without one), or ``None`` instead of that list when
 no record of the batch has a timestamp: streams without event time never build or
-look at a timestamp list beyond one ``is None`` check per batch.
+look at a timestamp list beyond one ``is None`` check per batch. A batch of columns
+(``weir.core.columnar.ColumnBatch``) may carry its timestamps as one int64 numpy array
+instead (none missing), made and read as a column; wherever such a batch becomes
+records, its timestamps become a list too (``timestamp_list``), so an operator that
+reads records one by one only ever sees lists of ints.
 
 An operator is opened with its ``Output`` and then exposes ``process(batch,
 timestamps)`` (input 0) and, for two-input operators, ``process2`` (input 1). Operators
@@ -26,13 +30,23 @@ from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.state.operator_state import DefaultOperatorStateBackend
 
-Timestamps = list[int | None] | None
+TimestampArray = Any
+"""A batch of columns' timestamps as one int64 numpy array (numpy is imported only where
+columns are)."""
+Timestamps = list[int | None] | TimestampArray | None
 Collect = Callable[[list[Any], Timestamps], None]
 """``collect(records, timestamps)``: hands a batch on."""
 
 # Flink's watermarks before any arrived and at the end of input (Long.MIN/MAX_VALUE).
 MIN_WATERMARK = -(1 << 63)
 MAX_WATERMARK = (1 << 63) - 1
+
+
+def timestamp_list(timestamps: Timestamps) -> list[int | None] | None:
+    """``timestamps`` as a list, for records read one by one (an array made one)."""
+    if timestamps is None or isinstance(timestamps, list):
+        return timestamps
+    return timestamps.tolist()  # type: ignore[no-any-return]
 
 
 def discard(batch: list[Any], timestamps: Timestamps = None) -> None:

@@ -30,7 +30,13 @@ from weir.core.columnar import (
 )
 from weir.core.errors import WeirError
 from weir.core.field_access import field_of
-from weir.taskmanager.operators.base import OperatorSetup, Output, StreamOperator, Timestamps
+from weir.taskmanager.operators.base import (
+    OperatorSetup,
+    Output,
+    StreamOperator,
+    Timestamps,
+    timestamp_list,
+)
 from weir.taskmanager.operators.functions import (
     close_function,
     key_selector,
@@ -82,6 +88,8 @@ class MapBatchesOperator(StreamOperator):
                     "result per record, or filter (filter()) or flat_map() instead"
                 )
                 raise BatchLengthError(msg)
+            if type(result) is not ColumnBatch:  # records: their timestamps a list too
+                timestamps = timestamp_list(timestamps)
             collect(result, timestamps)  # type: ignore[arg-type]
 
         self.process = process  # type: ignore[assignment]

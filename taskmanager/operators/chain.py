@@ -29,6 +29,7 @@ from weir.taskmanager.operators.base import (
     Timestamps,
     discard,
     ignore,
+    timestamp_list,
 )
 from weir.taskmanager.operators.batch_functions import (
     KeyedMapBatchesOperator,
@@ -151,7 +152,10 @@ def _records_of(process: Collect) -> Collect:
     columnar source's batch) becomes its records here, once per batch."""
 
     def process_records(batch: list[Any], timestamps: Timestamps) -> None:
-        process(batch if type(batch) is list else as_records(batch), timestamps)
+        if type(batch) is list:
+            process(batch, timestamps)
+        else:
+            process(as_records(batch), timestamp_list(timestamps))
 
     return process_records
 
@@ -278,7 +282,11 @@ class OperatorChain:
         self._sorted_input = _sorting_input(self.head, self._input_key_type)
         head = self.head
         counters = self.io[head.setup.descriptor.operator_id]
-        first = self._sorted_input.add if self._sorted_input is not None else _entry(head, 0)
+        first = (
+            _records_of(self._sorted_input.add)
+            if self._sorted_input is not None
+            else _entry(head, 0)
+        )
         self._inputs = [counting_in(first, counters), counting_in(_entry(head, 1), counters)]
 
     def input(self, index: int) -> Collect:
@@ -286,6 +294,12 @@ class OperatorChain:
         what enters the chain; once the chain is open. A sorted input (BATCH) buffers
         what enters and replays it when the input ends."""
         return self._inputs[index]
+
+    def takes_columns(self, index: int) -> bool:
+        """Whether the head reads a batch of columns on input ``index`` as columns (else it
+        is made records at its entry)."""
+        head = self.head
+        return index == 0 and self._sorted_input is None and bool(getattr(head, "columnar", False))
 
     def _hold_watermark(self, watermark: int) -> None:
         self._held_watermark = watermark

@@ -138,12 +138,24 @@ class SinkContext:
     """``SinkFunction.Context``. For ``invoke_batch``, ``batch_timestamps`` holds the
     timestamps of the batch's records, in their order (None when they have none)."""
 
-    __slots__ = ("_timer_service", "batch_timestamps", "current_timestamp")
+    __slots__ = ("_batch_timestamps", "_timer_service", "current_timestamp")
 
     def __init__(self, timer_service: TimerService) -> None:
         self._timer_service = timer_service
         self.current_timestamp: int | None = None
-        self.batch_timestamps: Sequence[int | None] | None = None
+        self._batch_timestamps: Any = None
+
+    @property
+    def batch_timestamps(self) -> Sequence[int | None] | None:
+        # A batch of columns carries them as an array: a list is made only when asked for.
+        stamps = self._batch_timestamps
+        if stamps is not None and type(stamps) is not list:
+            stamps = self._batch_timestamps = stamps.tolist()
+        return stamps  # type: ignore[no-any-return]
+
+    @batch_timestamps.setter
+    def batch_timestamps(self, timestamps: Any) -> None:
+        self._batch_timestamps = timestamps
 
     def current_processing_time(self) -> int:
         return self._timer_service.current_processing_time()

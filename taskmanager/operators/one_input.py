@@ -29,6 +29,7 @@ from weir.taskmanager.operators.base import (
     StreamOperator,
     Timestamps,
     discard,
+    timestamp_list,
 )
 from weir.taskmanager.operators.batch_loops import (
     bind_flat_map,
@@ -255,7 +256,7 @@ class ReduceOperator(_UserFunctionOperator):
                 if results is not None:
                     output(results, timestamps)  # type: ignore[arg-type]
                     return
-            process(as_records(batch), timestamps)
+            process(as_records(batch), timestamp_list(timestamps))
 
         return process_columns
 

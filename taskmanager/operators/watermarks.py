@@ -33,6 +33,7 @@ from weir.taskmanager.operators.base import (
     Output,
     StreamOperator,
     Timestamps,
+    timestamp_list,
 )
 from weir.taskmanager.operators.timers import ProcessingTimeService
 
@@ -133,7 +134,9 @@ class WatermarkEmitter(PeriodicEmission):
 
     def stamp(self, batch: list[Any], timestamps: Timestamps) -> list[int]:
         """The event time of every record of ``batch``: from the assigner (given the
-        record's previous timestamp, or Long.MIN_VALUE), else the record's own."""
+        record's previous timestamp, or Long.MIN_VALUE), else the record's own. A batch
+        of columns whose assigner returns one integer field: that column, as an int64
+        array."""
         extract = self._extract
         if extract is None:
             if timestamps is None:
@@ -142,7 +145,10 @@ class WatermarkEmitter(PeriodicEmission):
         if type(batch) is ColumnBatch:
             column = batch_column(batch, self._field)
             if column is not None and column.dtype.kind in "iu":
-                return column.tolist()  # type: ignore[no-any-return]
+                # The column itself travels as the timestamps (``Timestamps``).
+                if column.dtype.kind == "u" and len(column) and column.max() >= 1 << 63:
+                    return column.tolist()  # type: ignore[no-any-return]
+                return column if column.dtype == "int64" else column.astype("int64")
         if timestamps is None:
             stamped = [extract(x, MIN_WATERMARK) for x in batch]
         else:
@@ -174,6 +180,7 @@ class WatermarkEmitter(PeriodicEmission):
             collect(batch, stamped)  # type: ignore[arg-type]
             self._on_batch(batch, stamped, self)
             return
+        stamped = timestamp_list(stamped)  # type: ignore[assignment]  # read one by one
         self._pending = (batch, stamped, collect)
         self._start = 0
         on_event = self._generator.on_event

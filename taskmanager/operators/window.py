@@ -139,6 +139,13 @@ class WindowOperator(StreamOperator):
             self.window_function,
             WindowProcessContext(self.timers, backend, context, merging=self.merging),
             contents_may_be_none=self.state_kind != "list",
+            # A built-in's results over columns go on as a column where nothing reads
+            # them one by one here (no window function, no side output to route to).
+            result_spec=(
+                setup.payload.get("result_spec")
+                if self.window_function is None and self.late_data_tag is None
+                else None
+            ),
         )
         self._late = output.side_output(self.late_data_tag) if self.late_data_tag else None
         self._aligned: AlignedWindowPaths | None = None

@@ -11,7 +11,9 @@ Their contents are kept window by window (``AlignedWindowIndex``: ``{start: {key
 contents}}``, a heap of the starts) rather than key by key: a record touches one dict per
 window, and a window that fires is one dict popped and read out. A checkpoint sees them
 key by key, as every keyed state is stored (``snapshot_state`` fills the contents table
-just before the backend captures it), and a restore turns them back.
+just before the backend captures it), and a restore turns them back. A built-in
+aggregate's window filled from batches of columns is held as arrays instead of a dict
+(``weir.taskmanager.operators.window_columns``); it reads out as the same dict.
 
 ``AlignedWindowPaths`` is what the window operator calls for such windows, on the task
 thread: it is constructed with what it uses of the operator (its key selector, keyed
@@ -24,7 +26,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from weir.core.columnar import ColumnBatch, batch_column, key_column
 from weir.core.windowing import MAX_LONG_VALUE, TimeWindow
@@ -34,11 +36,19 @@ from weir.taskmanager.operators.window_results import WindowResults
 from weir.taskmanager.operators.window_state import MISSING
 from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
 
+if TYPE_CHECKING:
+    from weir.taskmanager.operators.window_columns import ColumnWindow
+
 Late = tuple[list[Any], list[int | None]]
 """Records that fell only into windows already gone, and their timestamps."""
 
 Columns = tuple[str, int | str | None, int | str]
 """A built-in aggregate over columns: ``(kind, value field, key field)``."""
+
+Contents: TypeAlias = "dict[Any, Any] | ColumnWindow"
+"""One window's contents for all its keys: ``{key: contents}``, or a built-in's
+accumulators as columns (only batches of columns make those, so numpy is imported
+where they are made)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +99,14 @@ class AlignedWindowIndex:
         self._aggregate = aggregate
         self._columns = columns
         self._missing_timestamp = missing_timestamp
-        self._windows: dict[int, dict[Any, Any]] = {}
+        self._windows: dict[int, Contents] = {}
+        restored: dict[int, dict[Any, Any]] = {}
         for k, start, acc in table.entries():
-            contents = self._windows.get(start)
+            contents = restored.get(start)
             if contents is None:
-                contents = self._windows[start] = {}
+                contents = restored[start] = {}
             contents[k] = acc
+        self._windows.update(restored)
         table.clear_all()
         self._starts = list(self._windows)
         heapq.heapify(self._starts)
@@ -116,7 +128,11 @@ class AlignedWindowIndex:
         aggregate = self._aggregate
         create = aggregate.create_accumulator if aggregate is not None else None
         agg_add = aggregate.add if aggregate is not None else None
-        windows, starts_heap = self._windows, self._starts
+        starts_heap = self._starts
+        for start, contents in self._windows.items():
+            if not isinstance(contents, dict):  # records after columns: a dict again
+                self._windows[start] = contents.as_dict()
+        windows = cast("dict[int, dict[Any, Any]]", self._windows)  # dicts, every one
         if not self._table.is_empty():
             self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
         wm = watermark
@@ -162,15 +178,19 @@ class AlignedWindowIndex:
         return late, late_ts
 
     def add_columns(
-        self, batch: ColumnBatch, timestamps: list[int | None], watermark: int
+        self, batch: ColumnBatch, timestamps: Timestamps, watermark: int
     ) -> Late | None:
         """A built-in aggregate (``weir.datastream.aggregate_functions``) over a batch of
-        columns, keyed by one field: window starts and lateness computed over the batch
-        at once, then one dict update per record and window, with no Python call per
-        record. The accumulators are exactly those the function's ``add`` builds, record
-        after record. Returns the late records; None when the batch lacks the columns
-        (it then goes as records)."""
-        import numpy as np  # noqa: PLC0415 (columnar batches only)
+        columns, keyed by one field: the windows of every record computed over the batch
+        at once, then each window's keys and values added to its columns
+        (``ColumnWindow``), with no Python call per record. The accumulators are exactly
+        those the function's ``add`` builds, record after record. Returns the late
+        records; None when the batch lacks the columns (it then goes as records)."""
+        from weir.taskmanager.operators.window_columns import (  # noqa: PLC0415 (numpy)
+            add_to_window,
+            place_in_windows,
+            timestamp_array,
+        )
 
         assert self._columns is not None
         kind, value_field, key_field = self._columns
@@ -186,80 +206,29 @@ class AlignedWindowIndex:
                 return None
         if keys is None:
             return None
-        if None in timestamps:
+        stamps = timestamp_array(timestamps)
+        if stamps is None:
             raise self._missing_timestamp()
-        size, slide, offset = self._size, self._slide, self._offset
-        ts = np.asarray(timestamps, dtype=np.int64)
-        last_start = ts - (ts - offset + slide) % slide
-        wm = watermark
         if not self._table.is_empty():
             self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
-        # Every window a record is in: the latest, then one slide earlier, while it holds
-        # the record's timestamp (ts - size < start); those whose end the watermark
-        # reached are gone, and a record in no live window is late.
-        in_any = np.zeros(len(ts), dtype=bool)
-        starts: list[Any] = []
-        rows: list[Any] = []
-        start = last_start
-        while True:
-            holds = start > ts - size
-            if not holds.any():
-                break
-            live = holds & (start + (size - 1) > wm)
-            in_any |= live
-            live_rows = np.flatnonzero(live)
-            starts.append(start[live_rows])
-            rows.append(live_rows)
-            start = start - slide
-        if starts:
-            self._add_columns(kind, np.concatenate(starts), np.concatenate(rows), keys, values)
-        if in_any.all():
-            return [], []
-        late = np.flatnonzero(~in_any).tolist()
-        records = batch.records()
-        return [records[i] for i in late], [timestamps[i] for i in late]
-
-    def _add_columns(self, kind: str, starts: Any, rows: Any, keys: Any, values: Any) -> None:
-        """Add record ``rows[i]`` to window ``starts[i]`` of its key, as the built-in's
-        ``add`` does record after record: the same arithmetic, and within each window
-        the records in their order (a window's keys fire in the order they came)."""
-        import numpy as np  # noqa: PLC0415
-
+        placed = place_in_windows(stamps, self._size, self._slide, self._offset, watermark)
         windows = self._windows
-        for window_start in np.unique(starts).tolist():
-            in_window = rows[starts == window_start]
-            if len(rows) > len(in_window):
-                in_window = np.sort(in_window)
-            window = windows.get(window_start)
-            if window is None:
-                window = windows[window_start] = {}
-                heapq.heappush(self._starts, window_start)
-            get = window.get
-            ks = keys[in_window].tolist()
-            if kind == "count":
-                for k in ks:
-                    window[k] = get(k, 0) + 1
-                continue
-            vs = values[in_window].tolist()
-            if kind == "sum":
-                for k, v in zip(ks, vs, strict=True):
-                    window[k] = get(k, 0) + v
-            elif kind == "min":
-                for k, v in zip(ks, vs, strict=True):
-                    acc = get(k)
-                    window[k] = v if acc is None or v < acc else acc
-            elif kind == "max":
-                for k, v in zip(ks, vs, strict=True):
-                    acc = get(k)
-                    window[k] = v if acc is None or v > acc else acc
-            else:  # avg: (sum, count)
-                for k, v in zip(ks, vs, strict=True):
-                    total, count = get(k, (0, 0))
-                    window[k] = (total + v, count + 1)
+        for start, rows in placed.windows():
+            contents = windows.get(start)
+            if contents is None:
+                heapq.heappush(self._starts, start)
+            window_values = None if values is None else values[rows]
+            windows[start] = add_to_window(contents, kind, keys[rows], window_values)
+        late = placed.late_rows()
+        if not late:
+            return [], []
+        records = batch.records()
+        return [records[i] for i in late], [int(stamps[i]) for i in late]
 
-    def fire(self, watermark: int) -> Iterator[tuple[int, dict[Any, Any]]]:
+    def fire(self, watermark: int) -> Iterator[tuple[int, Contents]]:
         """Pop every window whose end ``watermark`` reached, earliest first: its start and
-        its contents by key (in the order the keys came)."""
+        its contents by key (a dict, its keys in the order they came, or a
+        ``ColumnWindow``, its keys ascending)."""
         starts_heap, windows = self._starts, self._windows
         size = self._size
         while starts_heap and starts_heap[0] + size - 1 <= watermark:
@@ -272,7 +241,10 @@ class AlignedWindowIndex:
         by_key = self._table
         by_key.clear_all()
         for start, contents in self._windows.items():
-            by_key.put_namespace(start, contents)
+            # Columns as the built-in's add makes them: a checkpoint cannot tell the paths apart.
+            by_key.put_namespace(
+                start, contents if isinstance(contents, dict) else contents.as_dict()
+            )
 
 
 class AlignedWindowPaths:
@@ -349,13 +321,21 @@ class AlignedWindowPaths:
         results = self._results
         if not results.has_window_function:
             for start, contents in index.fire(watermark):
-                results.emit_values(contents.values(), start + size - 1)
+                if not isinstance(contents, dict):  # one pass over the window's arrays
+                    column = contents.result_column()
+                    if column is not None:
+                        results.emit_column(column, start + size - 1)
+                    else:
+                        results.emit_results(contents.results(), start + size - 1)
+                else:
+                    results.emit_values(contents.values(), start + size - 1)
             return
         backend = self._backend
         for start, contents in index.fire(watermark):
             window = TimeWindow(start, start + size)
             max_ts = start + size - 1
-            for k, acc in contents.items():
+            by_key = contents if isinstance(contents, dict) else contents.as_dict()
+            for k, acc in by_key.items():
                 backend.current_key = k
                 results.emit(k, window, start, acc, max_ts)
                 results.clear(window, start)

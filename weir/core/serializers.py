@@ -112,17 +112,18 @@ _TIMESTAMP_COLUMN = "__weir_timestamp"
 _SPECS: dict[bytes, Any] = {}
 
 
-def serialize_columnar(
-    batch: ColumnBatch, timestamps: list[int | None] | None = None, compress: bool = False
-) -> bytes:
-    """A ColumnBatch (and its records' timestamps) as one buffer, with no record built."""
+def serialize_columnar(batch: ColumnBatch, timestamps: Any = None, compress: bool = False) -> bytes:
+    """A ColumnBatch (and its records' timestamps: a list, or an int64 array) as one
+    buffer, with no record built."""
     import pyarrow as pa  # noqa: PLC0415 (columnar batches only)
 
     names = list(batch.columns)
-    arrays = [pa.array(column) for column in batch.columns.values()]
+    arrays = [_arrow_array(column) for column in batch.columns.values()]
     if timestamps is not None:
         names.append(_TIMESTAMP_COLUMN)
-        if None in timestamps:
+        if type(timestamps) is not list:
+            arrays.append(_arrow_array(timestamps))
+        elif None in timestamps:
             arrays.append(pa.array(timestamps, type=pa.int64()))
         else:  # through numpy: several times cheaper than from the list itself
             import numpy as np  # noqa: PLC0415
@@ -141,7 +142,41 @@ def serialize_columnar(
     return b"C" + payload
 
 
-def deserialize_columnar(buffer: bytes | memoryview) -> tuple[ColumnBatch, list[int | None] | None]:
+def _arrow_array(column: Any) -> Any:
+    """A numpy column as an Arrow array: a number column's memory wrapped as it is (no
+    copy; ``pa.array`` would first import pandas, seconds on a loaded machine, in the
+    middle of the stream's first batch), anything else through ``pa.array``."""
+    import pyarrow as pa  # noqa: PLC0415
+
+    if column.dtype.kind in "iuf" and column.flags.c_contiguous and column.dtype.isnative:
+        return pa.Array.from_buffers(
+            pa.from_numpy_dtype(column.dtype), len(column), [None, pa.py_buffer(column)]
+        )
+    return pa.array(column)
+
+
+# Arrow's names of the number types whose numpy names differ.
+_NUMPY_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
+
+
+def _numpy_column(column: Any) -> Any:
+    """An Arrow column as a numpy array: a number column without nulls is its memory as
+    it is (``to_numpy`` would first import pandas, as ``pa.array`` would)."""
+    import numpy as np  # noqa: PLC0415
+
+    kind = str(column.type)
+    if not column.null_count and (kind in _NUMPY_NAMES or kind.startswith(("int", "uint"))):
+        dtype = np.dtype(_NUMPY_NAMES.get(kind, kind))
+        data = column.buffers()[1]
+        return np.frombuffer(
+            data, dtype=dtype, count=len(column), offset=column.offset * dtype.itemsize
+        )
+    return column.to_numpy(zero_copy_only=False)
+
+
+def deserialize_columnar(buffer: bytes | memoryview) -> tuple[ColumnBatch, Any]:
+    """``(batch, timestamps)`` of a ``serialize_columnar`` buffer: the timestamps an int64
+    array, or a list when some are missing (None when none has one)."""
     import pyarrow as pa  # noqa: PLC0415
 
     body = buffer[1:]
@@ -156,13 +191,9 @@ def deserialize_columnar(buffer: bytes | memoryview) -> tuple[ColumnBatch, list[
     timestamps = None
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
         if name == _TIMESTAMP_COLUMN:
-            timestamps = (
-                column.to_pylist()
-                if column.null_count
-                else column.to_numpy(zero_copy_only=False).tolist()
-            )
+            timestamps = column.to_pylist() if column.null_count else _numpy_column(column)
         else:
-            columns[name] = column.to_numpy(zero_copy_only=False)
+            columns[name] = _numpy_column(column)
     return ColumnBatch(columns, spec), timestamps
 
 

@@ -80,7 +80,8 @@ class WatermarkGenerator(abc.ABC):
 
     def on_batch(self, batch: list[Any], timestamps: list[int], output: WatermarkOutput) -> None:
         """A batch of records: ``on_event`` for each, in order (overridden where a batch
-        can be taken at once)."""
+        can be taken at once). A batch of columns gives ``timestamps`` as an int64 numpy
+        array."""
         on_event = self.on_event
         for event, ts in zip(batch, timestamps, strict=True):
             on_event(event, ts, output)
@@ -108,8 +109,11 @@ class BoundedOutOfOrdernessWatermarks(WatermarkGenerator):
         self.max_timestamp = max(self.max_timestamp, event_timestamp)
 
     def on_batch(self, batch: list[Any], timestamps: list[int], output: WatermarkOutput) -> None:
-        if timestamps:
-            highest = max(timestamps)
+        if len(timestamps):
+            # A batch of columns gives its timestamps as an int64 array.
+            highest = (
+                max(timestamps) if type(timestamps) is list else int(timestamps.max())  # type: ignore[attr-defined]
+            )
             self.max_timestamp = max(self.max_timestamp, highest)
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:

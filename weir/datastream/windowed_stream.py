@@ -11,7 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, read_back
+from weir.core.columnar import ColumnSpec
 from weir.core.job_graph import OperatorKind
+from weir.datastream._column_specs import column_spec
 from weir.datastream.data_stream import DataStream, KeyedStream, _output_type
 from weir.datastream.functions import AggregateFunction, ReduceFunction
 from weir.datastream.output_tag import OutputTag
@@ -59,6 +61,16 @@ def _lateness_ms(time_ms: Any) -> int:
         msg = f"The allowed lateness cannot be negative; got {millis} ms"
         raise ValueError(msg)
     return millis
+
+
+def _result_spec(output_type: TypeInformation | None) -> ColumnSpec | None:
+    """How results of single values may go on as one column (a built-in aggregate's, which
+    the runtime computes as arrays): of the declared type's dtype, or of any when none is
+    declared (they are pickled); None for types of several fields or no columnar form."""
+    if output_type is None or isinstance(output_type, PickledBytesTypeInfo):
+        return ColumnSpec()
+    spec = column_spec(output_type)
+    return spec if spec is not None and spec.is_scalar else None
 
 
 def _fast_path(assigner: WindowAssigner, trigger: Trigger) -> dict[str, Any] | None:
@@ -262,6 +274,7 @@ class _Windowed:
             "window_function": window_function,
             "fast_path": _fast_path(assigner, trigger),
             "key_selectors": [self._keyed_stream._key_selector],
+            "result_spec": _result_spec(output_type),
         }
         out = self._keyed_stream._one_input(
             OperatorKind.WINDOW, type(assigner).__name__, payload, output_type

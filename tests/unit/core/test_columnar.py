@@ -110,7 +110,21 @@ def test_a_column_batch_crosses_the_wire_as_columns(compress, timestamps):
     assert isinstance(received, ColumnBatch)
     assert received._records is None
     assert received.records() == batch.records()
-    assert received_stamps == stamps
+    if timestamps is None or None in timestamps:
+        assert received_stamps == stamps
+    else:  # all there: an int64 array, as a batch of columns carries them
+        assert isinstance(received_stamps, np.ndarray)
+        assert received_stamps.dtype == np.int64
+        assert received_stamps.tolist() == stamps
+
+
+def test_timestamps_given_as_an_array_cross_as_one():
+    from weir.core.serializers import deserialize_records, serialize_columnar
+
+    batch = ColumnBatch({"f0": np.arange(5)}, ColumnSpec(("f0",), None, ("int64",)))
+    stamps = np.arange(5, dtype=np.int64) * 1000 - 2000
+    _, received = deserialize_records(serialize_columnar(batch, stamps))
+    assert received.tolist() == stamps.tolist()
 
 
 def test_the_spec_travels_so_rows_come_back_named():

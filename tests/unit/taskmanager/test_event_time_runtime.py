@@ -7,12 +7,14 @@ import queue
 import random
 
 import cloudpickle
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from weir.common import Duration, WatermarkStrategy
 from weir.common.watermark_strategy import TimestampAssigner
+from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
 from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
 from weir.core.job_graph import JobEdge, PartitionerKind
@@ -255,6 +257,48 @@ class TestGeneratorsAndEmitter:
         with pytest.raises(TimestampAssignerError, match=expected):
             self.emitter(strategy, rec).process([1, 2, 3], None, rec.output().collect)
         assert rec.events == []
+
+    @pytest.mark.parametrize("punctuated", [False, True])
+    def test_a_column_of_event_times_is_the_batchs_timestamps(self, punctuated):
+        """An assigner that returns one field of a batch of columns: the column itself is
+        the batch's timestamps (an int64 array) for a batch generator; a generator that
+        sees each record gets them as ints, and its batch's cut parts a list."""
+
+        class BidTime(TimestampAssigner):
+            def extract_timestamp(self, value, record_timestamp):
+                return value[1]
+
+        class AfterEachRecord(WatermarkGenerator):
+            def on_event(self, event, event_timestamp, output):
+                assert type(event_timestamp) is int
+                output.emit_watermark(Watermark(event_timestamp))
+
+            def on_periodic_emit(self, output):
+                pass
+
+        batches: list = []
+        output = Output(lambda b, ts: batches.append((b, ts)), lambda wm: None)
+        strategy = (
+            WatermarkStrategy.for_generator(AfterEachRecord)
+            if punctuated
+            else WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(10))
+        ).with_timestamp_assigner(BidTime())
+        em = WatermarkEmitter(
+            strategy, output, clock_ms=lambda: 0, processing_timers=None, interval_ms=0
+        )
+        spec = ColumnSpec(("f0", "f1"), None, ("int64", "int32"))
+        columns = {"f0": np.array([1, 2, 3]), "f1": np.array([100, 130, 120], dtype=np.int32)}
+        em.process(ColumnBatch(columns, spec), None, output.collect)
+        stamps = [t for _, ts in batches for t in ts]
+        assert stamps == [100, 130, 120]
+        if punctuated:
+            assert all(type(ts) is list for _, ts in batches)
+            assert all(type(t) is int for t in stamps)
+        else:
+            ((_, ts),) = batches
+            assert isinstance(ts, np.ndarray) and ts.dtype == np.int64
+            em._generator.on_periodic_emit(em)
+            assert em.current_watermark == 119
 
     def test_without_an_assigner_records_keep_their_timestamps(self):
         rec = RecordingOutput()

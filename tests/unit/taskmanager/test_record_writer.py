@@ -6,8 +6,10 @@ import random
 import threading
 
 import cloudpickle
+import numpy as np
 import pytest
 
+from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.deployment import ResultPartitionDescriptor, ResultPartitionId
 from weir.core.errors import RecordSerializationError, RecordTooLargeError
 from weir.core.ids import ExecutionAttemptId, JobVertexId, OperatorId
@@ -133,6 +135,57 @@ class TestRouting:
             assert got
             assert all(assign_to_key_group(k, 128) in owned for k in got)
         assert sum(len(cap.records(s)) for s in range(parallelism)) == len(keys) + 50
+
+    @pytest.mark.parametrize("parallelism", [2, 3])
+    @pytest.mark.parametrize(
+        "keys",
+        [
+            np.arange(3000) * 7919 % 10_000,  # a narrow range: through the route table
+            np.arange(3000) * 7_919_000_003 - 2**40,  # a wide one: through the memo
+            np.arange(3000, dtype=np.int32) % 97 - 40,  # narrower integers, negative
+        ],
+    )
+    def test_a_column_of_keys_is_routed_as_its_records_are(self, parallelism, keys):
+        """Columns keyed by one field go to the subpartitions their records would go to,
+        their timestamps (an array) with them, as columns."""
+        payload = {"key_selector": lambda r: r[0]}
+        by_records, records_cap = writer(P.KEY_GROUP, parallelism, payload)
+        by_columns, columns_cap = writer(P.KEY_GROUP, parallelism, payload)
+        spec = ColumnSpec(("f0", "f1"), None, (keys.dtype.name, "int64"))
+        stamps = np.arange(len(keys), dtype=np.int64) + 10_000
+        for part in range(0, len(keys), 1000):  # the table grows, then is reused
+            rows = slice(part, part + 1000)
+            batch = ColumnBatch({"f0": keys[rows], "f1": np.arange(len(keys))[rows]}, spec)
+            by_records.emit(batch.records(), stamps[rows].tolist())
+            by_columns.emit(batch, stamps[rows])
+        by_records.flush()
+        by_columns.flush()
+        for sub in range(parallelism):
+            expected = [
+                (r, t)
+                for s, b in records_cap.buffers
+                if s == sub
+                for r, t in zip(*deserialize_records(b), strict=True)
+            ]
+            got = []
+            for s, b in columns_cap.buffers:
+                if s != sub:
+                    continue
+                batch, got_stamps = deserialize_records(b)
+                assert isinstance(batch, ColumnBatch)
+                assert isinstance(got_stamps, np.ndarray)
+                got += list(zip(batch.records(), got_stamps.tolist(), strict=True))
+            assert got == expected
+
+    def test_columns_over_a_record_edge_go_as_records_with_a_list_of_timestamps(self):
+        rw, cap = writer(P.REBALANCE, 2)
+        spec = ColumnSpec(("f0",), None, ("int64",))
+        rw.emit(ColumnBatch({"f0": np.arange(4)}, spec), np.arange(4, dtype=np.int64) + 7)
+        rw.flush()
+        for _, buffer in cap.buffers:
+            records, stamps = deserialize_records(buffer)
+            assert type(records) is list and type(stamps) is list
+            assert all(type(t) is int for t in stamps)
 
     def test_key_group_with_unhashable_keys(self):
         rw, cap = writer(P.KEY_GROUP, 2, {"key_selector": lambda r: [r]})

@@ -9,10 +9,11 @@ from typing import Any
 
 import cloudpickle
 
+from weir.core.columnar import as_records
 from weir.core.ids import OperatorId
 from weir.core.job_graph import OperatorDescriptor, OperatorKind
 from weir.datastream import StreamExecutionEnvironment
-from weir.taskmanager.operators.base import OperatorSetup, Output
+from weir.taskmanager.operators.base import OperatorSetup, Output, timestamp_list
 from weir.taskmanager.operators.window import WindowOperator
 from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
@@ -23,13 +24,18 @@ class RecordingOutput:
 
     def __init__(self) -> None:
         self.records: list[Any] = []
+        self.batches: list[tuple[Any, Any]] = []
+        """What the operator emitted, batch by batch, as it emitted it."""
         self.timestamps: list[int | None] = []
         self.side: dict[str, list[tuple[Any, int | None]]] = {}
         self.watermarks: list[int] = []
         self.log: list[tuple[str, Any]] = []
 
     def collect(self, records: list[Any], timestamps: Any) -> None:
-        assert records, "operators never emit an empty batch"
+        assert len(records), "operators never emit an empty batch"
+        self.batches.append((records, timestamps))
+        # As the chain hands them to an operator that reads records one by one.
+        records, timestamps = as_records(records), timestamp_list(timestamps)
         self.records += records
         self.timestamps += timestamps
         self.log += [("record", r) for r in records]

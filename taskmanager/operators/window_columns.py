@@ -1,0 +1,380 @@
+"""Open windows of a built-in aggregate held as columns (the window operator's aligned
+event-time path, batches of columns): which windows a batch's records fall in
+(``place_in_windows``), and one window's accumulators for all its keys
+(``ColumnWindow``), which ``add_to_window`` adds a batch's keys and values to.
+
+A ``ColumnWindow`` is one window's contents for all its keys, as arrays indexed by key:
+each key's accumulator (a count; a sum; a smallest or largest value; an average's sum
+and count). Keys are integers. While the keys of a window span a range not much wider
+than their number, the arrays are dense over that range (slot ``key - low``, with a
+mask of the keys present), and a batch is added with no sort at all: ``np.bincount``
+for counts, ``np.add.at`` for sums (one value at a time, in record order, so a float sum
+is the one ``add`` makes record after record), ``np.minimum.at`` and ``np.maximum.at``.
+Otherwise they are sparse: the keys sorted, a record's slot found with
+``np.searchsorted``. A window fires in one pass over its arrays, its keys in ascending
+order (Flink fires the keys of one window in no defined order).
+
+``as_dict`` gives the accumulators as the built-in's ``add`` makes them (``int``,
+``float``, ``(sum, count)``), which is how a checkpoint stores them, key by key in key
+groups, so a snapshot restores at any parallelism and into the records path. A window
+is kept as columns only while its keys are integers and its values numbers the arrays
+hold exactly; otherwise the operator keeps it a dict ``{key: accumulator}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+_NUMERIC = "biuf"
+_KEYS = "iu"  # integer keys: equal as numbers exactly when equal as Python values
+_DENSE_SLACK = 4  # dense while the key range is at most this many times the keys, ...
+_DENSE_MIN = 1 << 16  # ... or at most this wide
+
+
+def _dense_enough(span: int, keys: int) -> bool:
+    return span <= max(_DENSE_SLACK * keys, _DENSE_MIN)
+
+
+class ColumnWindow:
+    """One window's accumulators for built-in ``kind`` (count, sum, min, max, avg); see
+    the module docstring."""
+
+    __slots__ = ("acc", "counts", "keys", "kind", "low", "present")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.acc: Any = None  # count, sum, min or max; an average's sum
+        self.counts: Any = None  # an average's count
+        self.low: int | None = None  # dense: the key of slot 0
+        self.present: Any = None  # dense: which slots hold a key
+        self.keys: Any = None  # sparse: the keys, sorted
+
+    @classmethod
+    def from_dict(cls, kind: str, contents: dict[Any, Any]) -> ColumnWindow | None:
+        """The window of ``contents`` (``{key: accumulator}``), or None when its keys are
+        not integers or its accumulators not numbers of one type."""
+        window = cls(kind)
+        if not contents:
+            return window
+        keys = np.asarray(list(contents))
+        if keys.dtype != np.int64:
+            return None
+        values = list(contents.values())
+        counts = None
+        if kind == "avg":
+            if any(type(v) is not tuple for v in values):
+                return None
+            sums = [v[0] for v in values]
+            counts = np.asarray([v[1] for v in values], dtype=np.int64)
+            values = sums
+        if len({type(v) for v in values}) != 1:
+            return None  # ints and floats mixed (or None): the arrays would change them
+        acc = np.asarray(values)
+        if acc.dtype.kind not in _NUMERIC:
+            return None
+        order = np.argsort(keys)
+        window.keys = keys[order]
+        window.acc = acc[order]
+        window.counts = None if counts is None else counts[order]
+        return window
+
+    def _acc_dtype(self, values: Any) -> Any:
+        kind = self.kind
+        if kind == "count":
+            return np.dtype(np.int64)
+        if kind in ("min", "max"):
+            return values.dtype
+        return np.dtype(np.float64) if values.dtype.kind == "f" else np.dtype(np.int64)
+
+    def _empty(self, n: int, dtype: Any) -> Any:
+        """Accumulators of ``n`` keys not seen yet: what the first value's ``add`` is
+        applied to (min and max start at the largest and smallest value of the type)."""
+        if self.kind == "min":
+            top = np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+            return np.full(n, top, dtype=dtype)
+        if self.kind == "max":
+            bottom = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+            return np.full(n, bottom, dtype=dtype)
+        return np.zeros(n, dtype=dtype)
+
+    def add(self, keys: Any, values: Any) -> bool:
+        """Add records with ``keys`` (and ``values``, None for a count), in their order.
+        False, and nothing changed, when the arrays cannot hold them exactly as ``add``
+        would make them (the operator then keeps the window as a dict)."""
+        kind = self.kind
+        if not isinstance(keys, np.ndarray) or keys.dtype.kind not in _KEYS:
+            return False
+        if not len(keys):
+            return True
+        if keys.dtype != np.int64:
+            if keys.dtype.kind == "u" and int(keys.max()) > np.iinfo(np.int64).max:
+                return False
+            keys = keys.astype(np.int64)
+        if kind != "count":
+            if not isinstance(values, np.ndarray) or values.dtype.kind not in _NUMERIC:
+                return False
+            if kind in ("min", "max") and values.dtype.kind not in "iuf":
+                return False
+            if values.dtype.kind == "f" and kind in ("min", "max") and np.isnan(values).any():
+                return False  # Python's comparisons with NaN are not numpy's min/max
+        dtype = self._acc_dtype(values)
+        if self.acc is not None and dtype != self.acc.dtype:
+            return False
+        kmin, kmax = int(keys.min()), int(keys.max())
+        if self.acc is None:
+            if _dense_enough(kmax - kmin + 1, len(keys)):
+                self.low = kmin
+                self.acc = self._empty(kmax - kmin + 1, dtype)
+                self.present = np.zeros(kmax - kmin + 1, dtype=bool)
+                if kind == "avg":
+                    self.counts = np.zeros(kmax - kmin + 1, dtype=np.int64)
+            else:
+                self.keys = keys[:0]
+                self.acc = self._empty(0, dtype)
+                if kind == "avg":
+                    self.counts = np.zeros(0, dtype=np.int64)
+        if self.low is not None:
+            if not self._fit_dense(kmin, kmax, len(keys)):
+                self._to_sparse()
+        if self.low is not None:
+            slots = keys - self.low
+            n = len(self.acc)
+            self.present[slots] = True
+        else:
+            slots, n = self._sparse_slots(keys)
+        self._update(slots, n, values)
+        return True
+
+    def _fit_dense(self, kmin: int, kmax: int, batch: int) -> bool:
+        """Widen the dense arrays to hold keys ``kmin..kmax``; False when that would make
+        them too sparse."""
+        low = self.low
+        assert low is not None
+        high = low + len(self.acc) - 1
+        new_low, new_high = min(low, kmin), max(high, kmax)
+        if new_low == low and new_high == high:
+            return True
+        if not _dense_enough(new_high - new_low + 1, int(self.present.sum()) + batch):
+            return False
+        before, after = low - new_low, new_high - high
+        dtype = self.acc.dtype
+        self.acc = np.concatenate([self._empty(before, dtype), self.acc, self._empty(after, dtype)])
+        self.present = np.concatenate([np.zeros(before, bool), self.present, np.zeros(after, bool)])
+        if self.counts is not None:
+            self.counts = np.concatenate(
+                [np.zeros(before, np.int64), self.counts, np.zeros(after, np.int64)]
+            )
+        self.low = new_low
+        return True
+
+    def _to_sparse(self) -> None:
+        assert self.low is not None
+        at = np.flatnonzero(self.present)
+        self.keys = at + self.low
+        self.acc = self.acc[at]
+        if self.counts is not None:
+            self.counts = self.counts[at]
+        self.low = self.present = None
+
+    def _sparse_slots(self, keys: Any) -> tuple[Any, int]:
+        """The slots of ``keys`` among the sorted keys, the new ones inserted first."""
+        unique = np.unique(keys)
+        at = np.searchsorted(self.keys, unique)
+        known = np.zeros(len(unique), dtype=bool)
+        inside = at < len(self.keys)
+        known[inside] = self.keys[at[inside]] == unique[inside]
+        if not known.all():
+            new = unique[~known]
+            where = at[~known]
+            dtype = self.acc.dtype
+            self.keys = np.insert(self.keys, where, new)
+            self.acc = np.insert(self.acc, where, self._empty(len(new), dtype))
+            if self.counts is not None:
+                self.counts = np.insert(self.counts, where, np.zeros(len(new), np.int64))
+        return np.searchsorted(self.keys, keys), len(self.keys)
+
+    def _update(self, slots: Any, n: int, values: Any) -> None:
+        kind = self.kind
+        if kind == "count":
+            self.acc += np.bincount(slots, minlength=n)
+        elif kind == "sum":
+            np.add.at(self.acc, slots, values)
+        elif kind == "avg":
+            np.add.at(self.acc, slots, values)
+            self.counts += np.bincount(slots, minlength=n)
+        elif kind == "min":
+            np.minimum.at(self.acc, slots, values)
+        else:
+            np.maximum.at(self.acc, slots, values)
+
+    def _held(self) -> tuple[Any, Any, Any]:
+        """The keys, accumulators and (averages) counts of the keys present."""
+        if self.acc is None:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        if self.low is None:
+            return self.keys, self.acc, self.counts
+        at = np.flatnonzero(self.present)
+        counts = None if self.counts is None else self.counts[at]
+        return at + self.low, self.acc[at], counts
+
+    def __len__(self) -> int:
+        return len(self._held()[0])
+
+    def result_column(self) -> Any:
+        """The built-in's results, one per key in ascending key order, as one array; None
+        when only Python's arithmetic gives them exactly (an average of integers past
+        2**53)."""
+        _, acc, counts = self._held()
+        if self.kind != "avg":
+            return acc
+        if acc.dtype.kind == "f" or not len(acc) or int(np.abs(acc).max()) < 2**53:
+            return acc / counts
+        return None
+
+    def results(self) -> list[Any]:
+        """The built-in's results, one per key, in ascending key order."""
+        column = self.result_column()
+        if column is not None:
+            return column.tolist()  # type: ignore[no-any-return]
+        _, acc, counts = self._held()
+        return [s / c for s, c in zip(acc.tolist(), counts.tolist(), strict=True)]
+
+    def as_dict(self) -> dict[Any, Any]:
+        """``{key: accumulator}``, the accumulators as ``add`` makes them."""
+        keys, acc, counts = self._held()
+        if self.kind == "avg":
+            pairs = zip(acc.tolist(), counts.tolist(), strict=True)
+            return dict(zip(keys.tolist(), pairs, strict=True))
+        return dict(zip(keys.tolist(), acc.tolist(), strict=True))
+
+
+def timestamp_array(timestamps: Any) -> Any:
+    """A batch's timestamps as an int64 array, or None when one is missing."""
+    if isinstance(timestamps, np.ndarray):
+        return timestamps if timestamps.dtype == np.int64 else timestamps.astype(np.int64)
+    try:  # one pass (np.asarray looks at the list twice, and `None in` once more)
+        return np.fromiter(timestamps, dtype=np.int64, count=len(timestamps))
+    except TypeError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPlacement:
+    """The live windows a batch's records fall in: record ``rows[i]`` in the window that
+    starts at ``starts[i]``; ``in_any[j]``: record ``j`` is in at least one."""
+
+    starts: Any
+    rows: Any
+    in_any: Any
+    slide: int
+    reordered: bool  # a window's rows may not be ascending (records in several windows)
+
+    def windows(self) -> Iterator[tuple[int, Any]]:
+        """Each window's start and its records' rows, ascending (the records' order)."""
+        starts, rows = self.starts, self.rows
+        if not len(starts):
+            return
+        if bool((starts == starts[0]).all()):
+            yield int(starts[0]), np.sort(rows) if self.reordered else rows
+            return
+        for start in _distinct(starts, self.slide):
+            in_window = rows[starts == start]
+            yield start, np.sort(in_window) if self.reordered else in_window
+
+    def late_rows(self) -> list[int]:
+        """The records in no live window: late."""
+        if self.in_any.all():
+            return []
+        return np.flatnonzero(~self.in_any).tolist()  # type: ignore[no-any-return]
+
+
+def place_in_windows(
+    timestamps: Any, size: int, slide: int, offset: int, watermark: int
+) -> WindowPlacement:
+    """Every window a record is in: the latest, then one slide earlier, while it holds the
+    record's timestamp (``ts - size < start``); those whose end ``watermark`` reached are
+    gone, and a record in no live window is late."""
+    ts = timestamps
+    start = ts - (ts - offset + slide) % slide
+    in_any = np.zeros(len(ts), dtype=bool)
+    starts: list[Any] = []
+    rows: list[Any] = []
+    while True:
+        holds = start > ts - size
+        if not holds.any():
+            break
+        live = holds & (start + (size - 1) > watermark)
+        in_any |= live
+        live_rows = np.flatnonzero(live)
+        starts.append(start[live_rows])
+        rows.append(live_rows)
+        start = start - slide
+    if not starts:
+        empty = np.zeros(0, dtype=np.int64)
+        return WindowPlacement(empty, empty, in_any, slide, reordered=False)
+    if len(starts) == 1:
+        return WindowPlacement(starts[0], rows[0], in_any, slide, reordered=False)
+    return WindowPlacement(
+        np.concatenate(starts), np.concatenate(rows), in_any, slide, reordered=True
+    )
+
+
+def add_to_window(
+    contents: ColumnWindow | dict[Any, Any] | None, kind: str, keys: Any, values: Any
+) -> ColumnWindow | dict[Any, Any]:
+    """``contents`` (None: a new window) with records of ``keys`` and ``values`` (None
+    for a count) added in their order, as the built-in ``kind``'s ``add`` does record
+    after record. A window is held as columns while its keys are integers and its values
+    numbers the arrays hold exactly; otherwise as a dict ``{key: accumulator}``."""
+    if contents is None:
+        contents = ColumnWindow(kind)
+    elif isinstance(contents, dict):  # restored, or filled by records: columns if it can
+        contents = ColumnWindow.from_dict(kind, contents) or contents
+    if isinstance(contents, ColumnWindow):
+        if contents.add(keys, values):
+            return contents
+        contents = contents.as_dict()
+    _add_to_dict(kind, contents, keys, values)
+    return contents
+
+
+def _distinct(starts: Any, slide: int) -> list[int]:
+    """The distinct window starts of ``starts`` (all one window offset apart by multiples
+    of ``slide``), ascending: counted by window when they span few, else sorted."""
+    low = int(starts.min())
+    index = (starts - low) // slide
+    if int(index.max()) < 1 << 12:
+        return (np.flatnonzero(np.bincount(index)) * slide + low).tolist()  # type: ignore[no-any-return]
+    return np.unique(starts).tolist()  # type: ignore[no-any-return]
+
+
+def _add_to_dict(kind: str, window: dict[Any, Any], keys: Any, values: Any) -> None:
+    """Add records with ``keys`` and ``values`` to ``window`` (``{key: accumulator}``), one
+    by one, as the built-in ``kind``'s ``add`` does."""
+    get = window.get
+    ks = keys.tolist()
+    if kind == "count":
+        for k in ks:
+            window[k] = get(k, 0) + 1
+        return
+    vs = values.tolist()
+    if kind == "sum":
+        for k, v in zip(ks, vs, strict=True):
+            window[k] = get(k, 0) + v
+    elif kind == "min":
+        for k, v in zip(ks, vs, strict=True):
+            acc = get(k)
+            window[k] = v if acc is None or v < acc else acc
+    elif kind == "max":
+        for k, v in zip(ks, vs, strict=True):
+            acc = get(k)
+            window[k] = v if acc is None or v > acc else acc
+    else:  # avg: (sum, count)
+        for k, v in zip(ks, vs, strict=True):
+            total, count = get(k, (0, 0))
+            window[k] = (total + v, count + 1)

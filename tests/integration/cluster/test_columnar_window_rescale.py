@@ -1,0 +1,178 @@
+"""The built-in Count over batches of columns on tumbling event-time windows (windows
+held as arrays, ``weir.taskmanager.operators.window_columns``): a savepoint taken by
+stop at parallelism 2 resumes at parallelism 3 with exactly the counts of an
+uninterrupted run, through an exactly-once file sink, and the savepoint holds the open
+windows key by key where ``read_savepoint`` reads them."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from weir.client import cli
+from weir.client.dispatcher_client import DispatcherGateway
+from weir.core.job_status import JobStatus
+from weir.state import read_savepoint
+
+pytestmark = pytest.mark.spark
+
+RECORDS = 30_000
+KEYS = 37
+BATCH = 250
+DEADLINE_S = 120
+
+# argv: output directory, checkpoint directory, "slow" or "fast". Record i has key
+# i * 7919 % KEYS and event time i ms; windows of one second count each key's records.
+JOB = textwrap.dedent(
+    f"""
+    import sys
+    import time
+
+    import numpy as np
+
+    from weir.common import Time, Types, WatermarkStrategy
+    from weir.common.watermark_strategy import TimestampAssigner
+    from weir.core.columnar import ColumnBatch, ColumnSpec
+    from weir.datastream import StreamExecutionEnvironment
+    from weir.datastream.aggregate_functions import Count
+    from weir.datastream.connectors import FileSink
+    from weir.datastream.connectors.file_system import BucketAssigner, Encoder
+    from weir.datastream.window_functions import ProcessWindowFunction
+    from weir.datastream.window import TumblingEventTimeWindows
+
+    out, checkpoints, speed = sys.argv[1:4]
+    SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "int64"))
+
+
+    class Reader:
+        def __init__(self):
+            self.next = 0
+
+        def poll_batch(self, max_records):
+            if self.next >= {RECORDS}:
+                return None
+            if speed == "slow":
+                time.sleep(0.05)  # throttles the run the test stops
+            i = np.arange(self.next, min({RECORDS}, self.next + {BATCH}), dtype=np.int64)
+            self.next += len(i)
+            return ColumnBatch({{"f0": i * 7919 % {KEYS}, "f1": i}}, SPEC)
+
+        def snapshot_state(self, checkpoint_id):
+            return self.next
+
+        def restore_state(self, state):
+            self.next = state
+
+        def close(self):
+            pass
+
+
+    class Records:
+        def is_bounded(self):
+            return True
+
+        def create_reader(self, context):
+            return Reader()
+
+
+    class Stamp(TimestampAssigner):
+        def extract_timestamp(self, value, record_timestamp):
+            return value[1]
+
+
+    class WithKey(ProcessWindowFunction):
+        def process(self, key, context, counts):
+            yield f"{{key}},{{context.window().start}},{{next(iter(counts))}}"
+
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(300)
+    env.get_checkpoint_config().set_checkpoint_storage_dir(checkpoints)
+    sink = (
+        FileSink.for_row_format(out, Encoder.simple_string_encoder())
+        .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+        .build()
+    )
+    (
+        env.from_source(
+            Records(),
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp()),
+            "records",
+            Types.TUPLE([Types.LONG(), Types.LONG()]),
+        )
+        .set_parallelism(1)
+        .uid("records")
+        .key_by(lambda r: r[0])
+        .window(TumblingEventTimeWindows.of(Time.seconds(1)))
+        .aggregate(Count(), WithKey(), output_type=Types.STRING())
+        .uid("windows")
+        .sink_to(sink)
+        .uid("files")
+    )
+    env.execute("columnar window counts")
+    """
+)
+
+
+def _expected() -> list[str]:
+    counts: dict[tuple[int, int], int] = {}
+    for i in range(RECORDS):
+        window = (i * 7919 % KEYS, i - i % 1000)
+        counts[window] = counts.get(window, 0) + 1
+    return sorted(f"{key},{start},{count}" for (key, start), count in counts.items())
+
+
+def _lines(*outs: Path) -> list[str]:
+    return sorted(
+        line
+        for out in outs
+        for path in out.rglob("*")
+        if path.is_file() and not path.name.startswith(".")
+        for line in path.read_text().splitlines()
+    )
+
+
+def test_a_savepoint_of_columnar_windows_resumes_at_another_parallelism(cluster, tmp_path, capsys):
+    script = tmp_path / "columnar_counts.py"
+    script.write_text(JOB)
+    checkpoints = f"file://{tmp_path / 'checkpoints'}"
+    first, resumed = tmp_path / "out-first", tmp_path / "out-resumed"
+    args = [str(first), checkpoints, "slow"]
+    assert cli.main(["run", "-d", "-p", "2", "-m", cluster.address, str(script), *args]) == 0
+    match = re.search(r"JobID ([0-9a-f]{32})", capsys.readouterr().out)
+    assert match, "the CLI did not print the job id"
+    job_id = match.group(1)
+    with DispatcherGateway(cluster.address) as gateway:
+        deadline = time.monotonic() + DEADLINE_S
+        while gateway.checkpoint_statistics(job_id).num_completed < 2:
+            assert time.monotonic() < deadline, "no checkpoint completed"
+            time.sleep(0.1)  # polling interval
+    assert cli.main(["stop", "-m", cluster.address, "-p", str(tmp_path / "sp"), job_id]) == 0
+    match = re.search(r"Savepoint completed\. Path: (\S+)", capsys.readouterr().out)
+    assert match
+    savepoint = match.group(1)
+    with DispatcherGateway(cluster.address) as gateway:
+        assert gateway.wait_for_result(job_id, DEADLINE_S * 1000).status == JobStatus.FINISHED.name
+
+    # The open windows, key by key (key, window start, count): read as any keyed state.
+    sp = read_savepoint(savepoint)
+    (windows,) = (op for op in sp.operators if op.uid == "windows")
+    names = {
+        meta.name
+        for subtask in sp.metadata.operator_states[windows.operator_id].subtask_states.values()
+        for handle in subtask.managed_keyed_state
+        for meta in handle.state_meta
+        if meta.name.startswith("_weir_window")
+    }
+    open_windows = [entry for name in sorted(names) for entry in sp.keyed_state("windows", name)]
+    assert open_windows, "the savepoint holds no open window"
+
+    # Two subtasks' key groups, read by three.
+    args = [str(resumed), checkpoints, "fast"]
+    run = ["run", "-p", "3", "-m", cluster.address, "-s", savepoint, str(script), *args]
+    assert cli.main(run) == 0
+    assert _lines(first, resumed) == _expected()
