@@ -508,6 +508,7 @@ class DefaultScheduler:
         ExecutionFailureHandler with a NonRecoverableError). ``failed``: the task whose
         failure it is; None for a failure of the whole job."""
         now_ms = int(time.time() * 1000)
+        cause = self._said(cause)
         self.failure_cause = cause
         self.failure_ms = now_ms
         coordinator = self.checkpoint_coordinator
@@ -765,7 +766,7 @@ class DefaultScheduler:
         with self._lock:
             if self.status.is_terminal_state():
                 return
-            self.failure_cause = cause
+            self.failure_cause = self._said(cause)
             self._transition(JobStatus.FAILING)
             for ev in self.graph.all_executions():
                 if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
@@ -913,9 +914,37 @@ class DefaultScheduler:
             )
             self._transition(JobStatus.SUSPENDED)
 
+    def _said(self, cause: str) -> str:
+        """``cause``, or when it says nothing (an error raised without a message, say)
+        what is known of the failure instead: a job never fails without a cause."""
+        if cause.strip():
+            return cause
+        failed = [
+            f"{ev.task_name} failed:\n{ev.current.failure_cause}"
+            for ev in self.graph.all_executions()
+            if ev.current.state is ExecutionState.FAILED and ev.current.failure_cause.strip()
+        ]
+        if failed:
+            return failed[0]
+        history = [e.failure_cause for e in self._exception_history if e.failure_cause.strip()]
+        if history:
+            return history[-1]
+        logger.error(
+            "job %s failed without a cause being recorded: a defect; the master's log "
+            "above says what happened",
+            self.job_id,
+        )
+        return (
+            f"job {self.job_id} failed in attempt {self.graph.attempt_number}, and no cause "
+            "was recorded for it (a defect of Weir's; the master's log says what happened "
+            "before)"
+        )
+
     def _transition(self, status: JobStatus) -> None:
         if status is self.status:
             return
+        if status is JobStatus.FAILED:
+            self.failure_cause = self._said(self.failure_cause)
         logger.info(
             "job %s (%s) switched from %s to %s",
             self.graph.job_graph.job_name,
