@@ -24,6 +24,7 @@ from weir.core.checkpoint import (
 )
 from weir.core.deployment import ExecutionState
 from weir.core.errors import (
+    LeaderLostError,
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
@@ -77,6 +78,10 @@ TASK_RPC_TIMEOUT_S = 10.0
 # While its leadership is unconfirmed (ZooKeeper unreachable or the session in doubt) a
 # JobMaster asks again this often before deploying; a revocation ends the wait sooner.
 _LEADERSHIP_POLL_S = 0.2
+# A restart whose checkpoint cannot be restored because the HA store does not answer tries
+# again this often: each try reads the checkpoint's files, and the store's server returns in
+# seconds or the leadership ends at its renew deadline (seconds too).
+_RESTORE_RETRY_S = 1.0
 
 
 class DefaultScheduler:
@@ -625,11 +630,35 @@ class DefaultScheduler:
                 self._changed.wait(left)
         # The backoff is the restart strategy's (restart-strategy.*.delay): a wait by design.
         time.sleep(max(0.0, deadline - time.monotonic()))
-        try:
-            restored = coordinator.restore_latest() if coordinator is not None else None
-        except WeirError as exc:
-            self._fail_job(f"{type(exc).__name__}: {exc}")
-            return
+        restored = None
+        warned = False
+        while coordinator is not None:
+            try:
+                restored = coordinator.restore_latest()
+                break
+            except LeaderLostError as exc:
+                # The HA store cannot be read now (its server unreachable, say): no fault of
+                # the job's. Leadership decides: it is confirmed again (the store answers)
+                # and the restore goes on, or it is revoked and the job is the next
+                # leader's (cancel() ends this attempt SUSPENDED).
+                with self._lock:
+                    if self.status is not JobStatus.RESTARTING or self._leadership_revoked():
+                        return
+                if self._confirm_leadership is None:
+                    self._fail_job(f"{type(exc).__name__}: {exc}")
+                    return
+                if not warned:
+                    logger.warning(
+                        "job %s: the restart waits: its latest checkpoint cannot be "
+                        "restored now (%s)",
+                        self.job_id,
+                        exc,
+                    )
+                    warned = True
+                time.sleep(_RESTORE_RETRY_S)  # retry interval; leadership decides the end
+            except WeirError as exc:
+                self._fail_job(f"{type(exc).__name__}: {exc}")
+                return
         with self._lock:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
