@@ -272,10 +272,23 @@ class DefaultScheduler:
         then withdraw it and fail with the ResourceManager's account of why it was not
         met."""
         timeout_ms = cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
+        # With high availability the ResourceManager's address reaches a JobMaster through
+        # the HA store, maybe just after the JobMaster started (a new leader recovering
+        # its jobs): the request waits for it, as Flink's slot pool waits for its
+        # ResourceManager, up to slot.request.timeout.
+        deadline = time.monotonic() + timeout_ms / 1000
         address = self._rm_address()
-        if not address:
-            msg = "no ResourceManager is known; is the cluster running?"
-            raise WeirError(msg)
+        while not address:
+            with self._lock:
+                running = self.status is JobStatus.RUNNING
+            if not running or time.monotonic() >= deadline:
+                msg = (
+                    f"no ResourceManager is known to job {self.job_id} after "
+                    f"{timeout_ms} ms (slot.request.timeout); is the cluster running?"
+                )
+                raise WeirError(msg)
+            time.sleep(_LEADERSHIP_POLL_S)  # polling interval; the address decides
+            address = self._rm_address()
         pending = _PendingSlotRequest(new_hex_id(), needed, Future())
         with self._lock:
             if self.status is not JobStatus.RUNNING:
