@@ -158,7 +158,7 @@ class Dispatcher(LeaderContender):
                 continue
             logger.info("recovering job %s from its stored job graph", job_id)
             try:
-                self.submit_job(graph_bytes)
+                self.submit_job(graph_bytes, recovered=True)
             except WeirError:
                 # The job stays in the store: a later leader tries it again.
                 logger.exception("job %s could not be recovered", job_id)
@@ -181,7 +181,9 @@ class Dispatcher(LeaderContender):
         self._rm_address = address
 
     # -- jobs ----------------------------------------------------------------------
-    def submit_job(self, job_graph_bytes: bytes) -> str:
+    def submit_job(self, job_graph_bytes: bytes, *, recovered: bool = False) -> str:
+        """``recovered``: the job is one of the previous leader's, from the job graph
+        store; if its JobMaster cannot start, its graph stays there."""
         self.check_leadership()
         graph = decode_job_graph(job_graph_bytes)  # JobGraphError says what is wrong
         with self._cond:
@@ -203,7 +205,7 @@ class Dispatcher(LeaderContender):
         try:
             self._job_graph_store.put_job_graph(graph.job_id, job_graph_bytes)
             logger.info("received job %s (%s)", graph.job_name, graph.job_id)
-            runner = self._start_runner(graph)
+            runner = self._start_runner(graph, keep_graph=recovered)
             with self._cond:
                 closed = self._closed
                 if not closed:
@@ -224,14 +226,18 @@ class Dispatcher(LeaderContender):
             raise JobSubmissionError(msg)
         return graph.job_id
 
-    def _start_runner(self, graph: JobGraph) -> JobManagerRunner:
+    def _start_runner(self, graph: JobGraph, *, keep_graph: bool = False) -> JobManagerRunner:
         job_id = graph.job_id
         try:
             return self._factory(graph, self._job_terminated, lambda: self._job_changed(job_id))
         except Exception as exc:
             with self._cond:
                 self._jobs.pop(graph.job_id, None)
-            self._job_graph_store.remove_job_graph(graph.job_id)
+            # A submission refused leaves nothing behind; a recovered job's JobMaster may
+            # have failed for a passing reason (the HA store unreachable as it read its
+            # checkpoints): its graph stays for the next leadership, never dropped.
+            if not keep_graph:
+                self._job_graph_store.remove_job_graph(graph.job_id)
             logger.warning("starting the JobMaster of %s failed", graph.job_id, exc_info=True)
             msg = f"could not start a JobMaster for job {graph.job_id}: {exc}"
             raise JobSubmissionError(msg) from exc

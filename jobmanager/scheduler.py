@@ -25,6 +25,7 @@ from weir.core.checkpoint import (
 from weir.core.deployment import ExecutionState
 from weir.core.errors import (
     CheckpointStorageUnavailableError,
+    LeaderLostError,
     RemoteTimeoutError,
     ServiceUnavailableError,
     SlotAllocationError,
@@ -78,6 +79,10 @@ TASK_RPC_TIMEOUT_S = 10.0
 # While its leadership is unconfirmed (ZooKeeper unreachable or the session in doubt) a
 # JobMaster asks again this often before deploying; a revocation ends the wait sooner.
 _LEADERSHIP_POLL_S = 0.2
+# A restart whose checkpoint cannot be restored because the HA store does not answer tries
+# again this often: each try reads the checkpoint's files, and the store's server returns in
+# seconds or the leadership ends at its renew deadline (seconds too).
+_RESTORE_RETRY_S = 1.0
 
 
 class DefaultScheduler:
@@ -268,10 +273,23 @@ class DefaultScheduler:
         then withdraw it and fail with the ResourceManager's account of why it was not
         met."""
         timeout_ms = cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
+        # With high availability the ResourceManager's address reaches a JobMaster through
+        # the HA store, maybe just after the JobMaster started (a new leader recovering
+        # its jobs): the request waits for it, as Flink's slot pool waits for its
+        # ResourceManager, up to slot.request.timeout.
+        deadline = time.monotonic() + timeout_ms / 1000
         address = self._rm_address()
-        if not address:
-            msg = "no ResourceManager is known; is the cluster running?"
-            raise WeirError(msg)
+        while not address:
+            with self._lock:
+                running = self.status is JobStatus.RUNNING
+            if not running or time.monotonic() >= deadline:
+                msg = (
+                    f"no ResourceManager is known to job {self.job_id} after "
+                    f"{timeout_ms} ms (slot.request.timeout); is the cluster running?"
+                )
+                raise WeirError(msg)
+            time.sleep(_LEADERSHIP_POLL_S)  # polling interval; the address decides
+            address = self._rm_address()
         pending = _PendingSlotRequest(new_hex_id(), needed, Future())
         with self._lock:
             if self.status is not JobStatus.RUNNING:
@@ -509,6 +527,7 @@ class DefaultScheduler:
         ExecutionFailureHandler with a NonRecoverableError). ``failed``: the task whose
         failure it is; None for a failure of the whole job."""
         now_ms = int(time.time() * 1000)
+        cause = self._said(cause)
         self.failure_cause = cause
         self.failure_ms = now_ms
         coordinator = self.checkpoint_coordinator
@@ -626,14 +645,40 @@ class DefaultScheduler:
                 self._changed.wait(left)
         # The backoff is the restart strategy's (restart-strategy.*.delay): a wait by design.
         time.sleep(max(0.0, deadline - time.monotonic()))
-        try:
-            restored = coordinator.restore_latest() if coordinator is not None else None
-        except CheckpointStorageUnavailableError as exc:
-            self._restore_failed(f"{type(exc).__name__}: {exc}", old)
-            return
-        except WeirError as exc:
-            self._fail_job(f"{type(exc).__name__}: {exc}")
-            return
+        restored = None
+        warned = False
+        while coordinator is not None:
+            try:
+                restored = coordinator.restore_latest()
+                break
+            except CheckpointStorageUnavailableError as exc:
+                # The checkpoint storage did not answer (an outage): the restart strategy
+                # decides, as for any failure.
+                self._restore_failed(f"{type(exc).__name__}: {exc}", old)
+                return
+            except LeaderLostError as exc:
+                # The HA store cannot be read now (its server unreachable, say): no fault of
+                # the job's. Leadership decides: it is confirmed again (the store answers)
+                # and the restore goes on, or it is revoked and the job is the next
+                # leader's (cancel() ends this attempt SUSPENDED).
+                with self._lock:
+                    if self.status is not JobStatus.RESTARTING or self._leadership_revoked():
+                        return
+                if self._confirm_leadership is None:
+                    self._fail_job(f"{type(exc).__name__}: {exc}")
+                    return
+                if not warned:
+                    logger.warning(
+                        "job %s: the restart waits: its latest checkpoint cannot be "
+                        "restored now (%s)",
+                        self.job_id,
+                        exc,
+                    )
+                    warned = True
+                time.sleep(_RESTORE_RETRY_S)  # retry interval; leadership decides the end
+            except WeirError as exc:
+                self._fail_job(f"{type(exc).__name__}: {exc}")
+                return
         with self._lock:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
@@ -808,7 +853,7 @@ class DefaultScheduler:
         with self._lock:
             if self.status.is_terminal_state():
                 return
-            self.failure_cause = cause
+            self.failure_cause = self._said(cause)
             self._transition(JobStatus.FAILING)
             self._cancel_all_tasks()
             self._check_terminal()
@@ -964,9 +1009,37 @@ class DefaultScheduler:
             )
             self._transition(JobStatus.SUSPENDED)
 
+    def _said(self, cause: str) -> str:
+        """``cause``, or when it says nothing (an error raised without a message, say)
+        what is known of the failure instead: a job never fails without a cause."""
+        if cause.strip():
+            return cause
+        failed = [
+            f"{ev.task_name} failed:\n{ev.current.failure_cause}"
+            for ev in self.graph.all_executions()
+            if ev.current.state is ExecutionState.FAILED and ev.current.failure_cause.strip()
+        ]
+        if failed:
+            return failed[0]
+        history = [e.failure_cause for e in self._exception_history if e.failure_cause.strip()]
+        if history:
+            return history[-1]
+        logger.error(
+            "job %s failed without a cause being recorded: a defect; the master's log "
+            "above says what happened",
+            self.job_id,
+        )
+        return (
+            f"job {self.job_id} failed in attempt {self.graph.attempt_number}, and no cause "
+            "was recorded for it (a defect of Weir's; the master's log says what happened "
+            "before)"
+        )
+
     def _transition(self, status: JobStatus) -> None:
         if status is self.status:
             return
+        if status is JobStatus.FAILED:
+            self.failure_cause = self._said(self.failure_cause)
         logger.info(
             "job %s (%s) switched from %s to %s",
             self.graph.job_graph.job_name,

@@ -515,14 +515,55 @@ def ensure_weir_image() -> WeirImage:
         return WeirImage(WEIR_REPOSITORY, tag, _image_size(ref), build_seconds)
 
 
-def _forget_old_weir_images(keep: str) -> None:
+S3_DOCKERFILE = REPO / "tests" / "kubernetes" / "weir-s3.Dockerfile"
+WEIR_S3_REPOSITORY = "localhost/weir-s3"
+
+
+def ensure_weir_s3_image(base: WeirImage) -> WeirImage:
+    """Weir's image with s3fs (tests/kubernetes/weir-s3.Dockerfile, FROM ``base``), built
+    unless one of the same base and recipe exists already."""
+    tag = digest_files([S3_DOCKERFILE], REPO, extra=base.ref)
+    ref = f"{WEIR_S3_REPOSITORY}:{tag}"
+    with locked(CACHE / "images.lock"):
+        if not podman_has(ref):
+            log(f"building {ref} FROM {base.ref} with podman")
+            started = time.monotonic()
+            run(
+                [
+                    "nice",
+                    "-n",
+                    "5",
+                    "podman",
+                    "build",
+                    "--format",
+                    "docker",
+                    "--network",
+                    "host",
+                    "--pull=never",
+                    "--build-arg",
+                    f"BASE={base.ref}",
+                    "-f",
+                    str(S3_DOCKERFILE),
+                    "-t",
+                    ref,
+                    str(S3_DOCKERFILE.parent),
+                ],
+                "building Weir's image with s3fs",
+                timeout=IMAGE_BUILD_TIMEOUT_S,
+            )
+            log(f"{ref} built in {time.monotonic() - started:.0f} s")
+            _forget_old_weir_images(keep=ref, repository=WEIR_S3_REPOSITORY)
+        return WeirImage(WEIR_S3_REPOSITORY, tag, _image_size(ref), None)
+
+
+def _forget_old_weir_images(keep: str, repository: str = WEIR_REPOSITORY) -> None:
     out = run(
         [
             "podman",
             "images",
             "--format",
             "{{.Repository}}:{{.Tag}} {{.CreatedAt}}",
-            WEIR_REPOSITORY,
+            repository,
         ],
         "podman images",
         timeout=60,

@@ -84,21 +84,21 @@ def minio_binary() -> Path:
     return binary
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
-def server_command(binary: Path, data: Path, port: int) -> list[str]:
+def server_command(binary: Path, data: Path, port: int, host: str = "127.0.0.1") -> list[str]:
     return [
         str(binary),
         "server",
         "--quiet",
         "--address",
-        f"127.0.0.1:{port}",
+        f"{host}:{port}",
         "--console-address",
-        f"127.0.0.1:{free_port()}",
+        f"{host}:{free_port(host)}",
         str(data),
     ]
 
@@ -209,12 +209,14 @@ class S3Endpoint:
 
 class MinioServer(S3Endpoint):
     """A MinIO server of a test's own, which it may stop and start again (same port, same
-    data)."""
+    data). ``host``: the address it serves on, 127.0.0.1 or an address the tests made
+    (the test cluster's node address on its bridge, for pods to reach)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, host: str = "127.0.0.1") -> None:
         self.directory = Path(directory)
-        self.port = free_port()
-        super().__init__(f"http://127.0.0.1:{self.port}")
+        self.host = host
+        self.port = free_port(host)
+        super().__init__(f"http://{host}:{self.port}")
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -225,7 +227,7 @@ class MinioServer(S3Endpoint):
         (self.directory / "data").mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as log:
             self._process = subprocess.Popen(
-                server_command(minio_binary(), self.directory / "data", self.port),
+                server_command(minio_binary(), self.directory / "data", self.port, self.host),
                 env=server_environment(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,

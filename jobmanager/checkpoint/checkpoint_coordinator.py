@@ -176,6 +176,10 @@ class CheckpointCoordinator:
         self.config = config
         self._storage = storage
         self._counter = id_counter
+        self._counter_passed = 0
+        """An id the counter is known to be past (drawn or restored by this coordinator):
+        restoring a checkpoint up to it needs no read of the counter, which under high
+        availability lives in the HA store and may be unreachable just then."""
         self._store = store
         self._gateway = gateway
         self._plan_provider = plan_provider
@@ -362,6 +366,7 @@ class CheckpointCoordinator:
             return []
         try:
             checkpoint_id = self._counter.get_and_increment()
+            self._counter_passed = max(self._counter_passed, checkpoint_id)
         except WeirError as exc:  # the counter lives in ZooKeeper under high availability
             if savepoint is not None:
                 msg = f"no checkpoint id could be drawn for the savepoint: {exc}"
@@ -546,7 +551,9 @@ class CheckpointCoordinator:
         snapshot: TaskStateSnapshot | None = None,
     ) -> list[_Effect]:
         retained = {p.checkpoint_id for p in self._store.get_all()}
-        if checkpoint_id in retained or checkpoint_id >= self._counter.get():
+        # Never triggered: beyond every id this coordinator drew (no read of the counter,
+        # which may live in an HA store that is unreachable just now).
+        if checkpoint_id in retained or checkpoint_id > self._counter_passed:
             logger.info(
                 "job %s: ignoring acknowledgement of checkpoint %d from %s: %s",
                 self.job_id,
@@ -998,8 +1005,14 @@ class CheckpointCoordinator:
 
     def _bump_counter(self, restored_id: int) -> None:
         # Ids never repeat: after restoring checkpoint n the next one is at least n + 1.
+        # A restart restores a checkpoint this coordinator drew (or restored) itself: the
+        # counter is past it already, and the HA store is not asked (a restart while its
+        # server is unreachable must not fail the job for a read it does not need).
+        if restored_id <= self._counter_passed:
+            return
         if self._counter.get() <= restored_id:
             self._counter.set_count(restored_id + 1)
+        self._counter_passed = restored_id
 
     # -- leadership ----------------------------------------------------------------------
     def suspend(self) -> None:

@@ -277,6 +277,10 @@ class ConnectionManager:
         error: OSError | None = None
         for port in range(first, last + 1):
             server = socket.socket(socket.AF_INET6 if ":" in self._host else socket.AF_INET)
+            # A fixed port stays bindable while the connections a former data server on it
+            # closed linger in TIME_WAIT (a minute): a TaskManager that replaces a killed
+            # one in the same pod binds it at once, as a JVM's server socket would.
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 server.bind((self._host, port))
                 server.listen(_ACCEPT_BACKLOG)

@@ -164,6 +164,32 @@ class Session:
         )
         return f"{pods.stdout}\n{events.stdout[-4000:]}"
 
+    def keep_logs(self, directory: Path) -> Path:
+        """Write the whole log of every pod of the session, and of its previous container
+        where one restarted, into ``directory`` (for a failing test: the tails a message
+        can hold rarely show where it began). Returns the directory."""
+        directory.mkdir(parents=True, exist_ok=True)
+        pods = self.cluster.pods(self.namespace, f"app={self.cluster_id}")
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            restarts = sum(
+                s.get("restartCount", 0) for s in pod["status"].get("containerStatuses", [])
+            )
+            for previous in (False, True) if restarts else (False,):
+                done = self.cluster.kubectl(
+                    "-n",
+                    self.namespace,
+                    "logs",
+                    name,
+                    *(["--previous"] if previous else []),
+                    "--timestamps",
+                    check=False,
+                )
+                suffix = ".previous.log" if previous else ".log"
+                (directory / f"{name}{suffix}").write_text(done.stdout + done.stderr)
+        (directory / "describe.txt").write_text(self.describe())
+        return directory
+
     def master_log(self, tail: int = 200) -> str:
         done = self.cluster.kubectl(
             "-n",

@@ -23,10 +23,16 @@ from typing import Any
 import pytest
 from kubernetes_api_server import NAMESPACE, KubeApiServer
 
-from weir.core.errors import ConfigurationError, LeaderLostError
+from weir.core.errors import ConfigurationError, LeaderLostError, PossibleInconsistentStateError
 from weir.core.highavailability import CompletedCheckpointPointer, LeaderContender
 from weir.core.highavailability.kubernetes import KubernetesHaServices
-from weir.core.highavailability.kubernetes.api_client import ConfigMap
+from weir.core.highavailability.kubernetes import services as ha_services_module
+from weir.core.highavailability.kubernetes.api_client import (
+    ConfigMap,
+    KubernetesApiClient,
+    KubernetesUnavailableError,
+)
+from weir.core.highavailability.kubernetes.connection import resolve_connection
 from weir.core.highavailability.kubernetes.leader_elector import (
     LEADER_ANNOTATION,
     LeaderRecord,
@@ -68,6 +74,31 @@ class RecordingContender(LeaderContender):
 
     def revoke_leadership(self) -> None:
         self.revoked.set()
+
+
+class TestingAnswerLosingClient(KubernetesApiClient):
+    """A client of the real API server whose next ConfigMap replacement on the thread that
+    asks for it (not the elector's renewals) loses its answer, after the server applied
+    it or before the request went out."""
+
+    __test__ = False  # a test double, not a test class
+    _lose: tuple[int, bool] | None = None
+
+    def lose_next_answer(self, *, applied: bool) -> None:
+        self._lose = (threading.get_ident(), applied)
+
+    def replace_config_map(
+        self, config_map: ConfigMap, timeout_s: float | None = None
+    ) -> ConfigMap:
+        lose = self._lose
+        if lose is None or lose[0] != threading.get_ident():
+            return super().replace_config_map(config_map, timeout_s)
+        if lose[1]:
+            # A conflict (a renewal came first) raises here, and the next attempt loses it.
+            super().replace_config_map(config_map, timeout_s)
+        self._lose = None
+        msg = "the connection to the API server broke before its answer came"
+        raise KubernetesUnavailableError(msg, maybe_applied=True)
 
 
 class Watcher:
@@ -234,6 +265,39 @@ class TestLeaderElection:
         with pytest.raises(LeaderLostError, match="changed under"):
             stale.add_checkpoint(CompletedCheckpointPointer(JOB, 4, "file:///c/chk-4", 4))
         assert [p.checkpoint_id for p in fresh.get_all()] == [5]
+
+    @pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])
+    def test_a_registration_whose_answer_was_lost_is_settled_by_the_next_one(
+        self, k8s_config: dict[str, str], monkeypatch: pytest.MonkeyPatch, applied: bool
+    ):
+        """The answer to the write registering checkpoint 2 is lost (the API server
+        restarted under it): the store cannot know whether it was applied. The next
+        registration finds out from the ConfigMap and goes on from what is there, rather
+        than taking the store's own write for another leader's."""
+        client = TestingAnswerLosingClient(resolve_connection(k8s_config), timeout_s=10)
+        monkeypatch.setattr(ha_services_module, "create_api_client", lambda *_a, **_k: client)
+        services = KubernetesHaServices(k8s_config, "one")
+        try:
+            services.start_contending()
+            assert services.latch.await_leadership(60) is not None
+            store = services.create_completed_checkpoint_store(JOB, 1)
+            first = CompletedCheckpointPointer(JOB, 1, "file:///c/chk-1", 1)
+            second = CompletedCheckpointPointer(JOB, 2, "file:///c/chk-2", 2)
+            third = CompletedCheckpointPointer(JOB, 3, "file:///c/chk-3", 3)
+            assert store.add_checkpoint(first) == []
+            client.lose_next_answer(applied=applied)
+            with pytest.raises(PossibleInconsistentStateError):
+                store.add_checkpoint(second)
+            registered = services.create_completed_checkpoint_store(JOB, 1).get_all()
+            assert registered == [second if applied else first]
+            # Either way the next one registers, and the one it subsumes, and what the
+            # lost write dropped or would have registered, are handed back for deletion.
+            subsumed = store.add_checkpoint(third)
+            assert sorted(subsumed, key=lambda p: p.checkpoint_id) == [first, second]
+            assert store.get_all() == [third]
+            assert services.create_completed_checkpoint_store(JOB, 1).get_all() == [third]
+        finally:
+            services.close()
 
     def test_a_service_account_without_the_role_is_told_what_to_grant(
         self, kube_api_server: KubeApiServer, k8s_config: dict[str, str]

@@ -6,8 +6,10 @@ import threading
 
 import pytest
 
-from weir.core.errors import JobSubmissionError
+from weir.core.errors import JobSubmissionError, LeaderLostError
 from weir.core.highavailability import StandaloneHaServices
+from weir.core.highavailability.services import JobGraphStore
+from weir.core.ids import JobId
 from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, OperatorKind
 from weir.core.job_graph_codec import encode_job_graph
 from weir.core.job_info import JobDetailsInfo
@@ -121,3 +123,47 @@ def _no_leftover_threads():
     before = set(threading.enumerate())
     yield
     assert not [t for t in threading.enumerate() if t not in before and t.is_alive()]
+
+
+class TestingJobGraphStore(JobGraphStore):
+    """Job graphs in a dict, as a previous leader left them."""
+
+    __test__ = False
+
+    def __init__(self, graphs: dict[str, bytes]) -> None:
+        self.graphs = graphs
+
+    def put_job_graph(self, job_id: JobId, job_graph: bytes) -> None:
+        self.graphs[job_id] = job_graph
+
+    def remove_job_graph(self, job_id: JobId) -> None:
+        self.graphs.pop(job_id, None)
+
+    def recover_job_graph(self, job_id: JobId) -> bytes | None:
+        return self.graphs.get(job_id)
+
+    def get_job_ids(self) -> list[JobId]:
+        return sorted(JobId(j) for j in self.graphs)
+
+
+class TestRecovery:
+    def test_a_recovered_job_whose_job_master_cannot_start_keeps_its_graph(self) -> None:
+        """The previous leader's job is recovered, and its JobMaster fails to start for a
+        passing reason (the HA store did not answer as it read the job's checkpoints): the
+        graph stays for the next leadership; a new submission that fails leaves none."""
+        store = TestingJobGraphStore({"b" * 32: _graph("b" * 32)})
+
+        class Services(StandaloneHaServices):
+            def get_job_graph_store(self) -> JobGraphStore:
+                return store
+
+        def factory(graph, on_terminated, on_changed):
+            raise LeaderLostError("the completed checkpoints cannot be read from the API server")
+
+        dispatcher = Dispatcher({}, Services(), factory)
+        dispatcher.start("127.0.0.1:1")  # leads at once, and recovers
+        assert store.get_job_ids() == ["b" * 32]
+        with pytest.raises(JobSubmissionError, match="could not start a JobMaster"):
+            dispatcher.submit_job(_graph("c" * 32))
+        assert store.get_job_ids() == ["b" * 32]
+        dispatcher.close()

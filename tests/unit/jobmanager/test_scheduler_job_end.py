@@ -105,6 +105,19 @@ def test_a_failing_job_keeps_its_tasks_failures():
     assert _states(scheduler) == [ExecutionState.FAILED] * 2
 
 
+def test_a_job_never_fails_without_a_cause():
+    """A failure whose error said nothing (raised without a message) still fails the
+    job with a cause that says what is known."""
+    scheduler, statuses = _scheduler()
+    scheduler.fail_over("")
+    for attempt in _attempts(scheduler):
+        scheduler.update_task_state(attempt, ExecutionState.CANCELED, None)
+    assert statuses == [JobStatus.FAILING, JobStatus.FAILED]
+    assert "no cause was recorded" in scheduler.failure_cause
+    assert scheduler.details("127.0.0.1:1").failure_cause == scheduler.failure_cause
+    assert scheduler.exception_history()[-1].failure_cause == scheduler.failure_cause
+
+
 def test_every_task_of_a_job_stopped_with_a_savepoint_ends_finished():
     scheduler, statuses = _scheduler()
     first, second = _attempts(scheduler)

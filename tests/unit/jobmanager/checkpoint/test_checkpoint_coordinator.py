@@ -19,6 +19,7 @@ from weir.core.checkpoint import CheckpointType, ExternalizedCheckpointRetention
 from weir.core.errors import (
     CheckpointError,
     CheckpointStorageUnavailableError,
+    LeaderLostError,
     PossibleInconsistentStateError,
 )
 from weir.core.ids import ExecutionAttemptId
@@ -314,6 +315,21 @@ class TestRestore:
         fs.rm(path)
         with pytest.raises(CheckpointError):
             h.coordinator.restore_latest(verify_state=False)
+
+    def test_a_restart_restores_without_asking_the_counter(self, monkeypatch):
+        """A restart restores a checkpoint this coordinator drew itself: the counter (in
+        the HA store under high availability, maybe unreachable just then) is not read."""
+        h = make_harness()
+        h.ack_all(h.coordinator.trigger_checkpoint())
+        h.ack_all(h.coordinator.trigger_checkpoint())
+
+        def unreachable(*_args):
+            raise LeaderLostError("the checkpoint id counter cannot be read")
+
+        monkeypatch.setattr(h.counter, "get", unreachable)
+        monkeypatch.setattr(h.counter, "set_count", unreachable)
+        restored = h.coordinator.restore_latest()
+        assert restored is not None and restored.checkpoint_id == 2
 
     def test_ids_never_repeat_after_restoring_into_a_new_coordinator(self):
         h = make_harness()

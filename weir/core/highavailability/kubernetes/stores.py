@@ -24,6 +24,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import fsspec
 
@@ -205,9 +206,27 @@ def _decode(text: str | None) -> tuple[list[CompletedCheckpointPointer], str]:
     return pointers, str(stored.get("update", ""))
 
 
+@dataclass(frozen=True, slots=True)
+class _Base:
+    """What one write of the completed checkpoints goes on from, and what it writes."""
+
+    seen: str
+    before: list[CompletedCheckpointPointer]
+    dropped: list[CompletedCheckpointPointer]
+    retained: list[CompletedCheckpointPointer]
+    subsumed: list[CompletedCheckpointPointer]
+
+
 class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
     """The retained pointers of one job as one JSON value: adding one is one fenced
-    compare-and-swap that also checks the value is the one this store last wrote or read."""
+    compare-and-swap that also checks the value is the one this store last wrote or read.
+
+    A write whose answer was lost (the API server restarted under it, say) may or may not
+    have been applied: ``add_checkpoint`` raises PossibleInconsistentStateError and the
+    store remembers that write. The next ``add_checkpoint`` reads the value anyway: if it
+    is that write, it was applied, and the store goes on from it (the pointers it dropped
+    are subsumed then) instead of taking it for another leader's; if it is the one before,
+    it was not, and the checkpoint it would have registered is subsumed."""
 
     def __init__(
         self,
@@ -224,35 +243,75 @@ class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
         self._lock = threading.Lock()
         text = _read_data(elector, f"the completed checkpoints of job {job_id}").get(self._key)
         self._pointers, self._seen = _decode(text)
+        self._unsure: tuple[str, list[CompletedCheckpointPointer]] | None = None
+        """The update id and pointers of a write whose answer was lost, until known."""
+        self._dropped: list[CompletedCheckpointPointer] = []
+        """Pointers a write whose answer was lost dropped, once it is known to be applied:
+        subsumed with the next checkpoint added."""
 
     def add_checkpoint(
         self, pointer: CompletedCheckpointPointer
     ) -> list[CompletedCheckpointPointer]:
         with self._lock:
-            pointers = [*self._pointers, pointer]
-            subsumed = pointers[: -self._max_retained]
-            retained = pointers[-self._max_retained :]
             update_id = uuid.uuid4().hex
-            value = json.dumps(
-                {"update": update_id, "checkpoints": [_encode_pointer(p) for p in retained]}
-            )
-            seen = self._seen
+            read: list[_Base] = []
 
             def add(data: dict[str, str]) -> dict[str, str]:
-                if _decode(data.get(self._key))[1] != seen:
-                    msg = (
-                        f"job {self._job_id}: the completed checkpoints in the HA ConfigMap "
-                        "changed under this JobMaster (another leader wrote them); "
-                        f"checkpoint {pointer.checkpoint_id} is not registered"
-                    )
-                    raise LeaderLostError(msg)
-                data[self._key] = value
+                read.clear()
+                base = self._base(_decode(data.get(self._key))[1], pointer)
+                read.append(base)
+                data[self._key] = json.dumps(
+                    {
+                        "update": update_id,
+                        "checkpoints": [_encode_pointer(p) for p in base.retained],
+                    }
+                )
                 return data
 
-            self._elector.guarded_update(self._token(), add)
-            self._pointers = retained
+            try:
+                self._elector.guarded_update(self._token(), add)
+            except LeaderLostError as exc:
+                if read:
+                    # What the read showed holds whatever became of the write.
+                    base = read[0]
+                    self._pointers, self._seen, self._dropped = base.before, base.seen, base.dropped
+                    self._unsure = None
+                    if isinstance(exc, PossibleInconsistentStateError):
+                        self._unsure = (update_id, base.retained)
+                raise
+            base = read[0]
+            self._pointers = base.retained
             self._seen = update_id
-            return subsumed
+            self._unsure = None
+            self._dropped = []
+            return [*base.dropped, *base.subsumed]
+
+    def _base(self, found: str, pointer: CompletedCheckpointPointer) -> _Base:
+        """What a write adding ``pointer`` goes on from, given the update id ``found`` in
+        the ConfigMap; LeaderLostError when another leader wrote there."""
+        seen, before, dropped = self._seen, self._pointers, self._dropped
+        if self._unsure is not None and found == self._unsure[0]:
+            # The write whose answer was lost was applied: go on from it.
+            seen, before = found, self._unsure[1]
+            dropped = [*dropped, *(p for p in self._pointers if p not in before)]
+        elif self._unsure is not None and found == seen:
+            # It was not: the checkpoint it would have registered is no one's.
+            dropped = [*dropped, *(p for p in self._unsure[1] if p not in before)]
+        elif found != seen:
+            msg = (
+                f"job {self._job_id}: the completed checkpoints in the HA ConfigMap "
+                "changed under this JobMaster (another leader wrote them); "
+                f"checkpoint {pointer.checkpoint_id} is not registered"
+            )
+            raise LeaderLostError(msg)
+        pointers = [*before, pointer]
+        return _Base(
+            seen=seen,
+            before=before,
+            dropped=dropped,
+            retained=pointers[-self._max_retained :],
+            subsumed=pointers[: -self._max_retained],
+        )
 
     def get_latest(self) -> CompletedCheckpointPointer | None:
         with self._lock:
@@ -269,3 +328,5 @@ class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
             self._elector.guarded_update(self._token(), _remove(self._key))
             self._pointers = []
             self._seen = ""
+            self._unsure = None
+            self._dropped = []
