@@ -128,23 +128,30 @@ typecheck: site
 	  --config-file $(abspath pyproject.toml) --cache-dir $(abspath .mypy_cache) weir \
 	  | $(TO_REPO)
 
-# The tests beyond the unit tier mostly wait (on JVMs, subprocesses, checkpoints): two
-# workers, each with its own SparkContext and shared clusters, a test file per worker at a
-# time (pytest-xdist), keep both cores busy.
-TEST_WORKERS ?= 2
+# The tests beyond the unit tier wait as much as they compute (on JVMs, subprocesses,
+# checkpoints): three workers, each with its own SparkContext and shared clusters, a test
+# file per worker at a time (pytest-xdist), keep both cores busy. The unit tier computes.
+UNIT_WORKERS ?= 2
+TEST_WORKERS ?= 3
 
 # Static checks first, then the unit tier (no sockets, no subprocesses: on both cores, stops
 # at the first failure), then everything else with the slowest tests listed.
 # helm, MinIO and the Kubernetes test cluster's parts, when they have to be built, build
-# meanwhile (minutes the first time; Weir's image whenever the code changed).
+# meanwhile (minutes the first time). Weir's image (whenever the code changed) builds after
+# them without holding up the tests: the Kubernetes test waits for it (tests/kubernetes_build.py
+# builds under a lock), the others do not need it.
 test: setup browser maven
-	@mkdir -p build; ( $(MAKE) --no-print-directory helm minio kubernetes > build/helm-build.log 2>&1 ) & \
-	  helm_build=$$!; \
+	@mkdir -p build; rm -f build/tools.done; \
+	  ( $(MAKE) --no-print-directory helm minio > build/helm-build.log 2>&1; \
+	    $(PY) tests/kubernetes_build.py --toolchain-only >> build/helm-build.log 2>&1; \
+	    touch build/tools.done; \
+	    $(PY) tests/kubernetes_build.py > build/image-build.log 2>&1 ) & \
 	  $(MAKE) --no-print-directory lint layers typecheck \
-	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x -n $(TEST_WORKERS) tests/unit; status=$$?; \
-	  wait $$helm_build; cat build/helm-build.log; \
+	  && $(VENV)/bin/pytest -q -p no:cacheprovider -x -n $(UNIT_WORKERS) tests/unit; status=$$?; \
+	  while [ ! -e build/tools.done ]; do sleep 1; done; cat build/helm-build.log; \
 	  test $$status -eq 0 && WEIR_HELM=$(HELM) WEIR_MINIO=$(MINIO) $(VENV)/bin/pytest -q -p no:cacheprovider \
-	    -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/unit
+	    -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=tests/unit; status=$$?; \
+	  wait; cat build/image-build.log; exit $$status
 
 # The soak and multi-host tests (none is in the unit tier, whose module names may repeat
 # those of the other tiers: they are never collected together).

@@ -193,7 +193,9 @@ def test_consecutive_embedded_runs_end_cleanly(tmp_path, job):
     _runs(tmp_path, 2 if job == "collect" else 1, job)
 
 
-@pytest.mark.parametrize("checkpoints", ["full", "incremental"])
+@pytest.mark.parametrize(
+    "checkpoints", [pytest.param("full", marks=pytest.mark.long), "incremental"]
+)
 def test_a_job_on_rocksdb_ends_cleanly(tmp_path, checkpoints):
     _runs(tmp_path, 1, "rocksdb", checkpoints, str(tmp_path / "checkpoints"))
     (metadata,) = tmp_path.glob("checkpoints/*/chk-*/_metadata")

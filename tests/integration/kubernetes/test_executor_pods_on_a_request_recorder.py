@@ -42,6 +42,10 @@ from weir.client.kubernetes_manifests import (
     render_manifests,
 )
 
+# A master and an executor process of their own (half a minute of CPU): make test-long.
+# make test runs executor pods for real (tests/e2e/test_kubernetes_session.py).
+pytestmark = pytest.mark.long
+
 REPO = Path(__file__).resolve().parents[3]
 ENTRYPOINT = REPO / "deploy" / "kubernetes" / "docker-entrypoint.sh"
 NAMESPACE = "streaming"
