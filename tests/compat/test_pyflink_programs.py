@@ -26,15 +26,12 @@ pytestmark = pytest.mark.spark
 
 RUNNER = HERE / "run_on_cluster.py"
 # Run as a user runs them, `python job.py` with an embedded MiniCluster of their own (a
-# SparkContext each, so only a few): the plainest program, print() inside user functions,
-# a job whose restart strategy restarts it, and one that configures the environment from
-# a Configuration. The others submit to one shared cluster from a fresh client process.
-EMBEDDED = {
-    "p01_word_count_print",
-    "p39_print_in_udf",
-    "p54_env_configure",
-    "p56_checkpoint_restart",
-}
+# SparkContext each, so only a few): the plainest program and print() inside user functions.
+# The others submit to one shared cluster from a fresh client process; make test-long also
+# runs embedded a job whose restart strategy restarts it and one that configures the
+# environment from a Configuration.
+EMBEDDED = {"p01_word_count_print", "p39_print_in_udf"}
+EMBEDDED_LONG = {"p54_env_configure", "p56_checkpoint_restart"}
 
 
 # Programs whose feature comes with another issue: expected to fail until it lands, strictly,
@@ -80,7 +77,10 @@ def _check_output(name: str, source: str, stdout: str) -> None:
     assert sorted(got) == sorted(expected)
 
 
-@pytest.mark.parametrize("name", sorted(EMBEDDED))
+@pytest.mark.parametrize(
+    "name",
+    sorted(EMBEDDED) + [pytest.param(n, marks=pytest.mark.long) for n in sorted(EMBEDDED_LONG)],
+)
 def test_embedded_program_prints_what_pyflink_prints(name, tmp_path):
     source = (HERE / "programs" / f"{name}.py").read_text()
     script = tmp_path / f"{name}.py"

@@ -67,6 +67,7 @@ def test_every_module_of_every_service_folder_is_in_the_wheel(wheel):
             assert installed in names, f"{rel} is not in the wheel as {installed}"
 
 
+@pytest.mark.long  # a venv of its own and pip installs into it
 def test_weir_and_proto_plus_import_side_by_side(wheel, tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
