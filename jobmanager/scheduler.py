@@ -526,31 +526,12 @@ class DefaultScheduler:
         at once, whatever the strategy, for a failure no restart can cure (Flink's
         ExecutionFailureHandler with a NonRecoverableError). ``failed``: the task whose
         failure it is; None for a failure of the whole job."""
-        now_ms = int(time.time() * 1000)
         cause = self._said(cause)
-        self.failure_cause = cause
-        self.failure_ms = now_ms
         coordinator = self.checkpoint_coordinator
         if coordinator is not None:
             self._call_coordinator(coordinator.stop_periodic_scheduler)
         non_recoverable = throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
-        self._restart_strategy.notify_failure(now_ms)
-        restart = not non_recoverable and self._restart_strategy.can_restart()
-        self._exception_history.append(
-            ExceptionHistoryEntry(
-                timestamp_ms=now_ms,
-                failure_cause=failed.current.failure_cause if failed is not None else cause,
-                task_name=failed.task_name if failed is not None else "",
-                resource_id=(
-                    failed.current.slot.resource_id
-                    if failed is not None and failed.current.slot is not None
-                    else ""
-                ),
-                attempt_number=self.graph.attempt_number,
-                restarted=restart,
-                non_recoverable=non_recoverable,
-            )
-        )
+        restart = self._count_failure(cause, non_recoverable, failed)
         if not restart:
             if non_recoverable:
                 logger.info(
@@ -585,6 +566,34 @@ class DefaultScheduler:
             daemon=True,
             name=f"restart-{self.job_id[:8]}",
         ).start()
+
+    def _count_failure(
+        self, cause: str, non_recoverable: bool = False, failed: ExecutionVertex | None = None
+    ) -> bool:
+        """Under the lock: record a failure of the job (its cause, the restart strategy's
+        count, the exception history) and say whether it restarts. ``failed``: the task
+        whose failure it is; None for a failure of the whole job."""
+        now_ms = int(time.time() * 1000)
+        self.failure_cause = cause
+        self.failure_ms = now_ms
+        self._restart_strategy.notify_failure(now_ms)
+        restart = not non_recoverable and self._restart_strategy.can_restart()
+        self._exception_history.append(
+            ExceptionHistoryEntry(
+                timestamp_ms=now_ms,
+                failure_cause=failed.current.failure_cause if failed is not None else cause,
+                task_name=failed.task_name if failed is not None else "",
+                resource_id=(
+                    failed.current.slot.resource_id
+                    if failed is not None and failed.current.slot is not None
+                    else ""
+                ),
+                attempt_number=self.graph.attempt_number,
+                restarted=restart,
+                non_recoverable=non_recoverable,
+            )
+        )
+        return restart
 
     def _late_failure(self, ev: ExecutionVertex, throwable_type: ThrowableType) -> None:
         """Under the lock: a task of the attempt failed after the failover began (another
@@ -723,19 +732,7 @@ class DefaultScheduler:
         with self._lock:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
-            now_ms = int(time.time() * 1000)
-            self.failure_cause = cause
-            self.failure_ms = now_ms
-            self._restart_strategy.notify_failure(now_ms)
-            restart = self._restart_strategy.can_restart()
-            self._exception_history.append(
-                ExceptionHistoryEntry(
-                    timestamp_ms=now_ms,
-                    failure_cause=cause,
-                    attempt_number=self.graph.attempt_number,
-                    restarted=restart,
-                )
-            )
+            restart = self._count_failure(cause)
             if restart:
                 backoff_ms = self._restart_strategy.get_backoff_time_ms()
                 logger.info(
