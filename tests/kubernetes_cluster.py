@@ -668,6 +668,21 @@ def load_image(layout: Layout, ref: str) -> bool:
             check=True,
         ).stdout.split()
     )
+    errors = _import_image(layout, ref, have)
+    if errors and "not found" in errors:
+        # A blob listed as there was collected meanwhile (containerd collects the layers
+        # of images removed earlier when it gets round to it): import every blob.
+        errors = _import_image(layout, ref, set())
+    if errors:
+        msg = f"loading {ref} into containerd failed: {errors}"
+        raise ClusterError(msg)
+    _forget_old_images(layout, ref)
+    return True
+
+
+def _import_image(layout: Layout, ref: str, have: set[str]) -> str:
+    """Stream ``ref`` from podman into containerd, leaving out the blobs in ``have``;
+    what the two commands said on failure, else ""."""
     with tempfile.TemporaryFile() as save_err, tempfile.TemporaryFile() as load_err:
         save = subprocess.Popen(
             ["podman", "save", "--format", "oci-archive", "--uncompressed", ref],
@@ -699,11 +714,8 @@ def load_image(layout: Layout, ref: str) -> bool:
         if load.returncode != 0 or save.returncode != 0:
             save_err.seek(0)
             load_err.seek(0)
-            errors = f"{load_err.read().decode()[-1500:]} {save_err.read().decode()[-500:]}"
-            msg = f"loading {ref} into containerd failed: {errors}"
-            raise ClusterError(msg)
-    _forget_old_images(layout, ref)
-    return True
+            return f"{load_err.read().decode()[-1500:]} {save_err.read().decode()[-500:]}"
+    return ""
 
 
 # Images of the same repository kept in containerd's store (which outlives the cluster):
