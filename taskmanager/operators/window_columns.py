@@ -124,6 +124,8 @@ class ColumnWindow:
         dtype = self._acc_dtype(values)
         if self.acc is not None and dtype != self.acc.dtype:
             return False
+        if self.low is not None and self._add_in_range(keys, values):
+            return True
         kmin, kmax = int(keys.min()), int(keys.max())
         if self.acc is None:
             if _dense_enough(kmax - kmin + 1, len(keys)):
@@ -147,6 +149,28 @@ class ColumnWindow:
         else:
             slots, n = self._sparse_slots(keys)
         self._update(slots, n, values)
+        return True
+
+    def _add_in_range(self, keys: Any, values: Any) -> bool:
+        """Dense arrays: add a batch whose keys all have slots already, the keys present
+        marked from their counts (one pass over the slots, none scattered over them);
+        False, and nothing changed, when a key lies outside."""
+        low = self.low
+        assert low is not None
+        if int(keys.min()) < low or int(keys.max()) >= low + len(self.acc):
+            return False
+        slots = keys - low
+        seen = np.bincount(slots)
+        n = len(seen)
+        present = self.present[:n]
+        np.logical_or(present, seen, out=present)
+        kind = self.kind
+        if kind == "count":
+            self.acc[:n] += seen
+            return True
+        if kind == "avg":
+            self.counts[:n] += seen
+        self._update(slots, len(self.acc), values, counted=True)
         return True
 
     def _fit_dense(self, kmin: int, kmax: int, batch: int) -> bool:
@@ -197,7 +221,9 @@ class ColumnWindow:
                 self.counts = np.insert(self.counts, where, np.zeros(len(new), np.int64))
         return np.searchsorted(self.keys, keys), len(self.keys)
 
-    def _update(self, slots: Any, n: int, values: Any) -> None:
+    def _update(self, slots: Any, n: int, values: Any, *, counted: bool = False) -> None:
+        """Add the values at ``slots``; ``counted``: an average's counts are added
+        already."""
         kind = self.kind
         if kind == "count":
             self.acc += np.bincount(slots, minlength=n)
@@ -205,7 +231,8 @@ class ColumnWindow:
             np.add.at(self.acc, slots, values)
         elif kind == "avg":
             np.add.at(self.acc, slots, values)
-            self.counts += np.bincount(slots, minlength=n)
+            if not counted:
+                self.counts += np.bincount(slots, minlength=n)
         elif kind == "min":
             np.minimum.at(self.acc, slots, values)
         else:
@@ -293,12 +320,79 @@ class WindowPlacement:
         return np.flatnonzero(~self.in_any).tolist()  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True, slots=True)
+class AscendingPlacement:
+    """The live windows of a batch whose timestamps ascend: window ``starts[i]`` holds
+    the records ``firsts[i]:ends[i]``, a run of the batch; the first ``late`` records
+    are in no live window."""
+
+    starts: Any
+    firsts: Any
+    ends: Any
+    late: int
+
+    def windows(self) -> Iterator[tuple[int, slice]]:
+        """Each window's start and its records, as a slice of the batch."""
+        for start, first, end in zip(
+            self.starts.tolist(), self.firsts.tolist(), self.ends.tolist(), strict=True
+        ):
+            if first < end:
+                yield start, slice(first, end)
+
+    def late_rows(self) -> list[int]:
+        return list(range(self.late))
+
+
+def _last_start(ts: int, slide: int, offset: int) -> int:
+    """The start of the latest window (of those ``slide`` apart from ``offset``) that
+    holds ``ts``."""
+    return ts - (ts - offset + slide) % slide
+
+
+def _place_ascending(
+    ts: Any, size: int, slide: int, offset: int, watermark: int
+) -> AscendingPlacement | None:
+    """``place_in_windows`` for ascending timestamps: each window's records are a run of
+    the batch, found by binary search, and the late records a prefix of it. None when the
+    batch spans too many windows for that to pay."""
+    first_ts, last_ts = int(ts[0]), int(ts[-1])
+    newest = _last_start(last_ts, slide, offset)
+    latest_of_first = _last_start(first_ts, slide, offset)
+    # The earliest window holding the first record: the latest one, less whole slides
+    # while the window still reaches it (start > ts - size).
+    earliest = latest_of_first - (latest_of_first - (first_ts - size + 1)) // slide * slide
+    # The earliest live window: the first start past watermark - size + 1 (its end,
+    # start + size - 1, is past the watermark).
+    live = _last_start(watermark - size + 1 + slide, slide, offset)
+    oldest = max(earliest, live)
+    if (newest - oldest) // slide > len(ts) + 64:
+        return None
+    starts = np.arange(oldest, newest + 1, slide, dtype=np.int64)
+    firsts = np.searchsorted(ts, starts, side="left")
+    ends = np.searchsorted(ts, starts + size, side="left")
+    late = int(np.searchsorted(ts, live, side="left")) if live > first_ts else 0
+    return AscendingPlacement(starts, firsts, ends, late)
+
+
 def place_in_windows(
     timestamps: Any, size: int, slide: int, offset: int, watermark: int
-) -> WindowPlacement:
+) -> WindowPlacement | AscendingPlacement:
     """Every window a record is in: the latest, then one slide earlier, while it holds the
     record's timestamp (``ts - size < start``); those whose end ``watermark`` reached are
     gone, and a record in no live window is late."""
+    ts = timestamps
+    if len(ts) and (len(ts) < 2 or bool((ts[1:] >= ts[:-1]).all())):
+        placed = _place_ascending(ts, size, slide, offset, watermark)
+        if placed is not None:
+            return placed
+    return place_each(ts, size, slide, offset, watermark)
+
+
+def place_each(
+    timestamps: Any, size: int, slide: int, offset: int, watermark: int
+) -> WindowPlacement:
+    """``place_in_windows`` for timestamps in any order: every record's windows computed
+    one slide at a time over the whole batch."""
     ts = timestamps
     start = ts - (ts - offset + slide) % slide
     in_any = np.zeros(len(ts), dtype=bool)

@@ -19,7 +19,7 @@ from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.windowing import MissingTimestampError
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.window import TumblingEventTimeWindows
-from weir.taskmanager.operators.window_columns import ColumnWindow
+from weir.taskmanager.operators.window_columns import ColumnWindow, place_each, place_in_windows
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 BUILTINS = {"count": Count(), "sum": Sum(1), "min": Min(1), "max": Max(1), "avg": Avg(1)}
@@ -260,3 +260,30 @@ def test_a_builtin_over_columns_fires_a_window_as_one_column(output_type, late_t
     assert list(batch) == [1, 2]  # keys 1 and 3
     assert harness.out.timestamps == [99, 99]
     assert all(type(r) is int for r in harness.out.records)
+
+
+def _placed(placement: Any, n: int) -> tuple[dict[int, list[int]], list[int]]:
+    rows = np.arange(n)
+    windows = {start: rows[at].tolist() for start, at in placement.windows()}
+    return windows, placement.late_rows()
+
+
+@given(
+    deltas=st.lists(st.integers(0, 7_000), min_size=1, max_size=60),
+    first=st.integers(-30_000, 30_000),
+    shape=st.sampled_from([(10_000, 10_000, 0), (10_000, 2_000, 0), (3_000, 1_000, 500)]),
+    behind=st.integers(-20_000, 20_000),
+)
+def test_ascending_timestamps_are_placed_as_records_one_by_one_would_be(
+    deltas, first, shape, behind
+):
+    """Timestamps that ascend take runs of the batch by binary search; the windows and
+    late records are those of the general, record-by-record placement, watermark
+    anywhere around the batch."""
+    size, slide, offset = shape
+    ts = first + np.cumsum(np.asarray(deltas, dtype=np.int64))
+    watermark = int(ts[0]) + behind
+    n = len(ts)
+    assert _placed(place_in_windows(ts, size, slide, offset, watermark), n) == _placed(
+        place_each(ts, size, slide, offset, watermark), n
+    )
