@@ -110,6 +110,8 @@ class AlignedWindowIndex:
         table.clear_all()
         self._starts = list(self._windows)
         heapq.heapify(self._starts)
+        # The keys of the last window fired as columns: what a new window's arrays span.
+        self._span: tuple[int, int, int] | None = None
 
     @property
     def columnar(self) -> bool:
@@ -218,7 +220,7 @@ class AlignedWindowIndex:
             if contents is None:
                 heapq.heappush(self._starts, start)
             window_values = None if values is None else values[rows]
-            windows[start] = add_to_window(contents, kind, keys[rows], window_values)
+            windows[start] = add_to_window(contents, kind, keys[rows], window_values, self._span)
         late = placed.late_rows()
         if not late:
             return [], []
@@ -233,7 +235,10 @@ class AlignedWindowIndex:
         size = self._size
         while starts_heap and starts_heap[0] + size - 1 <= watermark:
             start = heapq.heappop(starts_heap)
-            yield start, windows.pop(start)
+            contents = windows.pop(start)
+            if self._columns is not None and not isinstance(contents, dict):
+                self._span = contents.key_span() or self._span
+            yield start, contents
 
     def snapshot(self) -> None:
         """Fill the contents table key by key (``{key: {start: contents}}``), as a

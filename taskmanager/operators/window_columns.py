@@ -43,10 +43,14 @@ class ColumnWindow:
     """One window's accumulators for built-in ``kind`` (count, sum, min, max, avg); see
     the module docstring."""
 
-    __slots__ = ("acc", "counts", "keys", "kind", "low", "present")
+    __slots__ = ("acc", "counts", "keys", "kind", "low", "present", "span")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, span: tuple[int, int, int] | None = None) -> None:
+        """``span``: the keys a window like this one held (the smallest, the largest, how
+        many), so that dense arrays are made wide enough for them at once rather than
+        widened batch by batch (None: not known)."""
         self.kind = kind
+        self.span = span
         self.acc: Any = None  # count, sum, min or max; an average's sum
         self.counts: Any = None  # an average's count
         self.low: int | None = None  # dense: the key of slot 0
@@ -128,12 +132,21 @@ class ColumnWindow:
             return True
         kmin, kmax = int(keys.min()), int(keys.max())
         if self.acc is None:
-            if _dense_enough(kmax - kmin + 1, len(keys)):
-                self.low = kmin
-                self.acc = self._empty(kmax - kmin + 1, dtype)
-                self.present = np.zeros(kmax - kmin + 1, dtype=bool)
+            low, high, expected = kmin, kmax, len(keys)
+            if self.span is not None and _dense_enough(
+                max(kmax, self.span[1]) - min(kmin, self.span[0]) + 1,
+                max(len(keys), self.span[2]),
+            ):
+                low, high = min(kmin, self.span[0]), max(kmax, self.span[1])
+                expected = max(expected, self.span[2])
+            if _dense_enough(high - low + 1, expected):
+                self.low = low
+                self.acc = self._empty(high - low + 1, dtype)
+                self.present = np.zeros(high - low + 1, dtype=bool)
                 if kind == "avg":
-                    self.counts = np.zeros(kmax - kmin + 1, dtype=np.int64)
+                    self.counts = np.zeros(high - low + 1, dtype=np.int64)
+                if self._add_in_range(keys, values):
+                    return True
             else:
                 self.keys = keys[:0]
                 self.acc = self._empty(0, dtype)
@@ -248,6 +261,13 @@ class ColumnWindow:
         at = np.flatnonzero(self.present)
         counts = None if self.counts is None else self.counts[at]
         return at + self.low, self.acc[at], counts
+
+    def key_span(self) -> tuple[int, int, int] | None:
+        """The smallest and largest key of dense arrays and how many keys they hold (a
+        ``span`` for the next window); None when sparse or empty."""
+        if self.low is None or self.present is None:
+            return None
+        return self.low, self.low + len(self.acc) - 1, int(np.count_nonzero(self.present))
 
     def __len__(self) -> int:
         return len(self._held()[0])
@@ -419,14 +439,19 @@ def place_each(
 
 
 def add_to_window(
-    contents: ColumnWindow | dict[Any, Any] | None, kind: str, keys: Any, values: Any
+    contents: ColumnWindow | dict[Any, Any] | None,
+    kind: str,
+    keys: Any,
+    values: Any,
+    span: tuple[int, int, int] | None = None,
 ) -> ColumnWindow | dict[Any, Any]:
     """``contents`` (None: a new window) with records of ``keys`` and ``values`` (None
     for a count) added in their order, as the built-in ``kind``'s ``add`` does record
     after record. A window is held as columns while its keys are integers and its values
-    numbers the arrays hold exactly; otherwise as a dict ``{key: accumulator}``."""
+    numbers the arrays hold exactly; otherwise as a dict ``{key: accumulator}``.
+    ``span``: a new window's expected keys (``ColumnWindow``)."""
     if contents is None:
-        contents = ColumnWindow(kind)
+        contents = ColumnWindow(kind, span)
     elif isinstance(contents, dict):  # restored, or filled by records: columns if it can
         contents = ColumnWindow.from_dict(kind, contents) or contents
     if isinstance(contents, ColumnWindow):

@@ -49,8 +49,10 @@ float_batches = st.lists(
 )
 
 
-def _window(kind: str, batches: list[list[tuple[int, Any]]], dtype: Any) -> ColumnWindow:
-    window = ColumnWindow(kind)
+def _window(
+    kind: str, batches: list[list[tuple[int, Any]]], dtype: Any, span: Any = None
+) -> ColumnWindow:
+    window = ColumnWindow(kind, span)
     for batch in batches:
         ks = np.array([k for k, _ in batch], dtype=np.int64)
         vs = np.array([v for _, v in batch], dtype=dtype)
@@ -82,6 +84,31 @@ def test_float_values_accumulate_as_add_does_in_record_order(batches, kind):
     _exact(expected, window.as_dict())
     results = [BUILTINS[kind].get_result(expected[k]) for k in sorted(expected)]
     assert window.results() == results
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=int_batches,
+    kind=st.sampled_from(sorted(BUILTINS)),
+    span=st.tuples(st.integers(-(2**20), 2**20), st.integers(0, 2**17), st.integers(1, 2**16)),
+)
+def test_a_span_shapes_the_arrays_not_the_accumulators(batches, kind, span):
+    low, width, count = span
+    window = _window(kind, batches, np.int64, (low, low + width, count))
+    _exact(by_records(kind, batches), window.as_dict())
+
+
+def test_a_window_spanning_the_last_ones_keys_is_made_that_wide_at_once():
+    """A new window's first batch holds a few of the keys the last window held: its
+    arrays span all of those, so later batches need not widen them."""
+    window = ColumnWindow("count", (0, 9_999, 10_000))
+    assert window.add(np.arange(100, 200), None)
+    assert window.low == 0 and len(window.acc) == 10_000
+    acc_before = window.acc
+    assert window.add(np.arange(9_000, 10_000), None)
+    assert window.acc is acc_before  # added in place, not widened
+    assert window.key_span() == (0, 9_999, 1_100)
+    assert window.as_dict() == {k: 1 for k in [*range(100, 200), *range(9_000, 10_000)]}
 
 
 def test_keys_over_a_narrow_range_are_dense_and_a_wide_one_sparse():
