@@ -178,3 +178,17 @@ def test_columns_take_the_declared_widths():
     assert batch.columns["f0"].dtype == np.int32
     assert batch.columns["f1"].dtype == np.float32
     assert as_records(batch)[0] == (1, 1.2300000190734863)  # single precision, as PyFlink
+
+
+def test_a_projected_batch_keeps_the_fields_read_and_its_records_hold_none_elsewhere():
+    from weir.core.columnar import batch_column, project
+
+    spec = ColumnSpec(("f0", "f1", "f2"), None, ("int64",) * 3)
+    batch = ColumnBatch({"f0": np.arange(3), "f1": np.arange(3) * 10, "f2": -np.arange(3)}, spec)
+    kept = project(batch, (2, "f0"))
+    assert list(kept.columns) == ["f0", "f2"]  # in field order
+    assert kept.records() == [(0, None, 0), (1, None, -1), (2, None, -2)]
+    assert batch_column(kept, 2).tolist() == [0, -1, -2]  # a position is the spec's
+    assert batch_column(kept, 1) is None
+    assert project(batch, (0, 1, 2)) is batch  # nothing left out
+    assert project(batch, (7,)) is batch  # no such field: nothing is taken away
