@@ -166,18 +166,28 @@ class ColumnWindow:
 
     def _add_in_range(self, keys: Any, values: Any) -> bool:
         """Dense arrays: add a batch whose keys all have slots already, the keys present
-        marked from their counts (one pass over the slots, none scattered over them);
-        False, and nothing changed, when a key lies outside."""
+        marked from their counts (one pass over the slots and one over the arrays; a batch
+        much smaller than the arrays is scattered instead); False, and nothing changed,
+        when a key lies outside."""
         low = self.low
         assert low is not None
         if int(keys.min()) < low or int(keys.max()) >= low + len(self.acc):
             return False
         slots = keys - low
+        kind = self.kind
+        if len(keys) * 4 < len(self.acc):  # few records for the arrays: scattered
+            self.present[slots] = True
+            if kind == "count":
+                np.add.at(self.acc, slots, 1)
+                return True
+            if kind == "avg":
+                np.add.at(self.counts, slots, 1)
+            self._update(slots, len(self.acc), values, counted=True)
+            return True
         seen = np.bincount(slots)
         n = len(seen)
         present = self.present[:n]
         np.logical_or(present, seen, out=present)
-        kind = self.kind
         if kind == "count":
             self.acc[:n] += seen
             return True
