@@ -215,12 +215,18 @@ class AlignedWindowIndex:
             self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
         placed = place_in_windows(stamps, self._size, self._slide, self._offset, watermark)
         windows = self._windows
+        # The batch's key range, looked for once rather than once for each window.
+        bounds = (
+            (int(keys.min()), int(keys.max())) if keys.dtype.kind in "iu" and len(keys) else None
+        )
         for start, rows in placed.windows():
             contents = windows.get(start)
             if contents is None:
                 heapq.heappush(self._starts, start)
             window_values = None if values is None else values[rows]
-            windows[start] = add_to_window(contents, kind, keys[rows], window_values, self._span)
+            windows[start] = add_to_window(
+                contents, kind, keys[rows], window_values, span=self._span, bounds=bounds
+            )
         late = placed.late_rows()
         if not late:
             return [], []

@@ -105,17 +105,20 @@ class ColumnWindow:
             return np.full(n, bottom, dtype=dtype)
         return np.zeros(n, dtype=dtype)
 
-    def add(self, keys: Any, values: Any) -> bool:
+    def add(self, keys: Any, values: Any, bounds: tuple[int, int] | None = None) -> bool:
         """Add records with ``keys`` (and ``values``, None for a count), in their order.
         False, and nothing changed, when the arrays cannot hold them exactly as ``add``
-        would make them (the operator then keeps the window as a dict)."""
+        would make them (the operator then keeps the window as a dict). ``bounds``: the
+        smallest and largest key of a batch ``keys`` are part of, if known (they spare
+        looking for the keys' own)."""
         kind = self.kind
         if not isinstance(keys, np.ndarray) or keys.dtype.kind not in _KEYS:
             return False
         if not len(keys):
             return True
         if keys.dtype != np.int64:
-            if keys.dtype.kind == "u" and int(keys.max()) > np.iinfo(np.int64).max:
+            high = bounds[1] if bounds is not None else int(keys.max())
+            if keys.dtype.kind == "u" and high > np.iinfo(np.int64).max:
                 return False
             keys = keys.astype(np.int64)
         if kind != "count":
@@ -128,7 +131,7 @@ class ColumnWindow:
         dtype = self._acc_dtype(values)
         if self.acc is not None and dtype != self.acc.dtype:
             return False
-        if self.low is not None and self._add_in_range(keys, values):
+        if self.low is not None and self._add_in_range(keys, values, bounds):
             return True
         kmin, kmax = int(keys.min()), int(keys.max())
         if self.acc is None:
@@ -164,14 +167,15 @@ class ColumnWindow:
         self._update(slots, n, values)
         return True
 
-    def _add_in_range(self, keys: Any, values: Any) -> bool:
+    def _add_in_range(self, keys: Any, values: Any, bounds: tuple[int, int] | None = None) -> bool:
         """Dense arrays: add a batch whose keys all have slots already, the keys present
         marked from their counts (one pass over the slots and one over the arrays; a batch
         much smaller than the arrays is scattered instead); False, and nothing changed,
         when a key lies outside."""
         low = self.low
         assert low is not None
-        if int(keys.min()) < low or int(keys.max()) >= low + len(self.acc):
+        kmin, kmax = bounds if bounds is not None else (int(keys.min()), int(keys.max()))
+        if kmin < low or kmax >= low + len(self.acc):
             return False
         slots = keys - low
         kind = self.kind
@@ -453,19 +457,22 @@ def add_to_window(
     kind: str,
     keys: Any,
     values: Any,
+    *,
     span: tuple[int, int, int] | None = None,
+    bounds: tuple[int, int] | None = None,
 ) -> ColumnWindow | dict[Any, Any]:
     """``contents`` (None: a new window) with records of ``keys`` and ``values`` (None
     for a count) added in their order, as the built-in ``kind``'s ``add`` does record
     after record. A window is held as columns while its keys are integers and its values
     numbers the arrays hold exactly; otherwise as a dict ``{key: accumulator}``.
-    ``span``: a new window's expected keys (``ColumnWindow``)."""
+    ``span``: a new window's expected keys; ``bounds``: the smallest and largest key of
+    the batch ``keys`` come from (``ColumnWindow``)."""
     if contents is None:
         contents = ColumnWindow(kind, span)
     elif isinstance(contents, dict):  # restored, or filled by records: columns if it can
         contents = ColumnWindow.from_dict(kind, contents) or contents
     if isinstance(contents, ColumnWindow):
-        if contents.add(keys, values):
+        if contents.add(keys, values, bounds):
             return contents
         contents = contents.as_dict()
     _add_to_dict(kind, contents, keys, values)

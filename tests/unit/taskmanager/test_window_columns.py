@@ -50,13 +50,22 @@ float_batches = st.lists(
 
 
 def _window(
-    kind: str, batches: list[list[tuple[int, Any]]], dtype: Any, span: Any = None
+    kind: str,
+    batches: list[list[tuple[int, Any]]],
+    dtype: Any,
+    span: Any = None,
+    *,
+    bounded: bool = False,
 ) -> ColumnWindow:
+    """The window of ``batches``; ``bounded``: each added with the bounds of all their
+    keys (as a window's share of a larger batch is)."""
     window = ColumnWindow(kind, span)
+    every = [k for batch in batches for k, _ in batch]
+    bounds = (min(every), max(every)) if bounded else None
     for batch in batches:
         ks = np.array([k for k, _ in batch], dtype=np.int64)
         vs = np.array([v for _, v in batch], dtype=dtype)
-        assert window.add(ks, None if kind == "count" else vs)
+        assert window.add(ks, None if kind == "count" else vs, bounds)
     return window
 
 
@@ -94,8 +103,9 @@ def test_float_values_accumulate_as_add_does_in_record_order(batches, kind):
 )
 def test_a_span_shapes_the_arrays_not_the_accumulators(batches, kind, span):
     low, width, count = span
-    window = _window(kind, batches, np.int64, (low, low + width, count))
-    _exact(by_records(kind, batches), window.as_dict())
+    for bounded in (False, True):
+        window = _window(kind, batches, np.int64, (low, low + width, count), bounded=bounded)
+        _exact(by_records(kind, batches), window.as_dict())
 
 
 def test_a_window_spanning_the_last_ones_keys_is_made_that_wide_at_once():
