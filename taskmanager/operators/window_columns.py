@@ -265,16 +265,20 @@ class ColumnWindow:
         else:
             np.maximum.at(self.acc, slots, values)
 
-    def _held(self) -> tuple[Any, Any, Any]:
-        """The keys, accumulators and (averages) counts of the keys present."""
+    def _held(self, *, keys: bool = True) -> tuple[Any, Any, Any]:
+        """The keys (None unless ``keys``), accumulators and (averages) counts of the
+        keys present: the arrays themselves when every slot holds a key."""
         if self.acc is None:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty
         if self.low is None:
             return self.keys, self.acc, self.counts
+        if self.present.all():
+            held = np.arange(self.low, self.low + len(self.acc)) if keys else None
+            return held, self.acc, self.counts
         at = np.flatnonzero(self.present)
         counts = None if self.counts is None else self.counts[at]
-        return at + self.low, self.acc[at], counts
+        return (at + self.low if keys else None), self.acc[at], counts
 
     def key_span(self) -> tuple[int, int, int] | None:
         """The smallest and largest key of dense arrays and how many keys they hold (a
@@ -284,13 +288,15 @@ class ColumnWindow:
         return self.low, self.low + len(self.acc) - 1, int(np.count_nonzero(self.present))
 
     def __len__(self) -> int:
-        return len(self._held()[0])
+        if self.acc is None:
+            return 0
+        return len(self.keys) if self.low is None else int(np.count_nonzero(self.present))
 
     def result_column(self) -> Any:
         """The built-in's results, one per key in ascending key order, as one array; None
         when only Python's arithmetic gives them exactly (an average of integers past
         2**53)."""
-        _, acc, counts = self._held()
+        _, acc, counts = self._held(keys=False)
         if self.kind != "avg":
             return acc
         if acc.dtype.kind == "f" or not len(acc) or int(np.abs(acc).max()) < 2**53:
