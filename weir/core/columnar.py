@@ -131,9 +131,9 @@ def _build_records(columns: Mapping[str, Any], spec: ColumnSpec) -> list[Any]:
         return lists[0] if lists else []
     assert spec.names is not None
     if len(lists) < len(spec.names):  # projected (``project``): None in the fields left out
-        rows = len(lists[0]) if lists else 0
+        count = len(lists[0]) if lists else 0
         lists = [
-            columns[name].tolist() if name in columns else [None] * rows for name in spec.names
+            columns[name].tolist() if name in columns else [None] * count for name in spec.names
         ]
     rows = zip(*lists, strict=True)
     make = spec.make_record

@@ -167,9 +167,9 @@ def _serialize_numbers(
 
     names = tuple(batch.columns) + ((_TIMESTAMP_COLUMN,) if with_timestamps else ())
     dtypes = tuple(column.dtype.str for column in columns)
-    key = (batch.spec, names, dtypes)
+    key: tuple[Any, ...] | None = (batch.spec, names, dtypes)
     try:
-        layout = _LAYOUTS_OUT.get(key)
+        layout = _LAYOUTS_OUT.get(key)  # type: ignore[arg-type]
     except TypeError:  # a spec that does not hash: pickled every time
         key, layout = None, None
     if layout is None:
@@ -184,7 +184,7 @@ def _serialize_numbers(
     head = b"N" + _NUMBERS_HEAD.pack(len(layout), rows) + layout
     parts: list[Any] = [head, _PADDING[: _aligned(len(head)) - len(head)]]
     for column in columns:
-        parts.append(memoryview(np.ascontiguousarray(column)).cast("B"))
+        parts.append(np.ascontiguousarray(column).view(np.uint8).data)
         parts.append(_PADDING[: _aligned(column.nbytes) - column.nbytes])
     out = b"".join(parts)  # one copy of each column, into memory not cleared first
     if compress and len(out) >= _MIN_COMPRESS_BYTES:
