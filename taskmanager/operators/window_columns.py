@@ -158,6 +158,12 @@ class ColumnWindow:
         if self.low is not None:
             if not self._fit_dense(kmin, kmax, len(keys)):
                 self._to_sparse()
+        elif len(self.keys):
+            low, high = min(kmin, int(self.keys[0])), max(kmax, int(self.keys[-1]))
+            if _dense_enough(high - low + 1, len(self.keys) + len(keys)):
+                self._to_dense(low, high)  # the keys have filled their range
+                if self._add_in_range(keys, values):
+                    return True
         if self.low is not None:
             slots = keys - self.low
             n = len(self.acc)
@@ -222,6 +228,19 @@ class ColumnWindow:
         self.low = new_low
         return True
 
+    def _to_dense(self, low: int, high: int) -> None:
+        """Sparse arrays made dense over keys ``low..high``."""
+        at = self.keys - low
+        acc = self._empty(high - low + 1, self.acc.dtype)
+        acc[at] = self.acc
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[at] = True
+        if self.counts is not None:
+            counts = np.zeros(high - low + 1, dtype=np.int64)
+            counts[at] = self.counts
+            self.counts = counts
+        self.acc, self.present, self.low, self.keys = acc, present, low, None
+
     def _to_sparse(self) -> None:
         assert self.low is not None
         at = np.flatnonzero(self.present)
@@ -281,10 +300,12 @@ class ColumnWindow:
         return (at + self.low if keys else None), self.acc[at], counts
 
     def key_span(self) -> tuple[int, int, int] | None:
-        """The smallest and largest key of dense arrays and how many keys they hold (a
-        ``span`` for the next window); None when sparse or empty."""
+        """The smallest and largest key and how many keys the window holds (a ``span``
+        for the next window); None when empty."""
         if self.low is None or self.present is None:
-            return None
+            if self.keys is None or not len(self.keys):
+                return None
+            return int(self.keys[0]), int(self.keys[-1]), len(self.keys)
         return self.low, self.low + len(self.acc) - 1, int(np.count_nonzero(self.present))
 
     def __len__(self) -> int:

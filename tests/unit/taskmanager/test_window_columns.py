@@ -121,6 +121,25 @@ def test_a_window_spanning_the_last_ones_keys_is_made_that_wide_at_once():
     assert window.as_dict() == {k: 1 for k in [*range(100, 200), *range(9_000, 10_000)]}
 
 
+def test_sparse_arrays_whose_keys_fill_their_range_turn_dense():
+    """A window whose first batch holds a few keys of a wide range starts sparse; once its
+    keys fill the range, it turns dense with the same accumulators, and the next window
+    (given its span) is dense from its first batch."""
+    keys = np.random.default_rng(7).permutation(1_000_000)
+    window = ColumnWindow("sum")
+    expected: dict[int, int] = {}
+    for part in np.array_split(keys, 8):
+        assert window.add(part, part * 2)
+        expected.update({k: 2 * k for k in part.tolist()})
+    assert window.low == 0 and window.keys is None  # dense now
+    assert window.as_dict() == expected
+    span = window.key_span()
+    assert span == (0, 999_999, 1_000_000)
+    after = ColumnWindow("sum", span)
+    assert after.add(keys[:65_536], keys[:65_536])
+    assert after.low == 0 and len(after.acc) == 1_000_000
+
+
 def test_keys_over_a_narrow_range_are_dense_and_a_wide_one_sparse():
     dense = ColumnWindow("count")
     assert dense.add(np.array([3, 1, 3, 2]), None)
