@@ -107,7 +107,13 @@ def _create(broker: str, name: str, partitions: int, config: dict[str, str] | No
 
     admin = AdminClient({"bootstrap.servers": broker})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(60)
-    time.sleep(1)  # leaders elected
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until every partition has its leader
+        topic = admin.list_topics(name, timeout=30).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            if all(p.leader >= 0 for p in topic.partitions.values()):
+                break
+        time.sleep(0.2)
     return name
 
 
@@ -145,11 +151,12 @@ def _bare_loop(broker: str, source: str, sink: str, partition: int, count: int) 
         messages = consumer.consume(1000, 1.0)
         for message in messages:
             value = message.value()
-            try:
-                producer.produce(sink, value)
-            except BufferError:
-                producer.poll(0.05)
-                producer.produce(sink, value)
+            while True:
+                try:
+                    producer.produce(sink, value)
+                    break
+                except BufferError:  # the queue is full: serve it until there is room
+                    producer.poll(0.05)
         seen += len(messages)
         producer.poll(0)
     producer.flush(120)

@@ -66,6 +66,11 @@ _STOP_CHECK_INTERVAL_S = 0.2
 _CONSUMER_DEFAULTS = {"fetch.queue.backoff.ms": "10"}
 
 
+def _unset(_message: Any) -> Any:
+    """A Message method before the consumer started (never called)."""
+    raise AssertionError
+
+
 class _Split:
     """One partition being read: the next offset and where to stop (None: never)."""
 
@@ -127,6 +132,14 @@ class KafkaSourceReader:
         self._next_stop_check = 0.0
         self._commits: dict[int, dict[TP, int]] = {}
         self._deserialize = config.deserializer.deserialize
+        # A batch of values at once where the schema can (deserialize_batch; falls back
+        # to deserialize per message when it raises).
+        self._deserialize_batch = getattr(config.deserializer, "deserialize_batch", None)
+        # confluent_kafka.Message's methods, mapped over a batch without a Python call
+        # per message; set by _start.
+        self._value_of: Callable[[Any], Any] = _unset
+        self._timestamp_of: Callable[[Any], Any] = _unset
+        self._partition_of: Callable[[Any], Any] = _unset
         # A schema may return None for a record to skip (Flink's collector skips null).
         self._skips_none = not getattr(config.deserializer, "_never_returns_none", False)
 
@@ -232,6 +245,9 @@ class KafkaSourceReader:
     def _start(self) -> None:
         config = self._config
         kafka = confluent()
+        self._value_of = kafka.Message.value
+        self._timestamp_of = kafka.Message.timestamp
+        self._partition_of = kafka.Message.partition
         group_id = config.group_id or f"weir-kafka-source-{config.client_id_prefix}"
         self._consumer = make_client(
             kafka.Consumer,
@@ -397,19 +413,23 @@ class KafkaSourceReader:
         their timestamps and the offset after them."""
         n = len(messages)
         start = 0
+        # Mostly all of one partition (one fetch's): then one run, found without a
+        # Python call per message.
+        partitions = list(map(self._partition_of, messages))
+        one_topic = len({topic for topic, _ in self._splits}) == 1
+        whole = one_topic and partitions.count(partitions[0]) == n
         while start < n:
             first = messages[start]
             if first.error() is not None:
                 self._raise_consumer_error(first)
-            partition = first.partition()
+            partition = partitions[start]
             topic = first.topic()
             end = start + 1
-            while (
-                end < n
-                and messages[end].partition() == partition
-                and messages[end].topic() == topic
-            ):
-                end += 1
+            if whole:
+                end = n
+            else:
+                while end < n and partitions[end] == partition and messages[end].topic() == topic:
+                    end += 1
             run = messages[start:end] if start or end != n else messages
             start = end
             split = self._splits.get((topic, partition))
@@ -432,13 +452,23 @@ class KafkaSourceReader:
             self._pending.append((split, values, timestamps, next_offset))
 
     def _deserialize_run(self, split: _Split, run: list[Any]) -> tuple[list[Any], list[int | None]]:
-        deserialize = self._deserialize
-        try:
-            values = [deserialize(m.value()) for m in run]
-        except Exception as exc:
-            self._raise_deserialization_error(split, run, exc)
+        payloads = list(map(self._value_of, run))
+        values: list[Any] | None = None
+        if self._deserialize_batch is not None:
+            try:
+                values = self._deserialize_batch(payloads)
+            except Exception:  # message by message below: it finds and names the bad one
+                values = None
+            if values is not None and len(values) != len(payloads):
+                values = None
+        if values is None:
+            deserialize = self._deserialize
+            try:
+                values = [deserialize(payload) for payload in payloads]
+            except Exception as exc:
+                self._raise_deserialization_error(split, run, exc)
         timestamps: list[int | None] = [
-            ts if kind else None for kind, ts in (m.timestamp() for m in run)
+            ts if kind else None for kind, ts in map(self._timestamp_of, run)
         ]
         if self._skips_none and None in values:
             kept = [(v, t) for v, t in zip(values, timestamps, strict=True) if v is not None]
