@@ -134,6 +134,9 @@ class JavaCharset:
         is not a str."""
         codec = self._codec
         if codec in ("utf-16", "utf-32"):
+            if not all(isinstance(t, str) for t in texts):
+                msg = "encode_all encodes strings only"
+                raise TypeError(msg)
             encode = self.encode
             return [encode(t) for t in texts]
         return list(map(str.encode, texts, repeat(codec), repeat(_ERRORS)))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from weir.common import Row, SimpleStringSchema, Types
 from weir.datastream.formats.json import (
@@ -50,6 +52,40 @@ class TestSimpleStringSchema:
 
     def test_produces_strings(self):
         assert SimpleStringSchema().get_produced_type() == Types.STRING()
+
+
+CHARSETS = ["UTF-8", "ISO-8859-1", "US-ASCII", "UTF-16", "UTF-16LE", "UTF-32", "UTF-32BE"]
+
+
+class TestSchemaBatches:
+    """A batch at once gives what record by record gives."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(charset=st.sampled_from(CHARSETS), messages=st.lists(st.binary(max_size=12)))
+    def test_simple_string_deserializes_a_batch_as_each_message(self, charset, messages):
+        schema = SimpleStringSchema(charset)
+        assert schema.deserialize_batch(messages) == [schema.deserialize(m) for m in messages]
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        charset=st.sampled_from(CHARSETS),
+        elements=st.lists(st.one_of(st.text(max_size=6), st.integers(), st.none())),
+    )
+    def test_simple_string_serializes_a_batch_as_each_element(self, charset, elements):
+        schema = SimpleStringSchema(charset)
+        assert schema.serialize_batch(elements) == [schema.serialize(e) for e in elements]
+
+    def test_a_subclass_s_own_methods_serve_its_batches(self):
+        class Shouting(SimpleStringSchema):
+            def serialize(self, element):
+                return super().serialize(element).upper()
+
+            def deserialize(self, message):
+                return super().deserialize(message) + "!"
+
+        schema = Shouting()
+        assert schema.serialize_batch(["a", "b"]) == [b"A", b"B"]
+        assert schema.deserialize_batch([b"a", b"b"]) == ["a!", "b!"]
 
 
 class TestJsonRowSchemas:
