@@ -26,7 +26,7 @@ import collections
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from weir.core.source import SourceStateError
@@ -135,6 +135,10 @@ class KafkaSourceReader:
         # A batch of values at once where the schema can (deserialize_batch; falls back
         # to deserialize per message when it raises).
         self._deserialize_batch = getattr(config.deserializer, "deserialize_batch", None)
+        # Columns where the schema can make them (deserialize_columns; JSON Rows of
+        # numbers and strings) and the task reads them (poll_columns).
+        self._deserialize_columns = getattr(config.deserializer, "deserialize_columns", None)
+        self._columns = False
         # confluent_kafka.Message's methods, mapped over a batch without a Python call
         # per message; set by _start.
         self._value_of: Callable[[Any], Any] = _unset
@@ -160,6 +164,13 @@ class KafkaSourceReader:
             return None if not self._splits and self._finishes() else []
         self._split_into_runs(messages)
         return self._take_pending() if self._pending else []
+
+    def poll_columns(self, max_records: int) -> Sequence[Any] | None:
+        """``poll_batch``, each run of one partition a ColumnBatch where the schema makes
+        columns of it (``deserialize_columns``), else a list; offsets, timestamps and
+        splits exactly as ``poll_batch`` keeps them."""
+        self._columns = self._deserialize_columns is not None
+        return self.poll_batch(max_records)
 
     def close(self) -> None:
         consumer, self._consumer = self._consumer, None
@@ -451,9 +462,19 @@ class KafkaSourceReader:
             values, timestamps = self._deserialize_run(split, run)
             self._pending.append((split, values, timestamps, next_offset))
 
-    def _deserialize_run(self, split: _Split, run: list[Any]) -> tuple[list[Any], list[int | None]]:
+    def _deserialize_run(
+        self, split: _Split, run: list[Any]
+    ) -> tuple[Sequence[Any], list[int | None]]:
         payloads = list(map(self._value_of, run))
-        values: list[Any] | None = None
+        values: Sequence[Any] | None = None
+        if self._columns:
+            try:
+                values = self._deserialize_columns(payloads)  # type: ignore[misc]
+            except Exception:  # the batch as records below: they name a bad message
+                values = None
+            if values is not None and len(values) == len(payloads):
+                return values, self._timestamps_of(run)  # a column holds no skipped None
+            values = None
         if self._deserialize_batch is not None:
             try:
                 values = self._deserialize_batch(payloads)
@@ -467,14 +488,15 @@ class KafkaSourceReader:
                 values = [deserialize(payload) for payload in payloads]
             except Exception as exc:
                 self._raise_deserialization_error(split, run, exc)
-        timestamps: list[int | None] = [
-            ts if kind else None for kind, ts in map(self._timestamp_of, run)
-        ]
+        timestamps = self._timestamps_of(run)
         if self._skips_none and None in values:
             kept = [(v, t) for v, t in zip(values, timestamps, strict=True) if v is not None]
             values = [v for v, _ in kept]
             timestamps = [t for _, t in kept]
         return values, timestamps
+
+    def _timestamps_of(self, run: list[Any]) -> list[int | None]:
+        return [ts if kind else None for kind, ts in map(self._timestamp_of, run)]
 
     def _take_pending(self) -> list[Any]:
         """The next run: its records count as read, and its partition as the current one."""
