@@ -90,7 +90,7 @@ class SourceLoop:
         serve = self._serve_mailbox
         # Columns when what follows reads them and the reader can give them
         # (OperatorChain.output_takes_columns); the reader's records otherwise.
-        poll_batch = (
+        poll_batch: Callable[[int], Sequence[Any] | None] = (
             reader.poll_columns
             if isinstance(reader, ColumnarSourceReader) and chain.output_takes_columns(source)
             else reader.poll_batch
@@ -118,7 +118,7 @@ class SourceLoop:
                 return
             if batch:
                 with flusher:  # inside a batch (OutputFlusher's contract)
-                    output(batch, None)
+                    output(batch, None)  # type: ignore[arg-type]  # a list or a ColumnBatch
                 if flush_after_batch:
                     chain.flush()
             else:

@@ -6,14 +6,14 @@ import collections
 from typing import Any
 
 from weir.common.typeinfo import TypeInformation, Types
-from weir.core.columnar import ColumnBatch
+from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.source import SourceReaderContext, SourceStateError
 from weir.datastream._column_specs import column_spec
 
 __all__ = ["NumberSequenceSource"]
 
 # How a column of longs makes records, and the range of a long.
-_LONGS = column_spec(Types.LONG())
+_LONGS = column_spec(Types.LONG()) or ColumnSpec()
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 

@@ -27,7 +27,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from weir.core.source import SourceStateError
 from weir.datastream.connectors.kafka._client import (
@@ -123,7 +123,7 @@ class KafkaSourceReader:
         self._classes: list[_DiscoveryClass] = []
         self._restored: list[Any] | None = None
         self._consumer: Any = None
-        self._pending: collections.deque[tuple[_Split, list[Any], list[int | None], int]] = (
+        self._pending: collections.deque[tuple[_Split, Sequence[Any], list[int | None], int]] = (
             collections.deque()
         )
         self._current_split_id = ""
@@ -150,6 +150,9 @@ class KafkaSourceReader:
     # --- SourceReader -----------------------------------------------------------------
 
     def poll_batch(self, max_records: int) -> list[Any] | None:
+        return self._poll(max_records)  # type: ignore[return-value]  # lists, columns off
+
+    def _poll(self, max_records: int) -> Sequence[Any] | None:
         if self._consumer is None:
             self._start()
         if self._pending:
@@ -170,7 +173,7 @@ class KafkaSourceReader:
         columns of it (``deserialize_columns``), else a list; offsets, timestamps and
         splits exactly as ``poll_batch`` keeps them."""
         self._columns = self._deserialize_columns is not None
-        return self.poll_batch(max_records)
+        return self._poll(max_records)
 
     def close(self) -> None:
         consumer, self._consumer = self._consumer, None
@@ -466,15 +469,11 @@ class KafkaSourceReader:
         self, split: _Split, run: list[Any]
     ) -> tuple[Sequence[Any], list[int | None]]:
         payloads = list(map(self._value_of, run))
-        values: Sequence[Any] | None = None
         if self._columns:
-            try:
-                values = self._deserialize_columns(payloads)  # type: ignore[misc]
-            except Exception:  # the batch as records below: they name a bad message
-                values = None
-            if values is not None and len(values) == len(payloads):
-                return values, self._timestamps_of(run)  # a column holds no skipped None
-            values = None
+            columns = self._columns_of(payloads)
+            if columns is not None:
+                return columns, self._timestamps_of(run)  # a column holds no skipped None
+        values: list[Any] | None = None
         if self._deserialize_batch is not None:
             try:
                 values = self._deserialize_batch(payloads)
@@ -495,10 +494,21 @@ class KafkaSourceReader:
             timestamps = [t for _, t in kept]
         return values, timestamps
 
+    def _columns_of(self, payloads: list[Any]) -> Sequence[Any] | None:
+        """The schema's ColumnBatch of ``payloads``; None when it makes none of them."""
+        assert self._deserialize_columns is not None
+        try:
+            columns = self._deserialize_columns(payloads)
+        except Exception:  # the run as records instead: they name a bad message
+            return None
+        if columns is None or len(columns) != len(payloads):
+            return None
+        return columns  # type: ignore[no-any-return]
+
     def _timestamps_of(self, run: list[Any]) -> list[int | None]:
         return [ts if kind else None for kind, ts in map(self._timestamp_of, run)]
 
-    def _take_pending(self) -> list[Any]:
+    def _take_pending(self) -> Sequence[Any]:
         """The next run: its records count as read, and its partition as the current one."""
         while self._pending:
             split, values, timestamps, next_offset = self._pending.popleft()
@@ -513,7 +523,9 @@ class KafkaSourceReader:
                 return values
         return []
 
-    def _raise_deserialization_error(self, split: _Split, run: list[Any], exc: Exception) -> None:
+    def _raise_deserialization_error(
+        self, split: _Split, run: list[Any], exc: Exception
+    ) -> NoReturn:
         deserialize = self._deserialize
         bad = run[0]
         for message in run:
