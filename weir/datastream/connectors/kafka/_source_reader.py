@@ -27,7 +27,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from weir.core.source import SourceStateError
 from weir.datastream.connectors.kafka._client import (
@@ -39,10 +39,8 @@ from weir.datastream.connectors.kafka._client import (
     split_owner,
     topic_partitions,
 )
-from weir.datastream.connectors.kafka.errors import (
-    KafkaConnectorError,
-    KafkaDeserializationError,
-)
+from weir.datastream.connectors.kafka._run_deserializer import RunDeserializer
+from weir.datastream.connectors.kafka.errors import KafkaConnectorError
 from weir.datastream.connectors.kafka.offsets import KafkaOffsetsInitializer, resolve
 
 logger = logging.getLogger(__name__)
@@ -131,21 +129,10 @@ class KafkaSourceReader:
         self._next_discovery = float("inf")
         self._next_stop_check = 0.0
         self._commits: dict[int, dict[TP, int]] = {}
-        self._deserialize = config.deserializer.deserialize
-        # A batch of values at once where the schema can (deserialize_batch; falls back
-        # to deserialize per message when it raises).
-        self._deserialize_batch = getattr(config.deserializer, "deserialize_batch", None)
-        # Columns where the schema can make them (deserialize_columns; JSON Rows of
-        # numbers and strings) and the task reads them (poll_columns).
-        self._deserialize_columns = getattr(config.deserializer, "deserialize_columns", None)
+        # Set by _start (it needs confluent_kafka's Message type).
+        self._runs: RunDeserializer | None = None
         self._columns = False
-        # confluent_kafka.Message's methods, mapped over a batch without a Python call
-        # per message; set by _start.
-        self._value_of: Callable[[Any], Any] = _unset
-        self._timestamp_of: Callable[[Any], Any] = _unset
         self._partition_of: Callable[[Any], Any] = _unset
-        # A schema may return None for a record to skip (Flink's collector skips null).
-        self._skips_none = not getattr(config.deserializer, "_never_returns_none", False)
 
     # --- SourceReader -----------------------------------------------------------------
 
@@ -172,7 +159,10 @@ class KafkaSourceReader:
         """``poll_batch``, each run of one partition a ColumnBatch where the schema makes
         columns of it (``deserialize_columns``), else a list; offsets, timestamps and
         splits exactly as ``poll_batch`` keeps them."""
-        self._columns = self._deserialize_columns is not None
+        if not self._columns:
+            self._columns = True
+            if self._runs is not None:
+                self._runs.columns = True
         return self._poll(max_records)
 
     def close(self) -> None:
@@ -259,8 +249,8 @@ class KafkaSourceReader:
     def _start(self) -> None:
         config = self._config
         kafka = confluent()
-        self._value_of = kafka.Message.value
-        self._timestamp_of = kafka.Message.timestamp
+        self._runs = RunDeserializer(config.deserializer, kafka.Message)
+        self._runs.columns = self._columns
         self._partition_of = kafka.Message.partition
         group_id = config.group_id or f"weir-kafka-source-{config.client_id_prefix}"
         self._consumer = make_client(
@@ -462,51 +452,9 @@ class KafkaSourceReader:
             if run and run[0].offset() < split.next:
                 # A duplicate fetch after a seek: keep the records not yet returned.
                 run = [m for m in run if m.offset() >= split.next]
-            values, timestamps = self._deserialize_run(split, run)
+            assert self._runs is not None
+            values, timestamps = self._runs.run(split.split_id, run)
             self._pending.append((split, values, timestamps, next_offset))
-
-    def _deserialize_run(
-        self, split: _Split, run: list[Any]
-    ) -> tuple[Sequence[Any], list[int | None]]:
-        payloads = list(map(self._value_of, run))
-        if self._columns:
-            columns = self._columns_of(payloads)
-            if columns is not None:
-                return columns, self._timestamps_of(run)  # a column holds no skipped None
-        values: list[Any] | None = None
-        if self._deserialize_batch is not None:
-            try:
-                values = self._deserialize_batch(payloads)
-            except Exception:  # message by message below: it finds and names the bad one
-                values = None
-            if values is not None and len(values) != len(payloads):
-                values = None
-        if values is None:
-            deserialize = self._deserialize
-            try:
-                values = [deserialize(payload) for payload in payloads]
-            except Exception as exc:
-                self._raise_deserialization_error(split, run, exc)
-        timestamps = self._timestamps_of(run)
-        if self._skips_none and None in values:
-            kept = [(v, t) for v, t in zip(values, timestamps, strict=True) if v is not None]
-            values = [v for v, _ in kept]
-            timestamps = [t for _, t in kept]
-        return values, timestamps
-
-    def _columns_of(self, payloads: list[Any]) -> Sequence[Any] | None:
-        """The schema's ColumnBatch of ``payloads``; None when it makes none of them."""
-        assert self._deserialize_columns is not None
-        try:
-            columns = self._deserialize_columns(payloads)
-        except Exception:  # the run as records instead: they name a bad message
-            return None
-        if columns is None or len(columns) != len(payloads):
-            return None
-        return columns  # type: ignore[no-any-return]
-
-    def _timestamps_of(self, run: list[Any]) -> list[int | None]:
-        return [ts if kind else None for kind, ts in map(self._timestamp_of, run)]
 
     def _take_pending(self) -> Sequence[Any]:
         """The next run: its records count as read, and its partition as the current one."""
@@ -522,28 +470,6 @@ class KafkaSourceReader:
                 self._current_timestamps = timestamps
                 return values
         return []
-
-    def _raise_deserialization_error(
-        self, split: _Split, run: list[Any], exc: Exception
-    ) -> NoReturn:
-        deserialize = self._deserialize
-        bad = run[0]
-        for message in run:
-            try:
-                deserialize(message.value())
-            except Exception:
-                bad = message
-                break
-        value = bad.value()
-        shown = value[:200] if isinstance(value, bytes) else value
-        msg = (
-            f"the deserialization schema {self._config.deserializer!r} failed on the record "
-            f"at offset {bad.offset()} of Kafka partition {split.split_id} ({shown!r}): "
-            f"{type(exc).__name__}: {exc}; fix the schema given to "
-            "set_value_only_deserializer(...), or the data (a JSON schema skips bad "
-            "records with ignore_parse_errors())"
-        )
-        raise KafkaDeserializationError(msg) from exc
 
     def _raise_consumer_error(self, message: Any) -> None:
         error = message.error()
