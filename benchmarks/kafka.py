@@ -12,15 +12,17 @@ records' Kafka timestamps, read ``read_committed``. The broker sets those timest
 appends each record (the output topics have ``message.timestamp.type=LogAppendTime``, as
 Flink's KafkaSink would otherwise write each input record's own timestamp), so JVM, Spark
 and job start are left out alike for every row. Each figure is the best of R runs, taken
-in turns (bare, Weir AT_LEAST_ONCE, Weir EXACTLY_ONCE, PyFlink AT_LEAST_ONCE, PyFlink
-EXACTLY_ONCE, bare, ...), so that a machine shared with other work disturbs them alike.
+in turns (bare, Weir AT_LEAST_ONCE, Weir EXACTLY_ONCE, Weir map_batches EXACTLY_ONCE,
+PyFlink AT_LEAST_ONCE, PyFlink EXACTLY_ONCE, bare, ...), so that a machine shared with
+other work disturbs them alike.
 
 * bare loop: librdkafka (confluent-kafka), ``consume`` a batch, ``produce`` each record,
   one process per partition for p=2; the physical limit of the client here. Its consumer
   has fetch.queue.backoff.ms 10, as Weir's source has.
 * Weir: ``from_source(KafkaSource) -> map -> sink_to(KafkaSink)`` on the embedded
   MiniCluster at p=1 and p=2, with AT_LEAST_ONCE and EXACTLY_ONCE, checkpoints every
-  second.
+  second; and the same with ``map_batches`` (one call per batch, ``batch_format="list"``)
+  in place of ``map``, EXACTLY_ONCE.
 * PyFlink 2.3 (``--pyflink``, the default): the same program through PyFlink's own
   connector API (``benchmarks/peers/pyflink_kafka.py``), with Flink's Kafka connector
   (``org.apache.flink:flink-sql-connector-kafka`` 5.0.0-2.2, fetched with Maven), on
@@ -105,7 +107,13 @@ def _create(broker: str, name: str, partitions: int, config: dict[str, str] | No
 
     admin = AdminClient({"bootstrap.servers": broker})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(60)
-    time.sleep(1)  # leaders elected
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until every partition has its leader
+        topic = admin.list_topics(name, timeout=30).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            if all(p.leader >= 0 for p in topic.partitions.values()):
+                break
+        time.sleep(0.2)
     return name
 
 
@@ -143,11 +151,12 @@ def _bare_loop(broker: str, source: str, sink: str, partition: int, count: int) 
         messages = consumer.consume(1000, 1.0)
         for message in messages:
             value = message.value()
-            try:
-                producer.produce(sink, value)
-            except BufferError:
-                producer.poll(0.05)
-                producer.produce(sink, value)
+            while True:
+                try:
+                    producer.produce(sink, value)
+                    break
+                except BufferError:  # the queue is full: serve it until there is room
+                    producer.poll(0.05)
         seen += len(messages)
         producer.poll(0)
     producer.flush(120)
@@ -173,7 +182,16 @@ def bare(broker: str, source: str, count: int, parallelism: int) -> float:
     return _rate(broker, sink, count)
 
 
-def weir(broker: str, source: str, count: int, parallelism: int, guarantee: str) -> float:
+def weir(
+    broker: str,
+    source: str,
+    count: int,
+    parallelism: int,
+    guarantee: str,
+    *,
+    batches: bool = False,
+) -> float:
+    """Weir's job; ``batches``: ``map_batches`` over lists in place of ``map``."""
     from weir.common import Configuration, SimpleStringSchema, Types, WatermarkStrategy
     from weir.datastream import StreamExecutionEnvironment
     from weir.datastream.connectors import DeliveryGuarantee
@@ -216,12 +234,13 @@ def weir(broker: str, source: str, count: int, parallelism: int, guarantee: str)
         .set_property("transaction.timeout.ms", "900000")
         .build()
     )
-    (
-        env.from_source(kafka_source, WatermarkStrategy.no_watermarks(), "in")
-        .map(lambda value: value, output_type=Types.STRING())
-        .sink_to(kafka_sink)
-    )
-    env.execute(f"kafka {guarantee} p={parallelism}")
+    stream = env.from_source(kafka_source, WatermarkStrategy.no_watermarks(), "in")
+    if batches:
+        stream = stream.map_batches(lambda values: values, output_type=Types.STRING())
+    else:
+        stream = stream.map(lambda value: value, output_type=Types.STRING())
+    stream.sink_to(kafka_sink)
+    env.execute(f"kafka {'map_batches' if batches else 'map'} {guarantee} p={parallelism}")
     return _rate(broker, sink_topic, count)
 
 
@@ -344,6 +363,15 @@ def main() -> None:
         default=True,
         help=f"measure {PYFLINK} too (default: when it can be had here)",
     )
+    parser.add_argument(
+        "--map-rows",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure Weir's per-record map rows too (default: yes)",
+    )
+    parser.add_argument(
+        "--parallelism", type=int, choices=(1, 2), action="append", help="default: 1 and 2"
+    )
     args = parser.parse_args()
     pyflink = None
     if args.pyflink:
@@ -364,13 +392,15 @@ def main() -> None:
         _fill(servers, source, count)
         print(f"{count} records of {len(RECORD)} bytes, 2 partitions, broker {servers}")
         rows = []
-        for parallelism in (1, 2):
+        for parallelism in args.parallelism or (1, 2):
             best: dict[str, float] = {}
             for _ in range(args.repeat):
                 _keep(best, "bare librdkafka loop", bare(servers, source, count, parallelism))
-                for guarantee in GUARANTEES:
+                for guarantee in GUARANTEES if args.map_rows else ():
                     rate = weir(servers, source, count, parallelism, guarantee)
                     _keep(best, f"Weir {guarantee}", rate)
+                rate = weir(servers, source, count, parallelism, "EXACTLY_ONCE", batches=True)
+                _keep(best, "Weir map_batches EXACTLY_ONCE", rate)
                 if pyflink is None:
                     continue
                 try:
@@ -382,10 +412,10 @@ def main() -> None:
                     pyflink = None
             limit = best["bare librdkafka loop"]
             rows += [(parallelism, name, rate, rate / limit) for name, rate in best.items()]
-        print(f"{'p':>2}  {'pipeline':<26} {'records/s':>12}  of bare loop")
+        print(f"{'p':>2}  {'pipeline':<30} {'records/s':>12}  of bare loop")
         for parallelism, name, rate, share in rows:
             shown = "" if name.startswith("bare") else f"{share:6.0%}"
-            print(f"{parallelism:>2}  {name:<26} {rate:>12,.0f}  {shown}")
+            print(f"{parallelism:>2}  {name:<30} {rate:>12,.0f}  {shown}")
     finally:
         if broker is not None:
             broker.stop()

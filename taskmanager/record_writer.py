@@ -188,6 +188,11 @@ class RecordWriter:
             self._emit == self._emit_key_group and self._key_field is not None
         )
 
+    @property
+    def takes_columns(self) -> bool:
+        """Whether a ColumnBatch crosses this edge as columns (see ``emit``)."""
+        return self._columnar
+
     def code_after_routing(self, coder: DeclaredTypeCoder | None, operator: str) -> None:
         """Code this edge's records with ``coder`` once their keys (or partitions) are
         taken: PyFlink fuses the function of ``key_by`` (or ``partition_custom``) with the

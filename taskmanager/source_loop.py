@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from weir.core.source import ColumnarSourceReader
 from weir.taskmanager.mailbox import Mailbox
 from weir.taskmanager.network.api import ResultPartitionWriter
 from weir.taskmanager.operators.chain import OperatorChain
@@ -87,7 +88,13 @@ class SourceLoop:
         timeout = self._buffer_timeout
         flush_after_batch = timeout.flush_after_batch
         serve = self._serve_mailbox
-        poll_batch = reader.poll_batch
+        # Columns when what follows reads them and the reader can give them
+        # (OperatorChain.output_takes_columns); the reader's records otherwise.
+        poll_batch: Callable[[int], Sequence[Any] | None] = (
+            reader.poll_columns
+            if isinstance(reader, ColumnarSourceReader) and chain.output_takes_columns(source)
+            else reader.poll_batch
+        )
         output = source.emit
         n = self._bundle_size
         flusher = self._flusher
@@ -111,7 +118,7 @@ class SourceLoop:
                 return
             if batch:
                 with flusher:  # inside a batch (OutputFlusher's contract)
-                    output(batch, None)
+                    output(batch, None)  # type: ignore[arg-type]  # a list or a ColumnBatch
                 if flush_after_batch:
                     chain.flush()
             else:

@@ -213,6 +213,9 @@ class OperatorChain:
             for target_id in descriptor.chained_outputs:
                 upstream[target_id] = counters
         self._inputs: list[Collect] = []
+        # The operators whose main output goes to at least one consumer that reads a
+        # batch of columns as columns (``output_takes_columns``).
+        self._columnar_outputs: set[OperatorId] = set()
         # Only operators that override the hook are called at each checkpoint.
         self._snapshot_hooks = [
             op
@@ -231,11 +234,13 @@ class OperatorChain:
             main: list[Collect] = []
             watermarks: list[Callable[[int], None]] = []
             statuses: list[Callable[[bool], None]] = []
+            columns = False
             for target_id in descriptor.chained_outputs:
                 target = by_id[target_id]
                 if target not in self._opened:
                     msg = f"chained output {target_id} of {descriptor.name!r} is not after it"
                     raise ValueError(msg)
+                columns = columns or bool(getattr(target, "columnar", False))
                 main.append(_entry(target, 0))
                 watermarks.append(target.process_watermark)
                 statuses.append(target.process_watermark_status)
@@ -255,11 +260,14 @@ class OperatorChain:
                 if w.output_tag:
                     side.setdefault(w.output_tag, []).append(w.emit)
                 else:
+                    columns = columns or w.takes_columns
                     main.append(w.emit)
                 # Side outputs carry the operator's watermarks too, as in Flink.
                 watermarks.append(w.emit_watermark)
                 statuses.append(w.emit_watermark_status)
             self._opened.append(op)
+            if columns:
+                self._columnar_outputs.add(descriptor.operator_id)
             counters = self.io[descriptor.operator_id]
             # Coded where PyFlink serialises them (weir.graph.coded_outputs).
             collect = _coded(fan_out(main), coder, op.name)
@@ -300,6 +308,16 @@ class OperatorChain:
         is made records at its entry)."""
         head = self.head
         return index == 0 and self._sorted_input is None and bool(getattr(head, "columnar", False))
+
+    def output_takes_columns(self, op: StreamOperator) -> bool:
+        """Whether something ``op``'s main output feeds reads a batch of columns as
+        columns (a columnar operator, a forward or key-group edge that carries columns);
+        once the chain is open. A source then hands over columns where its reader can
+        (``weir.core.source.ColumnarSourceReader``): a consumer that reads columns gets
+        them without records being built, and one that reads records gets the batch's
+        records, built once, alike for every consumer. Where none reads columns the
+        reader's records go on as they are, so the per-record path is untouched."""
+        return op.setup.descriptor.operator_id in self._columnar_outputs
 
     def _hold_watermark(self, watermark: int) -> None:
         self._held_watermark = watermark

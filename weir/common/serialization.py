@@ -3,6 +3,7 @@ and back with (``pyflink.common.serialization``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from weir.common.typeinfo import TypeInformation, Types
@@ -46,6 +47,13 @@ class SerializationSchema:
     def serialize(self, element: Any) -> bytes:
         raise NotImplementedError
 
+    def serialize_batch(self, elements: Sequence[Any]) -> list[bytes]:
+        """Weir's own: ``serialize`` of each of ``elements``, in order, as a connector that
+        writes a batch at once asks for them. A schema that can do a batch in fewer
+        Python calls overrides it, with the same results."""
+        serialize = self.serialize
+        return [serialize(element) for element in elements]
+
 
 class DeserializationSchema:
     """Turns the bytes a connector read into a record (``pyflink.common.DeserializationSchema``).
@@ -59,6 +67,15 @@ class DeserializationSchema:
 
     def deserialize(self, message: bytes) -> Any:
         raise NotImplementedError
+
+    def deserialize_batch(self, messages: Sequence[bytes]) -> list[Any]:
+        """Weir's own: ``deserialize`` of each of ``messages``, in order (``None`` where a
+        record is to be skipped), as a connector that reads a batch at once asks for
+        them. A schema that can do a batch in fewer Python calls overrides it, with the
+        same results; a batch it cannot do at once it may refuse by raising, and the
+        connector then deserializes it message by message."""
+        deserialize = self.deserialize
+        return [deserialize(message) for message in messages]
 
     def get_produced_type(self) -> TypeInformation:
         return Types.PICKLED_BYTE_ARRAY()
@@ -86,6 +103,19 @@ class SimpleStringSchema(SerializationSchema, DeserializationSchema):
 
     def deserialize(self, message: bytes) -> str:
         return self._charset.decode(message)
+
+    def serialize_batch(self, elements: Sequence[Any]) -> list[bytes]:
+        if type(self).serialize is not SimpleStringSchema.serialize:
+            return super().serialize_batch(elements)  # a subclass's own serialize
+        try:
+            return self._charset.encode_all(elements)
+        except TypeError:  # not all strings: each in its string form, as serialize does
+            return super().serialize_batch(elements)
+
+    def deserialize_batch(self, messages: Sequence[bytes]) -> list[Any]:
+        if type(self).deserialize is not SimpleStringSchema.deserialize:
+            return super().deserialize_batch(messages)  # a subclass's own deserialize
+        return self._charset.decode_all(messages)
 
     def get_produced_type(self) -> TypeInformation:
         return Types.STRING()

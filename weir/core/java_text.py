@@ -22,6 +22,8 @@ text), as Java's.
 from __future__ import annotations
 
 import codecs
+from collections.abc import Sequence
+from itertools import repeat
 
 __all__ = ["JAVA_ERRORS", "JavaCharset"]
 
@@ -116,6 +118,28 @@ class JavaCharset:
         if codec in _UTF32_BOM and data.startswith(_UTF32_BOM[codec]):
             data = data[4:]  # Java's UTF-32BE and UTF-32LE skip a leading mark of their order
         return data.decode(codec, _ERRORS)
+
+    def decode_all(self, data: Sequence[bytes]) -> list[str]:
+        """``decode`` of each of ``data``, in one call (a codec without byte-order marks
+        decodes them all without a Python call per item). Raises TypeError for an item
+        that is not bytes."""
+        codec = self._codec
+        if codec in ("utf-16", "utf-32") or codec in _UTF32_BOM:
+            decode = self.decode
+            return [decode(d) for d in data]
+        return list(map(bytes.decode, data, repeat(codec), repeat(_ERRORS)))
+
+    def encode_all(self, texts: Sequence[str]) -> list[bytes]:
+        """``encode`` of each of ``texts``, in one call. Raises TypeError for an item that
+        is not a str."""
+        codec = self._codec
+        if codec in ("utf-16", "utf-32"):
+            if not all(isinstance(t, str) for t in texts):
+                msg = "encode_all encodes strings only"
+                raise TypeError(msg)
+            encode = self.encode
+            return [encode(t) for t in texts]
+        return list(map(str.encode, texts, repeat(codec), repeat(_ERRORS)))
 
     def encode(self, text: str) -> bytes:
         codec = self._codec

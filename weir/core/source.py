@@ -28,6 +28,13 @@ A reader whose records carry their own event time (a Kafka record's timestamp) i
 ``TimestampedSourceReader``: the timestamps of each batch go with it, and are the records'
 event time unless the watermark strategy assigns its own.
 
+A reader that can hand its records over as columns implements ``ColumnarSourceReader``:
+when what follows the source in its task reads columns (a batch function, a batch sink,
+a built-in aggregate, a forward or key-group edge), the task polls ``poll_columns`` in
+place of ``poll_batch``; the records the two return, and the reader's state after them,
+are the same. Operators that read records one by one get a ColumnBatch's records, built
+once per batch.
+
 A reader that reads several splits at once implements ``SplitSourceReader`` as well:
 ``from_source`` then generates watermarks per split and the source's watermark is the
 minimum over them (``weir.taskmanager.operators.split_watermarks``). A reader that reads its
@@ -63,6 +70,24 @@ class SourceReader(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ColumnarSourceReader(SourceReader, Protocol):
+    """A reader that can return a batch as columns (see the module docstring).
+
+    >>> class RangeReader:
+    ...     def poll_columns(self, max_records):
+    ...         return ColumnBatch({"f0": np.arange(self.next, self.next + max_records)}, spec)
+    """
+
+    def poll_columns(self, max_records: int) -> Sequence[Any] | None:
+        """What ``poll_batch`` returns, as a ``weir.core.columnar.ColumnBatch`` whose
+        records are those ``poll_batch`` would have returned (same values, same types),
+        or as a list when the batch has no columnar form; ``[]`` and ``None`` as there.
+        Called on the task thread only, in place of ``poll_batch`` (never both on one
+        reader)."""
+        ...
 
 
 @runtime_checkable

@@ -36,6 +36,7 @@ from weir.datastream.connectors.kafka import (
     KafkaRecordSerializationSchema,
     KafkaSink,
     KafkaSource,
+    KafkaTopicPartition,
 )
 from weir.datastream.connectors.kafka import sink as sink_module
 from weir.datastream.formats.json import JsonRowDeserializationSchema
@@ -182,6 +183,79 @@ def test_the_pyflink_program_is_exactly_once_with_task_managers_killed_at_random
     client.get_job_execution_result().result()
     feed.join()
     assert _output(kafka_broker, out, feed.expected) == feed.expected
+
+
+def _shouting_job(env, servers: str, source: str, out: str, prefix: str, stop_at) -> None:
+    """Kafka -> map_batches (a batch of words at once) -> Kafka, exactly once."""
+    kafka_source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(servers)
+        .set_topics(source)
+        .set_starting_offsets(KafkaOffsetsInitializer.earliest())
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_bounded(
+            KafkaOffsetsInitializer.offsets(
+                {KafkaTopicPartition(source, p): offset for p, offset in stop_at.items()}
+            )
+        )
+        .build()
+    )
+    (
+        env.from_source(kafka_source, WatermarkStrategy.no_watermarks(), "words")
+        .uid("words")
+        .map_batches(lambda words: [f"{w}!" for w in words], output_type=Types.STRING())
+        .uid("shout")
+        .sink_to(_string_sink_with_prefix(servers, out, prefix))
+        .uid("shouted")
+    )
+
+
+def _string_sink_with_prefix(servers: str, topic: str, prefix: str) -> KafkaSink:
+    return (
+        KafkaSink.builder()
+        .set_bootstrap_servers(servers)
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic(topic)
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE)
+        .set_transactional_id_prefix(prefix)
+        .set_property("transaction.timeout.ms", "900000")
+        .build()
+    )
+
+
+@pytest.mark.long
+def test_kafka_map_batches_kafka_is_exactly_once_with_a_task_manager_killed(
+    cluster, kafka_broker, tmp_path
+):
+    source, out, prefix = _topics(kafka_broker, 2)
+    feed = Feed(kafka_broker, source, 2, 6000, seconds=12, seed=3)
+    env = _env(tmp_path)
+    _shouting_job(env, kafka_broker.bootstrap_servers, source, out, prefix, feed.stop_at)
+    client = env.execute_async("kafka map_batches kafka, a TaskManager killed")
+    job_id = str(client.get_job_id())
+    with DispatcherGateway(cluster.address) as gateway:
+        _await(lambda: _running(gateway, job_id, 0), "the job to run")
+        feed.start()
+        tasks = _running(gateway, job_id, 0)
+        completed = gateway.checkpoint_statistics(job_id).num_completed
+        _await(lambda: _checkpoints(gateway, job_id) >= completed + 2, "two more checkpoints")
+        victim_id = sorted({t.resource_id for t in tasks})[0]
+        (victim,) = [tm for tm in gateway.list_task_managers() if tm.resource_id == victim_id]
+        os.kill(victim.pid, signal.SIGKILL)
+        # The killed TaskManager's tasks (a region of their own: no shuffle) run again.
+        _await(
+            lambda: any(t.attempt_number >= 1 for t in _running(gateway, job_id, 0) or ()),
+            "the killed tasks to run again",
+        )
+    client.get_job_execution_result().result()
+    feed.join()
+    # A failure-free run writes every word once, shouted.
+    expected = Counter(f"{word}!" for word in feed.words)
+    assert _output(kafka_broker, out, expected) == expected
 
 
 class CrashBeforeCommit(KafkaSink):

@@ -315,3 +315,48 @@ def test_a_bounded_read_that_starts_at_a_partitions_end_releases_no_partition_it
         restored.close()
     complaints = [r.getMessage() for r in caplog.records if "assignment" in r.getMessage()]
     assert complaints == []
+
+
+def test_json_rows_read_as_columns_are_the_rows_read_one_by_one(kafka_broker):
+    """``poll_columns`` hands a batch of JSON Rows of numbers and strings over as
+    columns: their records are the Rows ``poll_batch`` gives, with the same timestamps,
+    splits and offsets; a batch with a null number comes as Rows."""
+    topic = _topic(kafka_broker, 2)
+    for p in range(2):
+        messages = [f'{{"id": {i}, "name": "n{i}", "score": {i / 4}}}' for i in range(40)]
+        if p == 1:
+            messages[7] = '{"id": null, "name": "none"}'
+        kafka_broker.produce(topic, messages, partition=p, timestamps=[1000 + i for i in range(40)])
+    row = Types.ROW_NAMED(["id", "name", "score"], [Types.LONG(), Types.STRING(), Types.DOUBLE()])
+    schema = JsonRowDeserializationSchema.builder().type_info(row).build()
+    source = (
+        _builder(kafka_broker, topic)
+        .set_value_only_deserializer(schema)
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    by_rows, by_columns = source.create_reader(Ctx()), source.create_reader(Ctx())
+    kinds = set()
+    rows, columns = [], []
+    for reader, out, poll in (
+        (by_rows, rows, by_rows.poll_batch),
+        (by_columns, columns, by_columns.poll_columns),
+    ):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            batch = poll(100)
+            if batch is None:
+                break
+            if batch:
+                if reader is by_columns:
+                    kinds.add((reader.current_split_id(), type(batch).__name__))
+                out.append((reader.current_split_id(), list(batch), reader.current_timestamps()))
+            else:
+                time.sleep(0.005)
+        # Both read their partitions to the end: only the discovery split is left.
+        assert [s[0] for s in reader.snapshot_splits(1)] == ["discovery"]
+        reader.close()
+    assert sorted(columns, key=lambda b: b[0]) == sorted(rows, key=lambda b: b[0])
+    assert (f"{topic}-0", "ColumnBatch") in kinds
+    assert (f"{topic}-1", "list") in kinds  # the null id: Rows
+    assert all(type(r) is type(rows[0][1][0]) for _, batch, _ in columns for r in batch)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from weir.common import Row, SimpleStringSchema, Types
 from weir.datastream.formats.json import (
@@ -50,6 +53,135 @@ class TestSimpleStringSchema:
 
     def test_produces_strings(self):
         assert SimpleStringSchema().get_produced_type() == Types.STRING()
+
+
+CHARSETS = ["UTF-8", "ISO-8859-1", "US-ASCII", "UTF-16", "UTF-16LE", "UTF-32", "UTF-32BE"]
+
+
+class TestSchemaBatches:
+    """A batch at once gives what record by record gives."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(charset=st.sampled_from(CHARSETS), messages=st.lists(st.binary(max_size=12)))
+    def test_simple_string_deserializes_a_batch_as_each_message(self, charset, messages):
+        schema = SimpleStringSchema(charset)
+        assert schema.deserialize_batch(messages) == [schema.deserialize(m) for m in messages]
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        charset=st.sampled_from(CHARSETS),
+        elements=st.lists(st.one_of(st.text(max_size=6), st.integers(), st.none())),
+    )
+    def test_simple_string_serializes_a_batch_as_each_element(self, charset, elements):
+        schema = SimpleStringSchema(charset)
+        assert schema.serialize_batch(elements) == [schema.serialize(e) for e in elements]
+
+    def test_a_subclass_s_own_methods_serve_its_batches(self):
+        class Shouting(SimpleStringSchema):
+            def serialize(self, element):
+                return super().serialize(element).upper()
+
+            def deserialize(self, message):
+                return super().deserialize(message) + "!"
+
+        schema = Shouting()
+        assert schema.serialize_batch(["a", "b"]) == [b"A", b"B"]
+        assert schema.deserialize_batch([b"a", b"b"]) == ["a!", "b!"]
+
+
+NUMBERS_AND_TEXT = Types.ROW_NAMED(
+    ["id", "small", "ok", "score", "name"],
+    [Types.LONG(), Types.SHORT(), Types.BOOLEAN(), Types.DOUBLE(), Types.STRING()],
+)
+JSON_MESSAGES = st.lists(
+    st.one_of(
+        st.builds(
+            lambda i, s, b, f, n: (
+                f'{{"id": {i}, "small": {s}, "ok": {str(b).lower()}, "score": {f}, '
+                f'"name": {json.dumps(n)}}}'
+            ).encode(),
+            st.integers(-(2**40), 2**40),
+            st.integers(-30000, 30000),
+            st.booleans(),
+            st.floats(allow_nan=False, allow_infinity=False),
+            st.text(max_size=4),
+        ),
+        st.sampled_from(
+            [
+                b'{"id": 1}',
+                b'{"id": null, "name": {"a": [1]}}',
+                b"garbage",
+                b"",
+                b'{"id": 1},{}',
+                b"\xef\xbb\xbf{}",
+                '{"name": "\u00e9"}'.encode("utf-16"),
+                b'"text"',
+                b'{"small": 99999}',
+            ]
+        ),
+    ),
+    max_size=8,
+)
+
+
+class TestJsonBatches:
+    """A batch of JSON messages at once gives what message by message gives."""
+
+    @settings(max_examples=40, deadline=None)
+    @given(messages=JSON_MESSAGES)
+    def test_a_batch_deserializes_as_each_message_or_fails_alike(self, messages):
+        lenient = JsonRowDeserializationSchema(NUMBERS_AND_TEXT, ignore_parse_errors=True)
+        assert lenient.deserialize_batch(messages) == [lenient.deserialize(m) for m in messages]
+        strict = JsonRowDeserializationSchema(NUMBERS_AND_TEXT)
+        try:
+            expected = [strict.deserialize(m) for m in messages]
+        except JsonRowFormatError as exc:
+            with pytest.raises(JsonRowFormatError) as raised:
+                strict.deserialize_batch(messages)
+            assert str(raised.value) == str(exc)
+        else:
+            assert strict.deserialize_batch(messages) == expected
+
+    @settings(max_examples=40, deadline=None)
+    @given(messages=JSON_MESSAGES)
+    def test_columns_are_the_rows_and_the_columns_map_batches_makes_of_them(self, messages):
+        from weir.core.columnar import BatchFormat, ColumnBatch, to_format
+        from weir.datastream._column_specs import column_spec
+
+        schema = JsonRowDeserializationSchema(NUMBERS_AND_TEXT)
+        columns = schema.deserialize_columns(messages)
+        if columns is None:
+            return  # no columnar form: the batch goes as Rows
+        assert isinstance(columns, ColumnBatch)
+        rows = [schema.deserialize(m) for m in messages]
+        assert columns.records() == rows
+        assert [r.as_dict() for r in columns.records()] == [r.as_dict() for r in rows]
+        spec = column_spec(NUMBERS_AND_TEXT)
+        made = to_format(rows, BatchFormat.NUMPY, spec)
+        for name, column in columns.columns.items():
+            assert column.dtype == made[name].dtype
+            assert column.tolist() == made[name].tolist()
+
+    def test_columns_come_for_numbers_and_text_only(self):
+        messages = [
+            b'{"id": 1, "small": 2, "ok": true, "score": 0.5, "name": "a"}',
+            b'{"id": 3, "small": 4, "ok": false, "score": 1, "name": null}',
+        ]
+        schema = JsonRowDeserializationSchema(NUMBERS_AND_TEXT)
+        batch = schema.deserialize_columns(messages)
+        assert batch is not None
+        assert [str(c.dtype) for c in batch.columns.values()] == [
+            "int64",
+            "int16",
+            "bool",
+            "float64",
+            "object",
+        ]
+        assert schema.deserialize_columns([b'{"id": 1}']) is None  # null numbers: Rows
+        nested = JsonRowDeserializationSchema(ROW)
+        assert nested.deserialize_columns(messages) is None
+        floats = Types.ROW_NAMED(["x"], [Types.FLOAT()])  # float32 would round the Rows' value
+        assert JsonRowDeserializationSchema(floats).deserialize_columns([b'{"x": 0.1}']) is None
 
 
 class TestJsonRowSchemas:

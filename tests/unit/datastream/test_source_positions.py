@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from weir.core.columnar import ColumnBatch
 from weir.core.source import (
     CheckpointedSourceReader,
     SourceReader,
@@ -83,6 +84,40 @@ def test_number_sequence_resumes_exactly_after_the_snapshot(
         ctx = Context(index, parallelism)
         full = read(source.create_reader(ctx), batch)
         assert read_with_cut(source, ctx, cut, batch) == full
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=st.sampled_from([-50, 0, 7, (1 << 63) - 200, -(1 << 63)]),
+    length=st.integers(1, 200),
+    parallelism=st.integers(1, 3),
+    batch=st.integers(1, 40),
+)
+def test_number_sequence_columns_are_its_records(
+    start: int, length: int, parallelism: int, batch: int
+) -> None:
+    """``poll_columns`` gives the records ``poll_batch`` gives (Python ints, as PyFlink's
+    longs are), in int64 columns, and leaves the reader where ``poll_batch`` does."""
+    source = NumberSequenceSource(start, start + length - 1)
+    for index in range(parallelism):
+        ctx = Context(index, parallelism)
+        by_records, by_columns = source.create_reader(ctx), source.create_reader(ctx)
+        while True:
+            records = by_records.poll_batch(batch)
+            columns = by_columns.poll_columns(batch)
+            if records is None:
+                assert columns is None
+                break
+            assert isinstance(columns, ColumnBatch)
+            assert columns.columns["f0"].dtype == "int64"
+            assert columns.records() == records
+            assert {type(x) for x in columns.records()} <= {int}
+            assert by_columns.snapshot_splits(1) == by_records.snapshot_splits(1)
+
+
+def test_number_sequence_numbers_beyond_a_long_come_as_records() -> None:
+    reader = NumberSequenceSource(1 << 63, (1 << 63) + 3).create_reader(Context(0, 1))
+    assert reader.poll_columns(10) == [1 << 63, (1 << 63) + 1, (1 << 63) + 2, (1 << 63) + 3]
 
 
 @settings(max_examples=150, deadline=None)

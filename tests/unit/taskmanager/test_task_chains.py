@@ -450,3 +450,70 @@ class TestBatchSortedInput:
         backend = next(t for t in tasks if t.tdd.vertex.name == "trace").chain.head.setup
         tables = backend.keyed_state_backend._tables
         assert tables and not any(tables.values())  # each key's state dropped at its end
+
+
+class BatchTypes:
+    """A batch sink (``invoke_batch``) that keeps each batch's type and its records."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+        self.records: list = []
+
+    def invoke_batch(self, batch, context):
+        self.kinds.append(type(batch).__name__)
+        self.records.extend(batch)
+
+
+SINKS: dict = {}
+
+
+class RememberedSink(BatchTypes):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def __getstate__(self):
+        return {"name": self.name}
+
+    def __setstate__(self, state):
+        BatchTypes.__init__(self)
+        self.name = state["name"]
+        SINKS[state["name"]] = self
+
+
+class TestColumnarSources:
+    """A source whose reader can give columns gives them when what follows reads them,
+    and its records, unchanged, otherwise."""
+
+    def _number_source(self, outputs):
+        from weir.datastream.connectors.number_seq import NumberSequenceSource
+
+        return op(K.SOURCE, {"source": NumberSequenceSource(1, 2500)}, outputs=outputs)
+
+    def test_a_batch_sink_after_a_number_sequence_gets_columns(self):
+        SINKS.clear()
+        sink = op(K.SINK, {"function": RememberedSink("columns")})
+        src = self._number_source([sink.operator_id])
+        run_tasks(Deployment([vertex([src, sink])]))
+        got = SINKS["columns"]
+        assert set(got.kinds) == {"ColumnBatch"}
+        assert got.records == list(range(1, 2501))
+        assert {type(x) for x in got.records} == {int}
+
+    def test_a_per_record_map_after_a_number_sequence_gets_plain_ints(self):
+        out = collect_op()
+        mapper = op(K.MAP, {"function": lambda x: (x, type(x).__name__)}, outputs=[out.operator_id])
+        src = self._number_source([mapper.operator_id])
+        _, rec = run_tasks(Deployment([vertex([src, mapper, out])]))
+        assert rec.records(out) == [(x, "int") for x in range(1, 2501)]
+
+    def test_a_map_and_a_batch_sink_side_by_side_see_the_same_records(self):
+        SINKS.clear()
+        sink = op(K.SINK, {"function": RememberedSink("both")})
+        out = collect_op()
+        mapper = op(K.MAP, {"function": lambda x: (x, type(x).__name__)}, outputs=[out.operator_id])
+        src = self._number_source([mapper.operator_id, sink.operator_id])
+        _, rec = run_tasks(Deployment([vertex([src, mapper, out, sink])]))
+        assert rec.records(out) == [(x, "int") for x in SINKS["both"].records]
+        assert SINKS["both"].records == list(range(1, 2501))
+        assert set(SINKS["both"].kinds) == {"ColumnBatch"}

@@ -6,9 +6,15 @@ import collections
 from typing import Any
 
 from weir.common.typeinfo import TypeInformation, Types
+from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.source import SourceReaderContext, SourceStateError
+from weir.datastream._column_specs import column_spec
 
 __all__ = ["NumberSequenceSource"]
+
+# How a column of longs makes records, and the range of a long.
+_LONGS = column_spec(Types.LONG()) or ColumnSpec()
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def split_range(start: int, end: int, num_splits: int) -> list[range]:
@@ -39,7 +45,8 @@ def restore_ranges(source: str, splits: list[Any]) -> collections.deque[list[int
 
 
 class NumberSequenceReader:
-    """Reads its splits one after the other; each poll is one ``list(range(...))``.
+    """Reads its splits one after the other; each poll is one ``list(range(...))``, or
+    one ``np.arange`` for a consumer of columns (``poll_columns``).
 
     A split is a range of numbers; its state is ``(next, stop)``: the next number it
     returns and the end of the range (exclusive), so a restored reader needs nothing
@@ -61,6 +68,25 @@ class NumberSequenceReader:
             upper = min(next_ + max_records, stop)
             split[0] = upper
             return list(range(next_, upper))
+        return None
+
+    def poll_columns(self, max_records: int) -> ColumnBatch | list[int] | None:
+        """The numbers ``poll_batch`` returns, as one int64 column (``np.arange``; they
+        are Python ints again as records); numbers beyond a long's range as records."""
+        splits = self._splits
+        while splits:
+            split = splits[0]
+            next_, stop = split
+            if next_ >= stop:
+                splits.popleft()
+                continue
+            upper = min(next_ + max_records, stop)
+            if next_ < _LONG_MIN or upper - 1 > _LONG_MAX:
+                return self.poll_batch(max_records)
+            split[0] = upper
+            import numpy as np  # noqa: PLC0415 (only a columnar consumer needs numpy)
+
+            return ColumnBatch({"f0": np.arange(next_, upper, dtype=np.int64)}, _LONGS)
         return None
 
     def snapshot_splits(self, checkpoint_id: int) -> list[tuple[int, int]]:

@@ -17,7 +17,7 @@ import datetime
 import decimal
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from weir.common.serialization import DeserializationSchema, SerializationSchema
@@ -31,7 +31,9 @@ from weir.common.typeinfo import (
     TypeInformation,
 )
 from weir.common.types import Row
+from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.errors import WeirError
+from weir.datastream._column_specs import column_spec
 
 __all__ = ["JsonRowDeserializationSchema", "JsonRowFormatError", "JsonRowSerializationSchema"]
 
@@ -298,16 +300,103 @@ class JsonRowDeserializationSchema(DeserializationSchema):
             )
             raise JsonRowFormatError(msg) from exc
 
+    def deserialize_batch(self, messages: Sequence[bytes]) -> list[Any]:
+        """``deserialize`` of each message; a batch of UTF-8 JSON objects is parsed with
+        one ``json.loads`` (of the messages joined into an array), anything else message
+        by message, with the same results and errors."""
+        read = self._read
+        if read is None:
+            read = self._read = _reader(self._type_info, self._fail_on_missing_field)
+        parsed = _parse_joined(messages)
+        if parsed is not None:
+            try:
+                return [read(value) for value in parsed]
+            except (ValueError, TypeError, KeyError):
+                pass  # a message the type refuses: message by message names it (or skips it)
+        return super().deserialize_batch(messages)
+
+    def deserialize_columns(self, messages: Sequence[bytes]) -> ColumnBatch | None:
+        """Weir's own: the Rows ``deserialize`` makes of ``messages``, as a ColumnBatch
+        (one numpy column per field, as ``map_batches`` would make them of those Rows)
+        without a Row built, for a Row type of longs, ints, shorts, bytes, booleans,
+        doubles and strings; None when the batch has no such form (another type, a
+        message that is not such an object, a missing or null number, a string that
+        ends in NUL, which numpy's text drops), and the Rows are then made one by one."""
+        spec = self._column_spec()
+        if spec is None:
+            return None
+        parsed = _parse_joined(messages)
+        if parsed is None or not all(type(value) is dict for value in parsed):
+            return None
+        import numpy as np  # noqa: PLC0415 (only columnar consumers)
+
+        columns: dict[str, Any] = {}
+        assert spec.names is not None and spec.numpy_dtypes is not None
+        for name, dtype, read in zip(
+            spec.names, spec.numpy_dtypes, self._field_readers, strict=True
+        ):
+            try:
+                values = [
+                    None if (item := value.get(name)) is None else read(item) for value in parsed
+                ]
+            except (ValueError, TypeError):
+                return None
+            if dtype is not None and None in values:
+                return None  # a null number: no numpy form (its Row holds None)
+            if dtype is None and any(type(v) is str and v.endswith("\0") for v in values):
+                return None  # numpy's fixed-width text drops trailing NULs
+            if self._fail_on_missing_field and not all(name in value for value in parsed):
+                return None
+            try:
+                columns[name] = np.asarray(values, dtype=dtype)
+            except (ValueError, TypeError, OverflowError):
+                return None
+        return ColumnBatch(columns, spec)
+
+    def _column_spec(self) -> ColumnSpec | None:
+        spec = self.__dict__.get("_spec", _UNSET)
+        if spec is _UNSET:
+            spec = None
+            types = self._type_info.get_field_types()
+            if all(repr(t) in _COLUMN_TYPES for t in types):
+                spec = column_spec(self._type_info)
+                self._field_readers = [_reader(t, self._fail_on_missing_field) for t in types]
+            self._spec = spec
+        return spec  # type: ignore[no-any-return]
+
     def get_produced_type(self) -> TypeInformation:
         return self._type_info
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_read"] = None
+        state.pop("_spec", None)
+        state.pop("_field_readers", None)
         return state
 
     def __repr__(self) -> str:
         return f"JsonRowDeserializationSchema({self._type_info!r})"
+
+
+# Field types whose numpy column gives back the very values of the Row's fields (a
+# FLOAT column is single precision, the Row's field a Python float of double precision).
+_COLUMN_TYPES = frozenset({"Long", "Integer", "Short", "Byte", "Boolean", "Double", "String"})
+_UNSET = object()
+
+
+def _parse_joined(messages: Sequence[bytes]) -> list[Any] | None:
+    """The JSON values of ``messages``, parsed as one array; None when that does not give
+    one value per message (a message that is not one JSON value, or not UTF-8 text,
+    which ``json.loads`` of the message alone reads in its own encoding)."""
+    if not messages or not all(type(m) is bytes for m in messages):
+        return None
+    try:
+        parsed = json.loads(b"[" + b",".join(messages) + b"]")
+    except ValueError:
+        return None
+    if len(parsed) != len(messages):
+        return None
+    return parsed  # type: ignore[no-any-return]
 
 
 class JsonRowSerializationSchema(SerializationSchema):

@@ -168,6 +168,34 @@ class TestKafkaSinkBuilder:
         assert schema.serializer()("ab") == ("topic-a", b"ab", b"ab")
         assert _serializer().serializer()("x") == ("out", None, b"x")
 
+    def test_a_batch_serializes_as_its_records_do(self):
+        class Tagged:  # a duck-typed schema, without serialize_batch
+            def serialize(self, element):
+                return f"<{element}>".encode()
+
+        keyed = (
+            KafkaRecordSerializationSchema.builder()
+            .set_topic("out")
+            .set_key_serialization_schema(Tagged())
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        )
+        records = ["a", "é", 7]
+        for schema in (keyed, _serializer()):
+            one = schema.serializer()
+            topic, keys, values = schema.batch_serializer()(records)
+            expected = [one(r) for r in records]
+            assert {e[0] for e in expected} == {topic}
+            assert values == [e[2] for e in expected]
+            assert (keys or [None] * len(records)) == [e[1] for e in expected]
+        selected = (
+            KafkaRecordSerializationSchema.builder()
+            .set_topic_selector(lambda v: f"topic-{v[0]}")
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        )
+        assert selected.batch_serializer() is None  # a topic per record: record by record
+
     def test_warns_with_the_numbers_when_the_transaction_timeout_is_too_short(self, caplog):
         sink = (
             KafkaSink.builder()

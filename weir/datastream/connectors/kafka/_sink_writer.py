@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 from weir.datastream.connectors.kafka._client import (
@@ -63,6 +64,8 @@ _POLL_EVERY = 500
 DEFAULT_TRANSACTION_TIMEOUT_MS = 3_600_000
 
 Serialize = Callable[[Any], tuple[str, bytes | None, bytes]]
+SerializeAll = Callable[[Sequence[Any]], tuple[str, list[bytes | None] | None, list[bytes]]]
+"""A batch of records -> (their one topic, their keys or None, their values)."""
 
 
 class _Deliveries:
@@ -92,9 +95,12 @@ class _Deliveries:
 class _Writer:
     """What both writers share: the producer configuration and the write path."""
 
-    def __init__(self, settings: Any, serialize: Serialize) -> None:
+    def __init__(
+        self, settings: Any, serialize: Serialize, serialize_all: SerializeAll | None = None
+    ) -> None:
         self._settings = settings
         self._serialize = serialize
+        self._serialize_all = serialize_all
         self._timeout_ms = api_timeout_ms(settings.properties)
         self._deliveries = _Deliveries()
         self._checked_topics: set[str] = set()
@@ -131,6 +137,9 @@ class _Writer:
     ) -> None:
         """The records of a batch in one loop: the task's batch goes to librdkafka with
         one Python call per record, ``produce`` itself."""
+        if self._serialize_all is not None and len(values) > 1:
+            self._produce_serialized(producer, *self._serialize_all(values), timestamps)
+            return
         serialize = self._serialize
         produce = producer.produce
         checked = self._checked_topics
@@ -159,6 +168,47 @@ class _Writer:
             producer.poll(0)
             self._deliveries.check(self._settings.bootstrap_servers)
 
+    def _produce_serialized(
+        self,
+        producer: Any,
+        topic: str,
+        keys: list[bytes | None] | None,
+        payloads: list[bytes],
+        timestamps: Sequence[int | None] | None,
+    ) -> None:
+        """A batch serialized at once (one topic): ``produce`` per record and nothing
+        else. Its arguments go by position (topic, value, key, partition, on_delivery,
+        callback, timestamp): confluent-kafka parses keywords at about twice the cost of
+        the rest of the call."""
+        if topic not in self._checked_topics:
+            self._check_topic(producer, topic)
+        produce = producer.produce
+        if timestamps is not None and type(timestamps) is not list:
+            timestamps = timestamps.tolist()  # type: ignore[attr-defined]  # an int64 column
+        # repeat() stands in for a missing list, so the zip is not strict.
+        stamps = repeat(None) if timestamps is None else timestamps
+        for payload, key, t in zip(
+            payloads, repeat(None) if keys is None else keys, stamps, strict=False
+        ):
+            # librdkafka reads 0 as "now": no timestamp of the record's own.
+            ms = t if t is not None and t > 0 else 0
+            try:
+                produce(topic, payload, key, -1, None, None, ms)
+            except BufferError:
+                # librdkafka's queue is full: serve it until there is room.
+                while True:
+                    producer.poll(0.05)
+                    try:
+                        produce(topic, payload, key, -1, None, None, ms)
+                        break
+                    except BufferError:
+                        continue
+        self._unpolled += len(payloads)
+        if self._unpolled >= _POLL_EVERY:
+            self._unpolled = 0
+            producer.poll(0)
+            self._deliveries.check(self._settings.bootstrap_servers)
+
     def _flush(self, producer: Any) -> None:
         remaining = producer.flush(self._timeout_ms / 1000)
         self._deliveries.check(self._settings.bootstrap_servers)
@@ -175,8 +225,15 @@ class NonTransactionalWriter(_Writer):
     """``NONE`` and ``AT_LEAST_ONCE``: one producer; a checkpoint waits for every record
     to be acknowledged unless the guarantee is NONE."""
 
-    def __init__(self, settings: Any, serialize: Serialize, *, flush_on_checkpoint: bool):
-        super().__init__(settings, serialize)
+    def __init__(
+        self,
+        settings: Any,
+        serialize: Serialize,
+        *,
+        flush_on_checkpoint: bool,
+        serialize_all: SerializeAll | None = None,
+    ):
+        super().__init__(settings, serialize, serialize_all)
         self._flush_on_checkpoint = flush_on_checkpoint
         kafka = confluent()
         self._producer = make_client(kafka.Producer, self._producer_config(), "producer")
@@ -229,8 +286,15 @@ class _Transaction:
 class ExactlyOnceWriter(_Writer):
     """``EXACTLY_ONCE``: a Kafka transaction per checkpoint (see the module docstring)."""
 
-    def __init__(self, settings: Any, serialize: Serialize, subtask: int, parallelism: int):
-        super().__init__(settings, serialize)
+    def __init__(
+        self,
+        settings: Any,
+        serialize: Serialize,
+        subtask: int,
+        parallelism: int,
+        serialize_all: SerializeAll | None = None,
+    ):
+        super().__init__(settings, serialize, serialize_all)
         self._subtask = subtask
         self._parallelism = parallelism
         self._prefix = settings.transactional_id_prefix

@@ -26,7 +26,7 @@ import collections
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from weir.core.source import SourceStateError
@@ -39,10 +39,8 @@ from weir.datastream.connectors.kafka._client import (
     split_owner,
     topic_partitions,
 )
-from weir.datastream.connectors.kafka.errors import (
-    KafkaConnectorError,
-    KafkaDeserializationError,
-)
+from weir.datastream.connectors.kafka._run_deserializer import RunDeserializer
+from weir.datastream.connectors.kafka.errors import KafkaConnectorError
 from weir.datastream.connectors.kafka.offsets import KafkaOffsetsInitializer, resolve
 
 logger = logging.getLogger(__name__)
@@ -64,6 +62,11 @@ _STOP_CHECK_INTERVAL_S = 0.2
 #   was already there at a seventh of the rate it reads it at with 10 ms. Kafka's Java
 #   consumer, which Flink's source uses, has no such wait.
 _CONSUMER_DEFAULTS = {"fetch.queue.backoff.ms": "10"}
+
+
+def _unset(_message: Any) -> Any:
+    """A Message method before the consumer started (never called)."""
+    raise AssertionError
 
 
 class _Split:
@@ -118,7 +121,7 @@ class KafkaSourceReader:
         self._classes: list[_DiscoveryClass] = []
         self._restored: list[Any] | None = None
         self._consumer: Any = None
-        self._pending: collections.deque[tuple[_Split, list[Any], list[int | None], int]] = (
+        self._pending: collections.deque[tuple[_Split, Sequence[Any], list[int | None], int]] = (
             collections.deque()
         )
         self._current_split_id = ""
@@ -126,13 +129,17 @@ class KafkaSourceReader:
         self._next_discovery = float("inf")
         self._next_stop_check = 0.0
         self._commits: dict[int, dict[TP, int]] = {}
-        self._deserialize = config.deserializer.deserialize
-        # A schema may return None for a record to skip (Flink's collector skips null).
-        self._skips_none = not getattr(config.deserializer, "_never_returns_none", False)
+        # Set by _start (it needs confluent_kafka's Message type).
+        self._runs: RunDeserializer | None = None
+        self._columns = False
+        self._partition_of: Callable[[Any], Any] = _unset
 
     # --- SourceReader -----------------------------------------------------------------
 
     def poll_batch(self, max_records: int) -> list[Any] | None:
+        return self._poll(max_records)  # type: ignore[return-value]  # lists, columns off
+
+    def _poll(self, max_records: int) -> Sequence[Any] | None:
         if self._consumer is None:
             self._start()
         if self._pending:
@@ -147,6 +154,16 @@ class KafkaSourceReader:
             return None if not self._splits and self._finishes() else []
         self._split_into_runs(messages)
         return self._take_pending() if self._pending else []
+
+    def poll_columns(self, max_records: int) -> Sequence[Any] | None:
+        """``poll_batch``, each run of one partition a ColumnBatch where the schema makes
+        columns of it (``deserialize_columns``), else a list; offsets, timestamps and
+        splits exactly as ``poll_batch`` keeps them."""
+        if not self._columns:
+            self._columns = True
+            if self._runs is not None:
+                self._runs.columns = True
+        return self._poll(max_records)
 
     def close(self) -> None:
         consumer, self._consumer = self._consumer, None
@@ -232,6 +249,9 @@ class KafkaSourceReader:
     def _start(self) -> None:
         config = self._config
         kafka = confluent()
+        self._runs = RunDeserializer(config.deserializer, kafka.Message)
+        self._runs.columns = self._columns
+        self._partition_of = kafka.Message.partition
         group_id = config.group_id or f"weir-kafka-source-{config.client_id_prefix}"
         self._consumer = make_client(
             kafka.Consumer,
@@ -397,19 +417,23 @@ class KafkaSourceReader:
         their timestamps and the offset after them."""
         n = len(messages)
         start = 0
+        # Mostly all of one partition (one fetch's): then one run, found without a
+        # Python call per message.
+        partitions = list(map(self._partition_of, messages))
+        one_topic = len({topic for topic, _ in self._splits}) == 1
+        whole = one_topic and partitions.count(partitions[0]) == n
         while start < n:
             first = messages[start]
             if first.error() is not None:
                 self._raise_consumer_error(first)
-            partition = first.partition()
+            partition = partitions[start]
             topic = first.topic()
             end = start + 1
-            while (
-                end < n
-                and messages[end].partition() == partition
-                and messages[end].topic() == topic
-            ):
-                end += 1
+            if whole:
+                end = n
+            else:
+                while end < n and partitions[end] == partition and messages[end].topic() == topic:
+                    end += 1
             run = messages[start:end] if start or end != n else messages
             start = end
             split = self._splits.get((topic, partition))
@@ -428,25 +452,11 @@ class KafkaSourceReader:
             if run and run[0].offset() < split.next:
                 # A duplicate fetch after a seek: keep the records not yet returned.
                 run = [m for m in run if m.offset() >= split.next]
-            values, timestamps = self._deserialize_run(split, run)
+            assert self._runs is not None
+            values, timestamps = self._runs.run(split.split_id, run)
             self._pending.append((split, values, timestamps, next_offset))
 
-    def _deserialize_run(self, split: _Split, run: list[Any]) -> tuple[list[Any], list[int | None]]:
-        deserialize = self._deserialize
-        try:
-            values = [deserialize(m.value()) for m in run]
-        except Exception as exc:
-            self._raise_deserialization_error(split, run, exc)
-        timestamps: list[int | None] = [
-            ts if kind else None for kind, ts in (m.timestamp() for m in run)
-        ]
-        if self._skips_none and None in values:
-            kept = [(v, t) for v, t in zip(values, timestamps, strict=True) if v is not None]
-            values = [v for v, _ in kept]
-            timestamps = [t for _, t in kept]
-        return values, timestamps
-
-    def _take_pending(self) -> list[Any]:
+    def _take_pending(self) -> Sequence[Any]:
         """The next run: its records count as read, and its partition as the current one."""
         while self._pending:
             split, values, timestamps, next_offset = self._pending.popleft()
@@ -460,26 +470,6 @@ class KafkaSourceReader:
                 self._current_timestamps = timestamps
                 return values
         return []
-
-    def _raise_deserialization_error(self, split: _Split, run: list[Any], exc: Exception) -> None:
-        deserialize = self._deserialize
-        bad = run[0]
-        for message in run:
-            try:
-                deserialize(message.value())
-            except Exception:
-                bad = message
-                break
-        value = bad.value()
-        shown = value[:200] if isinstance(value, bytes) else value
-        msg = (
-            f"the deserialization schema {self._config.deserializer!r} failed on the record "
-            f"at offset {bad.offset()} of Kafka partition {split.split_id} ({shown!r}): "
-            f"{type(exc).__name__}: {exc}; fix the schema given to "
-            "set_value_only_deserializer(...), or the data (a JSON schema skips bad "
-            "records with ignore_parse_errors())"
-        )
-        raise KafkaDeserializationError(msg) from exc
 
     def _raise_consumer_error(self, message: Any) -> None:
         error = message.error()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +122,37 @@ class KafkaRecordSerializationSchema:
             return select(record), key, serialize_value(record)
 
         return serialize
+
+    def batch_serializer(
+        self,
+    ) -> Callable[[Sequence[Any]], tuple[str, list[bytes | None] | None, list[bytes]]] | None:
+        """``records -> (topic, keys or None, values)`` for a batch at once, through the
+        schemas' ``serialize_batch`` (Weir's own; the same bytes as ``serializer()``);
+        None when the topic is chosen per record."""
+        topic = self._topic
+        if topic is None or self._topic_selector is not None:
+            return None
+        value_schema, key_schema = self._value_schema, self._key_schema
+        values_of = _batch_of(value_schema)
+        keys_of = None if key_schema is None else _batch_of(key_schema)
+
+        def serialize_all(
+            records: Sequence[Any],
+        ) -> tuple[str, list[bytes | None] | None, list[bytes]]:
+            keys = None if keys_of is None else keys_of(records)
+            return topic, keys, values_of(records)
+
+        return serialize_all
+
+
+def _batch_of(schema: SerializationSchema) -> Callable[[Sequence[Any]], list[Any]]:
+    """A schema's ``serialize_batch``, or ``serialize`` in a loop for a schema without
+    one (duck-typed, not a SerializationSchema)."""
+    batch = getattr(schema, "serialize_batch", None)
+    if callable(batch):
+        return batch  # type: ignore[no-any-return]
+    serialize = schema.serialize
+    return lambda records: [serialize(record) for record in records]
 
 
 class KafkaRecordSerializationSchemaBuilder:
@@ -287,14 +318,18 @@ class KafkaSink(SinkFunction, CheckpointedFunction, CheckpointListener):
     def _start(self, subtask: int, parallelism: int) -> None:
         self._record_serializer.open()
         serialize = self._record_serializer.serializer()
+        serialize_all = self._record_serializer.batch_serializer()
         guarantee = self._settings.delivery_guarantee
         if guarantee is DeliveryGuarantee.EXACTLY_ONCE:
-            self._writer = ExactlyOnceWriter(self._settings, serialize, subtask, parallelism)
+            self._writer = ExactlyOnceWriter(
+                self._settings, serialize, subtask, parallelism, serialize_all
+            )
         else:
             self._writer = NonTransactionalWriter(
                 self._settings,
                 serialize,
                 flush_on_checkpoint=guarantee is DeliveryGuarantee.AT_LEAST_ONCE,
+                serialize_all=serialize_all,
             )
         self._writer.start(self._restored, self._restored_checkpoint_id)
         self._restored = []
