@@ -56,12 +56,42 @@ def window_batch(kind: str, keys: Any, starts: Any, acc: Any, counts: Any = None
     """A block of rows ``(key, window_start, acc[, count])`` of built-in ``kind``; the
     arrays become the batch's buffers as they are (pass copies the caller will not
     change)."""
-    columns = [pa.array(keys, pa.int64()), pa.array(starts, pa.int64()), pa.array(acc)]
+    columns = [_array(keys, np.int64), _array(starts, np.int64), _array(acc, None)]
     names = ["key", "window_start", "acc"]
     if kind == "avg":
-        columns.append(pa.array(counts, pa.int64()))
+        columns.append(_array(counts, np.int64))
         names.append("count")
     return pa.RecordBatch.from_arrays(columns, names=names, metadata={KIND_METADATA: kind})
+
+
+def _array(values: Any, dtype: Any) -> pa.Array:
+    """A numeric numpy array as an Arrow array over the same buffer (``pa.array`` would
+    import pandas the first time, half a second in a task process)."""
+    values = np.ascontiguousarray(values, dtype=dtype)
+    arrow_type = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(arrow_type, len(values), [None, pa.py_buffer(values)])
+
+
+_NUMPY_TYPES = {
+    pa.from_numpy_dtype(np.dtype(name)): np.dtype(name)
+    for name in (
+        *("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
+        *("float16", "float32", "float64"),
+    )
+}
+
+
+def _numpy(array: pa.Array) -> Any:
+    """A numeric Arrow array without nulls as a numpy view of its buffer (``to_numpy``
+    would import pandas)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    dtype = _NUMPY_TYPES.get(array.type)
+    if dtype is None or array.null_count:
+        msg = f"a window state block column of type {array.type} with {array.null_count} nulls"
+        raise ValueError(msg)
+    data = np.frombuffer(array.buffers()[1], dtype=dtype, count=array.offset + len(array))
+    return data[array.offset :]
 
 
 def block_kind(batch: pa.RecordBatch) -> str:
@@ -78,10 +108,10 @@ def block_arrays(batch: pa.RecordBatch) -> tuple[str, Any, Any, Any, Any]:
     """``(kind, keys, window starts, accumulators, counts or None)`` of a block as numpy
     arrays (views of its buffers: read them, do not change them)."""
     kind = block_kind(batch)
-    keys = batch.column(0).to_numpy(zero_copy_only=False)
-    starts = batch.column(1).to_numpy(zero_copy_only=False)
-    acc = batch.column(2).to_numpy(zero_copy_only=False)
-    counts = batch.column(3).to_numpy(zero_copy_only=False) if kind == "avg" else None
+    keys = _numpy(batch.column(0))
+    starts = _numpy(batch.column(1))
+    acc = _numpy(batch.column(2))
+    counts = _numpy(batch.column(3)) if kind == "avg" else None
     return kind, keys, starts, acc, counts
 
 
@@ -90,11 +120,12 @@ def split_by_key_group(batch: pa.RecordBatch, groups: Any) -> dict[int, pa.Recor
     ``i``; a block's rows keep their order."""
     if not batch.num_rows:
         return {}
-    order = np.argsort(groups, kind="stable")
+    # Key groups fit 16 bits (at most 32768 of them): numpy sorts them by radix.
+    order = np.argsort(groups.astype(np.uint16), kind="stable")
     ordered = groups[order]
     cuts = np.flatnonzero(np.diff(ordered)) + 1
     bounds = np.concatenate(([0], cuts, [len(ordered)])).tolist()
-    sorted_batch = batch.take(pa.array(order))
+    sorted_batch = batch.take(_array(order, np.int64))
     return {
         int(ordered[begin]): sorted_batch.slice(begin, end - begin)
         for begin, end in itertools.pairwise(bounds)
@@ -106,7 +137,7 @@ def key_groups_of_block(
 ) -> Any:
     """The key group of each row's key, as ``hasher`` places it: with numpy for the key
     types ``weir.core.key_group_arrays`` computes, else key by key."""
-    keys = batch.column(0).to_numpy(zero_copy_only=False)
+    keys = _numpy(batch.column(0))
     groups = int_key_groups(keys, hasher.key_type, max_parallelism)
     if groups is None:
         key_group = hasher.key_group

@@ -69,19 +69,30 @@ def vectorised_key_type(key_type: str) -> bool:
     return normalized_key_type(key_type) in _VECTORISED
 
 
+_LOWS = np.array(sorted(low for low, _, _, _, _ in _LAYOUTS), dtype=np.int64)
+_BY_LOW = sorted(_LAYOUTS)
+
+
 def _pickled_codes(keys: Any) -> Any:
     """``Arrays.hashCode(pickle.dumps(k, 5))`` of each int64 key, as uint32."""
-    codes = np.zeros(len(keys), dtype=np.int64)
     raw = keys.astype("<i8", copy=False).view(np.uint8).reshape(-1, 8)
-    for low, high, width, base, multipliers in _LAYOUTS:
-        rows = np.flatnonzero((keys >= low) & (keys <= high))
-        if not len(rows):
-            continue
+    # The layout of each key: the last one whose lowest value it reaches (one pass).
+    layout = np.searchsorted(_LOWS, keys, side="right") - 1
+    present = np.flatnonzero(np.bincount(layout, minlength=len(_LOWS)))
+    codes = np.zeros(len(keys), dtype=np.int64)
+    for i in present.tolist():
+        _, _, width, base, multipliers = _BY_LOW[i]
+        rows = None if len(present) == 1 else np.flatnonzero(layout == i)
+        part = raw if rows is None else raw[rows]
         # Each value byte as Java's signed byte, times its power of 31 (< 2**39 each).
-        signed = raw[rows, :width].view(np.int8).astype(np.int64)
-        total = signed @ np.asarray(multipliers, dtype=np.int64)
-        codes[rows] = (total + base) & _M32
-    return codes.astype(np.uint32)
+        total = np.full(len(part), base, dtype=np.int64)
+        for b in range(width):
+            total += part[:, b].view(np.int8).astype(np.int64) * multipliers[b]
+        if rows is None:
+            codes = total
+        else:
+            codes[rows] = total
+    return (codes & _M32).astype(np.uint32)
 
 
 def _murmur(code: Any) -> Any:

@@ -2,7 +2,8 @@
 held as arrays, ``weir.taskmanager.operators.window_columns``): a savepoint taken by
 stop at parallelism 2 resumes at parallelism 3 with exactly the counts of an
 uninterrupted run, through an exactly-once file sink, and the savepoint holds the open
-windows key by key where ``read_savepoint`` reads them."""
+windows as Arrow column blocks per key group, which ``read_savepoint`` reads as entries
+and as one table."""
 
 from __future__ import annotations
 
@@ -170,6 +171,11 @@ def test_a_savepoint_of_columnar_windows_resumes_at_another_parallelism(cluster,
     }
     open_windows = [entry for name in sorted(names) for entry in sp.keyed_state("windows", name)]
     assert open_windows, "the savepoint holds no open window"
+    # Stored as Arrow column blocks, one row per key and window, not key by key.
+    table = sp.keyed_state_columns("windows", "_weir_window_contents")
+    assert table is not None, "the open windows were stored key by key"
+    contents = dict(sp.keyed_state("windows", "_weir_window_contents"))
+    assert table.num_rows == sum(len(per) for per in contents.values())
 
     # Two subtasks' key groups, read by three.
     args = [str(resumed), checkpoints, "fast"]
