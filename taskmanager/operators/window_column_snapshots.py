@@ -4,8 +4,9 @@
 A snapshot gathers every window's keys, window start and accumulators into one record
 batch per accumulator type (``window_blocks``, copies of the arrays, no Python per key);
 the backend cuts it by key group. A restore (``windows_of_blocks``) gathers the blocks of
-the key groups the subtask owns, sorts their rows by window and key once and cuts them
-into one ``ColumnWindow`` per window, or, for an operator that keeps its windows as
+the key groups the subtask owns and cuts their rows by window (no sort for one window)
+into one ``ColumnWindow`` per window (keys scattered into dense arrays, or sorted when
+sparse), or, for an operator that keeps its windows as
 dicts (an AggregateFunction called record by record, or another built-in than the one
 that wrote them), into ``{key: accumulator}`` dicts, the accumulators exactly what the
 built-in's ``add`` makes. Either way the windows fire as if they had never been
@@ -14,7 +15,6 @@ checkpointed.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -62,25 +62,20 @@ def windows_of_blocks(
         starts = np.concatenate([p[1] for p in parts])
         acc = np.concatenate([p[2] for p in parts])
         counts = np.concatenate([p[3] for p in parts]) if block_kind == "avg" else None
-        order = np.lexsort((keys, starts))
-        keys, starts, acc = keys[order], starts[order], acc[order]
-        if counts is not None:
-            counts = counts[order]
-        cuts = (np.flatnonzero(np.diff(starts)) + 1).tolist()
-        bounds = [0, *cuts, len(starts)]
-        for begin, end in itertools.pairwise(bounds):
-            start = int(starts[begin])
-            window_counts = None if counts is None else counts[begin:end]
+        for start, rows in _rows_by_window(starts):
+            window_keys = keys if rows is None else keys[rows]
+            window_acc = acc if rows is None else acc[rows]
+            window_counts = counts if counts is None or rows is None else counts[rows]
             contents: ColumnWindow | dict[Any, Any]
             if block_kind == kind:
                 contents = ColumnWindow.from_arrays(
-                    block_kind, keys[begin:end], acc[begin:end], window_counts
+                    block_kind, window_keys, window_acc, window_counts
                 )
             else:
-                values: Iterable[Any] = acc[begin:end].tolist()
+                values: Iterable[Any] = window_acc.tolist()
                 if window_counts is not None:
                     values = zip(values, window_counts.tolist(), strict=True)
-                contents = dict(zip(keys[begin:end].tolist(), values, strict=True))
+                contents = dict(zip(window_keys.tolist(), values, strict=True))
             known = windows.get(start)
             if known is not None:  # the same window in two accumulator types: as dicts
                 merged = known if isinstance(known, dict) else known.as_dict()
@@ -88,6 +83,20 @@ def windows_of_blocks(
                 contents = merged
             windows[start] = contents
     return windows
+
+
+def _rows_by_window(starts: Any) -> list[tuple[int, Any]]:
+    """Each window start of ``starts`` and its rows (None: all of them, one window)."""
+    first = int(starts[0])
+    if bool((starts == first).all()):
+        return [(first, None)]
+    distinct, which = np.unique(starts, return_inverse=True)
+    order = np.argsort(which, kind="stable")
+    cuts = np.searchsorted(which[order], np.arange(1, len(distinct)))
+    return [
+        (int(start), rows)
+        for start, rows in zip(distinct.tolist(), np.split(order, cuts), strict=True)
+    ]
 
 
 def put_blocks_as_entries(table: NamespacedTable, blocks: list[Any]) -> None:

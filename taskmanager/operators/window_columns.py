@@ -261,14 +261,16 @@ class ColumnWindow:
     @classmethod
     def from_arrays(cls, kind: str, keys: Any, acc: Any, counts: Any = None) -> ColumnWindow:
         """The window holding accumulators ``acc`` (and an average's ``counts``) of
-        ``keys``, int64 and ascending without repeats (a restore); it owns the arrays."""
+        ``keys``, int64 without repeats in any order (a restore); it owns the arrays."""
         window = cls(kind)
         if not len(keys):
             return window
-        low, span = int(keys[0]), int(keys[-1]) - int(keys[0]) + 1
+        low, high = int(keys.min()), int(keys.max())
+        span = high - low + 1
         if not _dense_enough(span, len(keys)):
-            window.keys, window.acc = keys, acc
-            window.counts = counts if kind == "avg" else None
+            order = np.argsort(keys)
+            window.keys, window.acc = keys[order], acc[order]
+            window.counts = counts[order] if kind == "avg" else None
             return window
         slots = keys - low
         window.low = low

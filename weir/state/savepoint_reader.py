@@ -260,8 +260,9 @@ def _group_entries(entries: list[Any], name: str, kind: str) -> Iterator[tuple[A
     tables = {name, _TTL_PREFIX + name}
     blocks = [entry[1] for entry in entries if len(entry) == 2 and entry[0] == name]
     if not blocks:
-        for table, key, value in entries:
-            if table in tables:
+        for entry in entries:
+            if len(entry) == 3 and entry[0] in tables:
+                table, key, value = entry
                 yield key, _without_ttl(value, kind) if table != name else value
         return
     from weir.core.column_blocks import decode_block, window_entries  # noqa: PLC0415

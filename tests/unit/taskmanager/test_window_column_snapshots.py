@@ -303,8 +303,26 @@ def test_read_savepoint_reads_columnar_windows_as_entries_and_as_one_table(tmp_p
     expected = _write_savepoint(directory)
     sp = read_savepoint(directory)
     assert dict(sp.keyed_state("windows", CONTENTS)) == expected
+    # Another table of the same key-group blocks reads past the column blocks.
+    assert dict(sp.keyed_state("windows", "_weir_window_merging")) == {}
     table = sp.keyed_state_columns("windows", CONTENTS)
     assert isinstance(table, pa.Table)
     assert table.column_names == ["key", "window_start", "acc"]
     rows = zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True)
     assert {k: {s: a} for k, s, a in rows} == expected
+
+
+@pytest.mark.parametrize("kind", ["count", "avg"])
+def test_a_narrow_key_range_restores_dense_and_a_wide_one_sparse(kind):
+    function = BUILTINS[kind]
+    dense, wide = list(range(1000, 0, -1)), [k * 2**33 for k in range(-50, 50)]
+    first = Harness(_payload(function))
+    first.op.process(
+        _columns(dense + wide, [float(k % 7) for k in dense + wide]), [10] * 1000 + [110] * 100
+    )
+    restored = _restored(_payload(function), [_checkpoint(first)], range(128), -1)
+    windows = _windows(restored)
+    assert windows[0].low == 1 and windows[100].low is None
+    restored.watermark(10_000)
+    first.watermark(10_000)
+    assert sorted(restored.out.records) == sorted(first.out.records)
