@@ -71,6 +71,27 @@ def vectorised_key_type(key_type: str) -> bool:
 
 _LOWS = np.array(sorted(low for low, _, _, _, _ in _LAYOUTS), dtype=np.int64)
 _BY_LOW = sorted(_LAYOUTS)
+# Per layout: its base hash, and for each value byte what each of its 256 values adds
+# (the byte as Java's signed byte, times its power of 31, modulo 2**32).
+_SIGNED = np.arange(256, dtype=np.int64) - (np.arange(256) >= 128) * 256
+_TABLES = [
+    (
+        np.uint32(base),
+        [((_SIGNED * multiplier) & _M32).astype(np.uint32) for multiplier in multipliers],
+    )
+    for _, _, _, base, multipliers in _BY_LOW
+]
+
+
+def _layout_codes(raw: Any, layout: int) -> Any:
+    """The hashes of the keys whose little-endian bytes are ``raw`` (rows of 8), all
+    pickled in ``layout``: its base plus a table lookup per value byte, in uint32."""
+    base, tables = _TABLES[layout]
+    codes = tables[0][raw[:, 0]]
+    for b in range(1, len(tables)):
+        codes += tables[b][raw[:, b]]
+    codes += base
+    return codes
 
 
 def _pickled_codes(keys: Any) -> Any:
@@ -78,21 +99,16 @@ def _pickled_codes(keys: Any) -> Any:
     raw = keys.astype("<i8", copy=False).view(np.uint8).reshape(-1, 8)
     # The layout of each key: the last one whose lowest value it reaches (one pass).
     layout = np.searchsorted(_LOWS, keys, side="right") - 1
-    present = np.flatnonzero(np.bincount(layout, minlength=len(_LOWS)))
-    codes = np.zeros(len(keys), dtype=np.int64)
-    for i in present.tolist():
-        _, _, width, base, multipliers = _BY_LOW[i]
-        rows = None if len(present) == 1 else np.flatnonzero(layout == i)
-        part = raw if rows is None else raw[rows]
-        # Each value byte as Java's signed byte, times its power of 31 (< 2**39 each).
-        total = np.full(len(part), base, dtype=np.int64)
-        for b in range(width):
-            total += part[:, b].view(np.int8).astype(np.int64) * multipliers[b]
-        if rows is None:
-            codes = total
-        else:
-            codes[rows] = total
-    return (codes & _M32).astype(np.uint32)
+    counts = np.bincount(layout, minlength=len(_LOWS))
+    present = np.flatnonzero(counts).tolist()
+    # The layout most keys have, over all rows at once; the others' rows written over.
+    major = max(present, key=lambda i: counts[i])
+    codes = _layout_codes(raw, major)
+    for i in present:
+        if i != major:
+            rows = np.flatnonzero(layout == i)
+            codes[rows] = _layout_codes(raw[rows], i)
+    return codes
 
 
 def _murmur(code: Any) -> Any:
@@ -123,6 +139,8 @@ def int_key_groups(keys: Any, key_type: str, max_parallelism: int) -> Any | None
     if kind not in _VECTORISED:
         return None
     keys = np.ascontiguousarray(keys, dtype=np.int64)
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
     if kind == "pickled":
         codes = _pickled_codes(keys)
     elif kind == "Long":

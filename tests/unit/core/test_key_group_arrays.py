@@ -57,6 +57,10 @@ def test_a_strided_view_is_hashed_as_its_values():
     ]
 
 
+def test_no_keys_have_no_key_groups():
+    assert int_key_groups(np.zeros(0, dtype=np.int64), "pickled", 128).tolist() == []
+
+
 def test_other_key_types_have_no_array_form():
     assert int_key_groups(np.arange(3, dtype=np.int64), "String", 128) is None
     assert not vectorised_key_type("Tuple<Integer, Integer>")
