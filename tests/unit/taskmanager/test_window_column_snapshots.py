@@ -42,6 +42,7 @@ from weir.taskmanager.operators.window_columns import ColumnWindow
 from weir.taskmanager.operators.window_state import CONTENTS
 from weir.taskmanager.state.backend import with_columns_as_entries
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
 
 SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "float64"))
 INT_SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "int64"))
@@ -326,3 +327,21 @@ def test_a_narrow_key_range_restores_dense_and_a_wide_one_sparse(kind):
     restored.watermark(10_000)
     first.watermark(10_000)
     assert sorted(restored.out.records) == sorted(first.out.records)
+
+
+def test_column_blocks_restore_into_rocksdb_as_entries(tmp_path):
+    harness = Harness(_payload(Avg(1)))
+    harness.op.process(_columns(KEYS, VALUES), STAMPS)
+    checkpoint = _checkpoint(harness)
+    backend = RocksDBKeyedStateBackend(128, range(128), str(tmp_path / "db"))
+    try:
+        backend.restore([decode_keyed_state(checkpoint)])
+        table = backend.get_namespaced_table(CONTENTS)
+        entries = {(k, ns): v for k, ns, v in table.entries()}
+    finally:
+        backend.dispose()
+    expected: dict[tuple[int, int], tuple[float, int]] = {}
+    for k, v, t in zip(KEYS, VALUES, STAMPS, strict=True):
+        total, count = expected.get((k, t - t % 100), (0, 0))
+        expected[(k, t - t % 100)] = (total + v, count + 1)
+    assert entries == expected
