@@ -22,7 +22,9 @@ Per task it carries the in-flight data of an unaligned checkpoint: the input buf
 the barrier handler captured and the output buffers ``emit_priority_event`` overtook.
 
 Formats: a key-group block is ``serialize_batch`` of ``(state_name, key, value)``
-triples (marshal when the values allow, else pickle protocol 5); a source position or
+triples (marshal when the values allow, else pickle protocol 5), followed in the same
+list by ``(state_name, arrow_ipc_stream)`` pairs, one per column block of the group
+(``KeyedStateSnapshot.columns``, ``weir.core.column_blocks``); a source position or
 split list is pickle protocol 5; a list of channel buffers is each buffer prefixed by
 its u32 length.
 """
@@ -282,17 +284,20 @@ def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGr
     The values are copied into bytes here, so later mutations of the live state (also
     in place, on a mutable value) do not reach the snapshot.
     """
-    by_group: dict[int, list[tuple[str, Any, Any]]] = {}
+    by_group: dict[int, list[tuple[Any, ...]]] = {}
     for name, groups in snapshot.states.items():
         for group, entries in groups.items():
-            if group not in key_groups:
-                msg = (
-                    f"state {name!r} holds key group {group}, outside this subtask's "
-                    f"{key_groups}; keys reached the wrong subtask"
-                )
-                raise WeirError(msg)
+            _check_owned(name, group, key_groups)
             bucket = by_group.setdefault(group, [])
             bucket.extend((name, key, value) for key, value in entries.items())
+    if snapshot.columns:
+        from weir.core.column_blocks import encode_block  # noqa: PLC0415 (pyarrow)
+
+        for name, column_groups in snapshot.columns.items():
+            for group, blocks in column_groups.items():
+                _check_owned(name, group, key_groups)
+                bucket = by_group.setdefault(group, [])
+                bucket.extend((name, encode_block(block)) for block in blocks)
     parts: list[bytes] = []
     offsets: list[int] = []
     position = 0
@@ -311,6 +316,15 @@ def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGr
     )
 
 
+def _check_owned(name: str, group: int, key_groups: range) -> None:
+    if group not in key_groups:
+        msg = (
+            f"state {name!r} holds key group {group}, outside this subtask's "
+            f"{key_groups}; keys reached the wrong subtask"
+        )
+        raise WeirError(msg)
+
+
 def decode_keyed_state(
     snapshot: KeyGroupsSnapshot, key_groups: range | frozenset[int] | None = None
 ) -> KeyedStateSnapshot:
@@ -318,16 +332,24 @@ def decode_keyed_state(
     (default: all of them)."""
     wanted = snapshot.key_groups if key_groups is None else key_groups
     states: dict[str, dict[int, dict[Any, Any]]] = {}
+    columns: dict[str, dict[int, list[Any]]] = {}
     for group in snapshot.key_groups:
         if group not in wanted:
             continue
         block = snapshot.key_group_bytes(group)
         if not block:
             continue
-        for name, key, value in deserialize_batch(block):
+        for entry in deserialize_batch(block):
+            if len(entry) == 2:  # (name, column block)
+                from weir.core.column_blocks import decode_block  # noqa: PLC0415 (pyarrow)
+
+                name, data = entry
+                columns.setdefault(name, {}).setdefault(group, []).append(decode_block(data))
+                continue
+            name, key, value = entry
             states.setdefault(name, {}).setdefault(group, {})[key] = value
     meta = {m.name: StateMeta(StateKind(m.kind), m.serializer) for m in snapshot.state_meta}
-    return KeyedStateSnapshot(snapshot.max_parallelism, states, meta)
+    return KeyedStateSnapshot(snapshot.max_parallelism, states, meta, columns)
 
 
 def encode_buffers(buffers: Sequence[bytes]) -> bytes:

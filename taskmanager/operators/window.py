@@ -178,6 +178,15 @@ class WindowOperator(StreamOperator):
         else:
             self.process = self._process
         self.columnar = self._aligned is not None and self._aligned.columnar
+        if self._aligned is None or not self._aligned.indexed:
+            # Windows a snapshot held as column blocks, into the table they live in here.
+            blocks = self.contents.take_columns()
+            if blocks:
+                from weir.taskmanager.operators.window_column_snapshots import (  # noqa: PLC0415
+                    put_blocks_as_entries,
+                )
+
+                put_blocks_as_entries(self.contents, blocks)
 
     def snapshot_state(self, checkpoint_id: int) -> None:
         if self._aligned is not None:

@@ -13,7 +13,10 @@ window, and a window that fires is one dict popped and read out. A checkpoint se
 key by key, as every keyed state is stored (``snapshot_state`` fills the contents table
 just before the backend captures it), and a restore turns them back. A built-in
 aggregate's window filled from batches of columns is held as arrays instead of a dict
-(``weir.taskmanager.operators.window_columns``); it reads out as the same dict.
+(``weir.taskmanager.operators.window_columns``); it reads out as the same dict, and a
+checkpoint on the hashmap backend stores it as Arrow column blocks per key group
+(``weir.taskmanager.operators.window_column_snapshots``), which a restore makes arrays
+again, or dicts for an operator that adds record by record.
 
 ``AlignedWindowPaths`` is what the window operator calls for such windows, on the task
 thread: it is constructed with what it uses of the operator (its key selector, keyed
@@ -108,10 +111,29 @@ class AlignedWindowIndex:
             contents[k] = acc
         self._windows.update(restored)
         table.clear_all()
+        blocks = table.take_columns()
+        if blocks:  # windows a snapshot held as columns: as columns again, or as dicts
+            self._restore_blocks(blocks)
+        # The next snapshot's column blocks are in the table until the windows change.
+        self._columns_put = False
         self._starts = list(self._windows)
         heapq.heapify(self._starts)
         # The keys of the last window fired as columns: what a new window's arrays span.
         self._span: tuple[int, int, int] | None = None
+
+    def _restore_blocks(self, blocks: list[Any]) -> None:
+        from weir.taskmanager.operators.window_column_snapshots import (  # noqa: PLC0415
+            windows_of_blocks,
+        )
+
+        kind = None if self._columns is None else self._columns[0]
+        for start, contents in windows_of_blocks(blocks, kind).items():
+            known = self._windows.get(start)
+            if known is not None:  # in both forms (a rescale of two subtasks): one dict
+                assert isinstance(known, dict)  # restored dicts only, so far
+                known.update(contents if isinstance(contents, dict) else contents.as_dict())
+            else:
+                self._windows[start] = contents
 
     @property
     def columnar(self) -> bool:
@@ -137,6 +159,8 @@ class AlignedWindowIndex:
         windows = cast("dict[int, dict[Any, Any]]", self._windows)  # dicts, every one
         if not self._table.is_empty():
             self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
+        if self._columns_put:
+            self._withdraw_columns()
         wm = watermark
         late: list[Any] = []
         late_ts: list[int | None] = []
@@ -213,6 +237,8 @@ class AlignedWindowIndex:
             raise self._missing_timestamp()
         if not self._table.is_empty():
             self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
+        if self._columns_put:
+            self._withdraw_columns()
         placed = place_in_windows(stamps, self._size, self._slide, self._offset, watermark)
         windows = self._windows
         # The batch's key range, looked for once rather than once for each window.
@@ -247,15 +273,35 @@ class AlignedWindowIndex:
             yield start, contents
 
     def snapshot(self) -> None:
-        """Fill the contents table key by key (``{key: {start: contents}}``), as a
-        checkpoint stores it."""
+        """Fill the contents table: windows held as dicts key by key (``{key: {start:
+        contents}}``), windows held as columns as column blocks where the backend takes
+        them (``weir.taskmanager.operators.window_column_snapshots``), else key by key
+        too, the accumulators as the built-in's add makes them."""
         by_key = self._table
         by_key.clear_all()
+        columns: dict[int, ColumnWindow] = {}
         for start, contents in self._windows.items():
-            # Columns as the built-in's add makes them: a checkpoint cannot tell the paths apart.
-            by_key.put_namespace(
-                start, contents if isinstance(contents, dict) else contents.as_dict()
+            if isinstance(contents, dict):
+                by_key.put_namespace(start, contents)
+            else:
+                columns[start] = contents
+        blocks: list[Any] = []
+        if columns:
+            from weir.taskmanager.operators.window_column_snapshots import (  # noqa: PLC0415
+                window_blocks,
             )
+
+            blocks = window_blocks(columns)
+        if by_key.put_columns(blocks):
+            self._columns_put = bool(blocks)
+            return
+        for start, window in columns.items():
+            by_key.put_namespace(start, window.as_dict())
+
+    def _withdraw_columns(self) -> None:
+        """The windows change: the blocks of the last snapshot go (as its entries do)."""
+        self._table.put_columns([])
+        self._columns_put = False
 
 
 class AlignedWindowPaths:
@@ -315,6 +361,11 @@ class AlignedWindowPaths:
         self.process: Callable[[list[Any], Timestamps], None] = (
             self._process_event_time if windows.event_time else self._process_processing_time
         )
+
+    @property
+    def indexed(self) -> bool:
+        """The windows are kept in an ``AlignedWindowIndex``, not in the contents table."""
+        return self._index is not None
 
     @property
     def columnar(self) -> bool:

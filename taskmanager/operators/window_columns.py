@@ -340,6 +340,37 @@ class ColumnWindow:
             return dict(zip(keys.tolist(), pairs, strict=True))
         return dict(zip(keys.tolist(), acc.tolist(), strict=True))
 
+    def arrays(self) -> tuple[Any, Any, Any]:
+        """``(keys ascending, accumulators, an average's counts or None)`` of the keys
+        present (arrays the window may still change: copy what must stay)."""
+        keys, acc, counts = self._held()
+        return keys, acc, counts if self.kind == "avg" else None
+
+    @classmethod
+    def from_arrays(cls, kind: str, keys: Any, acc: Any, counts: Any = None) -> ColumnWindow:
+        """The window holding accumulators ``acc`` (and an average's ``counts``) of
+        ``keys``, int64 without repeats in any order (a restore); it owns the arrays."""
+        window = cls(kind)
+        if not len(keys):
+            return window
+        low, high = int(keys.min()), int(keys.max())
+        span = high - low + 1
+        if not _dense_enough(span, len(keys)):
+            order = np.argsort(keys)
+            window.keys, window.acc = keys[order], acc[order]
+            window.counts = counts[order] if kind == "avg" else None
+            return window
+        slots = keys - low
+        window.low = low
+        window.acc = window._empty(span, acc.dtype)
+        window.acc[slots] = acc
+        window.present = np.zeros(span, dtype=bool)
+        window.present[slots] = True
+        if kind == "avg":
+            window.counts = np.zeros(span, dtype=np.int64)
+            window.counts[slots] = counts
+        return window
+
 
 def timestamp_array(timestamps: Any) -> Any:
     """A batch's timestamps as an int64 array, or None when one is missing."""

@@ -16,6 +16,12 @@ where a value is what the hashmap backend keeps for the key (a list for ListStat
 dict for MapState and for namespaced tables, ``(value, last_access_ms)`` pairs under a
 TTL), with each table's ``StateMeta``. Any backend restores the canonical form of any
 other, for any key-group range, which is what savepoints and rescaling build on.
+Next to it a snapshot may carry *column blocks* (``KeyedStateSnapshot.columns``): a
+runtime table's entries as Arrow record batches per key group
+(``weir.core.column_blocks``), which the hashmap backend takes from a window operator
+that holds its windows as columns (``NamespacedTable.put_columns``). Each block's rows
+are entries of the dict form, so a backend that keeps no columns restores them as
+entries (``with_columns_as_entries``).
 The asynchronous write is the caller's business. A backend may also offer a native
 snapshot (``rocksdb``: incremental, SST files) that only it reads directly.
 """
@@ -25,7 +31,7 @@ from __future__ import annotations
 import abc
 import enum
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -106,6 +112,29 @@ class KeyedStateSnapshot:
     max_parallelism: int
     states: Mapping[str, Mapping[int, Mapping[Any, Any]]]
     meta: Mapping[str, StateMeta] = field(default_factory=dict)
+    columns: Mapping[str, Mapping[int, Sequence[Any]]] = field(default_factory=dict)
+    """``{table_name: {key_group: [pyarrow.RecordBatch, ...]}}``: entries of runtime
+    tables as column blocks (``weir.core.column_blocks``), besides those in ``states``."""
+
+
+def with_columns_as_entries(snapshot: KeyedStateSnapshot) -> KeyedStateSnapshot:
+    """``snapshot`` with its column blocks turned into entries of the dict form (per key,
+    one Python object per key and window), for a backend that keeps no columns."""
+    if not snapshot.columns:
+        return snapshot
+    from weir.core.column_blocks import window_entries  # noqa: PLC0415 (pyarrow)
+
+    states = {
+        name: {g: dict(e) for g, e in groups.items()} for name, groups in snapshot.states.items()
+    }
+    for name, groups in snapshot.columns.items():
+        by_group = states.setdefault(name, {})
+        for group, blocks in groups.items():
+            entries = by_group.setdefault(group, {})
+            for key, per in window_entries(blocks).items():
+                known = entries.get(key)
+                entries[key] = per if known is None else {**known, **per}
+    return KeyedStateSnapshot(snapshot.max_parallelism, states, snapshot.meta)
 
 
 TTL_TABLE_PREFIX = "_weir_ttl_"
@@ -219,6 +248,18 @@ class NamespacedTable(abc.ABC):
     @abc.abstractmethod
     def remove(self, key: Any, namespace: Any) -> None:
         """Drop the value of ``key`` in ``namespace``; no error when there is none."""
+
+    def put_columns(self, blocks: Sequence[Any]) -> bool:
+        """Let the next snapshot take these entries as column blocks (``pyarrow.RecordBatch``
+        of ``weir.core.column_blocks``, any keys in any order), replacing those given
+        before; an empty list withdraws them. False, and nothing kept, when the backend
+        stores no columns (the caller then puts the entries one by one)."""
+        return not blocks
+
+    def take_columns(self) -> list[Any]:
+        """The column blocks restored into this table (of the key groups this backend
+        owns), handed over once: the caller now holds their entries."""
+        return []
 
     @abc.abstractmethod
     def entries(self) -> Iterator[tuple[Any, Any, Any]]:

@@ -12,7 +12,7 @@ with a TTL is one of the ``ttl`` kinds over this backend's dicts (``heap_states`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from weir.core.canonical_keys import state_key
@@ -47,12 +47,27 @@ def _state_keyed(entries: Mapping[Any, Any]) -> Mapping[Any, Any]:
 
 class HeapNamespacedTable(NamespacedTable):
     """A namespaced table over the dict ``{key: {namespace: value}}`` the backend
-    snapshots (``get_raw_table`` gives the dict itself)."""
+    snapshots (``get_raw_table`` gives the dict itself), and the column blocks its owner
+    keeps beside it (``put_columns``; ``restored``: those a restore brought, by key group,
+    until ``take_columns``)."""
 
-    __slots__ = ("table",)
+    __slots__ = ("columns", "restored", "table")
 
-    def __init__(self, table: dict[Any, dict[Any, Any]]) -> None:
+    def __init__(
+        self, table: dict[Any, dict[Any, Any]], restored: dict[int, list[Any]] | None = None
+    ) -> None:
         self.table = table
+        self.columns: list[Any] = []
+        self.restored: dict[int, list[Any]] = restored if restored is not None else {}
+
+    def put_columns(self, blocks: Sequence[Any]) -> bool:
+        self.columns = list(blocks)
+        return True
+
+    def take_columns(self) -> list[Any]:
+        blocks = [block for group in sorted(self.restored) for block in self.restored[group]]
+        self.restored.clear()
+        return blocks
 
     def get(self, key: Any, namespace: Any, default: Any = None) -> Any:
         per = self.table.get(key)
@@ -130,6 +145,9 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         super().__init__(max_parallelism, key_group_range, key_hasher, clock_ms)
         self._tables: dict[str, dict[Any, Any]] = {}
         self._namespaced: dict[str, HeapNamespacedTable] = {}
+        # Column blocks restored per table and key group, until the table's owner takes
+        # them (a snapshot before that carries them on as they are).
+        self._restored_columns: dict[str, dict[int, list[Any]]] = {}
 
     # --- registration hooks (KeyedStateBackend._register) ------------------------------
 
@@ -142,7 +160,9 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
     def get_namespaced_table(self, name: str) -> HeapNamespacedTable:
         table = self._namespaced.get(name)
         if table is None:
-            table = self._namespaced[name] = HeapNamespacedTable(self.get_raw_table(name))
+            table = self._namespaced[name] = HeapNamespacedTable(
+                self.get_raw_table(name), self._restored_columns.setdefault(name, {})
+            )
             self._meta[name] = StateMeta(StateKind.NAMESPACED)
         return table
 
@@ -172,8 +192,28 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
                     if kept is not None:
                         by_group.setdefault(self.key_group_of(key), {})[key] = kept
             states[name] = by_group
-        meta = {name: self._table_meta(name) for name in states}
-        return KeyedStateSnapshot(self.max_parallelism, states, meta)
+        columns = self._snapshot_columns()
+        meta = {name: self._table_meta(name) for name in {*states, *columns}}
+        return KeyedStateSnapshot(self.max_parallelism, states, meta, columns)
+
+    def _snapshot_columns(self) -> dict[str, dict[int, list[Any]]]:
+        """The column blocks of every table, cut by key group: those its owner put (one
+        vectorised pass over their keys) and restored ones not taken yet."""
+        columns: dict[str, dict[int, list[Any]]] = {}
+        for name, restored in self._restored_columns.items():
+            for group, blocks in restored.items():
+                columns.setdefault(name, {}).setdefault(group, []).extend(blocks)
+        for name, table in self._namespaced.items():
+            if not table.columns:
+                continue
+            from weir.core.column_blocks import blocks_by_key_group  # noqa: PLC0415 (pyarrow)
+
+            by_group = columns.setdefault(name, {})
+            for group, blocks in blocks_by_key_group(
+                table.columns, self.key_hasher, self.max_parallelism
+            ).items():
+                by_group.setdefault(group, []).extend(blocks)
+        return columns
 
     def _table_meta(self, name: str) -> StateMeta:
         meta = self._meta.get(name) or self._restored_meta.get(name)
@@ -190,7 +230,15 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
                 for group, entries in by_group.items():
                     if group in owned:
                         table.update(_state_keyed(entries))
+            for name, column_groups in snap.columns.items():
+                restored = self._restored_columns.setdefault(name, {})
+                for group, blocks in column_groups.items():
+                    if group in owned:
+                        restored.setdefault(group, []).extend(blocks)
 
     def dispose(self) -> None:
         for table in self._tables.values():
             table.clear()
+        self._restored_columns.clear()
+        for namespaced in self._namespaced.values():
+            namespaced.columns = []

@@ -49,6 +49,7 @@ from weir.taskmanager.state.backend import (
     StateMeta,
     check_registration,
     ttl_table,
+    with_columns_as_entries,
 )
 from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
 from weir.taskmanager.state.rocksdb_layout import (
@@ -387,7 +388,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     def restore(self, snapshots: list[KeyedStateSnapshot]) -> None:
         owned = self.key_group_range
         db = self.db
-        for snap in snapshots:
+        # Column blocks (a hashmap backend's windows held as columns) as entries.
+        for snap in map(with_columns_as_entries, snapshots):
             self._restored_meta.update(snap.meta)
             for name, by_group in snap.states.items():
                 meta = snap.meta.get(name) or StateMeta(_default_kind(name))

@@ -8,7 +8,11 @@ addressed by ``OperatorStatePartition`` offsets. Values are what the hashmap bac
 keeps: a list for a ListState, a dict for a MapState; a state with a TTL is stored as
 ``_weir_ttl_{name}`` with ``(value, last_access_ms)`` pairs, which the reader unwraps.
 Tables of the runtime (window contents, timers) are named ``_weir_...`` and left out
-of ``keyed_state_names`` (``keyed_state`` still reads them by name).
+of ``keyed_state_names`` (``keyed_state`` still reads them by name). The windows a
+built-in aggregate held as columns are stored as Arrow column blocks in the same
+key-group blocks (``weir.core.column_blocks``); ``keyed_state`` reads their rows as the
+entries ``{window_start: accumulator}`` the dict form holds, ``keyed_state_columns``
+reads them as one Arrow table.
 
     sp = read_savepoint("/savepoints/savepoint-3f2a1b-0c9d8e7f6a5b")
     for op in sp.operators:
@@ -116,7 +120,6 @@ class SavepointReader:
     def _keyed_entries(
         self, uid: str, state: OperatorState, name: str, kind: str
     ) -> Iterator[tuple[Any, Any]]:
-        tables = {name, _TTL_PREFIX + name}
         for _, subtask in sorted(state.subtask_states.items()):
             for handle in subtask.managed_keyed_state:
                 if isinstance(handle, IncrementalKeyGroupsStateHandle):
@@ -133,10 +136,37 @@ class SavepointReader:
                     end = offsets[i + 1] if i + 1 < len(offsets) else len(data)
                     if end <= start:
                         continue
-                    for table, key, value in deserialize_batch(data[start:end]):
-                        if table in tables:
-                            ttl = table != name
-                            yield key, _without_ttl(value, kind) if ttl else value
+                    yield from _group_entries(deserialize_batch(data[start:end]), name, kind)
+
+    def keyed_state_columns(self, uid: str, name: str) -> Any:
+        """The column blocks of runtime table ``name`` of operator ``uid`` (the windows a
+        built-in aggregate held as columns, ``weir.core.column_blocks``) as one
+        ``pyarrow.Table`` of ``key``, ``window_start``, ``acc`` (and an average's
+        ``count``), read without a Python object per key. Entries the table stored key
+        by key are not in it; ``keyed_state`` reads both."""
+        import pyarrow as pa  # noqa: PLC0415 (only this read needs it)
+
+        from weir.core.column_blocks import decode_block  # noqa: PLC0415
+
+        info = self.operator(uid)
+        state = self.metadata.operator_states[info.operator_id]  # type: ignore[index]
+        batches = []
+        for _, subtask in sorted(state.subtask_states.items()):
+            for handle in subtask.managed_keyed_state:
+                if isinstance(handle, IncrementalKeyGroupsStateHandle):
+                    continue  # native rocksdb state holds no column blocks
+                data = read_state(handle.handle)
+                offsets = list(handle.offsets) or [0]
+                for i, start in enumerate(offsets):
+                    end = offsets[i + 1] if i + 1 < len(offsets) else len(data)
+                    if end <= start:
+                        continue
+                    for entry in deserialize_batch(data[start:end]):
+                        if len(entry) == 2 and entry[0] == name:
+                            batches.append(decode_block(entry[1]))
+        if not batches:
+            return None
+        return pa.Table.from_batches(batches)
 
     def list_state(self, uid: str, name: str) -> list[Any]:
         """Every element of list state ``name``, of every subtask in subtask order (what
@@ -221,6 +251,29 @@ def _info(state: OperatorState) -> OperatorInfo:
         operator_states=operator,
         has_source_position=source,
     )
+
+
+def _group_entries(entries: list[Any], name: str, kind: str) -> Iterator[tuple[Any, Any]]:
+    """``(key, value)`` of state ``name`` in one key group's block: its ``(table, key,
+    value)`` triples, and the rows of its ``(table, column block)`` pairs as the entries
+    ``{window_start: accumulator}`` they are."""
+    tables = {name, _TTL_PREFIX + name}
+    blocks = [entry[1] for entry in entries if len(entry) == 2 and entry[0] == name]
+    if not blocks:
+        for entry in entries:
+            if len(entry) == 3 and entry[0] in tables:
+                table, key, value = entry
+                yield key, _without_ttl(value, kind) if table != name else value
+        return
+    from weir.core.column_blocks import decode_block, window_entries  # noqa: PLC0415
+
+    merged: dict[Any, Any] = {}
+    for entry in entries:
+        if len(entry) == 3 and entry[0] == name:
+            merged[entry[1]] = dict(entry[2])
+    for key, per in window_entries(decode_block(b) for b in blocks).items():
+        merged.setdefault(key, {}).update(per)
+    yield from merged.items()
 
 
 def _without_ttl(value: Any, kind: str) -> Any:

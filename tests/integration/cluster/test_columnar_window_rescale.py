@@ -2,7 +2,8 @@
 held as arrays, ``weir.taskmanager.operators.window_columns``): a savepoint taken by
 stop at parallelism 2 resumes at parallelism 3 with exactly the counts of an
 uninterrupted run, through an exactly-once file sink, and the savepoint holds the open
-windows key by key where ``read_savepoint`` reads them."""
+windows as Arrow column blocks per key group, which ``read_savepoint`` reads as entries
+and as one table."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ KEYS = 37
 BATCH = 250
 DEADLINE_S = 120
 
-# argv: output directory, checkpoint directory, "slow" or "fast". Record i has key
-# i * 7919 % KEYS and event time i ms; windows of one second count each key's records.
+# argv: output directory, checkpoint directory, "slow" or "fast", and optionally
+# "records": the count as an AggregateFunction called record by record instead of the
+# built-in Count over columns (same uid, same windows). Record i has key i * 7919 % KEYS
+# and event time i ms; windows of one second count each key's records.
 JOB = textwrap.dedent(
     f"""
     import sys
@@ -41,10 +44,12 @@ JOB = textwrap.dedent(
     from weir.datastream.aggregate_functions import Count
     from weir.datastream.connectors import FileSink
     from weir.datastream.connectors.file_system import BucketAssigner, Encoder
+    from weir.datastream.functions import AggregateFunction
     from weir.datastream.window_functions import ProcessWindowFunction
     from weir.datastream.window import TumblingEventTimeWindows
 
     out, checkpoints, speed = sys.argv[1:4]
+    per_record = sys.argv[4:5] == ["records"]
     SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "int64"))
 
 
@@ -84,6 +89,20 @@ JOB = textwrap.dedent(
             return value[1]
 
 
+    class CountRecords(AggregateFunction):
+        def create_accumulator(self):
+            return 0
+
+        def add(self, value, accumulator):
+            return accumulator + 1
+
+        def get_result(self, accumulator):
+            return accumulator
+
+        def merge(self, a, b):
+            return a + b
+
+
     class WithKey(ProcessWindowFunction):
         def process(self, key, context, counts):
             yield f"{{key}},{{context.window().start}},{{next(iter(counts))}}"
@@ -108,7 +127,7 @@ JOB = textwrap.dedent(
         .uid("records")
         .key_by(lambda r: r[0])
         .window(TumblingEventTimeWindows.of(Time.seconds(1)))
-        .aggregate(Count(), WithKey(), output_type=Types.STRING())
+        .aggregate(CountRecords() if per_record else Count(), WithKey(), output_type=Types.STRING())
         .uid("windows")
         .sink_to(sink)
         .uid("files")
@@ -134,6 +153,49 @@ def _lines(*outs: Path) -> list[str]:
         if path.is_file() and not path.name.startswith(".")
         for line in path.read_text().splitlines()
     )
+
+
+def _stop_with_savepoint(cluster, tmp_path, capsys, script, args, parallelism) -> str:
+    """Run ``script`` detached at ``parallelism``, stop it with a savepoint once two
+    checkpoints completed; the savepoint's path."""
+    run = ["run", "-d", "-p", str(parallelism), "-m", cluster.address, str(script), *args]
+    assert cli.main(run) == 0
+    match = re.search(r"JobID ([0-9a-f]{32})", capsys.readouterr().out)
+    assert match, "the CLI did not print the job id"
+    job_id = match.group(1)
+    with DispatcherGateway(cluster.address) as gateway:
+        deadline = time.monotonic() + DEADLINE_S
+        while gateway.checkpoint_statistics(job_id).num_completed < 2:
+            assert time.monotonic() < deadline, "no checkpoint completed"
+            time.sleep(0.1)  # polling interval
+    assert cli.main(["stop", "-m", cluster.address, "-p", str(tmp_path / "sp"), job_id]) == 0
+    match = re.search(r"Savepoint completed\. Path: (\S+)", capsys.readouterr().out)
+    assert match
+    with DispatcherGateway(cluster.address) as gateway:
+        assert gateway.wait_for_result(job_id, DEADLINE_S * 1000).status == JobStatus.FINISHED.name
+    return match.group(1)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(
+    ("first_kind", "then_kind"), [("builtin", "records"), ("records", "builtin")]
+)
+def test_a_savepoint_restores_into_the_other_path_at_another_parallelism(
+    cluster, tmp_path, capsys, first_kind, then_kind
+):
+    """Columns (the built-in Count) at parallelism 2, resumed at 1 by a job whose window
+    counts with an AggregateFunction record by record, and the other way round: the
+    restored windows fire with the counts of an uninterrupted run."""
+    script = tmp_path / "switched_counts.py"
+    script.write_text(JOB)
+    checkpoints = f"file://{tmp_path / 'checkpoints'}"
+    first, resumed = tmp_path / "out-first", tmp_path / "out-resumed"
+    args = [str(first), checkpoints, "slow", first_kind]
+    savepoint = _stop_with_savepoint(cluster, tmp_path, capsys, script, args, 2)
+    args = [str(resumed), checkpoints, "fast", then_kind]
+    run = ["run", "-p", "1", "-m", cluster.address, "-s", savepoint, str(script), *args]
+    assert cli.main(run) == 0
+    assert _lines(first, resumed) == _expected()
 
 
 def test_a_savepoint_of_columnar_windows_resumes_at_another_parallelism(cluster, tmp_path, capsys):
@@ -170,6 +232,11 @@ def test_a_savepoint_of_columnar_windows_resumes_at_another_parallelism(cluster,
     }
     open_windows = [entry for name in sorted(names) for entry in sp.keyed_state("windows", name)]
     assert open_windows, "the savepoint holds no open window"
+    # Stored as Arrow column blocks, one row per key and window, not key by key.
+    table = sp.keyed_state_columns("windows", "_weir_window_contents")
+    assert table is not None, "the open windows were stored key by key"
+    contents = dict(sp.keyed_state("windows", "_weir_window_contents"))
+    assert table.num_rows == sum(len(per) for per in contents.values())
 
     # Two subtasks' key groups, read by three.
     args = [str(resumed), checkpoints, "fast"]
