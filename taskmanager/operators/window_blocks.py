@@ -63,7 +63,15 @@ if TYPE_CHECKING:
 _CACHE_BYTES = 64 << 20
 # What a dict block costs per key besides its values, for the cache's estimate.
 _DICT_ENTRY_BYTES = 100
+# Records of columns wait until this many are pending (or a window fires, or a snapshot
+# is taken), then are merged into their blocks at once: a block then gets thousands of
+# records a merge, not a few hundred a batch (8 MB of keys waiting).
+_PENDING_EVENTS = 1 << 20
 _NUMERIC = "biuf"
+# Arrays over a range of keys (counting, key groups) while the range is at most this many
+# times the keys (or 65,536 wide), and never wider than _DENSE_MAX.
+_DENSE_SLACK = 4
+_DENSE_MAX = 1 << 26
 _I64_LIMIT = 1 << 63
 
 
@@ -159,6 +167,10 @@ class BlockWindowIndex:
         self._dirty: set[tuple[int, int]] = set()
         self._stored: set[tuple[int, int]] = set()  # blocks RocksDB holds
         self._groups: dict[int, set[int]] = {}  # window start -> key groups with a block
+        self._key_groups = _KeyGroups(self._max_parallelism, self._key_type)
+        # Records of columns not merged into their blocks yet, by window start.
+        self._pending: dict[int, list[tuple[Any, Any]]] = {}
+        self._pending_events = 0
         it = self._cf.iter()
         it.seek_to_first()
         while it.valid():
@@ -241,6 +253,8 @@ class BlockWindowIndex:
 
     def snapshot(self) -> None:
         """Write every changed block to RocksDB (before a snapshot is taken)."""
+        if self._pending:
+            self._merge_pending()
         if not self._dirty:
             return
         batch = WriteBatch(raw_mode=True)
@@ -289,8 +303,34 @@ class BlockWindowIndex:
         return [records[i] for i in late], [int(stamps[i]) for i in late]
 
     def _add_to_window(self, start: int, keys: Any, values: Any) -> None:
-        unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-        groups = key_groups_of(unique, self._max_parallelism, self._key_type)
+        """Records of window ``start``: pending until ``_PENDING_EVENTS`` of them wait,
+        then merged into the blocks at once (a block's part of a batch of 65,536 events
+        is a few hundred: per block, the numpy calls would cost more than their work)."""
+        pending = self._pending.get(start)
+        if pending is None:
+            pending = self._pending[start] = []
+        pending.append((keys, values))
+        self._pending_events += len(keys)
+        if self._pending_events >= _PENDING_EVENTS:
+            self._merge_pending()
+
+    def _merge_pending(self) -> None:
+        """Merge every window's pending records into its blocks, in record order."""
+        pending, self._pending = self._pending, {}
+        self._pending_events = 0
+        for start, parts in pending.items():
+            keys = np.concatenate([k for k, _ in parts]) if len(parts) > 1 else parts[0][0]
+            values = None
+            if parts[0][1] is not None:
+                values = np.concatenate([v for _, v in parts]) if len(parts) > 1 else parts[0][1]
+            self._merge_window(start, keys, values)
+        self._evict()
+
+    def _merge_window(self, start: int, keys: Any, values: Any) -> None:
+        counts = None
+        if self._kind == "count":  # the distinct keys, ascending, and their records
+            keys, counts = _count_keys(keys)
+        groups = self._key_groups.of(keys)
         owned = self._owned
         if len(groups) and (int(groups.min()) < owned.start or int(groups.max()) >= owned.stop):
             msg = (
@@ -298,39 +338,35 @@ class BlockWindowIndex:
                 "operator; they were sent to the wrong subtask"
             )
             raise RuntimeError(msg)
-        order = np.argsort(groups, kind="stable")
-        sorted_groups = groups[order]
-        cuts = np.flatnonzero(sorted_groups[1:] != sorted_groups[:-1]) + 1
-        bounds = np.concatenate(([0], cuts, [len(order)])).tolist()
-        record_order = record_bounds = None
-        if self._kind != "count":  # each block's records, in record order
-            record_groups = groups[inverse]
-            record_order = np.argsort(record_groups, kind="stable")
-            sorted_records = record_groups[record_order]
-            record_cuts = np.flatnonzero(sorted_records[1:] != sorted_records[:-1]) + 1
-            record_bounds = np.concatenate(([0], record_cuts, [len(record_order)])).tolist()
-        for i in range(len(bounds) - 1):
-            a, b = bounds[i], bounds[i + 1]
-            group = int(sorted_groups[a])
-            at = order[a:b]
+        # A stable sort of small integers is a radix sort: each block's records (or keys)
+        # in their order.
+        small = np.uint8 if self._max_parallelism <= 1 << 8 else np.uint16
+        order = np.argsort(groups.astype(small, copy=False), kind="stable")
+        counted = np.bincount(groups, minlength=self._max_parallelism)
+        present = np.flatnonzero(counted).tolist()
+        ends = np.cumsum(counted).tolist()
+        sizes = counted.tolist()
+        keys = keys[order]
+        if values is not None:
+            values = values[order]
+        if counts is not None:
+            counts = counts[order]
+        kind = self._kind
+        for group in present:
+            b = ends[group]
+            a = b - sizes[group]
             block = self._block(start, group)
-            if record_order is None:
-                block_keys = unique[at]
-                block_counts = counts[at]
-                block_values = None
+            if counts is not None:
+                merged = _merge_counts(block, keys[a:b], counts[a:b])
             else:
-                assert record_bounds is not None
-                rows = record_order[record_bounds[i] : record_bounds[i + 1]]
-                block_keys = keys[rows]
-                block_counts = None
-                block_values = values[rows]
-            self._put(
-                start, group, _merge(self._kind, block, block_keys, block_counts, block_values)
-            )
+                merged = _merge(kind, block, keys[a:b], values[a:b])
+            self._put(start, group, merged)
 
     def add(self, batch: list[Any], timestamps: Any, watermark: int) -> Late:
         """Records (not columns) added one by one, as ``AlignedWindowIndex.add`` does,
         into their blocks held as dicts."""
+        if self._pending:
+            self._merge_pending()
         size, slide, offset = self._size, self._slide, self._offset
         key, key_group_of = self._key, self._backend.key_group_of
         create, agg_add = self._aggregate.create_accumulator, self._aggregate.add
@@ -371,6 +407,8 @@ class BlockWindowIndex:
         """Pop every window whose end ``watermark`` reached, earliest first: its start and
         its blocks (deleted from RocksDB)."""
         starts, size = self._starts, self._size
+        if self._pending and min(self._pending) + size - 1 <= watermark:
+            self._merge_pending()
         while starts and starts[0] + size - 1 <= watermark:
             start = heapq.heappop(starts)
             groups = sorted(self._groups.pop(start, ()))
@@ -441,13 +479,81 @@ def _holds_exactly(kind: str, block: BlockArrays | None, values: Any) -> bool:
     return True
 
 
-def _merge(kind: str, block: Block | None, keys: Any, counts: Any, values: Any) -> Block:
-    """``block`` (None: new) with records of ``keys`` added: for a count, ``keys`` are
-    distinct and ``counts`` their records; otherwise ``keys`` and ``values`` are the
-    records, in order."""
+class _KeyGroups:
+    """Key groups of arrays of integer keys, remembered over the range of keys seen
+    while it is not much wider than the keys are many (a stream's keys are the same
+    ones window after window: each is hashed once)."""
+
+    __slots__ = ("_key_type", "_low", "_max_parallelism", "_table")
+
+    def __init__(self, max_parallelism: int, key_type: str) -> None:
+        self._max_parallelism = max_parallelism
+        self._key_type = key_type
+        self._low = 0
+        self._table: Any = None  # key group of key low + i
+
+    def of(self, keys: Any) -> Any:
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
+        low, high = int(keys.min()), int(keys.max())
+        table = self._table
+        if table is not None:
+            old_low, old_high = self._low, self._low + len(table) - 1
+            if low >= old_low and high <= old_high:
+                return table[keys - old_low]
+            low, high = min(low, old_low), max(high, old_high)
+        if high - low >= max(_DENSE_SLACK * len(keys), 1 << 16) or high - low >= _DENSE_MAX:
+            return key_groups_of(keys, self._max_parallelism, self._key_type)
+        dtype = np.uint8 if self._max_parallelism <= 1 << 8 else np.uint16
+        self._table = key_groups_of(
+            np.arange(low, high + 1, dtype=np.int64), self._max_parallelism, self._key_type
+        ).astype(dtype)
+        self._low = low
+        return self._table[keys - low]
+
+
+def _count_keys(keys: Any) -> tuple[Any, Any]:
+    """The distinct ``keys``, ascending, and how many times each is there: counted over
+    their range while it is not much wider than they are many (no sort), else sorted."""
+    if not len(keys):
+        return keys, keys
+    low, high = int(keys.min()), int(keys.max())
+    if high - low < max(_DENSE_SLACK * len(keys), 1 << 16):
+        counts = np.bincount(keys - low)
+        present = np.flatnonzero(counts)
+        return present + low, counts[present]
+    return np.unique(keys, return_counts=True)  # type: ignore[no-any-return]
+
+
+def _merge_counts(block: Block | None, keys: Any, counts: Any) -> Block:
+    """``block`` (None: new) with ``counts`` more records of ``keys`` (distinct,
+    ascending: each found where the last one was, a short binary search)."""
+    if isinstance(block, dict):
+        get = block.get
+        for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
+            block[k] = get(k, 0) + c
+        return block
+    if block is None or not len(block.keys):
+        return BlockArrays("count", keys.copy(), counts.astype(np.int64))
+    held = block.keys
+    n = len(held)
+    slots = np.searchsorted(held, keys)
+    found = held[np.minimum(slots, n - 1)] == keys
+    if not found.all():  # keys new to the block, inserted in order
+        new = ~found
+        block.keys = np.insert(held, slots[new], keys[new])
+        block.acc = np.insert(block.acc, slots[new], 0)
+        slots = slots + np.cumsum(new) - new
+    block.acc[slots] += counts
+    return block
+
+
+def _merge(kind: str, block: Block | None, keys: Any, values: Any) -> Block:
+    """``block`` (None: new) with records of ``keys`` (and ``values``, None for a count)
+    added in their order."""
     if isinstance(block, dict) or (kind != "count" and not _holds_exactly(kind, block, values)):
         contents = {} if block is None else dict(accumulators(block))
-        _add_to_dict(kind, contents, keys, counts, values)
+        _add_to_dict(kind, contents, keys, values)
         return contents
     dtype = _acc_dtype(kind, values)
     if block is None or not len(block.keys):
@@ -457,31 +563,26 @@ def _merge(kind: str, block: Block | None, keys: Any, counts: Any, values: Any) 
             _empty(kind, 0, dtype),
             np.zeros(0, dtype=np.int64) if kind == "avg" else None,
         )
-    if counts is None:
-        if values.dtype != block.acc.dtype and block.acc.dtype.kind == "i":
-            values = values.astype(block.acc.dtype)  # bools or unsigned, within range
-        unique, inverse = np.unique(keys, return_inverse=True)
-    else:
-        unique, inverse = keys, None
     held = block.keys
     n = len(held)
-    pos = np.searchsorted(held, unique)
+    slots = np.searchsorted(held, keys)
     if n:
-        found = held[np.minimum(pos, n - 1)] == unique
+        found = held[np.minimum(slots, n - 1)] == keys
     else:
-        found = np.zeros(len(unique), dtype=bool)
-    if not found.all():
-        new = ~found
-        where = pos[new]
-        block.keys = np.insert(held, where, unique[new])
-        block.acc = np.insert(block.acc, where, _empty(kind, int(new.sum()), block.acc.dtype))
+        found = np.zeros(len(keys), dtype=bool)
+    if not found.all():  # keys new to the block: inserted in order, then found again
+        new = np.unique(keys[~found])
+        where = np.searchsorted(held, new)
+        block.keys = np.insert(held, where, new)
+        block.acc = np.insert(block.acc, where, _empty(kind, len(new), block.acc.dtype))
         if block.counts is not None:
             block.counts = np.insert(block.counts, where, 0)
-        pos = pos + np.cumsum(new) - new  # each key's slot once the new ones are in
+        slots = np.searchsorted(block.keys, keys)
     if kind == "count":
-        block.acc[pos] += counts
+        block.acc += np.bincount(slots, minlength=len(block.keys))
         return block
-    slots = pos[inverse]
+    if values.dtype != block.acc.dtype and block.acc.dtype.kind == "i":
+        values = values.astype(block.acc.dtype)  # bools or unsigned, within range
     if kind == "sum":
         np.add.at(block.acc, slots, values)
     elif kind == "avg":
@@ -530,15 +631,16 @@ def _arrays_of(kind: str, contents: dict[Any, Any]) -> BlockArrays | None:
     )
 
 
-def _add_to_dict(kind: str, contents: dict[Any, Any], keys: Any, counts: Any, values: Any) -> None:
+def _add_to_dict(kind: str, contents: dict[Any, Any], keys: Any, values: Any) -> None:
     """Add records to ``contents`` (``{key: accumulator}``) one by one, as the built-in
-    ``kind``'s ``add`` does (for a count: distinct ``keys`` with ``counts`` records)."""
+    ``kind``'s ``add`` does."""
     get = contents.get
+    ks = keys.tolist()
     if kind == "count":
-        for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
-            contents[k] = get(k, 0) + c
+        for k in ks:
+            contents[k] = get(k, 0) + 1
         return
-    ks, vs = keys.tolist(), values.tolist()
+    vs = values.tolist()
     if kind == "sum":
         for k, v in zip(ks, vs, strict=True):
             contents[k] = get(k, 0) + v

@@ -105,8 +105,24 @@ batches = st.lists(
     builtin=st.sampled_from(range(len(BUILTINS))),
     size_and_slide=st.sampled_from([(100, 100), (100, 25)]),
     watermark_lag=st.integers(0, 120),
+    pending=st.sampled_from([7, 1 << 20]),
+    spread=st.sampled_from([1, 2**40 + 1]),
 )
-def test_blocks_give_what_records_give(tmp_path, batches, builtin, size_and_slide, watermark_lag):
+def test_blocks_give_what_records_give(
+    tmp_path, batches, builtin, size_and_slide, watermark_lag, pending, spread
+):
+    # Records of columns merged into their blocks every few records, or only before a
+    # window fires or a snapshot is taken.
+    saved, window_blocks._PENDING_EVENTS = window_blocks._PENDING_EVENTS, pending
+    # Keys a few apart (counted and placed over their range) or far apart (sorted, hashed).
+    batches = [[(k * spread, v, t) for k, v, t in batch] for batch in batches]
+    try:
+        _blocks_give_what_records_give(tmp_path, batches, builtin, size_and_slide, watermark_lag)
+    finally:
+        window_blocks._PENDING_EVENTS = saved
+
+
+def _blocks_give_what_records_give(tmp_path, batches, builtin, size_and_slide, watermark_lag):
     size, slide = size_and_slide
     payload = _payload(BUILTINS[builtin], size, slide)
     by_records = Harness(payload)
@@ -239,6 +255,7 @@ def test_an_incremental_checkpoint_restores_by_key_group_ranges(tmp_path):
 
 def test_blocks_the_cache_drops_are_read_back(tmp_path, monkeypatch):
     monkeypatch.setattr(window_blocks, "_CACHE_BYTES", 4096)
+    monkeypatch.setattr(window_blocks, "_PENDING_EVENTS", 100)
     payload = _payload(Max(1), 100, 100)
     reference = Harness(payload)
     backend = rocksdb(tmp_path)
