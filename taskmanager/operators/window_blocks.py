@@ -162,12 +162,12 @@ class BlockWindowIndex:
         self._db = backend.db
         self._cf, self._handle = backend.get_block_table(blocks_table(CONTENTS))
         self._write_options = backend.write_options
+        self._key_groups = _KeyGroups(self._max_parallelism, self._key_type)
         self._cache: OrderedDict[tuple[int, int], Block] = OrderedDict()
         self._cache_bytes = 0
         self._dirty: set[tuple[int, int]] = set()
         self._stored: set[tuple[int, int]] = set()  # blocks RocksDB holds
         self._groups: dict[int, set[int]] = {}  # window start -> key groups with a block
-        self._key_groups = _KeyGroups(self._max_parallelism, self._key_type)
         # Records of columns not merged into their blocks yet, by window start.
         self._pending: dict[int, list[tuple[Any, Any]]] = {}
         self._pending_events = 0
@@ -189,16 +189,32 @@ class BlockWindowIndex:
         """Windows restored key by key (the canonical form) into blocks."""
         if table.is_empty():
             return
-        by_block: dict[tuple[int, int], dict[Any, Any]] = {}
-        key_group_of = self._backend.key_group_of
+        by_window: dict[int, dict[Any, Any]] = {}
         for k, start, acc in table.entries():
-            by_block.setdefault((start, key_group_of(k)), {})[k] = acc
+            contents = by_window.get(start)
+            if contents is None:
+                contents = by_window[start] = {}
+            contents[k] = acc
         table.clear_all()
-        for (start, group), contents in by_block.items():
-            block = self._block(start, group)
-            merged = accumulators(block) if block is not None else {}
-            merged.update(contents)
-            self._put(start, group, _arrays_of(self._kind, merged) or merged)
+        key_group_of = self._backend.key_group_of
+        for start, contents in by_window.items():
+            keys = list(contents)
+            by_block: dict[int, dict[Any, Any]] = {}
+            if all(type(k) is int and -_I64_LIMIT <= k < _I64_LIMIT for k in keys):
+                groups = self._key_groups.of(np.asarray(keys, dtype=np.int64)).tolist()
+            else:
+                groups = [key_group_of(k) for k in keys]
+            for k, group in zip(keys, groups, strict=True):
+                block_contents = by_block.get(group)
+                if block_contents is None:
+                    block_contents = by_block[group] = {}
+                block_contents[k] = contents[k]
+            for group, restored in by_block.items():
+                block = self._block(start, group)
+                merged = accumulators(block) if block is not None else {}
+                merged.update(restored)
+                self._put(start, group, _arrays_of(self._kind, merged) or merged)
+        self._evict()
 
     # --- the cache ------------------------------------------------------------------
 
