@@ -11,10 +11,12 @@ start-up not counted). Every run checks its results: one count per (window, key)
 counts adding up to the events.
 
     python benchmarks/rocksdb_window_blocks.py [--events 30000000] [--keys 1000000]
-        [--rounds 3] [--checkpoint-ms 0] [--incremental]
+        [--rounds 3] [--only KIND ...] [--checkpoint-ms 1000]
 
-With ``--checkpoint-ms``, checkpoints at that interval (rocksdb: incremental with
-``--incremental``, else full), and their number and sizes are reported.
+A run named ``rocksdb@incremental``, ``rocksdb@full`` or ``hashmap@checkpoints`` (in
+``--only``) checkpoints every ``--checkpoint-ms`` (1 s by default) into a temporary
+directory, every checkpoint kept: the number completed and the bytes they hold are
+reported.
 """
 
 from __future__ import annotations
@@ -105,17 +107,18 @@ def expected_results(n: int, keys: int, per_ms: int) -> int:
     return results
 
 
-def run_job(backend: str, n: int, keys: int, per_ms: int, args: Any) -> dict[str, Any]:
+def run_job(kind: str, n: int, keys: int, per_ms: int, args: Any) -> dict[str, Any]:
+    backend, _, checkpoints = kind.partition("@")
     with tempfile.TemporaryDirectory(prefix="weir-bench-blocks-") as stats_dir:
         configuration = Configuration()
         configuration.set_string("execution.checkpointing.num-retained", "100000")
         env = StreamExecutionEnvironment.get_execution_environment(configuration)
         env.set_parallelism(1)
         if backend == "rocksdb":
-            env.set_state_backend(EmbeddedRocksDBStateBackend(args.incremental))
+            env.set_state_backend(EmbeddedRocksDBStateBackend(checkpoints == "incremental"))
         else:
             env.set_state_backend(HashMapStateBackend())
-        if args.checkpoint_ms:
+        if checkpoints:
             env.enable_checkpointing(args.checkpoint_ms)
             config = env.get_checkpoint_config()
             config.set_checkpoint_storage_dir(f"file://{stats_dir}/checkpoints")
@@ -137,7 +140,7 @@ def run_job(backend: str, n: int, keys: int, per_ms: int, args: Any) -> dict[str
             json.loads(p.read_text())["total"] for p in pathlib.Path(stats_dir).glob("total-*")
         )
         out: dict[str, Any] = {"rate": rate, "results": results, "total": total}
-        if args.checkpoint_ms:
+        if checkpoints:
             chk = pathlib.Path(stats_dir) / "checkpoints"
             out["checkpoints"] = len(list(chk.glob("*/chk-*/_metadata")))
             out["checkpoint_bytes"] = sum(f.stat().st_size for f in chk.rglob("*") if f.is_file())
@@ -183,13 +186,13 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--events-per-ms", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--checkpoint-ms", type=int, default=0)
-    parser.add_argument("--incremental", action="store_true")
-    parser.add_argument("--only", choices=["numpy", "hashmap", "rocksdb"], action="append")
+    parser.add_argument("--checkpoint-ms", type=int, default=1000)
+    kinds = ["numpy", "hashmap", "rocksdb", "rocksdb@incremental", "rocksdb@full"]
+    parser.add_argument("--only", choices=[*kinds, "hashmap@checkpoints"], action="append")
     args = parser.parse_args()
     n, keys, per_ms = args.events, args.keys, args.events_per_ms
     expected = expected_results(n, keys, per_ms)
-    kinds = args.only or ["numpy", "hashmap", "rocksdb"]
+    kinds = args.only or kinds[:3]
     rates: dict[str, list[float]] = {kind: [] for kind in kinds}
     print(f"uptime: {uptime()}")
     for round_ in range(args.rounds):
@@ -211,11 +214,13 @@ def main() -> None:
                 extra = (
                     f"  {got['checkpoints']} checkpoints, {got['checkpoint_bytes']:,} bytes kept"
                 )
-            print(f"round {round_ + 1} {kind:8s} {got['rate']:>14,.0f} events/s{extra}", flush=True)
+            print(
+                f"round {round_ + 1} {kind:20s} {got['rate']:>14,.0f} events/s{extra}", flush=True
+            )
     print(f"uptime: {uptime()}")
     print(f"{n:,} events, {keys:,} distinct keys, {expected:,} results; medians:")
     for kind in kinds:
-        print(f"  {kind:8s} {statistics.median(rates[kind]):>14,.0f} events/s")
+        print(f"  {kind:20s} {statistics.median(rates[kind]):>14,.0f} events/s")
     print(f"pid {os.getpid()}")
 
 

@@ -512,20 +512,38 @@ class _KeyGroups:
         if not len(keys):
             return np.zeros(0, dtype=np.int64)
         low, high = int(keys.min()), int(keys.max())
-        table = self._table
+        table, old_low = self._table, self._low
         if table is not None:
-            old_low, old_high = self._low, self._low + len(table) - 1
+            old_high = old_low + len(table) - 1
             if low >= old_low and high <= old_high:
                 return table[keys - old_low]
-            low, high = min(low, old_low), max(high, old_high)
-        if high - low >= max(_DENSE_SLACK * len(keys), 1 << 16) or high - low >= _DENSE_MAX:
+            # Grown by at least half its width at once: keys that climb (new ids) hash
+            # each new key once, not the whole range again at every batch.
+            grow = len(table) // 2
+            low = min(low, old_low - grow if low < old_low else old_low)
+            high = max(high, old_high + grow if high > old_high else old_high)
+        width = high - low + 1
+        if width > max(
+            _DENSE_SLACK * len(keys), 1 << 16, 0 if table is None else 2 * len(table)
+        ) or (width > _DENSE_MAX):
             return key_groups_of(keys, self._max_parallelism, self._key_type)
         dtype = np.uint8 if self._max_parallelism <= 1 << 8 else np.uint16
-        self._table = key_groups_of(
-            np.arange(low, high + 1, dtype=np.int64), self._max_parallelism, self._key_type
-        ).astype(dtype)
-        self._low = low
-        return self._table[keys - low]
+        fresh = np.empty(width, dtype=dtype)
+        if table is None:
+            fresh[:] = self._hash(low, high)
+        else:
+            before, after = old_low - low, high - (old_low + len(table) - 1)
+            fresh[before : before + len(table)] = table
+            if before:
+                fresh[:before] = self._hash(low, old_low - 1)
+            if after:
+                fresh[width - after :] = self._hash(high - after + 1, high)
+        self._table, self._low = fresh, low
+        return fresh[keys - low]
+
+    def _hash(self, low: int, high: int) -> Any:
+        keys = np.arange(low, high + 1, dtype=np.int64)
+        return key_groups_of(keys, self._max_parallelism, self._key_type)
 
 
 def _count_keys(keys: Any) -> tuple[Any, Any]:

@@ -8,7 +8,8 @@ held as it is on the per-record path."""
 from __future__ import annotations
 
 import functools
-import itertools
+import uuid
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from weir.core.checkpoint import (
 )
 from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.ids import JobId
+from weir.core.key_group_arrays import key_groups_of
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.output_tag import OutputTag
 from weir.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
@@ -47,7 +49,6 @@ from weir.taskmanager.state.window_block_codec import BlockArrays, decode_block,
 M = 128
 SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "float64"))
 BUILTINS = [Count(), Sum(1), Min(1), Max(1), Avg(1)]
-_names = itertools.count()
 
 
 @functools.cache
@@ -68,7 +69,11 @@ def _payload(aggregate: Any, size: int, slide: int, late_tag: bool = False) -> d
 
 
 def rocksdb(tmp_path: Any, key_groups: range = range(M)) -> RocksDBKeyedStateBackend:
-    return RocksDBKeyedStateBackend(M, key_groups, str(tmp_path / f"db-{next(_names)}"))
+    """A backend in memory where the machine has a tmpfs (RocksDB syncs its manifest on
+    every column family it creates: on a busy disk that, not the test, takes seconds);
+    disposed by the test, which deletes its directory."""
+    root = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
+    return RocksDBKeyedStateBackend(M, key_groups, str(root / f"weir-test-db-{uuid.uuid4().hex}"))
 
 
 def columns(keys: Any, values: Any) -> ColumnBatch:
@@ -325,3 +330,14 @@ def test_a_block_reads_back_from_its_bytes(block):
     assert again.accumulators() == block.accumulators()
     assert again.acc.dtype == block.acc.dtype
     again.acc[0] = again.acc[0]  # writable
+
+
+def test_key_groups_remembered_over_a_climbing_key_range_are_the_hashers():
+    rng = np.random.default_rng(3)
+    remembered = window_blocks._KeyGroups(M, "pickled")
+    for step in range(60):
+        low = step * 5_000 - 100_000
+        keys = rng.integers(low, low + 70_000, 30_000)
+        if step % 17 == 0:  # far apart: hashed as they come
+            keys = np.concatenate([keys, [2**50, -(2**45)]])
+        assert remembered.of(keys).tolist() == key_groups_of(keys, M).tolist()
