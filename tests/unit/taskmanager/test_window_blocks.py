@@ -28,6 +28,7 @@ from weir.core.checkpoint import (
 from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.ids import JobId
 from weir.core.key_group_arrays import key_groups_of
+from weir.core.key_groups import PyFlinkKeyHasher
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.output_tag import OutputTag
 from weir.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
@@ -341,3 +342,16 @@ def test_key_groups_remembered_over_a_climbing_key_range_are_the_hashers():
         if step % 17 == 0:  # far apart: hashed as they come
             keys = np.concatenate([keys, [2**50, -(2**45)]])
         assert remembered.of(keys).tolist() == key_groups_of(keys, M).tolist()
+
+
+def test_keys_of_a_type_not_placed_as_arrays_keep_per_key_contents(tmp_path):
+    root = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
+    backend = RocksDBKeyedStateBackend(
+        M, range(M), str(root / f"weir-test-db-{uuid.uuid4().hex}"), PyFlinkKeyHasher("String")
+    )
+    harness = Harness(_payload(Count(), 100, 100), backend=backend)
+    assert harness.op._aligned._index is None  # contents key by key, with timers
+    harness.op.process([("a", 1.0), ("b", 2.0), ("a", 3.0)], [1, 2, 3])
+    harness.watermark(1_000)
+    assert sorted(harness.out.records) == [1, 2]
+    backend.dispose()
