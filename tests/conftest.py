@@ -88,14 +88,16 @@ def kube_api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A real Kafka 4 broker (KRaft, broker and controller in one JVM) on 127.0.0.1, from
-    Kafka's jars (fetched with Maven once and cached), shared by the suites that need one;
-    each test uses topics and transactional ids of its own."""
-    from kafka_broker import KafkaBroker
+    Kafka's jars (fetched with Maven once and cached), one for the whole run: pytest-xdist's
+    workers share it, and it stops by itself once none of them uses it any more. Each test
+    uses topics and transactional ids of its own."""
+    from kafka_broker import SharedKafka
 
-    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
-    broker.start()
-    yield broker
-    broker.stop()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base = Path(tmp_path_factory.getbasetemp())
+    shared = SharedKafka((base.parent if worker else base) / "kafka")
+    yield shared.acquire()
+    shared.release()
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,10 @@ above all: 15 minutes, which Flink's one-hour ``transaction.timeout.ms`` exceeds
 tests meet what users meet. Besides its plain listener it has one that asks for SASL/PLAIN
 credentials (``sasl_bootstrap_servers``; user ``SASL_USER``, password ``SASL_PASSWORD``).
 Topics are never created behind a test's back (``auto.create.topics.enable`` is off).
+
+Under pytest-xdist the workers share one broker (``SharedKafka``, through
+tests/server_watchdog.py, as MinIO is shared); a test that stops, kills or restarts a
+broker starts one of its own (``KafkaBroker``).
 """
 
 from __future__ import annotations
@@ -20,15 +24,20 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+
+from server_watchdog import SCRIPT, locked, register, unregister
 
 _POM = Path(__file__).parent / "kafka" / "pom.xml"
 KAFKA_VERSION = re.search(r"<kafka.version>([^<]+)<", _POM.read_text()).group(1)  # type: ignore[union-attr]
@@ -106,11 +115,18 @@ class KafkaBroker:
     SASL_USER = "weir"
     SASL_PASSWORD = "weir-secret"
 
-    def __init__(self, directory: Path, extra_properties: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        extra_properties: dict[str, str] | None = None,
+        *,
+        ports: dict[str, int] | None = None,
+    ) -> None:
+        """``ports``: those of a broker already running (``ports()``), to join it."""
         self.directory = Path(directory)
-        self.port = _free_port()
-        self.sasl_port = _free_port()
-        self.controller_port = _free_port()
+        self.port = ports["port"] if ports else _free_port()
+        self.sasl_port = ports["sasl_port"] if ports else _free_port()
+        self.controller_port = ports["controller_port"] if ports else _free_port()
         self._extra = dict(extra_properties or {})
         self._process: subprocess.Popen[bytes] | None = None
         self._formatted = False
@@ -182,7 +198,16 @@ class KafkaBroker:
             *args,
         ]
 
-    def start(self) -> KafkaBroker:
+    def ports(self) -> dict[str, int]:
+        return {
+            "port": self.port,
+            "sasl_port": self.sasl_port,
+            "controller_port": self.controller_port,
+        }
+
+    def prepare(self) -> Path:
+        """Write the configuration and format the storage (once); returns the
+        configuration's path."""
         self.directory.mkdir(parents=True, exist_ok=True)
         config = self._write_config()
         if not self._formatted:
@@ -202,6 +227,10 @@ class KafkaBroker:
                 timeout=120,
             )
             self._formatted = True
+        return config
+
+    def start(self) -> KafkaBroker:
+        config = self.prepare()
         with open(self.directory / "stdout.log", "ab") as out:
             self._process = subprocess.Popen(
                 self._java("kafka.Kafka", str(config)),
@@ -395,6 +424,48 @@ class KafkaBroker:
                     position[tp.partition] = max(position[tp.partition], tp.offset)
         consumer.unassign()
         return records
+
+
+@dataclass
+class SharedKafka:
+    """One broker for every process of a run that needs one (pytest-xdist's workers); see
+    the module docstring."""
+
+    run_dir: Path
+
+    def acquire(self) -> KafkaBroker:
+        kafka_classpath()  # fetched outside the run's lock (under a lock of its own)
+        with locked(self.run_dir / "lock"):
+            register(self.run_dir / "users")
+            state = self.run_dir / "broker.json"
+            directory = self.run_dir / "broker"
+            if state.exists():
+                return KafkaBroker(directory, ports=json.loads(state.read_text()))
+            broker = KafkaBroker(directory)
+            config = broker.prepare()
+            with open(directory / "stdout.log", "ab") as out:
+                watchdog = subprocess.Popen(
+                    [
+                        sys.executable,
+                        SCRIPT,
+                        str(self.run_dir / "users"),
+                        *broker._java("kafka.Kafka", str(config)),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    # Not ended with the worker that started it: others may still use it.
+                    start_new_session=True,
+                )
+            broker._process = watchdog  # its end is the broker's
+            broker.await_ready()
+            broker._process = None  # stopped by the watchdog, never by a worker
+            state.write_text(json.dumps(broker.ports()))
+            return broker
+
+    def release(self) -> None:
+        with locked(self.run_dir / "lock"):
+            unregister(self.run_dir / "users")
 
 
 def _cluster_id() -> str:

@@ -5,7 +5,7 @@ directory.
 
 Under pytest-xdist the workers share one server (``SharedMinio``), as they share Hadoop's
 minicluster: the first worker that needs it starts it through a small watchdog process
-(this module run as a script), the others join it, each registers its pid in the run's
+(tests/server_watchdog.py), the others join it, each registers its pid in the run's
 ``users/``, and the watchdog stops the server once none of those processes is alive.
 A test that stops or breaks its server starts one of its own (``MinioServer``).
 
@@ -29,10 +29,11 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from server_watchdog import SCRIPT, locked, register, unregister
 
 MINIO_MODULE = "github.com/minio/minio"
 MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"
@@ -259,17 +260,6 @@ class MinioServer(S3Endpoint):
         self.stop()
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 @dataclass
 class SharedMinio:
     """One MinIO server for every process of a run that needs one (pytest-xdist's
@@ -281,15 +271,10 @@ class SharedMinio:
     def _state(self) -> Path:
         return self.run_dir / "server.json"
 
-    @property
-    def _user(self) -> Path:
-        return self.run_dir / "users" / str(os.getpid())
-
     def acquire(self) -> S3Endpoint:
         binary = minio_binary()  # built outside the run's lock: other workers may wait on it
-        with _locked(self.run_dir / "lock"):
-            self._user.parent.mkdir(parents=True, exist_ok=True)
-            self._user.touch()
+        with locked(self.run_dir / "lock"):
+            register(self.run_dir / "users")
             if self._state.exists():
                 return S3Endpoint(json.loads(self._state.read_text())["endpoint"])
             port = free_port()
@@ -298,7 +283,7 @@ class SharedMinio:
                 watchdog = subprocess.Popen(
                     [
                         sys.executable,
-                        __file__,
+                        SCRIPT,
                         str(self.run_dir / "users"),
                         *server_command(binary, self.run_dir / "data", port),
                     ],
@@ -315,39 +300,5 @@ class SharedMinio:
             return S3Endpoint(endpoint)
 
     def release(self) -> None:
-        with _locked(self.run_dir / "lock"):
-            self._user.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _watch(users: Path, command: list[str]) -> int:
-    """Run the server until no process registered in ``users`` is alive."""
-    server = subprocess.Popen(command)
-    try:
-        while server.poll() is None:
-            time.sleep(1.0)  # how often the users are counted; ending late costs nothing
-            pids = [int(p.name) for p in users.glob("*") if p.name.isdigit()]
-            if not any(_alive(pid) for pid in pids):
-                break
-    finally:
-        if server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_watch(Path(sys.argv[1]), sys.argv[2:]))
+        with locked(self.run_dir / "lock"):
+            unregister(self.run_dir / "users")

@@ -114,6 +114,8 @@ class AlignedWindowIndex:
         table.clear_all()
         self._starts = list(self._windows)
         heapq.heapify(self._starts)
+        # The keys of the last window fired as columns: what a new window's arrays span.
+        self._span: tuple[int, int, int] | None = None
 
     @property
     def columnar(self) -> bool:
@@ -217,12 +219,18 @@ class AlignedWindowIndex:
             self._table.clear_all()  # what the last checkpoint saw; the windows hold it all
         placed = place_in_windows(stamps, self._size, self._slide, self._offset, watermark)
         windows = self._windows
+        # The batch's key range, looked for once rather than once for each window.
+        bounds = (
+            (int(keys.min()), int(keys.max())) if keys.dtype.kind in "iu" and len(keys) else None
+        )
         for start, rows in placed.windows():
             contents = windows.get(start)
             if contents is None:
                 heapq.heappush(self._starts, start)
             window_values = None if values is None else values[rows]
-            windows[start] = add_to_window(contents, kind, keys[rows], window_values)
+            windows[start] = add_to_window(
+                contents, kind, keys[rows], window_values, span=self._span, bounds=bounds
+            )
         late = placed.late_rows()
         if not late:
             return [], []
@@ -237,7 +245,10 @@ class AlignedWindowIndex:
         size = self._size
         while starts_heap and starts_heap[0] + size - 1 <= watermark:
             start = heapq.heappop(starts_heap)
-            yield start, windows.pop(start)
+            contents = windows.pop(start)
+            if self._columns is not None and not isinstance(contents, dict):
+                self._span = contents.key_span() or self._span
+            yield start, contents
 
     def snapshot(self) -> None:
         """Fill the contents table key by key (``{key: {start: contents}}``), as a

@@ -43,10 +43,14 @@ class ColumnWindow:
     """One window's accumulators for built-in ``kind`` (count, sum, min, max, avg); see
     the module docstring."""
 
-    __slots__ = ("acc", "counts", "keys", "kind", "low", "present")
+    __slots__ = ("acc", "counts", "keys", "kind", "low", "present", "span")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, span: tuple[int, int, int] | None = None) -> None:
+        """``span``: the keys a window like this one held (the smallest, the largest, how
+        many), so that dense arrays are made wide enough for them at once rather than
+        widened batch by batch (None: not known)."""
         self.kind = kind
+        self.span = span
         self.acc: Any = None  # count, sum, min or max; an average's sum
         self.counts: Any = None  # an average's count
         self.low: int | None = None  # dense: the key of slot 0
@@ -101,17 +105,20 @@ class ColumnWindow:
             return np.full(n, bottom, dtype=dtype)
         return np.zeros(n, dtype=dtype)
 
-    def add(self, keys: Any, values: Any) -> bool:
+    def add(self, keys: Any, values: Any, bounds: tuple[int, int] | None = None) -> bool:
         """Add records with ``keys`` (and ``values``, None for a count), in their order.
         False, and nothing changed, when the arrays cannot hold them exactly as ``add``
-        would make them (the operator then keeps the window as a dict)."""
+        would make them (the operator then keeps the window as a dict). ``bounds``: the
+        smallest and largest key of a batch ``keys`` are part of, if known (they spare
+        looking for the keys' own)."""
         kind = self.kind
         if not isinstance(keys, np.ndarray) or keys.dtype.kind not in _KEYS:
             return False
         if not len(keys):
             return True
         if keys.dtype != np.int64:
-            if keys.dtype.kind == "u" and int(keys.max()) > np.iinfo(np.int64).max:
+            high = bounds[1] if bounds is not None else int(keys.max())
+            if keys.dtype.kind == "u" and high > np.iinfo(np.int64).max:
                 return False
             keys = keys.astype(np.int64)
         if kind != "count":
@@ -124,14 +131,25 @@ class ColumnWindow:
         dtype = self._acc_dtype(values)
         if self.acc is not None and dtype != self.acc.dtype:
             return False
+        if self.low is not None and self._add_in_range(keys, values, bounds):
+            return True
         kmin, kmax = int(keys.min()), int(keys.max())
         if self.acc is None:
-            if _dense_enough(kmax - kmin + 1, len(keys)):
-                self.low = kmin
-                self.acc = self._empty(kmax - kmin + 1, dtype)
-                self.present = np.zeros(kmax - kmin + 1, dtype=bool)
+            low, high, expected = kmin, kmax, len(keys)
+            if self.span is not None and _dense_enough(
+                max(kmax, self.span[1]) - min(kmin, self.span[0]) + 1,
+                max(len(keys), self.span[2]),
+            ):
+                low, high = min(kmin, self.span[0]), max(kmax, self.span[1])
+                expected = max(expected, self.span[2])
+            if _dense_enough(high - low + 1, expected):
+                self.low = low
+                self.acc = self._empty(high - low + 1, dtype)
+                self.present = np.zeros(high - low + 1, dtype=bool)
                 if kind == "avg":
-                    self.counts = np.zeros(kmax - kmin + 1, dtype=np.int64)
+                    self.counts = np.zeros(high - low + 1, dtype=np.int64)
+                if self._add_in_range(keys, values):
+                    return True
             else:
                 self.keys = keys[:0]
                 self.acc = self._empty(0, dtype)
@@ -147,6 +165,39 @@ class ColumnWindow:
         else:
             slots, n = self._sparse_slots(keys)
         self._update(slots, n, values)
+        return True
+
+    def _add_in_range(self, keys: Any, values: Any, bounds: tuple[int, int] | None = None) -> bool:
+        """Dense arrays: add a batch whose keys all have slots already, the keys present
+        marked from their counts (one pass over the slots and one over the arrays; a batch
+        much smaller than the arrays is scattered instead); False, and nothing changed,
+        when a key lies outside."""
+        low = self.low
+        assert low is not None
+        kmin, kmax = bounds if bounds is not None else (int(keys.min()), int(keys.max()))
+        if kmin < low or kmax >= low + len(self.acc):
+            return False
+        slots = keys - low
+        kind = self.kind
+        if len(keys) * 4 < len(self.acc):  # few records for the arrays: scattered
+            self.present[slots] = True
+            if kind == "count":
+                np.add.at(self.acc, slots, 1)
+                return True
+            if kind == "avg":
+                np.add.at(self.counts, slots, 1)
+            self._update(slots, len(self.acc), values, counted=True)
+            return True
+        seen = np.bincount(slots)
+        n = len(seen)
+        present = self.present[:n]
+        np.logical_or(present, seen, out=present)
+        if kind == "count":
+            self.acc[:n] += seen
+            return True
+        if kind == "avg":
+            self.counts[:n] += seen
+        self._update(slots, len(self.acc), values, counted=True)
         return True
 
     def _fit_dense(self, kmin: int, kmax: int, batch: int) -> bool:
@@ -197,7 +248,9 @@ class ColumnWindow:
                 self.counts = np.insert(self.counts, where, np.zeros(len(new), np.int64))
         return np.searchsorted(self.keys, keys), len(self.keys)
 
-    def _update(self, slots: Any, n: int, values: Any) -> None:
+    def _update(self, slots: Any, n: int, values: Any, *, counted: bool = False) -> None:
+        """Add the values at ``slots``; ``counted``: an average's counts are added
+        already."""
         kind = self.kind
         if kind == "count":
             self.acc += np.bincount(slots, minlength=n)
@@ -205,31 +258,45 @@ class ColumnWindow:
             np.add.at(self.acc, slots, values)
         elif kind == "avg":
             np.add.at(self.acc, slots, values)
-            self.counts += np.bincount(slots, minlength=n)
+            if not counted:
+                self.counts += np.bincount(slots, minlength=n)
         elif kind == "min":
             np.minimum.at(self.acc, slots, values)
         else:
             np.maximum.at(self.acc, slots, values)
 
-    def _held(self) -> tuple[Any, Any, Any]:
-        """The keys, accumulators and (averages) counts of the keys present."""
+    def _held(self, *, keys: bool = True) -> tuple[Any, Any, Any]:
+        """The keys (None unless ``keys``), accumulators and (averages) counts of the
+        keys present: the arrays themselves when every slot holds a key."""
         if self.acc is None:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty
         if self.low is None:
             return self.keys, self.acc, self.counts
+        if self.present.all():
+            held = np.arange(self.low, self.low + len(self.acc)) if keys else None
+            return held, self.acc, self.counts
         at = np.flatnonzero(self.present)
         counts = None if self.counts is None else self.counts[at]
-        return at + self.low, self.acc[at], counts
+        return (at + self.low if keys else None), self.acc[at], counts
+
+    def key_span(self) -> tuple[int, int, int] | None:
+        """The smallest and largest key of dense arrays and how many keys they hold (a
+        ``span`` for the next window); None when sparse or empty."""
+        if self.low is None or self.present is None:
+            return None
+        return self.low, self.low + len(self.acc) - 1, int(np.count_nonzero(self.present))
 
     def __len__(self) -> int:
-        return len(self._held()[0])
+        if self.acc is None:
+            return 0
+        return len(self.keys) if self.low is None else int(np.count_nonzero(self.present))
 
     def result_column(self) -> Any:
         """The built-in's results, one per key in ascending key order, as one array; None
         when only Python's arithmetic gives them exactly (an average of integers past
         2**53)."""
-        _, acc, counts = self._held()
+        _, acc, counts = self._held(keys=False)
         if self.kind != "avg":
             return acc
         if acc.dtype.kind == "f" or not len(acc) or int(np.abs(acc).max()) < 2**53:
@@ -293,12 +360,79 @@ class WindowPlacement:
         return np.flatnonzero(~self.in_any).tolist()  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True, slots=True)
+class AscendingPlacement:
+    """The live windows of a batch whose timestamps ascend: window ``starts[i]`` holds
+    the records ``firsts[i]:ends[i]``, a run of the batch; the first ``late`` records
+    are in no live window."""
+
+    starts: Any
+    firsts: Any
+    ends: Any
+    late: int
+
+    def windows(self) -> Iterator[tuple[int, slice]]:
+        """Each window's start and its records, as a slice of the batch."""
+        for start, first, end in zip(
+            self.starts.tolist(), self.firsts.tolist(), self.ends.tolist(), strict=True
+        ):
+            if first < end:
+                yield start, slice(first, end)
+
+    def late_rows(self) -> list[int]:
+        return list(range(self.late))
+
+
+def _last_start(ts: int, slide: int, offset: int) -> int:
+    """The start of the latest window (of those ``slide`` apart from ``offset``) that
+    holds ``ts``."""
+    return ts - (ts - offset + slide) % slide
+
+
+def _place_ascending(
+    ts: Any, size: int, slide: int, offset: int, watermark: int
+) -> AscendingPlacement | None:
+    """``place_in_windows`` for ascending timestamps: each window's records are a run of
+    the batch, found by binary search, and the late records a prefix of it. None when the
+    batch spans too many windows for that to pay."""
+    first_ts, last_ts = int(ts[0]), int(ts[-1])
+    newest = _last_start(last_ts, slide, offset)
+    latest_of_first = _last_start(first_ts, slide, offset)
+    # The earliest window holding the first record: the latest one, less whole slides
+    # while the window still reaches it (start > ts - size).
+    earliest = latest_of_first - (latest_of_first - (first_ts - size + 1)) // slide * slide
+    # The earliest live window: the first start past watermark - size + 1 (its end,
+    # start + size - 1, is past the watermark).
+    live = _last_start(watermark - size + 1 + slide, slide, offset)
+    oldest = max(earliest, live)
+    if (newest - oldest) // slide > len(ts) + 64:
+        return None
+    starts = np.arange(oldest, newest + 1, slide, dtype=np.int64)
+    firsts = np.searchsorted(ts, starts, side="left")
+    ends = np.searchsorted(ts, starts + size, side="left")
+    late = int(np.searchsorted(ts, live, side="left")) if live > first_ts else 0
+    return AscendingPlacement(starts, firsts, ends, late)
+
+
 def place_in_windows(
     timestamps: Any, size: int, slide: int, offset: int, watermark: int
-) -> WindowPlacement:
+) -> WindowPlacement | AscendingPlacement:
     """Every window a record is in: the latest, then one slide earlier, while it holds the
     record's timestamp (``ts - size < start``); those whose end ``watermark`` reached are
     gone, and a record in no live window is late."""
+    ts = timestamps
+    if len(ts) and (len(ts) < 2 or bool((ts[1:] >= ts[:-1]).all())):
+        placed = _place_ascending(ts, size, slide, offset, watermark)
+        if placed is not None:
+            return placed
+    return place_each(ts, size, slide, offset, watermark)
+
+
+def place_each(
+    timestamps: Any, size: int, slide: int, offset: int, watermark: int
+) -> WindowPlacement:
+    """``place_in_windows`` for timestamps in any order: every record's windows computed
+    one slide at a time over the whole batch."""
     ts = timestamps
     start = ts - (ts - offset + slide) % slide
     in_any = np.zeros(len(ts), dtype=bool)
@@ -325,18 +459,26 @@ def place_in_windows(
 
 
 def add_to_window(
-    contents: ColumnWindow | dict[Any, Any] | None, kind: str, keys: Any, values: Any
+    contents: ColumnWindow | dict[Any, Any] | None,
+    kind: str,
+    keys: Any,
+    values: Any,
+    *,
+    span: tuple[int, int, int] | None = None,
+    bounds: tuple[int, int] | None = None,
 ) -> ColumnWindow | dict[Any, Any]:
     """``contents`` (None: a new window) with records of ``keys`` and ``values`` (None
     for a count) added in their order, as the built-in ``kind``'s ``add`` does record
     after record. A window is held as columns while its keys are integers and its values
-    numbers the arrays hold exactly; otherwise as a dict ``{key: accumulator}``."""
+    numbers the arrays hold exactly; otherwise as a dict ``{key: accumulator}``.
+    ``span``: a new window's expected keys; ``bounds``: the smallest and largest key of
+    the batch ``keys`` come from (``ColumnWindow``)."""
     if contents is None:
-        contents = ColumnWindow(kind)
+        contents = ColumnWindow(kind, span)
     elif isinstance(contents, dict):  # restored, or filled by records: columns if it can
         contents = ColumnWindow.from_dict(kind, contents) or contents
     if isinstance(contents, ColumnWindow):
-        if contents.add(keys, values):
+        if contents.add(keys, values, bounds):
             return contents
         contents = contents.as_dict()
     _add_to_dict(kind, contents, keys, values)

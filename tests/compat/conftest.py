@@ -1,6 +1,7 @@
 """One cluster for the compat programs: a MiniCluster in the test process, on the session's
-SparkContext, with TaskManagers leased once and kept. Each program still runs in a fresh
-client process of its own (``run_on_cluster.py``) and prints to its own stdout."""
+SparkContext, with TaskManagers leased once and kept. Each program still runs in a client
+process of its own (``run_on_cluster.py``, forked from one that has imported Weir:
+``forked_client.py``) and prints to its own stdout."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 
+import forked_client
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -115,13 +116,11 @@ def _run_on_cluster(name: str, tmp_path: pathlib.Path, address: str, options: li
     source = (HERE / "programs" / f"{name}.py").read_text()
     script = tmp_path / f"{name}.py"
     script.write_text(as_weir(source))
-    result = subprocess.run(
-        [sys.executable, str(RUNNER), address, *options, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = forked_client.run(
+        [str(RUNNER), address, *options, str(script)],
         cwd=tmp_path,
         env=_client_env(),
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     _check_output(name, source, result.stdout)

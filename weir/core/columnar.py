@@ -38,6 +38,7 @@ __all__ = [
     "as_records",
     "batch_column",
     "from_format",
+    "project",
     "to_format",
 ]
 
@@ -128,11 +129,39 @@ def _build_records(columns: Mapping[str, Any], spec: ColumnSpec) -> list[Any]:
     lists = [column.tolist() for column in columns.values()]
     if spec.is_scalar:
         return lists[0] if lists else []
+    assert spec.names is not None
+    if len(lists) < len(spec.names):  # projected (``project``): None in the fields left out
+        rows = len(lists[0]) if lists else 0
+        lists = [
+            columns[name].tolist() if name in columns else [None] * rows for name in spec.names
+        ]
     rows = zip(*lists, strict=True)
     make = spec.make_record
     if make is None:
         return list(rows)
     return [make(*values) for values in rows]
+
+
+def project(batch: ColumnBatch, fields: Sequence[int | str]) -> ColumnBatch:
+    """``batch`` with only the columns of ``fields`` (positions or names), for a consumer
+    that reads nothing else: its records, if ever built, hold None in the fields left out.
+    The batch itself when a field is not one of its columns, or nothing would be left
+    out."""
+    names = batch.spec.names
+    if names is None:
+        return batch
+    kept: dict[str, Any] = {}
+    for field in fields:
+        if isinstance(field, int) and not -len(names) <= field < len(names):
+            return batch
+        name = names[field] if isinstance(field, int) else field
+        column = batch.columns.get(name)
+        if column is None:
+            return batch
+        kept[name] = column
+    if not kept or len(kept) == len(batch.columns):
+        return batch
+    return ColumnBatch({name: kept[name] for name in names if name in kept}, batch.spec)
 
 
 def as_records(batch: Sequence[Any]) -> list[Any]:
@@ -277,8 +306,9 @@ def batch_column(batch: ColumnBatch, field: int | str | None) -> Any:
     if field is None or batch.spec.is_scalar:
         return None
     if isinstance(field, int):
-        columns = list(batch.columns.values())
-        return columns[field] if -len(columns) <= field < len(columns) else None
+        names = batch.spec.names
+        assert names is not None
+        return batch.columns.get(names[field]) if -len(names) <= field < len(names) else None
     if batch.spec.make_record is None:
         return None  # tuples have no named fields: r["f0"] is no column of them
     return batch.columns.get(field)

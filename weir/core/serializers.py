@@ -6,6 +6,8 @@ A buffer is one tag byte followed by the payload:
     b"P"  pickle (protocol 5)    b"p"  the same, lz4-compressed
     b"T"  records with their timestamps (``serialize_timestamped``)
     b"C"  columns: an Arrow IPC stream (``serialize_columnar``)  b"c"  lz4-compressed
+    b"N"  columns of numbers: their memory as it is (``serialize_columnar``)
+          b"n"  lz4-compressed
 
 ``marshal`` accepts only exact built-in types (a ``Row`` or a namedtuple is refused
 rather than silently turned into a tuple), so trying it first and falling back to
@@ -19,6 +21,7 @@ from __future__ import annotations
 import marshal
 import pickle
 import reprlib
+import struct
 from typing import Any
 
 import lz4.block
@@ -95,7 +98,7 @@ def deserialize_records(
     if tag == _TIMESTAMPED:
         records, timestamps = deserialize_batch(buffer[1:])
         return records, timestamps
-    if tag in (_COLUMNAR, _COLUMNAR_COMPRESSED):
+    if tag in (_COLUMNAR, _COLUMNAR_COMPRESSED, _NUMBERS, _NUMBERS_COMPRESSED):
         return deserialize_columnar(buffer)  # type: ignore[return-value]
     return deserialize_batch(buffer), None
 
@@ -112,9 +115,117 @@ _TIMESTAMP_COLUMN = "__weir_timestamp"
 _SPECS: dict[bytes, Any] = {}
 
 
+# A buffer of number columns: this byte ("n": lz4-compressed), the layout's length and
+# the row count (``_NUMBERS_HEAD``), the layout (the ColumnSpec, the columns' names and
+# numpy dtypes, whether timestamps follow, pickled), then each column's memory (the
+# timestamps last), every part starting 8 bytes apart. Nothing is converted: writing is
+# one copy, reading none.
+_NUMBERS = 0x4E  # "N"
+_NUMBERS_COMPRESSED = 0x6E  # "n"
+_NUMBERS_HEAD = struct.Struct("<IQ")
+_NUMBER_KINDS = "biuf"
+# Layouts, pickled, by what they hold (sending) and by their bytes (receiving): a few per
+# stream.
+_LAYOUTS_OUT: dict[tuple[Any, ...], bytes] = {}
+_LAYOUTS_IN: dict[bytes, tuple[Any, list[tuple[str, Any]], bool]] = {}
+
+
+_PADDING = bytes(8)
+
+
+def _aligned(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def _number_columns(batch: ColumnBatch, timestamps: Any) -> list[Any] | None:
+    """The batch's columns (then its timestamps), when all are numbers in native byte
+    order, as ``serialize_numbers`` writes them; None otherwise."""
+    import numpy as np  # noqa: PLC0415 (columnar batches only)
+
+    columns = list(batch.columns.values())
+    if timestamps is not None:
+        if type(timestamps) is list:
+            if None in timestamps:
+                return None
+            timestamps = np.asarray(timestamps, dtype=np.int64)
+        columns.append(timestamps)
+    for column in columns:
+        if (
+            type(column) is not np.ndarray
+            or column.dtype.kind not in _NUMBER_KINDS
+            or not column.dtype.isnative
+            or column.ndim != 1
+        ):
+            return None
+    return columns
+
+
+def _serialize_numbers(
+    batch: ColumnBatch, columns: list[Any], with_timestamps: bool, compress: bool
+) -> bytes:
+    import numpy as np  # noqa: PLC0415 (columnar batches only)
+
+    names = tuple(batch.columns) + ((_TIMESTAMP_COLUMN,) if with_timestamps else ())
+    dtypes = tuple(column.dtype.str for column in columns)
+    key = (batch.spec, names, dtypes)
+    try:
+        layout = _LAYOUTS_OUT.get(key)
+    except TypeError:  # a spec that does not hash: pickled every time
+        key, layout = None, None
+    if layout is None:
+        layout = pickle.dumps(
+            (batch.spec, list(zip(names, dtypes, strict=True)), with_timestamps), protocol=5
+        )
+        if key is not None:
+            if len(_LAYOUTS_OUT) > 256:
+                _LAYOUTS_OUT.clear()
+            _LAYOUTS_OUT[key] = layout
+    rows = len(batch)
+    head = b"N" + _NUMBERS_HEAD.pack(len(layout), rows) + layout
+    parts: list[Any] = [head, _PADDING[: _aligned(len(head)) - len(head)]]
+    for column in columns:
+        parts.append(memoryview(np.ascontiguousarray(column)).cast("B"))
+        parts.append(_PADDING[: _aligned(column.nbytes) - column.nbytes])
+    out = b"".join(parts)  # one copy of each column, into memory not cleared first
+    if compress and len(out) >= _MIN_COMPRESS_BYTES:
+        return b"n" + lz4.block.compress(out[1:])
+    return out
+
+
+def _deserialize_numbers(buffer: Any) -> tuple[ColumnBatch, Any]:
+    import numpy as np  # noqa: PLC0415 (columnar batches only)
+
+    if buffer[0] == _NUMBERS_COMPRESSED:
+        buffer = b"N" + lz4.block.decompress(buffer[1:])
+    layout_length, rows = _NUMBERS_HEAD.unpack_from(buffer, 1)
+    start = 1 + _NUMBERS_HEAD.size
+    raw = bytes(buffer[start : start + layout_length])
+    layout = _LAYOUTS_IN.get(raw)
+    if layout is None:
+        if len(_LAYOUTS_IN) > 256:
+            _LAYOUTS_IN.clear()
+        layout = _LAYOUTS_IN[raw] = pickle.loads(raw)  # our own buffers
+    spec, fields, with_timestamps = layout
+    at = _aligned(start + layout_length)
+    columns = {}
+    timestamps = None
+    last = len(fields) - 1
+    for i, (name, dtype) in enumerate(fields):
+        column = np.frombuffer(buffer, dtype=dtype, count=rows, offset=at)
+        at += _aligned(column.nbytes)
+        if with_timestamps and i == last:
+            timestamps = column
+        else:
+            columns[name] = column
+    return ColumnBatch(columns, spec), timestamps
+
+
 def serialize_columnar(batch: ColumnBatch, timestamps: Any = None, compress: bool = False) -> bytes:
     """A ColumnBatch (and its records' timestamps: a list, or an int64 array) as one
-    buffer, with no record built."""
+    buffer, with no record built: number columns as their memory, others through Arrow."""
+    numbers = _number_columns(batch, timestamps)
+    if numbers is not None:
+        return _serialize_numbers(batch, numbers, timestamps is not None, compress)
     import pyarrow as pa  # noqa: PLC0415 (columnar batches only)
 
     names = list(batch.columns)
@@ -177,6 +288,8 @@ def _numpy_column(column: Any) -> Any:
 def deserialize_columnar(buffer: bytes | memoryview) -> tuple[ColumnBatch, Any]:
     """``(batch, timestamps)`` of a ``serialize_columnar`` buffer: the timestamps an int64
     array, or a list when some are missing (None when none has one)."""
+    if buffer[0] in (_NUMBERS, _NUMBERS_COMPRESSED):
+        return _deserialize_numbers(buffer)
     import pyarrow as pa  # noqa: PLC0415
 
     body = buffer[1:]

@@ -22,6 +22,7 @@ from weir.core.job_graph import (
 )
 from weir.core.local_paths import absolute_local_path
 from weir.graph.coded_outputs import coded_outputs
+from weir.graph.columns_read import columns_read
 from weir.graph.operator_ids import operator_ids
 from weir.graph.python_dependencies import (
     pack_python_archives,
@@ -204,9 +205,13 @@ def _job_edge(
     upstream = graph.nodes[edge.source_id]
     downstream = graph.nodes[edge.target_id]
     payload = b""
-    if edge.partitioner_payload:
+    partitioner_payload = edge.partitioner_payload
+    read = columns_read(edge, downstream)
+    if read is not None:
+        partitioner_payload = {**partitioner_payload, "columns_read": read}
+    if partitioner_payload:
         payload = _pickle(
-            edge.partitioner_payload,
+            partitioner_payload,
             f"the partitioner/key selector of the edge {upstream.name!r} -> {downstream.name!r}",
         )
     return JobEdge(

@@ -105,7 +105,9 @@ def test_a_column_batch_crosses_the_wire_as_columns(compress, timestamps):
     )
     stamps = None if timestamps is None else timestamps * 100
     buffer = serialize_columnar(batch, stamps, compress=compress)
-    assert buffer[:1] == (b"c" if compress else b"C")
+    # Numbers with every timestamp (or none) as their memory; a missing one through Arrow.
+    tag = b"c" if timestamps is not None and None in timestamps else b"n"
+    assert buffer[:1] == (tag if compress else tag.upper())
     received, received_stamps = deserialize_records(buffer)
     assert isinstance(received, ColumnBatch)
     assert received._records is None
@@ -116,6 +118,34 @@ def test_a_column_batch_crosses_the_wire_as_columns(compress, timestamps):
         assert isinstance(received_stamps, np.ndarray)
         assert received_stamps.dtype == np.int64
         assert received_stamps.tolist() == stamps
+
+
+def test_number_columns_cross_as_their_memory_with_their_dtypes_and_others_through_arrow():
+    from weir.core.serializers import deserialize_records, serialize_columnar
+
+    every_other = np.arange(20, dtype=np.int16)[::2]  # not contiguous
+    columns = {
+        "f0": every_other,
+        "f1": np.arange(10, dtype=np.uint8),
+        "f2": np.arange(10, dtype=np.float32) / 3,
+        "f3": np.arange(10) % 2 == 0,
+    }
+    spec = ColumnSpec(("f0", "f1", "f2", "f3"), None, ("int16", "uint8", "float32", "bool"))
+    buffer = serialize_columnar(ColumnBatch(columns, spec), np.arange(10, dtype=np.int64))
+    assert buffer[:1] == b"N"
+    received, stamps = deserialize_records(buffer)
+    for name, column in columns.items():
+        assert received.columns[name].dtype == column.dtype
+        assert received.columns[name].tolist() == column.tolist()
+    assert stamps.tolist() == list(range(10))
+    assert received.records() == ColumnBatch(columns, spec).records()
+
+    text = ColumnBatch(
+        {"f0": np.array(["a", "bc"], dtype=object)}, ColumnSpec(("f0",), None, ("object",))
+    )
+    buffer = serialize_columnar(text)
+    assert buffer[:1] == b"C"
+    assert deserialize_records(buffer)[0].records() == text.records()
 
 
 def test_timestamps_given_as_an_array_cross_as_one():
@@ -148,3 +178,17 @@ def test_columns_take_the_declared_widths():
     assert batch.columns["f0"].dtype == np.int32
     assert batch.columns["f1"].dtype == np.float32
     assert as_records(batch)[0] == (1, 1.2300000190734863)  # single precision, as PyFlink
+
+
+def test_a_projected_batch_keeps_the_fields_read_and_its_records_hold_none_elsewhere():
+    from weir.core.columnar import batch_column, project
+
+    spec = ColumnSpec(("f0", "f1", "f2"), None, ("int64",) * 3)
+    batch = ColumnBatch({"f0": np.arange(3), "f1": np.arange(3) * 10, "f2": -np.arange(3)}, spec)
+    kept = project(batch, (2, "f0"))
+    assert list(kept.columns) == ["f0", "f2"]  # in field order
+    assert kept.records() == [(0, None, 0), (1, None, -1), (2, None, -2)]
+    assert batch_column(kept, 2).tolist() == [0, -1, -2]  # a position is the spec's
+    assert batch_column(kept, 1) is None
+    assert project(batch, (0, 1, 2)) is batch  # nothing left out
+    assert project(batch, (7,)) is batch  # no such field: nothing is taken away

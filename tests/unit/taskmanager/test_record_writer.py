@@ -136,6 +136,28 @@ class TestRouting:
             assert all(assign_to_key_group(k, 128) in owned for k in got)
         assert sum(len(cap.records(s)) for s in range(parallelism)) == len(keys) + 50
 
+    @pytest.mark.parametrize("parallelism", [1, 2])
+    def test_columns_the_consumer_does_not_read_stay_behind(self, parallelism):
+        """An edge whose consumer reads only some fields (``columns_read``) sends only
+        their columns, to the subpartitions the whole batch would go to."""
+        payload = {"key_selector": lambda r: r[0], "columns_read": (0, 2)}
+        rw, cap = writer(P.KEY_GROUP, parallelism, payload)
+        whole, whole_cap = writer(P.KEY_GROUP, parallelism, {"key_selector": lambda r: r[0]})
+        spec = ColumnSpec(("f0", "f1", "f2"), None, ("int64",) * 3)
+        keys = np.arange(500) * 7919 % 1000
+        batch = ColumnBatch({"f0": keys, "f1": keys * 3, "f2": keys * 5}, spec)
+        rw.emit(batch, np.arange(500, dtype=np.int64))
+        whole.emit(batch, np.arange(500, dtype=np.int64))
+        rw.flush()
+        whole.flush()
+        for sub in range(parallelism):
+            sent = [deserialize_records(b)[0] for s, b in cap.buffers if s == sub]
+            expected = [
+                r for s, b in whole_cap.buffers if s == sub for r in deserialize_records(b)[0]
+            ]
+            assert sent and all(list(b.columns) == ["f0", "f2"] for b in sent)
+            assert [r for b in sent for r in b.records()] == [(k, None, v) for k, _, v in expected]
+
     @pytest.mark.parametrize("parallelism", [2, 3])
     @pytest.mark.parametrize(
         "keys",

@@ -19,7 +19,7 @@ from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.windowing import MissingTimestampError
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.window import TumblingEventTimeWindows
-from weir.taskmanager.operators.window_columns import ColumnWindow
+from weir.taskmanager.operators.window_columns import ColumnWindow, place_each, place_in_windows
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 BUILTINS = {"count": Count(), "sum": Sum(1), "min": Min(1), "max": Max(1), "avg": Avg(1)}
@@ -49,12 +49,23 @@ float_batches = st.lists(
 )
 
 
-def _window(kind: str, batches: list[list[tuple[int, Any]]], dtype: Any) -> ColumnWindow:
-    window = ColumnWindow(kind)
+def _window(
+    kind: str,
+    batches: list[list[tuple[int, Any]]],
+    dtype: Any,
+    span: Any = None,
+    *,
+    bounded: bool = False,
+) -> ColumnWindow:
+    """The window of ``batches``; ``bounded``: each added with the bounds of all their
+    keys (as a window's share of a larger batch is)."""
+    window = ColumnWindow(kind, span)
+    every = [k for batch in batches for k, _ in batch]
+    bounds = (min(every), max(every)) if bounded else None
     for batch in batches:
         ks = np.array([k for k, _ in batch], dtype=np.int64)
         vs = np.array([v for _, v in batch], dtype=dtype)
-        assert window.add(ks, None if kind == "count" else vs)
+        assert window.add(ks, None if kind == "count" else vs, bounds)
     return window
 
 
@@ -82,6 +93,32 @@ def test_float_values_accumulate_as_add_does_in_record_order(batches, kind):
     _exact(expected, window.as_dict())
     results = [BUILTINS[kind].get_result(expected[k]) for k in sorted(expected)]
     assert window.results() == results
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=int_batches,
+    kind=st.sampled_from(sorted(BUILTINS)),
+    span=st.tuples(st.integers(-(2**20), 2**20), st.integers(0, 2**17), st.integers(1, 2**16)),
+)
+def test_a_span_shapes_the_arrays_not_the_accumulators(batches, kind, span):
+    low, width, count = span
+    for bounded in (False, True):
+        window = _window(kind, batches, np.int64, (low, low + width, count), bounded=bounded)
+        _exact(by_records(kind, batches), window.as_dict())
+
+
+def test_a_window_spanning_the_last_ones_keys_is_made_that_wide_at_once():
+    """A new window's first batch holds a few of the keys the last window held: its
+    arrays span all of those, so later batches need not widen them."""
+    window = ColumnWindow("count", (0, 9_999, 10_000))
+    assert window.add(np.arange(100, 200), None)
+    assert window.low == 0 and len(window.acc) == 10_000
+    acc_before = window.acc
+    assert window.add(np.arange(9_000, 10_000), None)
+    assert window.acc is acc_before  # added in place, not widened
+    assert window.key_span() == (0, 9_999, 1_100)
+    assert window.as_dict() == {k: 1 for k in [*range(100, 200), *range(9_000, 10_000)]}
 
 
 def test_keys_over_a_narrow_range_are_dense_and_a_wide_one_sparse():
@@ -260,3 +297,30 @@ def test_a_builtin_over_columns_fires_a_window_as_one_column(output_type, late_t
     assert list(batch) == [1, 2]  # keys 1 and 3
     assert harness.out.timestamps == [99, 99]
     assert all(type(r) is int for r in harness.out.records)
+
+
+def _placed(placement: Any, n: int) -> tuple[dict[int, list[int]], list[int]]:
+    rows = np.arange(n)
+    windows = {start: rows[at].tolist() for start, at in placement.windows()}
+    return windows, placement.late_rows()
+
+
+@given(
+    deltas=st.lists(st.integers(0, 7_000), min_size=1, max_size=60),
+    first=st.integers(-30_000, 30_000),
+    shape=st.sampled_from([(10_000, 10_000, 0), (10_000, 2_000, 0), (3_000, 1_000, 500)]),
+    behind=st.integers(-20_000, 20_000),
+)
+def test_ascending_timestamps_are_placed_as_records_one_by_one_would_be(
+    deltas, first, shape, behind
+):
+    """Timestamps that ascend take runs of the batch by binary search; the windows and
+    late records are those of the general, record-by-record placement, watermark
+    anywhere around the batch."""
+    size, slide, offset = shape
+    ts = first + np.cumsum(np.asarray(deltas, dtype=np.int64))
+    watermark = int(ts[0]) + behind
+    n = len(ts)
+    assert _placed(place_in_windows(ts, size, slide, offset, watermark), n) == _placed(
+        place_each(ts, size, slide, offset, watermark), n
+    )
