@@ -16,7 +16,7 @@ counts adding up to the events.
 A run named ``rocksdb@incremental``, ``rocksdb@full`` or ``hashmap@checkpoints`` (in
 ``--only``) checkpoints every ``--checkpoint-ms`` (1 s by default) into a temporary
 directory, every checkpoint kept: the number completed and the bytes they hold are
-reported.
+reported (run 100 M events or more for them: 30 M last two or three seconds).
 """
 
 from __future__ import annotations
@@ -149,7 +149,8 @@ def run_job(kind: str, n: int, keys: int, per_ms: int, args: Any) -> dict[str, A
 
 def bare_numpy(n: int, keys: int, per_ms: int) -> dict[str, Any]:
     """The same counts in a numpy loop over the same batches: per window one array of
-    counts indexed by key (``np.bincount``), emitted once the event time passed its end."""
+    counts indexed by key (``np.add.at``, the fastest of the ways measured here), emitted
+    once the event time passed its end."""
     make = Events(keys, per_ms)
     started = time.perf_counter()
     windows: dict[int, Any] = {}
@@ -158,11 +159,15 @@ def bare_numpy(n: int, keys: int, per_ms: int) -> dict[str, Any]:
         batch = make(s, min(n, s + BATCH), 1)
         key, ts = batch.columns["f0"], batch.columns["f3"]
         starts = ts - ts % SIZE_MS
-        for start in np.unique(starts).tolist():
-            rows = starts == start
-            counts = np.bincount(key[rows], minlength=keys)
+        if starts[0] == starts[-1]:  # ascending: the whole batch in one window
+            parts = [(int(starts[0]), key)]
+        else:
+            parts = [(w, key[starts == w]) for w in np.unique(starts).tolist()]
+        for start, part in parts:
             held = windows.get(start)
-            windows[start] = counts if held is None else held + counts
+            if held is None:
+                held = windows[start] = np.zeros(keys, dtype=np.int64)
+            np.add.at(held, part, 1)
         watermark = int(ts[-1]) - 1
         for start in [w for w in windows if w + SIZE_MS - 1 <= watermark]:
             done = windows.pop(start)
