@@ -103,24 +103,23 @@ batches = st.lists(
 )
 
 
+# Records of columns merged into their blocks every few records with keys a few apart
+# (counted and placed over their range), or only before a window fires or a snapshot is
+# taken with keys far apart (sorted, hashed).
+@pytest.mark.parametrize(("pending", "spread"), [(7, 1), (1 << 22, 2**40 + 1)])
 @settings(
-    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     batches=batches,
     builtin=st.sampled_from(range(len(BUILTINS))),
     size_and_slide=st.sampled_from([(100, 100), (100, 25)]),
     watermark_lag=st.integers(0, 120),
-    pending=st.sampled_from([7, 1 << 20]),
-    spread=st.sampled_from([1, 2**40 + 1]),
 )
 def test_blocks_give_what_records_give(
     tmp_path, batches, builtin, size_and_slide, watermark_lag, pending, spread
 ):
-    # Records of columns merged into their blocks every few records, or only before a
-    # window fires or a snapshot is taken.
     saved, window_blocks._PENDING_EVENTS = window_blocks._PENDING_EVENTS, pending
-    # Keys a few apart (counted and placed over their range) or far apart (sorted, hashed).
     batches = [[(k * spread, v, t) for k, v, t in batch] for batch in batches]
     try:
         _blocks_give_what_records_give(tmp_path, batches, builtin, size_and_slide, watermark_lag)
