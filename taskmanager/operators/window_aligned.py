@@ -16,7 +16,10 @@ aggregate's window filled from batches of columns is held as arrays instead of a
 (``weir.taskmanager.operators.window_columns``); it reads out as the same dict, and a
 checkpoint on the hashmap backend stores it as Arrow column blocks per key group
 (``weir.taskmanager.operators.window_column_snapshots``), which a restore makes arrays
-again, or dicts for an operator that adds record by record.
+again, or dicts for an operator that adds record by record. On the rocksdb backend such a
+built-in aggregate's windows are kept in RocksDB in columnar blocks instead
+(``BlockWindowIndex``, ``weir.taskmanager.operators.window_blocks``), behind the same
+calls.
 
 ``AlignedWindowPaths`` is what the window operator calls for such windows, on the task
 thread: it is constructed with what it uses of the operator (its key selector, keyed
@@ -40,6 +43,7 @@ from weir.taskmanager.operators.window_state import MISSING
 from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
 
 if TYPE_CHECKING:
+    from weir.taskmanager.operators.window_blocks import BlockWindowIndex
     from weir.taskmanager.operators.window_columns import ColumnWindow
 
 Late = tuple[list[Any], list[int | None]]
@@ -333,8 +337,9 @@ class AlignedWindowPaths:
         record without one.
 
         Event-time windows without lateness on a backend that keeps its state in memory
-        are kept in an ``AlignedWindowIndex`` (restored from ``contents``); the others in
-        ``contents``, with timers."""
+        are kept in an ``AlignedWindowIndex`` (restored from ``contents``); those of a
+        built-in aggregate on the rocksdb backend in blocks (``BlockWindowIndex``); the
+        others in ``contents``, with timers."""
         self._size = windows.size
         self._slide = windows.slide
         self._offset = windows.offset
@@ -347,13 +352,23 @@ class AlignedWindowPaths:
         self._results = results
         self._dropped_late = dropped_late
         self._missing_timestamp = missing_timestamp
-        self._index: AlignedWindowIndex | None = None
+        self._index: AlignedWindowIndex | BlockWindowIndex | None = None
         if windows.event_time and allowed_lateness == 0 and backend.in_memory:
             self._index = AlignedWindowIndex(
                 windows,
                 contents,
                 key=key,
                 add=add,
+                aggregate=aggregate,
+                columns=columns,
+                missing_timestamp=missing_timestamp,
+            )
+        elif windows.event_time and allowed_lateness == 0 and columns is not None:
+            self._index = _block_index(
+                windows,
+                backend,
+                contents,
+                key=key,
                 aggregate=aggregate,
                 columns=columns,
                 missing_timestamp=missing_timestamp,
@@ -504,3 +519,33 @@ class AlignedWindowPaths:
                 contents.put(k, start, add(contents.get(k, start, MISSING), x))
                 register(start, start + size - 1)  # ProcessingTimeTrigger: CONTINUE
         self._results.flush()
+
+
+def _block_index(
+    windows: AlignedWindows,
+    backend: KeyedStateBackend,
+    contents: NamespacedTable,
+    *,
+    key: Callable[[Any], Any],
+    aggregate: Any,
+    columns: Columns,
+    missing_timestamp: Callable[[], Exception],
+) -> BlockWindowIndex | None:
+    """The windows of a built-in aggregate in blocks, where the backend keeps them so
+    (``weir.taskmanager.operators.window_blocks``); None elsewhere."""
+    from weir.taskmanager.operators.window_blocks import (  # noqa: PLC0415 (numpy, rocksdb)
+        BlockWindowIndex,
+        block_index_supported,
+    )
+
+    if not block_index_supported(backend, columns):
+        return None
+    return BlockWindowIndex(
+        windows,
+        backend,  # type: ignore[arg-type]
+        contents,
+        key=key,
+        aggregate=aggregate,
+        columns=columns,
+        missing_timestamp=missing_timestamp,
+    )

@@ -76,6 +76,10 @@ class StateKind(enum.Enum):
     AGGREGATING = "AGGREGATING"
     NAMESPACED = "NAMESPACED"
     """``{namespace: value}`` per key: window contents, window state, timers."""
+    BLOCKS = "BLOCKS"
+    """A runtime table's values held in columnar blocks, one per key group and
+    namespace (``rocksdb``: ``weir.taskmanager.state.rocksdb_blocks``); its canonical
+    form is the namespaced table it stands for, key by key."""
 
     @property
     def label(self) -> str:
@@ -87,6 +91,7 @@ class StateKind(enum.Enum):
             "REDUCING": "ReducingState",
             "AGGREGATING": "AggregatingState",
             "NAMESPACED": "runtime table",
+            "BLOCKS": "runtime table of blocks",
         }[self.value]
 
 

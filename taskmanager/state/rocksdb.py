@@ -51,6 +51,11 @@ from weir.taskmanager.state.backend import (
     ttl_table,
     with_columns_as_entries,
 )
+from weir.taskmanager.state.rocksdb_blocks import (
+    blocks_target,
+    canonical_block_entries,
+    fold_blocks,
+)
 from weir.taskmanager.state.rocksdb_cache import WriteBackColumnFamily
 from weir.taskmanager.state.rocksdb_layout import (
     DEFAULT_CF,
@@ -95,6 +100,16 @@ _KEY_CACHE_SIZE = 65_536
 _KEYS_SWEEP_EVERY = 1024
 _KEYS_SWEEP_ENTRIES = 2048
 _NOT_A_KEY = object()
+
+
+def canonical_meta(meta: dict[str, StateMeta]) -> dict[str, StateMeta]:
+    """What the canonical form records of the tables ``meta`` describes: no tables of
+    blocks, but the namespaced tables they stand for."""
+    out = {name: m for name, m in meta.items() if m.kind is not StateKind.BLOCKS}
+    for name, m in meta.items():
+        if m.kind is StateKind.BLOCKS:
+            out.setdefault(blocks_target(name), StateMeta(StateKind.NAMESPACED))
+    return out
 
 
 def _default_kind(name: str) -> StateKind:
@@ -349,6 +364,16 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             self._meta[name] = wanted
         return table
 
+    def get_block_table(self, name: str) -> tuple[Rdict, Any]:
+        """The column family ``name`` of columnar blocks (``StateKind.BLOCKS``, see
+        ``weir.taskmanager.state.rocksdb_blocks``) and its handle, for a WriteBatch: its
+        user writes and reads it directly, and flushes what it caches before a snapshot
+        is taken (``snapshot_state``)."""
+        wanted = StateMeta(StateKind.BLOCKS)
+        check_registration(name, wanted, self._meta.get(name), self._restored_meta.get(name))
+        self._meta[name] = wanted
+        return self._column_family(name), self.db.get_column_family_handle(name)
+
     def get_keys(self, name: str) -> list[Any]:
         # One scan of the state's column family (its TTL form's, when that is the one
         # there), not a snapshot of every table; after what the caches hold is written.
@@ -368,16 +393,23 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         meta = self.table_meta()
         now = self.clock_ms() if self._snapshot_filters else 0
         keys = self._cfs[KEYS_CF]
+        blocks = []
         for name, table_meta in meta.items():
             cf = self._cfs.get(name)
             if cf is None:
+                continue
+            if table_meta.kind is StateKind.BLOCKS:
+                blocks.append((name, cf))
                 continue
             alive = self._snapshot_filters.get(name)
             by_group: dict[int, dict[Any, Any]] = {}
             for group, key, value in canonical_entries(cf, table_meta.kind, keys, alive, now):
                 by_group.setdefault(group, {})[key] = value
             states[name] = by_group
-        return KeyedStateSnapshot(self.max_parallelism, states, meta)
+        # Blocks are the table they stand for, key by key (canonical_meta).
+        for name, cf in blocks:
+            fold_blocks(states.setdefault(blocks_target(name), {}), canonical_block_entries(cf))
+        return KeyedStateSnapshot(self.max_parallelism, states, canonical_meta(meta))
 
     def snapshot_filters(self) -> dict[str, Callable[[Any, int], Any]]:
         """Per table, what a full snapshot keeps of a stored value at a time (TTL

@@ -30,8 +30,13 @@ from rocksdict import Checkpoint
 
 from weir.core.checkpoint import CheckpointStorageLocation, KeyGroupRange, KeyGroupsStateHandle
 from weir.core.serializers import serialize_batch
-from weir.taskmanager.state.backend import StateMeta
-from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.backend import StateKind, StateMeta
+from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend, canonical_meta
+from weir.taskmanager.state.rocksdb_blocks import (
+    blocks_target,
+    canonical_block_entries,
+    fold_blocks,
+)
 from weir.taskmanager.state.rocksdb_incremental import meta_infos
 from weir.taskmanager.state.rocksdb_layout import (
     KEYS_CF,
@@ -84,7 +89,7 @@ class RocksDBFullSnapshot:
             KeyGroupRange(start, start + len(self.key_groups)),
             handle,
             offsets,
-            meta_infos(self.meta),
+            meta_infos(canonical_meta(self.meta)),
         )
 
     def encode(self) -> tuple[bytes, tuple[int, ...]]:
@@ -104,12 +109,23 @@ class RocksDBFullSnapshot:
                 for group in self.key_groups:
                     offsets.append(position)
                     prefix = key_group_prefix(group)
-                    triples = [
-                        (name, key, value)
-                        for name, cf, kind, alive in tables
+                    by_table: dict[str, dict[Any, Any]] = {}
+                    for name, cf, kind, alive in tables:
+                        if kind is StateKind.BLOCKS:  # below: the table they stand for
+                            continue
+                        entries = by_table.setdefault(name, {})
                         for _, key, value in canonical_entries(
                             cf, kind, keys, alive, self.now_ms, prefix=prefix
-                        )
+                        ):
+                            entries[key] = value
+                    for name, cf, kind, _ in tables:
+                        if kind is StateKind.BLOCKS:
+                            target = {group: by_table.setdefault(blocks_target(name), {})}
+                            fold_blocks(target, canonical_block_entries(cf, prefix))
+                    triples = [
+                        (name, key, value)
+                        for name, entries in by_table.items()
+                        for key, value in entries.items()
                     ]
                     if triples:
                         block = serialize_batch(triples)
