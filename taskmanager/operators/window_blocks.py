@@ -38,7 +38,7 @@ import numpy as np
 from rocksdict import WriteBatch
 
 from weir.core.columnar import ColumnBatch, batch_column, key_column
-from weir.core.key_group_arrays import int_key_groups, vectorised_key_type
+from weir.core.key_group_arrays import KeyGroupTable, vectorised_key_type
 from weir.taskmanager.operators.window_columns import place_in_windows, timestamp_array
 from weir.taskmanager.operators.window_state import CONTENTS, MISSING
 from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
@@ -71,10 +71,9 @@ _DICT_ENTRY_BYTES = 100
 # merge, 2x that of 256 k).
 _PENDING_EVENTS = 1 << 22
 _NUMERIC = "biuf"
-# Arrays over a range of keys (counting, key groups) while the range is at most this many
-# times the keys (or 65,536 wide), and never wider than _DENSE_MAX.
+# Counts over a range of keys while the range is at most this many times the keys (or
+# 65,536 wide).
 _DENSE_SLACK = 4
-_DENSE_MAX = 1 << 26
 _I64_LIMIT = 1 << 63
 
 
@@ -165,7 +164,7 @@ class BlockWindowIndex:
         self._db = backend.db
         self._cf, self._handle = backend.get_block_table(blocks_table(CONTENTS))
         self._write_options = backend.write_options
-        self._key_groups = _KeyGroups(self._max_parallelism, self._key_type)
+        self._key_groups = KeyGroupTable(self._max_parallelism, self._key_type)
         self._cache: OrderedDict[tuple[int, int], Block] = OrderedDict()
         self._cache_bytes = 0
         self._dirty: set[tuple[int, int]] = set()
@@ -496,57 +495,6 @@ def _holds_exactly(kind: str, block: BlockArrays | None, values: Any) -> bool:
         if held + largest * len(values) >= _I64_LIMIT:
             return False
     return True
-
-
-class _KeyGroups:
-    """Key groups of arrays of integer keys, remembered over the range of keys seen
-    while it is not much wider than the keys are many (a stream's keys are the same
-    ones window after window: each is hashed once)."""
-
-    __slots__ = ("_key_type", "_low", "_max_parallelism", "_table")
-
-    def __init__(self, max_parallelism: int, key_type: str) -> None:
-        self._max_parallelism = max_parallelism
-        self._key_type = key_type
-        self._low = 0
-        self._table: Any = None  # key group of key low + i
-
-    def of(self, keys: Any) -> Any:
-        if not len(keys):
-            return np.zeros(0, dtype=np.int64)
-        low, high = int(keys.min()), int(keys.max())
-        table, old_low = self._table, self._low
-        if table is not None:
-            old_high = old_low + len(table) - 1
-            if low >= old_low and high <= old_high:
-                return table[keys - old_low]
-            # Grown by at least half its width at once: keys that climb (new ids) hash
-            # each new key once, not the whole range again at every batch.
-            grow = len(table) // 2
-            low = min(low, old_low - grow if low < old_low else old_low)
-            high = max(high, old_high + grow if high > old_high else old_high)
-        width = high - low + 1
-        if width > max(
-            _DENSE_SLACK * len(keys), 1 << 16, 0 if table is None else 2 * len(table)
-        ) or (width > _DENSE_MAX):
-            return int_key_groups(keys, self._key_type, self._max_parallelism)
-        dtype = np.uint8 if self._max_parallelism <= 1 << 8 else np.uint16
-        fresh = np.empty(width, dtype=dtype)
-        if table is None:
-            fresh[:] = self._hash(low, high)
-        else:
-            before, after = old_low - low, high - (old_low + len(table) - 1)
-            fresh[before : before + len(table)] = table
-            if before:
-                fresh[:before] = self._hash(low, old_low - 1)
-            if after:
-                fresh[width - after :] = self._hash(high - after + 1, high)
-        self._table, self._low = fresh, low
-        return fresh[keys - low]
-
-    def _hash(self, low: int, high: int) -> Any:
-        keys = np.arange(low, high + 1, dtype=np.int64)
-        return int_key_groups(keys, self._key_type, self._max_parallelism)
 
 
 def _count_keys(keys: Any) -> tuple[Any, Any]:

@@ -148,6 +148,7 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         # Column blocks restored per table and key group, until the table's owner takes
         # them (a snapshot before that carries them on as they are).
         self._restored_columns: dict[str, dict[int, list[Any]]] = {}
+        self._key_groups: Any = None  # KeyGroupTable, made at the first column snapshot
 
     # --- registration hooks (KeyedStateBackend._register) ------------------------------
 
@@ -210,10 +211,22 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
 
             by_group = columns.setdefault(name, {})
             for group, blocks in blocks_by_key_group(
-                table.columns, self.key_hasher, self.max_parallelism
+                table.columns, self.key_hasher, self.max_parallelism, self._key_group_table()
             ).items():
                 by_group.setdefault(group, []).extend(blocks)
         return columns
+
+    def _key_group_table(self) -> Any:
+        """The key groups of the integer keys column blocks held, remembered from one
+        snapshot to the next (None for a key type without an array form)."""
+        from weir.core.key_group_arrays import (  # noqa: PLC0415 (numpy)
+            KeyGroupTable,
+            vectorised_key_type,
+        )
+
+        if self._key_groups is None and vectorised_key_type(self.key_hasher.key_type):
+            self._key_groups = KeyGroupTable(self.max_parallelism, self.key_hasher.key_type)
+        return self._key_groups
 
     def _table_meta(self, name: str) -> StateMeta:
         meta = self._meta.get(name) or self._restored_meta.get(name)

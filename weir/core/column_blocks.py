@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from weir.core.key_group_arrays import int_key_groups
+from weir.core.key_group_arrays import KeyGroupTable, int_key_groups
 from weir.core.key_groups import PyFlinkKeyHasher
 
 __all__ = [
@@ -148,12 +148,20 @@ def key_groups_of_block(
 
 
 def blocks_by_key_group(
-    blocks: Iterable[pa.RecordBatch], hasher: PyFlinkKeyHasher, max_parallelism: int
+    blocks: Iterable[pa.RecordBatch],
+    hasher: PyFlinkKeyHasher,
+    max_parallelism: int,
+    table: KeyGroupTable | None = None,
 ) -> dict[int, list[pa.RecordBatch]]:
-    """``blocks`` cut into the blocks of each key group their keys are placed in."""
+    """``blocks`` cut into the blocks of each key group their keys are placed in;
+    ``table``: the key groups of keys seen before, remembered (for the hasher's key
+    type)."""
     by_group: dict[int, list[pa.RecordBatch]] = {}
     for batch in blocks:
-        groups = key_groups_of_block(batch, hasher, max_parallelism)
+        if table is not None:
+            groups = table.of(_numpy(batch.column(0)))
+        else:
+            groups = key_groups_of_block(batch, hasher, max_parallelism)
         for group, block in split_by_key_group(batch, groups).items():
             by_group.setdefault(group, []).append(block)
     return by_group

@@ -27,7 +27,7 @@ import numpy as np
 
 from weir.core.key_groups import java_bytes_hash, normalized_key_type
 
-__all__ = ["int_key_groups", "vectorised_key_type"]
+__all__ = ["KeyGroupTable", "int_key_groups", "vectorised_key_type"]
 
 _M32 = 0xFFFFFFFF
 _ROW_OF_ONE_FIELD = 62  # as weir.core.key_groups: Row.of(key).hashCode() - key.hashCode()
@@ -150,3 +150,61 @@ def int_key_groups(keys: Any, key_type: str, max_parallelism: int) -> Any | None
         codes = (keys & _M32).astype(np.uint32)
     codes = codes + np.uint32(_ROW_OF_ONE_FIELD)
     return _murmur(codes) % max_parallelism
+
+
+# A remembered range is at most this many times wider than the keys looked up in it (or
+# 65,536 wide), and never wider than _TABLE_MAX keys.
+_TABLE_SLACK = 4
+_TABLE_MAX = 1 << 26
+
+
+class KeyGroupTable:
+    """Key groups of arrays of integer keys (of a key type ``int_key_groups`` takes),
+    remembered over the range of keys seen while it is not much wider than the keys are
+    many (a stream's keys are the same ones window after window, checkpoint after
+    checkpoint: each is hashed once)."""
+
+    __slots__ = ("_key_type", "_low", "_max_parallelism", "_table")
+
+    def __init__(self, max_parallelism: int, key_type: str) -> None:
+        self._max_parallelism = max_parallelism
+        self._key_type = key_type
+        self._low = 0
+        self._table: Any = None  # key group of key low + i
+
+    def of(self, keys: Any) -> Any:
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
+        low, high = int(keys.min()), int(keys.max())
+        table, old_low = self._table, self._low
+        if table is not None:
+            old_high = old_low + len(table) - 1
+            if low >= old_low and high <= old_high:
+                return table[keys - old_low]
+            # Grown by at least half its width at once: keys that climb (new ids) hash
+            # each new key once, not the whole range again at every batch.
+            grow = len(table) // 2
+            low = min(low, old_low - grow if low < old_low else old_low)
+            high = max(high, old_high + grow if high > old_high else old_high)
+        width = high - low + 1
+        if width > max(
+            _TABLE_SLACK * len(keys), 1 << 16, 0 if table is None else 2 * len(table)
+        ) or (width > _TABLE_MAX):
+            return int_key_groups(keys, self._key_type, self._max_parallelism)
+        dtype = np.uint8 if self._max_parallelism <= 1 << 8 else np.uint16
+        fresh = np.empty(width, dtype=dtype)
+        if table is None:
+            fresh[:] = self._hash(low, high)
+        else:
+            before, after = old_low - low, high - (old_low + len(table) - 1)
+            fresh[before : before + len(table)] = table
+            if before:
+                fresh[:before] = self._hash(low, old_low - 1)
+            if after:
+                fresh[width - after :] = self._hash(high - after + 1, high)
+        self._table, self._low = fresh, low
+        return fresh[keys - low]
+
+    def _hash(self, low: int, high: int) -> Any:
+        keys = np.arange(low, high + 1, dtype=np.int64)
+        return int_key_groups(keys, self._key_type, self._max_parallelism)

@@ -27,7 +27,7 @@ from weir.core.checkpoint import (
 )
 from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.ids import JobId
-from weir.core.key_group_arrays import int_key_groups
+from weir.core.key_group_arrays import KeyGroupTable, int_key_groups
 from weir.core.key_groups import PyFlinkKeyHasher
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.output_tag import OutputTag
@@ -334,7 +334,7 @@ def test_a_block_reads_back_from_its_bytes(block):
 
 def test_key_groups_remembered_over_a_climbing_key_range_are_the_hashers():
     rng = np.random.default_rng(3)
-    remembered = window_blocks._KeyGroups(M, "pickled")
+    remembered = KeyGroupTable(M, "pickled")
     for step in range(60):
         low = step * 5_000 - 100_000
         keys = rng.integers(low, low + 70_000, 30_000)
