@@ -139,7 +139,7 @@ def _aligned(n: int) -> int:
 
 def _number_columns(batch: ColumnBatch, timestamps: Any) -> list[Any] | None:
     """The batch's columns (then its timestamps), when all are numbers in native byte
-    order, as ``serialize_numbers`` writes them; None otherwise."""
+    order, as ``_serialize_numbers`` writes them; None otherwise."""
     import numpy as np  # noqa: PLC0415 (columnar batches only)
 
     columns = list(batch.columns.values())
