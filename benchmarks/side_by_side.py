@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument(
         "--checkpoint-events",
         type=int,
-        default=30_000_000,
+        default=100_000_000,  # several seconds, several checkpoints, at 30 M events/s
         help="q2 built-in with and without checkpoints every second (0: skip)",
     )
     args = parser.parse_args()
