@@ -167,6 +167,15 @@ class InternalTimerService:
             self._event.put(key, entry, True)
             heapq.heappush(self._event_heap, (timestamp, self._next_seq(), key, namespace))
 
+    def has_event_time_timer(self, namespace: Any, timestamp: int) -> bool:
+        """Whether the current key has an event-time timer at ``timestamp`` for
+        ``namespace``."""
+        return self._event.get(self._backend.current_key, (timestamp, namespace)) is not None
+
+    def has_event_time_timers(self) -> bool:
+        """Whether any key has an event-time timer."""
+        return not self._event.is_empty()
+
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         self._event.remove(self._backend.current_key, (timestamp, namespace))
 

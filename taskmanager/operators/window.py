@@ -187,6 +187,8 @@ class WindowOperator(StreamOperator):
                 )
 
                 put_blocks_as_entries(self.contents, blocks)
+        if self._aligned is not None:
+            self._aligned.time_restored_windows()
 
     def snapshot_state(self, checkpoint_id: int) -> None:
         if self._aligned is not None:

@@ -373,9 +373,37 @@ class AlignedWindowPaths:
                 columns=columns,
                 missing_timestamp=missing_timestamp,
             )
+        self._event_time = windows.event_time
         self.process: Callable[[list[Any], Timestamps], None] = (
             self._process_event_time if windows.event_time else self._process_processing_time
         )
+
+    def time_restored_windows(self) -> None:
+        """Once the restored windows are in the contents table: those kept key by key
+        that have no timer (a snapshot of windows kept without timers: an index's or
+        RocksDB blocks', event time without lateness, restored after the job allowed
+        lateness) get the timers ``_process_event_time`` gives a window, its end and its
+        cleanup. Such a window has not fired (those windows fire as they go); one that
+        has a timer keeps its own, so that a window already fired within its lateness is
+        not fired again. A restore that brought timers came from windows kept with them:
+        nothing is looked at (every restored window of a job is kept one way)."""
+        if self._index is not None or not self._event_time or self._timers.has_event_time_timers():
+            return
+        size, lateness = self._size, self._allowed_lateness
+        backend, timers = self._backend, self._timers
+        for key, start, _ in list(self._contents.entries()):
+            if not isinstance(start, int):
+                continue  # not an aligned window's start
+            max_ts = start + size - 1
+            cleanup = min(max_ts + lateness, MAX_LONG_VALUE)
+            backend.current_key = key
+            if timers.has_event_time_timer(start, max_ts) or timers.has_event_time_timer(
+                start, cleanup
+            ):
+                continue
+            timers.register_event_time_timer(start, max_ts)
+            if lateness:
+                timers.register_event_time_timer(start, cleanup)
 
     @property
     def indexed(self) -> bool:

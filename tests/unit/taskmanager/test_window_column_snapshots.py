@@ -345,3 +345,54 @@ def test_column_blocks_restore_into_rocksdb_as_entries(tmp_path):
         total, count = expected.get((k, t - t % 100), (0, 0))
         expected[(k, t - t % 100)] = (total + v, count + 1)
     assert entries == expected
+
+
+@functools.cache
+def _late_payload(function: Any, lateness_ms: int) -> dict[str, Any]:
+    assigner = TumblingEventTimeWindows.of(Time.milliseconds(100))
+    return window_payload(
+        lambda ds: (
+            ds.key_by(lambda r: r[0])
+            .window(assigner)
+            .allowed_lateness(lateness_ms)
+            .aggregate(function)
+        )
+    )
+
+
+@pytest.mark.parametrize("function", [Count(), CountRecords()], ids=["columns", "records"])
+def test_windows_a_timer_free_snapshot_held_fire_in_an_operator_with_allowed_lateness(function):
+    """Windows kept without timers (the index of event-time windows without lateness)
+    restored into an operator that keeps them key by key with timers (the job now allows
+    lateness): each gets the timers that operator would have given it, fires once when
+    the watermark passes its end, and is dropped at its cleanup time."""
+    before = Harness(_payload(function))
+    if isinstance(function, CountRecords):
+        before.op.process(list(zip(KEYS, VALUES, strict=True)), STAMPS)
+    else:
+        before.op.process(_columns(KEYS, VALUES), STAMPS)
+    checkpoint = _checkpoint(before)
+    assert not before.out.records  # nothing fired yet
+
+    after = _restored(_late_payload(CountRecords(), 50), [checkpoint], range(128), -1)
+    after.watermark(99)
+    assert sorted(after.out.take()) == [1, 1, 1, 1, 2]  # window [0, 100)
+    after.watermark(10_000)
+    assert sorted(after.out.take()) == [1, 1, 1, 1, 2]  # window [100, 200), once each
+    assert after.op.timers.num_event_time_timers == 0
+    assert not list(after.op.contents.entries())  # dropped at their cleanup time
+
+
+def test_a_window_fired_within_its_lateness_is_not_fired_again_after_a_restore():
+    """A window kept key by key that fired and waits out its lateness keeps only its
+    cleanup timer through a checkpoint: the restore gives it no timer at its end again."""
+    payload = _late_payload(CountRecords(), 50)
+    before = Harness(payload)
+    before.op.process(list(zip(KEYS, VALUES, strict=True)), STAMPS)
+    before.watermark(120)  # window [0, 100) fired; its cleanup is at 149
+    assert sorted(before.out.take()) == [1, 1, 1, 1, 2]
+    after = _restored(payload, [_checkpoint(before)], range(128), 120)
+    after.watermark(130)
+    assert after.out.take() == []  # not fired a second time
+    after.watermark(10_000)
+    assert sorted(after.out.take()) == [1, 1, 1, 1, 2]  # window [100, 200) only
