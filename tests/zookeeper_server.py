@@ -82,6 +82,32 @@ class ZooKeeperServer:
         return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0
 
     def start(self, wait: bool = True) -> None:
+        """Start the server (and wait until it answers). A server of its own whose port
+        another process took between ``free_port`` and the bind (an outgoing connection
+        given it as its local port, say) exits at once: it starts again on a new port."""
+        for _ in range(3):
+            self._start()
+            if not wait or self.ensemble or self._ready_or_port_free():
+                break
+            self.port = free_port()
+        if wait:
+            self.wait_ready()
+
+    def _ready_or_port_free(self) -> bool:
+        """False when the server exited before answering and its port is taken."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not self.answers() and time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                with socket.socket() as probe:
+                    try:
+                        probe.bind((self.host, self.port))
+                    except OSError:
+                        return False
+                return True
+            time.sleep(0.05)  # polling interval; the condition decides
+        return True
+
+    def _start(self) -> None:
         if not ZOOKEEPER_JAR.exists():
             pytest.fail(
                 f"ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing): run `make setup` "
@@ -127,8 +153,6 @@ class ZooKeeperServer:
             stderr=subprocess.STDOUT,
         )
         log.close()
-        if wait:
-            self.wait_ready()
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
