@@ -75,6 +75,21 @@ from weir.jobmanager.checkpoint.shared_state_registry import SharedStateRegistry
 
 logger = logging.getLogger(__name__)
 
+# The reasons a task declines a checkpoint that Flink does not count against
+# execution.checkpointing.tolerable-failed-checkpoints
+# (CheckpointFailureReason.isCountedAgainstFailureThreshold): a barrier of a newer
+# checkpoint came first, or the checkpoint was aborted already. Counting them failed a
+# job with no failure tolerated whenever a barrier overtook another on some input.
+_UNCOUNTED_DECLINES = frozenset(
+    {
+        "CHECKPOINT_DECLINED_SUBSUMED",
+        "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER",
+        "CHECKPOINT_DECLINED_TASK_NOT_READY",
+        "CHECKPOINT_DECLINED_TASK_CLOSING",
+        "CHECKPOINT_DECLINED_INPUT_END_OF_STREAM",
+    }
+)
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointOptions:
@@ -478,7 +493,9 @@ class CheckpointCoordinator:
     def receive_decline(
         self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str
     ) -> None:
-        """A task could not take the checkpoint: abort it (counts as a failure)."""
+        """A task could not take the checkpoint: abort it. It counts as a failure unless
+        the task declined because a newer checkpoint subsumed it or it was aborted
+        already (``_UNCOUNTED_DECLINES``)."""
         effects: list[_Effect] = []
         with self._lock:
             pending = self._pending.get(checkpoint_id)
@@ -499,7 +516,9 @@ class CheckpointCoordinator:
                 )
                 return
             effects = self._abort_locked(
-                pending, f"declined by task {attempt_id}: {reason}", counted=True
+                pending,
+                f"declined by task {attempt_id}: {reason}",
+                counted=reason not in _UNCOUNTED_DECLINES,
             )
         self._run(effects)
         self._try_trigger_requested()

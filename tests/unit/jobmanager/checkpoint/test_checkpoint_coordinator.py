@@ -225,6 +225,22 @@ class TestAbort:
         assert isinstance(h.failures[0], CheckpointError)
         assert "tolerable-failed-checkpoints" in str(h.failures[0])
 
+    @pytest.mark.parametrize(
+        "reason",
+        ["CHECKPOINT_DECLINED_SUBSUMED", "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER"],
+    )
+    def test_a_decline_for_a_newer_or_aborted_checkpoint_is_not_a_failure(self, reason):
+        """As Flink's CheckpointFailureReason.isCountedAgainstFailureThreshold: a task
+        that saw a newer barrier first (subsumed), or an abort, fails nothing, even with no
+        failure tolerated; a decline for any other reason does."""
+        h = make_harness(tolerable_failures=0)
+        cid = h.coordinator.trigger_checkpoint()
+        h.coordinator.receive_decline(MAP_0, cid, reason)
+        assert h.coordinator.pending_checkpoint_ids == []  # aborted all the same
+        assert h.failures == []
+        h.coordinator.receive_decline(MAP_0, h.coordinator.trigger_checkpoint(), "OSError: x")
+        assert len(h.failures) == 1
+
     def test_a_completed_checkpoint_resets_the_failure_count(self):
         h = make_harness(tolerable_failures=1)
         h.coordinator.receive_decline(MAP_0, h.coordinator.trigger_checkpoint(), "x")
