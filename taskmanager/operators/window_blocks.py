@@ -39,7 +39,11 @@ from rocksdict import WriteBatch
 
 from weir.core.columnar import ColumnBatch, batch_column, key_column
 from weir.core.key_group_arrays import KeyGroupTable, vectorised_key_type
-from weir.taskmanager.operators.window_columns import place_in_windows, timestamp_array
+from weir.taskmanager.operators.window_columns import (
+    add_to_dict,
+    place_in_windows,
+    timestamp_array,
+)
 from weir.taskmanager.operators.window_state import CONTENTS, MISSING
 from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
 from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
@@ -538,7 +542,7 @@ def _merge(kind: str, block: Block | None, keys: Any, values: Any) -> Block:
     added in their order."""
     if isinstance(block, dict) or (kind != "count" and not _holds_exactly(kind, block, values)):
         contents = {} if block is None else dict(accumulators(block))
-        _add_to_dict(kind, contents, keys, values)
+        add_to_dict(kind, contents, keys, values)
         return contents
     dtype = _acc_dtype(kind, values)
     if block is None or not len(block.keys):
@@ -614,30 +618,3 @@ def _arrays_of(kind: str, contents: dict[Any, Any]) -> BlockArrays | None:
     return BlockArrays(
         kind, key_array[order], acc[order], None if counts is None else counts[order]
     )
-
-
-def _add_to_dict(kind: str, contents: dict[Any, Any], keys: Any, values: Any) -> None:
-    """Add records to ``contents`` (``{key: accumulator}``) one by one, as the built-in
-    ``kind``'s ``add`` does."""
-    get = contents.get
-    ks = keys.tolist()
-    if kind == "count":
-        for k in ks:
-            contents[k] = get(k, 0) + 1
-        return
-    vs = values.tolist()
-    if kind == "sum":
-        for k, v in zip(ks, vs, strict=True):
-            contents[k] = get(k, 0) + v
-    elif kind == "min":
-        for k, v in zip(ks, vs, strict=True):
-            acc = get(k)
-            contents[k] = v if acc is None or v < acc else acc
-    elif kind == "max":
-        for k, v in zip(ks, vs, strict=True):
-            acc = get(k)
-            contents[k] = v if acc is None or v > acc else acc
-    else:  # avg: (sum, count)
-        for k, v in zip(ks, vs, strict=True):
-            total, count = get(k, (0, 0))
-            contents[k] = (total + v, count + 1)

@@ -533,7 +533,7 @@ def add_to_window(
         if contents.add(keys, values, bounds):
             return contents
         contents = contents.as_dict()
-    _add_to_dict(kind, contents, keys, values)
+    add_to_dict(kind, contents, keys, values)
     return contents
 
 
@@ -547,7 +547,7 @@ def _distinct(starts: Any, slide: int) -> list[int]:
     return np.unique(starts).tolist()  # type: ignore[no-any-return]
 
 
-def _add_to_dict(kind: str, window: dict[Any, Any], keys: Any, values: Any) -> None:
+def add_to_dict(kind: str, window: dict[Any, Any], keys: Any, values: Any) -> None:
     """Add records with ``keys`` and ``values`` to ``window`` (``{key: accumulator}``), one
     by one, as the built-in ``kind``'s ``add`` does."""
     get = window.get
