@@ -57,7 +57,9 @@ class NumberSequenceReader:
         # [next, stop] per split, the one being read first
         self._splits = collections.deque([[numbers.start, numbers.stop]])
 
-    def poll_batch(self, max_records: int) -> list[int] | None:
+    def _next_range(self, max_records: int) -> range | None:
+        """The next up to ``max_records`` numbers of the split being read (taken), or None
+        once every split is read."""
         splits = self._splits
         while splits:
             split = splits[0]
@@ -67,27 +69,24 @@ class NumberSequenceReader:
                 continue
             upper = min(next_ + max_records, stop)
             split[0] = upper
-            return list(range(next_, upper))
+            return range(next_, upper)
         return None
+
+    def poll_batch(self, max_records: int) -> list[int] | None:
+        numbers = self._next_range(max_records)
+        return None if numbers is None else list(numbers)
 
     def poll_columns(self, max_records: int) -> ColumnBatch | list[int] | None:
         """The numbers ``poll_batch`` returns, as one int64 column (``np.arange``; they
         are Python ints again as records); numbers beyond a long's range as records."""
-        splits = self._splits
-        while splits:
-            split = splits[0]
-            next_, stop = split
-            if next_ >= stop:
-                splits.popleft()
-                continue
-            upper = min(next_ + max_records, stop)
-            if next_ < _LONG_MIN or upper - 1 > _LONG_MAX:
-                return self.poll_batch(max_records)
-            split[0] = upper
-            import numpy as np  # noqa: PLC0415 (only a columnar consumer needs numpy)
+        numbers = self._next_range(max_records)
+        if numbers is None:
+            return None
+        if numbers.start < _LONG_MIN or numbers.stop - 1 > _LONG_MAX:
+            return list(numbers)
+        import numpy as np  # noqa: PLC0415 (only a columnar consumer needs numpy)
 
-            return ColumnBatch({"f0": np.arange(next_, upper, dtype=np.int64)}, _LONGS)
-        return None
+        return ColumnBatch({"f0": np.arange(numbers.start, numbers.stop, dtype=np.int64)}, _LONGS)
 
     def snapshot_splits(self, checkpoint_id: int) -> list[tuple[int, int]]:
         return [(n, s) for n, s in self._splits if n < s]
