@@ -130,13 +130,8 @@ class SavepointReader:
                         "read that"
                     )
                     raise CheckpointError(msg)
-                data = read_state(handle.handle)
-                offsets = list(handle.offsets) or [0]
-                for i, start in enumerate(offsets):
-                    end = offsets[i + 1] if i + 1 < len(offsets) else len(data)
-                    if end <= start:
-                        continue
-                    yield from _group_entries(deserialize_batch(data[start:end]), name, kind)
+                for block in _key_group_blocks(handle):
+                    yield from _group_entries(deserialize_batch(block), name, kind)
 
     def keyed_state_columns(self, uid: str, name: str) -> Any:
         """The column blocks of runtime table ``name`` of operator ``uid`` (the windows a
@@ -155,13 +150,8 @@ class SavepointReader:
             for handle in subtask.managed_keyed_state:
                 if isinstance(handle, IncrementalKeyGroupsStateHandle):
                     continue  # native rocksdb state holds no column blocks
-                data = read_state(handle.handle)
-                offsets = list(handle.offsets) or [0]
-                for i, start in enumerate(offsets):
-                    end = offsets[i + 1] if i + 1 < len(offsets) else len(data)
-                    if end <= start:
-                        continue
-                    for entry in deserialize_batch(data[start:end]):
+                for block in _key_group_blocks(handle):
+                    for entry in deserialize_batch(block):
                         if len(entry) == 2 and entry[0] == name:
                             batches.append(decode_block(entry[1]))
         if not batches:
@@ -289,3 +279,14 @@ def _element_at(data: bytes, offset: int) -> Any:
     (length,) = _LENGTH.unpack_from(data, offset)
     start = offset + _LENGTH.size
     return deserialize_batch(memoryview(data)[start : start + length])[0]
+
+
+def _key_group_blocks(handle: Any) -> Iterator[bytes]:
+    """The bytes of each key group a canonical keyed state handle holds (empty ones
+    left out)."""
+    data = read_state(handle.handle)
+    offsets = list(handle.offsets) or [0]
+    for i, start in enumerate(offsets):
+        end = offsets[i + 1] if i + 1 < len(offsets) else len(data)
+        if end > start:
+            yield data[start:end]
