@@ -10,7 +10,9 @@ asynchronous part only writes bytes. Per operator of the chain it captures:
   with each table's kind (``state_meta``), so any backend restores it. A rocksdb
   backend only takes a local RocksDB checkpoint here: with incremental checkpoints
   the asynchronous part uploads its new SST files (``native_keyed_state``), else it
-  reads the copy into the same canonical blocks (``deferred_keyed_state``);
+  reads the copy into the same canonical blocks (``deferred_keyed_state``). A hashmap
+  backend's column blocks are cut by key group and encoded there too
+  (``weir.taskmanager.checkpointing.keyed_state_encoding``);
 - the source reader's split states (``SplitCheckpointedSourceReader.snapshot_splits``,
   as one pickled list) or its opaque position (``CheckpointedSourceReader``);
 - operator state (list, union list and broadcast state, and raw function state) as its
@@ -21,10 +23,7 @@ asynchronous part only writes bytes. Per operator of the chain it captures:
 Per task it carries the in-flight data of an unaligned checkpoint: the input buffers
 the barrier handler captured and the output buffers ``emit_priority_event`` overtook.
 
-Formats: a key-group block is ``serialize_batch`` of ``(state_name, key, value)``
-triples (marshal when the values allow, else pickle protocol 5), followed in the same
-list by ``(state_name, arrow_ipc_stream)`` pairs, one per column block of the group
-(``KeyedStateSnapshot.columns``, ``weir.core.column_blocks``); a source position or
+Formats: keyed state as ``keyed_state_encoding`` lays it out; a source position or
 split list is pickle protocol 5; a list of channel buffers is each buffer prefixed by
 its u32 length.
 """
@@ -38,20 +37,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from weir.core.checkpoint import StateMetaInfo
 from weir.core.errors import WeirError
-from weir.core.serializers import deserialize_batch, serialize_batch
 from weir.core.source import (
     CheckpointedSourceReader,
     SplitCheckpointedSourceReader,
     assign_splits,
 )
+from weir.taskmanager.checkpointing.keyed_state_encoding import (
+    HeapColumnsSnapshot,
+    KeyGroupsSnapshot,
+    capture_heap_state,
+    decode_keyed_state,
+    encode_keyed_state,
+)
 from weir.taskmanager.state.backend import (
     KeyedStateBackend,
-    KeyedStateSnapshot,
-    StateKind,
-    StateMeta,
 )
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.operator_state import (
     DefaultOperatorStateBackend,
     OperatorStateSnapshot,
@@ -74,32 +76,6 @@ class SnapshotRestoreError(WeirError, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class KeyGroupsSnapshot:
-    """The keyed state of one operator in one subtask, as bytes per key group.
-
-    Key group ``key_group_start + i`` is ``data[offsets[i]:offsets[i + 1]]`` (the last
-    one runs to the end); an empty slice means the group held no state.
-    """
-
-    max_parallelism: int
-    key_group_start: int
-    data: bytes
-    offsets: tuple[int, ...]
-    state_meta: tuple[StateMetaInfo, ...] = ()
-
-    @property
-    def key_groups(self) -> range:
-        return range(self.key_group_start, self.key_group_start + len(self.offsets))
-
-    def key_group_bytes(self, key_group: int) -> bytes:
-        i = key_group - self.key_group_start
-        if not 0 <= i < len(self.offsets):
-            return b""
-        end = self.offsets[i + 1] if i + 1 < len(self.offsets) else len(self.data)
-        return self.data[self.offsets[i] : end]
-
-
-@dataclass(frozen=True, slots=True)
 class OperatorSnapshot:
     operator_id: str
     keyed_state: KeyGroupsSnapshot | None = None
@@ -110,9 +86,10 @@ class OperatorSnapshot:
     """An incremental snapshot of a rocksdb backend, in place of ``keyed_state``."""
     operator_state: OperatorStateSnapshot | None = None
     """Its operator state; None when it has none."""
-    deferred_keyed_state: RocksDBFullSnapshot | None = None
-    """A full snapshot of a rocksdb backend, read into the canonical form by the
-    asynchronous part, in place of ``keyed_state``."""
+    deferred_keyed_state: RocksDBFullSnapshot | HeapColumnsSnapshot | None = None
+    """Keyed state the asynchronous part makes canonical, in place of ``keyed_state``:
+    a full snapshot of a rocksdb backend, or a hashmap backend's column blocks to cut
+    by key group."""
     source_splits: bool = False
     """``source_state`` is a list of split states, which may be restored at another
     parallelism, not an opaque position."""
@@ -246,16 +223,23 @@ def with_channel_state(
 def _capture_operator(
     checkpoint_id: int, op: SnapshotableOperator, canonical: bool = False
 ) -> OperatorSnapshot:
-    keyed = None
+    keyed: KeyGroupsSnapshot | None = None
     native = None
-    deferred = None
+    deferred: RocksDBFullSnapshot | HeapColumnsSnapshot | None = None
     backend = op.keyed_state_backend
     if backend is not None:
         native = None if canonical else native_snapshot_of(backend, checkpoint_id)
         if native is None:
             deferred = full_snapshot_of(backend, checkpoint_id)
         if native is None and deferred is None:
-            keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
+            if isinstance(backend, HashMapKeyedStateBackend):
+                captured = capture_heap_state(backend)
+                if isinstance(captured, HeapColumnsSnapshot):
+                    deferred = captured
+                else:
+                    keyed = captured
+            else:
+                keyed = encode_keyed_state(backend.snapshot(), backend.key_group_range)
     source_state = None
     reader = op.source_reader
     splits = isinstance(reader, SplitCheckpointedSourceReader)
@@ -278,78 +262,12 @@ def _capture_operator(
     )
 
 
-def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:
-    """Serialize a backend snapshot, one block per key group of ``key_groups``.
-
-    The values are copied into bytes here, so later mutations of the live state (also
-    in place, on a mutable value) do not reach the snapshot.
-    """
-    by_group: dict[int, list[tuple[Any, ...]]] = {}
-    for name, groups in snapshot.states.items():
-        for group, entries in groups.items():
-            _check_owned(name, group, key_groups)
-            bucket = by_group.setdefault(group, [])
-            bucket.extend((name, key, value) for key, value in entries.items())
-    if snapshot.columns:
-        from weir.core.column_blocks import encode_block  # noqa: PLC0415 (pyarrow)
-
-        for name, column_groups in snapshot.columns.items():
-            for group, blocks in column_groups.items():
-                _check_owned(name, group, key_groups)
-                bucket = by_group.setdefault(group, [])
-                bucket.extend((name, encode_block(block)) for block in blocks)
-    parts: list[bytes] = []
-    offsets: list[int] = []
-    position = 0
-    for group in key_groups:
-        offsets.append(position)
-        triples = by_group.get(group)
-        if triples:
-            block = serialize_batch(triples)
-            parts.append(block)
-            position += len(block)
-    meta = tuple(
-        StateMetaInfo(name, m.kind.value, m.serializer) for name, m in sorted(snapshot.meta.items())
-    )
-    return KeyGroupsSnapshot(
-        snapshot.max_parallelism, key_groups.start, b"".join(parts), tuple(offsets), meta
-    )
-
-
-def _check_owned(name: str, group: int, key_groups: range) -> None:
-    if group not in key_groups:
-        msg = (
-            f"state {name!r} holds key group {group}, outside this subtask's "
-            f"{key_groups}; keys reached the wrong subtask"
-        )
-        raise WeirError(msg)
-
-
-def decode_keyed_state(
-    snapshot: KeyGroupsSnapshot, key_groups: range | frozenset[int] | None = None
-) -> KeyedStateSnapshot:
-    """The inverse of ``encode_keyed_state``, reading only the blocks of ``key_groups``
-    (default: all of them)."""
-    wanted = snapshot.key_groups if key_groups is None else key_groups
-    states: dict[str, dict[int, dict[Any, Any]]] = {}
-    columns: dict[str, dict[int, list[Any]]] = {}
-    for group in snapshot.key_groups:
-        if group not in wanted:
-            continue
-        block = snapshot.key_group_bytes(group)
-        if not block:
-            continue
-        for entry in deserialize_batch(block):
-            if len(entry) == 2:  # (name, column block)
-                from weir.core.column_blocks import decode_block  # noqa: PLC0415 (pyarrow)
-
-                name, data = entry
-                columns.setdefault(name, {}).setdefault(group, []).append(decode_block(data))
-                continue
-            name, key, value = entry
-            states.setdefault(name, {}).setdefault(group, {})[key] = value
-    meta = {m.name: StateMeta(StateKind(m.kind), m.serializer) for m in snapshot.state_meta}
-    return KeyedStateSnapshot(snapshot.max_parallelism, states, meta, columns)
+def _keyed_state_of(snapshot: OperatorSnapshot) -> KeyGroupsSnapshot | None:
+    """The keyed state of an operator's snapshot as bytes per key group, made here from
+    a hashmap backend's two-part snapshot (the asynchronous part makes it otherwise)."""
+    if isinstance(snapshot.deferred_keyed_state, HeapColumnsSnapshot):
+        return snapshot.deferred_keyed_state.encode()
+    return snapshot.keyed_state
 
 
 def encode_buffers(buffers: Sequence[bytes]) -> bytes:
@@ -410,9 +328,9 @@ def restore_task_snapshot(
         backend = op.keyed_state_backend
         if backend is not None:
             keyed = [
-                decode_keyed_state(s.keyed_state, backend.key_group_range)
+                decode_keyed_state(state, backend.key_group_range)
                 for s in own
-                if s.keyed_state is not None
+                if (state := _keyed_state_of(s)) is not None
             ]
             if keyed:
                 backend.restore(keyed)

@@ -292,13 +292,15 @@ class AlignedWindowIndex:
         blocks: list[Any] = []
         if columns:
             from weir.taskmanager.operators.window_column_snapshots import (  # noqa: PLC0415
-                window_blocks,
+                lend_windows,
             )
 
-            blocks = window_blocks(columns)
+            blocks = [lend_windows(columns)]
         if by_key.put_columns(blocks):
             self._columns_put = bool(blocks)
             return
+        for lent in blocks:
+            lent.release()  # read key by key here instead
         for start, window in columns.items():
             by_key.put_namespace(start, window.as_dict())
 

@@ -1,16 +1,17 @@
 """Windows held as columns in a checkpoint: the open windows of a built-in aggregate
 (``ColumnWindow``) as Arrow column blocks (``weir.core.column_blocks``), and back.
 
-A snapshot gathers every window's keys, window start and accumulators into one record
-batch per accumulator type (``window_blocks``, copies of the arrays, no Python per key);
-the backend cuts it by key group. A restore (``windows_of_blocks``) gathers the blocks of
-the key groups the subtask owns and cuts their rows by window (no sort for one window)
-into one ``ColumnWindow`` per window (keys scattered into dense arrays, or sorted when
-sparse), or, for an operator that keeps its windows as
-dicts (an AggregateFunction called record by record, or another built-in than the one
-that wrote them), into ``{key: accumulator}`` dicts, the accumulators exactly what the
-built-in's ``add`` makes. Either way the windows fire as if they had never been
-checkpointed.
+A snapshot borrows every window's arrays (``lend_windows``: nothing is copied on the
+task thread); where the snapshot is written, their keys, window starts and accumulators
+are gathered into one record batch per accumulator type (no Python per key), the arrays
+given back, and the backend cuts the batches by key group. A restore
+(``windows_of_blocks``) gathers the blocks of the key groups the subtask owns and cuts
+their rows by window (no sort for one window) into one ``ColumnWindow`` per window (keys
+scattered into dense arrays, or sorted when sparse), or, for an operator that keeps its
+windows as dicts (an AggregateFunction called record by record, or another built-in
+than the one that wrote them), into ``{key: accumulator}`` dicts, the accumulators
+exactly what the built-in's ``add`` makes. Either way the windows fire as if they had
+never been checkpointed.
 """
 
 from __future__ import annotations
@@ -21,20 +22,45 @@ from typing import Any
 import numpy as np
 
 from weir.core.column_blocks import block_arrays, window_batch, window_entries
-from weir.taskmanager.operators.window_columns import ColumnWindow
+from weir.taskmanager.operators.window_columns import ColumnWindow, Lease, LentArrays
 from weir.taskmanager.state.backend import NamespacedTable
 
-__all__ = ["put_blocks_as_entries", "window_blocks", "windows_of_blocks"]
+__all__ = ["LentWindows", "lend_windows", "put_blocks_as_entries", "windows_of_blocks"]
 
 
-def window_blocks(windows: Mapping[int, ColumnWindow]) -> list[Any]:
-    """Record batches ``(key, window_start, acc[, count])`` of every key of ``windows``
-    (``{start: window}``): one per built-in and accumulator type (usually one)."""
+class LentWindows:
+    """Windows' arrays lent to a snapshot (``lend_windows``): ``record_batches`` reads
+    them (any thread), ``release`` gives them back to their windows."""
+
+    __slots__ = ("_lease", "_lent")
+
+    def __init__(self, lent: list[tuple[int, LentArrays]], lease: Lease) -> None:
+        self._lent = lent
+        self._lease = lease
+
+    def record_batches(self) -> list[Any]:
+        """Record batches ``(key, window_start, acc[, count])`` of every key of the
+        windows, copies of the arrays: one per built-in and accumulator type (usually
+        one)."""
+        return _record_batches(self._lent)
+
+    def release(self) -> None:
+        self._lease.release()
+
+
+def lend_windows(windows: Mapping[int, ColumnWindow]) -> LentWindows:
+    """The arrays of ``windows`` (``{start: window}``), lent until the result's
+    ``release``."""
+    lease = Lease()
+    return LentWindows([(start, window.lend(lease)) for start, window in windows.items()], lease)
+
+
+def _record_batches(lent: list[tuple[int, LentArrays]]) -> list[Any]:
     parts: dict[tuple[str, str], list[tuple[int, Any, Any, Any]]] = {}
-    for start, window in windows.items():
-        keys, acc, counts = window.arrays()
+    for start, arrays in lent:
+        keys, acc, counts = arrays.held()
         if len(keys):
-            parts.setdefault((window.kind, acc.dtype.str), []).append((start, keys, acc, counts))
+            parts.setdefault((arrays.kind, acc.dtype.str), []).append((start, keys, acc, counts))
     blocks = []
     for (kind, _), held in parts.items():
         keys = np.concatenate([k for _, k, _, _ in held])

@@ -19,6 +19,13 @@ order (Flink fires the keys of one window in no defined order).
 groups, so a snapshot restores at any parallelism and into the records path. A window
 is kept as columns only while its keys are integers and its values numbers the arrays
 hold exactly; otherwise the operator keeps it a dict ``{key: accumulator}``.
+
+A checkpoint borrows a window's arrays rather than copying them on the task thread
+(``ColumnWindow.lend``): the snapshot reads them on the checkpoint writer thread and
+gives them back (``Lease.release``). A window whose arrays are lent copies them before
+it changes them (only ``add`` changes them in place), and hands a copy of its results on
+when it fires, until they are given back: windows behind the newest are rarely changed
+again, so most are never copied.
 """
 
 from __future__ import annotations
@@ -39,11 +46,60 @@ def _dense_enough(span: int, keys: int) -> bool:
     return span <= max(_DENSE_SLACK * keys, _DENSE_MIN)
 
 
+class Lease:
+    """Arrays lent to a snapshot that reads them on another thread until ``release``
+    (``ColumnWindow.lend``). ``released`` is set once, by the reader; the owner only
+    reads it."""
+
+    __slots__ = ("released",)
+
+    def __init__(self) -> None:
+        self.released = False
+
+    def release(self) -> None:
+        self.released = True
+
+
+@dataclass(frozen=True, slots=True)
+class LentArrays:
+    """A window's arrays as they were when lent (``ColumnWindow.lend``)."""
+
+    kind: str
+    low: int | None
+    keys: Any
+    acc: Any
+    present: Any
+    counts: Any
+
+    def held(self) -> tuple[Any, Any, Any]:
+        """``(keys ascending, accumulators, an average's counts or None)`` of the keys
+        present."""
+        keys, acc, counts = _held(self.low, self.keys, self.acc, self.present, self.counts)
+        return keys, acc, counts if self.kind == "avg" else None
+
+
+def _held(
+    low: int | None, keys: Any, acc: Any, present: Any, counts: Any, *, with_keys: bool = True
+) -> tuple[Any, Any, Any]:
+    """The keys (None unless ``with_keys``), accumulators and (averages) counts of the
+    keys present: the arrays themselves when every slot holds a key."""
+    if acc is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    if low is None:
+        return keys, acc, counts
+    if present.all():
+        held = np.arange(low, low + len(acc)) if with_keys else None
+        return held, acc, counts
+    at = np.flatnonzero(present)
+    return (at + low if with_keys else None), acc[at], None if counts is None else counts[at]
+
+
 class ColumnWindow:
     """One window's accumulators for built-in ``kind`` (count, sum, min, max, avg); see
     the module docstring."""
 
-    __slots__ = ("acc", "counts", "keys", "kind", "low", "present", "span")
+    __slots__ = ("acc", "counts", "keys", "kind", "lease", "low", "present", "span")
 
     def __init__(self, kind: str, span: tuple[int, int, int] | None = None) -> None:
         """``span``: the keys a window like this one held (the smallest, the largest, how
@@ -56,6 +112,7 @@ class ColumnWindow:
         self.low: int | None = None  # dense: the key of slot 0
         self.present: Any = None  # dense: which slots hold a key
         self.keys: Any = None  # sparse: the keys, sorted
+        self.lease: Lease | None = None  # the arrays are lent to a snapshot (``lend``)
 
     @classmethod
     def from_dict(cls, kind: str, contents: dict[Any, Any]) -> ColumnWindow | None:
@@ -116,6 +173,8 @@ class ColumnWindow:
             return False
         if not len(keys):
             return True
+        if self.lease is not None:
+            self._own()
         if keys.dtype != np.int64:
             high = bounds[1] if bounds is not None else int(keys.max())
             if keys.dtype.kind == "u" and high > np.iinfo(np.int64).max:
@@ -284,20 +343,27 @@ class ColumnWindow:
         else:
             np.maximum.at(self.acc, slots, values)
 
+    def lend(self, lease: Lease) -> LentArrays:
+        """The arrays, lent until ``lease`` is released: they stay as they are until
+        then (the window copies them before it changes them)."""
+        self.lease = lease
+        return LentArrays(self.kind, self.low, self.keys, self.acc, self.present, self.counts)
+
+    def _own(self) -> None:
+        """The arrays this window's own again: copies while they are lent."""
+        lease = self.lease
+        self.lease = None
+        if lease is None or lease.released:
+            return
+        for name in ("acc", "counts", "keys", "present"):
+            array = getattr(self, name)
+            if array is not None:
+                setattr(self, name, array.copy())
+
     def _held(self, *, keys: bool = True) -> tuple[Any, Any, Any]:
         """The keys (None unless ``keys``), accumulators and (averages) counts of the
         keys present: the arrays themselves when every slot holds a key."""
-        if self.acc is None:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        if self.low is None:
-            return self.keys, self.acc, self.counts
-        if self.present.all():
-            held = np.arange(self.low, self.low + len(self.acc)) if keys else None
-            return held, self.acc, self.counts
-        at = np.flatnonzero(self.present)
-        counts = None if self.counts is None else self.counts[at]
-        return (at + self.low if keys else None), self.acc[at], counts
+        return _held(self.low, self.keys, self.acc, self.present, self.counts, with_keys=keys)
 
     def key_span(self) -> tuple[int, int, int] | None:
         """The smallest and largest key and how many keys the window holds (a ``span``
@@ -319,7 +385,9 @@ class ColumnWindow:
         2**53)."""
         _, acc, counts = self._held(keys=False)
         if self.kind != "avg":
-            return acc
+            lease = self.lease
+            # Handed on to be read and changed by what follows: not the lent arrays.
+            return acc if lease is None or lease.released else acc.copy()
         if acc.dtype.kind == "f" or not len(acc) or int(np.abs(acc).max()) < 2**53:
             return acc / counts
         return None
@@ -339,12 +407,6 @@ class ColumnWindow:
             pairs = zip(acc.tolist(), counts.tolist(), strict=True)
             return dict(zip(keys.tolist(), pairs, strict=True))
         return dict(zip(keys.tolist(), acc.tolist(), strict=True))
-
-    def arrays(self) -> tuple[Any, Any, Any]:
-        """``(keys ascending, accumulators, an average's counts or None)`` of the keys
-        present (arrays the window may still change: copy what must stay)."""
-        keys, acc, counts = self._held()
-        return keys, acc, counts if self.kind == "avg" else None
 
     @classmethod
     def from_arrays(cls, kind: str, keys: Any, acc: Any, counts: Any = None) -> ColumnWindow:

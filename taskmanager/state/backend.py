@@ -256,9 +256,11 @@ class NamespacedTable(abc.ABC):
 
     def put_columns(self, blocks: Sequence[Any]) -> bool:
         """Let the next snapshot take these entries as column blocks (``pyarrow.RecordBatch``
-        of ``weir.core.column_blocks``, any keys in any order), replacing those given
-        before; an empty list withdraws them. False, and nothing kept, when the backend
-        stores no columns (the caller then puts the entries one by one)."""
+        of ``weir.core.column_blocks``, any keys in any order, or sources of them with
+        ``record_batches()`` and ``release()``, called once the snapshot no longer needs
+        what they lent), replacing those given before; an empty list withdraws them.
+        False, and nothing kept, when the backend stores no columns (the caller then
+        puts the entries one by one)."""
         return not blocks
 
     def take_columns(self) -> list[Any]:

@@ -8,11 +8,18 @@ here too. Key groups are not tracked per access (that
 would cost a stable hash per record); a snapshot computes them once per key. A state
 with a TTL is one of the ``ttl`` kinds over this backend's dicts (``heap_states``'
 ``HeapEntry`` and its kin); a state without one never touches them.
+
+Column blocks (a built-in window aggregate's open windows, put by their owner as Arrow
+record batches of copies) are cut by key group when a snapshot is taken, or later on
+another thread (``snapshot_deferring_columns``, ``UncutColumns``): nothing changes them
+once put.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from weir.core.canonical_keys import state_key
@@ -43,6 +50,57 @@ def _state_keyed(entries: Mapping[Any, Any]) -> Mapping[Any, Any]:
     if all(type(key) is str or type(key) is int for key in entries):
         return entries
     return {state_key(key): value for key, value in entries.items()}
+
+
+def _record_batches(block: Any) -> list[Any]:
+    """A block put as a record batch, or the record batches a source of them reads."""
+    read = getattr(block, "record_batches", None)
+    return [block] if read is None else read()  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class UncutColumns:
+    """A snapshot's column blocks before they are cut by key group: those the tables'
+    owners put (``put``, by table) and those a restore brought, not taken yet
+    (``restored``, by table and key group already)."""
+
+    put: Mapping[str, Sequence[Any]]
+    restored: Mapping[str, Mapping[int, Sequence[Any]]]
+    key_hasher: PyFlinkKeyHasher
+    max_parallelism: int
+    key_groups: Any
+    """The ``KeyGroupTable`` of whoever cuts them (None: each key hashed)."""
+
+    def cut(self) -> dict[str, dict[int, list[Any]]]:
+        """``{table: {key group: [record batch, ...]}}`` (one vectorised pass over the
+        keys of each block put)."""
+        columns: dict[str, dict[int, list[Any]]] = {}
+        for name, restored in self.restored.items():
+            for group, blocks in restored.items():
+                columns.setdefault(name, {}).setdefault(group, []).extend(blocks)
+        if not self.put:
+            return columns
+        from weir.core.column_blocks import blocks_by_key_group  # noqa: PLC0415 (pyarrow)
+
+        for name, blocks in self.put.items():
+            by_group = columns.setdefault(name, {})
+            batches = [batch for block in blocks for batch in _record_batches(block)]
+            for group, cut in blocks_by_key_group(
+                batches, self.key_hasher, self.max_parallelism, self.key_groups
+            ).items():
+                by_group.setdefault(group, []).extend(cut)
+        return columns
+
+    def release(self) -> None:
+        """Give back what the blocks put lent (once cut: the cut holds copies)."""
+        for blocks in self.put.values():
+            for block in blocks:
+                release = getattr(block, "release", None)
+                if release is not None:
+                    release()
+
+    def __bool__(self) -> bool:
+        return bool(self.put or self.restored)
 
 
 class HeapNamespacedTable(NamespacedTable):
@@ -148,7 +206,10 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         # Column blocks restored per table and key group, until the table's owner takes
         # them (a snapshot before that carries them on as they are).
         self._restored_columns: dict[str, dict[int, list[Any]]] = {}
-        self._key_groups: Any = None  # KeyGroupTable, made at the first column snapshot
+        # KeyGroupTables, made at the first column snapshot: the task thread's, and the
+        # one of whoever cuts the columns of snapshot_deferring_columns.
+        self._key_groups: Any = None
+        self._writer_key_groups: Any = None
 
     # --- registration hooks (KeyedStateBackend._register) ------------------------------
 
@@ -179,6 +240,22 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         return list(self._tables.get(name) or self._tables.get(ttl_table(name)) or ())
 
     def snapshot(self) -> KeyedStateSnapshot:
+        entries, columns = self._snapshot(self._key_group_table() if self._puts_columns() else None)
+        return dataclasses.replace(entries, columns=columns.cut())
+
+    def snapshot_deferring_columns(self) -> tuple[KeyedStateSnapshot, UncutColumns]:
+        """The entries of every table (task thread; their values copied when encoded,
+        before the task goes on) and its column blocks not cut by key group yet:
+        ``cut`` on one thread at a time other than the task's (the checkpoint writer's),
+        with key groups remembered there."""
+        if self._writer_key_groups is None and self._puts_columns():
+            self._writer_key_groups = self._new_key_group_table()
+        return self._snapshot(self._writer_key_groups)
+
+    def _puts_columns(self) -> bool:
+        return any(table.columns for table in self._namespaced.values())
+
+    def _snapshot(self, key_groups: Any) -> tuple[KeyedStateSnapshot, UncutColumns]:
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         now = self.clock_ms() if self._snapshot_filters else 0
         for name, table in self._tables.items():
@@ -193,40 +270,38 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
                     if kept is not None:
                         by_group.setdefault(self.key_group_of(key), {})[key] = kept
             states[name] = by_group
-        columns = self._snapshot_columns()
-        meta = {name: self._table_meta(name) for name in {*states, *columns}}
-        return KeyedStateSnapshot(self.max_parallelism, states, meta, columns)
-
-    def _snapshot_columns(self) -> dict[str, dict[int, list[Any]]]:
-        """The column blocks of every table, cut by key group: those its owner put (one
-        vectorised pass over their keys) and restored ones not taken yet."""
-        columns: dict[str, dict[int, list[Any]]] = {}
-        for name, restored in self._restored_columns.items():
-            for group, blocks in restored.items():
-                columns.setdefault(name, {}).setdefault(group, []).extend(blocks)
-        for name, table in self._namespaced.items():
-            if not table.columns:
-                continue
-            from weir.core.column_blocks import blocks_by_key_group  # noqa: PLC0415 (pyarrow)
-
-            by_group = columns.setdefault(name, {})
-            for group, blocks in blocks_by_key_group(
-                table.columns, self.key_hasher, self.max_parallelism, self._key_group_table()
-            ).items():
-                by_group.setdefault(group, []).extend(blocks)
-        return columns
+        columns = UncutColumns(
+            {name: list(t.columns) for name, t in self._namespaced.items() if t.columns},
+            {
+                name: {group: list(blocks) for group, blocks in restored.items() if blocks}
+                for name, restored in self._restored_columns.items()
+                if any(restored.values())
+            },
+            self.key_hasher,
+            self.max_parallelism,
+            key_groups,
+        )
+        names = {*states, *columns.put, *columns.restored}
+        meta = {name: self._table_meta(name) for name in names}
+        return KeyedStateSnapshot(self.max_parallelism, states, meta), columns
 
     def _key_group_table(self) -> Any:
         """The key groups of the integer keys column blocks held, remembered from one
-        snapshot to the next (None for a key type without an array form)."""
+        snapshot taken on the task thread to the next (None for a key type without an
+        array form)."""
+        if self._key_groups is None:
+            self._key_groups = self._new_key_group_table()
+        return self._key_groups
+
+    def _new_key_group_table(self) -> Any:
         from weir.core.key_group_arrays import (  # noqa: PLC0415 (numpy)
             KeyGroupTable,
             vectorised_key_type,
         )
 
-        if self._key_groups is None and vectorised_key_type(self.key_hasher.key_type):
-            self._key_groups = KeyGroupTable(self.max_parallelism, self.key_hasher.key_type)
-        return self._key_groups
+        if not vectorised_key_type(self.key_hasher.key_type):
+            return None
+        return KeyGroupTable(self.max_parallelism, self.key_hasher.key_type)
 
     def _table_meta(self, name: str) -> StateMeta:
         meta = self._meta.get(name) or self._restored_meta.get(name)

@@ -19,7 +19,12 @@ from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.windowing import MissingTimestampError
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.window import TumblingEventTimeWindows
-from weir.taskmanager.operators.window_columns import ColumnWindow, place_each, place_in_windows
+from weir.taskmanager.operators.window_columns import (
+    ColumnWindow,
+    Lease,
+    place_each,
+    place_in_windows,
+)
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 BUILTINS = {"count": Count(), "sum": Sum(1), "min": Min(1), "max": Max(1), "avg": Avg(1)}
@@ -343,3 +348,47 @@ def test_ascending_timestamps_are_placed_as_records_one_by_one_would_be(
     assert _placed(place_in_windows(ts, size, slide, offset, watermark), n) == _placed(
         place_each(ts, size, slide, offset, watermark), n
     )
+
+
+@pytest.mark.parametrize("keys", [[3, 4, 5, 3], [3, 9_000_000, 5]], ids=["dense", "sparse"])
+@pytest.mark.parametrize("kind", ["count", "sum", "avg"])
+def test_lent_arrays_stay_as_they_were_lent_while_the_window_changes_and_fires(kind, keys):
+    window = ColumnWindow(kind)
+    values = np.arange(len(keys), dtype=np.float64)
+    window.add(np.array(keys), values)
+    before = window.as_dict()
+    lease = Lease()
+    lent = window.lend(lease)
+    window.add(np.array([3, 5, 3]), np.ones(3))  # changed in place while lent
+    column = window.result_column()  # fired while lent; what follows may change it
+    column[:] = -1
+    held_keys, acc, counts = lent.held()
+    if kind == "avg":
+        assert dict(zip(held_keys.tolist(), zip(acc.tolist(), counts.tolist()))) == before
+    else:
+        assert dict(zip(held_keys.tolist(), acc.tolist())) == before
+
+
+@pytest.mark.parametrize("keys", [[3, 4, 5, 3], [3, 9_000_000, 5]], ids=["dense", "sparse"])
+def test_a_window_fired_while_lent_hands_on_a_copy(keys):
+    window = ColumnWindow("sum")
+    window.add(np.array(keys), np.arange(len(keys), dtype=np.float64))
+    before = window.as_dict()
+    lent = window.lend(Lease())
+    column = window.result_column()
+    column[:] = -1  # what follows the window may change what it is handed
+    held_keys, acc, _ = lent.held()
+    assert dict(zip(held_keys.tolist(), acc.tolist())) == before
+
+
+def test_a_window_changes_its_arrays_in_place_once_they_are_given_back():
+    window = ColumnWindow("count")
+    window.add(np.array([1, 2, 3]), None)
+    lease = Lease()
+    window.lend(lease)
+    lease.release()
+    acc = window.acc
+    window.add(np.array([1, 2, 3]), None)
+    assert window.acc is acc  # not copied
+    assert window.result_column() is acc  # handed on as it is
+    assert window.as_dict() == {1: 2, 2: 2, 3: 2}

@@ -1,0 +1,233 @@
+"""Keyed state as bytes per key group (``KeyGroupsSnapshot``), and the two-part capture of
+a hashmap backend that holds column blocks (``HeapColumnsSnapshot``).
+
+A key group's bytes are ``serialize_batch`` of its ``(state_name, key, value)`` triples
+(marshal when the values allow, else pickle protocol 5), followed in the same list by
+``(state_name, arrow_ipc_stream)`` pairs, one per column block of the group
+(``KeyedStateSnapshot.columns``, ``weir.core.column_blocks``). A restore at another
+parallelism reads only the groups it owns, through ``offsets``.
+
+Entries are Python objects the task goes on changing, so they are serialized on the
+task thread, before it does. Column blocks are Arrow record batches over copies nobody
+changes: a hashmap backend's are cut by key group (a sort of their rows) and encoded by
+the checkpoint writer thread instead (``HeapColumnsSnapshot.write``), as the rocksdb
+backend's full snapshot is read there; the bytes are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from weir.core.checkpoint import (
+    CheckpointStorageLocation,
+    KeyGroupRange,
+    KeyGroupsStateHandle,
+    StateMetaInfo,
+)
+from weir.core.errors import WeirError
+from weir.core.serializers import deserialize_batch, serialize_batch
+from weir.taskmanager.state.backend import (
+    KeyedStateSnapshot,
+    StateKind,
+    StateMeta,
+)
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend, UncutColumns
+
+__all__ = [
+    "HeapColumnsSnapshot",
+    "KeyGroupsSnapshot",
+    "capture_heap_state",
+    "decode_keyed_state",
+    "encode_keyed_state",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyGroupsSnapshot:
+    """The keyed state of one operator in one subtask, as bytes per key group.
+
+    Key group ``key_group_start + i`` is ``data[offsets[i]:offsets[i + 1]]`` (the last
+    one runs to the end); an empty slice means the group held no state.
+    """
+
+    max_parallelism: int
+    key_group_start: int
+    data: bytes
+    offsets: tuple[int, ...]
+    state_meta: tuple[StateMetaInfo, ...] = ()
+
+    @property
+    def key_groups(self) -> range:
+        return range(self.key_group_start, self.key_group_start + len(self.offsets))
+
+    def key_group_bytes(self, key_group: int) -> bytes:
+        i = key_group - self.key_group_start
+        if not 0 <= i < len(self.offsets):
+            return b""
+        end = self.offsets[i + 1] if i + 1 < len(self.offsets) else len(self.data)
+        return self.data[self.offsets[i] : end]
+
+
+def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGroupsSnapshot:
+    """Serialize a backend snapshot, one block per key group of ``key_groups``.
+
+    The values are copied into bytes here, so later mutations of the live state (also
+    in place, on a mutable value) do not reach the snapshot.
+    """
+    by_group = _triples_by_group(snapshot, key_groups)
+    _add_column_pairs(by_group, snapshot.columns, key_groups)
+    data, offsets = _joined({g: serialize_batch(t) for g, t in by_group.items()}, key_groups)
+    return KeyGroupsSnapshot(
+        snapshot.max_parallelism, key_groups.start, data, offsets, _meta_infos(snapshot.meta)
+    )
+
+
+def _triples_by_group(
+    snapshot: KeyedStateSnapshot, key_groups: range
+) -> dict[int, list[tuple[Any, ...]]]:
+    by_group: dict[int, list[tuple[Any, ...]]] = {}
+    for name, groups in snapshot.states.items():
+        for group, entries in groups.items():
+            _check_owned(name, group, key_groups)
+            bucket = by_group.setdefault(group, [])
+            bucket.extend((name, key, value) for key, value in entries.items())
+    return by_group
+
+
+def _add_column_pairs(
+    by_group: dict[int, list[tuple[Any, ...]]],
+    columns: Mapping[str, Mapping[int, Sequence[Any]]],
+    key_groups: range,
+) -> None:
+    """``(name, arrow_ipc_stream)`` of every column block, after its group's triples."""
+    if not columns:
+        return
+    from weir.core.column_blocks import encode_block  # noqa: PLC0415 (pyarrow)
+
+    for name, column_groups in columns.items():
+        for group, blocks in column_groups.items():
+            _check_owned(name, group, key_groups)
+            bucket = by_group.setdefault(group, [])
+            bucket.extend((name, encode_block(block)) for block in blocks)
+
+
+def _joined(blocks: Mapping[int, bytes], key_groups: range) -> tuple[bytes, tuple[int, ...]]:
+    """The groups' blocks one after the other, and where each starts."""
+    parts: list[bytes] = []
+    offsets: list[int] = []
+    position = 0
+    for group in key_groups:
+        offsets.append(position)
+        block = blocks.get(group)
+        if block:
+            parts.append(block)
+            position += len(block)
+    return b"".join(parts), tuple(offsets)
+
+
+def _meta_infos(meta: Mapping[str, StateMeta]) -> tuple[StateMetaInfo, ...]:
+    return tuple(
+        StateMetaInfo(name, m.kind.value, m.serializer) for name, m in sorted(meta.items())
+    )
+
+
+def _check_owned(name: str, group: int, key_groups: range) -> None:
+    if group not in key_groups:
+        msg = (
+            f"state {name!r} holds key group {group}, outside this subtask's "
+            f"{key_groups}; keys reached the wrong subtask"
+        )
+        raise WeirError(msg)
+
+
+def decode_keyed_state(
+    snapshot: KeyGroupsSnapshot, key_groups: range | frozenset[int] | None = None
+) -> KeyedStateSnapshot:
+    """The inverse of ``encode_keyed_state``, reading only the blocks of ``key_groups``
+    (default: all of them)."""
+    wanted = snapshot.key_groups if key_groups is None else key_groups
+    states: dict[str, dict[int, dict[Any, Any]]] = {}
+    columns: dict[str, dict[int, list[Any]]] = {}
+    for group in snapshot.key_groups:
+        if group not in wanted:
+            continue
+        block = snapshot.key_group_bytes(group)
+        if not block:
+            continue
+        for entry in deserialize_batch(block):
+            if len(entry) == 2:  # (name, column block)
+                from weir.core.column_blocks import decode_block  # noqa: PLC0415 (pyarrow)
+
+                name, data = entry
+                columns.setdefault(name, {}).setdefault(group, []).append(decode_block(data))
+                continue
+            name, key, value = entry
+            states.setdefault(name, {}).setdefault(group, {})[key] = value
+    meta = {m.name: StateMeta(StateKind(m.kind), m.serializer) for m in snapshot.state_meta}
+    return KeyedStateSnapshot(snapshot.max_parallelism, states, meta, columns)
+
+
+@dataclass(frozen=True, slots=True)
+class HeapColumnsSnapshot:
+    """A hashmap backend's keyed state with column blocks, captured in two parts: its
+    entries serialized per key group (``capture_heap_state``, task thread), its column blocks cut by
+    key group and encoded into the same blocks (``encode``, ``write``: the checkpoint
+    writer thread, one snapshot at a time)."""
+
+    max_parallelism: int
+    key_groups: range
+    entries: Mapping[int, bytes]
+    columns: UncutColumns
+    state_meta: tuple[StateMetaInfo, ...]
+
+    def encode(self) -> KeyGroupsSnapshot:
+        """The asynchronous part: what ``encode_keyed_state`` makes of the whole snapshot.
+        A group with entries and column blocks has its entries read back and written
+        again with the blocks after them (one block per group)."""
+        pairs: dict[int, list[tuple[Any, ...]]] = {}
+        columns = self.columns.cut()
+        self.columns.release()
+        _add_column_pairs(pairs, columns, self.key_groups)
+        blocks = dict(self.entries)
+        for group, group_pairs in pairs.items():
+            known = blocks.get(group)
+            blocks[group] = serialize_batch(
+                group_pairs if known is None else [*deserialize_batch(known), *group_pairs]
+            )
+        data, offsets = _joined(blocks, self.key_groups)
+        return KeyGroupsSnapshot(
+            self.max_parallelism, self.key_groups.start, data, offsets, self.state_meta
+        )
+
+    def write(
+        self, location: CheckpointStorageLocation, prefix: str, compress: bool
+    ) -> KeyGroupsStateHandle:
+        """``encode``, written as the task thread's keyed state is."""
+        encoded = self.encode()
+        handle = location.write_state(f"{prefix}-keyed", encoded.data, compress)
+        start = self.key_groups.start
+        return KeyGroupsStateHandle(
+            KeyGroupRange(start, start + len(self.key_groups)),
+            handle,
+            encoded.offsets,
+            self.state_meta,
+        )
+
+
+def capture_heap_state(
+    backend: HashMapKeyedStateBackend,
+) -> KeyGroupsSnapshot | HeapColumnsSnapshot:
+    """The synchronous part of a hashmap backend's snapshot: its keyed state encoded
+    whole, or, when it holds column blocks, its entries encoded and the blocks left to
+    the writer (``HeapColumnsSnapshot``)."""
+    snapshot, columns = backend.snapshot_deferring_columns()
+    key_groups = backend.key_group_range
+    triples = _triples_by_group(snapshot, key_groups)
+    entries = {group: serialize_batch(t) for group, t in triples.items()}
+    meta = _meta_infos(snapshot.meta)
+    if columns:
+        return HeapColumnsSnapshot(snapshot.max_parallelism, key_groups, entries, columns, meta)
+    data, offsets = _joined(entries, key_groups)
+    return KeyGroupsSnapshot(snapshot.max_parallelism, key_groups.start, data, offsets, meta)
