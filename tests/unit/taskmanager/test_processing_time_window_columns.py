@@ -22,7 +22,13 @@ from hypothesis import strategies as st
 from window_testing import FakeClock, Harness, window_payload
 
 from weir.common.time import Time
+from weir.core.checkpoint import (
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+    read_state,
+)
 from weir.core.columnar import ColumnBatch, ColumnSpec
+from weir.core.ids import JobId
 from weir.core.key_groups import key_group_range_for_operator
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.functions import AggregateFunction, ProcessWindowFunction
@@ -44,6 +50,8 @@ from weir.taskmanager.operators.window_state import CONTENTS
 from weir.taskmanager.state.backend import with_columns_as_entries
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 from weir.taskmanager.state.rocksdb import RocksDBKeyedStateBackend
+from weir.taskmanager.state.rocksdb_full_snapshot import RocksDBFullSnapshot
+from weir.taskmanager.state.rocksdb_incremental import RocksDBNativeSnapshot, restore_native
 
 M = 128
 SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "float64"))
@@ -365,9 +373,9 @@ def test_a_process_window_function_sees_each_key_once_per_window():
         assert harness.results() == []
 
 
-def rocksdb(tmp_path: Any) -> RocksDBKeyedStateBackend:
+def rocksdb(tmp_path: Any, key_groups: range = range(M)) -> RocksDBKeyedStateBackend:
     root = Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path
-    return RocksDBKeyedStateBackend(M, range(M), str(root / f"weir-test-db-{uuid.uuid4().hex}"))
+    return RocksDBKeyedStateBackend(M, key_groups, str(root / f"weir-test-db-{uuid.uuid4().hex}"))
 
 
 def test_on_rocksdb_the_windows_are_kept_in_blocks_with_one_timer_each(tmp_path):
@@ -464,3 +472,61 @@ def test_an_event_time_columnar_checkpoint_restores_into_a_trigger_of_its_own():
     reference.op.process(list(zip(KEYS[:600].tolist(), VALUES[:600].tolist(), strict=True)), stamps)
     reference.watermark(10_000)
     assert sorted(general.results()) == sorted(reference.results())
+
+
+def test_rocksdb_blocks_restore_with_their_timers_whole_or_by_key_group_ranges(tmp_path):
+    """A full snapshot (key by key) into the per-record path on the hashmap backend, and
+    an incremental one (the blocks as they are) into two halves on rocksdb: every window
+    fires once, its timer restored, as in a run never checkpointed."""
+    clock = FakeClock()
+    before = rocksdb(tmp_path)
+    before.incremental = True
+    backends = [before]
+    try:
+        blocks = Harness(_payload(Count(), 100, 50), backend=before, clock=clock)
+        _fill(blocks, clock)
+        blocks.op.snapshot_state(1)
+        location = JobManagerCheckpointStorage(JobId("5" * 32)).init_checkpoint(1)
+        full = RocksDBFullSnapshot.take(before, 1).write(location, "op", compress=True)
+        full_snapshot = KeyGroupsSnapshot(
+            M, full.key_groups.start, read_state(full.handle), full.offsets, full.state_meta
+        )
+        storage = FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}", JobId("6" * 32))
+        storage.initialize_base_locations()
+        native = RocksDBNativeSnapshot.take(before, 1).write(
+            storage, storage.init_checkpoint(1), "op"
+        )
+        expected = _reference(Count(), 100, 50, 2_000)
+
+        clock.now = 1_080
+        per_record = _restored(
+            _payload(PerRecord(Count()), 100, 50), [full_snapshot], range(M), clock
+        )
+        assert per_record.op.timers.num_processing_time_timers == sum(
+            1 for _ in per_record.op.contents.entries()
+        )
+        clock.now = 2_000
+        per_record.fire_processing_timers()
+        assert _new_results(per_record) == expected
+
+        clock.now = 1_080
+        results: list[Any] = []
+        for groups in (range(0, 43), range(43, M)):
+            half = rocksdb(tmp_path, groups)
+            backends.append(half)
+            restore_native(half, [native], str(tmp_path / "scratch"))
+            service = RecordingProcessingTimeService()
+            harness = Harness(
+                _payload(Count(), 100, 50), backend=half, clock=clock, processing_timers=service
+            )
+            assert isinstance(harness.op._aligned._index, BlockWindowIndex)
+            assert [t for t, _ in service.scheduled] == [1_049]
+            clock.now = 2_000
+            service.run_due(clock.now)
+            assert service.scheduled == []
+            results += harness.results()
+            clock.now = 1_080
+        assert sorted(results) == expected
+    finally:
+        for backend in backends:
+            backend.dispose()
