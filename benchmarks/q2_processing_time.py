@@ -12,8 +12,15 @@ A rate is events/s from the sources' first poll to the sinks' close. The windows
 the TaskManager's clock and those still open at the end of input are dropped (as in
 Flink), so the number of results depends on timing and is printed, not compared.
 
+``--operator`` drives the window operator alone instead, on a clock of its own that
+moves ``--ms-per-batch`` ms per batch of 65,536 bids (timers fire after each batch), the
+built-in Count over columns beside the same columns into the AggregateFunction: there
+the windows are the same in both, so their results are compared and must be equal.
+
     python benchmarks/q2_processing_time.py [--events N] [--record-events N] [--size-ms MS]
                                             [--parallelism P ...] [--rounds R]
+    python benchmarks/q2_processing_time.py --operator [--events N] [--record-events N]
+                                            [--size-ms MS] [--ms-per-batch MS] [--rounds R]
 """
 
 from __future__ import annotations
@@ -22,21 +29,32 @@ import argparse
 import os
 import statistics
 import tempfile
+import time
+from typing import Any
 
 from nexmark import (
     BID_TYPE,
+    COLUMN_BATCH,
     CountBids,
     CountingBatchSink,
     CountingSink,
     StridedBidSource,
     column_bid_source,
+    column_bids,
     source_to_sink_rate,
 )
 
 from weir.common import Time, Types, WatermarkStrategy
+from weir.core.columnar import as_records
+from weir.core.ids import OperatorId
+from weir.core.job_graph import OperatorDescriptor, OperatorKind
 from weir.datastream import StreamExecutionEnvironment
 from weir.datastream.aggregate_functions import Count
 from weir.datastream.window import TumblingProcessingTimeWindows
+from weir.taskmanager.operators.base import OperatorSetup, Output
+from weir.taskmanager.operators.window import WindowOperator
+from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 SIZE_MS = 100
 VARIANTS = ("built-in Count (columns)", "AggregateFunction (columns in)", "per record")
@@ -67,6 +85,94 @@ def run_q2_processing_time(
         return source_to_sink_rate(stats_dir, n)
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def _window_operator(aggregate: Any, size_ms: int, clock: _Clock) -> tuple[Any, list[Any]]:
+    """A window operator of q2 in processing time over ``aggregate``, on ``clock``, and
+    the list its results go to."""
+    env = StreamExecutionEnvironment()
+    windowed = (
+        env.from_collection([(0, 0, 0, 0)], type_info=BID_TYPE)
+        .key_by(lambda bid: bid[0])
+        .window(TumblingProcessingTimeWindows.of(Time.milliseconds(size_ms)))
+        .aggregate(aggregate)
+    )
+    payload = windowed._transformation.payload
+    backend = HashMapKeyedStateBackend(128, range(128))
+    context = StreamingRuntimeContext(
+        task_name="window",
+        task_name_with_subtasks="window (1/1)",
+        number_of_parallel_subtasks=1,
+        max_number_of_parallel_subtasks=128,
+        index_of_this_subtask=0,
+        attempt_number=0,
+        job_parameters={},
+        keyed_state_backend=backend,
+    )
+    setup = OperatorSetup(
+        descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW, b""),
+        payload=payload,
+        runtime_context=context,
+        keyed_state_backend=backend,
+        subtask_index=0,
+        parallelism=1,
+        segment_size=32768,
+        collect=lambda *a: None,
+        print_target=None,
+        clock_ms=clock,
+    )
+    op = WindowOperator(setup)
+    results: list[Any] = []
+    op.open(Output(collect=lambda records, _: results.extend(as_records(records))))
+    return op, results
+
+
+def run_operator(columns: bool, n: int, size_ms: int, ms_per_batch: int) -> tuple[float, list]:
+    """The window operator alone: events/s and its results (count, window end) sorted."""
+    clock = _Clock()
+    op, results = _window_operator(Count() if columns else CountBids(), size_ms, clock)
+    batches = [column_bids(s, min(n, s + COLUMN_BATCH), 1) for s in range(0, n, COLUMN_BATCH)]
+    start = time.perf_counter()
+    for batch in batches:
+        op.process(batch, None)
+        clock.now += ms_per_batch
+        op.timers.fire_processing_timers(clock.now)
+        op._flush()
+    clock.now += 2 * size_ms
+    op.timers.fire_processing_timers(clock.now)
+    op._flush()
+    rate = n / (time.perf_counter() - start)
+    return rate, sorted(results)
+
+
+def operator_main(args: argparse.Namespace) -> None:
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(args.rounds):
+        columnar, by_columns = run_operator(True, args.events, args.size_ms, args.ms_per_batch)
+        per_record, by_records = run_operator(
+            False, args.record_events, args.size_ms, args.ms_per_batch
+        )
+        if args.events == args.record_events and by_columns != by_records:
+            msg = "the built-in Count over columns and the AggregateFunction differ"
+            raise AssertionError(msg)
+        assert sum(by_columns) == args.events, "a count over columns lost records"
+        rates[True].append(columnar)
+        rates[False].append(per_record)
+    for columns, name in ((True, VARIANTS[0]), (False, VARIANTS[1])):
+        each = ", ".join(f"{r / 1e6:.2f}" for r in rates[columns])
+        median = statistics.median(rates[columns]) / 1e6
+        print(f"operator  {name:32s} {median:6.2f} M events/s ({each})", flush=True)
+    ratio = statistics.median(rates[True]) / statistics.median(rates[False])
+    print(f"operator  columns / per-record window path: {ratio:.1f}x", flush=True)
+    print(f"\n(cores: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}; medians of {args.rounds})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=50_000_000, help="columns")
@@ -74,7 +180,12 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--size-ms", type=int, default=SIZE_MS, help="window size")
+    parser.add_argument("--operator", action="store_true", help="the window operator alone")
+    parser.add_argument("--ms-per-batch", type=int, default=2, help="with --operator")
     args = parser.parse_args()
+    if args.operator:
+        operator_main(args)
+        return
     for p in args.parallelism:
         rates: dict[str, list[float]] = {v: [] for v in VARIANTS}
         results: dict[str, list[int]] = {v: [] for v in VARIANTS}
