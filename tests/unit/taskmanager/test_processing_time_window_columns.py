@@ -1,7 +1,8 @@
 """Processing-time windows of the built-in aggregates over batches of columns: every record
 of a batch falls in the windows that hold the time it is handled at, added as columns,
 with one timer per window rather than per key. They give exactly what the same records
-give one by one on the per-record path (a processing-time timer per key and window, as
+give one by one on the per-record path, each path restored from the other's checkpoints
+at any point too (a processing-time timer per key and window, as
 Flink's ProcessingTimeTrigger registers), fire each key's result once at the window's
 end, and checkpoint as Arrow column blocks per key group that restore into either path,
 at another parallelism too; a restored window gets its timer, and one that ended while
@@ -76,6 +77,13 @@ class PerRecord(AggregateFunction):
     def merge(self, a: Any, b: Any) -> Any:
         return self.builtin_function.merge(a, b)
 
+    # Equal for one built-in, so that its payload is built once (``_payload``).
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PerRecord) and other.builtin_function is self.builtin_function
+
+    def __hash__(self) -> int:
+        return id(self.builtin_function)
+
 
 class Labelled(ProcessWindowFunction):
     def process(self, key, context, elements):
@@ -145,10 +153,17 @@ steps = st.lists(
             st.tuples(st.integers(0, 5), st.floats(-1e6, 1e6, allow_nan=False, width=32)),
             max_size=25,
         ),
+        st.booleans(),  # then each restores the other's checkpoint
     ),
     min_size=1,
     max_size=10,
 )
+
+
+def _restored_from(payload: dict[str, Any], snapshot: Any, clock: FakeClock) -> Harness:
+    backend = HashMapKeyedStateBackend(M, range(M))
+    backend.restore([snapshot])
+    return Harness(payload, backend=backend, clock=clock)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -166,7 +181,7 @@ def test_columns_give_what_records_give(steps, builtin, size_and_slide, start):
     by_columns = Harness(_payload(aggregate, size, slide), clock=clock)
     assert by_columns.op.columnar
     assert not by_records.op.columnar
-    for advance, batch in steps:
+    for advance, batch, swap in steps:
         clock.now += advance
         if batch:
             by_records.op.process([(k, v) for k, v in batch], None)
@@ -178,6 +193,12 @@ def test_columns_give_what_records_give(steps, builtin, size_and_slide, start):
         assert _contents(by_columns) == _contents(by_records)
         # One timer per window: none kept per key.
         assert by_columns.op.timers.num_processing_time_timers == 0
+        if swap:  # the columns' checkpoint restored per record, and the other way round
+            from_columns, from_records = by_columns.checkpoint(), by_records.checkpoint()
+            by_records = _restored_from(
+                _payload(PerRecord(aggregate), size, slide), from_columns, clock
+            )
+            by_columns = _restored_from(_payload(aggregate, size, slide), from_records, clock)
     clock.now += 10 * size
     by_records.fire_processing_timers()
     by_columns.fire_processing_timers()
