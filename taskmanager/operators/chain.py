@@ -268,6 +268,11 @@ class OperatorChain:
             self._opened.append(op)
             if columns:
                 self._columnar_outputs.add(descriptor.operator_id)
+                # An operator that hands a batch on unchanged (``passes_columns``) reads
+                # columns when what it feeds does, so columns cross it: opened last to
+                # first, the chain decides this before wiring what feeds it.
+                if getattr(op, "passes_columns", False):
+                    op.columnar = True  # type: ignore[attr-defined]
             counters = self.io[descriptor.operator_id]
             # Coded where PyFlink serialises them (weir.graph.coded_outputs).
             collect = _coded(fan_out(main), coder, op.name)

@@ -223,9 +223,14 @@ def auto_watermark_interval(setup: OperatorSetup) -> int:
 
 
 class TimestampsAndWatermarksOperator(StreamOperator):
-    """``DataStream.assign_timestamps_and_watermarks(strategy)``."""
+    """``DataStream.assign_timestamps_and_watermarks(strategy)``.
+
+    A batch of columns passes as it is where what this operator feeds reads columns
+    (``passes_columns``: the chain makes it ``columnar`` then); the timestamps are its
+    assigner's field's column, or the batch's records stamped one by one."""
 
     emitter: WatermarkEmitter | None = None
+    passes_columns = True
 
     def open(self, output: Output) -> None:
         super().open(output)

@@ -203,7 +203,9 @@ class WindowOperator(StreamOperator):
             self.process = self._process
         self.columnar = self._aligned is not None and self._aligned.columnar
         if self._aligned is None or not self._aligned.indexed:
-            # Windows a snapshot held as column blocks, into the table they live in here.
+            # Windows a snapshot held as column blocks (hashmap) or an incremental one in
+            # RocksDB blocks, into the table they live in here.
+            backend.unblock_table(CONTENTS)
             blocks = self.contents.take_columns()
             if blocks:
                 from weir.taskmanager.operators.window_column_snapshots import (  # noqa: PLC0415

@@ -443,6 +443,12 @@ class KeyedStateBackend(abc.ABC):
         """The runtime's own table ``name`` (names start with ``_weir_``), snapshotted
         and restored with the user's state (timers, window contents); task thread."""
 
+    def unblock_table(self, name: str) -> None:  # noqa: B027 - only rocksdb keeps blocks
+        """Put what a restore brought of table ``name`` in columnar blocks (an incremental
+        rocksdb checkpoint of an operator that kept them so) into table ``name`` key by
+        key, for an operator that keeps them so, and drop the blocks (task thread,
+        before any record). A backend that keeps no blocks has nothing to do."""
+
     def get_keys(self, name: str) -> list[Any]:
         """The keys that have a value in state ``name`` in this backend (Flink's
         ``getKeys``), for ``apply_to_keyed_state``. This default reads a snapshot; a

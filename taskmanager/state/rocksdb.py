@@ -52,6 +52,7 @@ from weir.taskmanager.state.backend import (
     with_columns_as_entries,
 )
 from weir.taskmanager.state.rocksdb_blocks import (
+    blocks_table,
     blocks_target,
     canonical_block_entries,
     fold_blocks,
@@ -373,6 +374,25 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         check_registration(name, wanted, self._meta.get(name), self._restored_meta.get(name))
         self._meta[name] = wanted
         return self._column_family(name), self.db.get_column_family_handle(name)
+
+    def unblock_table(self, name: str) -> None:
+        blocks = blocks_table(name)
+        cf = self._cfs.get(blocks)
+        if cf is None:
+            return
+        table = self.get_namespaced_table(name)
+        for _group, key, namespace, value in canonical_block_entries(cf):
+            self.current_key = key
+            table.put(key, namespace, value)
+        del cf
+        # Dropped, not left behind: the next checkpoint would carry the blocks again
+        # beside their entries, and a restore into blocks would count them twice.
+        self._cfs.pop(blocks)
+        self._caches.pop(blocks, None)
+        self._meta.pop(blocks, None)
+        self._restored_meta.pop(blocks, None)
+        self.db.drop_column_family(blocks)
+        logger.info("restored windows kept in blocks, now key by key in %s", name)
 
     def get_keys(self, name: str) -> list[Any]:
         # One scan of the state's column family (its TTL form's, when that is the one

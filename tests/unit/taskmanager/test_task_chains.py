@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from task_testing import (
     Deployment,
     ListSource,
@@ -17,8 +18,14 @@ from task_testing import (
     vertex,
 )
 
+from weir.common.watermark_strategy import (
+    TimestampAssigner,
+    WatermarkGenerator,
+    WatermarkStrategy,
+)
 from weir.core.deployment import ExecutionState
 from weir.core.job_graph import OperatorDescriptor, OperatorKind, PartitionerKind
+from weir.core.watermarks import Watermark
 from weir.taskmanager.task import Task, TaskServices
 
 K = OperatorKind
@@ -517,3 +524,54 @@ class TestColumnarSources:
         assert rec.records(out) == [(x, "int") for x in SINKS["both"].records]
         assert SINKS["both"].records == list(range(1, 2501))
         assert set(SINKS["both"].kinds) == {"ColumnBatch"}
+
+    def _stamped(self, outputs, generator):
+        strategy = generator(WatermarkStrategy).with_timestamp_assigner(FieldStamp())
+        return op(
+            K.TIMESTAMPS_WATERMARKS,
+            {"watermark_strategy": strategy._snapshot()},
+            outputs=outputs,
+        )
+
+    @pytest.mark.parametrize(
+        "generator",
+        [
+            lambda w: w.for_monotonous_timestamps(),
+            lambda w: w.for_generator(EveryRecord),
+        ],
+        ids=["batches", "record by record"],
+    )
+    def test_columns_cross_assign_timestamps_and_watermarks_to_a_batch_sink(self, generator):
+        SINKS.clear()
+        sink = op(K.SINK, {"function": RememberedSink("stamped")})
+        stamps = self._stamped([sink.operator_id], generator)
+        src = self._number_source([stamps.operator_id])
+        run_tasks(Deployment([vertex([src, stamps, sink])]))
+        got = SINKS["stamped"]
+        assert set(got.kinds) == {"ColumnBatch"}
+        assert got.records == list(range(1, 2501))
+
+    def test_a_per_record_map_after_assign_timestamps_gets_plain_ints(self):
+        out = collect_op()
+        mapper = op(K.MAP, {"function": lambda x: (x, type(x).__name__)}, outputs=[out.operator_id])
+        stamps = self._stamped([mapper.operator_id], lambda w: w.for_monotonous_timestamps())
+        src = self._number_source([stamps.operator_id])
+        _, rec = run_tasks(Deployment([vertex([src, stamps, mapper, out])]))
+        assert rec.records(out) == [(x, "int") for x in range(1, 2501)]
+
+
+class FieldStamp(TimestampAssigner):
+    """A TimestampAssigner that returns the record itself (a number sequence's value)."""
+
+    def extract_timestamp(self, value, record_timestamp):
+        return value
+
+
+class EveryRecord(WatermarkGenerator):
+    """A WatermarkGenerator that emits a watermark after every record."""
+
+    def on_event(self, event, event_timestamp, output):
+        output.emit_watermark(Watermark(event_timestamp))
+
+    def on_periodic_emit(self, output):
+        pass

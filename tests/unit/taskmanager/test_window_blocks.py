@@ -354,3 +354,47 @@ def test_keys_of_a_type_not_placed_as_arrays_keep_per_key_contents(tmp_path):
     harness.watermark(1_000)
     assert sorted(harness.out.records) == [1, 2]
     backend.dispose()
+
+
+def test_blocks_of_an_incremental_checkpoint_restore_into_windows_kept_key_by_key(tmp_path):
+    """The blocks an incremental checkpoint carries, restored where the windows are kept
+    key by key with timers (the job now allows lateness): every window fires once with
+    what its blocks held; the next checkpoint holds them key by key and no blocks, so a
+    restore of it into blocks again gives every window once."""
+    payload = _payload(Sum(1), 100, 100)
+    assigner = TumblingEventTimeWindows.of(Time.milliseconds(100))
+    late_payload = window_payload(
+        lambda ds: ds.key_by(lambda r: r[0]).window(assigner).allowed_lateness(50).aggregate(Sum(1))
+    )
+    reference = Harness(payload)
+    before = rocksdb(tmp_path)
+    before.incremental = True
+    harness = Harness(payload, backend=before)
+    _fill(harness, reference, 5, 0)
+    harness.op.snapshot_state(1)
+    storage = FileSystemCheckpointStorage(f"file://{tmp_path / 'chk'}", JobId("k" * 32))
+    storage.initialize_base_locations()
+    first = RocksDBNativeSnapshot.take(before, 1).write(storage, storage.init_checkpoint(1), "op")
+    assert "BLOCKS" in {m.kind for m in first.state_meta}
+
+    keyed = rocksdb(tmp_path)
+    keyed.incremental = True
+    restore_native(keyed, [first], str(tmp_path / "scratch"))
+    late = Harness(late_payload, backend=keyed)
+    assert late.op._aligned._index is None  # key by key, with timers
+    late.op.snapshot_state(2)
+    second = RocksDBNativeSnapshot.take(keyed, 2).write(storage, storage.init_checkpoint(2), "op")
+    assert "BLOCKS" not in {m.kind for m in second.state_meta}
+
+    late.watermark(10_000)
+    reference.watermark(10_000)
+    assert len(reference.out.records) > 1_000
+    assert sorted(late.out.records) == sorted(reference.out.records)
+
+    blocks_again = rocksdb(tmp_path)
+    restore_native(blocks_again, [second], str(tmp_path / "scratch"))
+    again = Harness(payload, backend=blocks_again)
+    again.watermark(10_000)
+    assert sorted(again.out.records) == sorted(reference.out.records)
+    for backend in (before, keyed, blocks_again):
+        backend.dispose()
