@@ -135,6 +135,9 @@ class InternalTimerService:
         self._event_heap: list[tuple[int, int, Any, Any]] = []
         self._processing_heap: list[tuple[int, int, Any, Any]] = []
         self._scheduled_processing: int | None = None
+        # Processing-time timers of an operator as a whole (one per window, not per key):
+        # called with the time first, whenever processing-time timers fire.
+        self._fire_operator_timers: Callable[[int], None] | None = None
         self.current_watermark = MIN_WATERMARK
         self._rebuild()
 
@@ -191,6 +194,27 @@ class InternalTimerService:
 
     def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
         self._processing.remove(self._backend.current_key, (timestamp, namespace))
+
+    def has_processing_time_timers(self) -> bool:
+        """Whether any key has a processing-time timer."""
+        return not self._processing.is_empty()
+
+    def clear_processing_time_timers(self) -> None:
+        """Drop every key's processing-time timers (restored ones an operator that keeps
+        its own timers has taken over)."""
+        self._processing.clear_all()
+        self._processing_heap.clear()
+
+    def on_operator_processing_time(self, fire: Callable[[int], None]) -> None:
+        """``fire(now)`` runs (on the task thread) each time processing-time timers fire,
+        before the keys' timers: the operator's own timers, not kept per key nor in the
+        backend, and scheduled with ``wake_at``."""
+        self._fire_operator_timers = fire
+
+    def wake_at(self, timestamp: int) -> None:
+        """Processing-time timers fire once the clock reached ``timestamp`` (an operator
+        timer of ``on_operator_processing_time``)."""
+        self._schedule_processing(timestamp)
 
     @property
     def num_event_time_timers(self) -> int:
@@ -255,6 +279,8 @@ class InternalTimerService:
 
     def fire_processing_timers(self, now: int) -> None:
         """Fire every processing-time timer at or before ``now`` (task thread)."""
+        if self._fire_operator_timers is not None:
+            self._fire_operator_timers(now)
         heap = self._processing_heap
         table = self._processing
         self._fire_due(heap, table, now, self._triggerable.on_processing_time)

@@ -17,7 +17,9 @@ windows through a merging window set. The fast one serves aligned tumbling and s
 time windows with their default trigger: an ``AlignedWindowPaths``
 (``weir.taskmanager.operators.window_aligned``) the operator makes when it opens, and
 calls for its input, watermarks, timers and checkpoints. Both emit what fires through
-one ``WindowResults`` (``weir.taskmanager.operators.window_results``).
+one ``WindowResults`` (``weir.taskmanager.operators.window_results``). The fast path
+names a window by its start, the general one by its ``TimeWindow``: a restore renames
+what the other path wrote (``weir.taskmanager.operators.window_namespaces``).
 """
 
 from __future__ import annotations
@@ -45,12 +47,22 @@ from weir.taskmanager.operators.functions import (
     open_function,
     user_method,
 )
-from weir.taskmanager.operators.timers import InternalTimerService
+from weir.taskmanager.operators.timers import (
+    EVENT_TIMERS,
+    PROCESSING_TIMERS,
+    InternalTimerService,
+)
 from weir.taskmanager.operators.window_aligned import AlignedWindowPaths, AlignedWindows
 from weir.taskmanager.operators.window_contexts import (
     WindowAssignerContext,
     WindowProcessContext,
     WindowTriggerContext,
+)
+from weir.taskmanager.operators.window_namespaces import (
+    aligned_size,
+    rename_timers,
+    rename_windows,
+    time_restored_windows,
 )
 from weir.taskmanager.operators.window_results import WindowResults
 from weir.taskmanager.operators.window_state import (
@@ -123,6 +135,18 @@ class WindowOperator(StreamOperator):
         triggerable = SimpleNamespace(
             on_event_time=self._on_event_time, on_processing_time=self._on_processing_time
         )
+        # Restored windows as this path names them (a job may have changed path).
+        aligned_size_ms = aligned_size(self.assigner)
+        if aligned_size_ms is not None:
+            general = self.fast is None
+            for table in (EVENT_TIMERS, PROCESSING_TIMERS):
+                rename_timers(
+                    backend.get_namespaced_table(table), aligned_size_ms, as_time_windows=general
+                )
+            if not general:
+                rename_windows(
+                    backend.get_namespaced_table(CONTENTS), aligned_size_ms, as_time_windows=False
+                )
         self.timers = InternalTimerService(backend, triggerable, processing, setup.clock_ms)
         self.contents: NamespacedTable = backend.get_namespaced_table(CONTENTS)
         self.merging_sets: NamespacedTable = backend.get_namespaced_table(MERGING)
@@ -191,6 +215,15 @@ class WindowOperator(StreamOperator):
                 put_blocks_as_entries(self.contents, blocks)
         if self._aligned is not None:
             self._aligned.time_restored_windows()
+        elif aligned_size_ms is not None:
+            rename_windows(self.contents, aligned_size_ms, as_time_windows=True)
+            time_restored_windows(
+                self.contents,
+                backend,
+                self.timers,
+                event_time=self.event_time,
+                allowed_lateness=self.allowed_lateness,
+            )
 
     def snapshot_state(self, checkpoint_id: int) -> None:
         if self._aligned is not None:

@@ -21,6 +21,19 @@ built-in aggregate's windows are kept in RocksDB in columnar blocks instead
 (``BlockWindowIndex``, ``weir.taskmanager.operators.window_blocks``), behind the same
 calls.
 
+Processing-time windows of such a built-in aggregate are kept in the same index (or
+blocks): every record of a batch handled at time ``now`` is in the windows that hold
+``now``, so a batch is added as if each record had the timestamp ``now``, one group-by
+per window. Where the per-record path registers a processing-time timer per key and
+window (Flink's ``ProcessingTimeTrigger``), the index keeps none: the timer service
+wakes up at the end of the earliest window (``InternalTimerService.wake_at``), and the
+windows it reached fire then, each key's result once, and are dropped, as Flink fires a
+processing-time window and cleans it up at its ``max_timestamp``. The watermark fires
+none of them, and those still open at the end of input are dropped, as in Flink. A
+restored window gets a timer either way: the index wakes for its earliest window, and
+windows restored key by key without timers get theirs (``time_restored_windows``); a
+window that ended while the job was down fires once the timers run.
+
 ``AlignedWindowPaths`` is what the window operator calls for such windows, on the task
 thread: it is constructed with what it uses of the operator (its key selector, keyed
 state, timers, how contents accumulate, and where results and late records go), holds
@@ -77,8 +90,9 @@ class AlignedWindows:
 
 
 class AlignedWindowIndex:
-    """The contents of aligned event-time windows without allowed lateness, window by
-    window (see the module docstring); no I/O, no timers, no output."""
+    """The contents of aligned event-time windows without allowed lateness (or of a
+    built-in aggregate's processing-time windows), window by window (see the module
+    docstring); no I/O, no timers, no output."""
 
     def __init__(
         self,
@@ -263,6 +277,10 @@ class AlignedWindowIndex:
         records = batch.records()
         return [records[i] for i in late], [int(stamps[i]) for i in late]
 
+    def earliest_start(self) -> int | None:
+        """The start of the earliest window held (None: none)."""
+        return self._starts[0] if self._starts else None
+
     def fire(self, watermark: int) -> Iterator[tuple[int, Contents]]:
         """Pop every window whose end ``watermark`` reached, earliest first: its start and
         its contents by key (a dict, its keys in the order they came, or a
@@ -341,7 +359,9 @@ class AlignedWindowPaths:
         Event-time windows without lateness on a backend that keeps its state in memory
         are kept in an ``AlignedWindowIndex`` (restored from ``contents``); those of a
         built-in aggregate on the rocksdb backend in blocks (``BlockWindowIndex``); the
-        others in ``contents``, with timers."""
+        others in ``contents``, with timers. Processing-time windows of a built-in
+        aggregate are kept the same way (an index or blocks) with one processing-time
+        timer per window, not per key; the others in ``contents``, with timers."""
         self._size = windows.size
         self._slide = windows.slide
         self._offset = windows.offset
@@ -355,7 +375,11 @@ class AlignedWindowPaths:
         self._dropped_late = dropped_late
         self._missing_timestamp = missing_timestamp
         self._index: AlignedWindowIndex | BlockWindowIndex | None = None
-        if windows.event_time and allowed_lateness == 0 and backend.in_memory:
+        # Processing-time windows have no lateness (Flink cleans them up at their end).
+        indexed = (windows.event_time and allowed_lateness == 0) or (
+            not windows.event_time and columns is not None
+        )
+        if indexed and backend.in_memory:
             self._index = AlignedWindowIndex(
                 windows,
                 contents,
@@ -365,7 +389,7 @@ class AlignedWindowPaths:
                 columns=columns,
                 missing_timestamp=missing_timestamp,
             )
-        elif windows.event_time and allowed_lateness == 0 and columns is not None:
+        elif indexed and columns is not None:
             self._index = _block_index(
                 windows,
                 backend,
@@ -376,9 +400,18 @@ class AlignedWindowPaths:
                 missing_timestamp=missing_timestamp,
             )
         self._event_time = windows.event_time
-        self.process: Callable[[list[Any], Timestamps], None] = (
-            self._process_event_time if windows.event_time else self._process_processing_time
-        )
+        self.process: Callable[[list[Any], Timestamps], None]
+        if windows.event_time:
+            self.process = self._process_event_time
+        elif self._index is not None:
+            self.process = self._process_processing_time_indexed
+            # The windows are their own timers: restored per-key timers of windows the
+            # index took over go, and the earliest window's end is the one to wake at.
+            timers.clear_processing_time_timers()
+            timers.on_operator_processing_time(self._fire_processing_time)
+            self._wake_for_earliest()
+        else:
+            self.process = self._process_processing_time
 
     def time_restored_windows(self) -> None:
         """Once the restored windows are in the contents table: those kept key by key
@@ -389,7 +422,12 @@ class AlignedWindowPaths:
         has a timer keeps its own, so that a window already fired within its lateness is
         not fired again. A restore that brought timers came from windows kept with them:
         nothing is looked at (every restored window of a job is kept one way)."""
-        if self._index is not None or not self._event_time or self._timers.has_event_time_timers():
+        if self._index is not None:
+            return
+        if not self._event_time:
+            self._time_restored_processing_time_windows()
+            return
+        if self._timers.has_event_time_timers():
             return
         size, lateness = self._size, self._allowed_lateness
         backend, timers = self._backend, self._timers
@@ -407,6 +445,22 @@ class AlignedWindowPaths:
             if lateness:
                 timers.register_event_time_timer(start, cleanup)
 
+    def _time_restored_processing_time_windows(self) -> None:
+        """``time_restored_windows`` in processing time: each restored window kept key by
+        key without timers (a snapshot of windows kept with one timer per window) gets
+        the timer ``_process_processing_time`` gives it, at its end, which also cleans it
+        up (ProcessingTimeTrigger's, at ``max_timestamp``). A window that ended while the
+        job was down fires as soon as the timers run, as a timer in the past does."""
+        if self._timers.has_processing_time_timers():
+            return
+        size = self._size
+        backend, register = self._backend, self._timers.register_processing_time_timer
+        for key, start, _ in list(self._contents.entries()):
+            if not isinstance(start, int):
+                continue  # not an aligned window's start
+            backend.current_key = key
+            register(start, start + size - 1)
+
     @property
     def indexed(self) -> bool:
         """The windows are kept in an ``AlignedWindowIndex``, not in the contents table."""
@@ -418,16 +472,36 @@ class AlignedWindowPaths:
         return self._index is not None and self._index.columnar
 
     def advance_watermark(self, watermark: int) -> None:
-        """Before the timers: fire and drop every indexed window whose end ``watermark``
-        reached."""
+        """Before the timers: fire and drop every indexed event-time window whose end
+        ``watermark`` reached."""
         index = self._index
-        if index is None:
+        if index is None or not self._event_time:
             return
         self._timers.current_watermark = watermark
+        self._emit_fired(index.fire(watermark))
+
+    def _fire_processing_time(self, now: int) -> None:
+        """The processing-time timers fire: every indexed window whose end ``now``
+        reached fires with all its keys, then is dropped (ProcessingTimeTrigger's FIRE,
+        then the cleanup at the window's ``max_timestamp``)."""
+        index = self._index
+        assert index is not None
+        self._emit_fired(index.fire(now))
+        self._wake_for_earliest()
+
+    def _wake_for_earliest(self) -> None:
+        """The timers wake up once the earliest indexed window ended (processing time)."""
+        assert self._index is not None
+        start = self._index.earliest_start()
+        if start is not None:
+            self._timers.wake_at(start + self._size - 1)
+
+    def _emit_fired(self, fired: Iterator[tuple[int, Any]]) -> None:
+        """The results of fired windows ``(start, contents)``, at each window's end."""
         size = self._size
         results = self._results
         if not results.has_window_function:
-            for start, contents in index.fire(watermark):
+            for start, contents in fired:
                 if not isinstance(contents, dict):  # one pass over the window's arrays
                     column = contents.result_column()
                     if column is not None:
@@ -438,7 +512,7 @@ class AlignedWindowPaths:
                     results.emit_values(contents.values(), start + size - 1)
             return
         backend = self._backend
-        for start, contents in index.fire(watermark):
+        for start, contents in fired:
             window = TimeWindow(start, start + size)
             max_ts = start + size - 1
             by_key = contents if isinstance(contents, dict) else contents.as_dict()
@@ -532,6 +606,29 @@ class AlignedWindowPaths:
                 late_ts.append(ts)
         if late_records:
             self._dropped_late(late_records, late_ts)
+        self._results.flush()
+
+    def _process_processing_time_indexed(self, batch: list[Any], timestamps: Timestamps) -> None:
+        """Processing-time windows of a built-in aggregate: every record of the batch is
+        in the windows that hold ``now`` (ProcessingTimeTrigger: CONTINUE), added as
+        columns where it can, one group-by per window, as records otherwise. A window
+        holding ``now`` ends at or after it: none is late."""
+        index = self._index
+        assert index is not None
+        # One clock reading per batch: its records arrive at the same instant.
+        now = self._timers.current_processing_time()
+        added = None
+        if type(batch) is ColumnBatch:
+            if index.columnar:
+                import numpy as np  # noqa: PLC0415 (only batches of columns come here)
+
+                at_now = np.full(len(batch), now, dtype=np.int64)
+                added = index.add_columns(batch, at_now, now - 1)
+            if added is None:
+                batch = batch.records()
+        if added is None:
+            index.add(batch, [now] * len(batch), now - 1)
+        self._wake_for_earliest()
         self._results.flush()
 
     def _process_processing_time(self, batch: list[Any], timestamps: Timestamps) -> None:

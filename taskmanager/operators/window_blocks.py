@@ -1,6 +1,7 @@
-"""The aligned event-time windows of a built-in aggregate on the ``rocksdb`` backend, kept
-in RocksDB in columnar blocks: one value per key group and window, not one per key, so
-that a million keys cost a few hundred RocksDB values (``BlockWindowIndex``).
+"""The aligned windows of a built-in aggregate on the ``rocksdb`` backend (event time
+without allowed lateness, or processing time), kept in RocksDB in columnar blocks: one
+value per key group and window, not one per key, so that a million keys cost a few
+hundred RocksDB values (``BlockWindowIndex``).
 
 A block (``weir.taskmanager.state.window_block_codec``) holds one key group's keys in
 one window, ascending, with their accumulators as arrays. A batch of columns is added
@@ -135,7 +136,8 @@ class FiredBlocks:
 
 
 class BlockWindowIndex:
-    """Aligned event-time windows without allowed lateness of a built-in aggregate, in
+    """Aligned windows of a built-in aggregate (event time without allowed lateness, or
+    processing time: records at the time they are handled, fired by the clock), in
     blocks in RocksDB (see the module docstring); the same calls as
     ``AlignedWindowIndex``, on the task thread."""
 
@@ -424,6 +426,13 @@ class BlockWindowIndex:
         return late, late_ts
 
     # --- firing -----------------------------------------------------------------------
+
+    def earliest_start(self) -> int | None:
+        """The start of the earliest window held, pending records' too (None: none)."""
+        starts = [self._starts[0]] if self._starts else []
+        if self._pending:
+            starts.append(min(self._pending))
+        return min(starts) if starts else None
 
     def fire(self, watermark: int) -> Iterator[tuple[int, FiredBlocks]]:
         """Pop every window whose end ``watermark`` reached, earliest first: its start and

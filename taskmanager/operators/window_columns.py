@@ -1,5 +1,5 @@
 """Open windows of a built-in aggregate held as columns (the window operator's aligned
-event-time path, batches of columns): which windows a batch's records fall in
+event-time and processing-time paths, batches of columns): which windows a batch's records fall in
 (``place_in_windows``), and one window's accumulators for all its keys
 (``ColumnWindow``), which ``add_to_window`` adds a batch's keys and values to.
 

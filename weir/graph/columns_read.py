@@ -1,7 +1,8 @@
 """Which columns a keyed edge's consumer reads, so that the producer sends only those.
 
 A window with a built-in aggregate (``weir.datastream.aggregate_functions``) on aligned
-event-time windows, with no allowed lateness and no side output for late data, reads of
+windows with their default trigger (in event time with no allowed lateness and no side
+output for late data; in processing time, where no record is late, with any) reads of
 each record only its key field and the aggregate's value field: batches of columns cross
 its input edge with just those columns (and the timestamps). Anything that would read a
 record whole (a late record sent to a side output, a ``reduce`` or ``aggregate`` of the
@@ -29,9 +30,11 @@ def columns_read(edge: StreamEdge, consumer: StreamNode) -> tuple[int | str, ...
         return None
     payload: dict[str, Any] = consumer.payload
     fast = payload.get("fast_path")
-    if not fast or not fast.get("event_time"):
+    if not fast:
         return None
-    if payload.get("allowed_lateness") or payload.get("late_data_tag") is not None:
+    # Processing time has no late records: lateness and a late-data tag change nothing.
+    late = payload.get("allowed_lateness") or payload.get("late_data_tag") is not None
+    if fast.get("event_time") and late:
         return None
     if payload.get("window_state") != "aggregating":
         return None

@@ -67,6 +67,22 @@ def test_whatever_may_read_a_record_whole_gets_every_column():
         lambda k: k.window(TEN_SECONDS).allowed_lateness(1000).aggregate(Count()),
         lambda k: k.window(TEN_SECONDS).reduce(First()),
         lambda k: k.window(TEN_SECONDS).aggregate(Counting()),
-        lambda k: k.window(TumblingProcessingTimeWindows.of(Time.seconds(10))).aggregate(Count()),
+        lambda k: k.window(TEN_PROCESSING_SECONDS).aggregate(Counting()),
     ):
         assert read_by_window(build) is None
+
+
+TEN_PROCESSING_SECONDS = TumblingProcessingTimeWindows.of(Time.seconds(10))
+
+
+def test_processing_time_windows_read_the_key_and_field_whatever_their_lateness():
+    """No record is late in processing time (Flink's windows then have no lateness and
+    send nothing to a late-data side output): only the aggregate reads the records."""
+    late = OutputTag("late", BIDS)
+    assert read_by_window(lambda k: k.window(TEN_PROCESSING_SECONDS).aggregate(Count())) == (0,)
+    for build in (
+        lambda k: k.window(TEN_PROCESSING_SECONDS).aggregate(Sum(2)),
+        lambda k: k.window(TEN_PROCESSING_SECONDS).allowed_lateness(1000).aggregate(Sum(2)),
+        lambda k: k.window(TEN_PROCESSING_SECONDS).side_output_late_data(late).aggregate(Sum(2)),
+    ):
+        assert read_by_window(build) == (0, 2)

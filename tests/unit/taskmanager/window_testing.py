@@ -96,7 +96,10 @@ class Harness:
         backend: HashMapKeyedStateBackend | None = None,
         clock: FakeClock | None = None,
         tags: tuple[str, ...] = (),
+        processing_timers: Any = None,
     ) -> None:
+        """``processing_timers``: the task's ProcessingTimeService (None: timers fire only
+        through ``fire_processing_timers``)."""
         self.backend = backend or new_backend()
         self.clock = clock or FakeClock()
         self.out = RecordingOutput()
@@ -121,6 +124,7 @@ class Harness:
             collect=lambda *a: None,
             print_target=None,
             clock_ms=self.clock,
+            processing_timers=processing_timers,
         )
         self.op = WindowOperator(setup)
         self.op.open(self.out.output(tags))
