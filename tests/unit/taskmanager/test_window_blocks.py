@@ -32,6 +32,7 @@ from weir.core.key_groups import PyFlinkKeyHasher
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.output_tag import OutputTag
 from weir.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
+from weir.datastream.window_triggers import EventTimeTrigger
 from weir.taskmanager.checkpointing.snapshot import (
     KeyGroupsSnapshot,
     decode_keyed_state,
@@ -396,5 +397,22 @@ def test_blocks_of_an_incremental_checkpoint_restore_into_windows_kept_key_by_ke
     again = Harness(payload, backend=blocks_again)
     again.watermark(10_000)
     assert sorted(again.out.records) == sorted(reference.out.records)
-    for backend in (before, keyed, blocks_again):
+
+    # And where a trigger of the user's keeps them (the general path).
+    general = rocksdb(tmp_path)
+    restore_native(general, [first], str(tmp_path / "scratch"))
+    own_trigger = window_payload(
+        lambda ds: (
+            ds.key_by(lambda r: r[0]).window(assigner).trigger(OwnTrigger()).aggregate(Sum(1))
+        )
+    )
+    assert own_trigger["fast_path"] is None
+    triggered = Harness(own_trigger, backend=general)
+    triggered.watermark(10_000)
+    assert sorted(triggered.out.records) == sorted(reference.out.records)
+    for backend in (before, keyed, blocks_again, general):
         backend.dispose()
+
+
+class OwnTrigger(EventTimeTrigger):
+    """The default trigger's behaviour as a trigger of the user's."""
