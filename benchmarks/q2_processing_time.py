@@ -43,17 +43,14 @@ from nexmark import (
     column_bids,
     source_to_sink_rate,
 )
+from window_operator import window_operator
 
 from weir.common import Time, Types, WatermarkStrategy
 from weir.core.columnar import as_records
-from weir.core.ids import OperatorId
-from weir.core.job_graph import OperatorDescriptor, OperatorKind
 from weir.datastream import StreamExecutionEnvironment
 from weir.datastream.aggregate_functions import Count
 from weir.datastream.window import TumblingProcessingTimeWindows
-from weir.taskmanager.operators.base import OperatorSetup, Output
-from weir.taskmanager.operators.window import WindowOperator
-from weir.taskmanager.runtime_context import StreamingRuntimeContext
+from weir.taskmanager.operators.base import Output
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 SIZE_MS = 100
@@ -105,29 +102,7 @@ def _window_operator(aggregate: Any, size_ms: int, clock: _Clock) -> tuple[Any, 
     )
     payload = windowed._transformation.payload
     backend = HashMapKeyedStateBackend(128, range(128))
-    context = StreamingRuntimeContext(
-        task_name="window",
-        task_name_with_subtasks="window (1/1)",
-        number_of_parallel_subtasks=1,
-        max_number_of_parallel_subtasks=128,
-        index_of_this_subtask=0,
-        attempt_number=0,
-        job_parameters={},
-        keyed_state_backend=backend,
-    )
-    setup = OperatorSetup(
-        descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW, b""),
-        payload=payload,
-        runtime_context=context,
-        keyed_state_backend=backend,
-        subtask_index=0,
-        parallelism=1,
-        segment_size=32768,
-        collect=lambda *a: None,
-        print_target=None,
-        clock_ms=clock,
-    )
-    op = WindowOperator(setup)
+    op = window_operator(payload, backend, clock)
     results: list[Any] = []
     op.open(Output(collect=lambda records, _: results.extend(as_records(records))))
     return op, results

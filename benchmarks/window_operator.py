@@ -54,6 +54,39 @@ def _sum_counts(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
     return (a[0], a[1] + b[1])
 
 
+def window_operator(
+    payload: dict[str, Any],
+    backend: HashMapKeyedStateBackend,
+    clock_ms: Any = lambda: 0,
+    max_parallelism: int = 128,
+) -> WindowOperator:
+    """A WindowOperator of ``payload`` on ``backend``, alone (subtask 1 of 1), not opened
+    yet; ``clock_ms`` its processing-time clock."""
+    context = StreamingRuntimeContext(
+        task_name="window",
+        task_name_with_subtasks="window (1/1)",
+        number_of_parallel_subtasks=1,
+        max_number_of_parallel_subtasks=max_parallelism,
+        index_of_this_subtask=0,
+        attempt_number=0,
+        job_parameters={},
+        keyed_state_backend=backend,
+    )
+    setup = OperatorSetup(
+        descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW, b""),
+        payload=payload,
+        runtime_context=context,
+        keyed_state_backend=backend,
+        subtask_index=0,
+        parallelism=1,
+        segment_size=32768,
+        collect=lambda *a: None,
+        print_target=None,
+        clock_ms=clock_ms,
+    )
+    return WindowOperator(setup)
+
+
 def build(kind: str) -> tuple[WindowOperator, list[int]]:
     assigner = TumblingEventTimeWindows.of(Time.seconds(10))
     trigger = EventTimeTrigger()
@@ -69,29 +102,7 @@ def build(kind: str) -> tuple[WindowOperator, list[int]]:
         "state_function": _sum_counts if kind == "reduce" else Count(),
     }
     backend = HashMapKeyedStateBackend(128, range(128))
-    ctx = StreamingRuntimeContext(
-        task_name="window",
-        task_name_with_subtasks="window (1/1)",
-        number_of_parallel_subtasks=1,
-        max_number_of_parallel_subtasks=128,
-        index_of_this_subtask=0,
-        attempt_number=0,
-        job_parameters={},
-        keyed_state_backend=backend,
-    )
-    setup = OperatorSetup(
-        descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW, b""),
-        payload=payload,
-        runtime_context=ctx,
-        keyed_state_backend=backend,
-        subtask_index=0,
-        parallelism=1,
-        segment_size=32768,
-        collect=lambda *a: None,
-        print_target=None,
-        clock_ms=lambda: 0,
-    )
-    op = WindowOperator(setup)
+    op = window_operator(payload, backend)
     emitted = [0]
 
     def collect(records: list[Any], timestamps: Any) -> None:

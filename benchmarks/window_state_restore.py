@@ -36,10 +36,10 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from window_operator import window_operator
+
 from weir.common.time import Time
 from weir.core.columnar import ColumnBatch, ColumnSpec
-from weir.core.ids import OperatorId
-from weir.core.job_graph import OperatorDescriptor, OperatorKind
 from weir.datastream import StreamExecutionEnvironment
 from weir.datastream.aggregate_functions import Count
 from weir.datastream.functions import AggregateFunction
@@ -49,9 +49,8 @@ from weir.taskmanager.checkpointing.snapshot import (
     decode_keyed_state,
     encode_keyed_state,
 )
-from weir.taskmanager.operators.base import OperatorSetup, Output
+from weir.taskmanager.operators.base import Output
 from weir.taskmanager.operators.window import WindowOperator
-from weir.taskmanager.runtime_context import StreamingRuntimeContext
 from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 
 MAX_PARALLELISM = 128
@@ -85,29 +84,7 @@ def _payload(function: Any) -> dict[str, Any]:
 
 
 def _operator(payload: dict[str, Any], backend: HashMapKeyedStateBackend) -> WindowOperator:
-    context = StreamingRuntimeContext(
-        task_name="window",
-        task_name_with_subtasks="window (1/1)",
-        number_of_parallel_subtasks=1,
-        max_number_of_parallel_subtasks=MAX_PARALLELISM,
-        index_of_this_subtask=0,
-        attempt_number=0,
-        job_parameters={},
-        keyed_state_backend=backend,
-    )
-    setup = OperatorSetup(
-        descriptor=OperatorDescriptor(OperatorId("0" * 32), "window", OperatorKind.WINDOW, b""),
-        payload=payload,
-        runtime_context=context,
-        keyed_state_backend=backend,
-        subtask_index=0,
-        parallelism=1,
-        segment_size=32768,
-        collect=lambda *a: None,
-        print_target=None,
-        clock_ms=lambda: 0,
-    )
-    op = WindowOperator(setup)
+    op = window_operator(payload, backend, max_parallelism=MAX_PARALLELISM)
     op.open(Output(collect=lambda records, timestamps: None, emit_watermark=lambda wm: None))
     return op
 
