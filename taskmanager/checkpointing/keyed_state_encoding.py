@@ -115,6 +115,14 @@ def _add_column_pairs(
 
 def _joined(blocks: Mapping[int, bytes], key_groups: range) -> tuple[bytes, tuple[int, ...]]:
     """The groups' blocks one after the other, and where each starts."""
+    parts, offsets = _laid_out(blocks, key_groups)
+    return b"".join(parts), offsets
+
+
+def _laid_out(
+    blocks: Mapping[int, bytes], key_groups: range
+) -> tuple[list[bytes], tuple[int, ...]]:
+    """The groups' blocks in key-group order, and where each starts once joined."""
     parts: list[bytes] = []
     offsets: list[int] = []
     position = 0
@@ -124,7 +132,7 @@ def _joined(blocks: Mapping[int, bytes], key_groups: range) -> tuple[bytes, tupl
         if block:
             parts.append(block)
             position += len(block)
-    return b"".join(parts), tuple(offsets)
+    return parts, tuple(offsets)
 
 
 def _meta_infos(meta: Mapping[str, StateMeta]) -> tuple[StateMetaInfo, ...]:
@@ -183,9 +191,16 @@ class HeapColumnsSnapshot:
     state_meta: tuple[StateMetaInfo, ...]
 
     def encode(self) -> KeyGroupsSnapshot:
-        """The asynchronous part: what ``encode_keyed_state`` makes of the whole snapshot.
-        A group with entries and column blocks has its entries read back and written
-        again with the blocks after them (one block per group)."""
+        """The asynchronous part: what ``encode_keyed_state`` makes of the whole snapshot."""
+        parts, offsets = self._encoded()
+        return KeyGroupsSnapshot(
+            self.max_parallelism, self.key_groups.start, b"".join(parts), offsets, self.state_meta
+        )
+
+    def _encoded(self) -> tuple[list[bytes], tuple[int, ...]]:
+        """The groups' blocks and where each starts. A group with entries and column
+        blocks has its entries read back and written again with the blocks after them
+        (one block per group)."""
         pairs: dict[int, list[tuple[Any, ...]]] = {}
         columns = self.columns.cut()
         self.columns.release()
@@ -196,23 +211,18 @@ class HeapColumnsSnapshot:
             blocks[group] = serialize_batch(
                 group_pairs if known is None else [*deserialize_batch(known), *group_pairs]
             )
-        data, offsets = _joined(blocks, self.key_groups)
-        return KeyGroupsSnapshot(
-            self.max_parallelism, self.key_groups.start, data, offsets, self.state_meta
-        )
+        return _laid_out(blocks, self.key_groups)
 
     def write(
         self, location: CheckpointStorageLocation, prefix: str, compress: bool
     ) -> KeyGroupsStateHandle:
-        """``encode``, written as the task thread's keyed state is."""
-        encoded = self.encode()
-        handle = location.write_state(f"{prefix}-keyed", encoded.data, compress)
+        """The asynchronous part, written as the task thread's keyed state is (its blocks
+        one after the other, not joined first)."""
+        parts, offsets = self._encoded()
+        handle = location.write_state(f"{prefix}-keyed", parts, compress)
         start = self.key_groups.start
         return KeyGroupsStateHandle(
-            KeyGroupRange(start, start + len(self.key_groups)),
-            handle,
-            encoded.offsets,
-            self.state_meta,
+            KeyGroupRange(start, start + len(self.key_groups)), handle, offsets, self.state_meta
         )
 
 

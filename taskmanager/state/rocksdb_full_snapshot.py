@@ -81,9 +81,10 @@ class RocksDBFullSnapshot:
     def write(
         self, location: CheckpointStorageLocation, prefix: str, compress: bool
     ) -> KeyGroupsStateHandle:
-        """The asynchronous part (any thread): the copy in the canonical form, written."""
-        data, offsets = self.encode()
-        handle = location.write_state(f"{prefix}-keyed", data, compress)
+        """The asynchronous part (any thread): the copy in the canonical form, written
+        (its key groups' blocks one after the other, not joined first)."""
+        parts, offsets = self.encoded_parts()
+        handle = location.write_state(f"{prefix}-keyed", parts, compress)
         start = self.key_groups.start
         return KeyGroupsStateHandle(
             KeyGroupRange(start, start + len(self.key_groups)),
@@ -95,6 +96,12 @@ class RocksDBFullSnapshot:
     def encode(self) -> tuple[bytes, tuple[int, ...]]:
         """``(data, offsets)`` of the copy in the canonical form, one block per key
         group as ``encode_keyed_state`` lays them out; deletes the copy."""
+        parts, offsets = self.encoded_parts()
+        return b"".join(parts), offsets
+
+    def encoded_parts(self) -> tuple[list[bytes], tuple[int, ...]]:
+        """The key groups' blocks in order and where each starts once joined; deletes the
+        copy."""
         try:
             db = open_db(self.directory, [KEYS_CF, *self.tables], read_only=True)
             try:
@@ -135,7 +142,7 @@ class RocksDBFullSnapshot:
                 db.close()
         finally:
             self.discard()
-        return b"".join(parts), tuple(offsets)
+        return parts, tuple(offsets)
 
     def discard(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

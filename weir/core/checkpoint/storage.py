@@ -36,7 +36,7 @@ import re
 import threading
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fsspec
@@ -90,8 +90,29 @@ def _validate_state_name(name: str) -> None:
         raise CheckpointError(msg)
 
 
-def _encode(data: bytes, compress: bool) -> bytes:
+def _encode(data: bytes | Sequence[bytes], compress: bool) -> bytes:
+    data = _joined(data)
     return lz4.frame.compress(data) if compress else data
+
+
+def _joined(data: bytes | Sequence[bytes]) -> bytes:
+    return data if isinstance(data, bytes) else b"".join(data)
+
+
+def _stored_parts(data: bytes | Sequence[bytes], compress: bool) -> list[bytes]:
+    """What is stored of ``data`` (bytes, or their parts in order), as parts: as given
+    when not compressed, so that they are written one after the other, never joined."""
+    if compress or isinstance(data, bytes):
+        return [_encode(data, compress)]
+    return list(data)
+
+
+def _checksum_of_parts(parts: Sequence[bytes]) -> int:
+    """``checksum`` of the parts joined (each read once, while it is in the cache)."""
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    return crc
 
 
 def _inline_handle(stored: bytes, compress: bool) -> StreamStateHandle:
@@ -127,14 +148,16 @@ def _read_file(url: str) -> bytes:
     return data
 
 
-def _put(fs: AbstractFileSystem, path: str, data: bytes) -> None:
-    """Write a state file: on an object store in one PUT (all or nothing, and nothing left
-    when the writer dies midway), elsewhere as a file."""
+def _put(fs: AbstractFileSystem, path: str, data: bytes | Sequence[bytes]) -> None:
+    """Write a state file of ``data`` (bytes, or their parts in order): on an object store
+    in one PUT (all or nothing, and nothing left when the writer dies midway), elsewhere
+    as a file, part after part."""
     if is_object_store(fs):
-        fs.pipe_file(path, data)
+        fs.pipe_file(path, _joined(data))
         return
     with fs.open(path, "wb") as f:
-        f.write(data)
+        for part in [data] if isinstance(data, bytes) else data:
+            f.write(part)
 
 
 def read_state(handle: StreamStateHandle) -> bytes:
@@ -153,10 +176,14 @@ class CheckpointStorageLocation(abc.ABC):
         self.checkpoint_id = checkpoint_id
 
     @abc.abstractmethod
-    def write_state(self, name: str, data: bytes, compress: bool = False) -> StreamStateHandle:
-        """Store ``data`` as state ``name`` of this checkpoint; lz4-compressed when
-        ``compress``; the handle carries the checksum of the stored bytes. ``name`` must
-        be unique within the checkpoint (e.g. ``{operator}-{subtask}-keyed``)."""
+    def write_state(
+        self, name: str, data: bytes | Sequence[bytes], compress: bool = False
+    ) -> StreamStateHandle:
+        """Store ``data`` (bytes, or their parts in order: what a large state is made of
+        need not be joined to be written) as state ``name`` of this checkpoint;
+        lz4-compressed when ``compress``; the handle carries the checksum of the stored
+        bytes. ``name`` must be unique within the checkpoint (e.g.
+        ``{operator}-{subtask}-keyed``)."""
 
 
 class CheckpointStorage(abc.ABC):
@@ -263,17 +290,20 @@ class FileSystemLocation(CheckpointStorageLocation):
     def url(self) -> str:
         return str(self._fs.unstrip_protocol(self.directory))
 
-    def write_state(self, name: str, data: bytes, compress: bool = False) -> StreamStateHandle:
+    def write_state(
+        self, name: str, data: bytes | Sequence[bytes], compress: bool = False
+    ) -> StreamStateHandle:
         _validate_state_name(name)
-        stored = _encode(data, compress)
-        if len(stored) < self.inline_threshold:
-            return _inline_handle(stored, compress)
+        parts = _stored_parts(data, compress)
+        size = sum(len(part) for part in parts)
+        if size < self.inline_threshold:
+            return _inline_handle(_joined(parts), compress)
         path = f"{self.directory}/{name}"
-        _put(self._fs, path, stored)
+        _put(self._fs, path, parts)
         return StreamStateHandle(
             path=str(self._fs.unstrip_protocol(path)),
-            size=len(stored),
-            checksum=checksum(stored),
+            size=size,
+            checksum=_checksum_of_parts(parts),
             compressed=compress,
         )
 
@@ -505,7 +535,9 @@ class InlineLocation(CheckpointStorageLocation):
         super().__init__(checkpoint_id)
         self._max_state_size = max_state_size
 
-    def write_state(self, name: str, data: bytes, compress: bool = False) -> StreamStateHandle:
+    def write_state(
+        self, name: str, data: bytes | Sequence[bytes], compress: bool = False
+    ) -> StreamStateHandle:
         _validate_state_name(name)
         stored = _encode(data, compress)
         if len(stored) > self._max_state_size:

@@ -104,6 +104,18 @@ class TestFileSystemCheckpointStorage:
         assert storage.read_state(handle) == data
         assert read_state(handle) == data
 
+    @pytest.mark.parametrize("compress", [False, True])
+    @pytest.mark.parametrize("threshold", [0, 100_000], ids=["file", "inline"])
+    def test_state_written_in_parts_is_the_bytes_joined(self, checkpoints_dir, compress, threshold):
+        storage = FileSystemCheckpointStorage(checkpoints_dir, JOB, data_inline_threshold=threshold)
+        parts = [bytes([i]) * (100 * i) for i in range(1, 40)]
+        location = storage.init_checkpoint(1)
+        in_parts = location.write_state("parts", parts, compress=compress)
+        whole = location.write_state("whole", b"".join(parts), compress=compress)
+        assert (in_parts.path is None) == (threshold > 0)
+        assert (in_parts.size, in_parts.checksum) == (whole.size, whole.checksum)
+        assert read_state(in_parts) == b"".join(parts)
+
     def test_a_flipped_byte_is_caught_and_the_file_named(self, checkpoints_dir):
         storage = FileSystemCheckpointStorage(checkpoints_dir, JOB)
         handle = storage.init_checkpoint(1).write_state("s", b"hello world", compress=False)
@@ -278,6 +290,11 @@ class TestJobManagerCheckpointStorage:
         )
         with pytest.raises(CorruptCheckpointError, match="inline"):
             storage.read_state(corrupt)
+
+    def test_state_in_parts_is_inline_and_checked(self):
+        location = JobManagerCheckpointStorage(JOB).init_checkpoint(1)
+        handle = location.write_state("s", [b"ab", b"", b"cd"])
+        assert read_state(handle) == b"abcd"
 
     def test_state_over_the_limit_is_refused_with_advice(self):
         location = JobManagerCheckpointStorage(JOB, max_state_size=10).init_checkpoint(4)

@@ -248,7 +248,7 @@ class TestRocksDBFullCheckpoint:
             coordinator._operators = operators_of_chain(chain)
             readers: list[threading.Thread] = []
             reading, release = threading.Event(), threading.Event()
-            encode = RocksDBFullSnapshot.encode
+            encode = RocksDBFullSnapshot.encoded_parts
 
             def held_encode(snapshot):
                 readers.append(threading.current_thread())
@@ -256,7 +256,7 @@ class TestRocksDBFullCheckpoint:
                 release.wait(_ACK_WAIT_S)
                 return encode(snapshot)
 
-            monkeypatch.setattr(RocksDBFullSnapshot, "encode", held_encode)
+            monkeypatch.setattr(RocksDBFullSnapshot, "encoded_parts", held_encode)
 
             coordinator.checkpoint(CheckpointBarrier(1, 1000))
 
