@@ -65,6 +65,7 @@ from weir.taskmanager.record_writer import BufferTimeout
 from weir.taskmanager.source_loop import SourceLoop
 from weir.taskmanager.state.backend import KeyedStateBackend
 from weir.taskmanager.stream_input_processor import StreamInputProcessor
+from weir.taskmanager.task_canceler import withdraw_interrupt
 from weir.taskmanager.task_errors import TaskCanceledError
 from weir.taskmanager.task_events import CheckpointBarrier, Watermark, serialize_event
 from weir.taskmanager.task_metrics import register_operator_metrics, register_task_metrics
@@ -104,6 +105,9 @@ class Task:
         self._lock = threading.Lock()
         self._cancel_requested = False
         self._interruptible = False
+        self.interrupt_lock = threading.Lock()
+        """Held by the watchdog that interrupts a cancelled task (``task_canceler``) and
+        by the task as it stops being interruptible."""
         self.mailbox = Mailbox()
         self._processing_timers = ProcessingTimeService(
             clock_ms, self.mailbox.put, name=tdd.task_name
@@ -333,7 +337,17 @@ class Task:
 
     def _check_canceled(self) -> None:
         if self._cancel_requested:
+            # The thread ends the task itself from here: no interrupt is needed, and one
+            # could land in its cleanup (or in a callback the garbage collector runs).
+            self._stop_interrupts()
             raise TaskCanceledError
+
+    def _stop_interrupts(self) -> None:
+        """From here on no interrupt of ``task_canceler`` reaches the task's thread (it
+        ends the task itself); one raised but not yet seen is withdrawn. Task thread."""
+        with self.interrupt_lock:
+            self._interruptible = False
+            withdraw_interrupt(self._thread)
 
     def _run(self) -> None:
         with task_stdout(self._services.print_target), self._services.task_thread():
@@ -365,7 +379,7 @@ class Task:
                 self._end_of_input()
             self._await_final_checkpoint()
             self._check_canceled()
-            self._interruptible = False
+            self._stop_interrupts()
             chain = self._chain
             assert chain is not None
             chain.end_partitions()
@@ -551,7 +565,7 @@ class Task:
         self._transition(ExecutionState.FINISHED)
 
     def _fail_or_cancel(self, exc: BaseException) -> None:
-        self._interruptible = False
+        self._stop_interrupts()
         canceled = self._cancel_requested
         cleanup_error = self._cleanup(None if canceled else exc)
         self.mailbox.close()

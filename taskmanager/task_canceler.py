@@ -5,7 +5,9 @@ function's ``cancel()`` is called. User code stuck in a loop of its own never se
 So a cancelled task's thread is *interrupted* every ``task.cancellation.interval`` while it
 runs: a ``TaskCanceledError`` is raised in it asynchronously (between two bytecodes of
 whatever Python code it runs; code blocked in a C call gets it when the call returns),
-but never once the task is ending (its cleanup and last report are not interrupted). A task
+but never once the task is ending (its cleanup and last report are not interrupted): the
+task stops being interruptible under a lock the watchdog interrupts under, and withdraws
+an interrupt raised but not yet seen. A task
 still running ``task.cancellation.timeout`` after the cancel is a fatal error of the
 TaskManager, as in Flink: the watchdog logs the task and its stack and ends the process,
 so its Spark lease ends and the ResourceManager replaces it, rather than leaving a slot
@@ -68,6 +70,14 @@ def interrupt_thread(thread: threading.Thread, exception: type[BaseException]) -
     return done == 1
 
 
+def withdraw_interrupt(thread: threading.Thread) -> None:
+    """Drop an exception ``interrupt_thread`` raised in ``thread`` that it has not yet
+    seen (none: nothing happens)."""
+    ident = thread.ident
+    if ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
+
+
 def thread_stack(thread: threading.Thread) -> str:
     frame = sys._current_frames().get(thread.ident or -1)
     return "".join(traceback.format_stack(frame)) if frame is not None else "(no stack)"
@@ -85,6 +95,7 @@ class TaskCancelerWatchDog:
         exception: type[BaseException],
         *,
         interruptible: Callable[[], bool] = lambda: True,
+        interrupt_lock: threading.Lock | None = None,
         on_fatal: Callable[[int], object] = os._exit,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -93,6 +104,10 @@ class TaskCancelerWatchDog:
         self._settings = settings
         self._exception = exception
         self._interruptible = interruptible
+        # Held while it looks whether the task may be interrupted and interrupts it; the
+        # task holds it while it stops being interruptible (and withdraws an interrupt
+        # not yet seen), so that none reaches it afterwards.
+        self._interrupt_lock = interrupt_lock or threading.Lock()
         self._on_fatal = on_fatal
         self._clock = clock
         self._thread = threading.Thread(
@@ -120,12 +135,14 @@ class TaskCancelerWatchDog:
             if deadline is not None and self._clock() >= deadline:
                 self._fatal()
                 return
-            if self._interruptible():
-                logger.warning(
-                    "task %s is still running after its cancellation; interrupting it",
-                    self._task_name,
-                )
+            with self._interrupt_lock:
+                if not self._interruptible():
+                    continue
                 interrupt_thread(task, self._exception)
+            logger.warning(
+                "task %s is still running after its cancellation; interrupted it",
+                self._task_name,
+            )
 
     def _fatal(self) -> None:
         logger.critical(

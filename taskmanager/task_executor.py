@@ -522,6 +522,7 @@ class TaskExecutor:
             settings,
             TaskCanceledError,
             interruptible=lambda: task.interruptible,
+            interrupt_lock=task.interrupt_lock,
         ).start()
 
     # --- slots and tasks (the RPC side) --------------------------------------------------------

@@ -129,3 +129,68 @@ def test_settings_come_from_the_job_then_the_task_manager_then_flink():
     assert cancellation_settings(tm, {}).timeout_ms == 60_000
     job = {"task.cancellation.timeout": "0", "task.cancellation.interval": "500 ms"}
     assert cancellation_settings(tm, job) == CancellationSettings(500, 0)
+
+
+class _ObservedLock:
+    """A lock that counts the watchdog's attempts to take it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.attempts = 0
+        self.attempted = threading.Condition()
+
+    def __enter__(self) -> _ObservedLock:
+        with self.attempted:
+            self.attempts += 1
+            self.attempted.notify_all()
+        self.lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+    def await_attempts(self, n: int) -> None:
+        with self.attempted:
+            assert self.attempted.wait_for(lambda: self.attempts >= n, timeout=10)
+
+
+def test_a_task_that_stops_being_interruptible_under_the_lock_is_not_interrupted():
+    """The watchdog looks whether the task may be interrupted, and interrupts it, under
+    the lock the task holds while it stops being interruptible: waiting on the lock, it
+    then sees that it may not, and the thread's last steps run undisturbed."""
+    lock = _ObservedLock()
+    interruptible = threading.Event()
+    interruptible.set()
+    seen: list[str] = []
+    holding, watchdog_done = threading.Event(), threading.Event()
+
+    def run() -> None:
+        try:
+            lock.lock.acquire()
+            holding.set()
+            lock.await_attempts(1)  # the watchdog waits on the lock
+            interruptible.clear()
+            lock.lock.release()
+            lock.await_attempts(4)  # three more passes of the watchdog
+            for _ in range(1000):  # bytecodes at which an interrupt would land
+                pass
+        except Interrupted:
+            seen.append("interrupted")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert holding.wait(10)
+    watchdog = TaskCancelerWatchDog(
+        "ending (1/1)",
+        thread,
+        CancellationSettings(5, 0),
+        Interrupted,
+        interruptible=interruptible.is_set,
+        interrupt_lock=lock,  # type: ignore[arg-type]
+        on_fatal=lambda code: watchdog_done.set(),
+    )
+    watchdog.start()
+    thread.join(10)
+    watchdog.join(10)
+    assert not thread.is_alive()
+    assert seen == []
