@@ -282,6 +282,15 @@ class CsvReaderFormat(StreamFormat):
         return f"CsvReaderFormat({self._schema})"
 
 
+class _BadRowError(Exception):
+    """Row ``index`` of the rows being converted holds a bad value: ``error`` says which."""
+
+    def __init__(self, index: int, error: FileFormatError) -> None:
+        super().__init__(index)
+        self.index = index
+        self.error = error
+
+
 class _CsvSplitReader:
     """Reads one file's records, a ColumnBatch a ``read``, keeping ``split.lines`` at the
     number of data records handed over."""
@@ -302,6 +311,9 @@ class _CsvSplitReader:
         self._reader = self._open_reader()
         self._batch: Any = None  # the Arrow batch being handed over, and where in it
         self._at = 0
+        # Its rows from _converted_at on, converted (None: not yet).
+        self._converted: ColumnBatch | None = None
+        self._converted_at = 0
         self._row_base = 0  # rows of the file (1-based) before self._batch
         self._first = True
         self._skip = self._header_rows + split.lines  # leading records not to hand over
@@ -366,11 +378,30 @@ class _CsvSplitReader:
                 self._at += taken
                 self._skip -= taken
                 continue
-            n = min(limit, batch.num_rows - self._at)
-            records = self._convert(batch.slice(self._at, n))
+            converted = self._converted
+            if converted is None:
+                converted = self._converted = self._convert_rest(batch)
+            start = self._at - self._converted_at
+            n = min(limit, len(converted) - start)
             self._at += n
             self._split.lines += n
-            return records
+            if self._at - self._converted_at == len(converted):
+                self._converted = None
+            return converted[start : start + n]
+
+    def _convert_rest(self, batch: Any) -> ColumnBatch:
+        """The rest of the Arrow batch, from ``self._at``, converted at once (a few calls
+        of pyarrow.compute per column and block, not per poll); up to its first bad
+        value when it has one, which the next conversion, starting there, raises."""
+        self._converted_at = self._at
+        rows = batch.slice(self._at)
+        while True:
+            try:
+                return self._convert(rows)
+            except _BadRowError as exc:
+                if exc.index == 0:
+                    raise exc.error from None
+                rows = rows.slice(0, exc.index)
 
     def _next_batch(self) -> bool:
         import pyarrow as pa  # noqa: PLC0415
@@ -378,6 +409,7 @@ class _CsvSplitReader:
         if self._batch is not None:
             self._row_base += self._batch.num_rows
         self._batch = None
+        self._converted = None
         self._at = 0
         if self._reader is None:
             return False
@@ -423,7 +455,7 @@ class _CsvSplitReader:
             except BadValueError as exc:
                 row = self._row_base + self._at + exc.index + 1
                 what = f"{exc.value!r} is not {exc.expected}"
-                raise self._error(row, field.name, what) from None
+                raise _BadRowError(exc.index, self._error(row, field.name, what)) from None
         return self._columns.batch(arrays)
 
     def _error(self, row: int | None, column: str | None, what: str) -> FileFormatError:
