@@ -1,5 +1,6 @@
 """File connectors (mirrors ``pyflink.datastream.connectors.file_system``): ``FileSource``
-reads lines of files on any fsspec URL; ``FileSink`` writes part files exactly once.
+reads files on any fsspec URL (lines of text here; CSV and Parquet with the formats of
+``weir.datastream.formats``); ``FileSink`` writes part files exactly once.
 
 ``FileSink`` is a SinkFunction and a CheckpointedFunction: its writer's state (pending
 and in-progress files) is one element of a list state, ``writer_raw_states``, as Flink's
