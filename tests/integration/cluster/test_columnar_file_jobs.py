@@ -199,3 +199,48 @@ def test_a_bad_value_fails_the_job_naming_file_row_and_column(cluster, tmp_path)
     message = str(failure.value)
     assert "bad.csv, row 2, column 'value': 'five' is not an integer" in message
     assert "Correct the file" in message
+
+
+@pytest.mark.long
+def test_columns_with_strings_and_nulls_cross_a_key_group_edge(cluster, tmp_path):
+    """A CSV source's columns (numbers, strings, nulls, arrays) go over the network to a
+    keyed per-record operator at another parallelism, which gets the reader's Rows."""
+    path = tmp_path / "in.csv"
+    lines = [f'{i % 7},"name {i}",{"" if i % 5 == 0 else i * 0.5},a;b{i}' for i in range(3000)]
+    path.write_text("\n".join(lines) + "\n")
+    schema = (
+        CsvSchema.builder()
+        .add_number_column("key", DataTypes.INT())
+        .add_string_column("name")
+        .add_number_column("value", DataTypes.DOUBLE())
+        .add_array_column("tags")
+        .set_null_value("")
+        .build()
+    )
+    source = FileSource.for_record_stream_format(
+        CsvReaderFormat.for_schema(schema), str(path)
+    ).build()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    rows = env.from_source(source, WatermarkStrategy.no_watermarks(), "csv").set_parallelism(1)
+    seen = rows.key_by(lambda r: r.key).map(
+        lambda r: (r.key, r.name, r.value, r.tags, type(r.tags).__name__, sorted(r.as_dict())),
+        output_type=Types.PICKLED_BYTE_ARRAY(),
+    )
+    with seen.execute_and_collect() as results:
+        got = sorted(results, key=lambda t: t[1])
+    expected = sorted(
+        (
+            (
+                i % 7,
+                f"name {i}",
+                None if i % 5 == 0 else i * 0.5,
+                ["a", f"b{i}"],
+                "list",
+                sorted(["key", "name", "value", "tags"]),
+            )
+            for i in range(3000)
+        ),
+        key=lambda t: t[1],
+    )
+    assert got == expected
