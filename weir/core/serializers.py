@@ -272,16 +272,28 @@ _NUMPY_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
 
 def _numpy_column(column: Any) -> Any:
     """An Arrow column as a numpy array: a number column without nulls is its memory as
-    it is (``to_numpy`` would first import pandas, as ``pa.array`` would)."""
+    it is (``to_numpy`` would first import pandas, as ``pa.array`` would). Numbers or
+    booleans with nulls, and lists, come back as the object column they were sent as
+    (Python values and None; lists, not arrays), which ``to_numpy`` would make NaN and
+    arrays."""
     import numpy as np  # noqa: PLC0415
 
     kind = str(column.type)
-    if not column.null_count and (kind in _NUMPY_NAMES or kind.startswith(("int", "uint"))):
+    number = kind in _NUMPY_NAMES or kind.startswith(("int", "uint"))
+    if not column.null_count and number:
         dtype = np.dtype(_NUMPY_NAMES.get(kind, kind))
         data = column.buffers()[1]
         return np.frombuffer(
             data, dtype=dtype, count=len(column), offset=column.offset * dtype.itemsize
         )
+    if (column.null_count and (number or kind == "bool")) or kind.startswith(
+        ("list", "large_list")
+    ):
+        values = column.to_pylist()
+        objects = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            objects[i] = value
+        return objects
     return column.to_numpy(zero_copy_only=False)
 
 

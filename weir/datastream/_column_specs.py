@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from weir.common.typeinfo import BasicTypeInfo, RowTypeInfo, TupleTypeInfo, TypeInformation
-from weir.common.types import Row
+from weir.common.types import Row, RowKind
 from weir.core.columnar import ColumnSpec
 
 # Column dtypes of the basic types with a fixed-size numpy form (Flink's Java widths).
@@ -40,7 +40,19 @@ class _RowMaker:
         self.names = names
 
     def __call__(self, *values: Any) -> Row:
-        return named_row(self.names, *values)
+        # named_row's Row, its attributes put in place at once: Row.__setattr__ is Python
+        # code, and a batch of columns makes its records here, one call per record.
+        row = _new_row(Row)
+        attributes = row.__dict__
+        attributes["_values"] = list(values)
+        attributes["_fields"] = list(self.names)
+        attributes["_from_dict"] = False
+        attributes["_row_kind"] = _INSERT
+        return row
+
+
+_new_row = Row.__new__
+_INSERT = RowKind.INSERT
 
 
 def column_spec(type_info: TypeInformation | None) -> ColumnSpec | None:

@@ -192,3 +192,30 @@ def test_a_projected_batch_keeps_the_fields_read_and_its_records_hold_none_elsew
     assert batch_column(kept, 1) is None
     assert project(batch, (0, 1, 2)) is batch  # nothing left out
     assert project(batch, (7,)) is batch  # no such field: nothing is taken away
+
+
+def test_columns_of_python_values_with_none_and_lists_cross_the_wire_as_they_were():
+    """An object column of numbers with None (a file's column with nulls) comes back with
+    None, not NaN, its ints ints; a column of lists comes back as lists."""
+    from weir.core.serializers import deserialize_records, serialize_columnar
+
+    def objects(values):
+        column = np.empty(len(values), dtype=object)
+        for i, value in enumerate(values):
+            column[i] = value
+        return column
+
+    spec = ColumnSpec(("i", "d", "b", "tags"), None, ("int32", "float64", "bool", None))
+    batch = ColumnBatch(
+        {
+            "i": objects([1, None, 3]),
+            "d": objects([None, 0.5, 1.5]),
+            "b": objects([True, None, False]),
+            "tags": objects([["a", "b"], [], None]),
+        },
+        spec,
+    )
+    received, _ = deserialize_records(serialize_columnar(batch))
+    records = as_records(received)
+    assert records == [(1, None, True, ["a", "b"]), (None, 0.5, None, []), (3, 1.5, False, None)]
+    assert [type(v) for v in records[0]] == [int, type(None), bool, list]

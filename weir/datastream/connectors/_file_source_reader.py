@@ -1,10 +1,16 @@
-"""The reader behind ``FileSource``: file discovery, split assignment and line reading.
+"""The reader behind ``FileSource``: file discovery, split assignment, and reading each
+file through its format (text lines here; CSV and Parquet in ``weir.datastream.formats``).
+
+A format reads a file split through a ``SplitReader`` it opens (``SplitFormat``); the
+split's ``offset`` and ``lines`` are its position, as Flink's ``CheckpointedPosition``
+(an offset to resume at, records to skip after it), which each format defines: text, the
+byte offset of the next line and the lines consumed; CSV, 0 and the data records
+consumed; Parquet, the row group and the rows consumed in it.
 
 A reader's state is its splits (``FileSourceReader.snapshot_splits``), so a checkpoint of
 it is restored at any parallelism:
 
-- a file split per file not finished: ``(path, byte offset of the next line, lines
-  consumed)``;
+- a file split per file not finished: ``(path, offset, lines)`` as its format keeps them;
 - monitoring continuously, a discovery split per class of paths the reader discovers:
   ``("discovery", index, parallelism, paths)`` stands for the files whose path hashes to
   ``index`` among ``parallelism`` (``owner_of``) and names those already discovered.
@@ -21,13 +27,14 @@ import collections
 import json
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import fsspec
 from fsspec.core import url_to_fs
 
+from weir.core.columnar import as_records
 from weir.core.java_text import JAVA_ERRORS, JavaCharset
 from weir.core.source import SourceStateError
 
@@ -42,11 +49,33 @@ _DISCOVERY = "discovery"
 
 @dataclass(slots=True)
 class FileSplit:
-    """One file, read from ``offset`` (bytes) after ``lines`` lines were consumed."""
+    """One file and the position in it: ``offset`` and ``lines``, as its format keeps them
+    (the module docstring)."""
 
     path: str
     offset: int = 0
     lines: int = 0
+
+
+class SplitReader(Protocol):
+    """Reads one file split from its position, and keeps the position of the split it
+    was opened on after every ``read`` (task thread only)."""
+
+    def read(self, limit: int) -> Sequence[Any] | None:
+        """Up to ``limit`` records (a list, or a ColumnBatch where the format is columnar),
+        at least one; None at the end of the file."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SplitFormat(Protocol):
+    """A format ``FileSource`` reads files with: it opens a reader of one split. A
+    ``columnar`` format's reads are ColumnBatches."""
+
+    columnar: bool
+
+    def open_split(self, split: FileSplit) -> SplitReader: ...
 
 
 def owner_of(path: str, parallelism: int) -> int:
@@ -79,69 +108,25 @@ def enumerate_files(paths: tuple[str, ...]) -> list[str]:
     return sorted(found)
 
 
-class FileSourceReader:
-    """Reads the splits of one subtask, one file after the other, a batch of lines a poll
-    (``weir.core.source.SplitCheckpointedSourceReader``).
+class TextLineSplitReader:
+    """Lines of text of one file, as Java's ``BufferedReader.readLine`` reads them.
 
-    Not a ``SplitSourceReader``: as it reads one split at a time, one watermark
-    generator over its output sees the event time that per-split ones would.
+    Byte offsets of line starts are exact only when ``\\n`` is the byte 0x0A; other
+    charsets (UTF-16, UTF-32) resume by skipping the lines consumed, as Flink's
+    TextLineInputFormat always does."""
 
-    Bounded: the files present at the first poll; then ``None``. Continuous: every
-    ``discovery_interval_ms`` the paths are listed again and new files of the reader's
-    discovery classes are queued; ``[]`` while there is nothing to read.
-    """
-
-    def __init__(
-        self,
-        paths: tuple[str, ...],
-        charset_name: str,
-        *,
-        subtask: int,
-        parallelism: int,
-        discovery_interval_ms: int | None,
-        clock: Callable[[], float],
-    ) -> None:
-        self._paths = paths
+    def __init__(self, charset_name: str, split: FileSplit) -> None:
         self._charset = charset_name
         self._java = JavaCharset(charset_name)
-        # Byte offsets of line starts are exact only when '\n' is the byte 0x0A; other
-        # charsets (UTF-16, UTF-32) resume by skipping the lines consumed, as Flink's
-        # TextLineInputFormat always does.
         self._by_offset = self._java.ascii_compatible
-        self._subtask = subtask
-        self._interval_s = None if discovery_interval_ms is None else discovery_interval_ms / 1000
-        self._clock = clock
-        self._splits: collections.deque[FileSplit] = collections.deque()
-        # (index, parallelism) of each class of paths this reader discovers -> the paths
-        # of it discovered so far.
-        self._classes: dict[tuple[int, int], set[str]] = {(subtask, parallelism): set()}
-        # Paths discovered here or handed over in a split: never queued again.
-        self._known: set[str] = set()
-        self._enumerated = False
-        self._next_discovery = 0.0
-        self._file: IO[Any] | None = None
+        self._split = split
+        self._file = self._open(split)
 
-    # -- reading ------------------------------------------------------------------------
-    def poll_batch(self, max_records: int) -> list[str] | None:
-        self._enumerate_once()
-        limit = max(1, min(max_records, _LINES_PER_BATCH))
-        while True:
-            if self._splits:
-                lines = self._read(self._splits[0], limit)
-                if lines:
-                    return lines
-                self._finish_split()
-                continue
-            if self._interval_s is None:
-                return None
-            if self._clock() < self._next_discovery or not self._discover():
-                return []
-
-    def _read(self, split: FileSplit, limit: int) -> list[str]:
+    def read(self, limit: int) -> list[str] | None:
+        split = self._split
         f = self._file
-        if f is None:
-            f = self._file = self._open(split)
         lines: list[str] = []
+        limit = min(limit, _LINES_PER_BATCH)
         if self._by_offset:
             decode = self._java.decode
             offset = split.offset
@@ -167,7 +152,7 @@ class FileSourceReader:
                     break
                 lines.append(text.rstrip("\n").rstrip("\r"))
         split.lines += len(lines)
-        return lines
+        return lines or None
 
     def _open(self, split: FileSplit) -> IO[Any]:
         if self._by_offset:
@@ -188,11 +173,78 @@ class FileSourceReader:
             f.readline()
         return f
 
+    def close(self) -> None:
+        self._file.close()
+
+
+class FileSourceReader:
+    """Reads the splits of one subtask, one file after the other, a batch of records a
+    poll (``weir.core.source.SplitCheckpointedSourceReader``); with a columnar format,
+    a ColumnBatch a poll to a consumer of columns (``poll_columns``).
+
+    Not a ``SplitSourceReader``: as it reads one split at a time, one watermark
+    generator over its output sees the event time that per-split ones would.
+
+    Bounded: the files present at the first poll; then ``None``. Continuous: every
+    ``discovery_interval_ms`` the paths are listed again and new files of the reader's
+    discovery classes are queued; ``[]`` while there is nothing to read.
+    """
+
+    def __init__(
+        self,
+        paths: tuple[str, ...],
+        split_format: SplitFormat,
+        *,
+        subtask: int,
+        parallelism: int,
+        discovery_interval_ms: int | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self._paths = paths
+        self._format = split_format
+        self._subtask = subtask
+        self._interval_s = None if discovery_interval_ms is None else discovery_interval_ms / 1000
+        self._clock = clock
+        self._splits: collections.deque[FileSplit] = collections.deque()
+        # (index, parallelism) of each class of paths this reader discovers -> the paths
+        # of it discovered so far.
+        self._classes: dict[tuple[int, int], set[str]] = {(subtask, parallelism): set()}
+        # Paths discovered here or handed over in a split: never queued again.
+        self._known: set[str] = set()
+        self._enumerated = False
+        self._next_discovery = 0.0
+        self._reader: SplitReader | None = None
+
+    # -- reading ------------------------------------------------------------------------
+    def poll_batch(self, max_records: int) -> list[Any] | None:
+        batch = self._poll(max_records)
+        return None if batch is None else as_records(batch)
+
+    def poll_columns(self, max_records: int) -> Sequence[Any] | None:
+        """What ``poll_batch`` returns, as a ColumnBatch where the format is columnar."""
+        return self._poll(max_records)
+
+    def _poll(self, max_records: int) -> Sequence[Any] | None:
+        self._enumerate_once()
+        limit = max(1, max_records)
+        while True:
+            if self._splits:
+                reader = self._reader
+                if reader is None:
+                    reader = self._reader = self._format.open_split(self._splits[0])
+                records = reader.read(limit)
+                if records is not None:
+                    return records
+                self._finish_split()
+                continue
+            if self._interval_s is None:
+                return None
+            if self._clock() < self._next_discovery or not self._discover():
+                return []
+
     def _finish_split(self) -> None:
         self._splits.popleft()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self.close()
 
     def _enumerate_once(self) -> None:
         """The first listing of the paths, at the first poll or at a checkpoint taken
@@ -276,6 +328,6 @@ class FileSourceReader:
         self._next_discovery = 0.0
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None

@@ -1,5 +1,6 @@
 """File connectors (mirrors ``pyflink.datastream.connectors.file_system``): ``FileSource``
-reads lines of files on any fsspec URL; ``FileSink`` writes part files exactly once.
+reads files on any fsspec URL (lines of text here; CSV and Parquet with the formats of
+``weir.datastream.formats``); ``FileSink`` writes part files exactly once.
 
 ``FileSink`` is a SinkFunction and a CheckpointedFunction: its writer's state (pending
 and in-progress files) is one element of a list state, ``writer_raw_states``, as Flink's
@@ -53,13 +54,20 @@ from weir.core.checkpointed_function import (
 )
 from weir.core.local_paths import absolute_local_path
 from weir.core.source import SourceReaderContext
-from weir.datastream.connectors._file_source_reader import FileSourceReader, enumerate_files
+from weir.datastream.connectors._file_source_reader import (
+    FileSourceReader,
+    FileSplit,
+    SplitReader,
+    TextLineSplitReader,
+    enumerate_files,
+)
 from weir.datastream.connectors._file_writer import FileWriter, InProgressFile
 from weir.datastream.functions import CheckpointListener, RuntimeContext, SinkFunction
 from weir.datastream.state import ListState, ListStateDescriptor
 
 __all__ = [
     "BucketAssigner",
+    "BulkFormat",
     "DefaultRollingPolicy",
     "Encoder",
     "FileSink",
@@ -85,7 +93,14 @@ def _now_ms() -> int:
 
 
 class StreamFormat:
-    """A reader format that reads records from a file stream."""
+    """A reader format that reads records from a file stream: text lines here, CSV in
+    ``weir.datastream.formats.csv``.
+
+    What ``FileSource`` asks of a format (``_file_source_reader.SplitFormat``):
+    ``open_split(split)``, a reader of one file from its position; ``columnar``, whether
+    its reads are ColumnBatches; ``produced_type()``, the records' type."""
+
+    columnar = False
 
     def __init__(self, charset_name: str) -> None:
         self.charset_name = charset_name
@@ -96,11 +111,30 @@ class StreamFormat:
         "\n".encode(charset_name)  # fail here, on the client, on an unknown charset
         return StreamFormat(charset_name)
 
+    def open_split(self, split: FileSplit) -> SplitReader:
+        return TextLineSplitReader(self.charset_name, split)
+
+    def produced_type(self) -> TypeInformation:
+        return Types.STRING()
+
+
+class BulkFormat:
+    """A reader format that reads batches of records from a file, column by column
+    (``weir.datastream.formats.parquet``); see ``StreamFormat`` for what it provides."""
+
+    columnar = True
+
+    def open_split(self, split: FileSplit) -> SplitReader:
+        raise NotImplementedError
+
+    def produced_type(self) -> TypeInformation:
+        raise NotImplementedError
+
 
 class FileSourceBuilder:
     """Configures a FileSource; start with ``FileSource.for_record_stream_format``."""
 
-    def __init__(self, stream_format: StreamFormat, paths: tuple[str, ...]) -> None:
+    def __init__(self, stream_format: StreamFormat | BulkFormat, paths: tuple[str, ...]) -> None:
         self._stream_format = stream_format
         self._paths = paths
         self._discovery_interval: Duration | None = None
@@ -148,7 +182,7 @@ class FileSource:
     def __init__(
         self,
         paths: tuple[str, ...],
-        stream_format: StreamFormat,
+        stream_format: StreamFormat | BulkFormat,
         discovery_interval_ms: int | None = None,
         *,
         clock: Callable[[], float] | None = None,
@@ -165,7 +199,26 @@ class FileSource:
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> FileSourceBuilder:
         """Builds a FileSource reading the records of ``stream_format`` from ``paths``
         (files or directories, any fsspec URL)."""
+        if not isinstance(stream_format, StreamFormat):
+            msg = (
+                "FileSource.for_record_stream_format needs a StreamFormat (text_line_format, "
+                f"CsvReaderFormat); got {type(stream_format).__name__}"
+            )
+            raise TypeError(msg)
         return FileSourceBuilder(stream_format, tuple(paths))
+
+    @staticmethod
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str) -> FileSourceBuilder:
+        """Builds a FileSource reading the records of ``bulk_format`` (e.g.
+        ``ParquetColumnarRowInputFormat``) from ``paths`` (files or directories, any
+        fsspec URL)."""
+        if not isinstance(bulk_format, BulkFormat):
+            msg = (
+                "FileSource.for_bulk_file_format needs a BulkFormat "
+                f"(ParquetColumnarRowInputFormat); got {type(bulk_format).__name__}"
+            )
+            raise TypeError(msg)
+        return FileSourceBuilder(bulk_format, tuple(paths))
 
     def is_bounded(self) -> bool:
         return self._discovery_interval_ms is None
@@ -173,7 +226,7 @@ class FileSource:
     def create_reader(self, context: SourceReaderContext) -> FileSourceReader:
         return FileSourceReader(
             self._paths,
-            self._stream_format.charset_name,
+            self._stream_format,
             subtask=context.get_index_of_this_subtask(),
             parallelism=context.get_number_of_parallel_subtasks(),
             discovery_interval_ms=self._discovery_interval_ms,
@@ -181,7 +234,7 @@ class FileSource:
         )
 
     def get_produced_type(self) -> TypeInformation:
-        return Types.STRING()
+        return self._stream_format.produced_type()
 
     def estimated_size_bytes(self) -> int:
         """The volume the source reads, for BATCH mode's parallelism: its files' sizes."""
