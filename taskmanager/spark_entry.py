@@ -16,7 +16,6 @@ from pyspark import TaskContext
 
 from weir.core.errors import TaskManagerLostError
 from weir.taskmanager.log_files import TaskManagerLogFiles
-from weir.taskmanager.memory_allocator import reuse_freed_blocks
 from weir.taskmanager.process_watchdog import ProcessWatchdog
 from weir.taskmanager.task_executor import TaskExecutor
 
@@ -40,7 +39,6 @@ def spark_task_info() -> str:
 
 def run_task_manager(config: Mapping[str, str], rm_address: str, lease_id: str) -> Iterator[str]:
     """Run one TaskManager until it is told to stop; yields one line saying why it stopped."""
-    reuse_freed_blocks()
     executor = TaskExecutor(config, rm_address, lease_id, spark_task_info=spark_task_info())
     with TaskManagerLogFiles(config, executor.resource_id):
         watchdog = ProcessWatchdog(executor.stop)
