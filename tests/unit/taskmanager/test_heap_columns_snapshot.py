@@ -96,3 +96,42 @@ def test_a_backend_without_column_blocks_is_encoded_whole_on_the_task_thread():
     captured = capture_heap_state(backend)
     assert isinstance(captured, KeyGroupsSnapshot)
     assert captured == encode_keyed_state(backend.snapshot(), range(128))
+
+
+def test_consecutive_cuts_on_the_writer_each_give_their_own_state():
+    """The writer's cuts reuse their arrays from one snapshot to the next: each snapshot,
+    encoded before the next is cut, holds what it captured, also with windows of two
+    accumulator types (two record batches cut into the same arrays' slots)."""
+    int_spec = ColumnSpec(("f0", "f1"), None, ("int64", "int64"))
+    encoded, references = [], []
+    harness = Harness(_payload())
+    for step in range(3):
+        rng = np.random.default_rng(step)
+        keys = rng.integers(0, 2_000, 3_000)
+        ints = ColumnBatch({"f0": keys, "f1": rng.integers(0, 9, 3_000)}, int_spec)
+        floats = ColumnBatch({"f0": keys, "f1": rng.random(3_000)}, SPEC)
+        start = step * 200
+        harness.op.process(ints, [start + 10] * 3_000)  # integer sums
+        harness.op.process(floats, [start + 120] * 3_000)  # float sums, another window
+        harness.op.snapshot_state(step)
+        references.append(_entries(encode_keyed_state(*_whole(harness.backend))))
+        captured = capture_heap_state(harness.backend)
+        assert isinstance(captured, HeapColumnsSnapshot)
+        encoded.append(captured.encode())
+    assert [_entries(e) for e in encoded] == references
+    assert references[0] != references[1] != references[2]
+
+
+def _whole(backend: HashMapKeyedStateBackend) -> tuple[Any, range]:
+    return backend.snapshot(), backend.key_group_range
+
+
+def test_scratch_arrays_are_kept_per_slot_and_grow():
+    from weir.core.column_blocks import ScratchArrays
+
+    scratch = ScratchArrays()
+    first = scratch.array(("a", 0), np.int64, 100)
+    assert np.shares_memory(scratch.array(("a", 0), np.int64, 80), first)
+    assert not np.shares_memory(scratch.array(("a", 1), np.int64, 100), first)
+    grown = scratch.array(("a", 0), np.int64, 1_000)
+    assert len(grown) == 1_000 and not np.shares_memory(grown, first)
