@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from weir.core.column_blocks import ScratchArrays, block_arrays, window_batch, window_entries
+from weir.core.column_blocks import block_arrays, window_batch, window_entries
 from weir.taskmanager.operators.window_columns import ColumnWindow, Lease, LentArrays
 from weir.taskmanager.state.backend import NamespacedTable
 
@@ -38,11 +38,11 @@ class LentWindows:
         self._lent = lent
         self._lease = lease
 
-    def record_batches(self, scratch: ScratchArrays | None = None) -> list[Any]:
+    def record_batches(self) -> list[Any]:
         """Record batches ``(key, window_start, acc[, count])`` of every key of the
         windows, copies of the arrays: one per built-in and accumulator type (usually
-        one); in arrays of ``scratch`` when given."""
-        return _record_batches(self._lent, scratch)
+        one)."""
+        return _record_batches(self._lent)
 
     def release(self) -> None:
         self._lease.release()
@@ -55,33 +55,18 @@ def lend_windows(windows: Mapping[int, ColumnWindow]) -> LentWindows:
     return LentWindows([(start, window.lend(lease)) for start, window in windows.items()], lease)
 
 
-def _record_batches(
-    lent: list[tuple[int, LentArrays]], scratch: ScratchArrays | None = None
-) -> list[Any]:
+def _record_batches(lent: list[tuple[int, LentArrays]]) -> list[Any]:
     parts: dict[tuple[str, str], list[tuple[int, Any, Any, Any]]] = {}
     for start, arrays in lent:
         keys, acc, counts = arrays.held()
         if len(keys):
             parts.setdefault((arrays.kind, acc.dtype.str), []).append((start, keys, acc, counts))
     blocks = []
-    for index, ((kind, _), held) in enumerate(parts.items()):
-        n = sum(len(k) for _, k, _, _ in held)
-
-        def out(column: int, dtype: Any, index: int = index, n: int = n) -> Any:
-            if scratch is None:
-                return np.empty(n, dtype)
-            return scratch.array(("gather", index, column), dtype, n)
-
-        keys = np.concatenate([k for _, k, _, _ in held], out=out(0, np.int64))
-        starts = out(1, np.int64)
-        at = 0
-        for start, k, _, _ in held:
-            starts[at : at + len(k)] = start
-            at += len(k)
-        acc = np.concatenate([a for _, _, a, _ in held], out=out(2, held[0][2].dtype))
-        counts = None
-        if kind == "avg":
-            counts = np.concatenate([c for _, _, _, c in held], out=out(3, np.int64))
+    for (kind, _), held in parts.items():
+        keys = np.concatenate([k for _, k, _, _ in held])
+        starts = np.concatenate([np.full(len(k), s, dtype=np.int64) for s, k, _, _ in held])
+        acc = np.concatenate([a for _, _, a, _ in held])
+        counts = np.concatenate([c for _, _, _, c in held]) if kind == "avg" else None
         blocks.append(window_batch(kind, keys, starts, acc, counts))
     return blocks
 

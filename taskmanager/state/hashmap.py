@@ -52,10 +52,10 @@ def _state_keyed(entries: Mapping[Any, Any]) -> Mapping[Any, Any]:
     return {state_key(key): value for key, value in entries.items()}
 
 
-def _record_batches(block: Any, scratch: Any) -> list[Any]:
+def _record_batches(block: Any) -> list[Any]:
     """A block put as a record batch, or the record batches a source of them reads."""
     read = getattr(block, "record_batches", None)
-    return [block] if read is None else read(scratch)  # type: ignore[no-any-return]
+    return [block] if read is None else read()  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +70,6 @@ class UncutColumns:
     max_parallelism: int
     key_groups: Any
     """The ``KeyGroupTable`` of whoever cuts them (None: each key hashed)."""
-    scratch: Any = None
-    """The ``ScratchArrays`` of whoever cuts them, which the cut's arrays are (None:
-    arrays of their own)."""
 
     def cut(self) -> dict[str, dict[int, list[Any]]]:
         """``{table: {key group: [record batch, ...]}}`` (one vectorised pass over the
@@ -85,12 +82,11 @@ class UncutColumns:
             return columns
         from weir.core.column_blocks import blocks_by_key_group  # noqa: PLC0415 (pyarrow)
 
-        scratch = self.scratch
         for name, blocks in self.put.items():
             by_group = columns.setdefault(name, {})
-            batches = [batch for block in blocks for batch in _record_batches(block, scratch)]
+            batches = [batch for block in blocks for batch in _record_batches(block)]
             for group, cut in blocks_by_key_group(
-                batches, self.key_hasher, self.max_parallelism, self.key_groups, scratch
+                batches, self.key_hasher, self.max_parallelism, self.key_groups
             ).items():
                 by_group.setdefault(group, []).extend(cut)
         return columns
@@ -214,7 +210,6 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         # one of whoever cuts the columns of snapshot_deferring_columns.
         self._key_groups: Any = None
         self._writer_key_groups: Any = None
-        self._writer_scratch: Any = None  # ScratchArrays of the cuts that writer makes
 
     # --- registration hooks (KeyedStateBackend._register) ------------------------------
 
@@ -252,23 +247,15 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
         """The entries of every table (task thread; their values copied when encoded,
         before the task goes on) and its column blocks not cut by key group yet:
         ``cut`` on one thread at a time other than the task's (the checkpoint writer's),
-        with key groups remembered there, into arrays it reuses from one cut to the next
-        (what a cut made is valid until the next)."""
-        if self._puts_columns():
-            if self._writer_key_groups is None:
-                self._writer_key_groups = self._new_key_group_table()
-            if self._writer_scratch is None:
-                from weir.core.column_blocks import ScratchArrays  # noqa: PLC0415 (pyarrow)
-
-                self._writer_scratch = ScratchArrays()
-        return self._snapshot(self._writer_key_groups, self._writer_scratch)
+        with key groups remembered there."""
+        if self._writer_key_groups is None and self._puts_columns():
+            self._writer_key_groups = self._new_key_group_table()
+        return self._snapshot(self._writer_key_groups)
 
     def _puts_columns(self) -> bool:
         return any(table.columns for table in self._namespaced.values())
 
-    def _snapshot(
-        self, key_groups: Any, scratch: Any = None
-    ) -> tuple[KeyedStateSnapshot, UncutColumns]:
+    def _snapshot(self, key_groups: Any) -> tuple[KeyedStateSnapshot, UncutColumns]:
         states: dict[str, dict[int, dict[Any, Any]]] = {}
         now = self.clock_ms() if self._snapshot_filters else 0
         for name, table in self._tables.items():
@@ -293,7 +280,6 @@ class HashMapKeyedStateBackend(KeyedStateBackend):
             self.key_hasher,
             self.max_parallelism,
             key_groups,
-            scratch,
         )
         names = {*states, *columns.put, *columns.restored}
         meta = {name: self._table_meta(name) for name in names}

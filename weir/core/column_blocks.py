@@ -39,7 +39,6 @@ from weir.core.key_groups import PyFlinkKeyHasher
 
 __all__ = [
     "KIND_METADATA",
-    "ScratchArrays",
     "block_arrays",
     "blocks_by_key_group",
     "decode_block",
@@ -116,38 +115,9 @@ def block_arrays(batch: pa.RecordBatch) -> tuple[str, Any, Any, Any, Any]:
     return kind, keys, starts, acc, counts
 
 
-class ScratchArrays:
-    """Arrays kept from one snapshot's cut to the next, for one thread at a time: a cut
-    writes tens of megabytes, which fresh arrays would take from the kernel (page faults,
-    zeroed pages) at every checkpoint. What a cut made of them is valid until the next
-    cut on the same ``ScratchArrays``."""
-
-    __slots__ = ("_arrays",)
-
-    def __init__(self) -> None:
-        self._arrays: dict[tuple[Any, ...], Any] = {}
-
-    def array(self, slot: tuple[Any, ...], dtype: Any, n: int) -> Any:
-        """``n`` elements of ``dtype`` (any values), the array of ``slot``."""
-        dtype = np.dtype(dtype)
-        at = (*slot, dtype.str)
-        held = self._arrays.get(at)
-        if held is None or len(held) < n:
-            held = self._arrays[at] = np.empty(
-                max(n, int(len(held) * 1.25) if held is not None else n), dtype
-            )
-        return held[:n]
-
-
-def split_by_key_group(
-    batch: pa.RecordBatch,
-    groups: Any,
-    scratch: ScratchArrays | None = None,
-    slot: tuple[Any, ...] = (),
-) -> dict[int, pa.RecordBatch]:
+def split_by_key_group(batch: pa.RecordBatch, groups: Any) -> dict[int, pa.RecordBatch]:
     """``batch`` cut into one block per key group, ``groups[i]`` the key group of row
-    ``i``; a block's rows keep their order. With ``scratch``, the blocks' columns are
-    arrays of ``slot`` there."""
+    ``i``; a block's rows keep their order."""
     if not batch.num_rows:
         return {}
     # Key groups fit 16 bits (at most 32768 of them): numpy sorts them by radix.
@@ -157,12 +127,9 @@ def split_by_key_group(
     bounds = np.concatenate(([0], cuts, [len(ordered)])).tolist()
     # numpy's take of each column rather than Arrow's: the columns are numbers without
     # nulls (``window_batch``), and pyarrow.compute costs a fifth of a second to import.
-    columns = []
-    for i, column in enumerate(batch.columns):
-        values = _numpy(column)
-        out = None if scratch is None else scratch.array((*slot, i), values.dtype, len(order))
-        columns.append(_array(np.take(values, order, out=out), None))
-    sorted_batch = pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+    sorted_batch = pa.RecordBatch.from_arrays(
+        [_array(_numpy(column)[order], None) for column in batch.columns], schema=batch.schema
+    )
     return {
         int(ordered[begin]): sorted_batch.slice(begin, end - begin)
         for begin, end in itertools.pairwise(bounds)
@@ -189,19 +156,17 @@ def blocks_by_key_group(
     hasher: PyFlinkKeyHasher,
     max_parallelism: int,
     table: KeyGroupTable | None = None,
-    scratch: ScratchArrays | None = None,
 ) -> dict[int, list[pa.RecordBatch]]:
     """``blocks`` cut into the blocks of each key group their keys are placed in;
     ``table``: the key groups of keys seen before, remembered (for the hasher's key
-    type); ``scratch``: where the cut's columns are written (``ScratchArrays``)."""
+    type)."""
     by_group: dict[int, list[pa.RecordBatch]] = {}
-    for index, batch in enumerate(blocks):
+    for batch in blocks:
         if table is not None:
             groups = table.of(_numpy(batch.column(0)))
         else:
             groups = key_groups_of_block(batch, hasher, max_parallelism)
-        cut = split_by_key_group(batch, groups, scratch, ("cut", index))
-        for group, block in cut.items():
+        for group, block in split_by_key_group(batch, groups).items():
             by_group.setdefault(group, []).append(block)
     return by_group
 
