@@ -52,12 +52,13 @@ from weir.taskmanager.operators.timers import (
     PROCESSING_TIMERS,
     InternalTimerService,
 )
-from weir.taskmanager.operators.window_aligned import AlignedWindowPaths, AlignedWindows
+from weir.taskmanager.operators.window_aligned import AlignedWindowPaths
 from weir.taskmanager.operators.window_contexts import (
     WindowAssignerContext,
     WindowProcessContext,
     WindowTriggerContext,
 )
+from weir.taskmanager.operators.window_index import AlignedWindows
 from weir.taskmanager.operators.window_namespaces import (
     aligned_size,
     rename_timers,

@@ -59,7 +59,7 @@ from weir.taskmanager.state.window_block_codec import (
 
 if TYPE_CHECKING:
     from weir.taskmanager.operators.base import Timestamps
-    from weir.taskmanager.operators.window_aligned import AlignedWindows, Columns, Late
+    from weir.taskmanager.operators.window_index import AlignedWindows, Columns, Late
 
 # The blocks kept decoded in memory, changed or not: the blocks of the windows a stream
 # fills at once (1 M keys in two open windows are ~32 MB of keys and counts) stay, so a
