@@ -78,9 +78,13 @@ def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGr
     """
     by_group = _triples_by_group(snapshot, key_groups)
     _add_column_pairs(by_group, snapshot.columns, key_groups)
-    data, offsets = _joined({g: serialize_batch(t) for g, t in by_group.items()}, key_groups)
+    parts, offsets = _laid_out({g: serialize_batch(t) for g, t in by_group.items()}, key_groups)
     return KeyGroupsSnapshot(
-        snapshot.max_parallelism, key_groups.start, data, offsets, _meta_infos(snapshot.meta)
+        snapshot.max_parallelism,
+        key_groups.start,
+        b"".join(parts),
+        offsets,
+        _meta_infos(snapshot.meta),
     )
 
 
@@ -111,12 +115,6 @@ def _add_column_pairs(
             _check_owned(name, group, key_groups)
             bucket = by_group.setdefault(group, [])
             bucket.extend((name, encode_block(block)) for block in blocks)
-
-
-def _joined(blocks: Mapping[int, bytes], key_groups: range) -> tuple[bytes, tuple[int, ...]]:
-    """The groups' blocks one after the other, and where each starts."""
-    parts, offsets = _laid_out(blocks, key_groups)
-    return b"".join(parts), offsets
 
 
 def _laid_out(
@@ -234,10 +232,10 @@ def capture_heap_state(
     the writer (``HeapColumnsSnapshot``)."""
     snapshot, columns = backend.snapshot_deferring_columns()
     key_groups = backend.key_group_range
+    if not columns:
+        return encode_keyed_state(snapshot, key_groups)
     triples = _triples_by_group(snapshot, key_groups)
     entries = {group: serialize_batch(t) for group, t in triples.items()}
-    meta = _meta_infos(snapshot.meta)
-    if columns:
-        return HeapColumnsSnapshot(snapshot.max_parallelism, key_groups, entries, columns, meta)
-    data, offsets = _joined(entries, key_groups)
-    return KeyGroupsSnapshot(snapshot.max_parallelism, key_groups.start, data, offsets, meta)
+    return HeapColumnsSnapshot(
+        snapshot.max_parallelism, key_groups, entries, columns, _meta_infos(snapshot.meta)
+    )

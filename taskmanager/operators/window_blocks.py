@@ -42,6 +42,7 @@ from weir.core.columnar import ColumnBatch, batch_column, key_column
 from weir.core.key_group_arrays import KeyGroupTable, vectorised_key_type
 from weir.taskmanager.operators.window_columns import (
     add_to_dict,
+    average_column,
     place_in_windows,
     timestamp_array,
 )
@@ -113,10 +114,7 @@ class FiredBlocks:
         acc = np.concatenate([b.acc for b in arrays])
         if self._kind != "avg":
             return acc
-        counts = np.concatenate([b.counts for b in arrays])
-        if acc.dtype.kind == "f" or not len(acc) or int(np.abs(acc).max()) < 2**53:
-            return acc / counts
-        return None
+        return average_column(acc, np.concatenate([b.counts for b in arrays]))
 
     def results(self) -> list[Any]:
         column = self.result_column()

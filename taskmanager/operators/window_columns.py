@@ -46,6 +46,14 @@ def _dense_enough(span: int, keys: int) -> bool:
     return span <= max(_DENSE_SLACK * keys, _DENSE_MIN)
 
 
+def average_column(sums: Any, counts: Any) -> Any:
+    """Averages of ``sums`` over ``counts`` as one array; None when only Python's
+    arithmetic gives them exactly (integer sums past 2**53)."""
+    if sums.dtype.kind == "f" or not len(sums) or int(np.abs(sums).max()) < 2**53:
+        return sums / counts
+    return None
+
+
 class Lease:
     """Arrays lent to a snapshot that reads them on another thread until ``release``
     (``ColumnWindow.lend``). ``released`` is set once, by the reader; the owner only
@@ -388,9 +396,7 @@ class ColumnWindow:
             lease = self.lease
             # Handed on to be read and changed by what follows: not the lent arrays.
             return acc if lease is None or lease.released else acc.copy()
-        if acc.dtype.kind == "f" or not len(acc) or int(np.abs(acc).max()) < 2**53:
-            return acc / counts
-        return None
+        return average_column(acc, counts)
 
     def results(self) -> list[Any]:
         """The built-in's results, one per key, in ascending key order."""

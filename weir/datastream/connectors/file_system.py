@@ -34,6 +34,7 @@ progress across a checkpoint.
 
 from __future__ import annotations
 
+import abc
 import re
 import time
 import uuid
@@ -118,17 +119,19 @@ class StreamFormat:
         return Types.STRING()
 
 
-class BulkFormat:
+class BulkFormat(abc.ABC):
     """A reader format that reads batches of records from a file, column by column
     (``weir.datastream.formats.parquet``); see ``StreamFormat`` for what it provides."""
 
     columnar = True
 
+    @abc.abstractmethod
     def open_split(self, split: FileSplit) -> SplitReader:
-        raise NotImplementedError
+        """A reader of ``split`` from its position on."""
 
+    @abc.abstractmethod
     def produced_type(self) -> TypeInformation:
-        raise NotImplementedError
+        """The type of the records it reads."""
 
 
 class FileSourceBuilder:
