@@ -36,13 +36,13 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from window_operator import Count as CountRecords
 from window_operator import window_operator
 
 from weir.common.time import Time
 from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.datastream import StreamExecutionEnvironment
 from weir.datastream.aggregate_functions import Count
-from weir.datastream.functions import AggregateFunction
 from weir.datastream.window import TumblingEventTimeWindows
 from weir.taskmanager.checkpointing.snapshot import (
     KeyGroupsSnapshot,
@@ -56,20 +56,6 @@ from weir.taskmanager.state.hashmap import HashMapKeyedStateBackend
 MAX_PARALLELISM = 128
 BATCH = 1 << 20
 SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "int64"))
-
-
-class CountRecords(AggregateFunction):
-    def create_accumulator(self) -> int:
-        return 0
-
-    def add(self, value: Any, accumulator: int) -> int:
-        return accumulator + 1
-
-    def get_result(self, accumulator: int) -> int:
-        return accumulator
-
-    def merge(self, acc_a: int, acc_b: int) -> int:
-        return acc_a + acc_b
 
 
 def _payload(function: Any) -> dict[str, Any]:
