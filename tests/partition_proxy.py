@@ -6,6 +6,11 @@ but carry nothing (bytes wait in the kernel, as a partition delays TCP segments)
 server sees its client go silent, the client sees its server go silent. ``heal()`` lets
 whatever is still connected flow again.
 
+Two finer cuts decide what became of a request sent into them: ``withhold_replies()``
+lets requests reach the server but no answer come back (a write applied, its answer
+lost), and ``sever()`` closes every connection, dropping what waits in them (a request
+that never arrived).
+
     with PartitionProxy("127.0.0.1", zookeeper_port) as proxy:
         ...  # give the master proxy.address as its quorum
         proxy.partition()
@@ -29,6 +34,10 @@ class PartitionProxy:
         self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
         self._flowing = threading.Event()
         self._flowing.set()
+        self._replying = threading.Event()
+        self._replying.set()
+        self._generation = 0
+        """Bumped by ``sever()``: a forwarder of an older generation forwards nothing more."""
         self._stopped = threading.Event()
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -38,7 +47,24 @@ class PartitionProxy:
     def partition(self) -> None:
         self._flowing.clear()
 
+    def withhold_replies(self) -> None:
+        """Requests still reach the server; nothing comes back until ``heal()``."""
+        self._replying.clear()
+
+    def sever(self) -> None:
+        """Close every connection now, forwarding nothing that waits in them; clients
+        connect anew (the cut goes on until ``heal()``)."""
+        with self._lock:
+            self._generation += 1
+            sockets = list(self._sockets)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the forwarders; they close it
+            except OSError:
+                pass
+
     def heal(self) -> None:
+        self._replying.set()
         self._flowing.set()
 
     def _accept(self) -> None:
@@ -57,23 +83,39 @@ class PartitionProxy:
                 continue
             with self._lock:
                 self._sockets += [client, server]
-            for source, sink in ((client, server), (server, client)):
+                generation = self._generation
+            for source, sink, gate in (
+                (client, server, self._flowing),
+                (server, client, self._replying),
+            ):
                 thread = threading.Thread(
-                    target=self._pump, args=(source, sink), daemon=True, name="proxy-pump"
+                    target=self._pump,
+                    args=(source, sink, gate, generation),
+                    daemon=True,
+                    name="proxy-pump",
                 )
                 thread.start()
                 self._threads.append(thread)
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        while not self._stopped.is_set():
-            if not self._flowing.wait(_POLL_S):
+    def _pump(
+        self,
+        source: socket.socket,
+        sink: socket.socket,
+        gate: threading.Event,
+        generation: int,
+    ) -> None:
+        def open_() -> bool:
+            return self._flowing.is_set() and gate.is_set()
+
+        while not self._stopped.is_set() and generation == self._generation:
+            if not (self._flowing.wait(_POLL_S) and gate.wait(_POLL_S)):
                 continue
             try:
                 readable, _, _ = select.select([source], [], [], _POLL_S)
-                if not readable or not self._flowing.is_set():
+                if not readable or not open_():
                     continue
                 data = source.recv(65536)
-                if not data:
+                if not data or generation != self._generation:
                     break
                 sink.sendall(data)
             except OSError:

@@ -928,7 +928,9 @@ class CheckpointCoordinator:
         at once: restoring an older checkpoint then would repeat what sinks committed
         after it, so the caller tries again later instead. ``verify_state`` reads every
         state file and checks its checksum (otherwise only that the files exist). Call
-        after ``abort_pending``."""
+        after ``abort_pending``. LeaderLostError when the HA store cannot say now which
+        checkpoints it holds."""
+        self._store.settle()
         pointers = self._store.get_all()
         if not pointers:
             return None

@@ -290,6 +290,8 @@ class TestLeaderElection:
                 store.add_checkpoint(second)
             registered = services.create_completed_checkpoint_store(JOB, 1).get_all()
             assert registered == [second if applied else first]
+            store.settle()  # what a restore asks first
+            assert store.get_all() == registered
             # Either way the next one registers, and the one it subsumes, and what the
             # lost write dropped or would have registered, are handed back for deletion.
             subsumed = store.add_checkpoint(third)

@@ -269,6 +269,51 @@ class TestLosingZooKeeper:
                 proxy.heal()
                 services.close()
 
+    @pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])
+    def test_a_registration_whose_answer_was_lost_is_settled_from_zookeeper(
+        self, zookeeper: object, ha_config: dict[str, str], applied: bool
+    ):
+        """The connection drops while checkpoint 2 is being registered: ZooKeeper applied
+        the write and its answer was lost, or the request never reached it. The store
+        cannot tell, and says so. Once the connection is back (the session intact, a
+        tolerated suspension), it reads what ZooKeeper holds: a restore then starts from
+        what is registered, and the next registration goes on from it rather than taking
+        the store's own write for another leader's."""
+        host, port = zookeeper.address.rsplit(":", 1)  # type: ignore[attr-defined]
+        with PartitionProxy(host, int(port)) as proxy:
+            services, contender, _token = self._leader(
+                proxy.address, {**ha_config, SESSION_TIMEOUT: "10 s"}, tolerate=True
+            )
+            try:
+                store = services.create_completed_checkpoint_store(JOB, 1)
+                first = CompletedCheckpointPointer(JOB, 1, "file:///c/chk-1", 1)
+                second = CompletedCheckpointPointer(JOB, 2, "file:///c/chk-2", 2)
+                third = CompletedCheckpointPointer(JOB, 3, "file:///c/chk-3", 3)
+                assert store.add_checkpoint(first) == []
+                if applied:
+                    proxy.withhold_replies()
+                else:
+                    proxy.partition()
+                with pytest.raises(PossibleInconsistentStateError, match="may or may not"):
+                    store.add_checkpoint(second)
+                if not applied:
+                    proxy.sever()  # the request waiting in the cut is dropped
+                proxy.heal()
+                wait(lambda: contender.suspensions == [True, False], "leaders to resume")
+                registered = services.create_completed_checkpoint_store(JOB, 1).get_all()
+                assert registered == [second if applied else first]
+                store.settle()
+                assert store.get_all() == registered
+                # The next one registers, and the one it subsumes, and what the lost write
+                # dropped or would have registered, are handed back for deletion.
+                subsumed = store.add_checkpoint(third)
+                assert sorted(subsumed, key=lambda p: p.checkpoint_id) == [first, second]
+                assert store.get_all() == [third]
+                assert services.create_completed_checkpoint_store(JOB, 1).get_all() == [third]
+            finally:
+                proxy.heal()
+                services.close()
+
     def test_a_suspend_hook_may_wait_for_a_thread_that_waits_for_zookeeper(
         self, zookeeper: object, ha_config: dict[str, str]
     ):

@@ -9,6 +9,7 @@ import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from weir.core.errors import LeaderLostError
 from weir.core.ids import JobId
 from weir.core.job_status import JobStatus
 
@@ -108,6 +109,39 @@ class CompletedCheckpointPointer:
     timestamp_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class UnsureWrite:
+    """A write of a completed-checkpoint store whose answer was lost: it may have been
+    applied or not. ``marker`` is what the store's node would show had it been applied
+    (a version, an update id), ``retained`` the pointers it would have left there."""
+
+    marker: object
+    retained: list[CompletedCheckpointPointer]
+
+
+def settle_unsure_write(
+    found: object,
+    seen: object,
+    before: list[CompletedCheckpointPointer],
+    unsure: UnsureWrite,
+    job_id: JobId,
+) -> tuple[object, list[CompletedCheckpointPointer], list[CompletedCheckpointPointer]]:
+    """What became of ``unsure``, from the marker ``found`` in the store's node now, when
+    the store last saw ``seen`` holding ``before``: the marker and pointers the store goes
+    on from, and the pointers no longer retained whose files are to be deleted. Applied:
+    what the write dropped. Not applied: the checkpoint it would have registered.
+    LeaderLostError when neither is there (another leader wrote)."""
+    if found == unsure.marker:
+        return found, unsure.retained, [p for p in before if p not in unsure.retained]
+    if found == seen:
+        return seen, before, [p for p in unsure.retained if p not in before]
+    msg = (
+        f"job {job_id}: the completed checkpoints in the HA store changed under this "
+        "JobMaster (another leader wrote them) while the answer to its last write was lost"
+    )
+    raise LeaderLostError(msg)
+
+
 class CompletedCheckpointStore(abc.ABC):
     """Pointers to the retained completed checkpoints of one job, newest last."""
 
@@ -122,6 +156,12 @@ class CompletedCheckpointStore(abc.ABC):
 
     @abc.abstractmethod
     def get_all(self) -> list[CompletedCheckpointPointer]: ...
+
+    def settle(self) -> None:  # noqa: B027 (nothing kept outside)
+        """Find out what became of a write whose answer was lost, if there is one, so
+        that ``get_all`` is what the HA store holds: called before a restore, which must
+        not go back behind a checkpoint the store registered. LeaderLostError when the
+        store cannot be read now."""
 
     def shutdown(self, job_status: JobStatus) -> None:  # noqa: B027 (nothing kept outside)
         """The job ended in ``job_status``: a globally terminal job's pointers are dropped

@@ -206,6 +206,34 @@ class TestAbort:
         assert "had no answer" in h.coordinator.statistics().latest_failed.failure_message
         assert h.failures == []  # a connection blip: no failover
 
+    def test_a_restore_after_a_registration_without_answer_starts_from_what_is_registered(
+        self,
+    ):
+        """The store registered the checkpoint but its answer was lost; only the store,
+        asked before the restore, can tell. Restoring the one before would abort what the
+        sinks put aside for it, which the next leader could then not commit."""
+        h = make_harness()
+        applied: list = []
+        add = h.store.add_checkpoint
+
+        def applied_without_answer(pointer):
+            applied.append(pointer)
+            msg = "the connection dropped before the answer"
+            raise PossibleInconsistentStateError(msg)
+
+        def settle():
+            while applied:
+                add(applied.pop())
+
+        first = h.coordinator.trigger_checkpoint()
+        h.ack_all(first)
+        h.store.add_checkpoint = applied_without_answer
+        h.store.settle = settle
+        second = h.coordinator.trigger_checkpoint()
+        h.ack_all(second)
+        assert [p.checkpoint_id for p in h.store.get_all()] == [first]
+        assert h.coordinator.restore_latest().checkpoint_id == second
+
     def test_timeout_aborts(self):
         h = make_harness(timeout_ms=5000, tolerable_failures=1)
         cid = h.coordinator.trigger_checkpoint()

@@ -36,6 +36,8 @@ from weir.core.highavailability.services import (
     CompletedCheckpointPointer,
     CompletedCheckpointStore,
     JobGraphStore,
+    UnsureWrite,
+    settle_unsure_write,
 )
 from weir.core.ids import JobId
 from weir.core.job_status import JobStatus
@@ -223,7 +225,8 @@ class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
 
     A write whose answer was lost (the API server restarted under it, say) may or may not
     have been applied: ``add_checkpoint`` raises PossibleInconsistentStateError and the
-    store remembers that write. The next ``add_checkpoint`` reads the value anyway: if it
+    store remembers that write. The next ``add_checkpoint`` (or ``settle``, before a
+    restore) reads the value anyway: if it
     is that write, it was applied, and the store goes on from it (the pointers it dropped
     are subsumed then) instead of taking it for another leader's; if it is the one before,
     it was not, and the checkpoint it would have registered is subsumed."""
@@ -243,8 +246,8 @@ class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
         self._lock = threading.Lock()
         text = _read_data(elector, f"the completed checkpoints of job {job_id}").get(self._key)
         self._pointers, self._seen = _decode(text)
-        self._unsure: tuple[str, list[CompletedCheckpointPointer]] | None = None
-        """The update id and pointers of a write whose answer was lost, until known."""
+        self._unsure: UnsureWrite | None = None
+        """A write whose answer was lost (its update id and pointers), until settled."""
         self._dropped: list[CompletedCheckpointPointer] = []
         """Pointers a write whose answer was lost dropped, once it is known to be applied:
         subsumed with the next checkpoint added."""
@@ -277,7 +280,7 @@ class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
                     self._pointers, self._seen, self._dropped = base.before, base.seen, base.dropped
                     self._unsure = None
                     if isinstance(exc, PossibleInconsistentStateError):
-                        self._unsure = (update_id, base.retained)
+                        self._unsure = UnsureWrite(update_id, base.retained)
                 raise
             base = read[0]
             self._pointers = base.retained
@@ -290,13 +293,11 @@ class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
         """What a write adding ``pointer`` goes on from, given the update id ``found`` in
         the ConfigMap; LeaderLostError when another leader wrote there."""
         seen, before, dropped = self._seen, self._pointers, self._dropped
-        if self._unsure is not None and found == self._unsure[0]:
-            # The write whose answer was lost was applied: go on from it.
-            seen, before = found, self._unsure[1]
-            dropped = [*dropped, *(p for p in self._pointers if p not in before)]
-        elif self._unsure is not None and found == seen:
-            # It was not: the checkpoint it would have registered is no one's.
-            dropped = [*dropped, *(p for p in self._unsure[1] if p not in before)]
+        if self._unsure is not None:
+            marker, before, settled = settle_unsure_write(
+                found, seen, before, self._unsure, self._job_id
+            )
+            seen, dropped = str(marker), [*dropped, *settled]
         elif found != seen:
             msg = (
                 f"job {self._job_id}: the completed checkpoints in the HA ConfigMap "
@@ -320,6 +321,18 @@ class KubernetesCompletedCheckpointStore(CompletedCheckpointStore):
     def get_all(self) -> list[CompletedCheckpointPointer]:
         with self._lock:
             return list(self._pointers)
+
+    def settle(self) -> None:
+        with self._lock:
+            if self._unsure is None:
+                return
+            data = _read_data(self._elector, f"the completed checkpoints of job {self._job_id}")
+            found = _decode(data.get(self._key))[1]
+            seen, self._pointers, settled = settle_unsure_write(
+                found, self._seen, self._pointers, self._unsure, self._job_id
+            )
+            self._seen, self._dropped = str(seen), [*self._dropped, *settled]
+            self._unsure = None
 
     def shutdown(self, job_status: JobStatus) -> None:
         if not job_status.is_globally_terminal_state():

@@ -19,16 +19,18 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import fsspec
 
-from weir.core.errors import LeaderLostError
+from weir.core.errors import LeaderLostError, PossibleInconsistentStateError
 from weir.core.highavailability.services import (
     CheckpointIdCounter,
     CompletedCheckpointPointer,
     CompletedCheckpointStore,
     JobGraphStore,
+    UnsureWrite,
+    settle_unsure_write,
 )
 from weir.core.highavailability.zookeeper.client import (
     checkpoint_counter_path,
@@ -201,7 +203,16 @@ class ZooKeeperCheckpointIdCounter(CheckpointIdCounter):
 class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
     """The retained pointers of one job as a JSON list in one node: adding one is one
     compare-and-set on the version this store last saw, so a writer that missed an update
-    (a deposed leader) is refused instead of dropping its successor's checkpoints."""
+    (a deposed leader) is refused instead of dropping its successor's checkpoints.
+
+    A write whose answer was lost (the connection dropped before ZooKeeper answered) may
+    or may not have been applied: ``add_checkpoint`` raises PossibleInconsistentStateError
+    and the store remembers that write. The next ``add_checkpoint``, or ``settle`` before
+    a restore, reads the node: holding that write's version and bytes, it was applied and
+    the store goes on from it (the pointers it dropped are subsumed then); still holding
+    what the store saw before, it was not, and the checkpoint it would have registered is
+    subsumed. ZooKeeper answers a session's requests in order, so once a read made after
+    the reconnection answers, the lost write has been applied or never will be."""
 
     def __init__(
         self,
@@ -226,9 +237,14 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
                 self._latch.guarded_transaction(token(), lambda t: t.create(self._path, b"[]"))
             except NodeExistsError:
                 pass
-        self._pointers, self._version = self._read()
+        self._pointers, self._seen = self._read()
+        """What the node held when this store last read or wrote it, and its version and
+        bytes then."""
+        self._unsure: UnsureWrite | None = None
+        self._dropped: list[CompletedCheckpointPointer] = []
+        """No longer retained since the last write that answered, not yet handed back."""
 
-    def _read(self) -> tuple[list[CompletedCheckpointPointer], int]:
+    def _read(self) -> tuple[list[CompletedCheckpointPointer], tuple[int, bytes]]:
         data, stat = self._latch.await_reply(self._client.get_async(self._path))
         pointers = [
             CompletedCheckpointPointer(
@@ -239,7 +255,22 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
             )
             for entry in json.loads(data or b"[]")
         ]
-        return pointers, stat.version
+        return pointers, (stat.version, data)
+
+    def _settle_locked(self) -> None:
+        if self._unsure is None:
+            return
+        found = self._read()[1]
+        seen, self._pointers, settled = settle_unsure_write(
+            found, self._seen, self._pointers, self._unsure, self._job_id
+        )
+        self._seen = cast("tuple[int, bytes]", seen)
+        self._dropped = [*self._dropped, *settled]
+        self._unsure = None
+
+    def settle(self) -> None:
+        with self._lock:
+            self._settle_locked()
 
     def add_checkpoint(
         self, pointer: CompletedCheckpointPointer
@@ -247,6 +278,7 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
         from kazoo.exceptions import BadVersionError  # noqa: PLC0415 (optional dependency)
 
         with self._lock:
+            self._settle_locked()
             pointers = [*self._pointers, pointer]
             subsumed = pointers[: -self._max_retained]
             retained = pointers[-self._max_retained :]
@@ -261,7 +293,7 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
                     for p in retained
                 ]
             ).encode()
-            version = self._version
+            version = self._seen[0]
             try:
                 self._latch.guarded_transaction(
                     self._token(), lambda t: t.set_data(self._path, data, version)
@@ -273,9 +305,13 @@ class ZooKeeperCompletedCheckpointStore(CompletedCheckpointStore):
                     f"{pointer.checkpoint_id} is not registered"
                 )
                 raise LeaderLostError(msg) from exc
+            except PossibleInconsistentStateError:
+                self._unsure = UnsureWrite((version + 1, data), retained)
+                raise
             self._pointers = retained
-            self._version = version + 1
-            return subsumed
+            self._seen = (version + 1, data)
+            dropped, self._dropped = self._dropped, []
+            return [*dropped, *subsumed]
 
     def get_latest(self) -> CompletedCheckpointPointer | None:
         with self._lock:
