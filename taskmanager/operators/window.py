@@ -24,6 +24,7 @@ what the other path wrote (``weir.taskmanager.operators.window_namespaces``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -162,7 +163,19 @@ class WindowOperator(StreamOperator):
             output.routing_tagged_results(),
             self._result_of_contents(),
             self.window_function,
-            WindowProcessContext(self.timers, backend, context, merging=self.merging),
+            WindowProcessContext(
+                self.timers,
+                backend,
+                context,
+                merging=self.merging,
+                rename_window_state=(
+                    functools.partial(
+                        rename_windows, size=aligned_size_ms, as_time_windows=self.fast is None
+                    )
+                    if aligned_size_ms is not None
+                    else None
+                ),
+            ),
             contents_may_be_none=self.state_kind != "list",
             # A built-in's results over columns go on as a column where nothing reads
             # them one by one here (no window function, no side output to route to).

@@ -9,6 +9,7 @@ service, keyed state backend and runtime context it reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from weir.taskmanager.operators.window_state import (
@@ -20,7 +21,7 @@ from weir.taskmanager.operators.window_state import (
 
 if TYPE_CHECKING:
     from weir.taskmanager.operators.timers import InternalTimerService
-    from weir.taskmanager.state.backend import KeyedStateBackend
+    from weir.taskmanager.state.backend import KeyedStateBackend, NamespacedTable
 
 
 class WindowTriggerContext:
@@ -81,15 +82,20 @@ class WindowProcessContext:
         runtime_context: Any,
         *,
         merging: bool,
+        rename_window_state: Callable[[NamespacedTable], None] | None = None,
     ) -> None:
-        """``merging``: the windows merge (sessions), which have no per-window state."""
+        """``merging``: the windows merge (sessions), which have no per-window state.
+        ``rename_window_state``: names the restored windows of a ``window_state()`` state
+        as this operator's path does (see ``PerWindowStateStore``)."""
         self._timers = timers
         self._runtime_context = runtime_context
         self.window: Any = None
         self.namespace: Any = None
         """The window as named in state (a fast-path window is named by its start)."""
         self._window_state: PerWindowStateStore | MergingWindowStateStore = (
-            MergingWindowStateStore() if merging else PerWindowStateStore(backend)
+            MergingWindowStateStore()
+            if merging
+            else PerWindowStateStore(backend, rename_window_state)
         )
 
     def current_processing_time(self) -> int:

@@ -10,6 +10,8 @@ what it restored before it reads it: ``TimeWindow(start, start + size)`` for the
 general path, ``window.start`` for the fast one. Only an aligned assigner's windows are
 renamed (tumbling or sliding, whose windows are ``size`` long); state of one path is
 always named one way, so a look at the first entry of a table tells whether it needs it.
+A process window function's ``window_state()`` is renamed likewise, each state the first
+time it is asked for (its name comes from the function's descriptor).
 
 Windows restored without timers (the fast path keeps event-time windows without
 lateness, and a built-in aggregate's processing-time windows, with no timer per key) get

@@ -267,15 +267,30 @@ def merge_window_state(
 
 
 class PerWindowStateStore:
-    """``ProcessWindowFunction.Context.window_state()``: state of the key and window."""
+    """``ProcessWindowFunction.Context.window_state()``: state of the key and window.
 
-    __slots__ = ("_backend", "namespace")
+    ``rename``, when given, names a state's restored windows as this operator's path does
+    (``window_namespaces.rename_windows``); it runs on each state's table the first time
+    the state is asked for, before anything reads or writes it there."""
 
-    def __init__(self, backend: KeyedStateBackend) -> None:
+    __slots__ = ("_backend", "_rename", "_renamed", "namespace")
+
+    def __init__(
+        self,
+        backend: KeyedStateBackend,
+        rename: Callable[[NamespacedTable], None] | None = None,
+    ) -> None:
         self._backend = backend
+        self._rename = rename
+        self._renamed: set[str] = set()
         self.namespace: Any = None
 
     def _state(self, descriptor: Any) -> Any:
+        if self._rename is not None:
+            name = descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name
+            if name not in self._renamed:
+                self._rename(self._backend.get_namespaced_table(STATE_PREFIX + name))
+                self._renamed.add(name)
         return window_state(self._backend, descriptor, self.namespace)
 
     get_state = get_list_state = get_map_state = _state

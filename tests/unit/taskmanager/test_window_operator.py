@@ -442,6 +442,48 @@ class TestProcessWindowFunction:
             ]
             assert h.backend.get_raw_table("_weir_window_state_firings") == {}
 
+    @pytest.mark.parametrize("switch", ["fast-to-general", "general-to-fast"])
+    def test_window_state_survives_a_restore_into_the_other_path(self, switch):
+        """A job that changes path between a checkpoint and its restore (a trigger of its
+        own, or back to the default) keeps each window's ``window_state()``: the late
+        firing after the restore counts the firing before it."""
+
+        class Firings(ProcessWindowFunction):
+            firings = ValueStateDescriptor("firings", Types.INT())
+
+            def process(self, key, context, elements):
+                state = context.window_state().get_state(self.firings)
+                state.update((state.value() or 0) + 1)
+                yield key, context.window().start, state.value()
+
+            def clear(self, context):
+                context.window_state().get_state(self.firings).clear()
+
+        fast = window_payload(
+            lambda ds: (
+                ds.key_by(key)
+                .window(TumblingEventTimeWindows.of(ms(10)))
+                .allowed_lateness(20)
+                .process(Firings())
+            )
+        )
+        before, after = (
+            (fast, general(fast)) if switch == "fast-to-general" else (general(fast), fast)
+        )
+        h = Harness(before)
+        h.send((("a", 1), 1), (("b", 2), 2))
+        h.watermark(9)
+        assert sorted(h.out.records) == [("a", 0, 1), ("b", 0, 1)]
+        snapshot = h.checkpoint()
+
+        restored = new_backend()
+        restored.restore([snapshot])
+        h2 = Harness(after, backend=restored)
+        h2.send((("a", 3), 3))  # late, within the lateness
+        h2.watermark(MAX_WATERMARK)
+        assert h2.out.records == [("a", 0, 2)]
+        assert h2.backend.get_raw_table("_weir_window_state_firings") == {}
+
     @pytest.mark.parametrize("path", PATHS)
     def test_reduce_with_a_process_window_function_sees_the_reduced_value(self, path):
         p = path(
