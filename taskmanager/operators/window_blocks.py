@@ -10,8 +10,9 @@ distinct keys found and counted once (``np.unique``) and their key groups comput
 over the array with the per-key path's hash (``weir.core.key_group_arrays``); then
 each block the batch touches is merged with its part of the batch: the keys it lacks
 inserted in order, the accumulators updated (``+=`` of the counts, ``np.add.at``,
-``np.minimum.at``, ``np.maximum.at`` in record order, so a float sum is the one the
-built-in's ``add`` makes record after record). A window fires, once the watermark
+``np.minimum.at``, ``np.maximum.at`` in record order, so a float sum, and which of two
+equal zeros a Min or Max keeps (``extreme_at``), are what the built-in's ``add`` makes
+record after record). A window fires, once the watermark
 reached its end, by reading its blocks and emitting their results as one column.
 
 Blocks are read from RocksDB, changed and written back through a write-back cache of
@@ -43,6 +44,7 @@ from weir.core.key_group_arrays import KeyGroupTable, vectorised_key_type
 from weir.taskmanager.operators.window_columns import (
     add_to_dict,
     average_column,
+    extreme_at,
     place_in_windows,
     timestamp_array,
 )
@@ -585,9 +587,9 @@ def _merge(kind: str, block: Block | None, keys: Any, values: Any) -> Block:
         np.add.at(block.acc, slots, values)
         block.counts += np.bincount(slots, minlength=len(block.keys))
     elif kind == "min":
-        np.minimum.at(block.acc, slots, values)
+        extreme_at(np.minimum, block.acc, slots, values)
     else:
-        np.maximum.at(block.acc, slots, values)
+        extreme_at(np.maximum, block.acc, slots, values)
     return block
 
 

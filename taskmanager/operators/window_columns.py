@@ -9,7 +9,9 @@ and count). Keys are integers. While the keys of a window span a range not much 
 than their number, the arrays are dense over that range (slot ``key - low``, with a
 mask of the keys present), and a batch is added with no sort at all: ``np.bincount``
 for counts, ``np.add.at`` for sums (one value at a time, in record order, so a float sum
-is the one ``add`` makes record after record), ``np.minimum.at`` and ``np.maximum.at``.
+is the one ``add`` makes record after record), ``np.minimum.at`` and ``np.maximum.at``
+(``extreme_at``: of equal zeros the first is kept, as ``add`` keeps it; NaN never reaches
+these arrays).
 Otherwise they are sparse: the keys sorted, a record's slot found with
 ``np.searchsorted``. A window fires in one pass over its arrays, its keys in ascending
 order (Flink fires the keys of one window in no defined order).
@@ -347,9 +349,9 @@ class ColumnWindow:
             if not counted:
                 self.counts += np.bincount(slots, minlength=n)
         elif kind == "min":
-            np.minimum.at(self.acc, slots, values)
+            extreme_at(np.minimum, self.acc, slots, values)
         else:
-            np.maximum.at(self.acc, slots, values)
+            extreme_at(np.maximum, self.acc, slots, values)
 
     def lend(self, lease: Lease) -> LentArrays:
         """The arrays, lent until ``lease`` is released: they stay as they are until
@@ -576,6 +578,26 @@ def place_each(
     return WindowPlacement(
         np.concatenate(starts), np.concatenate(rows), in_any, slide, reordered=True
     )
+
+
+def extreme_at(ufunc: Any, acc: Any, slots: Any, values: Any) -> None:
+    """``ufunc.at(acc, slots, values)`` for ``np.minimum`` or ``np.maximum``, keeping of
+    two equal zeros the one that came first, as the built-ins' ``add`` does record after
+    record (``v < acc``: 0.0 then -0.0 is 0.0). numpy keeps either, depending on the loop
+    it runs. Only zeros are equal and apart, so only slots whose result is zero are
+    looked at again, and only when the batch has a zero."""
+    zero = values == 0 if acc.dtype.kind == "f" else None
+    if zero is None or not zero.any():
+        ufunc.at(acc, slots, values)
+        return
+    zero_slots, first = np.unique(slots[zero], return_index=True)
+    first_zero = values[zero][first]
+    held = acc[zero_slots]
+    ufunc.at(acc, slots, values)
+    ends_zero = acc[zero_slots] == 0
+    at = zero_slots[ends_zero]
+    kept = held[ends_zero]
+    acc[at] = np.where(kept == 0, kept, first_zero[ends_zero])
 
 
 def add_to_window(

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from window_testing import Harness, window_payload
+from window_testing import Harness, signed, window_payload
 
 from weir.common.time import Time
 from weir.core.columnar import ColumnBatch, ColumnSpec
@@ -25,12 +25,12 @@ from weir.taskmanager.state.backend import with_columns_as_entries
 
 def fired(log: list[tuple[str, Any]]) -> list[Any]:
     """The log with each run of results between watermarks as a sorted list (numbers:
-    results of one window may mix ints and None-free floats)."""
+    results of one window may mix ints and None-free floats), each with its sign."""
     out: list[Any] = []
     run: list[Any] = []
     for entry in log:
         if entry[0] == "record":
-            run.append(entry[1])
+            run.append(signed(entry[1]))
             continue
         if run:
             out.append(sorted(run))
@@ -61,7 +61,7 @@ batches = st.lists(
     st.lists(
         st.tuples(
             st.integers(0, 5),  # key
-            st.floats(-1e6, 1e6, allow_nan=False, width=32),  # value
+            st.floats(-1e6, 1e6, allow_nan=False, width=32) | st.sampled_from([0.0, -0.0]),
             st.integers(0, 400),  # timestamp
         ),
         min_size=1,

@@ -93,7 +93,7 @@ batches = st.lists(
     st.lists(
         st.tuples(
             st.integers(-3, 300),  # key
-            st.floats(-1e6, 1e6, allow_nan=False, width=32),  # value
+            st.floats(-1e6, 1e6, allow_nan=False, width=32) | st.sampled_from([0.0, -0.0]),
             st.integers(0, 400),  # timestamp
         ),
         min_size=1,

@@ -3,6 +3,7 @@ backend and timer service, and an Output that records what the operator emits.""
 
 from __future__ import annotations
 
+import math
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -69,6 +70,11 @@ class FakeClock:
 
     def __call__(self) -> int:
         return self.now
+
+
+def signed(value: Any) -> Any:
+    """A result with a float's sign beside it: 0.0 and -0.0 are equal, but print apart."""
+    return (value, math.copysign(1.0, value)) if isinstance(value, float) else (value, 0.0)
 
 
 def window_payload(build: Callable[[Any], Any]) -> dict[str, Any]:
