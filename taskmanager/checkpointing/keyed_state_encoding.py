@@ -2,10 +2,12 @@
 a hashmap backend that holds column blocks (``HeapColumnsSnapshot``).
 
 A key group's bytes are ``serialize_batch`` of its ``(state_name, key, value)`` triples
-(marshal when the values allow, else pickle protocol 5), followed in the same list by
-``(state_name, arrow_ipc_stream)`` pairs, one per column block of the group
-(``KeyedStateSnapshot.columns``, ``weir.core.column_blocks``). A restore at another
-parallelism reads only the groups it owns, through ``offsets``.
+(marshal when the values allow, else pickle protocol 5). A group with column blocks
+(``KeyedStateSnapshot.columns``, ``weir.core.column_blocks``) is framed instead
+(``frame_buffers``): those bytes, then a ``(state_name, arrow_ipc_stream)`` pair per
+block, each stream written as Arrow made it, never copied into bytes. A restore at
+another parallelism reads only the groups it owns, through ``offsets``. (Checkpoints
+that held the pairs in the same list as the triples are read too.)
 
 Entries are Python objects the task goes on changing, so they are serialized on the
 task thread, before it does. Column blocks are Arrow record batches over copies nobody
@@ -27,7 +29,7 @@ from weir.core.checkpoint import (
     StateMetaInfo,
 )
 from weir.core.errors import WeirError
-from weir.core.serializers import deserialize_batch, serialize_batch
+from weir.core.serializers import deserialize_batch, frame_buffers, serialize_batch
 from weir.taskmanager.state.backend import (
     KeyedStateSnapshot,
     StateKind,
@@ -76,9 +78,11 @@ def encode_keyed_state(snapshot: KeyedStateSnapshot, key_groups: range) -> KeyGr
     The values are copied into bytes here, so later mutations of the live state (also
     in place, on a mutable value) do not reach the snapshot.
     """
-    by_group = _triples_by_group(snapshot, key_groups)
-    _add_column_pairs(by_group, snapshot.columns, key_groups)
-    parts, offsets = _laid_out({g: serialize_batch(t) for g, t in by_group.items()}, key_groups)
+    entries = {
+        group: serialize_batch(triples)
+        for group, triples in _triples_by_group(snapshot, key_groups).items()
+    }
+    parts, offsets = _laid_out(_framed(entries, snapshot.columns, key_groups), key_groups)
     return KeyGroupsSnapshot(
         snapshot.max_parallelism,
         key_groups.start,
@@ -100,36 +104,41 @@ def _triples_by_group(
     return by_group
 
 
-def _add_column_pairs(
-    by_group: dict[int, list[tuple[Any, ...]]],
+def _framed(
+    entries: Mapping[int, bytes],
     columns: Mapping[str, Mapping[int, Sequence[Any]]],
     key_groups: range,
-) -> None:
-    """``(name, arrow_ipc_stream)`` of every column block, after its group's triples."""
-    if not columns:
-        return
-    from weir.core.column_blocks import encode_block  # noqa: PLC0415 (pyarrow)
+) -> dict[int, list[Any]]:
+    """Each group's parts: its entries' bytes, framed with a ``(name, Arrow IPC stream)``
+    pair per column block of the group when it has any."""
+    named: dict[int, list[tuple[str, Any]]] = {}
+    if columns:
+        from weir.core.column_blocks import block_stream  # noqa: PLC0415 (pyarrow)
 
-    for name, column_groups in columns.items():
-        for group, blocks in column_groups.items():
-            _check_owned(name, group, key_groups)
-            bucket = by_group.setdefault(group, [])
-            bucket.extend((name, encode_block(block)) for block in blocks)
+        for name, column_groups in columns.items():
+            for group, blocks in column_groups.items():
+                _check_owned(name, group, key_groups)
+                named.setdefault(group, []).extend((name, block_stream(b)) for b in blocks)
+    framed: dict[int, list[Any]] = {group: [data] for group, data in entries.items()}
+    for group, pairs in named.items():
+        framed[group] = frame_buffers(entries.get(group, b""), pairs)
+    return framed
 
 
 def _laid_out(
-    blocks: Mapping[int, bytes], key_groups: range
-) -> tuple[list[bytes], tuple[int, ...]]:
-    """The groups' blocks in key-group order, and where each starts once joined."""
-    parts: list[bytes] = []
+    blocks: Mapping[int, Sequence[Any]], key_groups: range
+) -> tuple[list[Any], tuple[int, ...]]:
+    """The groups' parts in key-group order, and where each group starts once joined."""
+    parts: list[Any] = []
     offsets: list[int] = []
     position = 0
     for group in key_groups:
         offsets.append(position)
-        block = blocks.get(group)
-        if block:
-            parts.append(block)
-            position += len(block)
+        for part in blocks.get(group, ()):
+            size = memoryview(part).nbytes
+            if size:
+                parts.append(part)
+                position += size
     return parts, tuple(offsets)
 
 
@@ -195,21 +204,11 @@ class HeapColumnsSnapshot:
             self.max_parallelism, self.key_groups.start, b"".join(parts), offsets, self.state_meta
         )
 
-    def _encoded(self) -> tuple[list[bytes], tuple[int, ...]]:
-        """The groups' blocks and where each starts. A group with entries and column
-        blocks has its entries read back and written again with the blocks after them
-        (one block per group)."""
-        pairs: dict[int, list[tuple[Any, ...]]] = {}
+    def _encoded(self) -> tuple[list[Any], tuple[int, ...]]:
+        """The groups' parts and where each group starts."""
         columns = self.columns.cut()
         self.columns.release()
-        _add_column_pairs(pairs, columns, self.key_groups)
-        blocks = dict(self.entries)
-        for group, group_pairs in pairs.items():
-            known = blocks.get(group)
-            blocks[group] = serialize_batch(
-                group_pairs if known is None else [*deserialize_batch(known), *group_pairs]
-            )
-        return _laid_out(blocks, self.key_groups)
+        return _laid_out(_framed(self.entries, columns, self.key_groups), self.key_groups)
 
     def write(
         self, location: CheckpointStorageLocation, prefix: str, compress: bool

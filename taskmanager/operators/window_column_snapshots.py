@@ -56,6 +56,10 @@ def lend_windows(windows: Mapping[int, ColumnWindow]) -> LentWindows:
 
 
 def _record_batches(lent: list[tuple[int, LentArrays]]) -> list[Any]:
+    """Whole windows joined into batches of about ``CUT_ROWS`` rows: what the cut by key
+    group takes a chunk at a time, never joined into one array of every row."""
+    from weir.core.column_blocks import CUT_ROWS  # noqa: PLC0415 (pyarrow)
+
     parts: dict[tuple[str, str], list[tuple[int, Any, Any, Any]]] = {}
     for start, arrays in lent:
         keys, acc, counts = arrays.held()
@@ -63,12 +67,22 @@ def _record_batches(lent: list[tuple[int, LentArrays]]) -> list[Any]:
             parts.setdefault((arrays.kind, acc.dtype.str), []).append((start, keys, acc, counts))
     blocks = []
     for (kind, _), held in parts.items():
-        keys = np.concatenate([k for _, k, _, _ in held])
-        starts = np.concatenate([np.full(len(k), s, dtype=np.int64) for s, k, _, _ in held])
-        acc = np.concatenate([a for _, _, a, _ in held])
-        counts = np.concatenate([c for _, _, _, c in held]) if kind == "avg" else None
-        blocks.append(window_batch(kind, keys, starts, acc, counts))
+        rows = 0
+        first = 0
+        for i, (_, keys, _, _) in enumerate(held):
+            rows += len(keys)
+            if rows >= CUT_ROWS or i == len(held) - 1:
+                blocks.append(_joined(kind, held[first : i + 1]))
+                rows, first = 0, i + 1
     return blocks
+
+
+def _joined(kind: str, held: list[tuple[int, Any, Any, Any]]) -> Any:
+    keys = np.concatenate([k for _, k, _, _ in held])
+    starts = np.concatenate([np.full(len(k), s, dtype=np.int64) for s, k, _, _ in held])
+    acc = np.concatenate([a for _, _, a, _ in held])
+    counts = np.concatenate([c for _, _, _, c in held]) if kind == "avg" else None
+    return window_batch(kind, keys, starts, acc, counts)
 
 
 def windows_of_blocks(

@@ -22,12 +22,15 @@ reader of the dict form reads a block. On the wire a block is an Arrow IPC strea
 (``encode_block`` / ``decode_block``, read back without copying its buffers).
 
 ``split_by_key_group`` cuts a batch into the blocks of each key group, given each row's
-key group (``weir.core.key_group_arrays``), with one sort and no Python per row.
+key group (``weir.core.key_group_arrays``), with no Python per row; ``blocks_by_key_group``
+cuts many batches into one block per key group (and built-in). Both cut a few hundred
+thousand rows at a time, each a sort by key group and a take that stay in the CPU's
+cache, and join each group's pieces once: a take of millions of rows in one go gathers
+from all over memory, three times slower.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -40,6 +43,7 @@ from weir.core.key_groups import PyFlinkKeyHasher
 __all__ = [
     "KIND_METADATA",
     "block_arrays",
+    "block_stream",
     "blocks_by_key_group",
     "decode_block",
     "encode_block",
@@ -115,25 +119,58 @@ def block_arrays(batch: pa.RecordBatch) -> tuple[str, Any, Any, Any, Any]:
     return kind, keys, starts, acc, counts
 
 
+# Rows cut at a time: a chunk's columns (a few megabytes) stay in the cache while they
+# are sorted by key group and taken in that order.
+CUT_ROWS = 1 << 17
+
+
+class _KeyGroupPieces:
+    """The rows of batches of one schema, gathered by key group a chunk at a time: each
+    group's pieces in the order they came, joined into one block each by ``blocks``."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self._pieces: dict[int, list[list[Any]]] = {}
+
+    def add(self, columns: list[Any], groups: Any) -> None:
+        """Rows ``columns`` (numpy arrays) whose key groups are ``groups``."""
+        pieces = self._pieces
+        total = len(groups)
+        for low in range(0, total, CUT_ROWS):
+            high = min(total, low + CUT_ROWS)
+            # Key groups fit 16 bits (at most 32768 of them): numpy sorts them by radix.
+            chunk_groups = groups[low:high].astype(np.uint16)
+            order = np.argsort(chunk_groups, kind="stable")
+            ordered = chunk_groups[order]
+            cuts = (np.flatnonzero(np.diff(ordered)) + 1).tolist()
+            bounds = [0, *cuts, high - low]
+            taken = [column[low:high][order] for column in columns]
+            for group, begin, end in zip(
+                ordered[bounds[:-1]].tolist(), bounds[:-1], bounds[1:], strict=True
+            ):
+                pieces.setdefault(group, []).append([column[begin:end] for column in taken])
+
+    def blocks(self) -> dict[int, pa.RecordBatch]:
+        out = {}
+        for group, pieces in self._pieces.items():
+            columns = (
+                pieces[0]
+                if len(pieces) == 1
+                else [np.concatenate([piece[i] for piece in pieces]) for i in range(len(pieces[0]))]
+            )
+            out[group] = pa.RecordBatch.from_arrays(
+                [_array(column, None) for column in columns], schema=self.schema
+            )
+        return out
+
+
 def split_by_key_group(batch: pa.RecordBatch, groups: Any) -> dict[int, pa.RecordBatch]:
     """``batch`` cut into one block per key group, ``groups[i]`` the key group of row
     ``i``; a block's rows keep their order."""
-    if not batch.num_rows:
-        return {}
-    # Key groups fit 16 bits (at most 32768 of them): numpy sorts them by radix.
-    order = np.argsort(groups.astype(np.uint16), kind="stable")
-    ordered = groups[order]
-    cuts = np.flatnonzero(np.diff(ordered)) + 1
-    bounds = np.concatenate(([0], cuts, [len(ordered)])).tolist()
-    # numpy's take of each column rather than Arrow's: the columns are numbers without
-    # nulls (``window_batch``), and pyarrow.compute costs a fifth of a second to import.
-    sorted_batch = pa.RecordBatch.from_arrays(
-        [_array(_numpy(column)[order], None) for column in batch.columns], schema=batch.schema
-    )
-    return {
-        int(ordered[begin]): sorted_batch.slice(begin, end - begin)
-        for begin, end in itertools.pairwise(bounds)
-    }
+    pieces = _KeyGroupPieces(batch.schema)
+    if batch.num_rows:
+        pieces.add([_numpy(column) for column in batch.columns], groups)
+    return pieces.blocks()
 
 
 def key_groups_of_block(
@@ -157,26 +194,40 @@ def blocks_by_key_group(
     max_parallelism: int,
     table: KeyGroupTable | None = None,
 ) -> dict[int, list[pa.RecordBatch]]:
-    """``blocks`` cut into the blocks of each key group their keys are placed in;
-    ``table``: the key groups of keys seen before, remembered (for the hasher's key
-    type)."""
-    by_group: dict[int, list[pa.RecordBatch]] = {}
+    """``blocks`` cut into one block per key group their keys are placed in, and per
+    schema (built-in and accumulator type), rows in the order they came; ``table``: the
+    key groups of keys seen before, remembered (for the hasher's key type)."""
+    by_schema: dict[pa.Schema, _KeyGroupPieces] = {}
     for batch in blocks:
+        if not batch.num_rows:
+            continue
+        keys = _numpy(batch.column(0))
         if table is not None:
-            groups = table.of(_numpy(batch.column(0)))
+            groups = table.of(keys)
         else:
             groups = key_groups_of_block(batch, hasher, max_parallelism)
-        for group, block in split_by_key_group(batch, groups).items():
+        pieces = by_schema.get(batch.schema)
+        if pieces is None:
+            pieces = by_schema[batch.schema] = _KeyGroupPieces(batch.schema)
+        pieces.add([_numpy(column) for column in batch.columns], groups)
+    by_group: dict[int, list[pa.RecordBatch]] = {}
+    for pieces in by_schema.values():
+        for group, block in pieces.blocks().items():
             by_group.setdefault(group, []).append(block)
     return by_group
 
 
-def encode_block(batch: pa.RecordBatch) -> bytes:
-    """A block as an Arrow IPC stream."""
+def block_stream(batch: pa.RecordBatch) -> pa.Buffer:
+    """A block as an Arrow IPC stream, in Arrow's own buffer (not copied into bytes)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]
+    return sink.getvalue()
+
+
+def encode_block(batch: pa.RecordBatch) -> bytes:
+    """A block as an Arrow IPC stream, as bytes."""
+    return block_stream(batch).to_pybytes()  # type: ignore[no-any-return]
 
 
 def decode_block(data: bytes | memoryview) -> pa.RecordBatch:

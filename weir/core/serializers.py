@@ -8,6 +8,7 @@ A buffer is one tag byte followed by the payload:
     b"C"  columns: an Arrow IPC stream (``serialize_columnar``)  b"c"  lz4-compressed
     b"N"  columns of numbers: their memory as it is (``serialize_columnar``)
           b"n"  lz4-compressed
+    b"F"  records, then named buffers kept as they are (``frame_buffers``)
 
 ``marshal`` accepts only exact built-in types (a ``Row`` or a namedtuple is refused
 rather than silently turned into a tuple), so trying it first and falling back to
@@ -61,6 +62,8 @@ def serialize_batch(
 
 def deserialize_batch(buffer: bytes | memoryview) -> list[Any]:
     tag = buffer[0]
+    if tag == _FRAMED:
+        return _unframed(memoryview(buffer))
     body = buffer[1:]
     if tag in (0x6D, 0x70):  # "m", "p": compressed
         body = lz4.block.decompress(body)
@@ -71,6 +74,43 @@ def deserialize_batch(buffer: bytes | memoryview) -> list[Any]:
         return pickle.loads(body)  # type: ignore[no-any-return]
     msg = f"unknown buffer tag {tag!r}: the sender and receiver run different Weir versions?"
     raise ValueError(msg)
+
+
+# Records and named buffers: this byte, the length of the records' ``serialize_batch``
+# (0: none) and the number of buffers; those records; then per buffer the length of its
+# name in UTF-8, its own length, the name and the buffer.
+_FRAMED = 0x46  # "F"
+_FRAME_HEAD = struct.Struct("<cQI")
+_NAMED_HEAD = struct.Struct("<HQ")
+
+
+def frame_buffers(records: bytes, named: list[tuple[str, Any]]) -> list[Any]:
+    """``records`` (a ``serialize_batch`` buffer, or empty) followed by ``(name, buffer)``
+    pairs, as parts to be written one after the other: each buffer (any bytes-like
+    object; an Arrow IPC stream of tens of megabytes, say) is a part of its own, never
+    copied. ``deserialize_batch`` of the parts joined gives the records, then the pairs,
+    each buffer a memoryview of what it read."""
+    parts: list[Any] = [_FRAME_HEAD.pack(b"F", len(records), len(named)), records]
+    for name, buffer in named:
+        encoded = name.encode()
+        parts.append(_NAMED_HEAD.pack(len(encoded), memoryview(buffer).nbytes) + encoded)
+        parts.append(buffer)
+    return parts
+
+
+def _unframed(view: memoryview) -> list[Any]:
+    _, records_size, count = _FRAME_HEAD.unpack_from(view)
+    position = _FRAME_HEAD.size
+    out = deserialize_batch(view[position : position + records_size]) if records_size else []
+    position += records_size
+    for _ in range(count):
+        name_size, size = _NAMED_HEAD.unpack_from(view, position)
+        position += _NAMED_HEAD.size
+        name = bytes(view[position : position + name_size]).decode()
+        position += name_size
+        out.append((name, view[position : position + size]))
+        position += size
+    return out
 
 
 # A buffer of records with timestamps: this byte, then ``serialize_batch`` of the pair

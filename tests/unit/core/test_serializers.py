@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from weir.core.job_graph import SerializerKind
-from weir.core.serializers import deserialize_batch, serialize_batch
+from weir.core.serializers import deserialize_batch, frame_buffers, serialize_batch
 
 primitive = st.one_of(
     st.integers(), st.text(), st.floats(allow_nan=False), st.none(), st.booleans(), st.binary()
@@ -40,3 +40,22 @@ class TestBatchSerializers:
             assert "unknown buffer tag" in str(exc)
         else:
             raise AssertionError("expected ValueError")
+
+
+def test_framed_buffers_are_parts_of_their_own_and_read_back_after_the_records():
+    """A large buffer (an Arrow IPC stream, say) is written as the part it is, never
+    copied into the bytes of the records before it; read back, it is a view of what was
+    read, after the records."""
+    big = bytearray(b"x" * 100_000)
+    records = serialize_batch([("state", 1, 2)])
+    parts = frame_buffers(records, [("blocks", big), ("more", b"")])
+    assert any(part is big for part in parts)
+    out = deserialize_batch(b"".join(parts))
+    assert out[0] == ("state", 1, 2)
+    assert [(name, bytes(view)) for name, view in out[1:]] == [
+        ("blocks", bytes(big)),
+        ("more", b""),
+    ]
+    assert isinstance(out[1][1], memoryview)
+    only_buffers = deserialize_batch(b"".join(frame_buffers(b"", [("é", b"ab")])))
+    assert [(name, bytes(view)) for name, view in only_buffers] == [("é", b"ab")]

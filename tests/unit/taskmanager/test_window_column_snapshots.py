@@ -16,6 +16,7 @@ import pytest
 from window_testing import Harness, window_payload
 
 from weir.common.time import Time
+from weir.core import column_blocks
 from weir.core.checkpoint import (
     CheckpointMetadata,
     CheckpointType,
@@ -28,7 +29,7 @@ from weir.core.checkpoint.savepoint_storage import savepoint_location, write_sav
 from weir.core.column_blocks import decode_block, encode_block, window_batch, window_entries
 from weir.core.columnar import ColumnBatch, ColumnSpec
 from weir.core.ids import JobId, OperatorId
-from weir.core.key_groups import key_group_range_for_operator
+from weir.core.key_groups import PyFlinkKeyHasher, key_group_range_for_operator
 from weir.datastream.aggregate_functions import Avg, Count, Max, Min, Sum
 from weir.datastream.functions import AggregateFunction
 from weir.datastream.window import TumblingEventTimeWindows
@@ -254,6 +255,41 @@ def test_a_block_round_trips_through_arrow_ipc():
     assert again.equals(batch)
     assert again.schema.metadata == {b"weir.kind": b"avg"}
     assert window_entries([again]) == {1: {0: (1.5, 2)}, 2: {100: (3.0, 3)}}
+
+
+@pytest.mark.parametrize("rows_at_a_time", [1, 7, 1 << 17])
+def test_blocks_cut_a_chunk_at_a_time_are_the_rows_of_each_key_group_in_order(
+    monkeypatch, rows_at_a_time
+):
+    """Rows cut by key group a chunk at a time, over batches of two built-ins, give one
+    block per key group and built-in whose rows are that group's, in the order they
+    came: what one stable sort of all of them gives."""
+    monkeypatch.setattr(column_blocks, "CUT_ROWS", rows_at_a_time)
+    rng = np.random.default_rng(7)
+    hasher = PyFlinkKeyHasher("Long")
+    batches = []
+    for i in range(4):
+        keys = rng.integers(-50, 50, 40).astype(np.int64)
+        kind = ("count", "sum")[i % 2]
+        batches.append(window_batch(kind, keys, np.full(40, i * 10, np.int64), keys * 3 + i))
+    cut = column_blocks.blocks_by_key_group(batches, hasher, 16)
+    for kind in ("count", "sum"):
+        rows = [
+            (hasher.key_group(int(k), 16), int(k), int(s), int(a))
+            for b in batches
+            if b.schema.metadata[b"weir.kind"] == kind.encode()
+            for k, s, a in zip(*(b.column(c).to_pylist() for c in range(3)), strict=True)
+        ]
+        expected: dict[int, list[tuple[int, int, int]]] = {}
+        for group, *row in rows:  # in the order they came
+            expected.setdefault(group, []).append(tuple(row))
+        got = {
+            group: list(zip(*(b.column(c).to_pylist() for c in range(3)), strict=True))
+            for group, blocks in cut.items()
+            for b in blocks
+            if b.schema.metadata[b"weir.kind"] == kind.encode()
+        }
+        assert got == expected
 
 
 def _write_savepoint(directory: str) -> dict[int, dict[int, int]]:
