@@ -248,6 +248,7 @@ class SubtaskCheckpointCoordinator:
         if self._operators_finished and self._first_after_finish is None:
             self._first_after_finish = n
         try:
+            self._chain.prepare_snapshot_pre_barrier(n)
             if barrier.unaligned:
                 # Partly filled buffers are not sent now (that may block on a
                 # back-pressured channel); they become output channel state below.

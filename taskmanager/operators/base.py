@@ -247,6 +247,12 @@ class StreamOperator:
     def flush(self) -> None:
         """Buffer timeout: push out anything held back (collect sinks)."""
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """The task takes checkpoint ``checkpoint_id``: called first in its synchronous
+        part, head of the chain first, before ``flush``; what an operator emits here
+        goes out before the barrier (Flink's ``prepareSnapshotPreBarrier``). By default
+        nothing."""
+
     def snapshot_state(self, checkpoint_id: int) -> None:
         """The task takes checkpoint ``checkpoint_id``: called in its synchronous part,
         after ``flush`` and before the state is captured and the barrier is sent on.

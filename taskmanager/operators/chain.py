@@ -216,11 +216,17 @@ class OperatorChain:
         # The operators whose main output goes to at least one consumer that reads a
         # batch of columns as columns (``output_takes_columns``).
         self._columnar_outputs: set[OperatorId] = set()
-        # Only operators that override the hook are called at each checkpoint.
+        # Only operators that override the hooks are called at each checkpoint.
         self._snapshot_hooks = [
             op
             for op in self.operators
             if type(op).snapshot_state is not StreamOperator.snapshot_state
+        ]
+        self._pre_barrier_hooks = [
+            op
+            for op in self.operators
+            if type(op).prepare_snapshot_pre_barrier
+            is not StreamOperator.prepare_snapshot_pre_barrier
         ]
 
     @property
@@ -342,6 +348,12 @@ class OperatorChain:
         """Push what operators hold into the writers, leaving partly filled buffers."""
         for op in self.operators:
             op.flush()
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Let the operators that want to emit before the barrier of checkpoint
+        ``checkpoint_id`` do so, head first (``StreamOperator.prepare_snapshot_pre_barrier``)."""
+        for op in self._pre_barrier_hooks:
+            op.prepare_snapshot_pre_barrier(checkpoint_id)
 
     def snapshot_state(self, checkpoint_id: int) -> None:
         """Tell the operators that want to know that checkpoint ``checkpoint_id`` is

@@ -283,6 +283,10 @@ class SourceOperator(StreamOperator):
 
             self.emit = emit_with_timestamps
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        if self.emitter is not None:
+            self.emitter.before_barrier()
+
     def finish(self) -> None:
         """End of input: event time is over, so every timer and window downstream fires."""
         self.advance_to_end_of_event_time()

@@ -82,6 +82,14 @@ class SplitWatermarks(PeriodicEmission):
         for state in list(self._splits.values()):
             state.emitter.periodic_emit()
 
+    def before_barrier(self) -> None:
+        """A checkpoint barrier is about to be sent on (``WatermarkEmitter.before_barrier``)."""
+        if self._closed:
+            return
+        self._sync_splits()
+        for state in list(self._splits.values()):
+            state.emitter.before_barrier()
+
     # --- splits --------------------------------------------------------------------------
 
     def _add(self, split_id: str) -> _SplitState:

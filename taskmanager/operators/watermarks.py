@@ -132,6 +132,12 @@ class WatermarkEmitter(PeriodicEmission):
         """Ask the generator for its watermark (every auto-watermark interval)."""
         self._generator.on_periodic_emit(self)
 
+    def before_barrier(self) -> None:
+        """A checkpoint barrier is about to be sent on: the generator may emit what it
+        knows now (``WatermarkGenerator.on_checkpoint_barrier``)."""
+        if not self._closed:
+            self._generator.on_checkpoint_barrier(self)
+
     def stamp(self, batch: list[Any], timestamps: Timestamps) -> list[int]:
         """The event time of every record of ``batch``: from the assigner (given the
         record's previous timestamp, or Long.MIN_VALUE), else the record's own. A batch
@@ -250,6 +256,10 @@ class TimestampsAndWatermarksOperator(StreamOperator):
 
         self.process = process_batch
         emitter.start()
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        if self.emitter is not None:
+            self.emitter.before_barrier()
 
     def advance_watermark(self, watermark: int) -> None:
         # Upstream watermarks are replaced by this operator's own; only the end of

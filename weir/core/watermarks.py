@@ -78,6 +78,14 @@ class WatermarkGenerator(abc.ABC):
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         """Called every ``pipeline.auto-watermark-interval``; a periodic generator emits here."""
 
+    def on_checkpoint_barrier(self, output: WatermarkOutput) -> None:  # noqa: B027 (optional)
+        """Called right before the task sends a checkpoint barrier on. A generator whose
+        watermark follows from the events it saw, not from when it is asked, emits it
+        here too: the windows the records before the barrier closed then fire before
+        the snapshot instead of being written into it. It is a watermark a periodic
+        emission could have given at that moment, so results are the same. By default
+        nothing (a generator of the user's is asked only every interval, as in Flink)."""
+
     def on_batch(self, batch: list[Any], timestamps: list[int], output: WatermarkOutput) -> None:
         """A batch of records: ``on_event`` for each, in order (overridden where a batch
         can be taken at once). A batch of columns gives ``timestamps`` as an int64 numpy
@@ -118,6 +126,8 @@ class BoundedOutOfOrdernessWatermarks(WatermarkGenerator):
 
     def on_periodic_emit(self, output: WatermarkOutput) -> None:
         output.emit_watermark(Watermark(self.max_timestamp - self._bound - 1))
+
+    on_checkpoint_barrier = on_periodic_emit
 
 
 class NoWatermarksGenerator(WatermarkGenerator):
@@ -183,3 +193,8 @@ class WatermarksWithIdleness(WatermarkGenerator):
                 output.mark_idle()
             return
         self._generator.on_periodic_emit(output)
+
+    def on_checkpoint_barrier(self, output: WatermarkOutput) -> None:
+        # Idleness is decided every interval only; an idle stream stays idle.
+        if not self._idle:
+            self._generator.on_checkpoint_barrier(output)

@@ -28,7 +28,8 @@ DEADLINE_S = 120
 
 # argv: output directory, checkpoint directory, "slow" or "fast", and optionally
 # "records": the count as an AggregateFunction called record by record instead of the
-# built-in Count over columns (same uid, same windows). Record i has key i * 7919 % KEYS
+# built-in Count over columns (same uid, same windows), then an auto-watermark interval
+# in ms. Record i has key i * 7919 % KEYS
 # and event time i ms; windows of one second count each key's records.
 JOB = textwrap.dedent(
     f"""
@@ -50,6 +51,7 @@ JOB = textwrap.dedent(
 
     out, checkpoints, speed = sys.argv[1:4]
     per_record = sys.argv[4:5] == ["records"]
+    interval_ms = int(sys.argv[5]) if len(sys.argv) > 5 else None
     SPEC = ColumnSpec(("f0", "f1"), None, ("int64", "int64"))
 
 
@@ -110,6 +112,8 @@ JOB = textwrap.dedent(
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.enable_checkpointing(300)
+    if interval_ms is not None:
+        env.get_config().set_auto_watermark_interval(interval_ms)
     env.get_checkpoint_config().set_checkpoint_storage_dir(checkpoints)
     sink = (
         FileSink.for_row_format(out, Encoder.simple_string_encoder())
@@ -241,5 +245,26 @@ def test_a_savepoint_of_columnar_windows_resumes_at_another_parallelism(cluster,
     # Two subtasks' key groups, read by three.
     args = [str(resumed), checkpoints, "fast"]
     run = ["run", "-p", "3", "-m", cluster.address, "-s", savepoint, str(script), *args]
+    assert cli.main(run) == 0
+    assert _lines(first, resumed) == _expected()
+
+
+def test_a_savepoint_holds_only_the_windows_the_data_before_it_left_open(cluster, tmp_path, capsys):
+    """The source asks its watermark generator once more right before the barrier: with
+    periodic watermarks an hour apart (none comes during the run), every window the
+    records before the savepoint closed has fired, and only the newest is in it. The
+    output is still exactly the uninterrupted run's."""
+    script = tmp_path / "columnar_counts.py"
+    script.write_text(JOB)
+    checkpoints = f"file://{tmp_path / 'checkpoints'}"
+    first, resumed = tmp_path / "out-first", tmp_path / "out-resumed"
+    args = [str(first), checkpoints, "slow", "builtin", "3600000"]
+    savepoint = _stop_with_savepoint(cluster, tmp_path, capsys, script, args, 1)
+    sp = read_savepoint(savepoint)
+    contents = dict(sp.keyed_state("windows", "_weir_window_contents"))
+    starts = {start for per in contents.values() for start in per}
+    assert len(starts) == 1, f"windows the data had closed are in the savepoint: {starts}"
+    args = [str(resumed), checkpoints, "fast", "builtin", "3600000"]
+    run = ["run", "-p", "1", "-m", cluster.address, "-s", savepoint, str(script), *args]
     assert cli.main(run) == 0
     assert _lines(first, resumed) == _expected()

@@ -242,6 +242,60 @@ class TestGeneratorsAndEmitter:
         em.process([6], None, rec.output().collect)
         assert rec.events[-2:] == [("idle", False), ("records", [6], [6])]
 
+    def test_before_a_barrier_a_builtin_generator_emits_what_it_knows(self):
+        """A periodic emission could have given that watermark at that moment: asked
+        before a checkpoint barrier, the built-in generators give it, so the windows
+        the records before the barrier closed fire before the snapshot."""
+        rec = RecordingOutput()
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+            Duration.of_millis(10)
+        ).with_timestamp_assigner(Stamp())
+        em = self.emitter(strategy, rec)
+        em.process([100, 130, 120], None, rec.output().collect)
+        em.before_barrier()
+        em.before_barrier()  # no progress: nothing new
+        assert rec.events == [
+            ("records", [100, 130, 120], [100, 130, 120]),
+            ("watermark", 119),
+        ]
+
+    def test_before_a_barrier_a_users_generator_is_not_asked_and_idleness_stays(self):
+        """A generator of the user's may count its periodic calls: it is asked only every
+        interval, as in Flink. An idle stream is not made active by the barrier."""
+
+        class CountsCalls(EveryFifth):
+            calls = 0
+
+            def on_periodic_emit(self, output):
+                CountsCalls.calls += 1
+                output.emit_watermark(Watermark(CountsCalls.calls))
+
+        rec = RecordingOutput()
+        strategy = WatermarkStrategy.for_generator(CountsCalls).with_timestamp_assigner(Stamp())
+        em = self.emitter(strategy, rec)
+        em.process([1], None, rec.output().collect)
+        em.before_barrier()
+        assert CountsCalls.calls == 0
+        assert rec.events == [("records", [1], [1])]
+
+        rec = RecordingOutput()
+        now = [0]
+        idle_after = (
+            WatermarkStrategy.for_monotonous_timestamps()
+            .with_idleness(Duration.of_millis(100))
+            .with_timestamp_assigner(Stamp())
+        )
+        em = self.emitter(idle_after, rec, lambda: now[0])
+        em.process([5], None, rec.output().collect)
+        em.before_barrier()
+        assert rec.events[-1] == ("watermark", 4)
+        for t in (0, 50, 100, 250):
+            now[0] = t
+            em._generator.on_periodic_emit(em)
+        assert rec.events[-1] == ("idle", True)
+        em.before_barrier()
+        assert rec.events[-1] == ("idle", True)
+
     def test_an_assigner_that_returns_no_int_is_named_with_the_record(self):
         class Forgetful(TimestampAssigner):
             def extract_timestamp(self, value, record_timestamp):

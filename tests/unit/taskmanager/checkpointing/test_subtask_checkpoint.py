@@ -90,6 +90,9 @@ class TestingChain:
         self.operator_flushes += 1
         self.calls.append("flush_operators")
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.calls.append(f"pre-barrier {checkpoint_id}")
+
     def snapshot_state(self, checkpoint_id: int) -> None:
         self.calls.append(f"snapshot_state {checkpoint_id}")
 
@@ -223,11 +226,12 @@ class TestAlignedCheckpoint:
 
 class TestOperatorSnapshotHook:
     def test_operators_learn_the_checkpoint_id_after_the_flush(self):
+        """And before the flush, operators may emit what goes ahead of the barrier."""
         for unaligned, flush in ((False, "flush"), (True, "flush_operators")):
             acks = Acks()
             coordinator, chain = _coordinator(TestingPartition([[]]), acks, has_inputs=False)
             coordinator.checkpoint(CheckpointBarrier(4, 0, unaligned=unaligned))
-            assert chain.calls == [flush, "snapshot_state 4"]
+            assert chain.calls == ["pre-barrier 4", flush, "snapshot_state 4"]
             assert acks.event.wait(_ACK_WAIT_S)
             coordinator.close()
 
@@ -330,7 +334,12 @@ class TestFunctionState:
         coordinator.checkpoint(CheckpointBarrier(4, 0))
         function.map("after the checkpoint")
 
-        assert calls == ["flush", "snapshot_state 4", "function snapshot_state 4"]
+        assert calls == [
+            "pre-barrier 4",
+            "flush",
+            "snapshot_state 4",
+            "function snapshot_state 4",
+        ]
         assert acks.event.wait(_ACK_WAIT_S)
         coordinator.close()
         (handle,) = acks.acked[4].subtask_states[OperatorId("op-head")].managed_operator_state
