@@ -5,6 +5,11 @@ of each JSON object, in that order, converting each to its field's type (nested 
 lists, arrays and maps too); ``JsonRowSerializationSchema`` writes a Row's fields as an
 object under those names. A property the type does not name is ignored, as in Flink.
 
+A ``Types.PRIMITIVE_ARRAY(Types.BYTE())`` field is a base64 string in JSON, as Jackson
+writes a ``byte[]`` (standard alphabet, padded): read back as ``bytes``; a string that is
+not such base64 fails to parse, and a value of another JSON type reads as None, as in
+Flink. Bytes in a field of no declared byte type are written as base64 too.
+
 Text as Flink's Jackson reads and writes it: a message must be valid UTF-8 (or UTF-16 or
 UTF-32), else it fails to parse, as in Flink (``ignore_parse_errors()`` skips it); written,
 text is UTF-8 as it is, but a character beyond U+FFFF and an unpaired surrogate, which are
@@ -13,6 +18,8 @@ text is UTF-8 as it is, but a character beyond U+FFFF and an unpaired surrogate,
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime
 import decimal
 import json
@@ -69,6 +76,30 @@ def _to_str(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _is_bytes(type_info: TypeInformation) -> bool:
+    """``Types.PRIMITIVE_ARRAY(Types.BYTE())``: a ``byte[]`` in Flink, binary in JSON."""
+    return (
+        type(type_info) is PrimitiveArrayTypeInfo and repr(type_info.get_component_type()) == "Byte"
+    )
+
+
+def _to_base64(value: Any) -> str:
+    """Bytes (or Java's signed byte values) as Jackson writes a ``byte[]``."""
+    data = value if isinstance(value, bytes | bytearray) else bytes(b & 0xFF for b in value)
+    return base64.b64encode(data).decode("ascii")
+
+
+def _from_base64(value: Any) -> bytes | None:
+    """A ``byte[]`` field: a base64 string, else None (Jackson's ``binaryValue``)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error as exc:
+        msg = f"expected base64 text for a byte array; got {value!r} ({exc})"
+        raise TypeError(msg) from None
+
+
 def _reader(type_info: TypeInformation, fail_on_missing_field: bool) -> Convert:
     """A function from a parsed JSON value to a value of ``type_info``."""
     if isinstance(type_info, RowTypeInfo):
@@ -92,6 +123,8 @@ def _reader(type_info: TypeInformation, fail_on_missing_field: bool) -> Convert:
             return Row(**dict(zip(names, values, strict=True)))
 
         return read_row
+    if _is_bytes(type_info):
+        return _from_base64
     if isinstance(type_info, ListTypeInfo | PrimitiveArrayTypeInfo):
         element_type = getattr(type_info, "elem_type", None) or getattr(
             type_info, "_element_type", None
@@ -147,7 +180,7 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return float(value)
     if isinstance(value, bytes | bytearray):
-        return value.decode("utf-8", "replace")
+        return _to_base64(value)
     msg = f"{type(value).__name__} is not JSON serializable"
     raise TypeError(msg)
 
@@ -193,6 +226,8 @@ def _writer(type_info: TypeInformation) -> Convert:
             }
 
         return write_row
+    if _is_bytes(type_info):
+        return _to_base64
     if isinstance(type_info, ListTypeInfo | PrimitiveArrayTypeInfo):
         element_type = getattr(type_info, "elem_type", None) or getattr(
             type_info, "_element_type", None
