@@ -175,10 +175,12 @@ class CancelTaskRequest(_message.Message):
     def __init__(self, execution_attempt_id: _Optional[str] = ...) -> None: ...
 
 class StopRequest(_message.Message):
-    __slots__ = ("reason",)
+    __slots__ = ("reason", "resource_id")
     REASON_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     reason: str
-    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+    resource_id: str
+    def __init__(self, reason: _Optional[str] = ..., resource_id: _Optional[str] = ...) -> None: ...
 
 class CheckpointOptions(_message.Message):
     __slots__ = ("checkpoint_type", "mode", "unaligned", "snapshot_compression", "target_location", "drain")

@@ -718,12 +718,20 @@ class ResourceManager:
             self._stop_remote(registration, reason)
         if not stop_first or not self._launcher.join(registration.lease_id, _STOP_GRACE_S):
             self._launcher.cancel(registration.lease_id)
-        self._gateways.forget(registration.rpc_address)
+        # A replacement may have registered at the same address (a pod's fixed port): its
+        # calls use that channel, which closing would fail.
+        address = registration.rpc_address
+        if not any(
+            status.registration.rpc_address == address
+            and status.registration.resource_id != registration.resource_id
+            for status in self._slot_manager.task_managers()
+        ):
+            self._gateways.forget(address)
 
     def _stop_remote(self, registration: TaskManagerRegistration, reason: str) -> None:
         try:
             self._gateways.stop_task_executor(
-                registration.rpc_address, reason, _CONTROL_RPC_TIMEOUT_S
+                registration.rpc_address, registration.resource_id, reason, _CONTROL_RPC_TIMEOUT_S
             )
         except WeirError as exc:
             # Unreachable: it is dead or dying; cancelling its Spark job is the fallback.

@@ -246,12 +246,15 @@ class Gateways:
         )
         return bool(answer.ok)
 
-    def stop_task_executor(self, address: str, reason: str, timeout_s: float) -> None:
+    def stop_task_executor(
+        self, address: str, resource_id: str, reason: str, timeout_s: float
+    ) -> None:
+        """Stop TaskManager ``resource_id`` at ``address`` (another one there ignores it)."""
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channel(address))
         rpc.call(
             "TaskExecutor.Stop",
             stub.Stop,
-            taskexecutor_pb2.StopRequest(reason=reason),
+            taskexecutor_pb2.StopRequest(reason=reason, resource_id=resource_id),
             timeout=timeout_s,
         )
 

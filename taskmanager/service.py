@@ -139,6 +139,11 @@ class TaskExecutorServicer(taskexecutor_pb2_grpc.TaskExecutorServicer):
     def Stop(
         self, request: taskexecutor_pb2.StopRequest, context: grpc.ServicerContext
     ) -> common_pb2.Ack:
+        if request.resource_id and request.resource_id != self._te.resource_id:
+            # Meant for the TaskManager that had this address before this one.
+            return common_pb2.Ack(
+                ok=False, message=f"this is TaskManager {self._te.resource_id}, not that one"
+            )
         self._te.stop(request.reason or "told to stop")
         return common_pb2.Ack(ok=True)
 

@@ -20,6 +20,7 @@ from _rm_testing import TestingJobMaster, wait_until
 
 from weir.core import rpc
 from weir.core.errors import LeaderLostError, ServiceUnavailableError, SlotAllocationError
+from weir.core.ids import ResourceId
 from weir.core.security import SecurityConfig
 from weir.proto import (
     common_pb2,
@@ -29,6 +30,7 @@ from weir.proto import (
     taskexecutor_pb2_grpc,
 )
 from weir.resourcemanager.resource_manager import ResourceManager
+from weir.resourcemanager.slot_manager import TaskManagerRegistration
 from weir.taskmanager.task_executor import TaskExecutor
 
 pytestmark = pytest.mark.spark
@@ -227,6 +229,40 @@ class TestResourceManager:
         assert len(rm.registration_delays_ms) == delays_before + 1  # one replacement
         print(f"lease-to-registration times: {rm.registration_delays_ms} ms")
         client.release_slots("job-k2")
+
+    def test_the_end_of_a_lost_task_managers_lease_leaves_a_replacement_at_its_address_be(
+        self, cluster: tuple[ResourceManager, _Client], job_master: TestingJobMaster
+    ) -> None:
+        """A pod's TaskManager port is fixed: its replacement registers at the address the
+        lost one had. Ending the lost one's lease sends a Stop there, which the replacement
+        ignores (it names the lost one), and keeps the channel the replacement's calls use
+        (closing it failed a slot allocation in flight: the replacement was declared lost
+        4 ms after it registered)."""
+        rm, client = cluster
+        tms = wait_until(
+            lambda: len(client.task_managers()) == 2 and client.task_managers(),
+            "two TaskManagers to register",
+        )
+        live = tms[0]
+        lost = TaskManagerRegistration(
+            resource_id=ResourceId("lost-" + live.resource_id),
+            rpc_address=live.rpc_address,
+            data_host=live.data_host,
+            data_port=live.data_port,
+            num_slots=1,
+            spark_executor_id="the pod's earlier process",
+            pid=0,
+            lease_id="lease-of-the-lost-one",
+        )
+        assert rm.register_task_executor(lost).accepted
+        rm._slot_manager.unregister(lost.resource_id)  # what declaring it lost does first
+        channel = rm._gateways._channel(live.rpc_address)
+        rm._end_lease(lost, "declared lost: its Spark job ended")
+        assert rm._gateways._channel(live.rpc_address) is channel
+        slots = client.request_slots("job-r", 2, job_master)
+        assert live.resource_id in {s.resource_id for s in slots}
+        assert live.resource_id in {tm.resource_id for tm in client.task_managers()}
+        client.release_slots("job-r")
 
     def test_close_stops_every_task_manager_and_ends_every_lease(self, spark_context: Any) -> None:
         rm = ResourceManager(CONFIG, spark_context)
