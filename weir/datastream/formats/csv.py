@@ -21,9 +21,15 @@ again from its start and skips them, as Flink restores its CSV reader. Exact wha
 the file holds (quoted line breaks included), at the cost of reading the skipped part
 again.
 
+A blank line in a file of several columns fails the read once the records before it are
+handed over, naming its row, as Flink's reader fails on it ("Row length mismatch"): pyarrow
+would skip it, or read it as a record of empty values, so the reader watches the bytes it
+reads for one (``_BlankLineWatch``). In a file of one column it is a record of one empty
+value, as in Flink.
+
 Differences from Flink's reader (Jackson's), none of which drops a record silently: a
-blank line in a file of several columns is skipped, where Flink fails on it; a value
-with text after its closing quote (``"ab"c``) reads as ``abc``, where Flink fails.
+value with text after its closing quote (``"ab"c``) reads as ``abc``, where Flink fails;
+a quote character inside an unquoted value may hide a blank line after it.
 Options pyarrow's reader cannot follow exactly are refused when the schema is built,
 naming the option: ``set_allow_comments``, ``set_escape_char`` (Jackson reads ``\\t``
 as a tab, pyarrow as ``t``), ``set_any_property_name`` and
@@ -291,6 +297,71 @@ class _BadRowError(Exception):
         self.error = error
 
 
+class _BlankLineWatch:
+    """The file as pyarrow reads it, watched for the first blank line outside quoted
+    values: ``blank_row`` is then its row (1-based, counting every line before it), and
+    the rows before it are the file's first ``blank_row - 1``. Quotes are counted by
+    parity (a doubled quote inside a quoted value counts twice); ``\\r\\n`` and a lone
+    ``\\r`` end a line as ``\\n`` does. One numpy pass over each block read."""
+
+    def __init__(self, raw: Any, quote: str | None) -> None:
+        self._raw = raw
+        self._quote = None if quote is None else ord(quote)
+        self._quotes = 0  # quotes seen so far (their parity: inside a quoted value)
+        self._lines = 0  # lines ended so far, outside quoted values
+        self._line_open = False  # bytes seen since the last line ended
+        self._after_cr = False  # the last byte read was a \r ending a line
+        self.blank_row: int | None = None
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._raw.closed)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        if data and self.blank_row is None:
+            self._watch(data)
+        return data  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def _watch(self, data: bytes) -> None:
+        import numpy as np  # noqa: PLC0415
+
+        view = np.frombuffer(data, dtype=np.uint8)
+        ends = (view == 10) | (view == 13)
+        if self._quote is not None:
+            quotes = view == self._quote
+            ends &= (np.cumsum(quotes) + self._quotes) % 2 == 0  # outside quoted values
+            self._quotes += int(np.count_nonzero(quotes))
+        at = np.flatnonzero(ends).tolist()
+        line_open = self._line_open  # the line at ``start`` has bytes already
+        start = i = 0
+        if self._after_cr and at and at[0] == 0 and data[0] == 10:
+            start = i = 1  # the \n of a \r\n the last block ended in
+        self._after_cr = False
+        while i < len(at):
+            position = at[i]
+            if position == start and not line_open:
+                self.blank_row = self._lines + 1
+                return
+            self._lines += 1
+            line_open = False
+            start = position + 1
+            if data[position] == 13:
+                if i + 1 < len(at) and at[i + 1] == start and data[start] == 10:
+                    start += 1
+                    i += 1
+                elif start == len(data):
+                    self._after_cr = True
+            i += 1
+        self._line_open = line_open or start < len(data)
+
+
 class _CsvSplitReader:
     """Reads one file's records, a ColumnBatch a ``read``, keeping ``split.lines`` at the
     number of data records handed over."""
@@ -308,6 +379,10 @@ class _CsvSplitReader:
         self._header_rows = int(options["use_header"]) + int(options["skip_first_data_row"])
         self._skipped_by_parser = 0  # of those, rows the parser skipped for their width
         self._file = fsspec.open(split.path, "rb", compression="infer").open()
+        # With one column a blank line is a record; with several, the read fails there.
+        self._watch = (
+            _BlankLineWatch(self._file, options["quote_char"]) if len(columns.names) > 1 else None
+        )
         self._reader = self._open_reader()
         self._batch: Any = None  # the Arrow batch being handed over, and where in it
         self._at = 0
@@ -332,7 +407,7 @@ class _CsvSplitReader:
             escape_char=False,
             newlines_in_values=quote is not None,
             # With one column, a blank line is a record of one empty value (Flink's
-            # reader reads it so); with several it would be a record of too few.
+            # reader reads it so); with several the read fails there (``_BlankLineWatch``).
             ignore_empty_lines=len(names) > 1,
             invalid_row_handler=self._invalid_row,
         )
@@ -347,7 +422,10 @@ class _CsvSplitReader:
         )
         try:
             return pa_csv.open_csv(
-                self._file, read_options=read, parse_options=parse, convert_options=convert
+                self._watch or self._file,
+                read_options=read,
+                parse_options=parse,
+                convert_options=convert,
             )
         except pa.ArrowInvalid as exc:
             if "Empty CSV file" in str(exc):
@@ -370,10 +448,12 @@ class _CsvSplitReader:
             batch = self._batch
             if batch is None or self._at >= batch.num_rows:
                 if not self._next_batch():
+                    self._before_blank_line()
                     return None
                 continue
+            room = self._before_blank_line()
             if self._skip:
-                taken = min(self._skip, batch.num_rows - self._at)
+                taken = min(self._skip, batch.num_rows - self._at, room)
                 self._check_header(batch)
                 self._at += taken
                 self._skip -= taken
@@ -382,12 +462,27 @@ class _CsvSplitReader:
             if converted is None:
                 converted = self._converted = self._convert_rest(batch)
             start = self._at - self._converted_at
-            n = min(limit, len(converted) - start)
+            n = min(limit, len(converted) - start, room)
             self._at += n
             self._split.lines += n
             if self._at - self._converted_at == len(converted):
                 self._converted = None
             return converted[start : start + n]
+
+    def _before_blank_line(self) -> int:
+        """How many more rows may be read before the blank line the watch found (a
+        large number when it found none); raises the read's error once none may."""
+        blank = None if self._watch is None else self._watch.blank_row
+        if blank is None:
+            return 1 << 62
+        room = blank - 1 - (self._row_base + self._at)
+        if room <= 0:
+            what = (
+                f"a blank line, where a record of {len(self._columns.names)} columns was "
+                "expected (Flink's reader fails on it too: Row length mismatch)"
+            )
+            raise self._error(blank, None, what)
+        return room
 
     def _convert_rest(self, batch: Any) -> ColumnBatch:
         """The rest of the Arrow batch, from ``self._at``, converted at once (a few calls

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import io
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from weir.common import Row, Types
 from weir.core.columnar import ColumnBatch
 from weir.datastream.connectors.file_system import FileSource
 from weir.datastream.formats._typed_columns import FileFormatError
-from weir.datastream.formats.csv import CsvReaderFormat, CsvSchema
+from weir.datastream.formats.csv import CsvReaderFormat, CsvSchema, _BlankLineWatch
 from weir.table import DataTypes as T
 
 
@@ -194,6 +197,11 @@ PYFLINK_READS = {
         CsvSchema.builder().add_string_column("s"),
         [row(s="a"), row(s=""), row(s="b")],
     ),
+    "a blank line inside a quoted value": (
+        '1,"a\n\nb",true\n2,y,false\n',
+        _ibs(),
+        [row(i=1, s="a\n\nb", b=True), row(i=2, s="y", b=False)],
+    ),
     "byte order mark": ("\ufeff1,x,true\n", _ibs(), [row(i=1, s="x", b=True)]),
     "empty file": ("", CsvSchema.builder().add_string_column("s"), []),
 }
@@ -254,6 +262,18 @@ BAD_FILES = {
     ),
     "too few columns": ("1,x,true\n1,x\n", _ibs(), ["Row #2", "Expected 3 columns, got 2"]),
     "too many columns": ("1,x,true,9\n", _ibs(), ["Row #1", "got 4"]),
+    "a blank line among several columns": (
+        "1,x,true\n\n2,y,false\n",
+        _ibs(),
+        ["row 2", "a blank line", "3 columns"],
+    ),
+    "a blank line at the end": ("1,x,true\n2,y,false\n\n", _ibs(), ["row 3", "a blank line"]),
+    "a blank line first": ("\n1,x,true\n", _ibs(), ["row 1", "a blank line"]),
+    "a blank line between CRLF lines": (
+        "1,x,true\r\n\r\n2,y,false\r\n",
+        _ibs(),
+        ["row 2", "a blank line"],
+    ),
     "a header of other names": (
         "i,t,b\n1,x,true\n",
         _ibs().set_use_header().set_strict_headers(),
@@ -398,3 +418,54 @@ def test_a_column_with_nulls_is_an_object_column_of_values_and_none(tmp_path):
     batch = _source(path, schema).create_reader(Ctx()).poll_columns(10)
     assert batch.columns["n"].dtype == object
     assert batch.records() == [Row(n=1), Row(n=None), Row(n=3)]
+
+
+def test_the_records_before_a_blank_line_are_read_before_it_fails(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"1,x,true\n2,y,false\n\n3,z,true\n")
+    reader = _source(path, _ibs().build()).create_reader(Ctx())
+    assert [r.i for r in reader.poll_batch(10)] == [1, 2]
+    with pytest.raises(FileFormatError, match="row 3: a blank line"):
+        reader.poll_batch(10)
+    assert reader.snapshot_splits() == [(f"file://{path}", 0, 2)]
+
+
+def _blank_row_reference(data: bytes, quote: int | None) -> int | None:
+    """The first blank line outside quoted values, byte by byte."""
+    inside = False
+    lines = 0
+    line_open = False
+    i = 0
+    while i < len(data):
+        byte = data[i]
+        if quote is not None and byte == quote:
+            inside = not inside
+            line_open = True
+        elif byte in (10, 13) and not inside:
+            if not line_open:
+                return lines + 1
+            lines += 1
+            line_open = False
+            if byte == 13 and i + 1 < len(data) and data[i + 1] == 10:
+                i += 1
+        else:
+            line_open = True
+        i += 1
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(st.sampled_from([b"a", b",", b'"', b"\n", b"\r", b"\r\n"]), max_size=30).map(
+        b"".join
+    ),
+    quoted=st.booleans(),
+    size=st.integers(1, 8),
+)
+def test_the_blank_line_watch_finds_what_a_byte_by_byte_reading_finds(data, quoted, size):
+    """Whatever the blocks the file is read in: a \\r\\n split between two blocks, quotes
+    opened in one and closed in the next."""
+    watch = _BlankLineWatch(io.BytesIO(data), '"' if quoted else None)
+    while watch.read(size):
+        pass
+    assert watch.blank_row == _blank_row_reference(data, ord('"') if quoted else None)
