@@ -333,33 +333,48 @@ class _BlankLineWatch:
         import numpy as np  # noqa: PLC0415
 
         view = np.frombuffer(data, dtype=np.uint8)
-        ends = (view == 10) | (view == 13)
+        raw = np.flatnonzero(view == 10)
+        returns = np.flatnonzero(view == 13)
+        if len(returns):
+            raw = np.sort(np.concatenate((raw, returns)))
         if self._quote is not None:
-            quotes = view == self._quote
-            ends &= (np.cumsum(quotes) + self._quotes) % 2 == 0  # outside quoted values
-            self._quotes += int(np.count_nonzero(quotes))
-        at = np.flatnonzero(ends).tolist()
-        line_open = self._line_open  # the line at ``start`` has bytes already
-        start = i = 0
-        if self._after_cr and at and at[0] == 0 and data[0] == 10:
-            start = i = 1  # the \n of a \r\n the last block ended in
-        self._after_cr = False
-        while i < len(at):
-            position = at[i]
-            if position == start and not line_open:
-                self.blank_row = self._lines + 1
-                return
-            self._lines += 1
-            line_open = False
-            start = position + 1
-            if data[position] == 13:
-                if i + 1 < len(at) and at[i + 1] == start and data[start] == 10:
-                    start += 1
-                    i += 1
-                elif start == len(data):
-                    self._after_cr = True
-            i += 1
-        self._line_open = line_open or start < len(data)
+            quotes = np.flatnonzero(view == self._quote)
+            if len(quotes) or self._quotes % 2:
+                # Outside quoted values: an even number of quotes before the line end.
+                before = np.searchsorted(quotes, raw) + self._quotes
+                raw = raw[before % 2 == 0]
+                self._quotes += len(quotes)
+        after_cr, self._after_cr = self._after_cr, False
+        if not len(raw):
+            self._line_open = self._line_open or len(view) > 0
+            return
+        # A \n right after a \r (in this block or at the end of the last) ends its line.
+        is_cr = view[raw] == 13
+        follows_cr = np.empty(len(raw), dtype=bool)
+        follows_cr[0] = after_cr and raw[0] == 0
+        follows_cr[1:] = (raw[1:] - raw[:-1] == 1) & is_cr[:-1]
+        lf_of_crlf = follows_cr & ~is_cr
+        with_lf = np.zeros(len(raw), dtype=bool)
+        with_lf[:-1] = lf_of_crlf[1:]
+        keep = ~lf_of_crlf
+        at = raw[keep]
+        last_byte = at + with_lf[keep]  # of each line end
+        if not len(at):  # only the \n of the last block's \r\n
+            self._line_open = len(view) > 1
+            return
+        starts = np.empty(len(at), dtype=np.int64)
+        starts[0] = 1 if lf_of_crlf[0] else 0
+        starts[1:] = last_byte[:-1] + 1
+        blank = at == starts
+        if starts[0] == 0 and self._line_open:
+            blank[0] = False  # its line began in the last block
+        if blank.any():
+            self.blank_row = self._lines + int(np.argmax(blank)) + 1
+            return
+        self._lines += len(at)
+        last = int(last_byte[-1])
+        self._after_cr = last == len(view) - 1 and data[last] == 13
+        self._line_open = last + 1 < len(view)
 
 
 class _CsvSplitReader:
