@@ -228,9 +228,14 @@ class WindowMapState(MapStateReads, _WindowState):
                 self.clear()
 
 
+def state_name(descriptor: Any) -> str:
+    """The name of a state descriptor (PyFlink's ``get_name()``, or its ``name``)."""
+    return descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name  # type: ignore[no-any-return]
+
+
 def window_state(backend: KeyedStateBackend, descriptor: Any, namespace: Any) -> Any:
     """The state of ``descriptor`` for the backend's current key in ``namespace``."""
-    name = descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name
+    name = state_name(descriptor)
     kind = descriptor_kind(descriptor)
     if kind == "reducing":
         return WindowReducingState(
@@ -256,7 +261,7 @@ def merge_window_state(
         merge = merger(kind, descriptor.get_agg_function())
     else:
         merge = merger(kind, None)
-    name = descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name
+    name = state_name(descriptor)
     merge_namespaces(
         backend.get_namespaced_table(STATE_PREFIX + name),
         backend.current_key,
@@ -287,7 +292,7 @@ class PerWindowStateStore:
 
     def _state(self, descriptor: Any) -> Any:
         if self._rename is not None:
-            name = descriptor.get_name() if hasattr(descriptor, "get_name") else descriptor.name
+            name = state_name(descriptor)
             if name not in self._renamed:
                 self._rename(self._backend.get_namespaced_table(STATE_PREFIX + name))
                 self._renamed.add(name)
