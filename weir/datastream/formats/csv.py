@@ -29,7 +29,9 @@ value, as in Flink.
 
 Differences from Flink's reader (Jackson's), none of which drops a record silently: a
 value with text after its closing quote (``"ab"c``) reads as ``abc``, where Flink fails;
-a quote character inside an unquoted value may hide a blank line after it.
+a quote character inside an unquoted value (``ab"c``, read as it is) throws the blank-line
+watch's quote count off from there on, so it may miss a blank line after it, or take an
+empty line inside a later quoted value for one and fail the file.
 Options pyarrow's reader cannot follow exactly are refused when the schema is built,
 naming the option: ``set_allow_comments``, ``set_escape_char`` (Jackson reads ``\\t``
 as a tab, pyarrow as ``t``), ``set_any_property_name`` and
