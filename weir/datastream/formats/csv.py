@@ -21,17 +21,13 @@ again from its start and skips them, as Flink restores its CSV reader. Exact wha
 the file holds (quoted line breaks included), at the cost of reading the skipped part
 again.
 
-A blank line in a file of several columns fails the read once the records before it are
-handed over, naming its row, as Flink's reader fails on it ("Row length mismatch"): pyarrow
-would skip it, or read it as a record of empty values, so the reader watches the bytes it
-reads for one (``_BlankLineWatch``). In a file of one column it is a record of one empty
-value, as in Flink.
+Where pyarrow's reader and Flink's (Jackson's) differ, the file is read as Flink reads it
+(``_csv_lines``): a blank line in a file of several columns, text other than whitespace
+after a quoted value's closing quote, and a quoted value the file ends in fail the read,
+naming the row, once the records before it are handed over; whitespace after a closing
+quote is skipped. In a file of one column a blank line is a record of one empty value, as
+in Flink.
 
-Differences from Flink's reader (Jackson's), none of which drops a record silently: a
-value with text after its closing quote (``"ab"c``) reads as ``abc``, where Flink fails;
-a quote character inside an unquoted value (``ab"c``, read as it is) throws the blank-line
-watch's quote count off from there on, so it may miss a blank line after it, or take an
-empty line inside a later quoted value for one and fail the file.
 Options pyarrow's reader cannot follow exactly are refused when the schema is built,
 naming the option: ``set_allow_comments``, ``set_escape_char`` (Jackson reads ``\\t``
 as a tab, pyarrow as ``t``), ``set_any_property_name`` and
@@ -46,6 +42,7 @@ from weir.common.typeinfo import TypeInformation
 from weir.core.columnar import ColumnBatch
 from weir.datastream.connectors._file_source_reader import FileSplit
 from weir.datastream.connectors.file_system import StreamFormat
+from weir.datastream.formats._csv_lines import CsvLineWatch
 from weir.datastream.formats._typed_columns import FileFormatError, RowColumns, check_row_type
 from weir.table.types import ArrayType, DataType, DataTypes, NumericType, RowField, RowType
 
@@ -299,86 +296,6 @@ class _BadRowError(Exception):
         self.error = error
 
 
-class _BlankLineWatch:
-    """The file as pyarrow reads it, watched for the first blank line outside quoted
-    values: ``blank_row`` is then its row (1-based, counting every line before it), and
-    the rows before it are the file's first ``blank_row - 1``. Quotes are counted by
-    parity (a doubled quote inside a quoted value counts twice); ``\\r\\n`` and a lone
-    ``\\r`` end a line as ``\\n`` does. One numpy pass over each block read."""
-
-    def __init__(self, raw: Any, quote: str | None) -> None:
-        self._raw = raw
-        self._quote = None if quote is None else ord(quote)
-        self._quotes = 0  # quotes seen so far (their parity: inside a quoted value)
-        self._lines = 0  # lines ended so far, outside quoted values
-        self._line_open = False  # bytes seen since the last line ended
-        self._after_cr = False  # the last byte read was a \r ending a line
-        self.blank_row: int | None = None
-
-    @property
-    def closed(self) -> bool:
-        return bool(self._raw.closed)
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
-        if data and self.blank_row is None:
-            self._watch(data)
-        return data  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        self._raw.close()
-
-    def _watch(self, data: bytes) -> None:
-        import numpy as np  # noqa: PLC0415
-
-        view = np.frombuffer(data, dtype=np.uint8)
-        raw = np.flatnonzero(view == 10)
-        returns = np.flatnonzero(view == 13)
-        if len(returns):
-            raw = np.sort(np.concatenate((raw, returns)))
-        if self._quote is not None:
-            quotes = np.flatnonzero(view == self._quote)
-            if len(quotes) or self._quotes % 2:
-                # Outside quoted values: an even number of quotes before the line end.
-                before = np.searchsorted(quotes, raw) + self._quotes
-                raw = raw[before % 2 == 0]
-                self._quotes += len(quotes)
-        after_cr, self._after_cr = self._after_cr, False
-        if not len(raw):
-            self._line_open = self._line_open or len(view) > 0
-            return
-        # A \n right after a \r (in this block or at the end of the last) ends its line.
-        is_cr = view[raw] == 13
-        follows_cr = np.empty(len(raw), dtype=bool)
-        follows_cr[0] = after_cr and raw[0] == 0
-        follows_cr[1:] = (raw[1:] - raw[:-1] == 1) & is_cr[:-1]
-        lf_of_crlf = follows_cr & ~is_cr
-        with_lf = np.zeros(len(raw), dtype=bool)
-        with_lf[:-1] = lf_of_crlf[1:]
-        keep = ~lf_of_crlf
-        at = raw[keep]
-        last_byte = at + with_lf[keep]  # of each line end
-        if not len(at):  # only the \n of the last block's \r\n
-            self._line_open = len(view) > 1
-            return
-        starts = np.empty(len(at), dtype=np.int64)
-        starts[0] = 1 if lf_of_crlf[0] else 0
-        starts[1:] = last_byte[:-1] + 1
-        blank = at == starts
-        if starts[0] == 0 and self._line_open:
-            blank[0] = False  # its line began in the last block
-        if blank.any():
-            self.blank_row = self._lines + int(np.argmax(blank)) + 1
-            return
-        self._lines += len(at)
-        last = int(last_byte[-1])
-        self._after_cr = last == len(view) - 1 and data[last] == 13
-        self._line_open = last + 1 < len(view)
-
-
 class _CsvSplitReader:
     """Reads one file's records, a ColumnBatch a ``read``, keeping ``split.lines`` at the
     number of data records handed over."""
@@ -396,9 +313,14 @@ class _CsvSplitReader:
         self._header_rows = int(options["use_header"]) + int(options["skip_first_data_row"])
         self._skipped_by_parser = 0  # of those, rows the parser skipped for their width
         self._file = fsspec.open(split.path, "rb", compression="infer").open()
-        # With one column a blank line is a record; with several, the read fails there.
+        # Watched for what Flink's reader refuses and pyarrow's does not: a blank line
+        # among several columns, text after a closing quote, a quoted value never closed.
         self._watch = (
-            _BlankLineWatch(self._file, options["quote_char"]) if len(columns.names) > 1 else None
+            CsvLineWatch(
+                self._file, options["column_separator"], options["quote_char"], len(columns.names)
+            )
+            if options["quote_char"] is not None or len(columns.names) > 1
+            else None
         )
         self._reader = self._open_reader()
         self._batch: Any = None  # the Arrow batch being handed over, and where in it
@@ -424,7 +346,7 @@ class _CsvSplitReader:
             escape_char=False,
             newlines_in_values=quote is not None,
             # With one column, a blank line is a record of one empty value (Flink's
-            # reader reads it so); with several the read fails there (``_BlankLineWatch``).
+            # reader reads it so); with several the read fails there (``CsvLineWatch``).
             ignore_empty_lines=len(names) > 1,
             invalid_row_handler=self._invalid_row,
         )
@@ -465,10 +387,10 @@ class _CsvSplitReader:
             batch = self._batch
             if batch is None or self._at >= batch.num_rows:
                 if not self._next_batch():
-                    self._before_blank_line()
+                    self._before_refused_row()
                     return None
                 continue
-            room = self._before_blank_line()
+            room = self._before_refused_row()
             if self._skip:
                 taken = min(self._skip, batch.num_rows - self._at, room)
                 self._check_header(batch)
@@ -486,19 +408,15 @@ class _CsvSplitReader:
                 self._converted = None
             return converted[start : start + n]
 
-    def _before_blank_line(self) -> int:
-        """How many more rows may be read before the blank line the watch found (a
-        large number when it found none); raises the read's error once none may."""
-        blank = None if self._watch is None else self._watch.blank_row
-        if blank is None:
+    def _before_refused_row(self) -> int:
+        """How many more rows may be read before the row the watch refused (a large
+        number when it refused none); raises the read's error once none may."""
+        watch = self._watch
+        if watch is None or watch.refused_row is None:
             return 1 << 62
-        room = blank - 1 - (self._row_base + self._at)
+        room = watch.refused_row - 1 - (self._row_base + self._at)
         if room <= 0:
-            what = (
-                f"a blank line, where a record of {len(self._columns.names)} columns was "
-                "expected (Flink's reader fails on it too: Row length mismatch)"
-            )
-            raise self._error(blank, None, what)
+            raise self._error(watch.refused_row, None, str(watch.refusal))
         return room
 
     def _convert_rest(self, batch: Any) -> ColumnBatch:

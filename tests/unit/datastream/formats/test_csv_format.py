@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from weir.common import Row, Types
 from weir.core.columnar import ColumnBatch
 from weir.datastream.connectors.file_system import FileSource
+from weir.datastream.formats._csv_lines import CsvLineWatch
 from weir.datastream.formats._typed_columns import FileFormatError
-from weir.datastream.formats.csv import CsvReaderFormat, CsvSchema, _BlankLineWatch
+from weir.datastream.formats.csv import CsvReaderFormat, CsvSchema
 from weir.table import DataTypes as T
 
 
@@ -50,6 +51,10 @@ def _ibs():
         .add_string_column("s")
         .add_boolean_column("b")
     )
+
+
+def _two():
+    return CsvSchema.builder().add_string_column("s").add_string_column("t")
 
 
 def row(**fields) -> Row:
@@ -203,6 +208,26 @@ PYFLINK_READS = {
         [row(i=1, s="a\n\nb", b=True), row(i=2, s="y", b=False)],
     ),
     "byte order mark": ("\ufeff1,x,true\n", _ibs(), [row(i=1, s="x", b=True)]),
+    "a byte order mark before a quoted value": (
+        '\ufeff"a,b",1\n',
+        _two(),
+        [row(s="a,b", t="1")],
+    ),
+    "quotes inside an unquoted value are text": (
+        'ab"c,1\nab",2\n "ab",3\nx,"y,z"\n',
+        _two(),
+        [row(s='ab"c', t="1"), row(s='ab"', t="2"), row(s=' "ab"', t="3"), row(s="x", t="y,z")],
+    ),
+    "whitespace after a closing quote is skipped": (
+        '"ab" ,1\n"cd"\t,2\nx,"ef" ',
+        _two(),
+        [row(s="ab", t="1"), row(s="cd", t="2"), row(s="x", t="ef")],
+    ),
+    "doubled quotes": (
+        '"a""b",1\n"""",2\n"a\r\nb",3\r\n',
+        _two(),
+        [row(s='a"b', t="1"), row(s='"', t="2"), row(s="a\r\nb", t="3")],
+    ),
     "empty file": ("", CsvSchema.builder().add_string_column("s"), []),
 }
 
@@ -273,6 +298,28 @@ BAD_FILES = {
         "1,x,true\r\n\r\n2,y,false\r\n",
         _ibs(),
         ["row 2", "a blank line"],
+    ),
+    "text after a closing quote": ('"ab"c,1\n', _two(), ["row 1", "'c' after the closing quote"]),
+    "text after a closing quote, one column": (
+        'x\n"ab"c\n',
+        CsvSchema.builder().add_string_column("s"),
+        ["row 2", "'c' after the closing quote"],
+    ),
+    "text after an empty quoted value": ('""x,1\n', _two(), ["row 1", "'x' after"]),
+    "text after doubled quotes and the closing one": (
+        '"a"""b,1\n',
+        _two(),
+        ["row 1", "'b' after"],
+    ),
+    "a blank line after a quote inside an unquoted value": (
+        'ab"c,1\n\nx,2\n',
+        _two(),
+        ["row 2", "a blank line"],
+    ),
+    "a quoted value never closed": (
+        'x\n"ab""\n',
+        CsvSchema.builder().add_string_column("s"),
+        ["row 2", "never closed", "Missing closing quote"],
     ),
     "a header of other names": (
         "i,t,b\n1,x,true\n",
@@ -430,42 +477,73 @@ def test_the_records_before_a_blank_line_are_read_before_it_fails(tmp_path):
     assert reader.snapshot_splits() == [(f"file://{path}", 0, 2)]
 
 
-def _blank_row_reference(data: bytes, quote: int | None) -> int | None:
-    """The first blank line outside quoted values, byte by byte."""
-    inside = False
-    lines = 0
-    line_open = False
-    i = 0
+def _jackson_reading(data: bytes, quote: int | None, columns: int) -> tuple[int | None, bytes]:
+    """Byte by byte, as Jackson's CSV parser reads: the first row it refuses (None if it
+    refuses none), and, when it refuses none, the bytes without the whitespace it skips
+    after closing quotes."""
+    sep, out = ord(","), bytearray()
+    inside, value_start, line_open, lines, open_row = False, True, False, 0, 0
+    bom = b"\xef\xbb\xbf"
+    i = len(bom) if data.startswith(bom) else 0
+    out += data[:i]
     while i < len(data):
         byte = data[i]
-        if quote is not None and byte == quote:
-            inside = not inside
-            line_open = True
-        elif byte in (10, 13) and not inside:
-            if not line_open:
-                return lines + 1
-            lines += 1
-            line_open = False
+        if quote is not None and byte == quote and (inside or value_start):
+            if not inside:
+                inside, open_row = True, lines + 1
+            elif i + 1 < len(data) and data[i + 1] == quote:
+                out.append(byte)  # a doubled quote: one quote of the value
+                i += 1
+            else:
+                inside = False
+                j = i + 1
+                while j < len(data) and data[j] <= 32 and data[j] not in (10, 13, sep):
+                    j += 1
+                if j < len(data) and data[j] not in (10, 13, sep):
+                    return lines + 1, b""
+                out.append(byte)
+                i, value_start, line_open = j, False, True
+                continue
+            out.append(byte)
+            i, value_start, line_open = i + 1, False, True
+            continue
+        out.append(byte)
+        if byte in (10, 13) and not inside:
+            if not line_open and columns > 1:
+                return lines + 1, b""
+            lines, line_open, value_start = lines + 1, False, True
             if byte == 13 and i + 1 < len(data) and data[i + 1] == 10:
+                out.append(10)
                 i += 1
         else:
             line_open = True
+            value_start = byte == sep and not inside
         i += 1
-    return None
+    if inside:
+        return open_row, b""
+    return None, bytes(out)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(
-    data=st.lists(st.sampled_from([b"a", b",", b'"', b"\n", b"\r", b"\r\n"]), max_size=30).map(
-        b"".join
-    ),
+    data=st.lists(
+        st.sampled_from([b"a", b",", b'"', b"\n", b"\r", b"\r\n", b" ", b"\t"]), max_size=30
+    ).map(b"".join),
+    bom=st.booleans(),
     quoted=st.booleans(),
+    columns=st.sampled_from([1, 2]),
     size=st.integers(1, 8),
 )
-def test_the_blank_line_watch_finds_what_a_byte_by_byte_reading_finds(data, quoted, size):
-    """Whatever the blocks the file is read in: a \\r\\n split between two blocks, quotes
-    opened in one and closed in the next."""
-    watch = _BlankLineWatch(io.BytesIO(data), '"' if quoted else None)
-    while watch.read(size):
-        pass
-    assert watch.blank_row == _blank_row_reference(data, ord('"') if quoted else None)
+def test_the_line_watch_reads_as_jackson_does_byte_by_byte(data, bom, quoted, columns, size):
+    """Whatever the blocks the file is read in: a \\r\\n or a run of quotes split between
+    two blocks, quotes opened in one and closed in the next, whitespace after a closing
+    quote reaching the end of a block, a byte order mark split."""
+    data = b"\xef\xbb\xbf" + data if bom else data
+    watch = CsvLineWatch(io.BytesIO(data), ",", '"' if quoted else None, columns)
+    handed = bytearray()
+    while block := watch.read(size):
+        handed += block
+    refused, kept = _jackson_reading(data, ord('"') if quoted else None, columns)
+    assert watch.refused_row == refused
+    if refused is None:
+        assert bytes(handed) == kept
