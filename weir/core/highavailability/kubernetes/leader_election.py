@@ -1,6 +1,6 @@
 """Leader election and retrieval of one component (the Dispatcher, the ResourceManager, a
-JobMaster) on top of the process's elector (``leader_elector``), as the ZooKeeper ones sit
-on the process's latch.
+JobMaster) on top of the process's elector (``leader_elector``): the driver of the
+component's ``DefaultLeaderElectionService``, as the ZooKeeper one sits on the latch.
 
 While the process leads, the contender is granted leadership with the elector's fencing
 token, then its address and token are published, fenced, under the data key
@@ -16,7 +16,6 @@ import json
 import logging
 import threading
 
-from weir.core.errors import LeaderLostError
 from weir.core.highavailability.kubernetes.api_client import ConfigMap
 from weir.core.highavailability.kubernetes.config_map_watcher import ConfigMapWatcher
 from weir.core.highavailability.kubernetes.leader_elector import (
@@ -24,12 +23,8 @@ from weir.core.highavailability.kubernetes.leader_elector import (
     KubernetesLeaderElector,
     holder_of,
 )
-from weir.core.highavailability.services import (
-    LeaderContender,
-    LeaderElectionService,
-    LeaderListener,
-    LeaderRetrievalService,
-)
+from weir.core.highavailability.leader_election import LeaderElectionDriver, LeadershipListener
+from weir.core.highavailability.services import LeaderListener, LeaderRetrievalService
 
 logger = logging.getLogger(__name__)
 
@@ -61,35 +56,28 @@ def published_leader(config_map: ConfigMap | None, component: str) -> tuple[str 
     return address, token
 
 
-class KubernetesLeaderElectionService(LeaderElectionService):
+class KubernetesLeaderElectionDriver(LeaderElectionDriver):
+    """One component's election on the process's elector; its leader under the data key
+    ``leader.<component>`` of the cluster's ConfigMap."""
+
     def __init__(self, elector: KubernetesLeaderElector, component: str) -> None:
+        self.component = component
         self._elector = elector
-        self._component = component
         self._key = leader_key(component)
-        self._contender: LeaderContender | None = None
-        self._token: str | None = None
-        self._lock = threading.Lock()
 
-    def start(self, contender: LeaderContender) -> None:
-        self._contender = contender
-        self._elector.add_listener(self._on_leadership)
+    def add_listener(self, listener: LeadershipListener) -> None:
+        self._elector.add_listener(listener)
 
-    def _on_leadership(self, token: str | None) -> None:
-        contender = self._contender
-        if contender is None:
-            return
-        if token is None:
-            with self._lock:
-                had, self._token = self._token, None
-            if had is not None:
-                contender.revoke_leadership()
-            return
-        with self._lock:
-            self._token = token
-        contender.grant_leadership(token)
-        self._publish(contender.address, token)
+    def remove_listener(self, listener: LeadershipListener) -> None:
+        self._elector.remove_listener(listener)
 
-    def _publish(self, address: str, token: str) -> None:
+    def has_leadership(self, token: str) -> bool:
+        return self._elector.has_leadership(token)
+
+    def confirm(self, token: str) -> bool:
+        return self._elector.confirm(token)
+
+    def publish(self, token: str, address: str) -> None:
         value = encode_leader(address, token)
 
         def put(data: dict[str, str]) -> dict[str, str] | None:
@@ -98,45 +86,16 @@ class KubernetesLeaderElectionService(LeaderElectionService):
             data[self._key] = value
             return data
 
-        try:
-            self._elector.guarded_update(token, put)
-        except LeaderLostError as exc:
-            logger.warning(
-                "%s: leadership ended before its address was published: %s", self._component, exc
-            )
-            return
-        logger.info("%s leader at %s published", self._component, address)
+        self._elector.guarded_update(token, put)
 
-    def stop(self) -> None:
-        """Leave: a leader takes its address down (fenced) before the contender goes."""
-        self._elector.remove_listener(self._on_leadership)
-        with self._lock:
-            token, self._token = self._token, None
-        contender, self._contender = self._contender, None
-        if token is None:
-            return
-
+    def take_down(self, token: str) -> None:
         def take_down(data: dict[str, str]) -> dict[str, str] | None:
             if self._key not in data:
                 return None
             del data[self._key]
             return data
 
-        try:
-            self._elector.guarded_update(token, take_down)
-        except LeaderLostError:
-            # Gone with the lease already, or no longer ours: nothing to take down.
-            logger.info("%s: its address was already taken down", self._component)
-        if contender is not None:
-            contender.revoke_leadership()
-
-    def has_leadership(self, fencing_token: str) -> bool:
-        with self._lock:
-            mine = self._token
-        return mine is not None and mine == fencing_token and self._elector.has_leadership(mine)
-
-    def confirm_leadership(self, fencing_token: str) -> bool:
-        return self.has_leadership(fencing_token) and self._elector.confirm(fencing_token)
+        self._elector.guarded_update(token, take_down)
 
 
 class KubernetesLeaderRetrievalService(LeaderRetrievalService):

@@ -38,7 +38,7 @@ from weir.core.highavailability.kubernetes.api_client import (
 from weir.core.highavailability.kubernetes.config_map_watcher import ConfigMapWatcher
 from weir.core.highavailability.kubernetes.connection import resolve_connection
 from weir.core.highavailability.kubernetes.leader_election import (
-    KubernetesLeaderElectionService,
+    KubernetesLeaderElectionDriver,
     KubernetesLeaderRetrievalService,
 )
 from weir.core.highavailability.kubernetes.leader_elector import (
@@ -50,6 +50,7 @@ from weir.core.highavailability.kubernetes.stores import (
     KubernetesCompletedCheckpointStore,
     KubernetesJobGraphStore,
 )
+from weir.core.highavailability.leader_election import DefaultLeaderElectionService
 from weir.core.highavailability.services import (
     CheckpointIdCounter,
     CompletedCheckpointStore,
@@ -182,14 +183,17 @@ class KubernetesHaServices(HighAvailabilityServices):
             self._watcher.start()
         return self._watcher
 
+    def _election(self, component: str) -> LeaderElectionService:
+        return DefaultLeaderElectionService(KubernetesLeaderElectionDriver(self.latch, component))
+
     def get_dispatcher_leader_election(self) -> LeaderElectionService:
-        return KubernetesLeaderElectionService(self.latch, DISPATCHER)
+        return self._election(DISPATCHER)
 
     def get_resource_manager_leader_election(self) -> LeaderElectionService:
-        return KubernetesLeaderElectionService(self.latch, RESOURCE_MANAGER)
+        return self._election(RESOURCE_MANAGER)
 
     def get_job_master_leader_election(self, job_id: JobId) -> LeaderElectionService:
-        return KubernetesLeaderElectionService(self.latch, f"job-{job_id}")
+        return self._election(f"job-{job_id}")
 
     def get_dispatcher_leader_retriever(self) -> LeaderRetrievalService:
         return KubernetesLeaderRetrievalService(self._shared_watcher(), DISPATCHER)

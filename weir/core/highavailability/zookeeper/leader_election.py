@@ -1,6 +1,6 @@
 """Leader election and retrieval of one component (the Dispatcher, the ResourceManager, a
-JobMaster) on top of the process's latch (``leader_latch``), as Flink's
-``DefaultLeaderElectionService`` sits on its per-process driver.
+JobMaster) on top of the process's latch (``leader_latch``): the driver of the component's
+``DefaultLeaderElectionService``.
 
 While the process leads, the contender is granted leadership with the latch's fencing
 token, then its address and token are published, fenced, in the ephemeral node
@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
+from collections.abc import Callable
 from typing import Any
 
 from weir.core.errors import LeaderLostError
-from weir.core.highavailability.services import (
-    LeaderContender,
-    LeaderElectionService,
-    LeaderListener,
-    LeaderRetrievalService,
-)
+from weir.core.highavailability.leader_election import LeaderElectionDriver, LeadershipListener
+from weir.core.highavailability.services import LeaderListener, LeaderRetrievalService
 from weir.core.highavailability.zookeeper.client import connection_info_path
 from weir.core.highavailability.zookeeper.leader_latch import ZooKeeperLeaderLatch
 
@@ -44,42 +40,35 @@ def decode_leader(data: bytes | None) -> tuple[str | None, str | None]:
         return None, None
 
 
-class ZooKeeperLeaderElectionService(LeaderElectionService):
+class ZooKeeperLeaderElectionDriver(LeaderElectionDriver):
+    """One component's election on the process's latch; its leader in the ephemeral node
+    ``/leader/{component}/connection_info``."""
+
     def __init__(self, client: Any, latch: ZooKeeperLeaderLatch, component: str) -> None:
+        self.component = component
         self._client = client
         self._latch = latch
-        self._component = component
         self._path = connection_info_path(component)
-        self._contender: LeaderContender | None = None
-        self._token: str | None = None
-        self._lock = threading.Lock()
 
-    def start(self, contender: LeaderContender) -> None:
-        self._contender = contender
-        self._latch.add_suspend_listener(self._on_suspend)
-        self._latch.add_listener(self._on_leadership)
+    def add_listener(self, listener: LeadershipListener) -> None:
+        self._latch.add_listener(listener)
 
-    def _on_suspend(self, suspended: bool) -> None:
-        contender = self._contender
-        if contender is not None and self._token is not None:
-            contender.suspend_leadership(suspended)
+    def remove_listener(self, listener: LeadershipListener) -> None:
+        self._latch.remove_listener(listener)
 
-    def _on_leadership(self, token: str | None) -> None:
-        contender = self._contender
-        if contender is None:
-            return
-        if token is None:
-            with self._lock:
-                had, self._token = self._token, None
-            if had is not None:
-                contender.revoke_leadership()
-            return
-        with self._lock:
-            self._token = token
-        contender.grant_leadership(token)
-        self._publish(contender.address, token)
+    def add_suspend_listener(self, listener: Callable[[bool], None]) -> None:
+        self._latch.add_suspend_listener(listener)
 
-    def _publish(self, address: str, token: str) -> None:
+    def remove_suspend_listener(self, listener: Callable[[bool], None]) -> None:
+        self._latch.remove_suspend_listener(listener)
+
+    def has_leadership(self, token: str) -> bool:
+        return self._latch.has_leadership(token)
+
+    def confirm(self, token: str) -> bool:
+        return self._latch.confirm(token)
+
+    def publish(self, token: str, address: str) -> None:
         from kazoo.exceptions import NoNodeError  # noqa: PLC0415 (optional dependency)
 
         data = encode_leader(address, token)
@@ -88,43 +77,16 @@ class ZooKeeperLeaderElectionService(LeaderElectionService):
             self._latch.guarded_transaction(token, lambda t: t.delete(self._path))
         except NoNodeError:
             pass  # nothing published before
-        except LeaderLostError:
-            logger.warning("%s: leadership ended before its address was published", self._component)
-            return
-        try:
-            self._latch.guarded_transaction(
-                token, lambda t: t.create(self._path, data, ephemeral=True)
-            )
-        except LeaderLostError:
-            logger.warning("%s: leadership ended before its address was published", self._component)
-            return
-        logger.info("%s leader at %s published", self._component, address)
+        self._latch.guarded_transaction(token, lambda t: t.create(self._path, data, ephemeral=True))
 
-    def stop(self) -> None:
-        """Leave: a leader takes its address down (fenced) before the contender goes."""
-        self._latch.remove_listener(self._on_leadership)
-        self._latch.remove_suspend_listener(self._on_suspend)
+    def take_down(self, token: str) -> None:
         from kazoo.exceptions import KazooException  # noqa: PLC0415 (optional dependency)
 
-        with self._lock:
-            token, self._token = self._token, None
-        contender, self._contender = self._contender, None
-        if token is not None:
-            try:
-                self._latch.guarded_transaction(token, lambda t: t.delete(self._path))
-            except (LeaderLostError, KazooException):
-                # Gone with the session already, or no longer ours: nothing to take down.
-                logger.info("%s: its address was already taken down", self._component)
-            if contender is not None:
-                contender.revoke_leadership()
-
-    def has_leadership(self, fencing_token: str) -> bool:
-        with self._lock:
-            mine = self._token
-        return mine is not None and mine == fencing_token and self._latch.has_leadership(mine)
-
-    def confirm_leadership(self, fencing_token: str) -> bool:
-        return self.has_leadership(fencing_token) and self._latch.confirm(fencing_token)
+        try:
+            self._latch.guarded_transaction(token, lambda t: t.delete(self._path))
+        except KazooException as exc:
+            msg = f"{self._path}: {exc!r}"
+            raise LeaderLostError(msg) from exc
 
 
 class ZooKeeperLeaderRetrievalService(LeaderRetrievalService):

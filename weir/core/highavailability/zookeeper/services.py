@@ -19,6 +19,7 @@ from typing import Any
 
 from weir.core import config as cfg
 from weir.core.errors import ConfigurationError, LeaderLostError
+from weir.core.highavailability.leader_election import DefaultLeaderElectionService
 from weir.core.highavailability.services import (
     CheckpointIdCounter,
     CompletedCheckpointStore,
@@ -34,7 +35,7 @@ from weir.core.highavailability.zookeeper.client import (
     create_client,
 )
 from weir.core.highavailability.zookeeper.leader_election import (
-    ZooKeeperLeaderElectionService,
+    ZooKeeperLeaderElectionDriver,
     ZooKeeperLeaderRetrievalService,
 )
 from weir.core.highavailability.zookeeper.leader_latch import ZooKeeperLeaderLatch
@@ -82,14 +83,19 @@ class ZooKeeperHaServices(HighAvailabilityServices):
             raise LeaderLostError(msg)
         return token
 
+    def _election(self, component: str) -> LeaderElectionService:
+        return DefaultLeaderElectionService(
+            ZooKeeperLeaderElectionDriver(self.client, self.latch, component)
+        )
+
     def get_dispatcher_leader_election(self) -> LeaderElectionService:
-        return ZooKeeperLeaderElectionService(self.client, self.latch, DISPATCHER)
+        return self._election(DISPATCHER)
 
     def get_resource_manager_leader_election(self) -> LeaderElectionService:
-        return ZooKeeperLeaderElectionService(self.client, self.latch, RESOURCE_MANAGER)
+        return self._election(RESOURCE_MANAGER)
 
     def get_job_master_leader_election(self, job_id: JobId) -> LeaderElectionService:
-        return ZooKeeperLeaderElectionService(self.client, self.latch, f"job-{job_id}")
+        return self._election(f"job-{job_id}")
 
     def get_dispatcher_leader_retriever(self) -> LeaderRetrievalService:
         return ZooKeeperLeaderRetrievalService(self.client, DISPATCHER)
