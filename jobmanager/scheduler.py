@@ -1,9 +1,22 @@
-"""Schedules a job: slots from the ResourceManager, deployment to TaskExecutors, the job
-status that follows from its tasks' states, and failover (Flink's DefaultScheduler): a
-failed task makes the restart strategy decide between failing the job and redeploying
-every task from the latest completed checkpoint (RUNNING -> RESTARTING -> RUNNING), unless
-no restart can cure the failure (a non-recoverable error: the job fails at once). Each
-failover goes into the job's exception history."""
+"""Schedules a job (Flink's DefaultScheduler): deployment to TaskExecutors, the job status
+that follows from its tasks' states, and failover: a failed task makes the restart strategy
+decide between failing the job and redeploying every task from the latest completed
+checkpoint (RUNNING -> RESTARTING -> RUNNING), unless no restart can cure the failure (a
+non-recoverable error: the job fails at once). Each failover goes into the job's exception
+history.
+
+The scheduler is composed of parts built with what they need, each in a module of its own:
+
+* ``ExecutionSlotAllocator``: the job's slots, asked for at the ResourceManager and kept
+  across restarts, and the TaskManagers known to be lost or unreachable;
+* ``ExecutionFailureHandler``: the failure cause, the restart strategy and the exception
+  history: whether a failure restarts the job;
+* ``TaskCanceller``: CancelTask to an attempt's tasks, and the watchdog of a cancelled job;
+* ``CheckpointCoordinatorDeActivator``: what the checkpoint coordinator hears of the tasks.
+
+Threading: one re-entrant lock, the scheduler's, guards its fields and its parts'. Calls
+to TaskExecutors, the ResourceManager and the checkpoint coordinator are made outside it.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +25,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from weir.core.checkpoint import (
     CheckpointingConfig,
@@ -34,12 +45,12 @@ from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.core.throwable_classifier import ThrowableType
 from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, plan_checkpoint
-from weir.jobmanager.checkpoint.checkpoint_plan import CHECKPOINTABLE
 from weir.jobmanager.checkpoint.restore_plan import (
     NOTHING_RESTORED,
     initial_restore_plan,
     restore_plan,
 )
+from weir.jobmanager.checkpoint_coordinator_deactivator import CheckpointCoordinatorDeActivator
 from weir.jobmanager.execution_failure_handler import ExecutionFailureHandler
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
 from weir.jobmanager.execution_slot_allocator import ExecutionSlotAllocator
@@ -115,7 +126,6 @@ class DefaultScheduler:
         self._thread: threading.Thread | None = None
         self._terminated = threading.Event()
         self._changed = threading.Condition(self._lock)
-        self.checkpoint_coordinator: CheckpointCoordinator | None = None
         # The job's failure cause, restart strategy and exception history.
         self._failures = ExecutionFailureHandler(self.job_id, config)
         # The job's slots, kept across restarts, and the TaskManagers known to be lost.
@@ -141,13 +151,12 @@ class DefaultScheduler:
         )
         # What the current attempt restores (jobmanager.checkpoint.restore_plan).
         self._restore = NOTHING_RESTORED
-        # Tasks of the current attempt that reached the end of their input.
-        self._end_of_data: set[ExecutionAttemptId] = set()
         # FLIP-147: checkpoints go on after some tasks finished, and a finishing task
         # waits for its final checkpoint (CheckpointingConfig.final_checkpoints).
         self._final_checkpoints = CheckpointingConfig.from_config(config).final_checkpoints
-        self._coordinator_calls = ThreadPoolExecutor(
-            1, thread_name_prefix=f"coordinator-calls-{graph.job_graph.job_id[:8]}"
+        # What the checkpoint coordinator hears of the tasks (and the coordinator itself).
+        self._checkpoints = CheckpointCoordinatorDeActivator(
+            self.job_id, final_checkpoints=self._final_checkpoints
         )
         # Set by a completed stop with savepoint: the cancellation that follows ends FINISHED.
         self._stopped_with_savepoint = False
@@ -156,6 +165,15 @@ class DefaultScheduler:
     @property
     def job_id(self) -> str:
         return self.graph.job_graph.job_id
+
+    @property
+    def checkpoint_coordinator(self) -> CheckpointCoordinator | None:
+        """The job's CheckpointCoordinator; None while it takes no checkpoints."""
+        return self._checkpoints.coordinator
+
+    @checkpoint_coordinator.setter
+    def checkpoint_coordinator(self, coordinator: CheckpointCoordinator | None) -> None:
+        self._checkpoints.coordinator = coordinator
 
     @property
     def failure_cause(self) -> str:
@@ -343,7 +361,6 @@ class DefaultScheduler:
                     self.job_id,
                     self.graph.attempt_number,
                 )
-            coordinator = self.checkpoint_coordinator
             if state is ExecutionState.FAILED:
                 ev.current.failure_cause = cause or "unknown failure"
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
@@ -353,35 +370,12 @@ class DefaultScheduler:
                     )
                 else:
                     self._late_failure(ev, throwable_type)
-            elif coordinator is not None and self._final_checkpoints:
-                # Checkpoints go on while tasks finish: a finishing task waits for one.
-                if state is ExecutionState.FINISHED:
-                    self._call_coordinator(coordinator.task_finished, ev.current.attempt_id)
-                if self.status is JobStatus.RUNNING and all(
-                    e.current.state in CHECKPOINTABLE for e in self.graph.all_executions()
-                ):
-                    self._call_coordinator(coordinator.start_periodic_scheduler)
-            elif state is ExecutionState.RUNNING and self.status is JobStatus.RUNNING:
-                if coordinator is not None and all(
-                    e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()
-                ):
-                    self._call_coordinator(coordinator.start_periodic_scheduler)
-            elif state is ExecutionState.FINISHED and coordinator is not None:
-                # execution.checkpointing.checkpoints-after-tasks-finish is off: stop
-                # triggering and drop the checkpoints a finished task would never ack.
-                self._call_coordinator(coordinator.stop_periodic_scheduler)
-                self._call_coordinator(coordinator.abort_pending, f"{ev.task_name} finished")
+            else:
+                self._checkpoints.task_changed(
+                    ev, state, self.graph, running=self.status is JobStatus.RUNNING
+                )
             self._check_terminal()
             return True
-
-    def _call_coordinator(self, method: Callable[..., object], *args: Any) -> None:
-        """Call the checkpoint coordinator, in order, on a thread of its own: never under
-        this scheduler's lock, since the coordinator calls ``checkpoint_plan`` (which takes
-        it) under its own lock."""
-        try:
-            self._coordinator_calls.submit(method, *args)
-        except RuntimeError:  # closed: the job is over and the coordinator shut down
-            logger.debug("job %s: coordinator call %s after close", self.job_id, method)
 
     def end_of_data(self, attempt_id: ExecutionAttemptId) -> None:
         """A task of the current attempt finished its operators and waits for its final
@@ -393,15 +387,7 @@ class DefaultScheduler:
             coordinator = self.checkpoint_coordinator
             if ev is None or coordinator is None or self.status is not JobStatus.RUNNING:
                 return
-            self._end_of_data.add(attempt_id)
-            if all(
-                e.current.state is ExecutionState.FINISHED
-                or e.current.attempt_id in self._end_of_data
-                or self._is_finished(e)
-                for e in self.graph.all_executions()
-            ):
-                logger.info("job %s: every task reached the end of its input", self.job_id)
-                self._call_coordinator(coordinator.trigger_checkpoint)
+            self._checkpoints.end_of_data(attempt_id, self.graph, self._is_finished)
 
     def fail_over(self, cause: str) -> None:
         """A failure of the whole job (e.g. too many failed checkpoints): restart or fail."""
@@ -421,9 +407,7 @@ class DefaultScheduler:
         ExecutionFailureHandler with a NonRecoverableError). ``failed``: the task whose
         failure it is; None for a failure of the whole job."""
         cause = self._said(cause)
-        coordinator = self.checkpoint_coordinator
-        if coordinator is not None:
-            self._call_coordinator(coordinator.stop_periodic_scheduler)
+        self._checkpoints.stop()
         non_recoverable = throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
         failures = self._failures
         restart = failures.handle_failure(cause, self.graph.attempt_number, non_recoverable, failed)
@@ -535,7 +519,7 @@ class DefaultScheduler:
         with self._lock:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
-            self._end_of_data = set()
+            self._checkpoints.new_attempt()
             self._restore = (
                 restore_plan(
                     self.graph.job_graph, restored.metadata.operator_states, restored.checkpoint_id
@@ -830,7 +814,7 @@ class DefaultScheduler:
         """Stop the thread that calls the coordinator, and close the channels to the
         ResourceManager and the TaskExecutors (the JobMaster closes; the job is over),
         once the job's slots are released."""
-        self._coordinator_calls.shutdown(wait=True)
+        self._checkpoints.close()
         self._slot_allocator.close()
         self._task_executors.close()
 
