@@ -12,7 +12,7 @@ then asks the scheduler to take the tasks still unconfirmed as cancelled.
 Threading: it shares the scheduler's lock. ``cancel_all`` runs under it and sends from a
 thread of its own; ``deliver`` runs on the caller's thread (a restart's), never under
 the lock. The scheduler's ``update_task_state`` takes each task's end, and the
-scheduler's ``TaskManagers`` (its slot allocator) say which are lost.
+scheduler's slot allocator (``LostTaskManagers``) says which are lost.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ CancelTarget = tuple[str, str]
 """A task to cancel: its execution attempt id and its TaskExecutor's rpc address."""
 
 
-class TaskManagers(Protocol):
+class LostTaskManagers(Protocol):
     """Which TaskManagers the job knows to be lost. Called under the scheduler's lock."""
 
     def lost_addresses(self) -> set[str]:
@@ -91,7 +91,7 @@ class TaskCanceller:
         *,
         lock: threading.RLock,
         task_executors: TaskExecutorGateways,
-        task_managers: TaskManagers,
+        task_managers: LostTaskManagers,
         update_task_state: Callable[[str, ExecutionState, str | None], bool],
         take_unconfirmed_as_cancelled: Callable[[], None],
         terminated: threading.Event,
