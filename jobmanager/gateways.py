@@ -26,6 +26,10 @@ from weir.proto import (
     taskexecutor_pb2_grpc,
 )
 
+# The JobMaster's calls to TaskExecutors and the ResourceManager are short control
+# messages; a peer that needs longer is gone.
+TASK_RPC_TIMEOUT_S = 10.0
+
 
 @dataclass(frozen=True, slots=True)
 class CancelDelivery:

@@ -1,23 +1,31 @@
-"""Schedules a job: slots from the ResourceManager, deployment to TaskExecutors, the job
-status that follows from its tasks' states, and failover (Flink's DefaultScheduler): a
-failed task makes the restart strategy decide between failing the job and redeploying
-every task from the latest completed checkpoint (RUNNING -> RESTARTING -> RUNNING), unless
-no restart can cure the failure (a non-recoverable error: the job fails at once). Each
-failover goes into the job's exception history."""
+"""Schedules a job (Flink's DefaultScheduler): deployment to TaskExecutors, the job status
+that follows from its tasks' states, and failover: a failed task makes the restart strategy
+decide between failing the job and redeploying every task from the latest completed
+checkpoint (RUNNING -> RESTARTING -> RUNNING), unless no restart can cure the failure (a
+non-recoverable error: the job fails at once). Each failover goes into the job's exception
+history.
+
+The scheduler is composed of parts built with what they need, each in a module of its own:
+
+* ``ExecutionSlotAllocator``: the job's slots, asked for at the ResourceManager and kept
+  across restarts, and the TaskManagers known to be lost or unreachable;
+* ``ExecutionFailureHandler``: the failure cause, the restart strategy and the exception
+  history: whether a failure restarts the job;
+* ``TaskCanceller``: CancelTask to an attempt's tasks, and the watchdog of a cancelled job;
+* ``CheckpointCoordinatorDeActivator``: what the checkpoint coordinator hears of the tasks.
+
+Threading: one re-entrant lock, the scheduler's, guards its fields and its parts'. Calls
+to TaskExecutors, the ResourceManager and the checkpoint coordinator are made outside it.
+"""
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
 
-from weir.core import config as cfg
 from weir.core.checkpoint import (
     CheckpointingConfig,
     OperatorState,
@@ -28,39 +36,37 @@ from weir.core.errors import (
     LeaderLostError,
     RemoteTimeoutError,
     ServiceUnavailableError,
-    SlotAllocationError,
     WeirError,
 )
 from weir.core.exception_history import ExceptionHistoryEntry
-from weir.core.ids import ExecutionAttemptId, OperatorId, new_hex_id
+from weir.core.ids import ExecutionAttemptId, OperatorId
 from weir.core.job_info import IOMetricsInfo, JobDetailsInfo
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.core.throwable_classifier import ThrowableType
 from weir.jobmanager.checkpoint import CheckpointCoordinator, CheckpointPlan, plan_checkpoint
-from weir.jobmanager.checkpoint.checkpoint_plan import CHECKPOINTABLE
 from weir.jobmanager.checkpoint.restore_plan import (
     NOTHING_RESTORED,
     initial_restore_plan,
     restore_plan,
 )
+from weir.jobmanager.checkpoint_coordinator_deactivator import CheckpointCoordinatorDeActivator
+from weir.jobmanager.execution_failure_handler import ExecutionFailureHandler
 from weir.jobmanager.execution_graph import ExecutionGraph, ExecutionVertex, SlotInfo
-from weir.jobmanager.failure_cause import is_consequence
-from weir.jobmanager.gateways import ResourceManagerGateway, TaskExecutorGateways
-from weir.jobmanager.restart_strategy import RestartBackoffTimeStrategy, create_restart_strategy
-from weir.jobmanager.slot_pool import SlotPool
+from weir.jobmanager.execution_slot_allocator import ExecutionSlotAllocator
+from weir.jobmanager.gateways import (
+    TASK_RPC_TIMEOUT_S,
+    ResourceManagerGateway,
+    TaskExecutorGateways,
+)
+from weir.jobmanager.task_canceller import (
+    CancelTarget,
+    TaskCanceller,
+    cancel_targets,
+    end_undeployed,
+)
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class _PendingSlotRequest:
-    """A slot request queued with the ResourceManager for ``count`` slots; ``slots``
-    completes with its offer."""
-
-    request_id: str
-    count: int
-    slots: Future[list[SlotInfo]]
 
 
 # A restart does not wait longer than this for the failed attempt's tasks to confirm their
@@ -68,14 +74,6 @@ class _PendingSlotRequest:
 # their TaskExecutors until those tasks end (availability first, as after a TaskManager
 # loss).
 CANCEL_CONFIRM_TIMEOUT_S = 15.0
-# A cancelled job stays CANCELLING until every task has ended, as in Flink: a task whose
-# user code ignores interrupts ends with its TaskManager at task.cancellation.timeout (the
-# TaskManager's watchdog), which the ResourceManager notices within heartbeat.timeout. A
-# task still unconfirmed after both, and this much more, lost its report on the way: it
-# is taken as cancelled so the job ends.
-_CANCEL_REPORT_GRACE_S = 10.0
-# RPCs to TaskExecutors are short control messages; a peer that needs longer is gone.
-TASK_RPC_TIMEOUT_S = 10.0
 # While its leadership is unconfirmed (ZooKeeper unreachable or the session in doubt) a
 # JobMaster asks again this often before deploying; a revocation ends the wait sooner.
 _LEADERSHIP_POLL_S = 0.2
@@ -114,9 +112,7 @@ class DefaultScheduler:
         is the next leader's, and nothing that follows a job's end (deleting its
         checkpoints, dropping its graph, telling the client) happens."""
         self.graph = graph
-        self._config = config
         self._jobmaster_address = jobmaster_address
-        self._rm_address = resource_manager_address
         self._on_status = on_status
         self._on_restart = on_restart
         self._confirm_leadership = confirm_leadership
@@ -125,56 +121,73 @@ class DefaultScheduler:
         self._concluding = False
         self._lock = threading.RLock()
         self.status = JobStatus.CREATED
-        self.failure_cause = ""
         self.start_time_ms = int(time.time() * 1000)
         self.end_time_ms = 0
-        # The job's slots, kept across restarts (jobmanager.slot_pool).
-        self._slot_pool = SlotPool()
-        self._cancel_deadline: float | None = None
-        cancellation_timeout_ms = cfg.get(config, cfg.TASK_CANCELLATION_TIMEOUT)
-        # None: task.cancellation.timeout 0, no watchdog: a stuck task holds the job
-        # CANCELLING until its TaskManager is lost (Flink's behaviour).
-        self._cancel_confirm_timeout_s: float | None = (
-            (cancellation_timeout_ms + cfg.get(config, cfg.HEARTBEAT_TIMEOUT)) / 1000
-            + _CANCEL_REPORT_GRACE_S
-            if cancellation_timeout_ms > 0
-            else None
-        )
         self._thread: threading.Thread | None = None
         self._terminated = threading.Event()
         self._changed = threading.Condition(self._lock)
-        self.checkpoint_coordinator: CheckpointCoordinator | None = None
-        self._restart_strategy: RestartBackoffTimeStrategy = create_restart_strategy(config)
-        self._lost_task_managers: set[str] = set()
-        # rpc addresses of TaskManagers known to be lost: no calls to them (they could
-        # only time out), their tasks are taken as gone.
-        self._lost_addresses: set[str] = set()
-        self._resource_manager = ResourceManagerGateway(security, fencing_token)
+        # The job's failure cause, restart strategy and exception history.
+        self._failures = ExecutionFailureHandler(self.job_id, config)
+        # The job's slots, kept across restarts, and the TaskManagers known to be lost.
+        self._slot_allocator = ExecutionSlotAllocator(
+            self.job_id,
+            config,
+            lock=self._lock,
+            job_status=lambda: self.status,
+            resource_manager=ResourceManagerGateway(security, fencing_token),
+            resource_manager_address=resource_manager_address,
+            jobmaster_address=jobmaster_address,
+        )
         self._task_executors = TaskExecutorGateways(security)
-        self._slot_request: _PendingSlotRequest | None = None
-        self._final_release: threading.Thread | None = None
+        self._canceller = TaskCanceller(
+            self.job_id,
+            config,
+            lock=self._lock,
+            task_executors=self._task_executors,
+            task_managers=self._slot_allocator,
+            update_task_state=self.update_task_state,
+            take_unconfirmed_as_cancelled=self._take_unconfirmed_as_cancelled,
+            terminated=self._terminated,
+        )
         # What the current attempt restores (jobmanager.checkpoint.restore_plan).
         self._restore = NOTHING_RESTORED
-        # Tasks of the current attempt that reached the end of their input.
-        self._end_of_data: set[ExecutionAttemptId] = set()
         # FLIP-147: checkpoints go on after some tasks finished, and a finishing task
         # waits for its final checkpoint (CheckpointingConfig.final_checkpoints).
         self._final_checkpoints = CheckpointingConfig.from_config(config).final_checkpoints
-        self._coordinator_calls = ThreadPoolExecutor(
-            1, thread_name_prefix=f"coordinator-calls-{graph.job_graph.job_id[:8]}"
+        # What the checkpoint coordinator hears of the tasks (and the coordinator itself).
+        self._checkpoints = CheckpointCoordinatorDeActivator(
+            self.job_id, final_checkpoints=self._final_checkpoints
         )
         # Set by a completed stop with savepoint: the cancellation that follows ends FINISHED.
         self._stopped_with_savepoint = False
-        self.failure_ms: int | None = None
-        """When the last failover began (ms since the epoch), for recovery-time figures."""
         self.restarts = 0
-        self._exception_history: collections.deque[ExceptionHistoryEntry] = collections.deque(
-            maxlen=cfg.get(config, cfg.WEB_EXCEPTION_HISTORY_SIZE)
-        )
 
     @property
     def job_id(self) -> str:
         return self.graph.job_graph.job_id
+
+    @property
+    def checkpoint_coordinator(self) -> CheckpointCoordinator | None:
+        """The job's CheckpointCoordinator; None while it takes no checkpoints."""
+        return self._checkpoints.coordinator
+
+    @checkpoint_coordinator.setter
+    def checkpoint_coordinator(self, coordinator: CheckpointCoordinator | None) -> None:
+        self._checkpoints.coordinator = coordinator
+
+    @property
+    def failure_cause(self) -> str:
+        """Why the job failed or last failed over (``ExecutionFailureHandler``)."""
+        return self._failures.failure_cause
+
+    @failure_cause.setter
+    def failure_cause(self, cause: str) -> None:
+        self._failures.failure_cause = cause
+
+    @property
+    def failure_ms(self) -> int | None:
+        """When the last failover began (ms since the epoch), for recovery-time figures."""
+        return self._failures.failure_ms
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -189,7 +202,7 @@ class DefaultScheduler:
         ResourceManager first for those missing (all of them for the first attempt)."""
         while True:
             try:
-                self._acquire_missing_slots()
+                self._slot_allocator.acquire_missing_slots(self.graph.required_slots())
             except WeirError as exc:
                 with self._lock:
                     running = self.status is JobStatus.RUNNING
@@ -201,13 +214,12 @@ class DefaultScheduler:
             if not self._await_leadership():
                 return
             with self._lock:
-                slots = self._slot_pool.slots
-                if self.status is JobStatus.RUNNING and self._slot_pool.missing(
+                slots = self._slot_allocator.slots
+                if self.status is JobStatus.RUNNING and self._slot_allocator.missing(
                     self.graph.required_slots()
                 ):
                     continue  # a TaskManager was lost meanwhile: ask for its slots too
-                # A port of a lost TaskManager may be reused by a new one.
-                self._lost_addresses.difference_update(s.rpc_address for s in slots)
+                self._slot_allocator.deploying_into(slots)
                 if self.status is not JobStatus.RUNNING:  # cancelled or failed meanwhile
                     for ev in self.graph.all_executions():
                         if not ev.current.state.is_terminal:
@@ -255,112 +267,11 @@ class DefaultScheduler:
             self._changed.notify_all()
             self._check_terminal()
 
-    def _acquire_missing_slots(self) -> None:
-        """Ask for the slots the pool lacks until it holds as many as the attempt needs
-        (a TaskManager lost while a request waits takes kept slots with it)."""
-        while True:
-            with self._lock:
-                needed = self._slot_pool.missing(self.graph.required_slots())
-            if not needed:
-                return
-            offered = self._request_slots(needed)
-            with self._lock:
-                self._slot_pool.add(offered)
-
-    def _request_slots(self, needed: int) -> list[SlotInfo]:
-        """Queue a request for ``needed`` slots with the ResourceManager and wait (on this
-        scheduler thread, no server thread) for its offer, at most slot.request.timeout;
-        then withdraw it and fail with the ResourceManager's account of why it was not
-        met."""
-        timeout_ms = cfg.get(self._config, cfg.SLOT_REQUEST_TIMEOUT)
-        # With high availability the ResourceManager's address reaches a JobMaster through
-        # the HA store, maybe just after the JobMaster started (a new leader recovering
-        # its jobs): the request waits for it, as Flink's slot pool waits for its
-        # ResourceManager, up to slot.request.timeout.
-        deadline = time.monotonic() + timeout_ms / 1000
-        address = self._rm_address()
-        while not address:
-            with self._lock:
-                running = self.status is JobStatus.RUNNING
-            if not running or time.monotonic() >= deadline:
-                msg = (
-                    f"no ResourceManager is known to job {self.job_id} after "
-                    f"{timeout_ms} ms (slot.request.timeout); is the cluster running?"
-                )
-                raise WeirError(msg)
-            time.sleep(_LEADERSHIP_POLL_S)  # polling interval; the address decides
-            address = self._rm_address()
-        pending = _PendingSlotRequest(new_hex_id(), needed, Future())
-        with self._lock:
-            if self.status is not JobStatus.RUNNING:
-                msg = f"job {self.job_id} is {self.status.name}; it needs no slots"
-                raise WeirError(msg)
-            self._slot_request = pending
-        try:
-            ahead = self._resource_manager.request_slots(
-                address,
-                job_id=self.job_id,
-                request_id=pending.request_id,
-                count=needed,
-                jobmaster_address=self._jobmaster_address(),
-                timeout_ms=timeout_ms,
-                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
-            )
-            logger.info(
-                "job %s: requested %d slots (request %s, %d requests ahead)",
-                self.job_id,
-                needed,
-                pending.request_id,
-                ahead,
-            )
-            try:
-                return pending.slots.result(timeout=timeout_ms / 1000)
-            except TimeoutError:
-                pass
-            with self._lock:
-                if self._slot_request is pending:
-                    self._slot_request = None
-            if pending.slots.done():  # offered just before the timeout: take them
-                return pending.slots.result()
-            explanation = self._resource_manager.cancel_slot_request(
-                address,
-                job_id=self.job_id,
-                request_id=pending.request_id,
-                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
-            )
-            msg = explanation or (
-                f"job {self.job_id} asked for {needed} slots and got none within "
-                f"{timeout_ms} ms; lower the parallelism, free the cluster, or raise "
-                "slot.request.timeout"
-            )
-            raise SlotAllocationError(msg)
-        finally:
-            with self._lock:
-                if self._slot_request is pending:
-                    self._slot_request = None
-
     def offer_slots(self, request_id: str, slots: list[SlotInfo]) -> tuple[bool, str]:
         """The ResourceManager offers the slots of a request (JobMaster.OfferSlots); taken
         only while this scheduler waits for that request. Not taken: the ResourceManager
         frees them."""
-        with self._lock:
-            pending = self._slot_request
-            if pending is None or pending.request_id != request_id:
-                return False, f"job {self.job_id} is not waiting for slot request {request_id}"
-            if len(slots) != pending.count:
-                return False, (
-                    f"job {self.job_id} asked for {pending.count} slots in request "
-                    f"{request_id}; {len(slots)} were offered"
-                )
-            self._slot_request = None
-        pending.slots.set_result(slots)
-        return True, ""
-
-    def _abandon_slot_request(self, reason: str) -> None:
-        """Under the lock: wake the scheduler thread waiting for slots (the job ended)."""
-        pending, self._slot_request = self._slot_request, None
-        if pending is not None and not pending.slots.done():
-            pending.slots.set_exception(SlotAllocationError(reason))
+        return self._slot_allocator.offer_slots(request_id, slots)
 
     def _deploy(self, ev: ExecutionVertex) -> bool:
         with self._lock:
@@ -389,8 +300,9 @@ class DefaultScheduler:
                 # Its TaskManager cannot be reached: a restart must not reuse its slots,
                 # even before the ResourceManager has declared it lost.
                 with self._lock:
-                    self._lost_task_managers.add(slot.resource_id)
-                    self._lost_addresses.add(slot.rpc_address)
+                    self._slot_allocator.task_manager_unreachable(
+                        slot.resource_id, slot.rpc_address
+                    )
             self.update_task_state(
                 ev.current.attempt_id,
                 ExecutionState.FAILED,
@@ -449,7 +361,6 @@ class DefaultScheduler:
                     self.job_id,
                     self.graph.attempt_number,
                 )
-            coordinator = self.checkpoint_coordinator
             if state is ExecutionState.FAILED:
                 ev.current.failure_cause = cause or "unknown failure"
                 logger.info("job %s: %s failed", self.job_id, ev.task_name)
@@ -459,35 +370,12 @@ class DefaultScheduler:
                     )
                 else:
                     self._late_failure(ev, throwable_type)
-            elif coordinator is not None and self._final_checkpoints:
-                # Checkpoints go on while tasks finish: a finishing task waits for one.
-                if state is ExecutionState.FINISHED:
-                    self._call_coordinator(coordinator.task_finished, ev.current.attempt_id)
-                if self.status is JobStatus.RUNNING and all(
-                    e.current.state in CHECKPOINTABLE for e in self.graph.all_executions()
-                ):
-                    self._call_coordinator(coordinator.start_periodic_scheduler)
-            elif state is ExecutionState.RUNNING and self.status is JobStatus.RUNNING:
-                if coordinator is not None and all(
-                    e.current.state is ExecutionState.RUNNING for e in self.graph.all_executions()
-                ):
-                    self._call_coordinator(coordinator.start_periodic_scheduler)
-            elif state is ExecutionState.FINISHED and coordinator is not None:
-                # execution.checkpointing.checkpoints-after-tasks-finish is off: stop
-                # triggering and drop the checkpoints a finished task would never ack.
-                self._call_coordinator(coordinator.stop_periodic_scheduler)
-                self._call_coordinator(coordinator.abort_pending, f"{ev.task_name} finished")
+            else:
+                self._checkpoints.task_changed(
+                    ev, state, self.graph, running=self.status is JobStatus.RUNNING
+                )
             self._check_terminal()
             return True
-
-    def _call_coordinator(self, method: Callable[..., object], *args: Any) -> None:
-        """Call the checkpoint coordinator, in order, on a thread of its own: never under
-        this scheduler's lock, since the coordinator calls ``checkpoint_plan`` (which takes
-        it) under its own lock."""
-        try:
-            self._coordinator_calls.submit(method, *args)
-        except RuntimeError:  # closed: the job is over and the coordinator shut down
-            logger.debug("job %s: coordinator call %s after close", self.job_id, method)
 
     def end_of_data(self, attempt_id: ExecutionAttemptId) -> None:
         """A task of the current attempt finished its operators and waits for its final
@@ -499,15 +387,7 @@ class DefaultScheduler:
             coordinator = self.checkpoint_coordinator
             if ev is None or coordinator is None or self.status is not JobStatus.RUNNING:
                 return
-            self._end_of_data.add(attempt_id)
-            if all(
-                e.current.state is ExecutionState.FINISHED
-                or e.current.attempt_id in self._end_of_data
-                or self._is_finished(e)
-                for e in self.graph.all_executions()
-            ):
-                logger.info("job %s: every task reached the end of its input", self.job_id)
-                self._call_coordinator(coordinator.trigger_checkpoint)
+            self._checkpoints.end_of_data(attempt_id, self.graph, self._is_finished)
 
     def fail_over(self, cause: str) -> None:
         """A failure of the whole job (e.g. too many failed checkpoints): restart or fail."""
@@ -527,39 +407,38 @@ class DefaultScheduler:
         ExecutionFailureHandler with a NonRecoverableError). ``failed``: the task whose
         failure it is; None for a failure of the whole job."""
         cause = self._said(cause)
-        coordinator = self.checkpoint_coordinator
-        if coordinator is not None:
-            self._call_coordinator(coordinator.stop_periodic_scheduler)
+        self._checkpoints.stop()
         non_recoverable = throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
-        restart = self._count_failure(cause, non_recoverable, failed)
+        failures = self._failures
+        restart = failures.handle_failure(cause, self.graph.attempt_number, non_recoverable, failed)
         if not restart:
             if non_recoverable:
                 logger.info(
                     "job %s: not restarted (whatever %s allows): no restart can cure %s",
                     self.job_id,
-                    self._restart_strategy,
-                    self._exception_history[-1].summary,
+                    failures.restart_strategy,
+                    failures.exception_history()[-1].summary,
                 )
             elif self.restarts:
                 logger.info(
-                    "job %s: %s allows no further restart", self.job_id, self._restart_strategy
+                    "job %s: %s allows no further restart", self.job_id, failures.restart_strategy
                 )
             self._transition(JobStatus.FAILING)
-            self._cancel_all_tasks()
+            self._canceller.cancel_all(self.graph)
             return
-        backoff_ms = self._restart_strategy.get_backoff_time_ms()
+        backoff_ms = failures.backoff_time_ms()
         lines = [line for line in cause.splitlines() if line.strip()] or [cause]
         logger.info(
             "job %s: restarting in %d ms (%s) after: %s%s",
             self.job_id,
             backoff_ms,
-            self._restart_strategy,
+            failures.restart_strategy,
             lines[0],
             f" ... {lines[-1].strip()}" if len(lines) > 1 else "",
         )
         self._transition(JobStatus.RESTARTING)
-        self._end_undeployed()
-        targets = self._cancel_targets()
+        end_undeployed(self.graph)
+        targets = cancel_targets(self.graph)
         threading.Thread(
             target=self._restart,
             args=(self.graph, targets, backoff_ms),
@@ -567,78 +446,27 @@ class DefaultScheduler:
             name=f"restart-{self.job_id[:8]}",
         ).start()
 
-    def _count_failure(
-        self, cause: str, non_recoverable: bool = False, failed: ExecutionVertex | None = None
-    ) -> bool:
-        """Under the lock: record a failure of the job (its cause, the restart strategy's
-        count, the exception history) and say whether it restarts. ``failed``: the task
-        whose failure it is; None for a failure of the whole job."""
-        now_ms = int(time.time() * 1000)
-        self.failure_cause = cause
-        self.failure_ms = now_ms
-        self._restart_strategy.notify_failure(now_ms)
-        restart = not non_recoverable and self._restart_strategy.can_restart()
-        self._exception_history.append(
-            ExceptionHistoryEntry(
-                timestamp_ms=now_ms,
-                failure_cause=failed.current.failure_cause if failed is not None else cause,
-                task_name=failed.task_name if failed is not None else "",
-                resource_id=(
-                    failed.current.slot.resource_id
-                    if failed is not None and failed.current.slot is not None
-                    else ""
-                ),
-                attempt_number=self.graph.attempt_number,
-                restarted=restart,
-                non_recoverable=non_recoverable,
-            )
-        )
-        return restart
-
     def _late_failure(self, ev: ExecutionVertex, throwable_type: ThrowableType) -> None:
-        """Under the lock: a task of the attempt failed after the failover began (another
-        task's report came first). The producer's own failure, after its consumer's, is
-        the cause; one no restart can cure is the cause too, and calls off a restart
-        under way."""
-        cause = ev.current.failure_cause
-        producer = is_consequence(self.failure_cause) and not is_consequence(cause)
-        calls_off = (
-            throwable_type is ThrowableType.NON_RECOVERABLE_ERROR
-            and self.status is JobStatus.RESTARTING
-        )
-        if not producer and not calls_off:
-            return
-        self.failure_cause = f"{ev.task_name} failed:\n{cause}"
-        if self._exception_history:
-            self._exception_history[-1] = dataclasses.replace(
-                self._exception_history[-1],
-                failure_cause=cause,
-                task_name=ev.task_name,
-                resource_id=ev.current.slot.resource_id if ev.current.slot else "",
-                **({"restarted": False, "non_recoverable": True} if calls_off else {}),
-            )
-        if calls_off:
-            logger.info(
-                "job %s: restart called off: no restart can cure %s",
-                self.job_id,
-                self._exception_history[-1].summary if self._exception_history else cause,
-            )
+        """Under the lock: a task of the attempt failed after the failover began
+        (``ExecutionFailureHandler.handle_late_failure``); one no restart can cure calls off
+        a restart under way."""
+        if self._failures.handle_late_failure(
+            ev, throwable_type, restarting=self.status is JobStatus.RESTARTING
+        ):
             # The restart thread finds the job no longer RESTARTING and deploys nothing.
             self._fail_job(self.failure_cause)
 
     def exception_history(self) -> tuple[ExceptionHistoryEntry, ...]:
         """The job's failovers, oldest first (``web.exception-history-size`` at most)."""
         with self._lock:
-            return tuple(self._exception_history)
+            return self._failures.exception_history()
 
-    def _restart(
-        self, old: ExecutionGraph, targets: list[tuple[str, str]], backoff_ms: int
-    ) -> None:
+    def _restart(self, old: ExecutionGraph, targets: list[CancelTarget], backoff_ms: int) -> None:
         coordinator = self.checkpoint_coordinator
         if coordinator is not None:
             coordinator.abort_pending("the job is restarting")
         deadline = time.monotonic() + max(backoff_ms / 1000, 0)
-        self._deliver_cancels(targets)
+        self._canceller.deliver(targets)
         cancel_deadline = time.monotonic() + CANCEL_CONFIRM_TIMEOUT_S
         with self._lock:
             while not all(ev.current.state.is_terminal for ev in old.all_executions()):
@@ -691,7 +519,7 @@ class DefaultScheduler:
         with self._lock:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
-            self._end_of_data = set()
+            self._checkpoints.new_attempt()
             self._restore = (
                 restore_plan(
                     self.graph.job_graph, restored.metadata.operator_states, restored.checkpoint_id
@@ -713,15 +541,10 @@ class DefaultScheduler:
                 for ev in old.all_executions()
                 if ev.current.slot is not None and not ev.current.state.is_terminal
             }
-            unusable = self._slot_pool.take_unusable(
-                lost_task_managers=self._lost_task_managers,
-                lost_addresses=self._lost_addresses,
-                busy=busy,
-            )
-            self._lost_task_managers.clear()
+            unusable = self._slot_allocator.take_unusable(busy)
             self._transition(JobStatus.RUNNING)
         if unusable:
-            self._release_slots(unusable)
+            self._slot_allocator.release_slots(unusable)
         self._allocate_and_deploy()
 
     def _restore_failed(self, cause: str, old: ExecutionGraph) -> None:
@@ -732,18 +555,20 @@ class DefaultScheduler:
         with self._lock:
             if self.status is not JobStatus.RESTARTING:  # cancelled meanwhile
                 return
-            restart = self._count_failure(cause)
+            restart = self._failures.handle_failure(cause, self.graph.attempt_number)
             if restart:
-                backoff_ms = self._restart_strategy.get_backoff_time_ms()
+                backoff_ms = self._failures.backoff_time_ms()
                 logger.info(
                     "job %s: restoring failed, restarting in %d ms (%s): %s",
                     self.job_id,
                     backoff_ms,
-                    self._restart_strategy,
+                    self._failures.restart_strategy,
                     cause,
                 )
         if not restart:
-            logger.info("job %s: %s allows no further restart", self.job_id, self._restart_strategy)
+            logger.info(
+                "job %s: %s allows no further restart", self.job_id, self._failures.restart_strategy
+            )
             self._fail_job(cause)
             return
         threading.Thread(
@@ -806,16 +631,12 @@ class DefaultScheduler:
     def task_manager_lost(self, resource_id: str, reason: str) -> None:
         cause = f"TaskManagerLostError: TaskManager {resource_id} was lost: {reason}"
         with self._lock:
-            self._lost_task_managers.add(resource_id)
-            # Its slots went with it (the ResourceManager dropped them when it declared
-            # the loss): the next attempt asks for as many new ones.
-            self._slot_pool.task_manager_lost(resource_id)
             addresses = {
                 ev.current.slot.rpc_address
                 for ev in self.graph.all_executions()
                 if ev.current.slot is not None and ev.current.slot.resource_id == resource_id
             }
-            self._lost_addresses.update(addresses)
+            self._slot_allocator.task_manager_lost(resource_id, addresses)
         for address in addresses:
             self._task_executors.forget(address)
         with self._lock:
@@ -834,7 +655,7 @@ class DefaultScheduler:
             if self.status.is_terminal_state() or self.status is JobStatus.CANCELLING:
                 return
             self._transition(JobStatus.CANCELLING)
-            self._cancel_all_tasks()
+            self._canceller.cancel_all(self.graph)
             self._check_terminal()
 
     def stop_after_savepoint(self) -> None:
@@ -852,92 +673,22 @@ class DefaultScheduler:
                 return
             self.failure_cause = self._said(cause)
             self._transition(JobStatus.FAILING)
-            self._cancel_all_tasks()
+            self._canceller.cancel_all(self.graph)
             self._check_terminal()
 
-    def _cancel_targets(self) -> list[tuple[str, str]]:
-        return [
-            (ev.current.attempt_id, ev.current.slot.rpc_address)
-            for ev in self.graph.all_executions()
-            if ev.current.slot is not None
-            and not ev.current.state.is_terminal
-            and ev.current.state is not ExecutionState.CREATED
-        ]
-
-    def _end_undeployed(self) -> None:
-        """Under the lock, the job no longer RUNNING: a task not deployed yet (CREATED, or
-        SCHEDULED into a slot) ends CANCELED at once, as Flink's Execution.cancel ends one
-        that was never deployed: no TaskManager has it, so none would ever confirm its
-        cancellation, and the deploying thread deploys nothing more once it sees the job
-        is no longer RUNNING."""
-        for ev in self.graph.all_executions():
-            if ev.current.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
-                ev.current.transition(ExecutionState.CANCELED)
-
-    def _cancel_all_tasks(self) -> None:
-        """Under the lock: end the tasks not deployed yet, mark every deployed task that
-        has not ended CANCELING and ask it to cancel (from a helper thread: RPCs off the
-        lock). The job's status waits for each deployed task's own report of its end."""
-        self._end_undeployed()
-        targets = self._cancel_targets()
-        cancelled = {attempt for attempt, _ in targets}
-        for ev in self.graph.all_executions():
-            if ev.current.attempt_id in cancelled:
-                ev.current.transition(ExecutionState.CANCELING)
-        timeout_s = self._cancel_confirm_timeout_s
-        self._cancel_deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        threading.Thread(
-            target=self._send_cancels,
-            args=(targets,),
-            daemon=True,
-            name=f"cancel-{self.job_id[:8]}",
-        ).start()
-
-    def _send_cancels(self, targets: list[tuple[str, str]]) -> None:
-        self._deliver_cancels(targets)
-        self._await_cancels()
-
-    def _deliver_cancels(self, targets: list[tuple[str, str]]) -> None:
-        """CancelTask to every target at once. A task on a TaskManager known to be lost is
-        gone with it: taken as cancelled without a call that could only time out."""
+    def _take_unconfirmed_as_cancelled(self) -> None:
+        """The job's tasks that did not confirm their cancellation in time lost their
+        reports on the way (the TaskCanceller's watchdog): they end CANCELED."""
         with self._lock:
-            lost = set(self._lost_addresses)
-        for attempt_id, address in targets:
-            if address in lost:
-                self.update_task_state(attempt_id, ExecutionState.CANCELED, None)
-        reachable = [(a, address) for a, address in targets if address not in lost]
-        for outcome in self._task_executors.cancel_tasks(reachable, TASK_RPC_TIMEOUT_S):
-            if outcome.error is None:
-                continue
-            # Its TaskManager is gone: the task is gone with it.
-            logger.info(
-                "cancel of %s not delivered (%s); taking it as cancelled",
-                outcome.attempt_id,
-                outcome.error,
-            )
-            if isinstance(outcome.error, (ServiceUnavailableError, RemoteTimeoutError)):
-                with self._lock:
-                    self._lost_addresses.add(outcome.address)
-            self.update_task_state(outcome.attempt_id, ExecutionState.CANCELED, None)
-
-    def _await_cancels(self) -> None:
-        deadline = self._cancel_deadline
-        if deadline is None:
-            return  # no watchdog: the tasks' reports, or their TaskManagers' loss, end it
-        while not self._terminated.wait(max(0.0, min(1.0, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
-                with self._lock:
-                    for ev in self.graph.all_executions():
-                        if not ev.current.state.is_terminal:
-                            logger.warning(
-                                "job %s: %s did not confirm its cancellation; "
-                                "taking it as cancelled",
-                                self.job_id,
-                                ev.task_name,
-                            )
-                            ev.current.transition(ExecutionState.CANCELED)
-                    self._check_terminal()
-                return
+            for ev in self.graph.all_executions():
+                if not ev.current.state.is_terminal:
+                    logger.warning(
+                        "job %s: %s did not confirm its cancellation; taking it as cancelled",
+                        self.job_id,
+                        ev.task_name,
+                    )
+                    ev.current.transition(ExecutionState.CANCELED)
+            self._check_terminal()
 
     def _check_terminal(self) -> None:
         """Under the lock: end the job if every task has ended. With leader election the
@@ -1018,7 +769,9 @@ class DefaultScheduler:
         ]
         if failed:
             return failed[0]
-        history = [e.failure_cause for e in self._exception_history if e.failure_cause.strip()]
+        history = [
+            e.failure_cause for e in self._failures.exception_history() if e.failure_cause.strip()
+        ]
         if history:
             return history[-1]
         logger.error(
@@ -1050,45 +803,19 @@ class DefaultScheduler:
         terminal = status.is_terminal_state()
         if terminal:
             self.end_time_ms = int(time.time() * 1000)
-            with self._lock:
-                self._abandon_slot_request(f"job {self.job_id} is {status.name}")
-            self._final_release = threading.Thread(
-                target=self._release_slots, daemon=True, name=f"release-{self.job_id[:8]}"
-            )
-            self._final_release.start()
+            self._slot_allocator.job_ended(status)
         self._on_status(status)
         if terminal:
             # Only once the JobMaster has heard: wait_terminated() is what its close()
             # waits for before it stops the workers _on_status hands work to.
             self._terminated.set()
 
-    def _release_slots(self, slots: list[SlotInfo] | None = None) -> None:
-        """Give ``slots`` back to the ResourceManager; None: every slot of the job, and
-        its queued requests (the job ended)."""
-        address = self._rm_address()
-        if not address or slots == []:
-            return
-        try:
-            self._resource_manager.release_slots(
-                address,
-                job_id=self.job_id,
-                allocation_ids=[s.allocation_id for s in slots or ()],
-                rpc_timeout_s=TASK_RPC_TIMEOUT_S,
-            )
-        except WeirError:
-            # The ResourceManager frees the slots of a finished job itself when its
-            # TaskManagers report them idle; a lost release costs only time.
-            logger.warning("job %s: releasing slots failed", self.job_id, exc_info=True)
-
     def close(self) -> None:
         """Stop the thread that calls the coordinator, and close the channels to the
         ResourceManager and the TaskExecutors (the JobMaster closes; the job is over),
         once the job's slots are released."""
-        self._coordinator_calls.shutdown(wait=True)
-        if self._final_release is not None:
-            # Bounded by the ReleaseSlots call's own timeout.
-            self._final_release.join(TASK_RPC_TIMEOUT_S + 1)
-        self._resource_manager.close()
+        self._checkpoints.close()
+        self._slot_allocator.close()
         self._task_executors.close()
 
     def details(self, jobmaster_address: str) -> JobDetailsInfo:
@@ -1102,7 +829,7 @@ class DefaultScheduler:
                 failure_cause=self.failure_cause,
                 tasks=self.graph.task_statuses(),
                 jobmaster_address=jobmaster_address,
-                exception_history=tuple(self._exception_history),
+                exception_history=self._failures.exception_history(),
             )
 
     def wait_terminated(self, timeout: float | None) -> bool:

@@ -101,6 +101,7 @@ def test_a_stopped_task_manager_is_left_alone_once_lost_and_the_job_recovers(clu
         resource_id = _await(running_on, "the job to run")
         (victim,) = [tm for tm in gateway.list_task_managers() if tm.resource_id == resource_id]
         caplog.set_level(logging.INFO, logger="weir.jobmanager.scheduler")
+        caplog.set_level(logging.INFO, logger="weir.jobmanager.task_canceller")
         stopped_at = time.monotonic()
         os.kill(victim.pid, signal.SIGSTOP)
         try:

@@ -10,7 +10,9 @@ from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, Operato
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
+from weir.jobmanager.execution_slot_allocator import ExecutionSlotAllocator
 from weir.jobmanager.scheduler import DefaultScheduler
+from weir.jobmanager.task_canceller import TaskCanceller
 
 
 def _scheduler(parallelism: int = 3) -> DefaultScheduler:
@@ -54,7 +56,7 @@ def test_tasks_not_yet_deployed_are_cancelled_when_a_deployment_fails(monkeypatc
         return False
 
     monkeypatch.setattr(scheduler, "_deploy", deploy)
-    scheduler._slot_pool.add(_slots(3))
+    scheduler._slot_allocator._slot_pool.add(_slots(3))
     scheduler._allocate_and_deploy()
 
     states = [ev.current.state for ev in scheduler.graph.all_executions()]
@@ -77,7 +79,7 @@ def test_a_task_manager_that_cannot_be_reached_is_not_reused_by_the_restart(monk
     first = scheduler.graph.all_executions()[0]
     assert scheduler._deploy(first) is False
     assert first.current.state is ExecutionState.FAILED
-    assert scheduler._lost_task_managers == {"tm0"}
+    assert scheduler._slot_allocator._lost_task_managers == {"tm0"}
 
 
 class _RestoringCoordinator:
@@ -101,8 +103,8 @@ def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id
     scheduler._on_restart = restarts.append
     scheduler.checkpoint_coordinator = _RestoringCoordinator()
     scheduler.status = JobStatus.RESTARTING
-    scheduler._slot_pool.add(_slots(3))  # the restart reuses them
-    scheduler.graph.assign_slots(scheduler._slot_pool.slots)
+    scheduler._slot_allocator._slot_pool.add(_slots(3))  # the restart reuses them
+    scheduler.graph.assign_slots(scheduler._slot_allocator._slot_pool.slots)
     old = scheduler.graph
     old_attempt = old.all_executions()[0].current.attempt_id
     for ev in old.all_executions():
@@ -115,7 +117,7 @@ def test_a_restart_announces_the_new_attempt_and_deploys_it_with_the_restored_id
         submitted.append(tdd)
 
     monkeypatch.setattr(scheduler._task_executors, "submit_task", submit)
-    monkeypatch.setattr(scheduler, "_release_slots", lambda: None)
+    monkeypatch.setattr(scheduler._slot_allocator, "release_slots", lambda: None)
     scheduler._restart(old, [], 0)
 
     assert restarts == [1]
@@ -134,8 +136,8 @@ def test_a_task_failing_while_others_wait_to_be_deployed_fails_the_job_at_once(m
     scheduler = _scheduler(parallelism=4)
     scheduler.status = JobStatus.RUNNING
     cancels: list[list[tuple[str, str]]] = []
-    monkeypatch.setattr(DefaultScheduler, "_send_cancels", lambda self, t: cancels.append(t))
-    monkeypatch.setattr(DefaultScheduler, "_release_slots", lambda self, slots=None: None)
+    monkeypatch.setattr(TaskCanceller, "_send_cancels", lambda self, t: cancels.append(t))
+    monkeypatch.setattr(ExecutionSlotAllocator, "release_slots", lambda self, slots=None: None)
     submitted: list[str] = []
 
     def submit_task(address, tdd, jobmaster_address, timeout_s):
@@ -144,7 +146,7 @@ def test_a_task_failing_while_others_wait_to_be_deployed_fails_the_job_at_once(m
             scheduler.update_task_state(submitted[0], ExecutionState.FAILED, "ValueError: key")
 
     monkeypatch.setattr(scheduler._task_executors, "submit_task", submit_task)
-    scheduler._slot_pool.add(_slots(4))
+    scheduler._slot_allocator._slot_pool.add(_slots(4))
     scheduler._allocate_and_deploy()
 
     states = [ev.current.state for ev in scheduler.graph.all_executions()]

@@ -16,7 +16,9 @@ from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.core.throwable_classifier import ThrowableType
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
+from weir.jobmanager.execution_slot_allocator import ExecutionSlotAllocator
 from weir.jobmanager.scheduler import DefaultScheduler
+from weir.jobmanager.task_canceller import TaskCanceller
 
 RESTARTS = {
     "restart-strategy.type": "fixed-delay",
@@ -53,8 +55,8 @@ def _scheduler(config: dict[str, str]) -> tuple[DefaultScheduler, list[JobStatus
 def restarts(monkeypatch) -> list[int]:
     """Restarts are recorded, not run; cancels are not sent."""
     started: list[int] = []
-    monkeypatch.setattr(DefaultScheduler, "_send_cancels", lambda self, targets: None)
-    monkeypatch.setattr(DefaultScheduler, "_release_slots", lambda self: None)
+    monkeypatch.setattr(TaskCanceller, "_send_cancels", lambda self, targets: None)
+    monkeypatch.setattr(ExecutionSlotAllocator, "release_slots", lambda self: None)
     monkeypatch.setattr(
         DefaultScheduler,
         "_restart",
@@ -180,7 +182,7 @@ def test_a_restore_the_checkpoint_storage_does_not_answer_restarts_again_until_t
 ):
     real_restart = DefaultScheduler._restart
     started: list[int] = []
-    monkeypatch.setattr(DefaultScheduler, "_send_cancels", lambda self, targets: None)
+    monkeypatch.setattr(TaskCanceller, "_send_cancels", lambda self, targets: None)
     monkeypatch.setattr(
         DefaultScheduler,
         "_restart",

@@ -15,7 +15,9 @@ from weir.core.job_graph import JobGraph, JobVertex, OperatorDescriptor, Operato
 from weir.core.job_status import JobStatus
 from weir.core.security import SecurityConfig
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
+from weir.jobmanager.execution_slot_allocator import ExecutionSlotAllocator
 from weir.jobmanager.scheduler import DefaultScheduler
+from weir.jobmanager.task_canceller import TaskCanceller
 
 
 class Leadership:
@@ -62,8 +64,8 @@ def _scheduler(
 @pytest.fixture(autouse=True)
 def _no_rpcs(monkeypatch):
     """Cancels are recorded, not sent: the tasks' reports are what the tests give."""
-    monkeypatch.setattr(DefaultScheduler, "_send_cancels", lambda self, targets: None)
-    monkeypatch.setattr(DefaultScheduler, "_release_slots", lambda self: None)
+    monkeypatch.setattr(TaskCanceller, "_send_cancels", lambda self, targets: None)
+    monkeypatch.setattr(ExecutionSlotAllocator, "release_slots", lambda self: None)
 
 
 def _attempts(scheduler: DefaultScheduler) -> list[str]:
@@ -132,10 +134,10 @@ def test_the_wait_for_cancelled_tasks_follows_the_watchdog_settings():
     scheduler, _ = _scheduler(
         config={"task.cancellation.timeout": "180 s", "heartbeat.timeout": "50 s"}
     )
-    assert scheduler._cancel_confirm_timeout_s is not None
-    assert scheduler._cancel_confirm_timeout_s > 230
+    assert scheduler._canceller._confirm_timeout_s is not None
+    assert scheduler._canceller._confirm_timeout_s > 230
     unbounded, _ = _scheduler(config={"task.cancellation.timeout": "0"})
-    assert unbounded._cancel_confirm_timeout_s is None
+    assert unbounded._canceller._confirm_timeout_s is None
 
 
 def _end_all(scheduler: DefaultScheduler) -> None:

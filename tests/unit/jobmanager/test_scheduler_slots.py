@@ -18,6 +18,7 @@ from weir.core.security import SecurityConfig
 from weir.jobmanager import scheduler as scheduler_module
 from weir.jobmanager.execution_graph import ExecutionGraph, SlotInfo
 from weir.jobmanager.scheduler import DefaultScheduler
+from weir.jobmanager.task_canceller import cancel_targets
 
 RESTART_AT_ONCE = {
     "restart-strategy.type": "fixed-delay",
@@ -122,8 +123,9 @@ def _scheduler(
     )
     rm, executors = TestingResourceManager(), TestingTaskExecutors()
     rm.scheduler = executors.scheduler = scheduler
-    scheduler._resource_manager = rm  # type: ignore[assignment]
+    scheduler._slot_allocator._resource_manager = rm  # type: ignore[assignment]
     scheduler._task_executors = executors  # type: ignore[assignment]
+    scheduler._canceller._task_executors = executors  # type: ignore[assignment]
     return scheduler, rm, executors
 
 
@@ -199,7 +201,7 @@ def test_a_slot_whose_task_did_not_confirm_its_cancellation_is_given_back_and_re
         (tm0_task,) = [ev for ev in old.all_executions() if ev.current.slot.resource_id == "tm0"]
         tm0_task.current.transition(ExecutionState.FAILED)
         scheduler.status = JobStatus.RESTARTING
-    targets = scheduler._cancel_targets()
+    targets = cancel_targets(scheduler.graph)
 
     scheduler._restart(old, targets, 0)
 
@@ -218,8 +220,8 @@ def test_a_task_manager_that_could_not_be_reached_gives_its_slot_back_and_is_rep
     old = scheduler.graph
     _fail_attempt(scheduler, {"tm1": ExecutionState.FAILED})
     with scheduler._lock:
-        scheduler._lost_task_managers.add("tm1")
-        scheduler._lost_addresses.add("127.0.0.1:1001")
+        scheduler._slot_allocator._lost_task_managers.add("tm1")
+        scheduler._slot_allocator._lost_addresses.add("127.0.0.1:1001")
 
     scheduler._restart(old, [], 0)
 
@@ -251,7 +253,7 @@ def test_an_offer_of_another_count_than_the_request_is_refused() -> None:
     old = scheduler.graph
     _fail_attempt(scheduler, {"tm0": ExecutionState.FAILED})
     with scheduler._lock:
-        scheduler._lost_task_managers.add("tm0")
+        scheduler._slot_allocator._lost_task_managers.add("tm0")
     offers: list[tuple[bool, str]] = []
 
     def request_slots(address: str, *, request_id: str, count: int, **_: object) -> int:
