@@ -170,8 +170,8 @@ class TestTcpExchange:
                     f"{consumer}:{i}".encode() for i in range(2000)
                 ]
         # One client connection per consumer environment towards the other one.
-        assert len(env_a._connections._clients) <= 1
-        assert len(env_b._connections._clients) <= 1
+        assert len(env_a._connections._client._clients) <= 1
+        assert len(env_b._connections._client._clients) <= 1
 
     def test_several_channels_share_one_connection(self, make_env) -> None:
         producer_env, consumer_env = make_env("a"), make_env("b")
@@ -185,7 +185,7 @@ class TestTcpExchange:
         thread.join()
         for s in range(4):
             assert payloads(polled, 0, s) == [f"{s}:{i}".encode() for i in range(500)]
-        assert len(consumer_env._connections._clients) == 1
+        assert len(consumer_env._connections._client._clients) == 1
 
     def test_events_travel_in_order_with_data(self, make_env) -> None:
         producer_env, consumer_env = make_env("a"), make_env("b")
@@ -246,7 +246,7 @@ class TestLocalExchange:
             assert payloads(polled, 0, s) == [f"{s}:{i}".encode() for i in range(3000)]
             assert kinds[-1][0] == BufferKind.END_OF_PARTITION
         assert writer.stats.max_queued <= NetworkConfig().max_buffers_per_subpartition
-        assert env._connections._clients == {}  # no socket for local channels
+        assert env._connections._client._clients == {}  # no socket for local channels
         wait_until(lambda: writer.is_released)
 
 
@@ -280,7 +280,7 @@ class TestBackPressure:
             writer.emit(1, b"f%d" % i)
             polled = fast_gate.poll(5)
             assert polled is not None and polled[3] == b"f%d" % i
-        assert len(consumer_env._connections._clients) == 1
+        assert len(consumer_env._connections._client._clients) == 1
         assert slow_gate.buffered(0, 0) == 2
 
         # Unstall: everything arrives in order, never more in flight than the credits.
