@@ -37,6 +37,10 @@ START_TIMEOUT_S = 120
 JOB_TIMEOUT_S = 120
 # The ResourceManager's stop budget (10 s stop + 30 s cancel) plus Spark's stop.
 STOP_TIMEOUT_S = 120
+SPARK_HOME = Path(__import__("pyspark").__file__).parent
+# A standalone master is up in a few seconds and a worker registers a few seconds later
+# (JVM start-up each); a slow CI machine gets ten times that.
+SPARK_READY_TIMEOUT_S = 90
 
 
 TLS_SWITCH = "WEIR_E2E_TLS"

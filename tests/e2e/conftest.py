@@ -17,12 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cluster_harness import PYTHON, free_port, wait_until
-
-SPARK_HOME = Path(__import__("pyspark").__file__).parent
-# A standalone master is up in a few seconds and a worker registers a few seconds later
-# (JVM start-up each); a slow CI machine gets ten times that.
-SPARK_READY_TIMEOUT_S = 90
+from cluster_harness import PYTHON, SPARK_HOME, SPARK_READY_TIMEOUT_S, free_port, wait_until
 
 
 @dataclass

@@ -18,8 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import JOB_TIMEOUT_S, PYTHON, START_TIMEOUT_S, WeirCluster, wait_until
-from conftest import SPARK_HOME, SPARK_READY_TIMEOUT_S
+from cluster_harness import (
+    JOB_TIMEOUT_S,
+    PYTHON,
+    SPARK_HOME,
+    SPARK_READY_TIMEOUT_S,
+    START_TIMEOUT_S,
+    WeirCluster,
+    wait_until,
+)
 from ha_cluster import committed, expected_running_sums
 from netns import Host, hosts_for_a_test
 
