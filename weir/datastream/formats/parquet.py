@@ -14,7 +14,8 @@ The file's columns are found by the fields' names (ignoring case unless
 hold the declared type as Parquet stores it (INT an INT32, BIGINT an INT64, STRING a
 UTF8 string, DECIMAL(p, s) a decimal of p and s, ...): a file whose column has another
 type fails, naming the file, the column and both types. Timestamps are read as wall-clock
-time in UTC when ``is_utc_timestamp``, else in the local time zone, to milliseconds.
+time in UTC when ``is_utc_timestamp``, else in the time zone a JVM on the machine takes as
+its default (``TZ``, else ``/etc/localtime``: ``local_zone``), to milliseconds.
 
 Position in a file: the row group and the rows read of it, so a restored reader starts
 at that row group and skips the rows read.
@@ -226,13 +227,66 @@ def _compatible(stored: Any, data_type: Any) -> bool:
 
 def _wall_clock(array: Any, utc: bool) -> Any:
     """The timestamps' wall-clock time (UTC, or the local zone), in milliseconds, zoneless
-    (the stored value taken as an instant, as Flink takes it)."""
+    (the stored value taken as an instant, as Flink takes it: in the local zone, a
+    ``java.sql.Timestamp`` of it read in the JVM's default zone)."""
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.compute as pc  # noqa: PLC0415
 
     instants = array.cast(pa.timestamp(array.type.unit, tz="UTC")).cast(
         pa.timestamp("ms", tz="UTC"), safe=False
     )
-    if utc:
+    zone = "UTC" if utc else local_zone()
+    if zone == "UTC":
         return instants.cast(pa.timestamp("ms"))
-    return pc.local_timestamp(instants)
+    try:
+        # local_timestamp reads an instant in the zone of its type.
+        return pc.local_timestamp(instants.cast(pa.timestamp("ms", tz=zone)))
+    except pa.ArrowInvalid:  # a time zone database pyarrow cannot find: Python's
+        return _wall_clock_by_value(instants, zone)
+
+
+def _wall_clock_by_value(instants: Any, zone: str) -> Any:
+    import datetime  # noqa: PLC0415
+    import zoneinfo  # noqa: PLC0415
+
+    import pyarrow as pa  # noqa: PLC0415
+
+    tz = zoneinfo.ZoneInfo(zone)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    values: list[int | None] = []
+    for ms in instants.cast(pa.int64()).to_pylist():
+        if ms is None:
+            values.append(None)
+            continue
+        offset = (epoch + datetime.timedelta(milliseconds=ms)).astimezone(tz).utcoffset()
+        values.append(ms + (offset or datetime.timedelta()) // datetime.timedelta(milliseconds=1))
+    return pa.array(values, pa.int64()).cast(pa.timestamp("ms"))
+
+
+def local_zone() -> str:
+    """The time zone a JVM on this machine takes as its default, as an IANA name: ``TZ``,
+    else the zone ``/etc/localtime`` links to, else ``/etc/timezone``'s, else UTC."""
+    import os  # noqa: PLC0415
+    import zoneinfo  # noqa: PLC0415
+
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "/zoneinfo/" in target:
+            candidates.append(target.split("/zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    try:
+        with open("/etc/timezone", encoding="ascii") as names:
+            candidates.append(names.read().strip())
+    except (OSError, ValueError):
+        pass
+    for name in candidates:
+        if not name:
+            continue
+        try:
+            zoneinfo.ZoneInfo(name)
+        except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+            return "UTC"  # a zone the JVM does not know either: it takes GMT
+        return "UTC" if name in ("Etc/UTC", "Etc/GMT", "GMT", "UTC", "Etc/Universal") else name
+    return "UTC"

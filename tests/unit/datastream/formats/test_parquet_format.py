@@ -232,3 +232,55 @@ def test_a_consumer_of_columns_gets_numpy_columns_of_the_same_records(tmp_path):
     keys = np.concatenate([b.columns["key"] for b in batches])
     assert np.array_equal(keys, np.arange(n) % 7)
     assert [r for b in batches for r in b.records()] == read_all(source)
+
+
+# Instants (ms since the epoch) around New York's DST changes, and in winter and summer.
+INSTANTS = [
+    1704164645123,
+    1719835200000,
+    1710053999999,
+    1710054000000,
+    1730613599999,
+    1730613600000,
+]
+# What a JVM with TZ set so reads them as (new java.sql.Timestamp(ms).toLocalDateTime(),
+# Flink's reading when the timestamps are not UTC), recorded with Java 17.
+JVM_WALL_CLOCK = {
+    "America/New_York": [
+        "2024-01-01T22:04:05.123",
+        "2024-07-01T08:00",
+        "2024-03-10T01:59:59.999",
+        "2024-03-10T03:00",
+        "2024-11-03T01:59:59.999",
+        "2024-11-03T01:00",
+    ],
+    "Asia/Kolkata": ["2024-01-02T08:34:05.123", "2024-07-01T17:30"],
+    ":Europe/Berlin": ["2024-01-02T04:04:05.123", "2024-07-01T14:00"],
+    "Bogus/Zone": ["2024-01-02T03:04:05.123", "2024-07-01T12:00"],  # the JVM takes GMT
+}
+
+
+@pytest.mark.parametrize("tz", list(JVM_WALL_CLOCK))
+def test_timestamps_not_utc_are_read_in_the_zone_a_jvm_here_would_take(tmp_path, monkeypatch, tz):
+    monkeypatch.setenv("TZ", tz)
+    expected = [datetime.datetime.fromisoformat(text) for text in JVM_WALL_CLOCK[tz]]
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"t": pa.array(INSTANTS[: len(expected)], pa.timestamp("ms"))}), path)
+    row_type = T.ROW([T.FIELD("t", T.TIMESTAMP(3))])
+    assert [r.t for r in read_all(_source(path, row_type))] == expected
+    utc = [r.t for r in read_all(_source(path, row_type, is_utc_timestamp=True))]
+    epoch = datetime.datetime(1970, 1, 1)
+    assert utc == [epoch + datetime.timedelta(milliseconds=ms) for ms in INSTANTS[: len(expected)]]
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Europe/Berlin", "Australia/Lord_Howe"])
+def test_without_pyarrows_zone_database_the_wall_clock_is_the_same(zone):
+    """Around every DST change of 2024, and a null."""
+    import pyarrow.compute as pc
+
+    from weir.datastream.formats.parquet import _wall_clock_by_value
+
+    hours = np.arange(1704067200000, 1735689600000, 1_800_000, dtype=np.int64)
+    instants = pa.array([*hours.tolist(), None], pa.timestamp("ms", tz="UTC"))
+    expected = pc.local_timestamp(instants.cast(pa.timestamp("ms", tz=zone)))
+    assert _wall_clock_by_value(instants, zone).equals(expected)
