@@ -51,9 +51,7 @@ from weir.core.checkpoint.savepoint_storage import (
 )
 from weir.core.errors import (
     CheckpointError,
-    CheckpointStorageUnavailableError,
     CorruptCheckpointError,
-    NonRecoverableError,
     PossibleInconsistentStateError,
     WeirError,
 )
@@ -66,6 +64,7 @@ from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
 from weir.core.job_status import JobStatus
 from weir.core.key_groups import default_max_parallelism
 from weir.jobmanager.checkpoint.checkpoint_plan import CheckpointPlan
+from weir.jobmanager.checkpoint.checkpoint_restorer import CheckpointRestorer
 from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
 from weir.jobmanager.checkpoint.checkpoints_cleaner import CheckpointsCleaner
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
@@ -156,16 +155,6 @@ back into the coordinator (the JobMaster releases held-back collect batches)."""
 _Effect = Callable[[], None]
 
 
-def _unreachable(exc: OSError) -> bool:
-    """Whether reading a checkpoint failed because its storage did not answer (a refused
-    or dropped connection, a timeout, a server error), not because a file is missing or
-    may not be read: a later attempt may succeed."""
-    return not isinstance(
-        exc,
-        FileNotFoundError | IsADirectoryError | NotADirectoryError | PermissionError,
-    ) and not isinstance(exc, NonRecoverableError)
-
-
 class CheckpointCoordinator:
     def __init__(
         self,
@@ -221,6 +210,7 @@ class CheckpointCoordinator:
         self._shared_loaded = False
         self._savepoints: dict[int, _SavepointRequest] = {}
         self._cleaner = CheckpointsCleaner(job_id, io_executor)
+        self._restorer = CheckpointRestorer(job_id, storage, store)
         self._held_for_cleaning = False
         # The job's shared directories, once, here (as Flink's coordinator does), so that
         # no task has to create them.
@@ -930,59 +920,28 @@ class CheckpointCoordinator:
         state file and checks its checksum (otherwise only that the files exist). Call
         after ``abort_pending``. LeaderLostError when the HA store cannot say now which
         checkpoints it holds."""
-        self._store.settle()
-        pointers = self._store.get_all()
-        if not pointers:
+        latest = self._restorer.latest(verify_state)
+        if latest is None:
             return None
-        problems: list[str] = []
-        for pointer in reversed(pointers):
-            try:
-                metadata = self._load(pointer.external_pointer, verify_state)
-                if metadata.checkpoint_id != pointer.checkpoint_id:
-                    msg = (
-                        f"{pointer.external_pointer} holds checkpoint {metadata.checkpoint_id}, "
-                        f"not {pointer.checkpoint_id}"
-                    )
-                    raise CorruptCheckpointError(msg, path=pointer.external_pointer)
-            except (CorruptCheckpointError, OSError) as exc:
-                if isinstance(exc, OSError) and _unreachable(exc):
-                    msg = (
-                        f"job {self.job_id}: cannot read checkpoint {pointer.checkpoint_id} "
-                        f"at {pointer.external_pointer}: {exc}"
-                    )
-                    raise CheckpointStorageUnavailableError(msg) from exc
-                problems.append(f"checkpoint {pointer.checkpoint_id}: {exc}")
-                logger.warning(
-                    "job %s: checkpoint %d cannot be restored (%s); trying an older one",
-                    self.job_id,
-                    pointer.checkpoint_id,
-                    exc,
-                )
-                continue
-            self._bump_counter(metadata.checkpoint_id)
-            with self._lock:
-                self._load_shared_locked()
-            self._stats.report_restored(
-                metadata.checkpoint_id,
-                self._clock(),
-                pointer.external_pointer,
-                metadata.checkpoint_type,
-            )
-            logger.info("job %s: restoring from checkpoint %d", self.job_id, metadata.checkpoint_id)
-            return CompletedCheckpoint(metadata, pointer.external_pointer)
-        msg = (
-            f"job {self.job_id}: none of its {len(pointers)} retained checkpoints can be "
-            f"restored: {'; '.join(problems)}. Raise execution.checkpointing.num-retained to "
-            "keep more, or resubmit the job from a savepoint (weir run -s PATH)"
+        metadata = latest.metadata
+        self._bump_counter(metadata.checkpoint_id)
+        with self._lock:
+            self._load_shared_locked()
+        self._stats.report_restored(
+            metadata.checkpoint_id,
+            self._clock(),
+            latest.external_pointer,
+            metadata.checkpoint_type,
         )
-        raise CheckpointError(msg)
+        logger.info("job %s: restoring from checkpoint %d", self.job_id, metadata.checkpoint_id)
+        return latest
 
     def restore_from(self, pointer: str, verify_state: bool = True) -> CompletedCheckpoint:
         """Restore from a retained checkpoint or savepoint (``weir run -s PATH``): a
         ``chk-N`` directory or its ``_metadata``. It is registered as the latest completed
         checkpoint, so a failure before the next one restores it again, and it is never
         deleted by this job."""
-        metadata = self._load(pointer, verify_state)
+        metadata = self._restorer.load(pointer, verify_state)
         effects: list[_Effect] = []
         with self._lock:
             self._bump_counter(metadata.checkpoint_id)
@@ -1014,15 +973,6 @@ class CheckpointCoordinator:
             pointer,
         )
         return CompletedCheckpoint(metadata, pointer)
-
-    def _load(self, pointer: str, verify_state: bool) -> CheckpointMetadata:
-        metadata = decode_metadata(self._storage.read_metadata(pointer), source=pointer)
-        for handle in metadata.stream_handles():
-            if verify_state or handle.inline is not None:
-                self._storage.read_state(handle)
-            else:
-                self._storage.check_exists(handle)
-        return metadata
 
     def _bump_counter(self, restored_id: int) -> None:
         # Ids never repeat: after restoring checkpoint n the next one is at least n + 1.
