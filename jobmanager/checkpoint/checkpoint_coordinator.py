@@ -44,11 +44,7 @@ from weir.core.checkpoint import (
     decode_metadata,
     encode_metadata,
 )
-from weir.core.checkpoint.savepoint_storage import (
-    remove_savepoint_directory,
-    savepoint_location,
-    write_savepoint_metadata,
-)
+from weir.core.checkpoint.savepoint_storage import savepoint_location
 from weir.core.errors import (
     CheckpointError,
     CorruptCheckpointError,
@@ -69,6 +65,7 @@ from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsT
 from weir.jobmanager.checkpoint.checkpoints_cleaner import CheckpointsCleaner
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from weir.jobmanager.checkpoint.savepoint_requests import SavepointRequest, SavepointRequests
 from weir.jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
 from weir.jobmanager.checkpoint.shared_state_registry import SharedStateRegistry
 
@@ -102,17 +99,6 @@ class CheckpointOptions:
     """A savepoint's directory; empty for checkpoints."""
     drain: bool = False
     """Sources end event time (MAX_WATERMARK) before the barrier (stop --drain)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _SavepointRequest:
-    """A savepoint in progress: where it goes, whether the job stops after it, and the
-    future its caller waits on (the savepoint's directory, or the reason it failed)."""
-
-    directory: str
-    terminate: bool
-    drain: bool
-    result: Future[str]
 
 
 class CheckpointTriggerGateway(Protocol):
@@ -208,7 +194,7 @@ class CheckpointCoordinator:
         self._shut_down = False
         self._shared = SharedStateRegistry()
         self._shared_loaded = False
-        self._savepoints: dict[int, _SavepointRequest] = {}
+        self._savepoints = SavepointRequests(job_id)
         self._cleaner = CheckpointsCleaner(job_id, io_executor)
         self._restorer = CheckpointRestorer(job_id, storage, store)
         self._held_for_cleaning = False
@@ -321,7 +307,7 @@ class CheckpointCoordinator:
         Raises CheckpointError at once when it cannot be triggered (not every task is
         running, or the coordinator is shut down)."""
         result: Future[str] = Future()
-        request = _SavepointRequest(directory, terminate, drain and terminate, result)
+        request = SavepointRequest(directory, terminate, drain and terminate, result)
         with self._lock:
             if self._shut_down:
                 msg = f"job {self.job_id} is ending: its checkpoint coordinator is shut down"
@@ -361,7 +347,7 @@ class CheckpointCoordinator:
         checkpoint_type: CheckpointType,
         *,
         plan: CheckpointPlan | None = None,
-        savepoint: _SavepointRequest | None = None,
+        savepoint: SavepointRequest | None = None,
     ) -> list[_Effect]:
         plan = plan or self._plan_provider()
         if plan is None or not plan.tasks_to_trigger:
@@ -401,7 +387,7 @@ class CheckpointCoordinator:
         pending = PendingCheckpoint(checkpoint_id, now, plan, location, checkpoint_type)
         self._pending[checkpoint_id] = pending
         if savepoint is not None:
-            self._savepoints[checkpoint_id] = savepoint
+            self._savepoints.add(checkpoint_id, savepoint)
         pending.timeout_task = self._executor.schedule(
             self.config.timeout_ms, lambda: self._on_timeout(checkpoint_id)
         )
@@ -730,12 +716,12 @@ class CheckpointCoordinator:
         return effects
 
     def _complete_savepoint_locked(
-        self, pending: PendingCheckpoint, metadata: CheckpointMetadata, request: _SavepointRequest
+        self, pending: PendingCheckpoint, metadata: CheckpointMetadata, request: SavepointRequest
     ) -> list[_Effect]:
         checkpoint_id = pending.checkpoint_id
         now = metadata.completion_timestamp_ms
         try:
-            pointer = write_savepoint_metadata(request.directory, metadata)
+            pointer = self._savepoints.write_metadata(checkpoint_id, metadata)
         except (OSError, WeirError) as exc:
             logger.warning(
                 "job %s: savepoint %d: writing its _metadata failed",
@@ -745,7 +731,6 @@ class CheckpointCoordinator:
             )
             return self._abort_locked(pending, f"writing its _metadata failed: {exc}", False)
         del self._pending[checkpoint_id]
-        del self._savepoints[checkpoint_id]
         pending.dispose()
         self._last_end_ms = now
         self._stats.report_completed(
@@ -768,7 +753,7 @@ class CheckpointCoordinator:
                 self._notify_effect(task.attempt_id, checkpoint_id, complete=True)
                 for task in pending.plan.tasks
             ]
-        return [*effects, lambda: request.result.set_result(pointer)]
+        return [*effects, self._savepoints.completed_effect(request, pointer)]
 
     @staticmethod
     def _operator_states(pending: PendingCheckpoint) -> dict[OperatorId, OperatorState]:
@@ -800,7 +785,7 @@ class CheckpointCoordinator:
         now = self._clock()
         self._pending.pop(checkpoint_id, None)
         pending.dispose()
-        savepoint = self._savepoints.pop(checkpoint_id, None)
+        savepoint = self._savepoints.pop(checkpoint_id)
         uploaded = (
             self._shared.unreferenced(
                 path
@@ -827,24 +812,12 @@ class CheckpointCoordinator:
             ]
         if savepoint is not None:
             # Not counted against tolerable failures: the caller is told instead.
-            effects.append(self._fail_savepoint_effect(checkpoint_id, savepoint, reason))
+            effects.append(self._savepoints.failed_effect(checkpoint_id, savepoint, reason))
             if savepoint.terminate and not self._shut_down:
                 self.start_periodic_scheduler()
         elif counted:
             effects += self._count_failure(checkpoint_id, reason)
         return effects
-
-    def _fail_savepoint_effect(
-        self, checkpoint_id: int, request: _SavepointRequest, reason: str
-    ) -> _Effect:
-        def effect() -> None:
-            remove_savepoint_directory(request.directory)
-            error = CheckpointError(
-                f"job {self.job_id}: savepoint {checkpoint_id} failed: {reason}"
-            )
-            request.result.set_exception(error)
-
-        return effect
 
     def _count_failure(self, checkpoint_id: int, reason: str) -> list[_Effect]:
         self._consecutive_failures += 1
