@@ -44,16 +44,10 @@ from weir.core.checkpoint import (
     decode_metadata,
     encode_metadata,
 )
-from weir.core.checkpoint.savepoint_storage import (
-    remove_savepoint_directory,
-    savepoint_location,
-    write_savepoint_metadata,
-)
+from weir.core.checkpoint.savepoint_storage import savepoint_location
 from weir.core.errors import (
     CheckpointError,
-    CheckpointStorageUnavailableError,
     CorruptCheckpointError,
-    NonRecoverableError,
     PossibleInconsistentStateError,
     WeirError,
 )
@@ -66,10 +60,12 @@ from weir.core.ids import ExecutionAttemptId, JobId, OperatorId
 from weir.core.job_status import JobStatus
 from weir.core.key_groups import default_max_parallelism
 from weir.jobmanager.checkpoint.checkpoint_plan import CheckpointPlan
+from weir.jobmanager.checkpoint.checkpoint_restorer import CheckpointRestorer
 from weir.jobmanager.checkpoint.checkpoint_stats_tracker import CheckpointStatsTracker
 from weir.jobmanager.checkpoint.checkpoints_cleaner import CheckpointsCleaner
 from weir.jobmanager.checkpoint.completed_checkpoint import CompletedCheckpoint
 from weir.jobmanager.checkpoint.pending_checkpoint import AckResult, PendingCheckpoint
+from weir.jobmanager.checkpoint.savepoint_requests import SavepointRequest, SavepointRequests
 from weir.jobmanager.checkpoint.scheduling import Clock, ScheduledExecutor, ScheduledTask
 from weir.jobmanager.checkpoint.shared_state_registry import SharedStateRegistry
 
@@ -103,17 +99,6 @@ class CheckpointOptions:
     """A savepoint's directory; empty for checkpoints."""
     drain: bool = False
     """Sources end event time (MAX_WATERMARK) before the barrier (stop --drain)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _SavepointRequest:
-    """A savepoint in progress: where it goes, whether the job stops after it, and the
-    future its caller waits on (the savepoint's directory, or the reason it failed)."""
-
-    directory: str
-    terminate: bool
-    drain: bool
-    result: Future[str]
 
 
 class CheckpointTriggerGateway(Protocol):
@@ -154,16 +139,6 @@ after it is registered and before the tasks are notified; must be quick and not 
 back into the coordinator (the JobMaster releases held-back collect batches)."""
 
 _Effect = Callable[[], None]
-
-
-def _unreachable(exc: OSError) -> bool:
-    """Whether reading a checkpoint failed because its storage did not answer (a refused
-    or dropped connection, a timeout, a server error), not because a file is missing or
-    may not be read: a later attempt may succeed."""
-    return not isinstance(
-        exc,
-        FileNotFoundError | IsADirectoryError | NotADirectoryError | PermissionError,
-    ) and not isinstance(exc, NonRecoverableError)
 
 
 class CheckpointCoordinator:
@@ -219,8 +194,9 @@ class CheckpointCoordinator:
         self._shut_down = False
         self._shared = SharedStateRegistry()
         self._shared_loaded = False
-        self._savepoints: dict[int, _SavepointRequest] = {}
+        self._savepoints = SavepointRequests(job_id)
         self._cleaner = CheckpointsCleaner(job_id, io_executor)
+        self._restorer = CheckpointRestorer(job_id, storage, store)
         self._held_for_cleaning = False
         # The job's shared directories, once, here (as Flink's coordinator does), so that
         # no task has to create them.
@@ -331,7 +307,7 @@ class CheckpointCoordinator:
         Raises CheckpointError at once when it cannot be triggered (not every task is
         running, or the coordinator is shut down)."""
         result: Future[str] = Future()
-        request = _SavepointRequest(directory, terminate, drain and terminate, result)
+        request = SavepointRequest(directory, terminate, drain and terminate, result)
         with self._lock:
             if self._shut_down:
                 msg = f"job {self.job_id} is ending: its checkpoint coordinator is shut down"
@@ -371,7 +347,7 @@ class CheckpointCoordinator:
         checkpoint_type: CheckpointType,
         *,
         plan: CheckpointPlan | None = None,
-        savepoint: _SavepointRequest | None = None,
+        savepoint: SavepointRequest | None = None,
     ) -> list[_Effect]:
         plan = plan or self._plan_provider()
         if plan is None or not plan.tasks_to_trigger:
@@ -411,7 +387,7 @@ class CheckpointCoordinator:
         pending = PendingCheckpoint(checkpoint_id, now, plan, location, checkpoint_type)
         self._pending[checkpoint_id] = pending
         if savepoint is not None:
-            self._savepoints[checkpoint_id] = savepoint
+            self._savepoints.add(checkpoint_id, savepoint)
         pending.timeout_task = self._executor.schedule(
             self.config.timeout_ms, lambda: self._on_timeout(checkpoint_id)
         )
@@ -740,12 +716,12 @@ class CheckpointCoordinator:
         return effects
 
     def _complete_savepoint_locked(
-        self, pending: PendingCheckpoint, metadata: CheckpointMetadata, request: _SavepointRequest
+        self, pending: PendingCheckpoint, metadata: CheckpointMetadata, request: SavepointRequest
     ) -> list[_Effect]:
         checkpoint_id = pending.checkpoint_id
         now = metadata.completion_timestamp_ms
         try:
-            pointer = write_savepoint_metadata(request.directory, metadata)
+            pointer = self._savepoints.write_metadata(checkpoint_id, metadata)
         except (OSError, WeirError) as exc:
             logger.warning(
                 "job %s: savepoint %d: writing its _metadata failed",
@@ -755,7 +731,6 @@ class CheckpointCoordinator:
             )
             return self._abort_locked(pending, f"writing its _metadata failed: {exc}", False)
         del self._pending[checkpoint_id]
-        del self._savepoints[checkpoint_id]
         pending.dispose()
         self._last_end_ms = now
         self._stats.report_completed(
@@ -778,7 +753,7 @@ class CheckpointCoordinator:
                 self._notify_effect(task.attempt_id, checkpoint_id, complete=True)
                 for task in pending.plan.tasks
             ]
-        return [*effects, lambda: request.result.set_result(pointer)]
+        return [*effects, self._savepoints.completed_effect(request, pointer)]
 
     @staticmethod
     def _operator_states(pending: PendingCheckpoint) -> dict[OperatorId, OperatorState]:
@@ -810,7 +785,7 @@ class CheckpointCoordinator:
         now = self._clock()
         self._pending.pop(checkpoint_id, None)
         pending.dispose()
-        savepoint = self._savepoints.pop(checkpoint_id, None)
+        savepoint = self._savepoints.pop(checkpoint_id)
         uploaded = (
             self._shared.unreferenced(
                 path
@@ -837,24 +812,12 @@ class CheckpointCoordinator:
             ]
         if savepoint is not None:
             # Not counted against tolerable failures: the caller is told instead.
-            effects.append(self._fail_savepoint_effect(checkpoint_id, savepoint, reason))
+            effects.append(self._savepoints.failed_effect(checkpoint_id, savepoint, reason))
             if savepoint.terminate and not self._shut_down:
                 self.start_periodic_scheduler()
         elif counted:
             effects += self._count_failure(checkpoint_id, reason)
         return effects
-
-    def _fail_savepoint_effect(
-        self, checkpoint_id: int, request: _SavepointRequest, reason: str
-    ) -> _Effect:
-        def effect() -> None:
-            remove_savepoint_directory(request.directory)
-            error = CheckpointError(
-                f"job {self.job_id}: savepoint {checkpoint_id} failed: {reason}"
-            )
-            request.result.set_exception(error)
-
-        return effect
 
     def _count_failure(self, checkpoint_id: int, reason: str) -> list[_Effect]:
         self._consecutive_failures += 1
@@ -930,59 +893,28 @@ class CheckpointCoordinator:
         state file and checks its checksum (otherwise only that the files exist). Call
         after ``abort_pending``. LeaderLostError when the HA store cannot say now which
         checkpoints it holds."""
-        self._store.settle()
-        pointers = self._store.get_all()
-        if not pointers:
+        latest = self._restorer.latest(verify_state)
+        if latest is None:
             return None
-        problems: list[str] = []
-        for pointer in reversed(pointers):
-            try:
-                metadata = self._load(pointer.external_pointer, verify_state)
-                if metadata.checkpoint_id != pointer.checkpoint_id:
-                    msg = (
-                        f"{pointer.external_pointer} holds checkpoint {metadata.checkpoint_id}, "
-                        f"not {pointer.checkpoint_id}"
-                    )
-                    raise CorruptCheckpointError(msg, path=pointer.external_pointer)
-            except (CorruptCheckpointError, OSError) as exc:
-                if isinstance(exc, OSError) and _unreachable(exc):
-                    msg = (
-                        f"job {self.job_id}: cannot read checkpoint {pointer.checkpoint_id} "
-                        f"at {pointer.external_pointer}: {exc}"
-                    )
-                    raise CheckpointStorageUnavailableError(msg) from exc
-                problems.append(f"checkpoint {pointer.checkpoint_id}: {exc}")
-                logger.warning(
-                    "job %s: checkpoint %d cannot be restored (%s); trying an older one",
-                    self.job_id,
-                    pointer.checkpoint_id,
-                    exc,
-                )
-                continue
-            self._bump_counter(metadata.checkpoint_id)
-            with self._lock:
-                self._load_shared_locked()
-            self._stats.report_restored(
-                metadata.checkpoint_id,
-                self._clock(),
-                pointer.external_pointer,
-                metadata.checkpoint_type,
-            )
-            logger.info("job %s: restoring from checkpoint %d", self.job_id, metadata.checkpoint_id)
-            return CompletedCheckpoint(metadata, pointer.external_pointer)
-        msg = (
-            f"job {self.job_id}: none of its {len(pointers)} retained checkpoints can be "
-            f"restored: {'; '.join(problems)}. Raise execution.checkpointing.num-retained to "
-            "keep more, or resubmit the job from a savepoint (weir run -s PATH)"
+        metadata = latest.metadata
+        self._bump_counter(metadata.checkpoint_id)
+        with self._lock:
+            self._load_shared_locked()
+        self._stats.report_restored(
+            metadata.checkpoint_id,
+            self._clock(),
+            latest.external_pointer,
+            metadata.checkpoint_type,
         )
-        raise CheckpointError(msg)
+        logger.info("job %s: restoring from checkpoint %d", self.job_id, metadata.checkpoint_id)
+        return latest
 
     def restore_from(self, pointer: str, verify_state: bool = True) -> CompletedCheckpoint:
         """Restore from a retained checkpoint or savepoint (``weir run -s PATH``): a
         ``chk-N`` directory or its ``_metadata``. It is registered as the latest completed
         checkpoint, so a failure before the next one restores it again, and it is never
         deleted by this job."""
-        metadata = self._load(pointer, verify_state)
+        metadata = self._restorer.load(pointer, verify_state)
         effects: list[_Effect] = []
         with self._lock:
             self._bump_counter(metadata.checkpoint_id)
@@ -1014,15 +946,6 @@ class CheckpointCoordinator:
             pointer,
         )
         return CompletedCheckpoint(metadata, pointer)
-
-    def _load(self, pointer: str, verify_state: bool) -> CheckpointMetadata:
-        metadata = decode_metadata(self._storage.read_metadata(pointer), source=pointer)
-        for handle in metadata.stream_handles():
-            if verify_state or handle.inline is not None:
-                self._storage.read_state(handle)
-            else:
-                self._storage.check_exists(handle)
-        return metadata
 
     def _bump_counter(self, restored_id: int) -> None:
         # Ids never repeat: after restoring checkpoint n the next one is at least n + 1.
