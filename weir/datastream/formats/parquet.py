@@ -101,6 +101,8 @@ class _ParquetSplitReader:
 
         self._format = fmt
         self._split = split
+        # The zone of the timestamps' wall-clock time, found once per file.
+        self._zone = "UTC" if fmt._utc else local_zone()
         self._file = fsspec.open(split.path, "rb").open()
         try:
             self._parquet = pq.ParquetFile(self._file)
@@ -201,7 +203,7 @@ class _ParquetSplitReader:
                 continue
             array = rows.column(source)
             if isinstance(field.data_type, TimestampType):
-                array = _wall_clock(array, self._format._utc)
+                array = _wall_clock(array, self._zone)
             elif array.type != target:
                 array = array.cast(target)  # string from large_string, dictionary
             arrays.append(array)
@@ -225,17 +227,16 @@ def _compatible(stored: Any, data_type: Any) -> bool:
     return bool(stored == target)
 
 
-def _wall_clock(array: Any, utc: bool) -> Any:
-    """The timestamps' wall-clock time (UTC, or the local zone), in milliseconds, zoneless
-    (the stored value taken as an instant, as Flink takes it: in the local zone, a
-    ``java.sql.Timestamp`` of it read in the JVM's default zone)."""
+def _wall_clock(array: Any, zone: str) -> Any:
+    """The timestamps' wall-clock time in ``zone`` (UTC, or the local one), in
+    milliseconds, zoneless (the stored value taken as an instant, as Flink takes it: in
+    the local zone, a ``java.sql.Timestamp`` of it read in the JVM's default zone)."""
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.compute as pc  # noqa: PLC0415
 
     instants = array.cast(pa.timestamp(array.type.unit, tz="UTC")).cast(
         pa.timestamp("ms", tz="UTC"), safe=False
     )
-    zone = "UTC" if utc else local_zone()
     if zone == "UTC":
         return instants.cast(pa.timestamp("ms"))
     try:
@@ -270,12 +271,9 @@ def local_zone() -> str:
     import zoneinfo  # noqa: PLC0415
 
     candidates = [os.environ.get("TZ", "").lstrip(":")]
-    try:
-        target = os.path.realpath("/etc/localtime")
-        if "/zoneinfo/" in target:
-            candidates.append(target.split("/zoneinfo/", 1)[1])
-    except OSError:
-        pass
+    target = os.path.realpath("/etc/localtime")
+    if "/zoneinfo/" in target:
+        candidates.append(target.split("/zoneinfo/", 1)[1])
     try:
         with open("/etc/timezone", encoding="ascii") as names:
             candidates.append(names.read().strip())
