@@ -93,8 +93,8 @@ class CsvLineWatch:
             origin = len(_BOM) if block.startswith(_BOM) else 0
         view = np.frombuffer(block, dtype=np.uint8)
         ends = np.flatnonzero((view == _LF) | (view == _CR))
-        runs = None if self._quote is None else self._quote_runs(view, final, origin)
-        cut = len(view) if runs is None else runs.cut  # bytes handed on: view[:cut]
+        found = None if self._quote is None else self._quote_runs(view, final, origin)
+        runs, cut = (None, len(view)) if found is None else found  # bytes handed on: view[:cut]
         refused: tuple[int, str] | None = None  # the first byte Jackson refuses, and why
         removed: list[int] = []  # whitespace after closing quotes
         if runs is not None:
@@ -105,7 +105,9 @@ class CsvLineWatch:
         if self._columns > 1:
             blank = lines.first_blank(self._line_open)
             if blank is not None:
-                return self._refused(view, removed, self._lines + blank + 1, _blank_line(self))
+                return self._refused(
+                    view, removed, self._lines + blank + 1, _blank_line(self._columns)
+                )
         if refused is not None:
             return self._refused(
                 view, removed, self._lines + lines.before(refused[0]) + 1, refused[1]
@@ -134,9 +136,11 @@ class CsvLineWatch:
         self.refusal = why
         return np.delete(view, removed).tobytes()  # type: ignore[no-any-return]
 
-    def _quote_runs(self, view: np.ndarray, final: bool, origin: int) -> _QuoteRuns | None:
-        """The block's runs of quotes, but for those held back. None when it has none and
-        starts outside quoted values."""
+    def _quote_runs(
+        self, view: np.ndarray, final: bool, origin: int
+    ) -> tuple[_QuoteRuns, int] | None:
+        """The block's runs of quotes, but for those held back, and where the held bytes
+        begin. None when it has none and starts outside quoted values."""
         assert self._quote is not None
         quotes = np.flatnonzero(view == self._quote)
         if not len(quotes) and not self._inside:
@@ -151,15 +155,19 @@ class CsvLineWatch:
             # The run may go on in the next block, and its length decides what it is.
             cut = int(starts[-1])
             starts, lengths = starts[:-1], lengths[:-1]
-        runs = _QuoteRuns(
-            view,
-            starts,
-            lengths,
-            separator=self._separator,
-            origin=origin,
-            value_start=self._value_start,
-            inside=self._inside,
-        )
+
+        def runs_of(starts: np.ndarray, lengths: np.ndarray) -> _QuoteRuns:
+            return _QuoteRuns(
+                view,
+                starts,
+                lengths,
+                separator=self._separator,
+                origin=origin,
+                value_start=self._value_start,
+                inside=self._inside,
+            )
+
+        runs = runs_of(starts, lengths)
         if not final and len(starts):
             last_close = int(runs.closes[-1])
             if last_close >= 0 and all(
@@ -168,9 +176,8 @@ class CsvLineWatch:
                 # A closing quote, and whitespace to the block's end: what follows
                 # decides whether the whitespace is skipped or the file refused.
                 cut = int(starts[-1])
-                runs = runs.without_last()
-        runs.cut = cut
-        return runs
+                runs = runs_of(starts[:-1], lengths[:-1])
+        return runs, cut
 
     def _after_closing(
         self, view: np.ndarray, closes: np.ndarray, cut: int, final: bool, removed: list[int]
@@ -199,9 +206,9 @@ _UNCLOSED = (
 )
 
 
-def _blank_line(watch: CsvLineWatch) -> str:
+def _blank_line(columns: int) -> str:
     return (
-        f"a blank line, where a record of {watch._columns} columns was expected (Flink's "
+        f"a blank line, where a record of {columns} columns was expected (Flink's "
         "reader fails on it too: Row length mismatch)"
     )
 
@@ -238,7 +245,6 @@ class _QuoteRuns:
         value_start: bool,
         inside: bool,
     ) -> None:
-        self.cut = len(view)
         self.starts = starts
         odd = (lengths & 1).astype(bool)
         at_value_start = np.empty(len(starts), dtype=bool)
@@ -262,15 +268,6 @@ class _QuoteRuns:
         closing = (self.before & odd) | (~self.before & at_value_start & ~odd)
         # Where the bytes after each closing run start; -1 for the others.
         self.closes = np.where(closing, starts + lengths, -1)
-
-    def without_last(self) -> _QuoteRuns:
-        runs = object.__new__(_QuoteRuns)
-        runs.cut = self.cut
-        runs.starts = self.starts[:-1]
-        runs.after = self.after[:-1]
-        runs.before = self.before[:-1]
-        runs.closes = self.closes[:-1]
-        return runs
 
     def inside_at(self, positions: np.ndarray, inside: bool) -> np.ndarray:
         """Whether each position (no quote) is inside a quoted value."""
